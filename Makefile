@@ -1,0 +1,72 @@
+# Thin wrapper over CMake. Every target installs what it needs first (tests/testkit/install-deps,
+# idempotent), so these work on a fresh machine. See README.md.
+#
+#   make demo        boot a broker, fill a topic, consume it with kconsume (the main job)
+#   make test        deps, ASan+UBSan build, unit tests, boot the testkit cluster, integration tests
+#   make test-long   the long variants (chaos, rolling upgrades); make soak: hours of churn
+#   make perf        the benchmark report in perf/results/
+#   make fuzz        each libFuzzer target for FUZZ_SECONDS (default 60)
+#   make install     PREFIX=/usr/local DESTDIR= honoured
+#   make codegen     regenerate io/proto/*.gen.[ch] from Kafka's message schemas
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+PREFIX ?= /usr/local
+FUZZ_SECONDS ?= 60
+BUILD_TYPE ?= Release
+
+.PHONY: all deps build build-asan build-tsan test test-unit test-kafka test-long soak demo perf \
+        fuzz install codegen format clean
+
+all: build
+
+deps:
+	@tests/testkit/install-deps
+
+build: deps
+	cmake -S . -B build/release -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --build build/release -j $(JOBS)
+
+build-asan: deps
+	cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DKC_SANITIZE=address
+	cmake --build build/asan -j $(JOBS)
+
+build-tsan: deps
+	cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DKC_SANITIZE=thread
+	cmake --build build/tsan -j $(JOBS)
+
+# The one command CI runs. Unit tests first (fast, no network), then one cluster for every
+# integration suite; tests/run-suite tears the cluster down on any exit.
+test: build-asan
+	tests/run-suite --build build/asan --labels "unit kafka interop"
+
+test-unit: build-asan
+	cd build/asan && ctest -L unit --output-on-failure -j $(JOBS)
+
+test-long: build-asan
+	tests/run-suite --build build/asan --labels "unit kafka interop chaos long"
+
+soak: build
+	tests/run-suite --build build/release --labels "soak"
+
+demo: build
+	tools/demo.sh build/release
+
+perf: deps
+	perf/run
+
+fuzz: deps
+	CC=clang cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=Debug -DKC_FUZZ=ON -DKC_SANITIZE=address
+	cmake --build build/fuzz -j $(JOBS)
+	tests/fuzz/run build/fuzz $(FUZZ_SECONDS)
+
+install: build
+	DESTDIR=$(DESTDIR) cmake --install build/release --prefix $(PREFIX)
+
+codegen:
+	python3 io/proto/gen/generate.py
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '\.gen\.')
+
+clean:
+	rm -rf build

@@ -1,0 +1,33 @@
+# Finds every library kconsume links, each by pkg-config, and fails configure with the Debian
+# package to install when one is missing (tests/testkit/install-deps installs them all).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+
+set(KC_DEP_TARGETS Threads::Threads m)
+
+# kc_require(<pkg-config module> <Debian package>)
+function(kc_require module debian)
+    string(MAKE_C_IDENTIFIER "KCDEP_${module}" var)
+    pkg_check_modules(${var} QUIET IMPORTED_TARGET GLOBAL ${module})
+    if(NOT ${var}_FOUND)
+        message(FATAL_ERROR "kconsume needs ${module}: install the Debian package '${debian}' "
+                            "(or run tests/testkit/install-deps, which installs everything)")
+    endif()
+    set(KC_DEP_TARGETS ${KC_DEP_TARGETS} PkgConfig::${var} PARENT_SCOPE)
+endfunction()
+
+kc_require(liburing liburing-dev)
+kc_require(ck libck-dev)
+kc_require(openssl libssl-dev)
+kc_require(libzstd libzstd-dev)
+kc_require(zlib zlib1g-dev)
+kc_require(liblz4 liblz4-dev)
+kc_require(snappy libsnappy-dev)
+
+if(KC_BUILD_TESTS)
+    pkg_check_modules(KCDEP_cmocka QUIET IMPORTED_TARGET GLOBAL cmocka)
+    if(NOT KCDEP_cmocka_FOUND)
+        message(FATAL_ERROR "the tests need cmocka: install the Debian package 'libcmocka-dev' "
+                            "(or configure with -DKC_BUILD_TESTS=OFF)")
+    endif()
+endif()

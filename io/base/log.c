@@ -1,0 +1,65 @@
+/* Process-wide logger: see log.h. */
+#include "base/log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+
+/* Written once by kc_log_configure before threads start, then only read. */
+static kc_log_sink_fn g_sink;
+static void *g_sink_opaque;
+static int g_max_level = KC_LOG_WARN;
+
+void kc_log_configure(kc_log_sink_fn sink, void *opaque, int max_level)
+{
+    g_sink = sink;
+    g_sink_opaque = opaque;
+    g_max_level = max_level;
+}
+
+int kc_log_enabled(int level)
+{
+    return level <= g_max_level;
+}
+
+static const char *level_name(int level)
+{
+    switch (level) {
+    case KC_LOG_ERROR:
+        return "ERROR";
+    case KC_LOG_WARN:
+        return "WARN";
+    case KC_LOG_INFO:
+        return "INFO";
+    default:
+        return "DEBUG";
+    }
+}
+
+void kc_log(int level, const char *subsystem, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+
+    if (level > g_max_level)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (g_sink) {
+        g_sink(g_sink_opaque, level, subsystem, line);
+        return;
+    }
+    char out[1200];
+    int64_t ms = kc_now_ms();
+    int n = snprintf(out, sizeof out, "%lld.%03lld kconsume %s [%s] %s\n", (long long)(ms / 1000),
+                     (long long)(ms % 1000), level_name(level), subsystem, line);
+    if (n > 0) {
+        size_t len = (size_t)n < sizeof out ? (size_t)n : sizeof out - 1;
+        ssize_t w = write(STDERR_FILENO, out, len); /* one write: lines never interleave */
+        (void)w;
+    }
+}

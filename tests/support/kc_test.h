@@ -1,0 +1,18 @@
+/* Shared helpers for kconsume's C tests (unit and kafka). cmocka is the runner. */
+#ifndef KC_TEST_H
+#define KC_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* The value of an environment variable that a kafka-labelled test needs; fails the test with a
+ * message naming the variable (and how tests/run-suite sets it) when it is unset. */
+const char *kc_test_env(const char *name);
+
+/* Path of a file under the source tree (KC_SOURCE_DIR), in a static buffer. */
+const char *kc_test_src_path(const char *rel);
+
+#endif
