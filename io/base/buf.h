@@ -1,0 +1,75 @@
+/*
+ * Refcounted frame buffers: how a Fetch response reaches the workers without copies.
+ *
+ * The network thread receives each response frame into one kc_buf_t of exactly the frame's size
+ * (io-facts.md: read the size, then the body into one buffer, no reassembly copies). Decoding the
+ * response yields record-batch slices that point into that buffer; each slice handed to a worker
+ * holds one reference. The last kc_buf_unref() — on whichever thread — frees the buffer.
+ *
+ * Threads: any. The count is the only shared field. Increments are relaxed (a reference can only
+ * be copied by a thread that already holds one, so no ordering is needed to keep it alive); the
+ * decrement is acq_rel so that every write a holder made to the data happens-before the free by
+ * the last holder.
+ */
+#ifndef KC_BASE_BUF_H
+#define KC_BASE_BUF_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct kc_buf {
+    atomic_uint refcnt;
+    size_t len;       /* bytes of data[] in use */
+    size_t cap;       /* bytes allocated for data[] */
+    uint8_t data[];   /* the frame body, 8-byte aligned by malloc */
+} kc_buf_t;
+
+/* A view into a kc_buf_t that holds one reference. Owned by whoever holds the slice. */
+typedef struct kc_slice {
+    kc_buf_t *buf;
+    const uint8_t *ptr;
+    size_t len;
+} kc_slice_t;
+
+/* A buffer of `cap` bytes with one reference, or NULL when out of memory. */
+static inline kc_buf_t *kc_buf_new(size_t cap)
+{
+    kc_buf_t *b = malloc(sizeof *b + cap);
+    if (!b)
+        return NULL;
+    atomic_init(&b->refcnt, 1);
+    b->len = 0;
+    b->cap = cap;
+    return b;
+}
+
+static inline kc_buf_t *kc_buf_ref(kc_buf_t *b)
+{
+    atomic_fetch_add_explicit(&b->refcnt, 1, memory_order_relaxed);
+    return b;
+}
+
+static inline void kc_buf_unref(kc_buf_t *b)
+{
+    if (b && atomic_fetch_sub_explicit(&b->refcnt, 1, memory_order_acq_rel) == 1)
+        free(b);
+}
+
+/* A slice of `b` taking its own reference. `ptr..ptr+len` must lie inside b->data. */
+static inline kc_slice_t kc_slice_make(kc_buf_t *b, const uint8_t *ptr, size_t len)
+{
+    kc_slice_t s = {kc_buf_ref(b), ptr, len};
+    return s;
+}
+
+static inline void kc_slice_release(kc_slice_t *s)
+{
+    kc_buf_unref(s->buf);
+    s->buf = NULL;
+    s->ptr = NULL;
+    s->len = 0;
+}
+
+#endif
