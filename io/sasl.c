@@ -22,8 +22,8 @@
  * seconds of network-thread time in PBKDF2. */
 #define SCRAM_MIN_ITERATIONS 4096
 #define SCRAM_MAX_ITERATIONS 16384
-#define NONCE_RANDOM_BYTES 24 /* base64 → 32 printable chars, none of them ',' */
-#define NONCE_MAX 64
+#define NONCE_RANDOM_BYTES   24 /* base64 → 32 printable chars, none of them ',' */
+#define NONCE_MAX            64
 
 enum sasl_state { ST_START, ST_SENT_FIRST, ST_SENT_FINAL, ST_DONE, ST_FAILED };
 
@@ -182,7 +182,8 @@ kc_err_t kc_sasl__set_nonce_for_test(kc_sasl_t *s, const char *nonce, kc_error_t
     return KC_OK;
 }
 
-/* ---- re-authentication clock (KIP-368) --------------------------------------------------------- */
+/* ---- re-authentication clock (KIP-368) ---------------------------------------------------------
+ */
 
 int64_t kc_sasl_reauth_at_ms(int64_t authenticated_at_ms, int64_t session_lifetime_ms,
                              uint32_t random32)
@@ -191,7 +192,8 @@ int64_t kc_sasl_reauth_at_ms(int64_t authenticated_at_ms, int64_t session_lifeti
         return INT64_MAX;
     /* 85% + random32/2^32 * 10%, in integer arithmetic: lifetime * (850 + r*100/2^32) / 1000. */
     int64_t permille = 850 + (int64_t)(((uint64_t)random32 * 100u) >> 32);
-    int64_t after = session_lifetime_ms / 1000 * permille + session_lifetime_ms % 1000 * permille / 1000;
+    int64_t after =
+        session_lifetime_ms / 1000 * permille + session_lifetime_ms % 1000 * permille / 1000;
     if (after > INT64_MAX - authenticated_at_ms)
         return INT64_MAX;
     return authenticated_at_ms + after;
@@ -213,7 +215,8 @@ bool kc_sasl_reauth_due(const kc_sasl_t *s, int64_t now_ms)
     return s->reauth_at_ms != INT64_MAX && now_ms >= s->reauth_at_ms;
 }
 
-/* ---- PLAIN ------------------------------------------------------------------------------------- */
+/* ---- PLAIN -------------------------------------------------------------------------------------
+ */
 
 static kc_err_t plain_step(kc_sasl_t *s, size_t in_len, kc_error_t *err)
 {
@@ -239,7 +242,8 @@ static kc_err_t plain_step(kc_sasl_t *s, size_t in_len, kc_error_t *err)
     return KC_OK;
 }
 
-/* ---- SCRAM helpers ----------------------------------------------------------------------------- */
+/* ---- SCRAM helpers -----------------------------------------------------------------------------
+ */
 
 static const EVP_MD *scram_md(const kc_sasl_t *s)
 {
@@ -341,7 +345,6 @@ static bool take_attr(const char **p, const char *end, char a, const char **v, s
     return true;
 }
 
-
 /* HMAC(key, msg) with the mechanism's digest into out (digest_len bytes). */
 static bool hmac(const kc_sasl_t *s, const uint8_t *key, size_t klen, const void *msg, size_t mlen,
                  uint8_t *out)
@@ -363,11 +366,11 @@ static kc_err_t scram_proof(kc_sasl_t *s, const uint8_t *salt, size_t salt_len, 
     uint8_t client_sig[EVP_MAX_MD_SIZE], server_key[EVP_MAX_MD_SIZE];
     size_t dl = s->digest_len, alen = strlen(auth_msg);
     unsigned int slen = 0;
-    bool ok = PKCS5_PBKDF2_HMAC(s->password, (int)s->password_len, salt, (int)salt_len,
-                                iterations, scram_md(s), (int)dl, salted) == 1 &&
+    bool ok = PKCS5_PBKDF2_HMAC(s->password, (int)s->password_len, salt, (int)salt_len, iterations,
+                                scram_md(s), (int)dl, salted) == 1 &&
               hmac(s, salted, dl, "Client Key", 10, client_key) &&
-              EVP_Digest(client_key, dl, stored_key, &slen, scram_md(s), NULL) == 1 &&
-              slen == dl && hmac(s, stored_key, dl, auth_msg, alen, client_sig) &&
+              EVP_Digest(client_key, dl, stored_key, &slen, scram_md(s), NULL) == 1 && slen == dl &&
+              hmac(s, stored_key, dl, auth_msg, alen, client_sig) &&
               hmac(s, salted, dl, "Server Key", 10, server_key) &&
               hmac(s, server_key, dl, auth_msg, alen, s->server_signature);
     for (size_t i = 0; ok && i < dl; i++)
@@ -389,12 +392,11 @@ static kc_err_t scram_final(kc_sasl_t *s, const char *in, size_t n, kc_error_t *
     const char *p = in, *end = in + n, *r, *salt_b64, *it;
     size_t r_len, salt_len, it_len;
     if (n >= 2 && in[0] == 'm' && in[1] == '=')
-        return kc_fail(err, KC_ERR_AUTH, "SASL %s: server requires an unsupported extension",
-                       mech);
+        return kc_fail(err, KC_ERR_AUTH, "SASL %s: server requires an unsupported extension", mech);
     if (!take_attr(&p, end, 'r', &r, &r_len) || !take_attr(&p, end, 's', &salt_b64, &salt_len) ||
         !take_attr(&p, end, 'i', &it, &it_len))
-        return kc_fail(err, KC_ERR_MALFORMED, "SASL %s: server-first-message is not r=,s=,i=",
-                       mech);
+        return kc_fail(err, KC_ERR_MALFORMED,
+                       "SASL %s: server-first-message is not r=,s=,i=", mech);
     /* The server's nonce must be ours plus its own part: otherwise this answer belongs to another
      * exchange (or an attacker replays one), and proving ourselves to it would be a mistake. */
     size_t cn = strlen(s->nonce);
@@ -412,9 +414,8 @@ static kc_err_t scram_final(kc_sasl_t *s, const char *in, size_t n, kc_error_t *
         iterations = iterations * 10 + (it[i] - '0');
     }
     if (it_len == 0 || iterations < SCRAM_MIN_ITERATIONS || iterations > SCRAM_MAX_ITERATIONS)
-        return kc_fail(err, KC_ERR_AUTH,
-                       "SASL %s: server asks for %ld iterations (allowed %d..%d)", mech, iterations,
-                       SCRAM_MIN_ITERATIONS, SCRAM_MAX_ITERATIONS);
+        return kc_fail(err, KC_ERR_AUTH, "SASL %s: server asks for %ld iterations (allowed %d..%d)",
+                       mech, iterations, SCRAM_MIN_ITERATIONS, SCRAM_MAX_ITERATIONS);
     uint8_t salt[256];
     int salt_n = b64_decode(salt_b64, salt_len, salt, sizeof salt);
     if (salt_n <= 0)

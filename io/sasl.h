@@ -66,7 +66,8 @@ kc_err_t kc_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password
 void kc_sasl_free(kc_sasl_t *s);
 
 /* Restarts the exchange with the same credentials (for re-authentication): a new nonce is drawn
- * at the next first step. The session lifetime is kept until the next kc_sasl_set_session_lifetime. */
+ * at the next first step. The session lifetime is kept until the next kc_sasl_set_session_lifetime.
+ */
 void kc_sasl_reset(kc_sasl_t *s);
 
 kc_sasl_mech_t kc_sasl_mech(const kc_sasl_t *s);

@@ -13,22 +13,25 @@
 
 /* RFC 7677 §3. */
 #define RFC_CNONCE "rOprNGfwEbeRWgbNEkqO"
-#define RFC_SFIRST "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+#define RFC_SFIRST                                                                                 \
+    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
 #define RFC_CFINAL                                                                                 \
-    "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsq" \
+    "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+"               \
+    "Ute9ytag9zjfMHgsq"                                                                            \
     "mmiz7AndVQ="
 #define RFC_SFINAL "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
 
 /* SCRAM-SHA-512 with a user name that needs escaping and a non-ASCII password. Expected values
  * were produced by Kafka 4.1.1's ScramFormatter (tests/interop/ScramXcheck.java; the interop
  * script scram_xcheck.test.sh recomputes them and passes them in KC_SCRAM512_XCHECK). */
-#define X_USER "al,ice="
-#define X_PASS "p@ss w\xc3\xb6rd"
+#define X_USER   "al,ice="
+#define X_PASS   "p@ss w\xc3\xb6rd"
 #define X_CNONCE "fyko+d2lbbFgONRv9qkxdawL"
 #define X_SNONCE "3rfcNHYJY1ZVvWVs7j"
-#define X_SALT "QSXCR+Q6sek8bf92"
+#define X_SALT   "QSXCR+Q6sek8bf92"
 #define X_CFINAL                                                                                   \
-    "c=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,p=eoqi+TfVu4RHKm62mEqqzc1XsOhERKtp47aRxj4" \
+    "c=biws,r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,p=eoqi+"                                  \
+    "TfVu4RHKm62mEqqzc1XsOhERKtp47aRxj4"                                                           \
     "oMhWRRkTbIgweTD/vDEd7wyBB9ieZyWDuBoPBlAtlzTSAHA=="
 #define X_SFINAL                                                                                   \
     "v=4p7QXjvUxjvBoBiXpiFGFC9FYOXKfePZAJQmaYkqGUjn+KoFmywIo2ltKN1j3/b8NRwaaL6KWC7lZi7xPMJ9uA=="
@@ -154,13 +157,12 @@ static void server_make_creds(const EVP_MD *md, const char *pw, const uint8_t *s
     uint8_t salted[64], ck[64];
     unsigned int n;
     c->dl = (size_t)EVP_MD_get_size(md);
-    assert_int_equal(PKCS5_PBKDF2_HMAC(pw, (int)strlen(pw), salt, (int)sl, it, md, (int)c->dl,
-                                       salted),
-                     1);
+    assert_int_equal(
+        PKCS5_PBKDF2_HMAC(pw, (int)strlen(pw), salt, (int)sl, it, md, (int)c->dl, salted), 1);
     assert_non_null(HMAC(md, salted, (int)c->dl, (const uint8_t *)"Client Key", 10, ck, &n));
     assert_int_equal(EVP_Digest(ck, c->dl, c->stored_key, &n, md, NULL), 1);
-    assert_non_null(HMAC(md, salted, (int)c->dl, (const uint8_t *)"Server Key", 10, c->server_key,
-                         &n));
+    assert_non_null(
+        HMAC(md, salted, (int)c->dl, (const uint8_t *)"Server Key", 10, c->server_key, &n));
 }
 
 /* Verifies client-final the way RFC 5802 §3 tells the server to: recover ClientKey from the proof
@@ -171,7 +173,8 @@ static bool server_verify(const EVP_MD *md, const struct server_creds *c, const 
     uint8_t proof[72], sig[64], ck[64], h[64];
     unsigned int n;
     int pl = EVP_DecodeBlock(proof, (const uint8_t *)proof_b64, (int)strlen(proof_b64));
-    pl -= (int)((proof_b64[strlen(proof_b64) - 1] == '=') + (proof_b64[strlen(proof_b64) - 2] == '='));
+    pl -= (int)((proof_b64[strlen(proof_b64) - 1] == '=') +
+                (proof_b64[strlen(proof_b64) - 2] == '='));
     if (pl != (int)c->dl)
         return false;
     HMAC(md, c->stored_key, (int)c->dl, (const uint8_t *)auth_msg, strlen(auth_msg), sig, &n);
@@ -218,10 +221,10 @@ static void scram_sha512_against_test_server(void **state)
 {
     (void)state;
     kc_error_t e;
-    assert_int_equal(run_against_server(KC_SASL_SCRAM_SHA_512, EVP_sha512(), "s3cret", "s3cret", &e),
-                     KC_OK);
-    assert_int_equal(run_against_server(KC_SASL_SCRAM_SHA_256, EVP_sha256(), "s3cret", "s3cret", &e),
-                     KC_OK);
+    assert_int_equal(
+        run_against_server(KC_SASL_SCRAM_SHA_512, EVP_sha512(), "s3cret", "s3cret", &e), KC_OK);
+    assert_int_equal(
+        run_against_server(KC_SASL_SCRAM_SHA_256, EVP_sha256(), "s3cret", "s3cret", &e), KC_OK);
     /* The same server with another password must reject the proof: the check is not vacuous. */
     assert_int_equal(run_against_server(KC_SASL_SCRAM_SHA_512, EVP_sha512(), "wrong", "s3cret", &e),
                      KC_ERR_AUTH);
@@ -244,8 +247,8 @@ static void scram_sha512_matches_kafka_scram_formatter(void **state)
     kc_error_t e;
     assert_int_equal(step_str(s, NULL, out, sizeof out, &e), KC_OK);
     assert_string_equal(out, "n,,n=al=2Cice=3D,r=" X_CNONCE);
-    assert_int_equal(step_str(s, "r=" X_CNONCE X_SNONCE ",s=" X_SALT ",i=4096", out, sizeof out, &e),
-                     KC_OK);
+    assert_int_equal(
+        step_str(s, "r=" X_CNONCE X_SNONCE ",s=" X_SALT ",i=4096", out, sizeof out, &e), KC_OK);
     assert_string_equal(out, cfinal);
     assert_int_equal(step_str(s, sfinal, out, sizeof out, &e), KC_OK);
     assert_true(kc_sasl_done(s));
@@ -299,8 +302,8 @@ static void mechanism_names(void **state)
     assert_null(s);
     assert_int_equal(kc_sasl_auth_fail(&e, KC_SASL_SCRAM_SHA_256, "127.0.0.1:9093", "bad creds"),
                      KC_ERR_AUTH);
-    assert_string_equal(e.msg,
-                        "SASL SCRAM-SHA-256 authentication to broker 127.0.0.1:9093 failed: bad creds");
+    assert_string_equal(
+        e.msg, "SASL SCRAM-SHA-256 authentication to broker 127.0.0.1:9093 failed: bad creds");
 }
 
 static void reauth_window_is_85_to_95_percent(void **state)

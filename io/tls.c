@@ -1,0 +1,456 @@
+/*
+ * TLS over memory BIOs (see tls.h for the call sequence and buffer lifetimes).
+ *
+ * Owner: kc_tls_ctx_t — the application thread builds it at configuration time, the network
+ * thread alone uses it afterwards (SSL_new only reads it). kc_tls_t — the network thread.
+ * OpenSSL's error queue is thread-local, so reading it here never sees another thread's errors.
+ */
+#include "tls.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+struct kc_tls_ctx {
+    SSL_CTX *ssl_ctx;
+    bool verify_name; /* ssl.endpoint.identification.algorithm=https */
+};
+
+/* The first verification failure, captured in the verify callback because that is the only
+ * moment the failing certificate (and, for a name mismatch, its SANs) is at hand. */
+struct verify_failure {
+    int code; /* X509_V_ERR_*, 0 = none */
+    int depth;
+    char names[160]; /* the failing certificate's SANs, or its subject */
+};
+
+struct kc_tls {
+    SSL *ssl;
+    BIO *rbio; /* ciphertext from the peer, written by kc_tls_feed, read by OpenSSL */
+    BIO *wbio; /* ciphertext for the peer, written by OpenSSL, drained into `out` */
+    char server_name[256];
+    bool handshake_done, shut;
+    struct verify_failure vf;
+    /* Output staging: what kc_tls_out_peek() hands out; never moved until fully consumed. */
+    uint8_t *out;
+    size_t out_len, out_off, out_cap;
+};
+
+/* ---- error text --------------------------------------------------------------------------------
+ */
+
+/* OpenSSL's reason for the most recent error on this thread, and clears the queue. */
+static const char *ssl_reason(char *buf, size_t cap)
+{
+    unsigned long e = ERR_peek_last_error();
+    const char *r = e ? ERR_reason_error_string(e) : NULL;
+    if (r)
+        snprintf(buf, cap, "%s", r);
+    else if (e)
+        ERR_error_string_n(e, buf, cap);
+    else
+        snprintf(buf, cap, "no OpenSSL error recorded");
+    ERR_clear_error();
+    return buf;
+}
+
+static void append_name(char *dst, size_t cap, const char *kind, const char *val, size_t len)
+{
+    size_t used = strlen(dst);
+    if (used + 1 < cap)
+        snprintf(dst + used, cap - used, "%s%s:%.*s", used ? ", " : "", kind, (int)len, val);
+}
+
+/* "DNS:localhost, IP:127.0.0.1", or "CN=..." when the certificate has no SANs. */
+static void describe_cert_names(X509 *cert, char *dst, size_t cap)
+{
+    dst[0] = '\0';
+    if (!cert)
+        return;
+    GENERAL_NAMES *sans = X509_get_ext_d2i(cert, NID_subject_alt_name, NULL, NULL);
+    for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans); i++) {
+        const GENERAL_NAME *gn = sk_GENERAL_NAME_value(sans, i);
+        if (gn->type == GEN_DNS) {
+            append_name(dst, cap, "DNS", (const char *)ASN1_STRING_get0_data(gn->d.dNSName),
+                        (size_t)ASN1_STRING_length(gn->d.dNSName));
+        } else if (gn->type == GEN_IPADD) {
+            char ip[INET6_ADDRSTRLEN] = "?";
+            int l = ASN1_STRING_length(gn->d.iPAddress);
+            const unsigned char *p = ASN1_STRING_get0_data(gn->d.iPAddress);
+            if (l == 4 || l == 16)
+                inet_ntop(l == 4 ? AF_INET : AF_INET6, p, ip, sizeof ip);
+            append_name(dst, cap, "IP", ip, strlen(ip));
+        }
+    }
+    GENERAL_NAMES_free(sans);
+    if (!dst[0])
+        X509_NAME_oneline(X509_get_subject_name(cert), dst, (int)cap);
+}
+
+static int verify_cb(int preverify_ok, X509_STORE_CTX *xctx)
+{
+    if (preverify_ok)
+        return 1;
+    SSL *ssl = X509_STORE_CTX_get_ex_data(xctx, SSL_get_ex_data_X509_STORE_CTX_idx());
+    kc_tls_t *t = ssl ? SSL_get_app_data(ssl) : NULL;
+    if (t && !t->vf.code) {
+        t->vf.code = X509_STORE_CTX_get_error(xctx);
+        t->vf.depth = X509_STORE_CTX_get_error_depth(xctx);
+        describe_cert_names(X509_STORE_CTX_get_current_cert(xctx), t->vf.names, sizeof t->vf.names);
+    }
+    return 0; /* verification stays mandatory: the handshake fails */
+}
+
+static kc_err_t handshake_fail(kc_tls_t *t, kc_error_t *err)
+{
+    char r[160];
+    int code = t->vf.code;
+    if (code == X509_V_ERR_HOSTNAME_MISMATCH || code == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+        ERR_clear_error();
+        return kc_fail(err, KC_ERR_TLS, "hostname mismatch: certificate is for %s, connected to %s",
+                       t->vf.names, t->server_name);
+    }
+    if (code) {
+        ERR_clear_error();
+        return kc_fail(err, KC_ERR_TLS, "certificate verify failed: %s (depth %d, %s)",
+                       X509_verify_cert_error_string(code), t->vf.depth, t->vf.names);
+    }
+    return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s failed: %s", t->server_name,
+                   ssl_reason(r, sizeof r));
+}
+
+/* ---- context -----------------------------------------------------------------------------------
+ */
+
+struct pw_arg {
+    const char *pw;
+    bool asked;
+};
+
+static int key_password_cb(char *buf, int size, int rwflag, void *u)
+{
+    (void)rwflag;
+    struct pw_arg *a = u;
+    a->asked = true;
+    if (!a->pw)
+        return -1;
+    size_t n = strlen(a->pw);
+    if (n > (size_t)size)
+        return -1;
+    memcpy(buf, a->pw, n);
+    return (int)n;
+}
+
+static kc_err_t load_ca(SSL_CTX *c, const char *loc, kc_error_t *err)
+{
+    char r[160];
+    if (!loc || !*loc) {
+        if (SSL_CTX_set_default_verify_paths(c) != 1)
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "ssl.ca.location unset and the system CA store "
+                           "cannot be loaded: %s",
+                           ssl_reason(r, sizeof r));
+        return KC_OK;
+    }
+    struct stat st;
+    if (stat(loc, &st) != 0)
+        return kc_fail(err, KC_ERR_CONFIG, "ssl.ca.location '%s': %s", loc, strerror(errno));
+    bool dir = S_ISDIR(st.st_mode);
+    if (SSL_CTX_load_verify_locations(c, dir ? NULL : loc, dir ? loc : NULL) != 1)
+        return kc_fail(err, KC_ERR_CONFIG, "ssl.ca.location '%s': %s", loc,
+                       ssl_reason(r, sizeof r));
+    return KC_OK;
+}
+
+/* The key is decrypted here, once; the password is not stored anywhere afterwards. */
+static kc_err_t load_client_cert(SSL_CTX *c, const kc_tls_conf_t *conf, kc_error_t *err)
+{
+    char r[160];
+    bool has_cert = conf->cert_location && *conf->cert_location;
+    bool has_key = conf->key_location && *conf->key_location;
+    if (!has_cert && !has_key)
+        return KC_OK;
+    if (has_cert != has_key)
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.certificate.location and ssl.key.location must "
+                       "be set together");
+    if (SSL_CTX_use_certificate_chain_file(c, conf->cert_location) != 1)
+        return kc_fail(err, KC_ERR_CONFIG, "ssl.certificate.location '%s': %s", conf->cert_location,
+                       ssl_reason(r, sizeof r));
+    BIO *b = BIO_new_file(conf->key_location, "r");
+    if (!b)
+        return kc_fail(err, KC_ERR_CONFIG, "ssl.key.location '%s': %s", conf->key_location,
+                       ssl_reason(r, sizeof r));
+    struct pw_arg pa = {conf->key_password, false};
+    EVP_PKEY *key = PEM_read_bio_PrivateKey(b, NULL, key_password_cb, &pa);
+    BIO_free(b);
+    if (!key)
+        return kc_fail(err, KC_ERR_CONFIG, "ssl.key.location '%s': cannot read the key%s: %s",
+                       conf->key_location,
+                       pa.asked ? " (encrypted: ssl.key.password missing or wrong)" : "",
+                       ssl_reason(r, sizeof r));
+    int ok = SSL_CTX_use_PrivateKey(c, key);
+    EVP_PKEY_free(key);
+    if (ok != 1 || SSL_CTX_check_private_key(c) != 1)
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.key.location '%s' does not match "
+                       "ssl.certificate.location '%s': %s",
+                       conf->key_location, conf->cert_location, ssl_reason(r, sizeof r));
+    return KC_OK;
+}
+
+kc_err_t kc_tls_ctx_new(const kc_tls_conf_t *conf, kc_tls_ctx_t **out, kc_error_t *err)
+{
+    char r[160];
+    *out = NULL;
+    const char *alg = conf->endpoint_identification;
+    if (alg && *alg && strcmp(alg, "https") != 0)
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.endpoint.identification.algorithm '%s': use \"https\" or \"\"", alg);
+    kc_tls_ctx_t *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return kc_fail(err, KC_ERR_NOMEM, "TLS: out of memory");
+    ctx->verify_name = !alg || *alg;
+    ctx->ssl_ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx->ssl_ctx) {
+        free(ctx);
+        return kc_fail(err, KC_ERR_TLS, "SSL_CTX_new: %s", ssl_reason(r, sizeof r));
+    }
+    SSL_CTX_set_min_proto_version(ctx->ssl_ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx->ssl_ctx, SSL_VERIFY_PEER, verify_cb);
+    kc_err_t rc = load_ca(ctx->ssl_ctx, conf->ca_location, err);
+    if (rc == KC_OK)
+        rc = load_client_cert(ctx->ssl_ctx, conf, err);
+    if (rc != KC_OK) {
+        kc_tls_ctx_free(ctx);
+        return rc;
+    }
+    *out = ctx;
+    return KC_OK;
+}
+
+void kc_tls_ctx_free(kc_tls_ctx_t *ctx)
+{
+    if (!ctx)
+        return;
+    SSL_CTX_free(ctx->ssl_ctx);
+    free(ctx);
+}
+
+/* ---- session -----------------------------------------------------------------------------------
+ */
+
+static bool is_ip_literal(const char *s)
+{
+    unsigned char buf[16];
+    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+static kc_err_t set_peer_name(kc_tls_t *t, bool verify_name, kc_error_t *err)
+{
+    char r[160];
+    const char *name = t->server_name;
+    bool ip = is_ip_literal(name);
+    /* SNI carries DNS names only (RFC 6066 §3); brokers behind SNI routers need it. */
+    if (!ip && SSL_set_tlsext_host_name(t->ssl, name) != 1)
+        return kc_fail(err, KC_ERR_TLS, "TLS: cannot set SNI '%s': %s", name,
+                       ssl_reason(r, sizeof r));
+    if (!verify_name)
+        return KC_OK;
+    X509_VERIFY_PARAM *vp = SSL_get0_param(t->ssl);
+    X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+    int ok =
+        ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, name) : X509_VERIFY_PARAM_set1_host(vp, name, 0);
+    if (ok != 1)
+        return kc_fail(err, KC_ERR_TLS, "TLS: cannot verify against '%s': %s", name,
+                       ssl_reason(r, sizeof r));
+    return KC_OK;
+}
+
+kc_err_t kc_tls_new(kc_tls_ctx_t *ctx, const char *server_name, kc_tls_t **out, kc_error_t *err)
+{
+    char r[160];
+    *out = NULL;
+    if (!server_name || !*server_name || strlen(server_name) >= sizeof((kc_tls_t *)0)->server_name)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "TLS: bad server name");
+    kc_tls_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return kc_fail(err, KC_ERR_NOMEM, "TLS: out of memory");
+    snprintf(t->server_name, sizeof t->server_name, "%s", server_name);
+    ERR_clear_error();
+    t->ssl = SSL_new(ctx->ssl_ctx);
+    t->rbio = BIO_new(BIO_s_mem());
+    t->wbio = BIO_new(BIO_s_mem());
+    if (!t->ssl || !t->rbio || !t->wbio) {
+        BIO_free(t->rbio);
+        BIO_free(t->wbio);
+        t->rbio = t->wbio = NULL;
+        kc_tls_free(t);
+        return kc_fail(err, KC_ERR_NOMEM, "TLS: %s", ssl_reason(r, sizeof r));
+    }
+    /* An empty input BIO means "not yet", not end of stream: SSL_read then asks for more. */
+    BIO_set_mem_eof_return(t->rbio, -1);
+    SSL_set_bio(t->ssl, t->rbio, t->wbio); /* the SSL owns both BIOs from here */
+    SSL_set_app_data(t->ssl, t);
+    SSL_set_connect_state(t->ssl);
+    kc_err_t rc = set_peer_name(t, ctx->verify_name, err);
+    if (rc != KC_OK) {
+        kc_tls_free(t);
+        return rc;
+    }
+    *out = t;
+    return KC_OK;
+}
+
+void kc_tls_free(kc_tls_t *t)
+{
+    if (!t)
+        return;
+    SSL_free(t->ssl); /* frees the BIOs too */
+    if (t->out)
+        OPENSSL_cleanse(t->out, t->out_cap); /* may hold records of not-yet-sent plaintext */
+    free(t->out);
+    free(t);
+}
+
+kc_err_t kc_tls_feed(kc_tls_t *t, const uint8_t *data, size_t len, kc_error_t *err)
+{
+    char r[160];
+    while (len > 0) {
+        size_t chunk = len > (1u << 30) ? (1u << 30) : len;
+        size_t written = 0;
+        if (BIO_write_ex(t->rbio, data, chunk, &written) != 1 || written != chunk)
+            return kc_fail(err, KC_ERR_NOMEM, "TLS: cannot buffer %zu bytes of input: %s", chunk,
+                           ssl_reason(r, sizeof r));
+        data += chunk;
+        len -= chunk;
+    }
+    return KC_OK;
+}
+
+kc_err_t kc_tls_handshake(kc_tls_t *t, kc_error_t *err)
+{
+    if (t->handshake_done)
+        return KC_OK;
+    ERR_clear_error();
+    int rc = SSL_do_handshake(t->ssl);
+    if (rc == 1) {
+        t->handshake_done = true;
+        return KC_OK;
+    }
+    int e = SSL_get_error(t->ssl, rc);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+        return KC_ERR_AGAIN;
+    return handshake_fail(t, err);
+}
+
+kc_err_t kc_tls_write(kc_tls_t *t, const void *data, size_t len, kc_error_t *err)
+{
+    char r[160];
+    if (!t->handshake_done || t->shut)
+        return kc_fail(err, KC_ERR_STATE, "TLS write to %s %s", t->server_name,
+                       t->shut ? "after shutdown" : "before the handshake completed");
+    const uint8_t *p = data;
+    while (len > 0) {
+        size_t done = 0;
+        ERR_clear_error();
+        /* The output BIO grows without bound, so SSL_write_ex never wants to wait: it either
+         * encrypts the chunk or fails. */
+        if (SSL_write_ex(t->ssl, p, len, &done) != 1)
+            return kc_fail(err, KC_ERR_TLS, "TLS write to %s failed: %s", t->server_name,
+                           ssl_reason(r, sizeof r));
+        p += done;
+        len -= done;
+    }
+    return KC_OK;
+}
+
+kc_err_t kc_tls_read(kc_tls_t *t, void *buf, size_t cap, size_t *n, kc_error_t *err)
+{
+    char r[160];
+    *n = 0;
+    if (cap == 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "TLS read into an empty buffer");
+    ERR_clear_error();
+    int rc = SSL_read_ex(t->ssl, buf, cap, n);
+    if (rc == 1)
+        return KC_OK;
+    switch (SSL_get_error(t->ssl, rc)) {
+    case SSL_ERROR_WANT_READ:
+    case SSL_ERROR_WANT_WRITE:
+        return KC_ERR_AGAIN;
+    case SSL_ERROR_ZERO_RETURN:
+        return kc_fail(err, KC_ERR_CLOSED, "TLS: %s sent close_notify", t->server_name);
+    default:
+        if (!t->handshake_done && t->vf.code)
+            return handshake_fail(t, err);
+        return kc_fail(err, KC_ERR_TLS, "TLS read from %s failed: %s", t->server_name,
+                       ssl_reason(r, sizeof r));
+    }
+}
+
+size_t kc_tls_out_peek(kc_tls_t *t, const uint8_t **data)
+{
+    if (t->out_off == t->out_len) {
+        /* Everything handed out before has been sent: refill from OpenSSL's output BIO. Only
+         * now may the staging buffer move (realloc), which keeps earlier pointers valid. */
+        t->out_off = t->out_len = 0;
+        size_t pending = BIO_ctrl_pending(t->wbio);
+        if (pending > t->out_cap) {
+            uint8_t *nb = realloc(t->out, pending);
+            if (!nb) {
+                *data = NULL;
+                return 0; /* the records stay in the BIO; the next peek retries */
+            }
+            t->out = nb;
+            t->out_cap = pending;
+        }
+        size_t got = 0;
+        if (pending && BIO_read_ex(t->wbio, t->out, pending, &got) == 1)
+            t->out_len = got;
+    }
+    *data = t->out + t->out_off;
+    return t->out_len - t->out_off;
+}
+
+void kc_tls_out_consume(kc_tls_t *t, size_t n)
+{
+    size_t avail = t->out_len - t->out_off;
+    t->out_off += n < avail ? n : avail;
+}
+
+kc_err_t kc_tls_shutdown(kc_tls_t *t, kc_error_t *err)
+{
+    char r[160];
+    if (t->shut)
+        return KC_OK;
+    t->shut = true;
+    if (!t->handshake_done)
+        return KC_OK; /* nothing to protect: just close the socket */
+    ERR_clear_error();
+    /* 0 = our close_notify is queued, the peer's not yet seen; we do not wait for it (the socket
+     * is closed right after), which TLS allows for a client that sends nothing more. */
+    if (SSL_shutdown(t->ssl) < 0)
+        return kc_fail(err, KC_ERR_TLS, "TLS shutdown to %s: %s", t->server_name,
+                       ssl_reason(r, sizeof r));
+    return KC_OK;
+}
+
+const char *kc_tls_version(const kc_tls_t *t)
+{
+    return t->handshake_done ? SSL_get_version(t->ssl) : "";
+}
+
+const char *kc_tls_cipher(const kc_tls_t *t)
+{
+    return t->handshake_done ? SSL_get_cipher_name(t->ssl) : "";
+}
