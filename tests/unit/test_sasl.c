@@ -10,6 +10,7 @@
 #include <openssl/hmac.h>
 
 #include "sasl.h"
+#include "sasl_kafka.h"
 
 /* RFC 7677 §3. */
 #define RFC_CNONCE "rOprNGfwEbeRWgbNEkqO"
@@ -327,6 +328,63 @@ static void reauth_window_is_85_to_95_percent(void **state)
     kc_sasl_free(s);
 }
 
+static void kafka_responses_drive_the_exchange(void **state)
+{
+    (void)state;
+    kc_error_t e;
+    kc_str_t mechs[] = {kc_str("SCRAM-SHA-256"), kc_str("PLAIN")};
+    kc_sasl_handshake_response_t hs;
+    kc_sasl_handshake_response_init(&hs);
+    hs.mechanisms.count = 2;
+    hs.mechanisms.items = mechs;
+    assert_int_equal(kc_sasl_handshake_result(&hs, KC_SASL_SCRAM_SHA_256, "b:1", &e), KC_OK);
+    hs.error_code = 33; /* UNSUPPORTED_SASL_MECHANISM */
+    assert_int_equal(kc_sasl_handshake_result(&hs, KC_SASL_SCRAM_SHA_512, "b:1", &e), KC_ERR_AUTH);
+    assert_string_equal(e.msg, "SASL SCRAM-SHA-512 authentication to broker b:1 failed: "
+                               "SaslHandshake: UNSUPPORTED_SASL_MECHANISM (broker enables: "
+                               "SCRAM-SHA-256, PLAIN)");
+
+    kc_sasl_t *s = mk(KC_SASL_SCRAM_SHA_256, "user", "pencil", RFC_CNONCE);
+    const uint8_t *o;
+    size_t n;
+    assert_int_equal(kc_sasl_step(s, NULL, 0, &o, &n, &e), KC_OK);
+    kc_sasl_authenticate_response_t r;
+    kc_sasl_authenticate_response_init(&r);
+    r.auth_bytes = (kc_bytes_t){(const uint8_t *)RFC_SFIRST, (int32_t)strlen(RFC_SFIRST)};
+    assert_int_equal(kc_sasl_authenticate_result(s, &r, "b:1", 0, 0, &o, &n, &e), KC_OK);
+    assert_int_equal(n, strlen(RFC_CFINAL));
+    r.auth_bytes = (kc_bytes_t){(const uint8_t *)RFC_SFINAL, (int32_t)strlen(RFC_SFINAL)};
+    r.session_lifetime_ms = 60000;
+    assert_int_equal(kc_sasl_authenticate_result(s, &r, "b:1", 1000, 0, &o, &n, &e), KC_OK);
+    assert_true(kc_sasl_done(s));
+    assert_null(o);
+    assert_int_equal(kc_sasl_reauth_deadline_ms(s), 1000 + 51000);
+
+    /* re-authentication on the same object; this time the broker refuses */
+    kc_sasl_reset(s);
+    assert_int_equal(kc_sasl_step(s, NULL, 0, &o, &n, &e), KC_OK);
+    r.error_code = 58; /* SASL_AUTHENTICATION_FAILED */
+    r.error_message = kc_str("Authentication failed: Invalid user credentials");
+    assert_int_equal(kc_sasl_authenticate_result(s, &r, "b:1", 0, 0, &o, &n, &e), KC_ERR_AUTH);
+    assert_int_equal(e.kafka_code, 58);
+    assert_string_equal(e.msg, "SASL SCRAM-SHA-256 authentication to broker b:1 failed: "
+                               "SASL_AUTHENTICATION_FAILED: Authentication failed: Invalid user "
+                               "credentials");
+    kc_sasl_free(s);
+
+    /* a client-side failure (bad server signature) also names the broker, once */
+    s = mk(KC_SASL_SCRAM_SHA_256, "user", "pencil", RFC_CNONCE);
+    kc_sasl_authenticate_response_init(&r);
+    assert_int_equal(kc_sasl_step(s, NULL, 0, &o, &n, &e), KC_OK);
+    r.auth_bytes = (kc_bytes_t){(const uint8_t *)RFC_SFIRST, (int32_t)strlen(RFC_SFIRST)};
+    assert_int_equal(kc_sasl_authenticate_result(s, &r, "b:1", 0, 0, &o, &n, &e), KC_OK);
+    r.auth_bytes = (kc_bytes_t){(const uint8_t *)"v=AAAA", 6};
+    assert_int_equal(kc_sasl_authenticate_result(s, &r, "b:1", 0, 0, &o, &n, &e), KC_ERR_AUTH);
+    assert_string_equal(e.msg, "SASL SCRAM-SHA-256 authentication to broker b:1 failed: server "
+                               "signature does not verify");
+    kc_sasl_free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +398,7 @@ int main(void)
         cmocka_unit_test(random_nonces_differ_and_reset_draws_new),
         cmocka_unit_test(mechanism_names),
         cmocka_unit_test(reauth_window_is_85_to_95_percent),
+        cmocka_unit_test(kafka_responses_drive_the_exchange),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
