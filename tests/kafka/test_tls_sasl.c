@@ -393,6 +393,46 @@ static void sasl_ssl_unenabled_mechanism_is_refused(void **state)
     close_conn(&c);
 }
 
+/* KIP-368: re-authentication runs the same SaslHandshake + SaslAuthenticate sequence again on
+ * the authenticated connection (what the connection layer does once kc_sasl_reauth_due()). A
+ * broker only allows it when it set a session lifetime (connections.max.reauth.ms); without one
+ * it refuses a second handshake, which is why kc_sasl_reauth_due() is never true for lifetime 0.
+ * Both cases are asserted; which one runs depends on the broker's configuration (printed). */
+static void sasl_ssl_reauthentication(void **state)
+{
+    (void)state;
+    struct tconn c;
+    kc_error_t e;
+    kc_tls_conf_t conf = tls_conf();
+    const char *user = kc_test_env("KC_SCRAM_USER"), *pw = kc_test_env("KC_SCRAM_PASSWORD");
+    if (open_tls(&c, kc_test_env("KC_SASL_SSL_BOOTSTRAP"), &conf, NULL, &e) != KC_OK)
+        fail_msg("TLS to SASL_SSL listener: %s", e.msg);
+    api_versions(&c);
+    int64_t lifetime = -1;
+    if (authenticate(&c, KC_SASL_SCRAM_SHA_512, user, pw, &lifetime, &e) != KC_OK)
+        fail_msg("%s", e.msg);
+    fprintf(stderr, "session_lifetime_ms=%lld\n", (long long)lifetime);
+    if (lifetime == 0) {
+        assert_int_equal(kc_sasl_reauth_at_ms(0, lifetime, 0), INT64_MAX);
+        assert_int_equal(authenticate(&c, KC_SASL_SCRAM_SHA_512, user, pw, &lifetime, &e),
+                         KC_ERR_AUTH);
+        fprintf(stderr, "no lifetime, second handshake refused: %s\n", e.msg);
+        assert_non_null(strstr(e.msg, "ILLEGAL_SASL_STATE"));
+        close_conn(&c);
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (authenticate(&c, KC_SASL_SCRAM_SHA_512, user, pw, &lifetime, &e) != KC_OK)
+            fail_msg("re-authentication %d: %s", i, e.msg);
+        assert_true(lifetime > 0);
+        api_versions(&c);
+    }
+    /* KIP-368 requires the same mechanism: a switch is refused, not silently accepted. */
+    assert_int_equal(authenticate(&c, KC_SASL_SCRAM_SHA_256, user, pw, &lifetime, &e), KC_ERR_AUTH);
+    fprintf(stderr, "mechanism switch refused: %s\n", e.msg);
+    close_conn(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +443,7 @@ int main(void)
         cmocka_unit_test(sasl_ssl_scram_sha_512),
         cmocka_unit_test(sasl_ssl_wrong_password_is_auth_error),
         cmocka_unit_test(sasl_ssl_unenabled_mechanism_is_refused),
+        cmocka_unit_test(sasl_ssl_reauthentication),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
