@@ -94,7 +94,11 @@ kc_err_t kc_sasl_auth_fail(kc_error_t *err, kc_sasl_mech_t mech, const char *bro
  * the broker does not expire sessions) and a random 32-bit value give the time at which to
  * re-authenticate: at a uniformly jittered 85%..95% of the lifetime (the Java client's window),
  * so that a fleet of consumers does not re-authenticate in lockstep and every one finishes well
- * before the broker closes the connection.
+ * before the broker closes the connection. Facts measured against Kafka 4.1 (tests/kafka/
+ * test_tls_sasl.c): a broker without connections.max.reauth.ms answers lifetime 0 and refuses a
+ * second SaslHandshake (ILLEGAL_SASL_STATE) — so never re-authenticate then; re-authentication
+ * must use the same mechanism (a switch closes the connection); and a broker refuses a
+ * re-authentication less than 1 s after the previous one.
  */
 int64_t kc_sasl_reauth_at_ms(int64_t authenticated_at_ms, int64_t session_lifetime_ms,
                              uint32_t random32);

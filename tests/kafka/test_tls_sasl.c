@@ -283,9 +283,9 @@ static kc_err_t authenticate(struct tconn *c, kc_sasl_mech_t mech, const char *u
     kc_sasl_handshake_response_t hresp;
     kc_arena_t a = {0};
     uint8_t *frame = NULL;
-    kc_err_t rc = request(c, KC_SASL_HANDSHAKE_REQUEST_API_KEY,
-                          c->v.version[KC_SASL_HANDSHAKE_REQUEST_API_KEY], &hreq, &hresp, &a,
-                          &frame, e);
+    kc_err_t rc =
+        request(c, KC_SASL_HANDSHAKE_REQUEST_API_KEY,
+                c->v.version[KC_SASL_HANDSHAKE_REQUEST_API_KEY], &hreq, &hresp, &a, &frame, e);
     if (rc == KC_OK)
         rc = kc_sasl_handshake_result(&hresp, mech, c->broker, e);
     free(frame);
@@ -422,13 +422,18 @@ static void sasl_ssl_reauthentication(void **state)
         return;
     }
     for (int i = 0; i < 2; i++) {
+        /* Brokers refuse re-authentication within 1 s of the previous one (KafkaChannel). */
+        usleep(1100 * 1000);
         if (authenticate(&c, KC_SASL_SCRAM_SHA_512, user, pw, &lifetime, &e) != KC_OK)
             fail_msg("re-authentication %d: %s", i, e.msg);
         assert_true(lifetime > 0);
         api_versions(&c);
     }
-    /* KIP-368 requires the same mechanism: a switch is refused, not silently accepted. */
-    assert_int_equal(authenticate(&c, KC_SASL_SCRAM_SHA_256, user, pw, &lifetime, &e), KC_ERR_AUTH);
+    /* KIP-368 requires the same mechanism: a switch is refused, not silently accepted (Kafka 4.1
+     * answers by closing the connection). */
+    usleep(1100 * 1000);
+    kc_err_t rc = authenticate(&c, KC_SASL_SCRAM_SHA_256, user, pw, &lifetime, &e);
+    assert_true(rc == KC_ERR_AUTH || rc == KC_ERR_CLOSED || rc == KC_ERR_TRANSPORT);
     fprintf(stderr, "mechanism switch refused: %s\n", e.msg);
     close_conn(&c);
 }
