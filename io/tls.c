@@ -35,11 +35,15 @@ struct verify_failure {
 
 struct kc_tls {
     SSL *ssl;
-    BIO *rbio; /* ciphertext from the peer, written by kc_tls_feed, read by OpenSSL */
+    BIO *rbio; /* reads `in` for OpenSSL (in_bio_method) */
     BIO *wbio; /* ciphertext for the peer, written by OpenSSL, drained into `out` */
     char server_name[256];
     bool handshake_done, shut;
     struct verify_failure vf;
+    /* Input: ciphertext from the peer, [in_off, in_len) not yet read by OpenSSL. The socket can
+     * receive straight into it (kc_tls_in_space/commit). */
+    uint8_t *in;
+    size_t in_off, in_len, in_cap;
     /* Output staging: what kc_tls_out_peek() hands out; never moved until fully consumed. */
     uint8_t *out;
     size_t out_len, out_off, out_cap;
@@ -126,6 +130,71 @@ static kc_err_t handshake_fail(kc_tls_t *t, kc_error_t *err)
     }
     return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s failed: %s", t->server_name,
                    ssl_reason(r, sizeof r));
+}
+
+/* ---- the input BIO ------------------------------------------------------------------------------
+ * OpenSSL's memory BIO costs three passes over every received byte before decryption (it zeroes
+ * the space it grows into, copies the data in, and moves unread data to the front on the next
+ * write); measured on this VM the client's decrypt path ran at 0.64-0.78 GB/s with it. This BIO
+ * reads from a plain buffer the socket can receive into directly, so the only passes are the
+ * decryption and the copy of plaintext out of OpenSSL's record buffer. */
+
+static int in_bio_read(BIO *b, char *out, size_t outl, size_t *readbytes)
+{
+    kc_tls_t *t = BIO_get_data(b);
+    size_t avail = t->in_len - t->in_off;
+    BIO_clear_retry_flags(b);
+    if (avail == 0) {
+        BIO_set_retry_read(b); /* "not yet", never end of stream: the socket layer says EOF */
+        *readbytes = 0;
+        return 0;
+    }
+    size_t n = outl < avail ? outl : avail;
+    memcpy(out, t->in + t->in_off, n);
+    t->in_off += n; /* never moves the buffer: a receive may be in flight into its tail */
+    *readbytes = n;
+    return 1;
+}
+
+static long in_bio_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
+    (void)num;
+    (void)ptr;
+    kc_tls_t *t = BIO_get_data(b);
+    switch (cmd) {
+    case BIO_CTRL_PENDING:
+        return t ? (long)(t->in_len - t->in_off) : 0;
+    case BIO_CTRL_FLUSH:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int in_bio_create(BIO *b)
+{
+    BIO_set_init(b, 1);
+    return 1;
+}
+
+static BIO_METHOD *in_bio_method_ptr;
+static CRYPTO_ONCE in_bio_once = CRYPTO_ONCE_STATIC_INIT;
+
+/* One method for the process, never freed: BIOs of live sessions point at it, and sessions may
+ * outlive any particular kc_tls_ctx_t. */
+static void in_bio_method_init(void)
+{
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kconsume tls input");
+    if (m && BIO_meth_set_read_ex(m, in_bio_read) == 1 && BIO_meth_set_ctrl(m, in_bio_ctrl) == 1 &&
+        BIO_meth_set_create(m, in_bio_create) == 1)
+        in_bio_method_ptr = m;
+    else
+        BIO_meth_free(m);
+}
+
+static const BIO_METHOD *in_bio_method(void)
+{
+    return CRYPTO_THREAD_run_once(&in_bio_once, in_bio_method_init) ? in_bio_method_ptr : NULL;
 }
 
 /* ---- context -----------------------------------------------------------------------------------
@@ -288,7 +357,8 @@ kc_err_t kc_tls_new(kc_tls_ctx_t *ctx, const char *server_name, kc_tls_t **out, 
     snprintf(t->server_name, sizeof t->server_name, "%s", server_name);
     ERR_clear_error();
     t->ssl = SSL_new(ctx->ssl_ctx);
-    t->rbio = BIO_new(BIO_s_mem());
+    const BIO_METHOD *inm = in_bio_method();
+    t->rbio = inm ? BIO_new(inm) : NULL;
     t->wbio = BIO_new(BIO_s_mem());
     if (!t->ssl || !t->rbio || !t->wbio) {
         BIO_free(t->rbio);
@@ -297,8 +367,7 @@ kc_err_t kc_tls_new(kc_tls_ctx_t *ctx, const char *server_name, kc_tls_t **out, 
         kc_tls_free(t);
         return kc_fail(err, KC_ERR_NOMEM, "TLS: %s", ssl_reason(r, sizeof r));
     }
-    /* An empty input BIO means "not yet", not end of stream: SSL_read then asks for more. */
-    BIO_set_mem_eof_return(t->rbio, -1);
+    BIO_set_data(t->rbio, t);
     SSL_set_bio(t->ssl, t->rbio, t->wbio); /* the SSL owns both BIOs from here */
     SSL_set_app_data(t->ssl, t);
     SSL_set_connect_state(t->ssl);
@@ -319,21 +388,54 @@ void kc_tls_free(kc_tls_t *t)
     if (t->out)
         OPENSSL_cleanse(t->out, t->out_cap); /* may hold records of not-yet-sent plaintext */
     free(t->out);
+    free(t->in);
     free(t);
+}
+
+uint8_t *kc_tls_in_space(kc_tls_t *t, size_t min, size_t *avail)
+{
+    if (min == 0)
+        min = 1;
+    if (t->in_off == t->in_len)
+        t->in_off = t->in_len = 0; /* all read: receive at the front, nothing to move */
+    if (t->in_cap - t->in_len < min && t->in_off > 0) {
+        /* Move the unread tail (at most a partial record once OpenSSL has read what it can) to
+         * the front before growing. */
+        memmove(t->in, t->in + t->in_off, t->in_len - t->in_off);
+        t->in_len -= t->in_off;
+        t->in_off = 0;
+    }
+    if (t->in_cap - t->in_len < min) {
+        size_t cap = t->in_cap ? t->in_cap : 16384;
+        while (cap - t->in_len < min) {
+            if (cap > SIZE_MAX / 2)
+                return NULL;
+            cap *= 2;
+        }
+        uint8_t *nb = realloc(t->in, cap);
+        if (!nb)
+            return NULL;
+        t->in = nb;
+        t->in_cap = cap;
+    }
+    *avail = t->in_cap - t->in_len;
+    return t->in + t->in_len;
+}
+
+void kc_tls_in_commit(kc_tls_t *t, size_t n)
+{
+    size_t room = t->in_cap - t->in_len;
+    t->in_len += n < room ? n : room;
 }
 
 kc_err_t kc_tls_feed(kc_tls_t *t, const uint8_t *data, size_t len, kc_error_t *err)
 {
-    char r[160];
-    while (len > 0) {
-        size_t chunk = len > (1u << 30) ? (1u << 30) : len;
-        size_t written = 0;
-        if (BIO_write_ex(t->rbio, data, chunk, &written) != 1 || written != chunk)
-            return kc_fail(err, KC_ERR_NOMEM, "TLS: cannot buffer %zu bytes of input: %s", chunk,
-                           ssl_reason(r, sizeof r));
-        data += chunk;
-        len -= chunk;
-    }
+    size_t avail;
+    uint8_t *dst = kc_tls_in_space(t, len, &avail);
+    if (!dst)
+        return kc_fail(err, KC_ERR_NOMEM, "TLS: cannot buffer %zu bytes of input", len);
+    memcpy(dst, data, len);
+    kc_tls_in_commit(t, len);
     return KC_OK;
 }
 

@@ -17,7 +17,9 @@
  *   - kc_tls_t (one per connection) is owned by the network thread.
  *
  * Buffers:
- *   - kc_tls_feed() copies the ciphertext (the caller's receive buffer is free when it returns).
+ *   - kc_tls_feed() copies the ciphertext (the caller's receive buffer is free when it returns);
+ *     kc_tls_in_space()/kc_tls_in_commit() let the socket receive into this module's input
+ *     buffer instead (see there for how long that pointer lives).
  *   - kc_tls_read() decrypts into the caller's buffer (e.g. straight into the exact-size frame
  *     buffer of a response).
  *   - kc_tls_write() copies/encrypts the plaintext at once (the caller's buffer is free on return);
@@ -34,6 +36,7 @@
  *         rc = kc_tls_handshake(t, &err)                     -- KC_OK | KC_ERR_AGAIN | error
  *         send everything kc_tls_out_peek() returns; kc_tls_out_consume(t, sent)
  *         if rc == KC_ERR_AGAIN: recv ciphertext; kc_tls_feed(t, data, n, &err)
+ *                                (or recv into kc_tls_in_space(); kc_tls_in_commit())
  *     (then SASL and Kafka requests)
  *     to send a request:  kc_tls_write(t, frame, len, &err); then flush the output as above
  *     on ciphertext:      kc_tls_feed(); then kc_tls_read() until KC_ERR_AGAIN; then flush the
@@ -79,8 +82,17 @@ void kc_tls_ctx_free(kc_tls_ctx_t *ctx);
 kc_err_t kc_tls_new(kc_tls_ctx_t *ctx, const char *server_name, kc_tls_t **out, kc_error_t *err);
 void kc_tls_free(kc_tls_t *t);
 
-/* Hands ciphertext received from the socket to TLS. */
+/* Hands ciphertext received from the socket to TLS (one copy). */
 kc_err_t kc_tls_feed(kc_tls_t *t, const uint8_t *data, size_t len, kc_error_t *err);
+
+/* The copy-free alternative: receive straight into the input buffer. kc_tls_in_space() returns
+ * room for at least `min` bytes (*avail = all the room there is; NULL when out of memory); recv
+ * into it, then kc_tls_in_commit() the bytes received. The pointer stays valid until
+ * kc_tls_in_commit(), the next kc_tls_in_space() or kc_tls_feed(), or kc_tls_free(); reads,
+ * writes and the handshake never move it, so with io_uring one receive may stay in flight while
+ * the connection keeps writing and reading what was committed before. */
+uint8_t *kc_tls_in_space(kc_tls_t *t, size_t min, size_t *avail);
+void kc_tls_in_commit(kc_tls_t *t, size_t n);
 
 /* Drives the handshake: KC_OK once complete (and on every later call), KC_ERR_AGAIN when it needs
  * more ciphertext from the peer (flush the output first), KC_ERR_TLS on failure (final). */

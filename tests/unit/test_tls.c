@@ -114,10 +114,27 @@ static size_t pump(kc_tls_t *c, struct server *s)
         kc_tls_out_consume(c, n);
         moved += n;
     }
+    /* Alternate the two input paths: a copy from a receive buffer, and a receive straight into
+     * the module's buffer (kc_tls_in_space/commit), in pieces that split records. */
+    static unsigned turn;
     char buf[8192];
     int r;
-    while ((r = BIO_read(s->out, buf, sizeof buf)) > 0) {
-        assert_int_equal(kc_tls_feed(c, (const uint8_t *)buf, (size_t)r, &e), KC_OK);
+    for (;;) {
+        if (turn++ % 2) {
+            size_t avail;
+            uint8_t *dst = kc_tls_in_space(c, 3000, &avail);
+            assert_non_null(dst);
+            assert_true(avail >= 3000);
+            r = BIO_read(s->out, dst, 3000);
+            if (r <= 0)
+                break;
+            kc_tls_in_commit(c, (size_t)r);
+        } else {
+            r = BIO_read(s->out, buf, sizeof buf);
+            if (r <= 0)
+                break;
+            assert_int_equal(kc_tls_feed(c, (const uint8_t *)buf, (size_t)r, &e), KC_OK);
+        }
         moved += (size_t)r;
     }
     return moved;
@@ -371,6 +388,48 @@ static void out_pointer_stays_valid_while_writing(void **state)
     server_stop(&s);
 }
 
+/* A receive in flight into kc_tls_in_space() must survive reads and writes on the same session:
+ * the io_uring path keeps one receive posted while the connection works. */
+static void in_space_survives_reads_and_writes(void **state)
+{
+    (void)state;
+    kc_error_t e;
+    kc_tls_ctx_t *ctx = mkctx(path("ca.pem"), NULL, false);
+    kc_tls_t *c = NULL;
+    struct server s;
+    int sr;
+    assert_int_equal(kc_tls_new(ctx, "localhost", &c, &e), KC_OK);
+    server_start(&s, false);
+    assert_int_equal(handshake(c, &s, &sr, &e), KC_OK);
+    uint8_t msg[40000], got[40000];
+    size_t n, have = 0;
+    fill(msg, sizeof msg, 3);
+    assert_int_equal(SSL_write_ex(s.ssl, msg, 20000, &n), 1);
+    pump(c, &s); /* first 20000 bytes committed */
+    assert_int_equal(SSL_write_ex(s.ssl, msg + 20000, 20000, &n), 1);
+    size_t avail;
+    uint8_t *dst = kc_tls_in_space(c, 65536, &avail); /* "post" the next receive */
+    assert_non_null(dst);
+    /* while it is in flight: read all committed plaintext, and write a request */
+    kc_err_t rc;
+    while ((rc = kc_tls_read(c, got + have, sizeof got - have, &n, &e)) == KC_OK)
+        have += n;
+    assert_int_equal(rc, KC_ERR_AGAIN);
+    assert_int_equal(have, 20000);
+    assert_int_equal(kc_tls_write(c, "ping", 4, &e), KC_OK);
+    /* the receive completes into the pointer taken before */
+    int r = BIO_read(s.out, dst, (int)avail);
+    assert_true(r > 20000);
+    kc_tls_in_commit(c, (size_t)r);
+    while ((rc = kc_tls_read(c, got + have, sizeof got - have, &n, &e)) == KC_OK)
+        have += n;
+    assert_int_equal(have, sizeof msg);
+    assert_memory_equal(got, msg, sizeof msg);
+    kc_tls_free(c);
+    kc_tls_ctx_free(ctx);
+    server_stop(&s);
+}
+
 static void configuration_errors(void **state)
 {
     (void)state;
@@ -417,6 +476,7 @@ int main(void)
         cmocka_unit_test(mtls_client_certificate),
         cmocka_unit_test(app_data_both_ways_and_close_notify),
         cmocka_unit_test(out_pointer_stays_valid_while_writing),
+        cmocka_unit_test(in_space_survives_reads_and_writes),
         cmocka_unit_test(configuration_errors),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
