@@ -182,8 +182,7 @@ kc_err_t kc_sasl__set_nonce_for_test(kc_sasl_t *s, const char *nonce, kc_error_t
     return KC_OK;
 }
 
-/* ---- re-authentication clock (KIP-368) ---------------------------------------------------------
- */
+/* ---- re-authentication clock (KIP-368) ---- */
 
 int64_t kc_sasl_reauth_at_ms(int64_t authenticated_at_ms, int64_t session_lifetime_ms,
                              uint32_t random32)
@@ -215,8 +214,7 @@ bool kc_sasl_reauth_due(const kc_sasl_t *s, int64_t now_ms)
     return s->reauth_at_ms != INT64_MAX && now_ms >= s->reauth_at_ms;
 }
 
-/* ---- PLAIN -------------------------------------------------------------------------------------
- */
+/* ---- PLAIN ---- */
 
 static kc_err_t plain_step(kc_sasl_t *s, size_t in_len, kc_error_t *err)
 {
@@ -242,8 +240,7 @@ static kc_err_t plain_step(kc_sasl_t *s, size_t in_len, kc_error_t *err)
     return KC_OK;
 }
 
-/* ---- SCRAM helpers -----------------------------------------------------------------------------
- */
+/* ---- SCRAM helpers ---- */
 
 static const EVP_MD *scram_md(const kc_sasl_t *s)
 {

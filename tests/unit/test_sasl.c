@@ -145,7 +145,7 @@ static void server_first_is_checked(void **state)
     }
 }
 
-/* ---- a SCRAM server, written here with OpenSSL primitives, as a broker verifies a proof ------ */
+/* ---- a SCRAM server, written here with OpenSSL primitives, as a broker verifies a proof ---- */
 
 struct server_creds {
     uint8_t stored_key[64], server_key[64];

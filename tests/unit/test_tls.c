@@ -69,8 +69,7 @@ static int teardown(void **state)
     return system(cmd) == 0 ? 0 : -1;
 }
 
-/* ---- the server side: a plain OpenSSL SSL over two memory BIOs --------------------------------
- */
+/* ---- the server side: a plain OpenSSL SSL over two memory BIOs ---- */
 
 struct server {
     SSL_CTX *ctx;
