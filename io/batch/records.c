@@ -117,14 +117,14 @@ kc_err_t kc_record_next(kc_record_iter_t *it, kc_record_t *r, kc_error_t *err)
             return bad(it, err, "bytes remain after the last record (record count mismatch)");
         return KC_ERR_NOT_FOUND;
     }
+    if (it->p == it->end)
+        return bad(it, err, "fewer records than recordCount");
     cursor_t c = {it->p, it->end};
     int32_t len;
     if (!rd_i32(&c, &len) || len < 0)
         return bad(it, err, "bad record length varint");
     if ((size_t)len > (size_t)(c.end - c.p))
-        return bad(it, err,
-                   it->p == it->end ? "fewer records than recordCount"
-                                    : "record length runs past the batch");
+        return bad(it, err, "record length runs past the batch");
     const uint8_t *rec_end = c.p + len;
     c.end = rec_end;
     int64_t ts_delta, off_delta;
