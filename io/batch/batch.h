@@ -250,8 +250,9 @@ typedef struct kc_txn_filter {
 void kc_txn_filter_init(kc_txn_filter_t *f, kc_aborted_txn_t *txns, size_t n,
                         kc_decode_ctx_t *ctx);
 /* True when read_committed must not deliver b's records (aborted data or a control batch).
- * Call for every whole batch in offset order. A control batch whose marker cannot be read is
- * skipped (it carries no data) and leaves the set unchanged. */
+ * Call for every whole batch in offset order, before kc_batch_records() on that batch: reading a
+ * control marker goes through ctx, which may reuse its buffer. A control batch whose marker
+ * cannot be read is skipped (it carries no data) and leaves the set unchanged. */
 bool kc_txn_filter_skip(kc_txn_filter_t *f, const kc_batch_t *b);
 
 #endif

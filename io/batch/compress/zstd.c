@@ -49,10 +49,10 @@ kc_err_t kc_zstd_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_l
             return kc_fail(err, KC_ERR_MALFORMED, "zstd: %s", ZSTD_getErrorName(last));
         int progressed = ob.pos != produced || ib.pos != in_before;
         produced = ob.pos;
+        /* All input used, room left, frame unfinished and nothing moved: it wants bytes that
+         * are not there. (With progress, one more call flushes what the DCtx still holds.) */
         if (last != 0 && ib.pos == ib.size && produced < ctx->out_cap && !progressed)
             return kc_fail(err, KC_ERR_MALFORMED, "zstd: truncated frame");
-        if (last != 0 && ib.pos == ib.size && produced < ctx->out_cap)
-            continue;
     }
     *out_len = produced;
     return KC_OK;
