@@ -16,8 +16,15 @@ typedef struct cursor {
 } cursor_t;
 
 /* Zigzag varlong of at most `max_bytes` bytes; false on overrun or an over-long encoding. */
-static bool rd_varint(cursor_t *c, int max_bytes, int64_t *out)
+static inline bool rd_varint(cursor_t *c, int max_bytes, int64_t *out)
 {
+    /* Fast path: most fields (attributes-adjacent deltas, small lengths, header counts) fit in
+     * one byte. */
+    if (c->p < c->end && !(*c->p & 0x80)) {
+        uint8_t v1 = *c->p++;
+        *out = (int64_t)(v1 >> 1) ^ -(int64_t)(v1 & 1);
+        return true;
+    }
     uint64_t v = 0;
     for (int i = 0; i < max_bytes; i++) {
         if (c->p >= c->end)

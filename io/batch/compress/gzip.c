@@ -39,7 +39,7 @@ static kc_err_t get_stream(kc_decode_ctx_t *ctx, z_stream **out, kc_error_t *err
 kc_err_t kc_gzip_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_len, size_t *out_len,
                             kc_error_t *err)
 {
-    z_stream *zs;
+    z_stream *zs = NULL;
     kc_err_t rc = get_stream(ctx, &zs, err);
     if (rc != KC_OK)
         return rc;
