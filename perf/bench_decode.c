@@ -59,10 +59,11 @@ static void bench_crc(const char *name, crc_fn f)
 /* A JSON-ish document of about `size` bytes: field names repeat, values vary. */
 static int json_value(char *out, size_t size, int i)
 {
-    static const char *words[] = {"alpha", "bravo", "charlie", "delta", "echo", "foxtrot",
-                                  "golf", "hotel", "india", "juliet", "kilo", "lima"};
-    int n = snprintf(out, size, "{\"id\":%d,\"ts\":%u,\"user\":{\"name\":\"%s %s\",\"age\":%u},"
-                                "\"tags\":[",
+    static const char *words[] = {"alpha", "bravo", "charlie", "delta",  "echo", "foxtrot",
+                                  "golf",  "hotel", "india",   "juliet", "kilo", "lima"};
+    int n = snprintf(out, size,
+                     "{\"id\":%d,\"ts\":%u,\"user\":{\"name\":\"%s %s\",\"age\":%u},"
+                     "\"tags\":[",
                      i, 1700000000u + rnd() % 100000, words[rnd() % 12], words[rnd() % 12],
                      18 + rnd() % 60);
     while ((size_t)n < size - 40) {
@@ -102,8 +103,12 @@ static void bench_records(kc_decode_ctx_t *ctx, bool verify)
     for (int i = 0; i < 1000; i++) {
         for (int k = 0; k < 100; k++)
             vals[i][k] = (char)('a' + rnd() % 26);
-        rs[i] = (tb_record_t){.ts_delta = i, .off_delta = i, .key = "key-0000", .key_len = 8,
-                              .value = vals[i], .value_len = 100};
+        rs[i] = (tb_record_t){.ts_delta = i,
+                              .off_delta = i,
+                              .key = "key-0000",
+                              .key_len = 8,
+                              .value = vals[i],
+                              .value_len = 100};
     }
     for (int b = 0; b < 10; b++)
         tb_batch(&buf, &(tb_batch_t){.base_offset = b * 1000}, rs, 1000);

@@ -8,10 +8,10 @@
 #include "batch/crc32c.h"
 
 /* Offsets of header fields from the start of the batch (baseOffset). */
-#define OFF_LENGTH 8
-#define OFF_EPOCH 12
-#define OFF_MAGIC 16
-#define OFF_CRC 17
+#define OFF_LENGTH     8
+#define OFF_EPOCH      12
+#define OFF_MAGIC      16
+#define OFF_CRC        17
 #define OFF_ATTRIBUTES 21 /* the CRC covers from here to the end */
 /* Smallest possible v0 entry: offset, size, crc, magic, attributes, key len, value len. */
 #define V0_MIN_SIZE 26

@@ -54,14 +54,14 @@
 #include "batch/compress/compress.h"
 
 /* Size of the v2 batch header through recordCount. batchLength counts bytes after itself. */
-#define KC_BATCH_HEADER_SIZE 61
+#define KC_BATCH_HEADER_SIZE  61
 #define KC_BATCH_LOG_OVERHEAD 12 /* baseOffset + batchLength */
 
 #define KC_BATCH_ATTR_COMPRESSION_MASK 0x07
-#define KC_BATCH_ATTR_TIMESTAMP_TYPE 0x08 /* set: LogAppendTime */
-#define KC_BATCH_ATTR_TRANSACTIONAL 0x10
-#define KC_BATCH_ATTR_CONTROL 0x20
-#define KC_BATCH_ATTR_DELETE_HORIZON 0x40
+#define KC_BATCH_ATTR_TIMESTAMP_TYPE   0x08 /* set: LogAppendTime */
+#define KC_BATCH_ATTR_TRANSACTIONAL    0x10
+#define KC_BATCH_ATTR_CONTROL          0x20
+#define KC_BATCH_ATTR_DELETE_HORIZON   0x40
 
 typedef enum kc_timestamp_type {
     KC_TS_CREATE_TIME = 0,
@@ -93,7 +93,7 @@ typedef struct kc_batch {
     size_t size;            /* 12 + batchLength */
     const uint8_t *records; /* the records section (possibly compressed) */
     size_t records_len;
-    const char *topic;      /* for error messages: from the splitter */
+    const char *topic; /* for error messages: from the splitter */
     int32_t partition;
 } kc_batch_t;
 
@@ -104,7 +104,7 @@ static inline int kc_batch_codec(const kc_batch_t *b)
 static inline kc_timestamp_type_t kc_batch_timestamp_type(const kc_batch_t *b)
 {
     return (b->h.attributes & KC_BATCH_ATTR_TIMESTAMP_TYPE) ? KC_TS_LOG_APPEND_TIME
-                                                              : KC_TS_CREATE_TIME;
+                                                            : KC_TS_CREATE_TIME;
 }
 static inline bool kc_batch_is_transactional(const kc_batch_t *b)
 {
@@ -193,8 +193,8 @@ bool kc_header_next(kc_header_iter_t *it, kc_record_header_t *h);
 typedef struct kc_record_iter {
     const kc_batch_t *b;
     const uint8_t *p, *end;
-    int32_t left;      /* records still to read */
-    int64_t ts_fixed;  /* LogAppendTime: every record's timestamp is maxTimestamp */
+    int32_t left;     /* records still to read */
+    int64_t ts_fixed; /* LogAppendTime: every record's timestamp is maxTimestamp */
     bool log_append;
 } kc_record_iter_t;
 
@@ -242,13 +242,12 @@ typedef struct kc_aborted_txn {
 typedef struct kc_txn_filter {
     kc_aborted_txn_t *txns;
     size_t n;
-    size_t next;     /* txns[next..n) not yet reached */
-    size_t n_active; /* txns[0..n_active).producer_id: producers whose data is aborted */
+    size_t next;          /* txns[next..n) not yet reached */
+    size_t n_active;      /* txns[0..n_active).producer_id: producers whose data is aborted */
     kc_decode_ctx_t *ctx; /* to read ABORT markers */
 } kc_txn_filter_t;
 
-void kc_txn_filter_init(kc_txn_filter_t *f, kc_aborted_txn_t *txns, size_t n,
-                        kc_decode_ctx_t *ctx);
+void kc_txn_filter_init(kc_txn_filter_t *f, kc_aborted_txn_t *txns, size_t n, kc_decode_ctx_t *ctx);
 /* True when read_committed must not deliver b's records (aborted data or a control batch).
  * Call for every whole batch in offset order, before kc_batch_records() on that batch: reading a
  * control marker goes through ctx, which may reuse its buffer. A control batch whose marker

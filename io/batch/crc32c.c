@@ -16,7 +16,7 @@
 #define POLY 0x82F63B78u
 /* Block sizes for the interleaved path: LONG amortises the combine over big buffers, SHORT
  * keeps the three-way speed-up for the tail of a few hundred bytes. */
-#define LONG_BLOCK 8192
+#define LONG_BLOCK  8192
 #define SHORT_BLOCK 256
 
 static uint32_t tab8[8][256];

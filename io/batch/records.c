@@ -75,8 +75,8 @@ kc_err_t kc_batch_records(kc_decode_ctx_t *ctx, const kc_batch_t *b, kc_record_i
     const uint8_t *data;
     size_t len;
     kc_error_t inner = {0};
-    kc_err_t rc = kc_decompress(ctx, kc_batch_codec(b), b->records, b->records_len, &data, &len,
-                                &inner);
+    kc_err_t rc =
+        kc_decompress(ctx, kc_batch_codec(b), b->records, b->records_len, &data, &len, &inner);
     if (rc != KC_OK) {
         /* Prefix the codec's message with where it happened. */
         return kc_fail(err, rc, "%s[%d] offsets %lld..%lld: %s", b->topic, b->partition,

@@ -39,8 +39,8 @@ typedef struct tb_record {
 
 typedef struct tb_batch {
     int64_t base_offset;
-    int codec;        /* 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd */
-    bool raw_snappy;  /* snappy as one raw block instead of xerial framing */
+    int codec;       /* 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd */
+    bool raw_snappy; /* snappy as one raw block instead of xerial framing */
     bool log_append;
     bool transactional;
     bool control;
@@ -48,8 +48,8 @@ typedef struct tb_batch {
     bool set_pid;
     int16_t producer_epoch;
     int64_t base_ts, max_ts;
-    int32_t count_override;          /* != 0: written as recordCount instead of n */
-    const uint8_t *raw_records;      /* non-NULL: these bytes are the records section (pre-codec) */
+    int32_t count_override;     /* != 0: written as recordCount instead of n */
+    const uint8_t *raw_records; /* non-NULL: these bytes are the records section (pre-codec) */
     size_t raw_records_len;
 } tb_batch_t;
 

@@ -144,9 +144,9 @@ static void manifest_matches_kafka(void **state)
             long long off, ts;
             int nh, pos;
             char key[512], val[512];
-            assert_int_equal(sscanf(line, "record %lld %lld %511s %511s %d%n", &off, &ts, key, val,
-                                    &nh, &pos),
-                             5);
+            assert_int_equal(
+                sscanf(line, "record %lld %lld %511s %511s %d%n", &off, &ts, key, val, &nh, &pos),
+                5);
             kc_record_t r;
             kc_err_t rc = kc_record_next(&w.it, &r, &err);
             if (rc != KC_OK)
@@ -357,9 +357,9 @@ static void old_magic_is_skipped(void **state)
 {
     (void)state;
     /* A v1 message: offset 50, size, crc, magic 1, attributes 0, timestamp, key null, "abc". */
-    static const uint8_t v1[] = {0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0, 25, 0xde, 0xad, 0xbe, 0xef,
-                                 1, 0, 0, 0, 1, 0x8b, 0xcf, 0xe5, 0x68, 0, 0xff, 0xff, 0xff,
-                                 0xff, 0, 0, 0, 3, 'a', 'b', 'c'};
+    static const uint8_t v1[] = {0,    0,    0,    0,    0, 0, 0, 50, 0,    0,    0,    25,   0xde,
+                                 0xad, 0xbe, 0xef, 1,    0, 0, 0, 1,  0x8b, 0xcf, 0xe5, 0x68, 0,
+                                 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 3,  'a',  'b',  'c'};
     tb_buf_t buf = {0};
     tb_put(&buf, v1, sizeof v1);
     tb_record_t r = {.value = "v", .value_len = 1};
@@ -384,8 +384,11 @@ static void expect_bad_records(int codec, const uint8_t *raw, size_t raw_len, in
 {
     tb_buf_t buf = {0};
     tb_batch(&buf,
-             &(tb_batch_t){.base_offset = 1000, .codec = codec, .raw_records = raw,
-                           .raw_records_len = raw_len, .count_override = count},
+             &(tb_batch_t){.base_offset = 1000,
+                           .codec = codec,
+                           .raw_records = raw,
+                           .raw_records_len = raw_len,
+                           .count_override = count},
              NULL, n);
     tb_record_t ok = {.value = "fine", .value_len = 4};
     tb_batch(&buf, &(tb_batch_t){.base_offset = 1000 + n, .codec = codec}, &ok, 1);
@@ -447,9 +450,14 @@ static void builder_roundtrip_all_codecs(void **state)
     char vals[50][64];
     for (int i = 0; i < 50; i++) {
         snprintf(vals[i], sizeof vals[i], "{\"n\":%d}", i);
-        rs[i] = (tb_record_t){.ts_delta = i * 2, .off_delta = i, .key = i % 3 ? "key" : NULL,
-                              .key_len = 3, .value = vals[i], .value_len = (int32_t)strlen(vals[i]),
-                              .n_headers = i % 2 ? 2 : 0, .headers = hs};
+        rs[i] = (tb_record_t){.ts_delta = i * 2,
+                              .off_delta = i,
+                              .key = i % 3 ? "key" : NULL,
+                              .key_len = 3,
+                              .value = vals[i],
+                              .value_len = (int32_t)strlen(vals[i]),
+                              .n_headers = i % 2 ? 2 : 0,
+                              .headers = hs};
     }
     kc_decode_ctx_t ctx;
     kc_decode_ctx_init(&ctx, 0);
@@ -458,8 +466,11 @@ static void builder_roundtrip_all_codecs(void **state)
         bool raw = codec == 5;
         bool la = codec == 3;
         tb_batch(&buf,
-                 &(tb_batch_t){.base_offset = 1LL << 40, .codec = raw ? 2 : codec,
-                               .raw_snappy = raw, .log_append = la, .base_ts = 1000,
+                 &(tb_batch_t){.base_offset = 1LL << 40,
+                               .codec = raw ? 2 : codec,
+                               .raw_snappy = raw,
+                               .log_append = la,
+                               .base_ts = 1000,
                                .max_ts = 9999},
                  rs, 50);
         kc_batch_splitter_t sp;

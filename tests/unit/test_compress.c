@@ -109,7 +109,7 @@ static void corrupt_and_truncated(void **state)
                 if (rc == KC_OK && out_len == 50000 && memcmp(out, in, 50000) == 0)
                     fail_msg("%s cut at %zu decoded in full", names[codec], cuts[i]);
                 if (rc != KC_ERR_MALFORMED)
-                        fail_msg("%s raw=%d cut at %zu: rc %d", names[codec], raw, cuts[i], rc);
+                    fail_msg("%s raw=%d cut at %zu: rc %d", names[codec], raw, cuts[i], rc);
             }
             /* Garbage in the middle. */
             for (size_t i = c.len / 3; i < c.len / 3 + 16 && i < c.len; i++)

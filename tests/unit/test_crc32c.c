@@ -65,8 +65,15 @@ static void paths_agree(void **state)
     size_t nl = 0;
     for (size_t l = 0; l <= 2048; l++)
         lens[nl++] = l;
-    size_t edges[] = {3 * 256 - 1, 3 * 256, 3 * 256 + 1, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1,
-                      3 * 8192 + 3 * 256 + 7, 6 * 8192, MAX};
+    size_t edges[] = {3 * 256 - 1,
+                      3 * 256,
+                      3 * 256 + 1,
+                      3 * 8192 - 1,
+                      3 * 8192,
+                      3 * 8192 + 1,
+                      3 * 8192 + 3 * 256 + 7,
+                      6 * 8192,
+                      MAX};
     for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
         lens[nl++] = edges[i];
     for (size_t li = 0; li < nl; li++) {

@@ -32,12 +32,12 @@ typedef enum kc_codec {
 
 /* Owner: one worker thread (never shared; each worker has its own). */
 typedef struct kc_decode_ctx {
-    void *zstd;       /* ZSTD_DCtx *, created lazily on the first zstd batch */
-    void *lz4;        /* LZ4F_dctx *, created lazily on the first lz4 batch */
-    void *zs;         /* z_stream *, created lazily on the first gzip batch */
-    uint8_t *out;     /* reusable output buffer */
-    size_t out_cap;   /* bytes allocated at out */
-    size_t max_out;   /* hard bound on one batch's decompressed size */
+    void *zstd;     /* ZSTD_DCtx *, created lazily on the first zstd batch */
+    void *lz4;      /* LZ4F_dctx *, created lazily on the first lz4 batch */
+    void *zs;       /* z_stream *, created lazily on the first gzip batch */
+    uint8_t *out;   /* reusable output buffer */
+    size_t out_cap; /* bytes allocated at out */
+    size_t max_out; /* hard bound on one batch's decompressed size */
 } kc_decode_ctx_t;
 
 /* max_out 0 means KC_DECODE_DEFAULT_MAX_OUT. Allocates nothing until first use. */
