@@ -28,6 +28,19 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Wall time, printed alongside: on an idle machine the two agree; the gap shows the load. */
+static double wall0;
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+static double cpu_share(double cpu)
+{
+    return cpu / (wall() - wall0);
+}
+
 static uint64_t rng = 88172645463325252ull;
 static uint32_t rnd(void)
 {
@@ -46,13 +59,15 @@ static void bench_crc(const char *name, crc_fn f)
     for (size_t i = 0; i < n; i++)
         buf[i] = (uint8_t)rnd();
     uint64_t bytes = 0;
+    wall0 = wall();
     double t0 = now(), t;
     do {
         for (int i = 0; i < 16; i++)
             sink += f(0, buf, n);
         bytes += 16 * n;
     } while ((t = now() - t0) < secs);
-    printf("crc32c %-14s %8.2f GB/s\n", name, (double)bytes / t / 1e9);
+    printf("crc32c %-14s %8.2f GB/s                 (cpu share %.2f)\n", name,
+           (double)bytes / t / 1e9, cpu_share(t));
     free(buf);
 }
 
@@ -113,12 +128,14 @@ static void bench_records(kc_decode_ctx_t *ctx, bool verify)
     for (int b = 0; b < 10; b++)
         tb_batch(&buf, &(tb_batch_t){.base_offset = b * 1000}, rs, 1000);
     uint64_t recs = 0;
+    wall0 = wall();
     double t0 = now(), t;
     do
         recs += walk(ctx, &buf, verify);
     while ((t = now() - t0) < secs);
-    printf("records 100B %-10s %8.2f M records/s  (%.1f ns/record)\n",
-           verify ? "crc+iter" : "iter only", (double)recs / t / 1e6, t * 1e9 / (double)recs);
+    printf("records 100B %-10s %8.2f M records/s  (%.1f ns/record; cpu share %.2f)\n",
+           verify ? "crc+iter" : "iter only", (double)recs / t / 1e6, t * 1e9 / (double)recs,
+           cpu_share(t));
     tb_free(&buf);
 }
 
@@ -137,14 +154,17 @@ static void bench_codec(kc_decode_ctx_t *ctx, const char *name, int codec)
     tb_buf_t buf = {0};
     tb_batch(&buf, &(tb_batch_t){.codec = codec}, rs, 500);
     uint64_t out = 0;
+    wall0 = wall();
     double t0 = now(), t;
     do {
         if (walk(ctx, &buf, false) != 500)
             abort();
         out += plain;
     } while ((t = now() - t0) < secs);
-    printf("decode %-8s %10.0f MB/s of values  (ratio %.1f, batch %zu -> %zu bytes)\n", name,
-           (double)out / t / 1e6, (double)plain / (double)buf.len, buf.len, plain);
+    printf("decode %-8s %10.0f MB/s of values  (ratio %.1f, batch %zu -> %zu bytes; cpu share "
+           "%.2f)\n",
+           name, (double)out / t / 1e6, (double)plain / (double)buf.len, buf.len, plain,
+           cpu_share(t));
     tb_free(&buf);
 }
 
