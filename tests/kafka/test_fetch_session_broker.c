@@ -1,0 +1,288 @@
+/* engine/session against a real broker, over a blocking socket (no network thread needed):
+ * - the broker does NOT advance a session partition's fetch offset by itself: an incremental
+ *   Fetch that leaves a consumed partition out is served the same records again. This is why
+ *   session.c re-sends a partition whose position moved (as Java does);
+ * - the engine's requests consume every record exactly once: open (0,0), then (S, epoch+1) with
+ *   the consumed partition altered, then 0 entries while idle, and new records arrive;
+ * - close (S,-1) is accepted.
+ * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
+#include "kc_test.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "fetch_codec.h"
+#include "proto/proto.h"
+
+#define FETCH_V 13
+#define METADATA_V 12
+
+static int connect_first(const char *bootstrap)
+{
+    char host[256], port[16];
+    const char *comma = strchr(bootstrap, ',');
+    size_t len = comma ? (size_t)(comma - bootstrap) : strlen(bootstrap);
+    const char *colon = memrchr(bootstrap, ':', len);
+    if (!colon || (size_t)(colon - bootstrap) >= sizeof host ||
+        len - (size_t)(colon - bootstrap) - 1 >= sizeof port)
+        return -1;
+    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
+    host[colon - bootstrap] = '\0';
+    memcpy(port, colon + 1, len - (size_t)(colon - bootstrap) - 1);
+    port[len - (size_t)(colon - bootstrap) - 1] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return -1;
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        struct timeval tv = {.tv_sec = 15};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int io_full(int fd, uint8_t *p, size_t n, int writing)
+{
+    while (n > 0) {
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+typedef kc_err_t (*encode_fn)(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *e);
+
+/* Sends one request and returns the response body (after the header) in frame and r. */
+static void exchange(int fd, int16_t key, int16_t v, const void *msg, encode_fn enc,
+                     uint8_t **frame, kc_rbuf_t *r)
+{
+    static int32_t corr = 1;
+    kc_wbuf_t w = {0};
+    kc_error_t e;
+    assert_int_equal(kc_wbuf_reserve(&w, 4), KC_OK);
+    w.len = 4;
+    kc_request_header_t h;
+    kc_request_header_init(&h);
+    h.request_api_key = key;
+    h.request_api_version = v;
+    h.correlation_id = corr++;
+    h.client_id = kc_str("kc-engine-test");
+    assert_int_equal(kc_request_header_encode(&h, kc_proto_request_header_version(key, v), &w, &e),
+                     KC_OK);
+    if (enc(msg, v, &w, &e) != KC_OK)
+        fail_msg("encode: %s", e.msg);
+    uint32_t n = (uint32_t)(w.len - 4);
+    w.data[0] = (uint8_t)(n >> 24), w.data[1] = (uint8_t)(n >> 16);
+    w.data[2] = (uint8_t)(n >> 8), w.data[3] = (uint8_t)n;
+    assert_int_equal(io_full(fd, w.data, w.len, 1), 0);
+    kc_wbuf_free(&w);
+    uint8_t sz[4];
+    assert_int_equal(io_full(fd, sz, 4, 0), 0);
+    uint32_t len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
+    *frame = malloc(len);
+    assert_non_null(*frame);
+    assert_int_equal(io_full(fd, *frame, len, 0), 0);
+    *r = kc_rbuf(*frame, len);
+    kc_response_header_t rh;
+    kc_arena_t a = {0};
+    assert_int_equal(
+        kc_response_header_decode(&rh, kc_proto_response_header_version(key, v), r, &a, &e),
+        KC_OK);
+    assert_int_equal(rh.correlation_id, corr - 1);
+    kc_arena_free(&a);
+}
+
+static void run(const char *cmd)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
+             kc_test_env("KC_CLUSTER_DIR"));
+    if (system(line) != 0)
+        fail_msg("failed: %s", line);
+}
+
+/* Offsets carried by a records blob: first base offset and (last offset + 1), or -1/-1. */
+static void batch_span(kc_bytes_t rec, int64_t *first, int64_t *next)
+{
+    *first = *next = -1;
+    int32_t pos = 0;
+    while (rec.len - pos >= 61) {
+        const uint8_t *b = rec.ptr + pos;
+        int64_t base = 0;
+        for (int i = 0; i < 8; i++)
+            base = base << 8 | b[i];
+        int32_t blen = (int32_t)((uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 |
+                                 (uint32_t)b[10] << 8 | b[11]);
+        int32_t delta = (int32_t)((uint32_t)b[23] << 24 | (uint32_t)b[24] << 16 |
+                                  (uint32_t)b[25] << 8 | b[26]);
+        if (blen <= 0 || pos + 12 + blen > rec.len)
+            break; /* a partial batch at the end of the response */
+        if (*first < 0)
+            *first = base;
+        *next = base + delta + 1;
+        pos += 12 + blen;
+    }
+}
+
+typedef struct fetched {
+    int16_t top_error;
+    int32_t session_id;
+    int16_t part_error;
+    int n_parts;
+    int64_t first, next, hw;
+} fetched_t;
+
+static fetched_t do_fetch(int fd, const kc_session_req_t *req)
+{
+    kc_fetch_settings_t st = {300, 1, 1 << 20, 1, NULL};
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_fetch_request_t m;
+    assert_int_equal(kc_fetch_codec_request(&m, req, &st, &a, &e), KC_OK);
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_FETCH_REQUEST_API_KEY, FETCH_V, &m, (encode_fn)kc_fetch_request_encode, &frame,
+             &r);
+    kc_fetch_response_t resp;
+    if (kc_fetch_response_decode(&resp, FETCH_V, &r, &a, &e) != KC_OK)
+        fail_msg("FetchResponse: %s", e.msg);
+    fetched_t f = {resp.error_code, resp.session_id, 0, 0, -1, -1, -1};
+    kc_fetch_codec_iter_t it = {&resp, 0, 0};
+    kc_fetch_part_result_t pr;
+    while (kc_fetch_codec_next(&it, &pr)) {
+        f.n_parts++;
+        f.part_error = pr.error_code;
+        f.hw = pr.high_watermark;
+        batch_span(pr.records, &f.first, &f.next);
+    }
+    free(frame);
+    kc_arena_free(&a);
+    return f;
+}
+
+static kc_session_part_t lookup(int fd, const char *topic)
+{
+    kc_metadata_request_t m;
+    kc_metadata_request_init(&m);
+    kc_metadata_request_topic_t t = {{{0}}, kc_str(topic)};
+    m.topics.count = 1;
+    m.topics.items = &t;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_METADATA_REQUEST_API_KEY, METADATA_V, &m, (encode_fn)kc_metadata_request_encode,
+             &frame, &r);
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_metadata_response_t resp;
+    assert_int_equal(kc_metadata_response_decode(&resp, METADATA_V, &r, &a, &e), KC_OK);
+    assert_int_equal(resp.topics.count, 1);
+    assert_int_equal(resp.topics.items[0].error_code, 0);
+    kc_session_part_t p;
+    memset(&p, 0, sizeof p);
+    memcpy(p.tp.topic_id, resp.topics.items[0].topic_id.b, 16);
+    p.tp.partition = 0;
+    p.leader_epoch = resp.topics.items[0].partitions.items[0].leader_epoch;
+    p.log_start_offset = -1;
+    p.max_bytes = 1 << 20;
+    free(frame);
+    kc_arena_free(&a);
+    return p;
+}
+
+static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
+{
+    (void)state;
+    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
+    assert_true(fd >= 0);
+    char topic[64], cmd[256];
+    snprintf(topic, sizeof topic, "kc-engine-session-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 1", topic);
+    run(cmd);
+    snprintf(cmd, sizeof cmd, "produce %s --records 20 --size 100", topic);
+    run(cmd);
+    kc_session_part_t want = lookup(fd, topic);
+
+    /* 1. What the broker does with a consumed partition that is left out. */
+    kc_session_req_t raw;
+    memset(&raw, 0, sizeof raw);
+    raw.full = 1;
+    raw.parts = &want;
+    raw.n_parts = 1;
+    fetched_t f = do_fetch(fd, &raw);
+    assert_int_equal(f.top_error, 0);
+    assert_int_not_equal(f.session_id, 0);
+    assert_int_equal(f.first, 0);
+    assert_int_equal(f.next, 20);
+    memset(&raw, 0, sizeof raw);
+    raw.session_id = f.session_id;
+    raw.epoch = 1; /* incremental, 0 entries: "the broker tracks it" — it does not */
+    fetched_t again = do_fetch(fd, &raw);
+    assert_int_equal(again.top_error, 0);
+    assert_int_equal(again.n_parts, 1);
+    assert_int_equal(again.first, 0); /* the same records, served a second time */
+
+    /* 2. The engine's session: every record exactly once. */
+    kc_session_t s;
+    kc_session_init(&s, 1, 60000);
+    kc_session_req_t req;
+    kc_error_t e;
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.epoch, 0);
+    f = do_fetch(fd, &req);
+    kc_session_resp_t sr = {f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, 0);
+    assert_int_equal(f.next, 20);
+    want.fetch_offset = f.next; /* consumed */
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.epoch, 1);
+    assert_int_equal(req.n_altered, 1);
+    f = do_fetch(fd, &req);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, -1); /* nothing new, nothing repeated */
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.n_parts, 0); /* idle steady state: 0 entries */
+    snprintf(cmd, sizeof cmd, "produce %s --records 5 --size 100", topic);
+    run(cmd);
+    f = do_fetch(fd, &req);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, 20);
+    assert_int_equal(f.next, 25);
+    assert_int_equal(kc_session_stats(&s)->epoch, 3);
+
+    /* 3. Close. */
+    assert_int_equal(kc_session_close(&s, &req, &e), KC_OK);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, 0);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_CLOSED);
+    kc_session_free(&s);
+    close(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(broker_needs_consumed_offsets_and_engine_sends_them),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
