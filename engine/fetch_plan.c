@@ -204,3 +204,10 @@ size_t kc_fetch_plan_close(kc_fetch_plan_t *plan, kc_fetch_send_t *out, size_t m
     }
     return k;
 }
+
+int kc_fetch_plan_accepts(kc_partition_t *p, int32_t broker_id, int64_t requested_offset,
+                          const kc_fetch_plan_conf_t *conf, int64_t now_ms)
+{
+    return kc_partition_fetch_target(p, &conf->part, now_ms) == broker_id &&
+           p->position == requested_offset;
+}

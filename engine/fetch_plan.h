@@ -86,6 +86,15 @@ void kc_fetch_plan_on_failure(kc_fetch_plan_t *plan, int32_t broker_id, int64_t 
 /* Consumer close: a close request (S, -1) for every open session not in flight. */
 size_t kc_fetch_plan_close(kc_fetch_plan_t *plan, kc_fetch_send_t *out, size_t max);
 
+/* Whether records for `p` in a response from `broker_id` may be delivered. A response can be
+ * stale by the time it is read: the partition moved to another broker, was paused, reset or
+ * seeked while the request was in flight. Delivering then would duplicate or skip records, so
+ * the records are dropped (the next request asks again from the right place).
+ * `requested_offset` is the fetch offset the broker used for it: kc_session_held() after the
+ * response committed, or the entry of a sessionless request. */
+int kc_fetch_plan_accepts(kc_partition_t *p, int32_t broker_id, int64_t requested_offset,
+                          const kc_fetch_plan_conf_t *conf, int64_t now_ms);
+
 kc_fetcher_t *kc_fetch_plan_find(kc_fetch_plan_t *plan, int32_t broker_id);
 
 #endif

@@ -293,6 +293,15 @@ kc_session_outcome_t kc_session_on_response(kc_session_t *s, const kc_session_re
     return KC_SESSION_OK;
 }
 
+const kc_session_part_t *kc_session_held(const kc_session_t *s, const kc_tp_t *tp)
+{
+    if (s->mode != KC_SESSION_OPEN || s->held.n == 0)
+        return NULL;
+    kc_session_part_t key;
+    key.tp = *tp;
+    return bsearch(&key, s->held.v, s->held.n, sizeof key, part_cmp);
+}
+
 void kc_session_on_failure(kc_session_t *s)
 {
     if (!s->pending)

@@ -392,6 +392,34 @@ static void preferred_replica_with_rack_expires_to_leader(void **state)
     assert_int_equal(p[0].lag, 1000);
 }
 
+static void stale_response_records_dropped(void **state)
+{
+    (void)state;
+    kc_fetch_plan_conf_t c = conf();
+    kc_fetch_plan_t plan;
+    kc_fetch_plan_init(&plan, &c);
+    kc_partition_t p[12];
+    twelve(p);
+    kc_error_t e;
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    kc_fetch_send_t s[16];
+    size_t n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
+    respond_all(&plan, s, n, NOW);
+    kc_fetcher_t *f1 = kc_fetch_plan_find(&plan, 1);
+    const kc_session_part_t *held = kc_session_held(&f1->session, &p[0].tp);
+    assert_non_null(held);
+    assert_int_equal(held->fetch_offset, 0);
+    assert_null(kc_session_held(&f1->session, &p[1].tp)); /* p[1] is broker 2's */
+    assert_true(kc_fetch_plan_accepts(&p[0], 1, held->fetch_offset, &c, NOW));
+    assert_false(kc_fetch_plan_accepts(&p[0], 2, held->fetch_offset, &c, NOW)); /* moved */
+    kc_partition_seek(&p[0], 50); /* seeked while in flight */
+    assert_false(kc_fetch_plan_accepts(&p[0], 1, held->fetch_offset, &c, NOW));
+    kc_partition_seek(&p[0], 0);
+    p[0].paused = 1;
+    assert_false(kc_fetch_plan_accepts(&p[0], 1, held->fetch_offset, &c, NOW));
+    kc_fetch_plan_free(&plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +436,7 @@ int main(void)
         cmocka_unit_test(out_of_range_applies_reset_policy),
         cmocka_unit_test(storage_error_backs_off_that_partition_only),
         cmocka_unit_test(preferred_replica_with_rack_expires_to_leader),
+        cmocka_unit_test(stale_response_records_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
