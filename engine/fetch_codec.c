@@ -81,7 +81,8 @@ static kc_err_t fill_forgotten(kc_fetch_request_t *m, const kc_session_req_t *re
             ft->topic = KC_STR_NULL;
             memcpy(ft->topic_id.b, tp->topic_id, 16);
             size_t j = i;
-            while (j < req->n_forgotten && memcmp(req->forgotten[j].topic_id, tp->topic_id, 16) == 0)
+            while (j < req->n_forgotten &&
+                   memcmp(req->forgotten[j].topic_id, tp->topic_id, 16) == 0)
                 j++;
             ft->partitions.items = kc_arena_calloc(a, j - i, sizeof *ft->partitions.items);
             if (!ft->partitions.items)

@@ -53,8 +53,8 @@ typedef struct kc_fetch_part_result {
     int32_t leader_id;
     int32_t leader_epoch;
     const kc_fetch_response_aborted_transaction_t *aborted;
-    int32_t n_aborted;              /* 0 when null */
-    kc_bytes_t records;             /* len 0 when null */
+    int32_t n_aborted;  /* 0 when null */
+    kc_bytes_t records; /* len 0 when null */
 } kc_fetch_part_result_t;
 
 /* Walks the partitions of a decoded response: zero-initialise, then call until it returns 0. */

@@ -111,8 +111,8 @@ static void drop_at(kc_fetch_plan_t *plan, size_t i)
     plan->stats.fetchers_dropped++;
 }
 
-size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_t *out,
-                           size_t max, int64_t *next_wake_ms)
+size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_t *out, size_t max,
+                           int64_t *next_wake_ms)
 {
     size_t k = 0;
     int64_t wake = INT64_MAX;
@@ -122,8 +122,8 @@ size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_
             i++;
             continue;
         }
-        int64_t hold = f->throttle_until_ms > f->backoff_until_ms ? f->throttle_until_ms
-                                                                  : f->backoff_until_ms;
+        int64_t hold =
+            f->throttle_until_ms > f->backoff_until_ms ? f->throttle_until_ms : f->backoff_until_ms;
         if (now_ms < hold) {
             if (hold < wake)
                 wake = hold;
@@ -131,8 +131,8 @@ size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_
             continue;
         }
         kc_error_t e;
-        kc_err_t rc = kc_session_build(&f->session, f->wanted, f->n_wanted, now_ms, &out[k].req,
-                                       &e);
+        kc_err_t rc =
+            kc_session_build(&f->session, f->wanted, f->n_wanted, now_ms, &out[k].req, &e);
         if (rc == KC_ERR_AGAIN) {
             drop_at(plan, i); /* nothing wanted, nothing left to forget */
             continue;
@@ -160,8 +160,8 @@ static int64_t broker_backoff(const kc_fetch_plan_conf_t *conf, int32_t failures
 }
 
 kc_session_outcome_t kc_fetch_plan_on_response(kc_fetch_plan_t *plan, int32_t broker_id,
-                                               const kc_session_resp_t *resp,
-                                               int32_t throttle_ms, int64_t now_ms)
+                                               const kc_session_resp_t *resp, int32_t throttle_ms,
+                                               int64_t now_ms)
 {
     kc_fetcher_t *f = kc_fetch_plan_find(plan, broker_id);
     if (!f || !f->in_flight)

@@ -72,13 +72,13 @@ kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, siz
  * or backing off. Drops fetchers with nothing left to send. Fills up to `max` entries and
  * returns how many; *next_wake_ms (if not NULL) gets the earliest time a held-back broker may
  * send, or INT64_MAX. */
-size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_t *out,
-                           size_t max, int64_t *next_wake_ms);
+size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_t *out, size_t max,
+                           int64_t *next_wake_ms);
 
 /* The Fetch to `broker_id` was answered: top-level error and session id, throttle_time_ms. */
 kc_session_outcome_t kc_fetch_plan_on_response(kc_fetch_plan_t *plan, int32_t broker_id,
-                                               const kc_session_resp_t *resp,
-                                               int32_t throttle_ms, int64_t now_ms);
+                                               const kc_session_resp_t *resp, int32_t throttle_ms,
+                                               int64_t now_ms);
 
 /* The Fetch to `broker_id` failed (transport, timeout, undecodable). */
 void kc_fetch_plan_on_failure(kc_fetch_plan_t *plan, int32_t broker_id, int64_t now_ms);

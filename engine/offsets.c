@@ -179,7 +179,7 @@ kc_err_t kc_retry_next(kc_retry_t *r, int64_t now_ms, int64_t *at_ms, kc_error_t
                        r->attempts + 1);
     r->attempts++;
     *at_ms = now_ms + b;
-    r->next_backoff_ms = r->next_backoff_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms
-                                                                    : r->next_backoff_ms * 2;
+    r->next_backoff_ms =
+        r->next_backoff_ms * 2 > r->backoff_max_ms ? r->backoff_max_ms : r->next_backoff_ms * 2;
     return KC_OK;
 }

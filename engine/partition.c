@@ -206,8 +206,8 @@ kc_validation_t kc_partition_validate(int64_t position, int16_t code, int32_t en
 }
 
 void kc_partition_on_validation(kc_partition_t *p, int16_t code, int32_t end_epoch,
-                                int64_t end_offset, const kc_partition_conf_t *conf,
-                                int64_t now_ms, kc_partition_event_t *ev)
+                                int64_t end_offset, const kc_partition_conf_t *conf, int64_t now_ms,
+                                kc_partition_event_t *ev)
 {
     memset(ev, 0, sizeof *ev);
     if (p->state != KC_FS_AWAIT_VALIDATION)
@@ -239,8 +239,7 @@ void kc_partition_on_validation(kc_partition_t *p, int16_t code, int32_t end_epo
             start_backoff(p, conf, now_ms);
             p->state = KC_FS_AWAIT_VALIDATION; /* validation is retried after the backoff */
         }
-        kc_fail_kafka(&ev->error, code, "OffsetForLeaderEpoch partition %d",
-                      (int)p->tp.partition);
+        kc_fail_kafka(&ev->error, code, "OffsetForLeaderEpoch partition %d", (int)p->tp.partition);
         return;
     }
 }

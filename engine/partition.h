@@ -33,37 +33,37 @@ static inline int kc_tp_cmp(const kc_tp_t *a, const kc_tp_t *b)
  * every other state takes the partition out of the fetch session (it is forgotten, and added
  * again when it becomes ACTIVE), so the broker never fetches data we would discard. */
 typedef enum kc_fetch_state {
-    KC_FS_ACTIVE = 0,        /* fetch from `position` */
-    KC_FS_AWAIT_RESET,       /* needs ListOffsets (auto.offset.reset or a seek to time/end) */
-    KC_FS_AWAIT_VALIDATION,  /* leader changed: OffsetForLeaderEpoch before fetching (KIP-320) */
-    KC_FS_AWAIT_METADATA,    /* leader unknown or moved: wait for a metadata refresh */
-    KC_FS_BACKOFF,           /* a partition error: retry at `backoff_until_ms` */
-    KC_FS_STOPPED,           /* an error was reported to the caller (e.g. out of range with
-                                auto.offset.reset=none); only a seek makes it ACTIVE again */
+    KC_FS_ACTIVE = 0,       /* fetch from `position` */
+    KC_FS_AWAIT_RESET,      /* needs ListOffsets (auto.offset.reset or a seek to time/end) */
+    KC_FS_AWAIT_VALIDATION, /* leader changed: OffsetForLeaderEpoch before fetching (KIP-320) */
+    KC_FS_AWAIT_METADATA,   /* leader unknown or moved: wait for a metadata refresh */
+    KC_FS_BACKOFF,          /* a partition error: retry at `backoff_until_ms` */
+    KC_FS_STOPPED,          /* an error was reported to the caller (e.g. out of range with
+                               auto.offset.reset=none); only a seek makes it ACTIVE again */
 } kc_fetch_state_t;
 
-#define KC_NO_BROKER   (-1)
-#define KC_NO_EPOCH    (-1)
-#define KC_NO_OFFSET   (-1)
+#define KC_NO_BROKER (-1)
+#define KC_NO_EPOCH  (-1)
+#define KC_NO_OFFSET (-1)
 
 /* Owner: network thread. */
 typedef struct kc_partition {
     kc_tp_t tp;
-    int64_t position;          /* next offset to fetch */
-    int32_t position_epoch;    /* leader epoch of the record before `position` (KIP-320), or -1 */
-    int32_t leader_id;         /* from metadata, KC_NO_BROKER when unknown */
-    int32_t leader_epoch;      /* current leader epoch from metadata, sent in Fetch */
-    int32_t preferred_replica; /* KIP-392 read replica named by the leader, or KC_NO_BROKER */
-    int64_t preferred_until_ms;/* the replica choice expires (metadata.max.age.ms) */
-    int64_t high_watermark;    /* from the last response that carried the partition */
+    int64_t position;           /* next offset to fetch */
+    int32_t position_epoch;     /* leader epoch of the record before `position` (KIP-320), or -1 */
+    int32_t leader_id;          /* from metadata, KC_NO_BROKER when unknown */
+    int32_t leader_epoch;       /* current leader epoch from metadata, sent in Fetch */
+    int32_t preferred_replica;  /* KIP-392 read replica named by the leader, or KC_NO_BROKER */
+    int64_t preferred_until_ms; /* the replica choice expires (metadata.max.age.ms) */
+    int64_t high_watermark;     /* from the last response that carried the partition */
     int64_t last_stable_offset;
     int64_t log_start_offset;
-    int64_t lag;               /* (hw or lso, by isolation level) - position; -1 unknown */
-    int32_t max_bytes;         /* max.partition.fetch.bytes for this partition */
-    uint8_t paused;            /* pause()/resume(): independent of `state` */
+    int64_t lag;       /* (hw or lso, by isolation level) - position; -1 unknown */
+    int32_t max_bytes; /* max.partition.fetch.bytes for this partition */
+    uint8_t paused;    /* pause()/resume(): independent of `state` */
     kc_fetch_state_t state;
-    int64_t backoff_until_ms;  /* KC_FS_BACKOFF only */
-    int32_t backoff_attempts;  /* consecutive partition errors, for exponential backoff */
+    int64_t backoff_until_ms; /* KC_FS_BACKOFF only */
+    int32_t backoff_attempts; /* consecutive partition errors, for exponential backoff */
 } kc_partition_t;
 
 /* A fresh record: no position yet (awaiting reset), nothing known about the log. */
@@ -84,45 +84,44 @@ static inline void kc_partition_init(kc_partition_t *p, const kc_tp_t *tp, int32
     p->state = KC_FS_AWAIT_RESET;
 }
 
-
 /* ---- per-partition decisions (engine/partition.c) ------------------------------------------ */
 
 typedef enum kc_offset_reset {
     KC_RESET_LATEST = 0, /* Java's default */
     KC_RESET_EARLIEST,
-    KC_RESET_NONE,       /* no silent jump: the caller gets an error */
+    KC_RESET_NONE, /* no silent jump: the caller gets an error */
 } kc_offset_reset_t;
 
 /* Settings the decisions depend on. Owner: network thread (copied from the config at start). */
 typedef struct kc_partition_conf {
-    kc_offset_reset_t reset;    /* auto.offset.reset */
-    int read_committed;         /* isolation.level: lag is measured against the LSO */
-    int has_rack;               /* client.rack is set: follow KIP-392 preferred replicas */
-    int64_t replica_ttl_ms;     /* metadata.max.age.ms: a preferred replica expires after it */
-    int64_t backoff_ms;         /* retry.backoff.ms */
-    int64_t backoff_max_ms;     /* retry.backoff.max.ms */
+    kc_offset_reset_t reset; /* auto.offset.reset */
+    int read_committed;      /* isolation.level: lag is measured against the LSO */
+    int has_rack;            /* client.rack is set: follow KIP-392 preferred replicas */
+    int64_t replica_ttl_ms;  /* metadata.max.age.ms: a preferred replica expires after it */
+    int64_t backoff_ms;      /* retry.backoff.ms */
+    int64_t backoff_max_ms;  /* retry.backoff.max.ms */
 } kc_partition_conf_t;
 
 /* What a per-partition Fetch error means. A pure function of the error code. */
 typedef enum kc_fetch_action {
-    KC_FA_NONE = 0,        /* no error */
-    KC_FA_MOVE,            /* leadership/metadata is stale: refresh metadata, keep the position,
-                              fetch from the (new) leader's session when metadata says so */
-    KC_FA_OUT_OF_RANGE,    /* auto.offset.reset (or back to the leader if read from a replica) */
-    KC_FA_BACKOFF,         /* transient: back off and retry this partition only */
-    KC_FA_REPORT,          /* the caller must hear of it (e.g. authorization); then back off */
+    KC_FA_NONE = 0,     /* no error */
+    KC_FA_MOVE,         /* leadership/metadata is stale: refresh metadata, keep the position,
+                           fetch from the (new) leader's session when metadata says so */
+    KC_FA_OUT_OF_RANGE, /* auto.offset.reset (or back to the leader if read from a replica) */
+    KC_FA_BACKOFF,      /* transient: back off and retry this partition only */
+    KC_FA_REPORT,       /* the caller must hear of it (e.g. authorization); then back off */
 } kc_fetch_action_t;
 
 kc_fetch_action_t kc_fetch_classify_error(int16_t kafka_code);
 
 /* What applying an error or a validation did, for the caller to act on. */
 typedef struct kc_partition_event {
-    uint8_t refresh_metadata; /* ask for metadata now */
+    uint8_t refresh_metadata;   /* ask for metadata now */
     uint8_t needs_list_offsets; /* state became AWAIT_RESET: send ListOffsets at reset_timestamp */
-    int64_t reset_timestamp;  /* -2 earliest, -1 latest (ListOffsets sentinels) */
-    uint8_t report;           /* surface `error` to the caller */
-    uint8_t truncated;        /* KIP-320: log truncated below our position */
-    int64_t truncated_from;   /* our position before the truncation */
+    int64_t reset_timestamp;    /* -2 earliest, -1 latest (ListOffsets sentinels) */
+    uint8_t report;             /* surface `error` to the caller */
+    uint8_t truncated;          /* KIP-320: log truncated below our position */
+    int64_t truncated_from;     /* our position before the truncation */
     kc_error_t error;
 } kc_partition_event_t;
 
@@ -157,10 +156,10 @@ int32_t kc_partition_fetch_target(kc_partition_t *p, const kc_partition_conf_t *
 
 /* KIP-320: the OffsetForLeaderEpoch answer for our position's epoch. */
 typedef enum kc_validation {
-    KC_VALID_OK = 0,          /* the log still holds our position */
-    KC_VALID_TRUNCATED,       /* the log ends before our position: move to `offset`, report */
-    KC_VALID_UNKNOWN,         /* the broker has no end offset for our epoch: reset policy */
-    KC_VALID_RETRY,           /* the request failed; see kc_fetch_classify_error */
+    KC_VALID_OK = 0,    /* the log still holds our position */
+    KC_VALID_TRUNCATED, /* the log ends before our position: move to `offset`, report */
+    KC_VALID_UNKNOWN,   /* the broker has no end offset for our epoch: reset policy */
+    KC_VALID_RETRY,     /* the request failed; see kc_fetch_classify_error */
 } kc_validation_t;
 
 /* Pure: given our position (offset, epoch) and the answer (error, end epoch, end offset). */
@@ -169,8 +168,8 @@ kc_validation_t kc_partition_validate(int64_t position, int16_t kafka_code, int3
 
 /* Applies a validation answer to an AWAIT_VALIDATION partition. */
 void kc_partition_on_validation(kc_partition_t *p, int16_t kafka_code, int32_t end_epoch,
-                                int64_t end_offset, const kc_partition_conf_t *conf,
-                                int64_t now_ms, kc_partition_event_t *ev);
+                                int64_t end_offset, const kc_partition_conf_t *conf, int64_t now_ms,
+                                kc_partition_event_t *ev);
 
 /* The "next offset" sentinels ListOffsets takes for auto.offset.reset. KC_ERR_STATE for none. */
 kc_err_t kc_partition_reset_timestamp(kc_offset_reset_t reset, int64_t *ts, kc_error_t *err);

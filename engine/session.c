@@ -102,8 +102,10 @@ static kc_err_t snapshot_wanted(kc_session_t *s, const kc_session_part_t *wanted
         qsort(s->next_held.v, k, sizeof *s->next_held.v, part_cmp);
     for (size_t i = 1; i < k; i++)
         if (kc_tp_cmp(&s->next_held.v[i - 1].tp, &s->next_held.v[i].tp) == 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG, "fetch session broker %d: partition %d "
-                           "wanted twice", s->broker_id, (int)s->next_held.v[i].tp.partition);
+            return kc_fail(err, KC_ERR_INVALID_ARG,
+                           "fetch session broker %d: partition %d "
+                           "wanted twice",
+                           s->broker_id, (int)s->next_held.v[i].tp.partition);
     return KC_OK;
 }
 

@@ -45,11 +45,11 @@
 #include "base/err.h"
 #include "partition.h"
 
-#define KC_SESSION_INVALID_ID 0
-#define KC_SESSION_INITIAL_EPOCH 0 /* with id 0: open; with id S: close S and open a new one */
-#define KC_SESSION_FINAL_EPOCH (-1) /* with id 0: sessionless; with id S: close S */
+#define KC_SESSION_INVALID_ID    0
+#define KC_SESSION_INITIAL_EPOCH 0    /* with id 0: open; with id S: close S and open a new one */
+#define KC_SESSION_FINAL_EPOCH   (-1) /* with id 0: sessionless; with id S: close S */
 
-#define KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND 70
+#define KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND  70
 #define KC_KAFKA_INVALID_FETCH_SESSION_EPOCH 71
 
 /* One partition as a Fetch request carries it. For a consumer log_start_offset is -1 (the field
@@ -65,10 +65,10 @@ typedef struct kc_session_part {
 } kc_session_part_t;
 
 typedef enum kc_session_mode {
-    KC_SESSION_NONE = 0,     /* next request opens: (0,0) or (S,0) */
-    KC_SESSION_OPEN,         /* next request is incremental: (S, epoch) */
-    KC_SESSION_SESSIONLESS,  /* (0,-1) until sessionless_until_ms */
-    KC_SESSION_CLOSING,      /* a close (S,-1) was built; nothing else may be sent */
+    KC_SESSION_NONE = 0,    /* next request opens: (0,0) or (S,0) */
+    KC_SESSION_OPEN,        /* next request is incremental: (S, epoch) */
+    KC_SESSION_SESSIONLESS, /* (0,-1) until sessionless_until_ms */
+    KC_SESSION_CLOSING,     /* a close (S,-1) was built; nothing else may be sent */
 } kc_session_mode_t;
 
 /* A built request. Pointers stay valid until the next build, response, failure or free. */
@@ -93,11 +93,11 @@ typedef struct kc_session_resp {
 } kc_session_resp_t;
 
 typedef enum kc_session_outcome {
-    KC_SESSION_OK = 0,        /* partitions in the response are valid; state committed */
-    KC_SESSION_RESET,         /* session error (70/71): not surfaced; fetch again at once */
-    KC_SESSION_FALLBACK,      /* broker holds no session: sessionless for a while */
-    KC_SESSION_FAILED,        /* other top-level error: the fetcher backs off and reports it */
-    KC_SESSION_CLOSED,        /* answer to a close */
+    KC_SESSION_OK = 0,   /* partitions in the response are valid; state committed */
+    KC_SESSION_RESET,    /* session error (70/71): not surfaced; fetch again at once */
+    KC_SESSION_FALLBACK, /* broker holds no session: sessionless for a while */
+    KC_SESSION_FAILED,   /* other top-level error: the fetcher backs off and reports it */
+    KC_SESSION_CLOSED,   /* answer to a close */
 } kc_session_outcome_t;
 
 /* Counters for stats. */
@@ -110,8 +110,8 @@ typedef struct kc_session_stats {
     uint64_t fallback_logs;   /* log lines written about it (once per episode) */
     size_t last_parts;        /* entries in the last request built */
     size_t last_forgotten;
-    int32_t session_id;       /* committed */
-    int32_t epoch;            /* epoch of the next request */
+    int32_t session_id; /* committed */
+    int32_t epoch;      /* epoch of the next request */
 } kc_session_stats_t;
 
 typedef struct kc_session_vec {
@@ -126,11 +126,11 @@ typedef struct kc_session {
 
     /* Committed: what the broker holds, as of the last successful response. */
     kc_session_mode_t mode;
-    int32_t id;             /* KC_SESSION_INVALID_ID unless OPEN (or the id to close on reopen) */
-    int32_t epoch;          /* the epoch of the next request while OPEN */
+    int32_t id;    /* KC_SESSION_INVALID_ID unless OPEN (or the id to close on reopen) */
+    int32_t epoch; /* the epoch of the next request while OPEN */
     int64_t sessionless_until_ms;
     uint8_t fallback_logged;
-    kc_session_vec_t held;  /* sorted by tp; the broker's session contents */
+    kc_session_vec_t held; /* sorted by tp; the broker's session contents */
 
     /* Pending: the request in flight and what `held` becomes if it succeeds. */
     uint8_t pending;

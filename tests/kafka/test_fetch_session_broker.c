@@ -19,7 +19,7 @@
 #include "fetch_codec.h"
 #include "proto/proto.h"
 
-#define FETCH_V 13
+#define FETCH_V    13
 #define METADATA_V 12
 
 static int connect_first(const char *bootstrap)
@@ -103,8 +103,7 @@ static void exchange(int fd, int16_t key, int16_t v, const void *msg, encode_fn 
     kc_response_header_t rh;
     kc_arena_t a = {0};
     assert_int_equal(
-        kc_response_header_decode(&rh, kc_proto_response_header_version(key, v), r, &a, &e),
-        KC_OK);
+        kc_response_header_decode(&rh, kc_proto_response_header_version(key, v), r, &a, &e), KC_OK);
     assert_int_equal(rh.correlation_id, corr - 1);
     kc_arena_free(&a);
 }
@@ -128,10 +127,10 @@ static void batch_span(kc_bytes_t rec, int64_t *first, int64_t *next)
         int64_t base = 0;
         for (int i = 0; i < 8; i++)
             base = base << 8 | b[i];
-        int32_t blen = (int32_t)((uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 |
-                                 (uint32_t)b[10] << 8 | b[11]);
-        int32_t delta = (int32_t)((uint32_t)b[23] << 24 | (uint32_t)b[24] << 16 |
-                                  (uint32_t)b[25] << 8 | b[26]);
+        int32_t blen =
+            (int32_t)((uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 | b[11]);
+        int32_t delta =
+            (int32_t)((uint32_t)b[23] << 24 | (uint32_t)b[24] << 16 | (uint32_t)b[25] << 8 | b[26]);
         if (blen <= 0 || pos + 12 + blen > rec.len)
             break; /* a partial batch at the end of the response */
         if (*first < 0)

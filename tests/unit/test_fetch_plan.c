@@ -231,17 +231,15 @@ static void error_classification_table(void **state)
         int16_t code;
         kc_fetch_action_t want;
     } t[] = {
-        {0, KC_FA_NONE},
-        {6, KC_FA_MOVE},   /* NOT_LEADER_OR_FOLLOWER */
-        {74, KC_FA_MOVE},  /* FENCED_LEADER_EPOCH */
-        {75, KC_FA_MOVE},  /* UNKNOWN_LEADER_EPOCH */
-        {3, KC_FA_MOVE},   /* UNKNOWN_TOPIC_OR_PARTITION */
-        {100, KC_FA_MOVE}, /* UNKNOWN_TOPIC_ID */
-        {1, KC_FA_OUT_OF_RANGE},
-        {56, KC_FA_BACKOFF},  /* KAFKA_STORAGE_ERROR */
-        {-1, KC_FA_BACKOFF},  /* UNKNOWN_SERVER_ERROR */
-        {9999, KC_FA_BACKOFF}, /* a code we have never seen */
-        {29, KC_FA_REPORT},   /* TOPIC_AUTHORIZATION_FAILED */
+        {0, KC_FA_NONE},         {6, KC_FA_MOVE},     /* NOT_LEADER_OR_FOLLOWER */
+        {74, KC_FA_MOVE},                             /* FENCED_LEADER_EPOCH */
+        {75, KC_FA_MOVE},                             /* UNKNOWN_LEADER_EPOCH */
+        {3, KC_FA_MOVE},                              /* UNKNOWN_TOPIC_OR_PARTITION */
+        {100, KC_FA_MOVE},                            /* UNKNOWN_TOPIC_ID */
+        {1, KC_FA_OUT_OF_RANGE}, {56, KC_FA_BACKOFF}, /* KAFKA_STORAGE_ERROR */
+        {-1, KC_FA_BACKOFF},                          /* UNKNOWN_SERVER_ERROR */
+        {9999, KC_FA_BACKOFF},                        /* a code we have never seen */
+        {29, KC_FA_REPORT},                           /* TOPIC_AUTHORIZATION_FAILED */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         if (kc_fetch_classify_error(t[i].code) != t[i].want)

@@ -70,18 +70,18 @@ static void classification_table(void **state)
         kc_offsets_verdict_t want;
     } t[] = {
         {0, KC_OFFSETS_OK},
-        {16, KC_OFFSETS_REDISCOVER}, /* NOT_COORDINATOR */
-        {15, KC_OFFSETS_REDISCOVER}, /* COORDINATOR_NOT_AVAILABLE */
-        {14, KC_OFFSETS_REDISCOVER}, /* COORDINATOR_LOAD_IN_PROGRESS */
+        {16, KC_OFFSETS_REDISCOVER},         /* NOT_COORDINATOR */
+        {15, KC_OFFSETS_REDISCOVER},         /* COORDINATOR_NOT_AVAILABLE */
+        {14, KC_OFFSETS_REDISCOVER},         /* COORDINATOR_LOAD_IN_PROGRESS */
         {113, KC_OFFSETS_RETRY_FRESH_EPOCH}, /* STALE_MEMBER_EPOCH */
-        {88, KC_OFFSETS_RETRY},      /* UNSTABLE_OFFSET_COMMIT */
-        {25, KC_OFFSETS_FAIL},       /* UNKNOWN_MEMBER_ID */
-        {22, KC_OFFSETS_FAIL},       /* ILLEGAL_GENERATION */
-        {27, KC_OFFSETS_FAIL},       /* REBALANCE_IN_PROGRESS */
-        {30, KC_OFFSETS_FAIL},       /* GROUP_AUTHORIZATION_FAILED */
-        {12, KC_OFFSETS_FAIL},       /* OFFSET_METADATA_TOO_LARGE */
-        {82, KC_OFFSETS_FAIL},       /* FENCED_INSTANCE_ID */
-        {110, KC_OFFSETS_FAIL},      /* FENCED_MEMBER_EPOCH */
+        {88, KC_OFFSETS_RETRY},              /* UNSTABLE_OFFSET_COMMIT */
+        {25, KC_OFFSETS_FAIL},               /* UNKNOWN_MEMBER_ID */
+        {22, KC_OFFSETS_FAIL},               /* ILLEGAL_GENERATION */
+        {27, KC_OFFSETS_FAIL},               /* REBALANCE_IN_PROGRESS */
+        {30, KC_OFFSETS_FAIL},               /* GROUP_AUTHORIZATION_FAILED */
+        {12, KC_OFFSETS_FAIL},               /* OFFSET_METADATA_TOO_LARGE */
+        {82, KC_OFFSETS_FAIL},               /* FENCED_INSTANCE_ID */
+        {110, KC_OFFSETS_FAIL},              /* FENCED_MEMBER_EPOCH */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (kc_offsets_classify(t[i].code) != t[i].want)
