@@ -76,7 +76,7 @@ static void start_backoff(kc_partition_t *p, const kc_partition_conf_t *conf, in
 static void apply_reset_policy(kc_partition_t *p, const kc_partition_conf_t *conf,
                                kc_partition_event_t *ev, const char *why)
 {
-    int64_t ts;
+    int64_t ts = 0;
     if (kc_partition_reset_timestamp(conf->reset, &ts, NULL) == KC_OK) {
         p->state = KC_FS_AWAIT_RESET;
         ev->needs_list_offsets = 1;
