@@ -4,6 +4,7 @@
  *   session.c re-sends a partition whose position moved (as Java does);
  * - the engine's requests consume every record exactly once: open (0,0), then (S, epoch+1) with
  *   the consumed partition altered, then 0 entries while idle, and new records arrive;
+ * - INVALID_FETCH_SESSION_EPOCH and FETCH_SESSION_ID_NOT_FOUND are recovered with a new session;
  * - close (S,-1) is accepted.
  * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "kc_test.h"
@@ -268,7 +269,42 @@ static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
     assert_int_equal(f.next, 25);
     assert_int_equal(kc_session_stats(&s)->epoch, 3);
 
-    /* 3. Close. */
+    /* 3. The broker's session errors, recovered without surfacing. An epoch the broker does
+     * not expect (as after a lost answer): 71, then (S, 0) closes S and opens a new one. */
+    int32_t first_id = kc_session_stats(&s)->session_id;
+    want.fetch_offset = 25;
+    s.epoch += 5;
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, KC_KAFKA_INVALID_FETCH_SESSION_EPOCH);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_RESET);
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.session_id, first_id);
+    assert_int_equal(req.epoch, 0);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, 0);
+    assert_int_not_equal(f.session_id, 0);
+    assert_int_not_equal(f.session_id, first_id);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, -1); /* position kept: nothing re-delivered */
+    /* A session id the broker does not have (as after a restart or eviction): 70, then (0,0). */
+    s.id = 0x7ffffff0;
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_RESET);
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.session_id, 0);
+    assert_int_equal(req.epoch, 0);
+    f = do_fetch(fd, &req);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_not_equal(kc_session_stats(&s)->session_id, 0);
+
+    /* 4. Close. */
     assert_int_equal(kc_session_close(&s, &req, &e), KC_OK);
     f = do_fetch(fd, &req);
     assert_int_equal(f.top_error, 0);
