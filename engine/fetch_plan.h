@@ -12,6 +12,23 @@
  * - throttle_time_ms (KIP-219) holds that broker's next request back; a failed request or a
  *   top-level error backs off that broker only. Per-partition errors are engine/partition.h.
  *
+ * How the network thread drives it (one loop iteration):
+ *   kc_fetch_plan_compute(plan, parts, n, now)          after any position/state/metadata change
+ *   n = kc_fetch_plan_ready(plan, now, sends, max, &wake)
+ *   for each send: kc_fetch_codec_request(...) → encode → write to send.fetcher->broker_id
+ *   on a decoded response:
+ *     o = kc_fetch_plan_on_response(plan, broker, &kc_fetch_codec_session_resp(m), throttle, now)
+ *     if o is OK or FALLBACK: for each kc_fetch_codec_next(&it, &r):
+ *         p = the partition for r.tp (skip if unassigned)
+ *         r.error_code ? kc_partition_on_fetch_error(p, ...)   (act on the event)
+ *         : held = kc_session_held(&fetcher->session, &r.tp);
+ *           if held && kc_fetch_plan_accepts(p, broker, held->fetch_offset, conf, now):
+ *               hand the records off; position = last offset in the handed-off batch headers + 1
+ *           kc_partition_on_fetch_ok(p, r.high_watermark, ...)
+ *     RESET: nothing surfaced, just fetch again; FAILED: report, the broker backs off.
+ *   on a transport failure or timeout: kc_fetch_plan_on_failure(plan, broker, now)
+ *   at close: kc_fetch_plan_close(plan, sends, max), send them, then kc_fetch_plan_free.
+ *
  * Owner: network thread.
  */
 #ifndef KC_ENGINE_FETCH_PLAN_H

@@ -278,11 +278,19 @@ kc_session_outcome_t kc_session_on_response(kc_session_t *s, const kc_session_re
         return KC_SESSION_FAILED;
     }
 
-    if (req.epoch == KC_SESSION_FINAL_EPOCH) /* sessionless: nothing held on the broker */
+    if (req.epoch == KC_SESSION_FINAL_EPOCH) {
+        /* Sessionless: the broker keeps nothing, but `held` records what it fetched for this
+         * answer, so kc_session_held() can vouch for the response's partitions. */
+        commit_held(s);
         return KC_SESSION_OK;
+    }
     if (opening) {
-        if (resp->session_id == KC_SESSION_INVALID_ID)
-            return fall_back(s, now_ms, "opening request answered with session id 0");
+        if (resp->session_id == KC_SESSION_INVALID_ID) {
+            /* A full answer without a session: its partitions are valid, keep them. */
+            kc_session_outcome_t o = fall_back(s, now_ms, "opening request answered with id 0");
+            commit_held(s);
+            return o;
+        }
         s->mode = KC_SESSION_OPEN;
         s->id = resp->session_id;
         s->epoch = 1;
@@ -297,7 +305,7 @@ kc_session_outcome_t kc_session_on_response(kc_session_t *s, const kc_session_re
 
 const kc_session_part_t *kc_session_held(const kc_session_t *s, const kc_tp_t *tp)
 {
-    if (s->mode != KC_SESSION_OPEN || s->held.n == 0)
+    if ((s->mode != KC_SESSION_OPEN && s->mode != KC_SESSION_SESSIONLESS) || s->held.n == 0)
         return NULL;
     kc_session_part_t key;
     key.tp = *tp;

@@ -171,9 +171,10 @@ kc_err_t kc_session_close(kc_session_t *s, kc_session_req_t *out, kc_error_t *er
  * wanted must send one more request to forget them before it is dropped. */
 int kc_session_holds_partitions(const kc_session_t *s);
 
-/* The broker's view of one partition, as committed: what the last answered request told it
- * (fetch offset, epoch). NULL when the session does not hold the partition. Sessionless and
- * opening requests commit nothing, so it is NULL for them too. */
+/* The fetch parameters (offset, epoch, max bytes) the broker used for `tp` in the last answered
+ * request: its session entry, or the entry of the last sessionless request. NULL when the
+ * broker was not fetching `tp` for us. The fetcher checks response partitions against it
+ * (kc_fetch_plan_accepts). */
 const kc_session_part_t *kc_session_held(const kc_session_t *s, const kc_tp_t *tp);
 
 static inline const kc_session_stats_t *kc_session_stats(const kc_session_t *s)

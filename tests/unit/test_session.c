@@ -358,6 +358,10 @@ static void sessionless_fallback_logs_once_and_retries(void **state)
     build_ok(&s, w, 4, &r);
     kc_session_resp_t no_session = ok_resp(0); /* cache full / sessions disabled */
     assert_int_equal(kc_session_on_response(&s, &no_session, NOW), KC_SESSION_FALLBACK);
+    /* That answer was a full fetch: its partitions are vouched for. */
+    assert_non_null(kc_session_held(&s, &w[2].tp));
+    assert_int_equal(kc_session_held(&s, &w[2].tp)->fetch_offset, 30);
+    assert_false(kc_session_holds_partitions(&s)); /* but nothing to forget on the broker */
     for (int i = 0; i < 3; i++) {
         kc_error_t e;
         assert_int_equal(kc_session_build(&s, w, 4, NOW + 1000 * i, &r, &e), KC_OK);
