@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "offsets.h"
+#include "offsets_codec.h"
 
 static const kc_commit_entry_t ENTRIES[2] = {
     {"orders", {0}, 0, 42, 3, NULL},
@@ -170,6 +170,109 @@ static void retry_is_bounded_by_deadline_not_attempts(void **state)
     assert_int_equal(kc_retry_remaining(&r, 60), 0);
 }
 
+static void commit_roundtrip(int16_t version, const kc_commit_req_t *req,
+                             kc_offset_commit_request_t *back, kc_wbuf_t *w, kc_arena_t *a)
+{
+    kc_error_t e;
+    kc_offset_commit_request_t m;
+    assert_int_equal(kc_offsets_codec_commit(&m, req, version, a, &e), KC_OK);
+    assert_int_equal(kc_offset_commit_request_encode(&m, version, w, &e), KC_OK);
+    kc_rbuf_t r = kc_rbuf(w->data, w->len);
+    if (kc_offset_commit_request_decode(back, version, &r, a, &e) != KC_OK)
+        fail_msg("decode v%d: %s", version, e.msg);
+}
+
+static void anonymous_commit_encodes_empty_member_and_minus_1(void **state)
+{
+    (void)state;
+    kc_commit_entry_t ents[3] = {
+        {"orders", {1}, 0, 42, 3, NULL},
+        {"audit", {2}, 4, 9, -1, NULL},
+        {"orders", {1}, 1, 7, -1, "m"},
+    };
+    kc_commit_identity_t who;
+    kc_error_t e;
+    kc_offsets_identity_anonymous(&who, "g1", &e);
+    kc_commit_req_t req;
+    assert_int_equal(kc_offsets_build_commit(&req, &who, ents, 3, &e), KC_OK);
+    for (int16_t v = 9; v <= 10; v++) {
+        kc_wbuf_t w = {0};
+        kc_arena_t a = {0};
+        kc_offset_commit_request_t back;
+        commit_roundtrip(v, &req, &back, &w, &a);
+        assert_int_equal(back.member_id.len, 0); /* empty, not null, not invented */
+        assert_non_null(back.member_id.ptr);
+        assert_int_equal(back.generation_id_or_member_epoch, -1);
+        assert_int_equal(back.group_instance_id.len, -1);
+        assert_int_equal(back.group_id.len, 2);
+        assert_int_equal(back.topics.count, 2); /* grouped per topic */
+        const kc_offset_commit_request_topic_t *orders = &back.topics.items[0];
+        if (v == 10)
+            assert_int_equal(orders->topic_id.b[0], 1);
+        else
+            assert_memory_equal(orders->name.ptr, "orders", 6);
+        assert_int_equal(orders->partitions.count, 2);
+        assert_int_equal(orders->partitions.items[0].committed_offset, 42);
+        assert_int_equal(orders->partitions.items[0].committed_leader_epoch, 3);
+        assert_int_equal(orders->partitions.items[1].committed_offset, 7);
+        assert_int_equal(back.topics.items[1].partitions.items[0].partition_index, 4);
+        kc_wbuf_free(&w);
+        kc_arena_free(&a);
+    }
+}
+
+static void member_commit_encodes_identity(void **state)
+{
+    (void)state;
+    kc_commit_identity_t who;
+    kc_error_t e;
+    kc_offsets_identity_member(&who, "g1", "m-9", 12, "static-1", &e);
+    kc_commit_req_t req;
+    kc_offsets_build_commit(&req, &who, ENTRIES, 2, &e);
+    kc_wbuf_t w = {0};
+    kc_arena_t a = {0};
+    kc_offset_commit_request_t back;
+    commit_roundtrip(9, &req, &back, &w, &a);
+    assert_int_equal(back.member_id.len, 3);
+    assert_memory_equal(back.member_id.ptr, "m-9", 3);
+    assert_int_equal(back.generation_id_or_member_epoch, 12);
+    assert_int_equal(back.group_instance_id.len, 8);
+    kc_wbuf_free(&w);
+    kc_arena_free(&a);
+    /* v10 needs topic ids: ENTRIES have none. */
+    kc_offset_commit_request_t m;
+    assert_int_equal(kc_offsets_codec_commit(&m, &req, 10, &a, &e), KC_ERR_INVALID_ARG);
+    kc_arena_free(&a);
+}
+
+static void commit_response_not_coordinator_per_partition(void **state)
+{
+    (void)state;
+    kc_offset_commit_response_partition_t p1[2] = {{0, 0}, {1, 16}};
+    kc_offset_commit_response_partition_t p2[1] = {{0, 0}};
+    kc_offset_commit_response_topic_t t[2];
+    memset(t, 0, sizeof t);
+    t[0].partitions.count = 2;
+    t[0].partitions.items = p1;
+    t[1].partitions.count = 1;
+    t[1].partitions.items = p2;
+    kc_offset_commit_response_t m;
+    kc_offset_commit_response_init(&m);
+    m.topics.count = 2;
+    m.topics.items = t;
+    kc_arena_t a = {0};
+    kc_offsets_result_t r;
+    kc_error_t e;
+    assert_int_equal(kc_offsets_codec_commit_result(&m, &a, &r, &e), KC_OK);
+    assert_int_equal(r.verdict, KC_OFFSETS_REDISCOVER);
+    assert_int_equal(r.first_error, 16);
+    assert_int_equal(r.n_retry, 1);
+    p1[1].error_code = 0;
+    kc_offsets_codec_commit_result(&m, &a, &r, &e);
+    assert_int_equal(r.verdict, KC_OFFSETS_OK);
+    kc_arena_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +284,9 @@ int main(void)
         cmocka_unit_test(top_level_error_applies_to_every_partition),
         cmocka_unit_test(per_partition_failure_reported_alongside_retries),
         cmocka_unit_test(retry_is_bounded_by_deadline_not_attempts),
+        cmocka_unit_test(anonymous_commit_encodes_empty_member_and_minus_1),
+        cmocka_unit_test(member_commit_encodes_identity),
+        cmocka_unit_test(commit_response_not_coordinator_per_partition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
