@@ -5,7 +5,10 @@
  * - the engine's requests consume every record exactly once: open (0,0), then (S, epoch+1) with
  *   the consumed partition altered, then 0 entries while idle, and new records arrive;
  * - INVALID_FETCH_SESSION_EPOCH and FETCH_SESSION_ID_NOT_FOUND are recovered with a new session;
- * - close (S,-1) is accepted.
+ * - close (S,-1) is accepted;
+ * - an anonymous OffsetCommit (member "", generation -1) is accepted by a group with no members,
+ *   retried on coordinator errors within a deadline, and OffsetFetch returns what it stored;
+ *   once the group has a live member the same commit is refused and the error reaches us.
  * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "kc_test.h"
 
@@ -18,6 +21,8 @@
 #include <unistd.h>
 
 #include "fetch_codec.h"
+#include "offsets_codec.h"
+#include "proto/kafka_errors.h"
 #include "proto/proto.h"
 
 #define FETCH_V    13
@@ -314,10 +319,159 @@ static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
     close(fd);
 }
 
+/* FindCoordinator v4 for a group; returns its error code (the node is the one broker). */
+static int16_t find_coordinator(int fd, const char *group)
+{
+    kc_find_coordinator_request_t m;
+    kc_find_coordinator_request_init(&m);
+    kc_str_t key = kc_str(group);
+    m.key_type = 0;
+    m.coordinator_keys.count = 1;
+    m.coordinator_keys.items = &key;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
+             (encode_fn)kc_find_coordinator_request_encode, &frame, &r);
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_find_coordinator_response_t resp;
+    assert_int_equal(kc_find_coordinator_response_decode(&resp, 4, &r, &a, &e), KC_OK);
+    assert_int_equal(resp.coordinators.count, 1);
+    int16_t code = resp.coordinators.items[0].error_code;
+    free(frame);
+    kc_arena_free(&a);
+    return code;
+}
+
+/* One OffsetCommit v9 of `req`; the classified result. */
+static kc_offsets_result_t commit_once(int fd, const kc_commit_req_t *req)
+{
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_offset_commit_request_t m;
+    assert_int_equal(kc_offsets_codec_commit(&m, req, 9, &a, &e), KC_OK);
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_OFFSET_COMMIT_REQUEST_API_KEY, 9, &m,
+             (encode_fn)kc_offset_commit_request_encode, &frame, &r);
+    kc_offset_commit_response_t resp;
+    assert_int_equal(kc_offset_commit_response_decode(&resp, 9, &r, &a, &e), KC_OK);
+    kc_offsets_result_t res;
+    assert_int_equal(kc_offsets_codec_commit_result(&resp, &a, &res, &e), KC_OK);
+    free(frame);
+    kc_arena_free(&a);
+    return res;
+}
+
+static void anonymous_commit_then_offset_fetch(void **state)
+{
+    (void)state;
+    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
+    assert_true(fd >= 0);
+    char topic[64], group[64], cmd[256];
+    snprintf(topic, sizeof topic, "kc-engine-commit-%d", (int)getpid());
+    snprintf(group, sizeof group, "kc-engine-anon-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic);
+    run(cmd);
+    kc_commit_entry_t ents[2] = {{topic, {0}, 0, 17, -1, NULL}, {topic, {0}, 1, 29, -1, "meta"}};
+    kc_commit_identity_t who;
+    kc_error_t e;
+    assert_int_equal(kc_offsets_identity_anonymous(&who, group, &e), KC_OK);
+    kc_commit_req_t req;
+    assert_int_equal(kc_offsets_build_commit(&req, &who, ents, 2, &e), KC_OK);
+
+    /* One broker: it is the coordinator, but FindCoordinator is still what creates
+     * __consumer_offsets on a fresh cluster, so rediscovery means asking it; until the topic is
+     * loaded, COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS come back and the deadline policy
+     * asks again. */
+    kc_retry_t retry;
+    kc_retry_start(&retry, 0, 60000, 100, 1000, 7);
+    int64_t now = 0;
+    int attempts = 0;
+    for (;;) {
+        kc_offsets_result_t res = commit_once(fd, &req);
+        attempts++;
+        if (res.verdict == KC_OFFSETS_OK)
+            break;
+        if (res.verdict != KC_OFFSETS_REDISCOVER)
+            fail_msg("anonymous commit refused: %s", kc_kafka_err_name(res.first_error));
+        find_coordinator(fd, group);
+        int64_t at;
+        if (kc_retry_next(&retry, now, &at, &e) != KC_OK)
+            fail_msg("coordinator still unavailable: %s", e.msg);
+        usleep((useconds_t)(at - now) * 1000);
+        now = at;
+    }
+    printf("# anonymous commit accepted after %d attempt(s)\n", attempts);
+
+    kc_offset_fetch_request_t fm;
+    kc_offset_fetch_request_init(&fm);
+    int32_t parts[2] = {0, 1};
+    kc_offset_fetch_request_topics_t ft = {kc_str(topic), {{0}}, {2, parts}};
+    kc_offset_fetch_request_group_t g = {kc_str(group), KC_STR_NULL, -1, {1, &ft}};
+    fm.groups.count = 1;
+    fm.groups.items = &g;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_OFFSET_FETCH_REQUEST_API_KEY, 9, &fm, (encode_fn)kc_offset_fetch_request_encode,
+             &frame, &r);
+    kc_arena_t a = {0};
+    kc_offset_fetch_response_t fr;
+    assert_int_equal(kc_offset_fetch_response_decode(&fr, 9, &r, &a, &e), KC_OK);
+    assert_int_equal(fr.groups.count, 1);
+    assert_int_equal(fr.groups.items[0].error_code, 0);
+    assert_int_equal(fr.groups.items[0].topics.count, 1);
+    const kc_offset_fetch_response_topics_t *t = &fr.groups.items[0].topics.items[0];
+    assert_int_equal(t->partitions.count, 2);
+    for (int i = 0; i < 2; i++) {
+        const kc_offset_fetch_response_partitions_t *p = &t->partitions.items[i];
+        assert_int_equal(p->error_code, 0);
+        assert_int_equal(p->committed_offset, p->partition_index == 0 ? 17 : 29);
+    }
+    free(frame);
+    kc_arena_free(&a);
+
+    /* A live member joins (Java's console consumer, classic protocol): from then on the
+     * anonymous form is refused, and the refusal reaches the caller as FAIL with the code. */
+    char pidfile[128], line[1024];
+    snprintf(pidfile, sizeof pidfile, "%s/engine-consumer-%d.pid", kc_test_env("KC_CLUSTER_DIR"),
+             (int)getpid());
+    snprintf(
+        line, sizeof line,
+        "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp \"$(%s classpath --dir %s)\" "
+        "org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server %s --topic %s "
+        "--group %s >/dev/null 2>&1 & echo $! > %s",
+        kc_test_env("KC_TESTKIT"), kc_test_env("KC_CLUSTER_DIR"), kc_test_env("KC_BOOTSTRAP"),
+        topic, group, pidfile);
+    assert_int_equal(system(line), 0);
+    FILE *pf = fopen(pidfile, "r");
+    assert_non_null(pf);
+    int pid = 0;
+    assert_int_equal(fscanf(pf, "%d", &pid), 1);
+    fclose(pf);
+    kc_offsets_result_t res = {0};
+    for (int i = 0; i < 120; i++) { /* the JVM starts and joins within seconds */
+        res = commit_once(fd, &req);
+        if (res.verdict == KC_OFFSETS_FAIL)
+            break;
+        usleep(500 * 1000);
+    }
+    snprintf(line, sizeof line, "kill %d", pid); /* only the consumer we started */
+    if (system(line) != 0)
+        printf("# consumer %d already gone\n", pid);
+    unlink(pidfile);
+    printf("# anonymous commit on a live group: %s\n", kc_kafka_err_name(res.first_error));
+    assert_int_equal(res.verdict, KC_OFFSETS_FAIL);
+    assert_int_not_equal(res.first_error, 0);
+    assert_int_equal(res.n_failed, 2);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(broker_needs_consumed_offsets_and_engine_sends_them),
+        cmocka_unit_test(anonymous_commit_then_offset_fetch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
