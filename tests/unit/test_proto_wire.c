@@ -358,6 +358,42 @@ static void test_varints_round_trip_and_reject_overlong(void **state)
     assert_int_equal(kc_wire_get_varlong(&d, "l", &l), KC_ERR_MALFORMED);
 }
 
+static void test_request_frame_and_response_header(void **state)
+{
+    (void)state;
+    kc_heartbeat_request_t hb;
+    kc_heartbeat_request_init(&hb);
+    hb.group_id = kc_str("g");
+    hb.generation_id = 3;
+    hb.member_id = kc_str("m");
+    kc_wbuf_t w = {0};
+    kc_error_t err;
+    assert_int_equal(kc_proto_write_request(&w, 12, 4, 99, kc_str("cli"), &hb, &err), KC_OK);
+    /* size | key 12 | v4 | corr 99 | client id as int16 string | header tags | body: compact
+     * group id, generation, member id, null group instance id, tags. */
+    const uint8_t want[] = {0,   0,   0,   24, 0, 12,  0, 4, 0, 0, 0, 99,  0, 3,
+                            'c', 'l', 'i', 0,  2, 'g', 0, 0, 0, 3, 2, 'm', 0, 0};
+    assert_int_equal(w.len, sizeof want);
+    assert_memory_equal(w.data, want, sizeof want);
+    /* A failing body leaves the writer as it was. */
+    hb.member_id = KC_STR_NULL;
+    assert_int_equal(kc_proto_write_request(&w, 12, 4, 100, kc_str("cli"), &hb, &err),
+                     KC_ERR_INVALID_ARG);
+    assert_int_equal(w.len, sizeof want);
+    kc_wbuf_free(&w);
+
+    /* Response header v1 (Fetch v12) has a tag section; ApiVersions v3 uses v0 (none). */
+    const uint8_t fetch_hdr[] = {0, 0, 0, 7, 0, 0xaa};
+    kc_rbuf_t r = kc_rbuf(fetch_hdr, sizeof fetch_hdr);
+    int32_t corr;
+    assert_int_equal(kc_proto_read_response_header(&r, 1, 12, &corr, &err), KC_OK);
+    assert_int_equal(corr, 7);
+    assert_int_equal(kc_rbuf_remaining(&r), 1);
+    r = kc_rbuf(fetch_hdr, sizeof fetch_hdr);
+    assert_int_equal(kc_proto_read_response_header(&r, 18, 3, &corr, &err), KC_OK);
+    assert_int_equal(kc_rbuf_remaining(&r), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_consumer_protocol_version_prefix),
         cmocka_unit_test(test_null_in_non_nullable_field_is_an_error),
         cmocka_unit_test(test_varints_round_trip_and_reject_overlong),
+        cmocka_unit_test(test_request_frame_and_response_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
