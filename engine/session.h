@@ -18,7 +18,9 @@
  *   and Java's FetchSessionHandler re-sends a partition whenever its fetch offset differs. So a
  *   partition that returned records and moved forward IS sent again as altered; leaving it out
  *   would make the broker serve the same records again. Partitions that returned nothing are not
- *   re-sent, which is what makes an idle steady state carry 0 entries.
+ *   re-sent, which is what makes an idle steady state carry 0 entries. (Measured on Kafka
+ *   4.1.1: tests/kafka/test_engine_broker.c sends the 0-entry request after consuming and gets
+ *   the same records back.)
  * - Paused partitions leave the session (forgotten) and are added back on resume, as Java does
  *   (its fetcher builds requests from fetchable partitions only): the broker stops reading them
  *   instead of reading data we would throw away.
@@ -114,6 +116,7 @@ typedef struct kc_session_stats {
     int32_t epoch;      /* epoch of the next request */
 } kc_session_stats_t;
 
+/* A growable array. Owner: the kc_session_t that embeds it (network thread). */
 typedef struct kc_session_vec {
     kc_session_part_t *v;
     size_t n, cap;
