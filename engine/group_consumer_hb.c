@@ -66,6 +66,10 @@ kc_err_t kc_gc_heartbeat_due(kc_gc_t *gc, int64_t now_ms, int16_t version,
                        "group %s: subscribed_topic_regex needs ConsumerGroupHeartbeat v1, broker offers v%d",
                        gc->group_id, version);
     kc_consumer_group_heartbeat_request_init(req);
+    /* The generated init leaves nullable arrays at count 0 (an empty list); here null is the
+     * meaning "unchanged", so set it explicitly. */
+    req->subscribed_topic_names.count = -1;
+    req->topic_partitions.count = -1;
     bool leaving = gc->state == KC_GC_LEAVING;
     req->group_id = view(gc->group_id);
     /* v0: the broker names the member; before its first answer the id is "". v1+ (KIP-1082):
@@ -155,12 +159,18 @@ static void coordinator_problem(kc_gc_t *gc, int64_t now_ms, int16_t code, bool 
     int64_t at;
     kc_error_t e;
     if (kc_retry_next(&gc->retry, now_ms, &at, &e) != KC_OK) {
-        if (!gc->retry_reported) {
+        /* kc_retry_next refuses a backoff that ends past the deadline; while the deadline still
+         * holds, ask once more at it instead of reporting early. */
+        if (now_ms < gc->retry.deadline_ms) {
+            at = gc->retry.deadline_ms;
+        } else if (!gc->retry_reported) {
             kc_gc__report(gc, false, code, "group %s: coordinator still failing (%s) past the deadline%s",
                           "; retrying");
             gc->retry_reported = true;
+            at = now_ms + gc->cfg.retry_backoff_max_ms;
+        } else {
+            at = now_ms + gc->cfg.retry_backoff_max_ms;
         }
-        at = now_ms + gc->cfg.retry_backoff_max_ms;
     }
     gc->next_hb_ms = at;
     gc->hb_now = false;
