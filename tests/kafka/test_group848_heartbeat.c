@@ -1,0 +1,410 @@
+/* engine/group_consumer against a real broker (KIP-848), over a blocking socket — the state
+ * machine is pure, so the test is its driver: FindCoordinator, then ConsumerGroupHeartbeat v1
+ * requests exactly as kc_gc_heartbeat_due builds them, responses fed back, actions carried out.
+ * Asserts, from the broker's side (ConsumerGroupDescribe), that the single member subscribed to a
+ * 3-partition topic owns all 3 partitions at a stable, acknowledged epoch, and that the leave
+ * (epoch -1) removes it from the group.
+ * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
+#include "kc_test.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "group_consumer.h"
+#include "proto/kafka_errors.h"
+#include "proto/proto.h"
+
+#define HB_V 1
+
+static int connect_first(const char *bootstrap)
+{
+    char host[256], port[16];
+    const char *comma = strchr(bootstrap, ',');
+    size_t len = comma ? (size_t)(comma - bootstrap) : strlen(bootstrap);
+    const char *colon = memrchr(bootstrap, ':', len);
+    if (!colon || (size_t)(colon - bootstrap) >= sizeof host ||
+        len - (size_t)(colon - bootstrap) - 1 >= sizeof port)
+        return -1;
+    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
+    host[colon - bootstrap] = '\0';
+    memcpy(port, colon + 1, len - (size_t)(colon - bootstrap) - 1);
+    port[len - (size_t)(colon - bootstrap) - 1] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return -1;
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        struct timeval tv = {.tv_sec = 15};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int io_full(int fd, uint8_t *p, size_t n, int writing)
+{
+    while (n > 0) {
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+typedef kc_err_t (*encode_fn)(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *e);
+
+/* Sends one request and returns the response body (after the header) in frame and r. */
+static void exchange(int fd, int16_t key, int16_t v, const void *msg, encode_fn enc,
+                     uint8_t **frame, kc_rbuf_t *r)
+{
+    static int32_t corr = 1;
+    kc_wbuf_t w = {0};
+    kc_error_t e;
+    assert_int_equal(kc_wbuf_reserve(&w, 4), KC_OK);
+    w.len = 4;
+    kc_request_header_t h;
+    kc_request_header_init(&h);
+    h.request_api_key = key;
+    h.request_api_version = v;
+    h.correlation_id = corr++;
+    h.client_id = kc_str("kc-g848-test");
+    assert_int_equal(kc_request_header_encode(&h, kc_proto_request_header_version(key, v), &w, &e),
+                     KC_OK);
+    if (enc(msg, v, &w, &e) != KC_OK)
+        fail_msg("encode: %s", e.msg);
+    uint32_t n = (uint32_t)(w.len - 4);
+    w.data[0] = (uint8_t)(n >> 24), w.data[1] = (uint8_t)(n >> 16);
+    w.data[2] = (uint8_t)(n >> 8), w.data[3] = (uint8_t)n;
+    assert_int_equal(io_full(fd, w.data, w.len, 1), 0);
+    kc_wbuf_free(&w);
+    uint8_t sz[4];
+    assert_int_equal(io_full(fd, sz, 4, 0), 0);
+    uint32_t len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
+    *frame = malloc(len);
+    assert_non_null(*frame);
+    assert_int_equal(io_full(fd, *frame, len, 0), 0);
+    *r = kc_rbuf(*frame, len);
+    kc_response_header_t rh;
+    kc_arena_t a = {0};
+    assert_int_equal(
+        kc_response_header_decode(&rh, kc_proto_response_header_version(key, v), r, &a, &e), KC_OK);
+    assert_int_equal(rh.correlation_id, corr - 1);
+    kc_arena_free(&a);
+}
+
+static void run(const char *cmd)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
+             kc_test_env("KC_CLUSTER_DIR"));
+    if (system(line) != 0)
+        fail_msg("failed: %s", line);
+}
+
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint8_t topic_id[16];
+static char topic[64];
+
+static const char *lookup(void *ctx, const uint8_t id[16])
+{
+    (void)ctx;
+    return memcmp(id, topic_id, 16) == 0 ? topic : NULL;
+}
+
+static void metadata_topic_id(int fd)
+{
+    kc_metadata_request_t m;
+    kc_metadata_request_init(&m);
+    kc_metadata_request_topic_t t = {{{0}}, kc_str(topic)};
+    m.topics.count = 1;
+    m.topics.items = &t;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_METADATA_REQUEST_API_KEY, 12, &m, (encode_fn)kc_metadata_request_encode, &frame, &r);
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_metadata_response_t resp;
+    assert_int_equal(kc_metadata_response_decode(&resp, 12, &r, &a, &e), KC_OK);
+    assert_int_equal(resp.topics.count, 1);
+    assert_int_equal(resp.topics.items[0].error_code, 0);
+    assert_int_equal(resp.topics.items[0].partitions.count, 3);
+    memcpy(topic_id, resp.topics.items[0].topic_id.b, 16);
+    free(frame);
+    kc_arena_free(&a);
+}
+
+/* FindCoordinator v4 until the group's coordinator is known (a fresh cluster creates
+ * __consumer_offsets on the first ask); returns a connection to it. */
+static int coordinator(const char *bootstrap, const char *group)
+{
+    int fd = connect_first(bootstrap);
+    assert_true(fd >= 0);
+    for (int i = 0; i < 100; i++) {
+        kc_find_coordinator_request_t m;
+        kc_find_coordinator_request_init(&m);
+        kc_str_t key = kc_str(group);
+        m.coordinator_keys.count = 1;
+        m.coordinator_keys.items = &key;
+        uint8_t *frame;
+        kc_rbuf_t r;
+        exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m, (encode_fn)kc_find_coordinator_request_encode,
+                 &frame, &r);
+        kc_arena_t a = {0};
+        kc_error_t e;
+        kc_find_coordinator_response_t resp;
+        assert_int_equal(kc_find_coordinator_response_decode(&resp, 4, &r, &a, &e), KC_OK);
+        assert_int_equal(resp.coordinators.count, 1);
+        const kc_find_coordinator_response_coordinator_t *c = &resp.coordinators.items[0];
+        if (c->error_code == 0) {
+            char addr[300];
+            snprintf(addr, sizeof addr, "%.*s:%d", (int)c->host.len, c->host.ptr, (int)c->port);
+            free(frame);
+            kc_arena_free(&a);
+            close(fd);
+            fd = connect_first(addr);
+            assert_true(fd >= 0);
+            return fd;
+        }
+        free(frame);
+        kc_arena_free(&a);
+        usleep(200 * 1000);
+    }
+    fail_msg("no coordinator for %s", group);
+    return -1;
+}
+
+/* ConsumerGroupDescribe v0: number of members; the first member's epoch and assignment size. */
+static int describe(int fd, const char *group, const char *member_id, int32_t *epoch, int *n_assigned)
+{
+    kc_consumer_group_describe_request_t m;
+    kc_consumer_group_describe_request_init(&m);
+    kc_str_t g = kc_str(group);
+    m.group_ids.count = 1;
+    m.group_ids.items = &g;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_CONSUMER_GROUP_DESCRIBE_REQUEST_API_KEY, 0, &m,
+             (encode_fn)kc_consumer_group_describe_request_encode, &frame, &r);
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_consumer_group_describe_response_t resp;
+    assert_int_equal(kc_consumer_group_describe_response_decode(&resp, 0, &r, &a, &e), KC_OK);
+    assert_int_equal(resp.groups.count, 1);
+    const kc_consumer_group_describe_response_described_group_t *dg = &resp.groups.items[0];
+    assert_int_equal(dg->error_code, 0);
+    int n = dg->members.count;
+    *epoch = -99;
+    *n_assigned = -1;
+    if (n >= 1) {
+        const kc_consumer_group_describe_response_member_t *mb = &dg->members.items[0];
+        assert_int_equal(mb->member_id.len, (int32_t)strlen(member_id));
+        assert_memory_equal(mb->member_id.ptr, member_id, strlen(member_id));
+        *epoch = mb->member_epoch;
+        *n_assigned = 0;
+        for (int32_t i = 0; i < mb->assignment.topic_partitions.count; i++) {
+            assert_memory_equal(mb->assignment.topic_partitions.items[i].topic_id.b, topic_id, 16);
+            *n_assigned += mb->assignment.topic_partitions.items[i].partitions.count;
+        }
+    }
+    free(frame);
+    kc_arena_free(&a);
+    return n;
+}
+
+/* One heartbeat round trip, if one is due. Returns the response's error code, or -1 if none. */
+static int heartbeat(int fd, kc_gc_t *gc, int *owned_sent)
+{
+    kc_consumer_group_heartbeat_request_t q;
+    kc_error_t e;
+    kc_err_t rc = kc_gc_heartbeat_due(gc, now_ms(), HB_V, &q, &e);
+    if (rc == KC_ERR_AGAIN)
+        return -1;
+    if (rc != KC_OK)
+        fail_msg("heartbeat_due: %s", e.msg);
+    *owned_sent = 0;
+    for (int32_t i = 0; i < q.topic_partitions.count; i++)
+        *owned_sent += q.topic_partitions.items[i].partitions.count;
+    if (q.topic_partitions.count < 0)
+        *owned_sent = -1;
+    kc_gc_heartbeat_sent(gc, now_ms());
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, HB_V, &q,
+             (encode_fn)kc_consumer_group_heartbeat_request_encode, &frame, &r);
+    kc_arena_t a = {0};
+    kc_consumer_group_heartbeat_response_t resp;
+    assert_int_equal(kc_consumer_group_heartbeat_response_decode(&resp, HB_V, &r, &a, &e), KC_OK);
+    int code = resp.error_code;
+    kc_gc_on_heartbeat_response(gc, now_ms(), &resp);
+    free(frame);
+    kc_arena_free(&a);
+    return code;
+}
+
+/* Carries out every due action; returns partitions assigned by ASSIGN actions. */
+static int run_actions(kc_gc_t *gc, int *fd, const char *bootstrap, const char *group)
+{
+    int assigned = 0;
+    kc_gc_action_t act;
+    while (kc_gc_next_action(gc, now_ms(), &act)) {
+        switch (act.kind) {
+        case KC_GC_ACT_ASSIGN:
+            assigned += (int)act.parts->n;
+            /* fallthrough */
+        case KC_GC_ACT_REVOKE:
+        case KC_GC_ACT_LOSE:
+        case KC_GC_ACT_DROP:
+            kc_gc_action_done(gc, act.seq, now_ms());
+            break;
+        case KC_GC_ACT_COMMIT:
+            fail_msg("no commit expected (commit_on_revoke off)");
+            break;
+        case KC_GC_ACT_REDISCOVER:
+            close(*fd);
+            *fd = coordinator(bootstrap, group);
+            kc_gc_coordinator_ready(gc, now_ms());
+            break;
+        case KC_GC_ACT_METADATA:
+            kc_gc_on_metadata(gc, now_ms());
+            break;
+        case KC_GC_ACT_ERROR:
+            fail_msg("group error: %s", act.error.msg);
+            break;
+        default:
+            break;
+        }
+    }
+    return assigned;
+}
+
+static void single_member_gets_all_and_leaves(void **state)
+{
+    (void)state;
+    const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
+    char group[64], cmd[256];
+    snprintf(topic, sizeof topic, "kc-g848-%d", (int)getpid());
+    snprintf(group, sizeof group, "kc-g848-group-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 3", topic);
+    run(cmd);
+    int fd = connect_first(bootstrap);
+    assert_true(fd >= 0);
+    metadata_topic_id(fd);
+    close(fd);
+    fd = coordinator(bootstrap, group);
+
+    kc_gc_config_t c = {0};
+    c.group_id = group;
+    c.rebalance_timeout_ms = 30000;
+    c.commit_on_revoke = false;
+    c.commit_timeout_ms = 5000;
+    c.coordinator_timeout_ms = 30000;
+    c.retry_backoff_ms = 100;
+    c.retry_backoff_max_ms = 1000;
+    c.lookup = lookup;
+    kc_gc_t gc;
+    kc_error_t e;
+    assert_int_equal(kc_gc_init(&gc, &c, &e), KC_OK);
+    const char *topics[] = {topic};
+    assert_int_equal(kc_gc_subscribe(&gc, topics, 1, NULL, now_ms(), &e), KC_OK);
+
+    int assigned = 0, beats = 0, acked_with = -1;
+    int64_t end = now_ms() + 30000;
+    bool acked = false;
+    while (now_ms() < end && !acked) {
+        assigned += run_actions(&gc, &fd, bootstrap, group);
+        int sent;
+        int code = heartbeat(fd, &gc, &sent);
+        if (code >= 0) {
+            beats++;
+            if (code != 0)
+                fprintf(stderr, "heartbeat answered %s\n", kc_kafka_err_name((int16_t)code));
+            /* The ack is the beat that carried the reconciled set; its answer must be clean. */
+            if (code == 0 && sent == 3 && gc.state == KC_GC_STABLE) {
+                acked = true;
+                acked_with = sent;
+            }
+        }
+        assigned += run_actions(&gc, &fd, bootstrap, group);
+        int64_t wake = kc_gc_next_wakeup(&gc, now_ms());
+        int64_t nap = wake - now_ms();
+        usleep((useconds_t)(nap < 5 ? 5 : nap > 200 ? 200 : nap) * 1000);
+    }
+    assert_true(acked);
+    assert_int_equal(acked_with, 3);
+    assert_int_equal(assigned, 3);
+    assert_int_equal(gc.rc.owned.n, 3);
+    assert_true(gc.epoch > 0);
+    fprintf(stderr, "joined: epoch %d after %d heartbeats, interval %d ms\n", gc.epoch, beats, gc.interval_ms);
+
+    /* The broker agrees: one member, our id, our epoch, all 3 partitions. */
+    int32_t epoch;
+    int n_assigned;
+    assert_int_equal(describe(fd, group, gc.member_id, &epoch, &n_assigned), 1);
+    assert_int_equal(epoch, gc.epoch);
+    assert_int_equal(n_assigned, 3);
+
+    /* Leave: revoke (no commit), drop, then the epoch -1 heartbeat. */
+    kc_gc_close(&gc, now_ms());
+    end = now_ms() + 10000;
+    int leave_code = -1;
+    while (gc.state != KC_GC_UNSUBSCRIBED && now_ms() < end) {
+        run_actions(&gc, &fd, bootstrap, group);
+        kc_consumer_group_heartbeat_request_t q;
+        if (gc.state == KC_GC_LEAVING && kc_gc_heartbeat_due(&gc, now_ms(), HB_V, &q, &e) == KC_OK) {
+            assert_int_equal(q.member_epoch, -1);
+            uint8_t *frame;
+            kc_rbuf_t r;
+            exchange(fd, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, HB_V, &q,
+                     (encode_fn)kc_consumer_group_heartbeat_request_encode, &frame, &r);
+            kc_arena_t a = {0};
+            kc_consumer_group_heartbeat_response_t resp;
+            assert_int_equal(kc_consumer_group_heartbeat_response_decode(&resp, HB_V, &r, &a, &e), KC_OK);
+            leave_code = resp.error_code;
+            assert_int_equal(resp.member_epoch, -1);
+            kc_gc_on_heartbeat_response(&gc, now_ms(), &resp);
+            free(frame);
+            kc_arena_free(&a);
+        } else {
+            int sent;
+            heartbeat(fd, &gc, &sent); /* regular beats while revoking, if due */
+            usleep(10 * 1000);
+        }
+    }
+    assert_int_equal(gc.state, KC_GC_UNSUBSCRIBED);
+    assert_int_equal(leave_code, 0);
+    assert_int_equal(gc.rc.owned.n, 0);
+    assert_int_equal(describe(fd, group, gc.member_id, &epoch, &n_assigned), 0);
+    kc_gc_free(&gc);
+    close(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(single_member_gets_all_and_leaves),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
