@@ -3,7 +3,9 @@
  * requests exactly as kc_gc_heartbeat_due builds them, responses fed back, actions carried out.
  * Asserts, from the broker's side (ConsumerGroupDescribe), that the single member subscribed to a
  * 3-partition topic owns all 3 partitions at a stable, acknowledged epoch, and that the leave
- * (epoch -1) removes it from the group.
+ * (epoch -1) removes it from the group. A second test joins two members while the first one's
+ * on_revoke is slow (held 1.5 s): the second is never handed a partition the first still holds,
+ * and the two end up with disjoint sets covering all 3.
  * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "kc_test.h"
 
@@ -401,10 +403,151 @@ static void single_member_gets_all_and_leaves(void **state)
     close(fd);
 }
 
+
+/* Two members; A's revokes complete only 1.5 s after they are asked for (a slow on_revoke). */
+typedef struct member {
+    kc_gc_t gc;
+    int fd;
+    bool revoke_pending;
+    uint64_t revoke_seq;
+    int64_t revoke_at;
+    int revokes;
+} member_t;
+
+static void member_start(member_t *m, const char *bootstrap, const char *group)
+{
+    memset(m, 0, sizeof *m);
+    kc_gc_config_t c = {0};
+    c.group_id = group;
+    c.rebalance_timeout_ms = 30000;
+    c.commit_timeout_ms = 5000;
+    c.coordinator_timeout_ms = 30000;
+    c.retry_backoff_ms = 100;
+    c.retry_backoff_max_ms = 1000;
+    c.lookup = lookup;
+    kc_error_t e;
+    assert_int_equal(kc_gc_init(&m->gc, &c, &e), KC_OK);
+    const char *topics[] = {topic};
+    assert_int_equal(kc_gc_subscribe(&m->gc, topics, 1, NULL, now_ms(), &e), KC_OK);
+    m->fd = coordinator(bootstrap, group);
+}
+
+/* One round for member m; `other` is the other member, whose held set m must never be given. */
+static void member_step(member_t *m, member_t *other, const char *bootstrap, const char *group,
+                        int64_t revoke_delay)
+{
+    kc_gc_action_t act;
+    if (m->revoke_pending && now_ms() >= m->revoke_at) {
+        m->revoke_pending = false;
+        kc_gc_action_done(&m->gc, m->revoke_seq, now_ms());
+    }
+    while (kc_gc_next_action(&m->gc, now_ms(), &act)) {
+        switch (act.kind) {
+        case KC_GC_ACT_ASSIGN:
+            /* The property: a partition arrives only after its previous owner finished on_revoke
+             * and acknowledged — so it is never in the other member's held set. */
+            for (size_t i = 0; other && i < act.parts->n; i++)
+                if (kc_tpset_contains(&other->gc.rc.held, act.parts->items[i].topic_id,
+                                      act.parts->items[i].partition))
+                    fail_msg("partition %d assigned (epoch %d) while the other member (%s, epoch %d, "
+                             "step %d, revoke pending %d, held %zu, owned %zu) still holds it",
+                             act.parts->items[i].partition, m->gc.epoch, kc_gc_state_name(other->gc.state),
+                             other->gc.epoch, other->gc.rc.step, other->revoke_pending, other->gc.rc.held.n,
+                             other->gc.rc.owned.n);
+            kc_gc_action_done(&m->gc, act.seq, now_ms());
+            break;
+        case KC_GC_ACT_REVOKE:
+            m->revokes++;
+            m->revoke_pending = true;
+            m->revoke_seq = act.seq;
+            m->revoke_at = now_ms() + revoke_delay;
+            break;
+        case KC_GC_ACT_LOSE:
+        case KC_GC_ACT_DROP:
+            kc_gc_action_done(&m->gc, act.seq, now_ms());
+            break;
+        case KC_GC_ACT_COMMIT:
+            kc_gc_on_commit_result(&m->gc, act.seq, 0, now_ms()); /* nothing was consumed */
+            break;
+        case KC_GC_ACT_REDISCOVER:
+            close(m->fd);
+            m->fd = coordinator(bootstrap, group);
+            kc_gc_coordinator_ready(&m->gc, now_ms());
+            break;
+        case KC_GC_ACT_METADATA:
+            kc_gc_on_metadata(&m->gc, now_ms());
+            break;
+        case KC_GC_ACT_ERROR:
+            fail_msg("group error: %s", act.error.msg);
+            break;
+        default:
+            break;
+        }
+    }
+    int sent;
+    heartbeat(m->fd, &m->gc, &sent);
+}
+
+static bool settled(const member_t *m)
+{
+    return m->gc.state == KC_GC_STABLE && !m->revoke_pending && kc_reconcile_idle(&m->gc.rc) &&
+           m->gc.rc.owned.n > 0;
+}
+
+static void second_member_waits_for_revoke(void **state)
+{
+    (void)state;
+    const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
+    char group[64];
+    snprintf(group, sizeof group, "kc-g848-two-%d", (int)getpid());
+    member_t a, b;
+    member_start(&a, bootstrap, group);
+    int64_t end = now_ms() + 30000;
+    while (now_ms() < end && !(settled(&a) && a.gc.rc.owned.n == 3)) {
+        member_step(&a, NULL, bootstrap, group, 1500);
+        usleep(20 * 1000);
+    }
+    assert_int_equal(a.gc.rc.owned.n, 3);
+    member_start(&b, bootstrap, group);
+    end = now_ms() + 60000;
+    int64_t stable_since = -1;
+    while (now_ms() < end) {
+        member_step(&a, &b, bootstrap, group, 1500);
+        member_step(&b, &a, bootstrap, group, 0);
+        /* Held sets never overlap, at any instant. */
+        for (size_t i = 0; i < a.gc.rc.held.n; i++)
+            if (kc_tpset_contains(&b.gc.rc.held, a.gc.rc.held.items[i].topic_id, a.gc.rc.held.items[i].partition))
+                fail_msg("partition %d held by both members", a.gc.rc.held.items[i].partition);
+        if (settled(&a) && settled(&b) && a.gc.rc.owned.n + b.gc.rc.owned.n == 3) {
+            if (stable_since < 0)
+                stable_since = now_ms();
+            else if (now_ms() - stable_since > 1500)
+                break; /* stayed settled for a few beats */
+        } else {
+            stable_since = -1;
+        }
+        usleep(20 * 1000);
+    }
+    assert_true(a.revokes >= 1);
+    assert_true(settled(&a) && settled(&b));
+    assert_int_equal(a.gc.rc.owned.n + b.gc.rc.owned.n, 3);
+    kc_tpset_t u = {0};
+    assert_int_equal(kc_tpset_union(&u, &a.gc.rc.owned, &b.gc.rc.owned), KC_OK);
+    assert_int_equal(u.n, 3); /* disjoint and covering */
+    kc_tpset_free(&u);
+    fprintf(stderr, "two members: A owns %zu (revoked %d time(s), 1.5 s each), B owns %zu\n",
+            a.gc.rc.owned.n, a.revokes, b.gc.rc.owned.n);
+    kc_gc_free(&a.gc);
+    kc_gc_free(&b.gc);
+    close(a.fd);
+    close(b.fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(single_member_gets_all_and_leaves),
+        cmocka_unit_test(second_member_waits_for_revoke),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
