@@ -5,7 +5,9 @@
  * 3-partition topic owns all 3 partitions at a stable, acknowledged epoch, and that the leave
  * (epoch -1) removes it from the group. A second test joins two members while the first one's
  * on_revoke is slow (held 1.5 s): the second is never handed a partition the first still holds,
- * and the two end up with disjoint sets covering all 3.
+ * and the two end up with disjoint sets covering all 3. A third test: a static member leaves with
+ * -2, its successor (same group.instance.id, new member id) gets the same partitions back, and a
+ * second live instance with that id is refused UNRELEASED_INSTANCE_ID — fatal, caller-visible.
  * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "kc_test.h"
 
@@ -412,13 +414,16 @@ typedef struct member {
     uint64_t revoke_seq;
     int64_t revoke_at;
     int revokes;
+    bool expect_error, error_fatal;
+    kc_error_t error;
 } member_t;
 
-static void member_start(member_t *m, const char *bootstrap, const char *group)
+static void member_start(member_t *m, const char *bootstrap, const char *group, const char *instance)
 {
     memset(m, 0, sizeof *m);
     kc_gc_config_t c = {0};
     c.group_id = group;
+    c.group_instance_id = instance;
     c.rebalance_timeout_ms = 30000;
     c.commit_timeout_ms = 5000;
     c.coordinator_timeout_ms = 30000;
@@ -478,7 +483,10 @@ static void member_step(member_t *m, member_t *other, const char *bootstrap, con
             kc_gc_on_metadata(&m->gc, now_ms());
             break;
         case KC_GC_ACT_ERROR:
-            fail_msg("group error: %s", act.error.msg);
+            if (!m->expect_error)
+                fail_msg("group error: %s", act.error.msg);
+            m->error = act.error;
+            m->error_fatal = act.fatal;
             break;
         default:
             break;
@@ -501,14 +509,14 @@ static void second_member_waits_for_revoke(void **state)
     char group[64];
     snprintf(group, sizeof group, "kc-g848-two-%d", (int)getpid());
     member_t a, b;
-    member_start(&a, bootstrap, group);
+    member_start(&a, bootstrap, group, NULL);
     int64_t end = now_ms() + 30000;
     while (now_ms() < end && !(settled(&a) && a.gc.rc.owned.n == 3)) {
         member_step(&a, NULL, bootstrap, group, 1500);
         usleep(20 * 1000);
     }
     assert_int_equal(a.gc.rc.owned.n, 3);
-    member_start(&b, bootstrap, group);
+    member_start(&b, bootstrap, group, NULL);
     end = now_ms() + 60000;
     int64_t stable_since = -1;
     while (now_ms() < end) {
@@ -543,11 +551,71 @@ static void second_member_waits_for_revoke(void **state)
     close(b.fd);
 }
 
+static void run_until(member_t *m, member_t *other, const char *bootstrap, const char *group,
+                      bool (*done)(const member_t *), int64_t ms)
+{
+    int64_t end = now_ms() + ms;
+    while (now_ms() < end && !done(m)) {
+        member_step(m, other, bootstrap, group, 0);
+        if (other)
+            member_step(other, m, bootstrap, group, 0);
+        usleep(20 * 1000);
+    }
+}
+
+static bool owns_all(const member_t *m) { return settled(m) && m->gc.rc.owned.n == 3; }
+static bool gone(const member_t *m) { return m->gc.state == KC_GC_UNSUBSCRIBED; }
+static bool failed(const member_t *m) { return m->gc.state == KC_GC_FATAL; }
+
+static void static_member_leaves_with_minus_two(void **state)
+{
+    (void)state;
+    const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
+    char group[64];
+    snprintf(group, sizeof group, "kc-g848-static-%d", (int)getpid());
+    member_t a, a2, a3;
+    member_start(&a, bootstrap, group, "inst-1");
+    run_until(&a, NULL, bootstrap, group, owns_all, 30000);
+    assert_true(owns_all(&a));
+    kc_gc_close(&a.gc, now_ms());
+    run_until(&a, NULL, bootstrap, group, gone, 10000);
+    assert_true(gone(&a));
+    /* The broker kept the static member (epoch -2 = "coming back"): still listed, assignment
+     * intact, not handed to anyone. */
+    int32_t epoch;
+    int n_assigned;
+    assert_int_equal(describe(a.fd, group, a.gc.member_id, &epoch, &n_assigned), 1);
+    assert_int_equal(epoch, -2);
+    assert_int_equal(n_assigned, 3);
+    /* The restart: same instance id, new member id, gets all 3 back. */
+    member_start(&a2, bootstrap, group, "inst-1");
+    assert_string_not_equal(a2.gc.member_id, a.gc.member_id);
+    run_until(&a2, NULL, bootstrap, group, owns_all, 30000);
+    assert_true(owns_all(&a2));
+    /* A second live instance with the same id: UNRELEASED_INSTANCE_ID, fatal, on_lost of nothing. */
+    member_start(&a3, bootstrap, group, "inst-1");
+    a3.expect_error = true;
+    run_until(&a3, &a2, bootstrap, group, failed, 15000);
+    assert_true(failed(&a3));
+    member_step(&a3, &a2, bootstrap, group, 0); /* collect the actions the failure queued */
+    assert_true(a3.error_fatal);
+    assert_int_equal(a3.error.kafka_code, 111);
+    assert_true(owns_all(&a2)); /* the live one is untouched */
+    fprintf(stderr, "static: left with -2, successor got 3 back; duplicate: %s\n", a3.error.msg);
+    kc_gc_free(&a.gc);
+    kc_gc_free(&a2.gc);
+    kc_gc_free(&a3.gc);
+    close(a.fd);
+    close(a2.fd);
+    close(a3.fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(single_member_gets_all_and_leaves),
         cmocka_unit_test(second_member_waits_for_revoke),
+        cmocka_unit_test(static_member_leaves_with_minus_two),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
