@@ -13,15 +13,11 @@
 #include <stdio.h>
 #include <time.h>
 
-
-
-
-
 const char *kc_gc_state_name(kc_gc_state_t s)
 {
-    static const char *const names[] = {"UNSUBSCRIBED", "JOINING",         "STABLE",  "RECONCILING",
-                                        "ACKNOWLEDGING", "FENCED",         "PREPARE_LEAVING",
-                                        "LEAVING",      "STALE",           "FATAL"};
+    static const char *const names[] = {
+        "UNSUBSCRIBED", "JOINING",         "STABLE",  "RECONCILING", "ACKNOWLEDGING",
+        "FENCED",       "PREPARE_LEAVING", "LEAVING", "STALE",       "FATAL"};
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "?";
 }
 
@@ -58,7 +54,8 @@ kc_err_t kc_gc_init(kc_gc_t *gc, const kc_gc_config_t *cfg, kc_error_t *err)
 {
     memset(gc, 0, sizeof *gc);
     if (!cfg->group_id || !*cfg->group_id || !cfg->lookup)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "group consumer: group id and topic lookup are required");
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "group consumer: group id and topic lookup are required");
     if (cfg->group_instance_id && !*cfg->group_instance_id)
         return kc_fail(err, KC_ERR_CONFIG, "group.instance.id must not be empty");
     gc->cfg = *cfg;
@@ -66,8 +63,8 @@ kc_err_t kc_gc_init(kc_gc_t *gc, const kc_gc_config_t *cfg, kc_error_t *err)
     gc->instance_id = dup_or_null(cfg->group_instance_id);
     gc->rack_id = dup_or_null(cfg->rack_id);
     gc->assignor = dup_or_null(cfg->server_assignor);
-    if (!gc->group_id || (cfg->group_instance_id && !gc->instance_id) || (cfg->rack_id && !gc->rack_id) ||
-        (cfg->server_assignor && !gc->assignor)) {
+    if (!gc->group_id || (cfg->group_instance_id && !gc->instance_id) ||
+        (cfg->rack_id && !gc->rack_id) || (cfg->server_assignor && !gc->assignor)) {
         kc_gc_free(gc);
         return kc_fail(err, KC_ERR_NOMEM, "group consumer: out of memory");
     }
@@ -114,8 +111,8 @@ void kc_gc__report(kc_gc_t *gc, bool fatal, int16_t kafka_code, const char *fmt,
     gc->have_error = true;
     gc->error_action.kind = KC_GC_ACT_ERROR;
     gc->error_action.fatal = fatal;
-    kc_fail_kafka(&gc->error_action.error, kafka_code, fmt, gc->group_id, kc_kafka_err_name(kafka_code),
-                  detail ? detail : "");
+    kc_fail_kafka(&gc->error_action.error, kafka_code, fmt, gc->group_id,
+                  kc_kafka_err_name(kafka_code), detail ? detail : "");
     if (!kafka_code) /* a local condition (timeout, memory): not a broker answer */
         gc->error_action.error.code = KC_ERR_TIMEOUT;
     gc->last_error = gc->error_action.error;
@@ -221,9 +218,11 @@ kc_err_t kc_gc_subscribe(kc_gc_t *gc, const char *const *topics, int32_t n, cons
     if (gc->state == KC_GC_FATAL)
         return kc_fail(err, KC_ERR_FATAL, "group %s: %s", gc->group_id, gc->last_error.msg);
     if (gc->state == KC_GC_PREPARE_LEAVING || gc->state == KC_GC_LEAVING || gc->close_requested)
-        return kc_fail(err, KC_ERR_STATE, "group %s: leaving; subscribe after it has left", gc->group_id);
+        return kc_fail(err, KC_ERR_STATE, "group %s: leaving; subscribe after it has left",
+                       gc->group_id);
     if ((regex && n > 0) || (!regex && n <= 0) || (regex && !*regex))
-        return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: give topic names or one regex, not both");
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "subscribe: give topic names or one regex, not both");
     free_subscription(gc);
     if (regex) {
         if (!(gc->regex = strdup(regex)))
@@ -288,8 +287,14 @@ static void begin_leave(kc_gc_t *gc, int64_t now_ms)
     kc_gc__update_state(gc);
 }
 
-void kc_gc_unsubscribe(kc_gc_t *gc, int64_t now_ms) { begin_leave(gc, now_ms); }
-void kc_gc_close(kc_gc_t *gc, int64_t now_ms) { begin_leave(gc, now_ms); }
+void kc_gc_unsubscribe(kc_gc_t *gc, int64_t now_ms)
+{
+    begin_leave(gc, now_ms);
+}
+void kc_gc_close(kc_gc_t *gc, int64_t now_ms)
+{
+    begin_leave(gc, now_ms);
+}
 
 void kc_gc_poll_expired(kc_gc_t *gc, int64_t now_ms)
 {
@@ -318,4 +323,3 @@ void kc_gc_poll_resumed(kc_gc_t *gc, int64_t now_ms)
     gc->poll_resumed = true;
     kc_gc__update_state(gc);
 }
-

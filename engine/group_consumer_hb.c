@@ -15,6 +15,7 @@ enum {
     E_COORDINATOR_NOT_AVAILABLE = 15,
     E_NOT_COORDINATOR = 16,
     E_UNKNOWN_MEMBER_ID = 25,
+    E_TOPIC_AUTHORIZATION_FAILED = 29,
     E_FENCED_MEMBER_EPOCH = 110,
 };
 
@@ -51,8 +52,8 @@ static kc_err_t fill_owned(kc_gc_t *gc, kc_consumer_group_heartbeat_request_t *r
 
 static bool heartbeat_state(kc_gc_state_t s)
 {
-    return s == KC_GC_JOINING || s == KC_GC_STABLE || s == KC_GC_RECONCILING || s == KC_GC_ACKNOWLEDGING ||
-           s == KC_GC_PREPARE_LEAVING || s == KC_GC_LEAVING;
+    return s == KC_GC_JOINING || s == KC_GC_STABLE || s == KC_GC_RECONCILING ||
+           s == KC_GC_ACKNOWLEDGING || s == KC_GC_PREPARE_LEAVING || s == KC_GC_LEAVING;
 }
 
 kc_err_t kc_gc_heartbeat_due(kc_gc_t *gc, int64_t now_ms, int16_t version,
@@ -62,9 +63,10 @@ kc_err_t kc_gc_heartbeat_due(kc_gc_t *gc, int64_t now_ms, int16_t version,
         (!gc->hb_now && now_ms < gc->next_hb_ms))
         return KC_ERR_AGAIN;
     if (gc->regex && version < 1)
-        return kc_fail(err, KC_ERR_UNSUPPORTED,
-                       "group %s: subscribed_topic_regex needs ConsumerGroupHeartbeat v1, broker offers v%d",
-                       gc->group_id, version);
+        return kc_fail(
+            err, KC_ERR_UNSUPPORTED,
+            "group %s: subscribed_topic_regex needs ConsumerGroupHeartbeat v1, broker offers v%d",
+            gc->group_id, version);
     kc_consumer_group_heartbeat_request_init(req);
     /* The generated init leaves nullable arrays at count 0 (an empty list); here null is the
      * meaning "unchanged", so set it explicitly. */
@@ -74,7 +76,8 @@ kc_err_t kc_gc_heartbeat_due(kc_gc_t *gc, int64_t now_ms, int16_t version,
     req->group_id = view(gc->group_id);
     /* v0: the broker names the member; before its first answer the id is "". v1+ (KIP-1082):
      * ours from the start, kept for the consumer's life. */
-    req->member_id = view(version < 1 && gc->epoch == 0 && !gc->id_from_broker ? "" : gc->member_id);
+    req->member_id =
+        view(version < 1 && gc->epoch == 0 && !gc->id_from_broker ? "" : gc->member_id);
     req->member_epoch = leaving ? gc->leave_epoch : gc->epoch;
     req->instance_id = view(gc->instance_id); /* always, when static (Java does the same) */
     gc->inflight = true;
@@ -164,7 +167,8 @@ static void coordinator_problem(kc_gc_t *gc, int64_t now_ms, int16_t code, bool 
         if (now_ms < gc->retry.deadline_ms) {
             at = gc->retry.deadline_ms;
         } else if (!gc->retry_reported) {
-            kc_gc__report(gc, false, code, "group %s: coordinator still failing (%s) past the deadline%s",
+            kc_gc__report(gc, false, code,
+                          "group %s: coordinator still failing (%s) past the deadline%s",
                           "; retrying");
             gc->retry_reported = true;
             at = now_ms + gc->cfg.retry_backoff_max_ms;
@@ -208,7 +212,8 @@ static void take_assignment(kc_gc_t *gc, const kc_consumer_group_heartbeat_respo
 {
     kc_tpset_clear(&gc->target_raw);
     for (int32_t i = 0; i < a->topic_partitions.count; i++) {
-        const kc_consumer_group_heartbeat_response_topic_partitions_t *t = &a->topic_partitions.items[i];
+        const kc_consumer_group_heartbeat_response_topic_partitions_t *t =
+            &a->topic_partitions.items[i];
         for (int32_t j = 0; j < t->partitions.count; j++)
             if (kc_tpset_add(&gc->target_raw, t->topic_id.b, t->partitions.items[j]))
                 return;
@@ -216,7 +221,8 @@ static void take_assignment(kc_gc_t *gc, const kc_consumer_group_heartbeat_respo
     kc_gc__resolve_target(gc, true);
 }
 
-void kc_gc_on_heartbeat_response(kc_gc_t *gc, int64_t now_ms, const kc_consumer_group_heartbeat_response_t *resp)
+void kc_gc_on_heartbeat_response(kc_gc_t *gc, int64_t now_ms,
+                                 const kc_consumer_group_heartbeat_response_t *resp)
 {
     gc->inflight = false;
     if (gc->inflight_leave) {
@@ -239,6 +245,14 @@ void kc_gc_on_heartbeat_response(kc_gc_t *gc, int64_t now_ms, const kc_consumer_
     case E_FENCED_MEMBER_EPOCH:
     case E_UNKNOWN_MEMBER_ID:
         fence(gc);
+        return;
+    case E_TOPIC_AUTHORIZATION_FAILED:
+        /* Java's rule: the application hears of it, the membership carries on (a subscription
+         * to a topic we may not read is the caller's to fix, not a reason to leave). */
+        kc_gc__report(gc, false, resp->error_code, "group %s: heartbeat answered %s%s",
+                      "; membership continues");
+        kc_gc__forget_sent(gc);
+        gc->next_hb_ms = now_ms + gc->interval_ms;
         return;
     default:
         fatal(gc, resp->error_code, resp->error_message);
@@ -288,8 +302,8 @@ void kc_gc_coordinator_ready(kc_gc_t *gc, int64_t now_ms)
 void kc_gc_on_metadata(kc_gc_t *gc, int64_t now_ms)
 {
     (void)now_ms;
-    if (gc->state == KC_GC_STABLE || gc->state == KC_GC_RECONCILING || gc->state == KC_GC_ACKNOWLEDGING ||
-        gc->state == KC_GC_JOINING) {
+    if (gc->state == KC_GC_STABLE || gc->state == KC_GC_RECONCILING ||
+        gc->state == KC_GC_ACKNOWLEDGING || gc->state == KC_GC_JOINING) {
         kc_gc__resolve_target(gc, false);
         kc_gc__update_state(gc);
     }
@@ -323,10 +337,18 @@ bool kc_gc_next_action(kc_gc_t *gc, int64_t now_ms, kc_gc_action_t *out)
     switch (a.kind) {
     case KC_RECON_ACT_NONE:
         return false;
-    case KC_RECON_ACT_REVOKE: out->kind = KC_GC_ACT_REVOKE; break;
-    case KC_RECON_ACT_LOSE: out->kind = KC_GC_ACT_LOSE; break;
-    case KC_RECON_ACT_DROP: out->kind = KC_GC_ACT_DROP; break;
-    case KC_RECON_ACT_ASSIGN: out->kind = KC_GC_ACT_ASSIGN; break;
+    case KC_RECON_ACT_REVOKE:
+        out->kind = KC_GC_ACT_REVOKE;
+        break;
+    case KC_RECON_ACT_LOSE:
+        out->kind = KC_GC_ACT_LOSE;
+        break;
+    case KC_RECON_ACT_DROP:
+        out->kind = KC_GC_ACT_DROP;
+        break;
+    case KC_RECON_ACT_ASSIGN:
+        out->kind = KC_GC_ACT_ASSIGN;
+        break;
     case KC_RECON_ACT_COMMIT:
         out->kind = KC_GC_ACT_COMMIT;
         out->member_id = gc->member_id;
@@ -351,7 +373,8 @@ void kc_gc_on_commit_result(kc_gc_t *gc, uint64_t seq, int16_t kafka_code, int64
                                 : v == KC_OFFSETS_FAIL ? KC_RECON_COMMIT_GIVE_UP
                                                        : KC_RECON_COMMIT_RETRY;
     if (v == KC_OFFSETS_FAIL && seq == gc->rc.seq)
-        kc_gc__report(gc, false, kafka_code, "group %s: commit of revoked partitions failed with %s%s",
+        kc_gc__report(gc, false, kafka_code,
+                      "group %s: commit of revoked partitions failed with %s%s",
                       "; the next owner re-reads from the last committed offset");
     if (kc_reconcile_commit_result(&gc->rc, seq, outcome, now_ms)) {
         gc->commit_retry_at_ms = now_ms + gc->cfg.retry_backoff_ms;
@@ -391,6 +414,8 @@ int64_t kc_gc_next_wakeup(const kc_gc_t *gc, int64_t now_ms)
 kc_err_t kc_gc_commit_identity(const kc_gc_t *gc, kc_commit_identity_t *who, kc_error_t *err)
 {
     if (gc->epoch <= 0)
-        return kc_fail(err, KC_ERR_STATE, "group %s: not a member yet (epoch %d)", gc->group_id, gc->epoch);
-    return kc_offsets_identity_member(who, gc->group_id, gc->member_id, gc->epoch, gc->instance_id, err);
+        return kc_fail(err, KC_ERR_STATE, "group %s: not a member yet (epoch %d)", gc->group_id,
+                       gc->epoch);
+    return kc_offsets_identity_member(who, gc->group_id, gc->member_id, gc->epoch, gc->instance_id,
+                                      err);
 }

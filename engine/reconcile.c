@@ -28,7 +28,8 @@ void kc_reconcile_free(kc_reconcile_t *r)
 static kc_err_t start(kc_reconcile_t *r, const kc_tpset_t *target)
 {
     kc_err_t rc;
-    if ((rc = kc_tpset_copy(&r->target, target)) || (rc = kc_tpset_diff(&r->to_revoke, &r->owned, target)) ||
+    if ((rc = kc_tpset_copy(&r->target, target)) ||
+        (rc = kc_tpset_diff(&r->to_revoke, &r->owned, target)) ||
         (rc = kc_tpset_diff(&r->to_assign, target, &r->owned)))
         return rc;
     r->step = (r->to_revoke.n || r->to_assign.n) ? KC_RECON_REVOKE : KC_RECON_IDLE;
@@ -141,7 +142,8 @@ kc_recon_action_t kc_reconcile_next_action(kc_reconcile_t *r, int64_t now_ms)
         break;
     case KC_RECON_ASSIGN:
         /* From here on the application holds them: a loss must take them away again. */
-        if (kc_tpset_union(&r->scratch, &r->held, &r->to_assign) || kc_tpset_copy(&r->held, &r->scratch))
+        if (kc_tpset_union(&r->scratch, &r->held, &r->to_assign) ||
+            kc_tpset_copy(&r->held, &r->scratch))
             return a; /* out of memory: not issued, asked again next time */
         a.kind = KC_RECON_ACT_ASSIGN;
         a.parts = &r->to_assign;
@@ -162,7 +164,8 @@ bool kc_reconcile_done(kc_reconcile_t *r, uint64_t seq, int64_t now_ms)
     switch (r->step) {
     case KC_RECON_REVOKE:
         /* on_revoke / on_lost returned: the application no longer holds them. */
-        if (kc_tpset_diff(&r->scratch, &r->held, &r->to_revoke) || kc_tpset_copy(&r->held, &r->scratch))
+        if (kc_tpset_diff(&r->scratch, &r->held, &r->to_revoke) ||
+            kc_tpset_copy(&r->held, &r->scratch))
             return false;
         r->step = KC_RECON_COMMIT;
         break;
@@ -202,7 +205,8 @@ bool kc_reconcile_commit_result(kc_reconcile_t *r, uint64_t seq, kc_recon_commit
 
 void kc_reconcile_tick(kc_reconcile_t *r, int64_t now_ms)
 {
-    if (r->step == KC_RECON_COMMIT && r->commit_deadline_ms >= 0 && now_ms >= r->commit_deadline_ms) {
+    if (r->step == KC_RECON_COMMIT && r->commit_deadline_ms >= 0 &&
+        now_ms >= r->commit_deadline_ms) {
         r->issued = false; /* a late result carries a stale seq from now on */
         r->seq++;
         r->step = KC_RECON_DROP;

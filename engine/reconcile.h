@@ -82,7 +82,7 @@ typedef struct kc_reconcile {
     bool commit_on_revoke;
     int64_t commit_timeout_ms;
     int64_t commit_deadline_ms;
-    uint64_t seq;          /* seq of the last action handed out */
+    uint64_t seq;           /* seq of the last action handed out */
     uint32_t revoke_issues; /* REVOKE actions handed out (twice for a reissued revoke) */
 } kc_reconcile_t;
 
@@ -107,8 +107,9 @@ typedef enum kc_recon_commit {
 
 /* Commit result. RETRY while the deadline holds: the step stays, the next
  * kc_reconcile_next_action hands the commit out again (the caller decides when — after a backoff,
- * a fresh epoch or a new coordinator) and true is returned. Otherwise the step advances (an abandoned commit leaves the next owner re-reading
- * from the last committed offset: at-least-once) and false is returned. */
+ * a fresh epoch or a new coordinator) and true is returned. Otherwise the step advances (an
+ * abandoned commit leaves the next owner re-reading from the last committed offset: at-least-once)
+ * and false is returned. */
 bool kc_reconcile_commit_result(kc_reconcile_t *r, uint64_t seq, kc_recon_commit_t outcome,
                                 int64_t now_ms);
 
@@ -122,7 +123,10 @@ void kc_reconcile_reissue(kc_reconcile_t *r);
 kc_err_t kc_reconcile_lose_all(kc_reconcile_t *r, kc_error_t *err);
 
 /* The caller put `owned` into a heartbeat that went out: the ack is no longer pending. */
-static inline void kc_reconcile_ack_sent(kc_reconcile_t *r) { r->ack_pending = false; }
+static inline void kc_reconcile_ack_sent(kc_reconcile_t *r)
+{
+    r->ack_pending = false;
+}
 
 static inline bool kc_reconcile_idle(const kc_reconcile_t *r)
 {

@@ -27,7 +27,10 @@ typedef struct kc_tpset {
 
 int kc_tp_cmp(const kc_tp_t *a, const kc_tp_t *b);
 void kc_tpset_free(kc_tpset_t *s);
-static inline void kc_tpset_clear(kc_tpset_t *s) { s->n = 0; }
+static inline void kc_tpset_clear(kc_tpset_t *s)
+{
+    s->n = 0;
+}
 kc_err_t kc_tpset_add(kc_tpset_t *s, const uint8_t topic_id[16], int32_t partition);
 bool kc_tpset_contains(const kc_tpset_t *s, const uint8_t topic_id[16], int32_t partition);
 bool kc_tpset_equal(const kc_tpset_t *a, const kc_tpset_t *b);

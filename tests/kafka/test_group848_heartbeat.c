@@ -121,7 +121,6 @@ static void run(const char *cmd)
         fail_msg("failed: %s", line);
 }
 
-
 static int64_t now_ms(void)
 {
     struct timespec ts;
@@ -147,7 +146,8 @@ static void metadata_topic_id(int fd)
     m.topics.items = &t;
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_METADATA_REQUEST_API_KEY, 12, &m, (encode_fn)kc_metadata_request_encode, &frame, &r);
+    exchange(fd, KC_METADATA_REQUEST_API_KEY, 12, &m, (encode_fn)kc_metadata_request_encode, &frame,
+             &r);
     kc_arena_t a = {0};
     kc_error_t e;
     kc_metadata_response_t resp;
@@ -174,8 +174,8 @@ static int coordinator(const char *bootstrap, const char *group)
         m.coordinator_keys.items = &key;
         uint8_t *frame;
         kc_rbuf_t r;
-        exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m, (encode_fn)kc_find_coordinator_request_encode,
-                 &frame, &r);
+        exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
+                 (encode_fn)kc_find_coordinator_request_encode, &frame, &r);
         kc_arena_t a = {0};
         kc_error_t e;
         kc_find_coordinator_response_t resp;
@@ -201,7 +201,8 @@ static int coordinator(const char *bootstrap, const char *group)
 }
 
 /* ConsumerGroupDescribe v0: number of members; the first member's epoch and assignment size. */
-static int describe(int fd, const char *group, const char *member_id, int32_t *epoch, int *n_assigned)
+static int describe(int fd, const char *group, const char *member_id, int32_t *epoch,
+                    int *n_assigned)
 {
     kc_consumer_group_describe_request_t m;
     kc_consumer_group_describe_request_init(&m);
@@ -361,7 +362,8 @@ static void single_member_gets_all_and_leaves(void **state)
     assert_int_equal(assigned, 3);
     assert_int_equal(gc.rc.owned.n, 3);
     assert_true(gc.epoch > 0);
-    fprintf(stderr, "joined: epoch %d after %d heartbeats, interval %d ms\n", gc.epoch, beats, gc.interval_ms);
+    fprintf(stderr, "joined: epoch %d after %d heartbeats, interval %d ms\n", gc.epoch, beats,
+            gc.interval_ms);
 
     /* The broker agrees: one member, our id, our epoch, all 3 partitions. */
     int32_t epoch;
@@ -377,7 +379,8 @@ static void single_member_gets_all_and_leaves(void **state)
     while (gc.state != KC_GC_UNSUBSCRIBED && now_ms() < end) {
         run_actions(&gc, &fd, bootstrap, group);
         kc_consumer_group_heartbeat_request_t q;
-        if (gc.state == KC_GC_LEAVING && kc_gc_heartbeat_due(&gc, now_ms(), HB_V, &q, &e) == KC_OK) {
+        if (gc.state == KC_GC_LEAVING &&
+            kc_gc_heartbeat_due(&gc, now_ms(), HB_V, &q, &e) == KC_OK) {
             assert_int_equal(q.member_epoch, -1);
             uint8_t *frame;
             kc_rbuf_t r;
@@ -385,7 +388,8 @@ static void single_member_gets_all_and_leaves(void **state)
                      (encode_fn)kc_consumer_group_heartbeat_request_encode, &frame, &r);
             kc_arena_t a = {0};
             kc_consumer_group_heartbeat_response_t resp;
-            assert_int_equal(kc_consumer_group_heartbeat_response_decode(&resp, HB_V, &r, &a, &e), KC_OK);
+            assert_int_equal(kc_consumer_group_heartbeat_response_decode(&resp, HB_V, &r, &a, &e),
+                             KC_OK);
             leave_code = resp.error_code;
             assert_int_equal(resp.member_epoch, -1);
             kc_gc_on_heartbeat_response(&gc, now_ms(), &resp);
@@ -405,7 +409,6 @@ static void single_member_gets_all_and_leaves(void **state)
     close(fd);
 }
 
-
 /* Two members; A's revokes complete only 1.5 s after they are asked for (a slow on_revoke). */
 typedef struct member {
     kc_gc_t gc;
@@ -418,7 +421,8 @@ typedef struct member {
     kc_error_t error;
 } member_t;
 
-static void member_start(member_t *m, const char *bootstrap, const char *group, const char *instance)
+static void member_start(member_t *m, const char *bootstrap, const char *group,
+                         const char *instance)
 {
     memset(m, 0, sizeof *m);
     kc_gc_config_t c = {0};
@@ -454,11 +458,12 @@ static void member_step(member_t *m, member_t *other, const char *bootstrap, con
             for (size_t i = 0; other && i < act.parts->n; i++)
                 if (kc_tpset_contains(&other->gc.rc.held, act.parts->items[i].topic_id,
                                       act.parts->items[i].partition))
-                    fail_msg("partition %d assigned (epoch %d) while the other member (%s, epoch %d, "
-                             "step %d, revoke pending %d, held %zu, owned %zu) still holds it",
-                             act.parts->items[i].partition, m->gc.epoch, kc_gc_state_name(other->gc.state),
-                             other->gc.epoch, other->gc.rc.step, other->revoke_pending, other->gc.rc.held.n,
-                             other->gc.rc.owned.n);
+                    fail_msg(
+                        "partition %d assigned (epoch %d) while the other member (%s, epoch %d, "
+                        "step %d, revoke pending %d, held %zu, owned %zu) still holds it",
+                        act.parts->items[i].partition, m->gc.epoch,
+                        kc_gc_state_name(other->gc.state), other->gc.epoch, other->gc.rc.step,
+                        other->revoke_pending, other->gc.rc.held.n, other->gc.rc.owned.n);
             kc_gc_action_done(&m->gc, act.seq, now_ms());
             break;
         case KC_GC_ACT_REVOKE:
@@ -524,7 +529,8 @@ static void second_member_waits_for_revoke(void **state)
         member_step(&b, &a, bootstrap, group, 0);
         /* Held sets never overlap, at any instant. */
         for (size_t i = 0; i < a.gc.rc.held.n; i++)
-            if (kc_tpset_contains(&b.gc.rc.held, a.gc.rc.held.items[i].topic_id, a.gc.rc.held.items[i].partition))
+            if (kc_tpset_contains(&b.gc.rc.held, a.gc.rc.held.items[i].topic_id,
+                                  a.gc.rc.held.items[i].partition))
                 fail_msg("partition %d held by both members", a.gc.rc.held.items[i].partition);
         if (settled(&a) && settled(&b) && a.gc.rc.owned.n + b.gc.rc.owned.n == 3) {
             if (stable_since < 0)
@@ -563,9 +569,18 @@ static void run_until(member_t *m, member_t *other, const char *bootstrap, const
     }
 }
 
-static bool owns_all(const member_t *m) { return settled(m) && m->gc.rc.owned.n == 3; }
-static bool gone(const member_t *m) { return m->gc.state == KC_GC_UNSUBSCRIBED; }
-static bool failed(const member_t *m) { return m->gc.state == KC_GC_FATAL; }
+static bool owns_all(const member_t *m)
+{
+    return settled(m) && m->gc.rc.owned.n == 3;
+}
+static bool gone(const member_t *m)
+{
+    return m->gc.state == KC_GC_UNSUBSCRIBED;
+}
+static bool failed(const member_t *m)
+{
+    return m->gc.state == KC_GC_FATAL;
+}
 
 static void static_member_leaves_with_minus_two(void **state)
 {
@@ -592,7 +607,8 @@ static void static_member_leaves_with_minus_two(void **state)
     assert_string_not_equal(a2.gc.member_id, a.gc.member_id);
     run_until(&a2, NULL, bootstrap, group, owns_all, 30000);
     assert_true(owns_all(&a2));
-    /* A second live instance with the same id: UNRELEASED_INSTANCE_ID, fatal, on_lost of nothing. */
+    /* A second live instance with the same id: UNRELEASED_INSTANCE_ID, fatal, on_lost of nothing.
+     */
     member_start(&a3, bootstrap, group, "inst-1");
     a3.expect_error = true;
     run_until(&a3, &a2, bootstrap, group, failed, 15000);

@@ -45,7 +45,8 @@ typedef struct resp {
     int32_t p[8][16];
 } resp_t;
 
-static const kc_consumer_group_heartbeat_response_t *mkresp(resp_t *x, int16_t code, int32_t epoch, const int *tp)
+static const kc_consumer_group_heartbeat_response_t *mkresp(resp_t *x, int16_t code, int32_t epoch,
+                                                            const int *tp)
 {
     memset(x, 0, sizeof *x);
     kc_consumer_group_heartbeat_response_init(&x->r);
@@ -78,7 +79,8 @@ static kc_consumer_group_heartbeat_request_t hb(kc_gc_t *gc, int64_t now, int16_
     kc_error_t e;
     kc_err_t rc = kc_gc_heartbeat_due(gc, now, v, &req, &e);
     if (rc != KC_OK)
-        fail_msg("no heartbeat due at %lld in %s: %d", (long long)now, kc_gc_state_name(gc->state), rc);
+        fail_msg("no heartbeat due at %lld in %s: %d", (long long)now, kc_gc_state_name(gc->state),
+                 rc);
     kc_gc_heartbeat_sent(gc, now);
     return req;
 }
@@ -171,7 +173,7 @@ static void join_assign_ack_two_beats(void **state)
     assert_memory_equal(q.server_assignor.ptr, "uniform", 7);
     assert_memory_equal(q.rack_id.ptr, "r1", 2);
     assert_int_equal(q.topic_partitions.count, 0); /* empty list on a join, not null */
-    no_hb(&gc, 1); /* one in flight */
+    no_hb(&gc, 1);                                 /* one in flight */
     kc_gc_on_heartbeat_response(&gc, 5, mkresp(&x, 0, 3, (int[]){1, 0, 1, 1, 2, 0, -1}));
     assert_int_equal(gc.state, KC_GC_RECONCILING);
     assert_int_equal(gc.epoch, 3);
@@ -254,8 +256,8 @@ static void interrupted_reconciliation_resumes(void **state)
     hb(&gc, 2015, 1);
     kc_gc_on_heartbeat_response(&gc, 2016, mkresp(&x, 16 /* NOT_COORDINATOR */, 0, NULL));
     act(&gc, 2016, KC_GC_ACT_REDISCOVER, 0);
-    no_act(&gc, 2016); /* no error surfaced */
-    no_hb(&gc, 9000);  /* until the coordinator is known again */
+    no_act(&gc, 2016);                    /* no error surfaced */
+    no_hb(&gc, 9000);                     /* until the coordinator is known again */
     kc_gc_action_done(&gc, rv.seq, 2100); /* the revoke finishes meanwhile */
     kc_gc_action_t cm = act(&gc, 2100, KC_GC_ACT_COMMIT, 1);
     kc_gc_on_commit_result(&gc, cm.seq, 16, 2200); /* the commit meets the move too */
@@ -399,6 +401,26 @@ static void fatal_errors_surface(void **state)
     }
 }
 
+/* TOPIC_AUTHORIZATION_FAILED: reported, not fatal; the membership carries on. */
+static void topic_authorization_not_fatal(void **state)
+{
+    (void)state;
+    kc_gc_t gc;
+    resp_t x;
+    join_with(&gc, NULL, (int[]){1, 0, -1});
+    hb(&gc, 1012, 1);
+    kc_gc_on_heartbeat_response(&gc, 1013, mkresp(&x, 29, 0, NULL));
+    kc_gc_action_t a = act(&gc, 1013, KC_GC_ACT_ERROR, 0);
+    assert_false(a.fatal);
+    assert_int_equal(a.error.kafka_code, 29);
+    no_act(&gc, 1013);
+    assert_int_equal(gc.state, KC_GC_STABLE);
+    kc_consumer_group_heartbeat_request_t q = hb(&gc, 2013, 1);
+    assert_int_equal(q.member_epoch, 1);
+    assert_true(req_owns(&q, 1, 0)); /* full again after an error */
+    kc_gc_free(&gc);
+}
+
 /* Only changed fields; regex needs v1; a failed heartbeat makes the next one full. */
 static void only_changed_fields(void **state)
 {
@@ -528,6 +550,7 @@ int main(void)
         cmocka_unit_test(not_coordinator_deadline),
         cmocka_unit_test(fatal_errors_surface),
         cmocka_unit_test(only_changed_fields),
+        cmocka_unit_test(topic_authorization_not_fatal),
         cmocka_unit_test(max_poll_leave_and_rejoin),
         cmocka_unit_test(unknown_topics_and_stale_epoch),
         cmocka_unit_test(v0_member_id),

@@ -43,7 +43,7 @@ static void tpset_ops(void **state)
     (void)state;
     kc_tpset_t a = {0}, b = {0}, d = {0}, u = {0};
     mkset(&a, (int[]){1, 2, 1, 0, 2, 5, 1, 0, -1});
-    assert_int_equal(a.n, 3); /* dedup */
+    assert_int_equal(a.n, 3);                  /* dedup */
     assert_int_equal(a.items[0].partition, 0); /* sorted */
     mkset(&b, (int[]){1, 0, 3, 3, -1});
     assert_int_equal(kc_tpset_diff(&d, &a, &b), KC_OK);
@@ -231,9 +231,12 @@ static void lose_all(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(tpset_ops),      cmocka_unit_test(initial_assign),
-        cmocka_unit_test(revoke_order),   cmocka_unit_test(commit_deadline),
-        cmocka_unit_test(queued_target_and_reissue), cmocka_unit_test(lose_all),
+        cmocka_unit_test(tpset_ops),
+        cmocka_unit_test(initial_assign),
+        cmocka_unit_test(revoke_order),
+        cmocka_unit_test(commit_deadline),
+        cmocka_unit_test(queued_target_and_reissue),
+        cmocka_unit_test(lose_all),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
