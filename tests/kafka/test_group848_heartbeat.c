@@ -8,118 +8,23 @@
  * and the two end up with disjoint sets covering all 3. A third test: a static member leaves with
  * -2, its successor (same group.instance.id, new member id) gets the same partitions back, and a
  * second live instance with that id is refused UNRELEASED_INSTANCE_ID — fatal, caller-visible.
+ * A fourth: FENCED_MEMBER_EPOCH from the broker → on_lost, rejoin; max.poll overrun → leave -1,
+ * stale, rejoin when the callback returns.
  * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "kc_test.h"
 
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "broker_blocking.h"
 #include "group_consumer.h"
 #include "proto/kafka_errors.h"
 #include "proto/proto.h"
 
 #define HB_V 1
-
-static int connect_first(const char *bootstrap)
-{
-    char host[256], port[16];
-    const char *comma = strchr(bootstrap, ',');
-    size_t len = comma ? (size_t)(comma - bootstrap) : strlen(bootstrap);
-    const char *colon = memrchr(bootstrap, ':', len);
-    if (!colon || (size_t)(colon - bootstrap) >= sizeof host ||
-        len - (size_t)(colon - bootstrap) - 1 >= sizeof port)
-        return -1;
-    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
-    host[colon - bootstrap] = '\0';
-    memcpy(port, colon + 1, len - (size_t)(colon - bootstrap) - 1);
-    port[len - (size_t)(colon - bootstrap) - 1] = '\0';
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -1;
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-        if (fd < 0)
-            continue;
-        struct timeval tv = {.tv_sec = 15};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-static int io_full(int fd, uint8_t *p, size_t n, int writing)
-{
-    while (n > 0) {
-        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-typedef kc_err_t (*encode_fn)(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *e);
-
-/* Sends one request and returns the response body (after the header) in frame and r. */
-static void exchange(int fd, int16_t key, int16_t v, const void *msg, encode_fn enc,
-                     uint8_t **frame, kc_rbuf_t *r)
-{
-    static int32_t corr = 1;
-    kc_wbuf_t w = {0};
-    kc_error_t e;
-    assert_int_equal(kc_wbuf_reserve(&w, 4), KC_OK);
-    w.len = 4;
-    kc_request_header_t h;
-    kc_request_header_init(&h);
-    h.request_api_key = key;
-    h.request_api_version = v;
-    h.correlation_id = corr++;
-    h.client_id = kc_str("kc-g848-test");
-    assert_int_equal(kc_request_header_encode(&h, kc_proto_request_header_version(key, v), &w, &e),
-                     KC_OK);
-    if (enc(msg, v, &w, &e) != KC_OK)
-        fail_msg("encode: %s", e.msg);
-    uint32_t n = (uint32_t)(w.len - 4);
-    w.data[0] = (uint8_t)(n >> 24), w.data[1] = (uint8_t)(n >> 16);
-    w.data[2] = (uint8_t)(n >> 8), w.data[3] = (uint8_t)n;
-    assert_int_equal(io_full(fd, w.data, w.len, 1), 0);
-    kc_wbuf_free(&w);
-    uint8_t sz[4];
-    assert_int_equal(io_full(fd, sz, 4, 0), 0);
-    uint32_t len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
-    *frame = malloc(len);
-    assert_non_null(*frame);
-    assert_int_equal(io_full(fd, *frame, len, 0), 0);
-    *r = kc_rbuf(*frame, len);
-    kc_response_header_t rh;
-    kc_arena_t a = {0};
-    assert_int_equal(
-        kc_response_header_decode(&rh, kc_proto_response_header_version(key, v), r, &a, &e), KC_OK);
-    assert_int_equal(rh.correlation_id, corr - 1);
-    kc_arena_free(&a);
-}
-
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
 
 static int64_t now_ms(void)
 {
@@ -146,8 +51,8 @@ static void metadata_topic_id(int fd)
     m.topics.items = &t;
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_METADATA_REQUEST_API_KEY, 12, &m, (encode_fn)kc_metadata_request_encode, &frame,
-             &r);
+    kc_tb_exchange(fd, KC_METADATA_REQUEST_API_KEY, 12, &m,
+                   (kc_tb_encode_fn)kc_metadata_request_encode, &frame, &r);
     kc_arena_t a = {0};
     kc_error_t e;
     kc_metadata_response_t resp;
@@ -164,7 +69,7 @@ static void metadata_topic_id(int fd)
  * __consumer_offsets on the first ask); returns a connection to it. */
 static int coordinator(const char *bootstrap, const char *group)
 {
-    int fd = connect_first(bootstrap);
+    int fd = kc_tb_connect(bootstrap);
     assert_true(fd >= 0);
     for (int i = 0; i < 100; i++) {
         kc_find_coordinator_request_t m;
@@ -174,8 +79,8 @@ static int coordinator(const char *bootstrap, const char *group)
         m.coordinator_keys.items = &key;
         uint8_t *frame;
         kc_rbuf_t r;
-        exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
-                 (encode_fn)kc_find_coordinator_request_encode, &frame, &r);
+        kc_tb_exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
+                       (kc_tb_encode_fn)kc_find_coordinator_request_encode, &frame, &r);
         kc_arena_t a = {0};
         kc_error_t e;
         kc_find_coordinator_response_t resp;
@@ -188,7 +93,7 @@ static int coordinator(const char *bootstrap, const char *group)
             free(frame);
             kc_arena_free(&a);
             close(fd);
-            fd = connect_first(addr);
+            fd = kc_tb_connect(addr);
             assert_true(fd >= 0);
             return fd;
         }
@@ -211,8 +116,8 @@ static int describe(int fd, const char *group, const char *member_id, int32_t *e
     m.group_ids.items = &g;
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_CONSUMER_GROUP_DESCRIBE_REQUEST_API_KEY, 0, &m,
-             (encode_fn)kc_consumer_group_describe_request_encode, &frame, &r);
+    kc_tb_exchange(fd, KC_CONSUMER_GROUP_DESCRIBE_REQUEST_API_KEY, 0, &m,
+                   (kc_tb_encode_fn)kc_consumer_group_describe_request_encode, &frame, &r);
     kc_arena_t a = {0};
     kc_error_t e;
     kc_consumer_group_describe_response_t resp;
@@ -257,8 +162,8 @@ static int heartbeat(int fd, kc_gc_t *gc, int *owned_sent)
     kc_gc_heartbeat_sent(gc, now_ms());
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, HB_V, &q,
-             (encode_fn)kc_consumer_group_heartbeat_request_encode, &frame, &r);
+    kc_tb_exchange(fd, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, HB_V, &q,
+                   (kc_tb_encode_fn)kc_consumer_group_heartbeat_request_encode, &frame, &r);
     kc_arena_t a = {0};
     kc_consumer_group_heartbeat_response_t resp;
     assert_int_equal(kc_consumer_group_heartbeat_response_decode(&resp, HB_V, &r, &a, &e), KC_OK);
@@ -313,8 +218,8 @@ static void single_member_gets_all_and_leaves(void **state)
     snprintf(topic, sizeof topic, "kc-g848-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-g848-group-%d", (int)getpid());
     snprintf(cmd, sizeof cmd, "topic create %s --partitions 3", topic);
-    run(cmd);
-    int fd = connect_first(bootstrap);
+    kc_tb_testkit(cmd);
+    int fd = kc_tb_connect(bootstrap);
     assert_true(fd >= 0);
     metadata_topic_id(fd);
     close(fd);
@@ -384,8 +289,8 @@ static void single_member_gets_all_and_leaves(void **state)
             assert_int_equal(q.member_epoch, -1);
             uint8_t *frame;
             kc_rbuf_t r;
-            exchange(fd, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, HB_V, &q,
-                     (encode_fn)kc_consumer_group_heartbeat_request_encode, &frame, &r);
+            kc_tb_exchange(fd, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, HB_V, &q,
+                           (kc_tb_encode_fn)kc_consumer_group_heartbeat_request_encode, &frame, &r);
             kc_arena_t a = {0};
             kc_consumer_group_heartbeat_response_t resp;
             assert_int_equal(kc_consumer_group_heartbeat_response_decode(&resp, HB_V, &r, &a, &e),
@@ -626,12 +531,71 @@ static void static_member_leaves_with_minus_two(void **state)
     close(a3.fd);
 }
 
+static bool stale(const member_t *m)
+{
+    return m->gc.state == KC_GC_STALE;
+}
+
+/* The broker's answers to the two ways a member loses its partitions. A wrong epoch is answered
+ * FENCED_MEMBER_EPOCH: on_lost, then a rejoin at epoch 0 under the same member id that gets the
+ * partitions back. A callback that overran max.poll.interval.ms: leave with -1, STALE (no
+ * heartbeats) until it returns, then rejoin and get them back. */
+static void fenced_and_max_poll_rejoin(void **state)
+{
+    (void)state;
+    const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
+    char group[64], id[64];
+    snprintf(group, sizeof group, "kc-g848-fence-%d", (int)getpid());
+    member_t a;
+    member_start(&a, bootstrap, group, NULL);
+    run_until(&a, NULL, bootstrap, group, owns_all, 30000);
+    assert_true(owns_all(&a));
+    strcpy(id, a.gc.member_id);
+    int32_t before = a.gc.epoch;
+    a.gc.epoch += 7; /* what a member that missed its own epoch bump would send */
+    a.gc.hb_now = true;
+    int sent;
+    assert_int_equal(heartbeat(a.fd, &a.gc, &sent), 110 /* FENCED_MEMBER_EPOCH */);
+    assert_int_equal(a.gc.state, KC_GC_FENCED);
+    kc_gc_action_t act;
+    assert_true(kc_gc_next_action(&a.gc, now_ms(), &act));
+    assert_int_equal(act.kind, KC_GC_ACT_LOSE);
+    assert_int_equal(act.parts->n, 3);
+    kc_gc_action_done(&a.gc, act.seq, now_ms());
+    run_until(&a, NULL, bootstrap, group, owns_all, 30000);
+    assert_true(owns_all(&a));
+    assert_string_equal(a.gc.member_id, id);
+    int32_t epoch;
+    int n_assigned;
+    assert_int_equal(describe(a.fd, group, id, &epoch, &n_assigned), 1);
+    assert_int_equal(n_assigned, 3);
+    assert_int_equal(epoch, a.gc.epoch); /* the broker and the member agree again */
+    fprintf(stderr, "fenced: epoch %d → rejoined at %d with all 3\n", before, epoch);
+
+    /* max.poll.interval.ms overrun. */
+    kc_gc_poll_expired(&a.gc, now_ms());
+    run_until(&a, NULL, bootstrap, group, stale, 10000);
+    assert_true(stale(&a));
+    assert_int_equal(describe(a.fd, group, id, &epoch, &n_assigned), 0); /* left: -1 */
+    usleep(1200 * 1000);
+    member_step(&a, NULL, bootstrap, group, 0); /* no heartbeat while stale */
+    assert_true(stale(&a));
+    kc_gc_poll_resumed(&a.gc, now_ms());
+    run_until(&a, NULL, bootstrap, group, owns_all, 30000);
+    assert_true(owns_all(&a));
+    assert_int_equal(describe(a.fd, group, id, &epoch, &n_assigned), 1);
+    assert_int_equal(n_assigned, 3);
+    kc_gc_free(&a.gc);
+    close(a.fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(single_member_gets_all_and_leaves),
         cmocka_unit_test(second_member_waits_for_revoke),
         cmocka_unit_test(static_member_leaves_with_minus_two),
+        cmocka_unit_test(fenced_and_max_poll_rejoin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
