@@ -9,7 +9,8 @@
  * -2, its successor (same group.instance.id, new member id) gets the same partitions back, and a
  * second live instance with that id is refused UNRELEASED_INSTANCE_ID — fatal, caller-visible.
  * A fourth: FENCED_MEMBER_EPOCH from the broker → on_lost, rejoin; max.poll overrun → leave -1,
- * stale, rejoin when the callback returns.
+ * stale, rejoin when the callback returns. A fifth: a regex subscription picks up a topic created
+ * after the member joined, resolved through a METADATA action.
  * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "kc_test.h"
 
@@ -35,18 +36,25 @@ static int64_t now_ms(void)
 
 static uint8_t topic_id[16];
 static char topic[64];
+/* The regex test's second topic, created after the member joined: unknown to `lookup` until a
+ * METADATA action fetches it — the path a real engine takes. */
+static uint8_t topic2_id[16];
+static char topic2[64];
+static bool topic2_known;
 
 static const char *lookup(void *ctx, const uint8_t id[16])
 {
     (void)ctx;
-    return memcmp(id, topic_id, 16) == 0 ? topic : NULL;
+    if (memcmp(id, topic_id, 16) == 0)
+        return topic;
+    return topic2_known && memcmp(id, topic2_id, 16) == 0 ? topic2 : NULL;
 }
 
-static void metadata_topic_id(int fd)
+static void metadata_topic(int fd, const char *name, uint8_t id_out[16], int32_t partitions)
 {
     kc_metadata_request_t m;
     kc_metadata_request_init(&m);
-    kc_metadata_request_topic_t t = {{{0}}, kc_str(topic)};
+    kc_metadata_request_topic_t t = {{{0}}, kc_str(name)};
     m.topics.count = 1;
     m.topics.items = &t;
     uint8_t *frame;
@@ -59,8 +67,8 @@ static void metadata_topic_id(int fd)
     assert_int_equal(kc_metadata_response_decode(&resp, 12, &r, &a, &e), KC_OK);
     assert_int_equal(resp.topics.count, 1);
     assert_int_equal(resp.topics.items[0].error_code, 0);
-    assert_int_equal(resp.topics.items[0].partitions.count, 3);
-    memcpy(topic_id, resp.topics.items[0].topic_id.b, 16);
+    assert_int_equal(resp.topics.items[0].partitions.count, partitions);
+    memcpy(id_out, resp.topics.items[0].topic_id.b, 16);
     free(frame);
     kc_arena_free(&a);
 }
@@ -214,16 +222,9 @@ static void single_member_gets_all_and_leaves(void **state)
 {
     (void)state;
     const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
-    char group[64], cmd[256];
-    snprintf(topic, sizeof topic, "kc-g848-%d", (int)getpid());
+    char group[64];
     snprintf(group, sizeof group, "kc-g848-group-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 3", topic);
-    kc_tb_testkit(cmd);
-    int fd = kc_tb_connect(bootstrap);
-    assert_true(fd >= 0);
-    metadata_topic_id(fd);
-    close(fd);
-    fd = coordinator(bootstrap, group);
+    int fd = coordinator(bootstrap, group);
 
     kc_gc_config_t c = {0};
     c.group_id = group;
@@ -323,11 +324,12 @@ typedef struct member {
     int64_t revoke_at;
     int revokes;
     bool expect_error, error_fatal;
+    int metadata_asks;
     kc_error_t error;
 } member_t;
 
-static void member_start(member_t *m, const char *bootstrap, const char *group,
-                         const char *instance)
+static void member_start_regex(member_t *m, const char *bootstrap, const char *group,
+                               const char *instance, const char *regex)
 {
     memset(m, 0, sizeof *m);
     kc_gc_config_t c = {0};
@@ -342,8 +344,15 @@ static void member_start(member_t *m, const char *bootstrap, const char *group,
     kc_error_t e;
     assert_int_equal(kc_gc_init(&m->gc, &c, &e), KC_OK);
     const char *topics[] = {topic};
-    assert_int_equal(kc_gc_subscribe(&m->gc, topics, 1, NULL, now_ms(), &e), KC_OK);
+    assert_int_equal(
+        kc_gc_subscribe(&m->gc, regex ? NULL : topics, regex ? 0 : 1, regex, now_ms(), &e), KC_OK);
     m->fd = coordinator(bootstrap, group);
+}
+
+static void member_start(member_t *m, const char *bootstrap, const char *group,
+                         const char *instance)
+{
+    member_start_regex(m, bootstrap, group, instance, NULL);
 }
 
 /* One round for member m; `other` is the other member, whose held set m must never be given. */
@@ -390,6 +399,14 @@ static void member_step(member_t *m, member_t *other, const char *bootstrap, con
             kc_gc_coordinator_ready(&m->gc, now_ms());
             break;
         case KC_GC_ACT_METADATA:
+            m->metadata_asks++;
+            if (topic2[0] && !topic2_known) {
+                int fd = kc_tb_connect(bootstrap);
+                assert_true(fd >= 0);
+                metadata_topic(fd, topic2, topic2_id, 2);
+                close(fd);
+                topic2_known = true;
+            }
             kc_gc_on_metadata(&m->gc, now_ms());
             break;
         case KC_GC_ACT_ERROR:
@@ -589,6 +606,54 @@ static void fenced_and_max_poll_rejoin(void **state)
     close(a.fd);
 }
 
+static bool owns_five(const member_t *m)
+{
+    return settled(m) && m->gc.rc.owned.n == 5;
+}
+
+/* subscribed_topic_regex (v1), evaluated by the broker: the member gets the matching topic, and a
+ * topic created after it joined arrives too — by an id `lookup` does not know yet, so the
+ * partitions wait for the METADATA action (never acknowledged before they are resolved). */
+static void regex_picks_up_new_topic(void **state)
+{
+    (void)state;
+    const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
+    char group[64], regex[96], cmd[256];
+    snprintf(group, sizeof group, "kc-g848-rx-%d", (int)getpid());
+    snprintf(regex, sizeof regex, "kc-g848-%d.*", (int)getpid()); /* matches `topic` */
+    member_t a;
+    member_start_regex(&a, bootstrap, group, NULL, regex);
+    run_until(&a, NULL, bootstrap, group, owns_all, 30000);
+    assert_true(owns_all(&a));
+    snprintf(topic2, sizeof topic2, "kc-g848-%d-late", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic2);
+    kc_tb_testkit(cmd);
+    int64_t t0 = now_ms();
+    run_until(&a, NULL, bootstrap, group, owns_five, 60000);
+    assert_true(owns_five(&a));
+    assert_true(a.metadata_asks >= 1);
+    fprintf(stderr,
+            "regex: new topic's 2 partitions owned %lld ms after creation (%d metadata asks)\n",
+            (long long)(now_ms() - t0), a.metadata_asks);
+    kc_gc_free(&a.gc);
+    close(a.fd);
+}
+
+/* Every test subscribes to the same 3-partition topic, created once here. */
+static int create_topic(void **state)
+{
+    (void)state;
+    char cmd[256];
+    snprintf(topic, sizeof topic, "kc-g848-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 3", topic);
+    kc_tb_testkit(cmd);
+    int fd = kc_tb_connect(kc_test_env("KC_BOOTSTRAP"));
+    assert_true(fd >= 0);
+    metadata_topic(fd, topic, topic_id, 3);
+    close(fd);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -596,6 +661,7 @@ int main(void)
         cmocka_unit_test(second_member_waits_for_revoke),
         cmocka_unit_test(static_member_leaves_with_minus_two),
         cmocka_unit_test(fenced_and_max_poll_rejoin),
+        cmocka_unit_test(regex_picks_up_new_topic),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, create_topic, NULL);
 }
