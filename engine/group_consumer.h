@@ -76,6 +76,7 @@ const char *kc_gc_state_name(kc_gc_state_t s);
 /* Topic id → name from metadata, NULL when unknown. Called on the network thread. */
 typedef const char *(*kc_gc_lookup_fn)(void *ctx, const uint8_t topic_id[16]);
 
+/* Owner: the caller; copied by kc_gc_init (strings duplicated). */
 typedef struct kc_gc_config {
     const char *group_id;
     const char *group_instance_id;  /* NULL: dynamic member */
@@ -103,6 +104,8 @@ typedef enum kc_gc_act_kind {
     KC_GC_ACT_ERROR,      /* report `error` to the application; `fatal` says if it is final */
 } kc_gc_act_kind_t;
 
+/* Owner: network thread. `parts` and `member_id` point into the kc_gc_t: copy what must
+ * outlive the next input (e.g. into a runtime command) before handing it to another thread. */
 typedef struct kc_gc_action {
     kc_gc_act_kind_t kind;
     uint64_t seq;

@@ -58,6 +58,7 @@ typedef enum kc_recon_act_kind {
     KC_RECON_ACT_ASSIGN, /* on_assign on the worker, then fetch → kc_reconcile_done */
 } kc_recon_act_kind_t;
 
+/* Owner: network thread (a view into the kc_reconcile_t that produced it). */
 typedef struct kc_recon_action {
     kc_recon_act_kind_t kind;
     uint64_t seq;            /* pass back with the completion */

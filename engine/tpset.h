@@ -15,11 +15,13 @@
 
 #include "base/err.h"
 
+/* Owner: whoever holds it (a value). */
 typedef struct kc_tp {
     uint8_t topic_id[16];
     int32_t partition;
 } kc_tp_t;
 
+/* Owner: the holder of the set; in engine/ the network thread. Not thread-safe. */
 typedef struct kc_tpset {
     kc_tp_t *items; /* sorted by (topic_id, partition), no duplicates */
     size_t n, cap;
