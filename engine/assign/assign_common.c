@@ -423,10 +423,14 @@ kc_err_t kc_assign_run(kc_assignor_t a, const kc_assign_input_t *in, kc_assign_r
                        kc_error_t *err)
 {
     switch (a) {
-    case KC_ASSIGNOR_RANGE: return kc_assign_range(in, out, err);
-    case KC_ASSIGNOR_ROUNDROBIN: return kc_assign_roundrobin(in, out, err);
-    case KC_ASSIGNOR_STICKY: return kc_assign_sticky(in, out, err);
-    case KC_ASSIGNOR_COOPERATIVE_STICKY: return kc_assign_cooperative_sticky(in, out, err);
+    case KC_ASSIGNOR_RANGE:
+        return kc_assign_range(in, out, err);
+    case KC_ASSIGNOR_ROUNDROBIN:
+        return kc_assign_roundrobin(in, out, err);
+    case KC_ASSIGNOR_STICKY:
+        return kc_assign_sticky(in, out, err);
+    case KC_ASSIGNOR_COOPERATIVE_STICKY:
+        return kc_assign_cooperative_sticky(in, out, err);
     }
     *out = (kc_assign_result_t){0};
     return kc_fail(err, KC_ERR_INVALID_ARG, "assign: unknown assignor %d", (int)a);

@@ -25,17 +25,17 @@ void kc_ivec_remove_at(kc_ivec_t *a, size_t i);
 typedef struct kc_actx {
     const kc_assign_input_t *in;
     size_t nm;
-    size_t nt;                         /* topics with metadata that some member subscribes to */
-    const kc_assign_topic_t **topic;   /* [nt], sorted as Java sorts strings */
-    int32_t *toff;                     /* [nt + 1]: first global partition index of topic t */
-    int32_t total;                     /* partitions in all topics with metadata */
-    int32_t *gp_topic;                 /* [total] */
-    const char ***gp_racks;            /* [total]: distinct non-null replica racks */
-    size_t *gp_nracks;                 /* [total] */
-    const char **mrack;                /* [nm]: member rack, NULL when unset or "" */
-    kc_ivec_t *subs;                   /* [nm]: subscribed topics with metadata, member's order */
-    size_t *horder;                    /* [nm]: Java HashMap<memberId,..> iteration order */
-    kc_ivec_t *out;                    /* [nm]: the assignment being built (global indices) */
+    size_t nt;                       /* topics with metadata that some member subscribes to */
+    const kc_assign_topic_t **topic; /* [nt], sorted as Java sorts strings */
+    int32_t *toff;                   /* [nt + 1]: first global partition index of topic t */
+    int32_t total;                   /* partitions in all topics with metadata */
+    int32_t *gp_topic;               /* [total] */
+    const char ***gp_racks;          /* [total]: distinct non-null replica racks */
+    size_t *gp_nracks;               /* [total] */
+    const char **mrack;              /* [nm]: member rack, NULL when unset or "" */
+    kc_ivec_t *subs;                 /* [nm]: subscribed topics with metadata, member's order */
+    size_t *horder;                  /* [nm]: Java HashMap<memberId,..> iteration order */
+    kc_ivec_t *out;                  /* [nm]: the assignment being built (global indices) */
     bool oom;
 } kc_actx_t;
 
@@ -44,7 +44,7 @@ void kc_actx_free(kc_actx_t *c);
 /* Moves c->out into *r (sorted by topic, partition). */
 kc_err_t kc_actx_finish(kc_actx_t *c, kc_assign_result_t *r, kc_error_t *err);
 
-int kc_actx_topic(const kc_actx_t *c, const char *name); /* -1 when absent */
+int kc_actx_topic(const kc_actx_t *c, const char *name);          /* -1 when absent */
 int32_t kc_actx_gp(const kc_actx_t *c, const kc_assign_tp_t *tp); /* -1 when absent */
 bool kc_actx_subscribes(const kc_actx_t *c, size_t m, int t);
 bool kc_actx_gp_has_rack(const kc_actx_t *c, int32_t gp, const char *rack);

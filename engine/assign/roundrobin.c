@@ -15,8 +15,7 @@
 
 #include "base/err.h"
 
-kc_err_t kc_assign_roundrobin(const kc_assign_input_t *in, kc_assign_result_t *out,
-                              kc_error_t *err)
+kc_err_t kc_assign_roundrobin(const kc_assign_input_t *in, kc_assign_result_t *out, kc_error_t *err)
 {
     *out = (kc_assign_result_t){0};
     kc_actx_t c;

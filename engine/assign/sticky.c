@@ -260,8 +260,7 @@ static void assign_owned(constrained_t *b)
     }
 }
 
-static int next_rack_consumer(const kc_sticky_t *s, int32_t gp, const kc_ivec_t *list,
-                              size_t first)
+static int next_rack_consumer(const kc_sticky_t *s, int32_t gp, const kc_ivec_t *list, size_t first)
 {
     if (s->c.gp_nracks[gp] == 0)
         return -1;
@@ -427,8 +426,7 @@ void kc_sticky_free(kc_sticky_t *s)
     *s = (kc_sticky_t){0};
 }
 
-kc_err_t kc_sticky_compute(kc_sticky_t *s, const kc_assign_input_t *in, bool coop,
-                           kc_error_t *err)
+kc_err_t kc_sticky_compute(kc_sticky_t *s, const kc_assign_input_t *in, bool coop, kc_error_t *err)
 {
     *s = (kc_sticky_t){.coop = coop, .max_gen = -1};
     kc_err_t rc = kc_actx_init(&s->c, in, err);

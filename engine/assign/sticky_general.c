@@ -31,14 +31,14 @@ typedef struct {
 typedef struct {
     kc_sticky_t *s;
     kc_actx_t *c;
-    kc_ivec_t *cur;   /* = c->out: currentAssignment */
-    bool *present;    /* [nm]: a key of currentAssignment */
-    bool *insorted;   /* [nm]: in sortedCurrentSubscriptions */
-    kc_ivec_t *t2c;   /* [nt]: topic2AllPotentialConsumers */
-    int32_t *cpc;     /* [total]: currentPartitionConsumer, -1 */
-    int32_t *prev_m;  /* [total]: prevAssignment consumer, -1 */
-    int32_t *prev_g;  /* [total] */
-    size_t *sorted;   /* scratch [nm] */
+    kc_ivec_t *cur;  /* = c->out: currentAssignment */
+    bool *present;   /* [nm]: a key of currentAssignment */
+    bool *insorted;  /* [nm]: in sortedCurrentSubscriptions */
+    kc_ivec_t *t2c;  /* [nt]: topic2AllPotentialConsumers */
+    int32_t *cpc;    /* [total]: currentPartitionConsumer, -1 */
+    int32_t *prev_m; /* [total]: prevAssignment consumer, -1 */
+    int32_t *prev_g; /* [total] */
+    size_t *sorted;  /* scratch [nm] */
     /* PartitionMovements */
     mset_t *sets;
     size_t nsets, capsets;
@@ -476,8 +476,7 @@ kc_err_t kc_sticky_general(kc_sticky_t *s, kc_error_t *err)
         kc_ivec_t *own = &g.cur[m];
         for (size_t i = 0; i < own->n;) {
             int32_t gp = own->v[i];
-            if (!kc_actx_subscribes(c, m, c->gp_topic[gp]) ||
-                kc_sticky_racks_mismatch(s, m, gp)) {
+            if (!kc_actx_subscribes(c, m, c->gp_topic[gp]) || kc_sticky_racks_mismatch(s, m, gp)) {
                 kc_ivec_remove_at(own, i);
                 g.revocation_required = true;
             } else {

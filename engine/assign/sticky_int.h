@@ -14,17 +14,17 @@ typedef struct kc_sticky {
     kc_actx_t c;
     bool coop;
     /* memberData(): the partitions a member claims and its generation */
-    kc_ivec_t *md_parts;  /* [nm] global indices, topics without metadata dropped */
-    bool *md_has_gen;     /* [nm] */
-    int32_t *md_gen;      /* [nm] */
-    int32_t *sub_gen;     /* [nm]: the subscription's generation id, -1 when absent */
+    kc_ivec_t *md_parts; /* [nm] global indices, topics without metadata dropped */
+    bool *md_has_gen;    /* [nm] */
+    int32_t *md_gen;     /* [nm] */
+    int32_t *sub_gen;    /* [nm]: the subscription's generation id, -1 when absent */
     int32_t max_gen;
-    kc_ivec_t *owned;     /* [nm]: consumerToOwnedPartitions after conflict resolution */
-    bool *multi;          /* [total]: claimed by two members of one generation */
-    bool all_equal;       /* every subscription lists the same topics */
+    kc_ivec_t *owned; /* [nm]: consumerToOwnedPartitions after conflict resolution */
+    bool *multi;      /* [total]: claimed by two members of one generation */
+    bool all_equal;   /* every subscription lists the same topics */
     /* RackInfo */
-    bool rack_aware;            /* consumerRacks/partitionRacks are non-empty */
-    int32_t *n_rack_consumers;  /* [total] numConsumersByPartition, NULL when empty */
+    bool rack_aware;           /* consumerRacks/partitionRacks are non-empty */
+    int32_t *n_rack_consumers; /* [total] numConsumersByPartition, NULL when empty */
     /* partitionsTransferringOwnership of the constrained builder: new owner or -1 */
     int32_t *transfer; /* [total] */
 } kc_sticky_t;
@@ -40,8 +40,7 @@ kc_err_t kc_sticky_general(kc_sticky_t *s, kc_error_t *err);
 /* Prepares the input and runs the constrained or general builder; s->c.out holds the sticky
  * target. s->transfer is set when the constrained builder ran, NULL after the general one.
  * kc_sticky_free() in every case. */
-kc_err_t kc_sticky_compute(kc_sticky_t *s, const kc_assign_input_t *in, bool coop,
-                           kc_error_t *err);
+kc_err_t kc_sticky_compute(kc_sticky_t *s, const kc_assign_input_t *in, bool coop, kc_error_t *err);
 void kc_sticky_free(kc_sticky_t *s);
 
 #endif

@@ -11,8 +11,8 @@
 
 #include "assign/assign.h"
 
-#define MAXM 64
-#define MAXT 32
+#define MAXM   64
+#define MAXT   32
 #define MAXTOK 512
 
 typedef struct {
