@@ -288,9 +288,13 @@ public class AssignorDriver {
     }
 
     static Case randomCase(Random r, String id, boolean withOwnership) {
+        return randomCase(r, id, withOwnership, 8, 5, 30);
+    }
+
+    static Case randomCase(Random r, String id, boolean withOwnership, int maxM, int maxT, int maxP) {
         Case c = new Case();
         c.id = id;
-        int nt = 1 + r.nextInt(5);
+        int nt = 1 + r.nextInt(maxT);
         List<String> pool = new ArrayList<>(Arrays.asList(TOPICS));
         Collections.shuffle(pool, r);
         pool = new ArrayList<>(pool.subList(0, nt));
@@ -300,7 +304,7 @@ public class AssignorDriver {
             if (r.nextInt(15) == 0) continue; // subscribed but absent from metadata
             Topic t = new Topic();
             t.name = name;
-            t.n = 1 + r.nextInt(r.nextInt(4) == 0 ? 30 : 8);
+            t.n = 1 + r.nextInt(r.nextInt(4) == 0 ? maxP : Math.min(8, maxP));
             if (replicaRacks && r.nextInt(6) > 0) {
                 t.racks = new ArrayList<>();
                 boolean full = r.nextInt(4) == 0;
@@ -322,7 +326,7 @@ public class AssignorDriver {
             t.n = 3;
             c.topics.add(t);
         }
-        int nm = 1 + r.nextInt(8);
+        int nm = 1 + r.nextInt(maxM);
         boolean uniform = r.nextBoolean();
         List<String> uni = new ArrayList<>(pool.subList(0, 1 + r.nextInt(pool.size())));
         Set<String> ids = new HashSet<>();
@@ -359,9 +363,9 @@ public class AssignorDriver {
 
     // Successive rebalances: each round's owned partitions (and sticky user data) are what the
     // previous round assigned, with members joining, leaving or changing subscriptions between.
-    static List<Case> chain(Random r, String id, int rounds) {
+    static List<Case> chain(Random r, String id, int rounds, int maxM, int maxP) {
         List<Case> out = new ArrayList<>();
-        Case c = randomCase(r, id + "-0", false);
+        Case c = randomCase(r, id + "-0", false, maxM, 5, maxP);
         List<String> pool = new ArrayList<>();
         for (Topic t : c.topics) pool.add(t.name);
         if (pool.isEmpty()) pool.add("t0");
@@ -390,7 +394,7 @@ public class AssignorDriver {
                 n.members.add(k);
             }
             int joins = r.nextInt(3) == 0 ? 1 + r.nextInt(2) : 0;
-            for (int j = 0; j < joins && n.members.size() < 8; j++) {
+            for (int j = 0; j < joins && n.members.size() < maxM; j++) {
                 Member m = newMember(r, rackMode, pool, r.nextBoolean(), pool);
                 boolean dup = false;
                 for (Member x : n.members) dup |= x.id.equals(m.id);
@@ -407,7 +411,13 @@ public class AssignorDriver {
         for (int i = 0; i < count; i++)
             writeCase(randomCase(new Random(seed * 1000003L + i), "r" + i, i % 5 != 0));
         for (int i = 0; i < chains; i++)
-            for (Case c : chain(new Random(seed * 7919L + i), "ch" + i, 4))
+            for (Case c : chain(new Random(seed * 7919L + i), "ch" + i, 4, 8, 30))
+                writeCase(c);
+        // a few large groups, as a sanity check of scale (not counted towards the 1-8 members)
+        for (int i = 0; i < 4; i++)
+            writeCase(randomCase(new Random(seed * 31L + i), "big" + i, true, 120, 8, 400));
+        for (int i = 0; i < 2; i++)
+            for (Case c : chain(new Random(seed * 37L + i), "bigch" + i, 3, 60, 200))
                 writeCase(c);
     }
 }

@@ -11,9 +11,9 @@
 
 #include "assign/assign.h"
 
-#define MAXM   64
-#define MAXT   32
-#define MAXTOK 512
+#define MAXM   1024
+#define MAXT   64
+#define MAXTOK 4096
 
 typedef struct {
     char *id, *instance, *rack, *userdata;
@@ -76,7 +76,7 @@ static void print_result(const char *id, const char *name, const cmember_t *ms, 
 
 static void run_case(const char *id, cmember_t *ms, size_t nm, ctopic_t *ts, size_t nt)
 {
-    kc_assign_member_t in_m[MAXM];
+    static kc_assign_member_t in_m[MAXM];
     kc_assign_topic_t in_t[MAXT];
     for (size_t t = 0; t < nt; t++)
         in_t[t] = ts[t].t;
@@ -130,8 +130,8 @@ int main(int argc, char **argv)
     char *line = NULL;
     size_t cap = 0;
     char id[256] = "";
-    cmember_t ms[MAXM];
-    ctopic_t ts[MAXT];
+    static cmember_t ms[MAXM];
+    static ctopic_t ts[MAXT];
     size_t nm = 0, nt = 0;
     char **keep = NULL; /* lines whose memory the case points into */
     size_t nkeep = 0;
@@ -150,7 +150,11 @@ int main(int argc, char **argv)
         if (strcmp(tok[0], "case") == 0) {
             snprintf(id, sizeof id, "%s", tok[1]);
             nm = nt = 0;
-        } else if (strcmp(tok[0], "topic") == 0 && nt < MAXT) {
+        } else if (strcmp(tok[0], "topic") == 0) {
+            if (nt == MAXT || n > MAXTOK - 1) {
+                fprintf(stderr, "assign_driver: case %s too large\n", id);
+                return 1;
+            }
             ctopic_t *t = &ts[nt++];
             *t = (ctopic_t){.t = {.name = tok[1], .n_partitions = atoi(tok[2])}};
             if (n > 3) {
@@ -169,7 +173,11 @@ int main(int argc, char **argv)
                 t->t.replica_racks = (const char *const *const *)t->racks;
                 t->t.n_replica_racks = t->nracks;
             }
-        } else if (strcmp(tok[0], "member") == 0 && n >= 8 && nm < MAXM) {
+        } else if (strcmp(tok[0], "member") == 0) {
+            if (nm == MAXM || n < 8) {
+                fprintf(stderr, "assign_driver: case %s: bad or too many members\n", id);
+                return 1;
+            }
             cmember_t *m = &ms[nm++];
             *m = (cmember_t){.id = strdup(tok[1]),
                              .instance = dupnull(tok[2]),
