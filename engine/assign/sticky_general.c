@@ -39,6 +39,8 @@ typedef struct {
     int32_t *prev_m; /* [total]: prevAssignment consumer, -1 */
     int32_t *prev_g; /* [total] */
     size_t *sorted;  /* scratch [nm] */
+    size_t *byrank;  /* [nm]: members in Java string order of their ids */
+    size_t *cnt;     /* scratch [total + 2] for sorted_subs */
     /* PartitionMovements */
     mset_t *sets;
     size_t nsets, capsets;
@@ -48,24 +50,27 @@ typedef struct {
     bool revocation_required;
 } gen_t;
 
-static int member_cmp(const gen_t *g, size_t a, size_t b)
-{
-    if (g->cur[a].n != g->cur[b].n)
-        return g->cur[a].n < g->cur[b].n ? -1 : 1;
-    return kc_jstr_cmp(g->c->in->members[a].member_id, g->c->in->members[b].member_id);
-}
-
-/* sortedCurrentSubscriptions, in order (by assignment size, then member id). */
+/* sortedCurrentSubscriptions, in order (by assignment size, then member id): a counting sort
+ * by size over the members taken in id order, O(members + largest assignment) per call, since
+ * balancing walks this order after every single move. */
 static size_t sorted_subs(gen_t *g)
 {
-    size_t n = 0;
-    for (size_t m = 0; m < g->c->nm; m++) {
-        if (!g->insorted[m])
-            continue;
-        size_t j = n++;
-        for (; j > 0 && member_cmp(g, g->sorted[j - 1], m) > 0; j--)
-            g->sorted[j] = g->sorted[j - 1];
-        g->sorted[j] = m;
+    size_t nm = g->c->nm, maxs = 0, n = 0;
+    for (size_t m = 0; m < nm; m++)
+        if (g->insorted[m] && g->cur[m].n > maxs)
+            maxs = g->cur[m].n;
+    memset(g->cnt, 0, (maxs + 2) * sizeof *g->cnt);
+    for (size_t m = 0; m < nm; m++)
+        if (g->insorted[m]) {
+            g->cnt[g->cur[m].n + 1]++;
+            n++;
+        }
+    for (size_t i = 1; i <= maxs + 1; i++)
+        g->cnt[i] += g->cnt[i - 1];
+    for (size_t i = 0; i < nm; i++) {
+        size_t m = g->byrank[i];
+        if (g->insorted[m])
+            g->sorted[g->cnt[g->cur[m].n]++] = m;
     }
     return n;
 }
@@ -98,9 +103,11 @@ static bool is_balanced(gen_t *g)
         for (size_t i = 0; i < topics->n; i++) {
             int t = topics->v[i];
             for (int32_t gp = g->c->toff[t]; gp < g->c->toff[t + 1]; gp++) {
-                if (kc_ivec_find(&g->cur[m], gp) >= 0)
-                    continue;
+                /* cpc mirrors the lists for every assigned partition here: maybe_assign has
+                 * placed all of them, and every move updates both */
                 int32_t other = g->cpc[gp];
+                if (other == (int32_t)m)
+                    continue;
                 if (other >= 0 && g->present[other] && count + 1 < (int32_t)g->cur[other].n)
                     return false;
             }
@@ -426,17 +433,30 @@ kc_err_t kc_sticky_general(kc_sticky_t *s, kc_error_t *err)
     g.prev_m = malloc((total + 1) * sizeof *g.prev_m);
     g.prev_g = calloc(total + 1, sizeof *g.prev_g);
     g.sorted = calloc(nm + 1, sizeof *g.sorted);
+    g.byrank = calloc(nm + 1, sizeof *g.byrank);
+    g.cnt = calloc(total + 2, sizeof *g.cnt);
     g.mv_set = malloc((total + 1) * sizeof *g.mv_set);
     g.mv_seq = calloc(total + 1, sizeof *g.mv_seq);
     int *torder = calloc(c->nt + 1, sizeof *torder);
     bool *assigned = calloc(total + 1, sizeof *assigned);
     if (!g.present || !g.insorted || !g.t2c || !g.cpc || !g.prev_m || !g.prev_g || !g.sorted ||
-        !g.mv_set || !g.mv_seq || !torder || !assigned) {
+        !g.byrank || !g.cnt || !g.mv_set || !g.mv_seq || !torder || !assigned) {
         c->oom = true;
         goto out;
     }
     for (size_t i = 0; i < total; i++)
         g.cpc[i] = g.prev_m[i] = g.mv_set[i] = -1;
+    /* the TreeSet orders by (size, member id): order the ids once (see sorted_subs) */
+    for (size_t m = 0; m < nm; m++)
+        g.byrank[m] = m;
+    for (size_t i = 1; i < nm; i++) {
+        size_t x = g.byrank[i], j = i;
+        for (; j > 0 && kc_jstr_cmp(c->in->members[g.byrank[j - 1]].member_id,
+                                    c->in->members[x].member_id) > 0;
+             j--)
+            g.byrank[j] = g.byrank[j - 1];
+        g.byrank[j] = x;
+    }
     for (size_t k = 0; k < nm; k++) {
         size_t m = c->horder[k];
         g.present[m] = true;
@@ -505,6 +525,8 @@ out:
     free(g.prev_m);
     free(g.prev_g);
     free(g.sorted);
+    free(g.byrank);
+    free(g.cnt);
     free(g.mv_set);
     free(g.mv_seq);
     free(g.sets);
