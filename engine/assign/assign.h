@@ -10,6 +10,14 @@
  * Member order matters. Java's leader puts the JoinGroup members into a HashMap keyed by member
  * id, and the sticky assignors walk that map in several places, so the members[] array must be in
  * JoinGroup-response order: the assignors reproduce the HashMap's iteration order from it.
+ *
+ * Known limits of the equivalence (inputs a broker does not produce, or Java mishandles):
+ *   - owned/previous partitions of a known topic numbered past its metadata partition count are
+ *     dropped here; Java carries them along (and can then double-assign);
+ *   - a topic listed twice in one subscription, or a partition twice in one owned list;
+ *   - HashMap bins of 8+ colliding member ids (Java turns them into trees);
+ *   - AbstractStickyAssignor keeps maxGeneration across calls on one instance; each call here
+ *     starts afresh, like a newly created Java assignor.
  */
 #ifndef KC_ENGINE_ASSIGN_H
 #define KC_ENGINE_ASSIGN_H
@@ -36,8 +44,14 @@ typedef struct kc_assign_member {
     const kc_assign_tp_t *owned; /* owned partitions from the subscription (v1+) */
     size_t n_owned;
     int32_t generation; /* the subscription's generation id (v2+); < 0 means absent */
-    /* Assignor user data, decoded. Eager sticky: the previous assignment and (V1) generation.
-     * Cooperative-sticky: only the generation (used when `generation` is absent). */
+    /* Assignor user data, decoded (the caller runs the codec; no wire code here).
+     * Eager sticky (StickyAssignor's V1/V0 struct): prev = previous assignment, and the
+     *   generation when V1. An absent or empty buffer: has_user_data = false. A buffer neither
+     *   V1 nor V0 decodes: has_user_data = true, n_prev = 0, generation present = -1 (Java's
+     *   fallback).
+     * Cooperative-sticky: only the generation, read when `generation` is absent; a buffer
+     *   that fails to decode: has_user_data = true, prev_has_generation = false (read as -1).
+     * The other assignors ignore these fields. */
     bool has_user_data; /* user data present and non-empty */
     const kc_assign_tp_t *prev;
     size_t n_prev;
