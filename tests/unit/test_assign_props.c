@@ -31,7 +31,29 @@ typedef struct {
     kc_assign_member_t m[NM];
     kc_assign_topic_t t[NT];
     kc_assign_input_t in;
+    const char *rr[NT][MAXP][2]; /* replica racks */
+    const char *const *rrp[NT][MAXP];
+    size_t nrr[NT][MAXP];
 } group_t;
+
+static const char *const RACKS[3] = {"ra", "rb", "rc"};
+
+/* KIP-881 input: racks on some members, replicas of each partition on one or two racks. */
+static void add_racks(group_t *g)
+{
+    for (size_t i = 0; i < g->in.n_members; i++)
+        g->m[i].rack = rnd(4) ? RACKS[rnd(3)] : NULL;
+    for (size_t t = 0; t < g->in.n_topics; t++) {
+        for (int32_t p = 0; p < g->t[t].n_partitions; p++) {
+            g->nrr[t][p] = 1 + rnd(2);
+            for (size_t k = 0; k < g->nrr[t][p]; k++)
+                g->rr[t][p][k] = RACKS[rnd(3)];
+            g->rrp[t][p] = g->rr[t][p];
+        }
+        g->t[t].replica_racks = (const char *const *const *)g->rrp[t];
+        g->t[t].n_replica_racks = g->nrr[t];
+    }
+}
 
 static const char *const TOPIC_NAMES[NT] = {"alpha", "beta", "gamma", "delta", "eps"};
 
@@ -165,6 +187,8 @@ static void eager_assignors_cover_every_partition_once(void **state)
         make_group(&g, iter % 2 == 0);
         if (iter % 3 == 0)
             own_randomly(&g, 1 + (int32_t)rnd(5));
+        if (iter % 4 == 1)
+            add_racks(&g);
         const kc_assignor_t eager[] = {KC_ASSIGNOR_RANGE, KC_ASSIGNOR_ROUNDROBIN,
                                        KC_ASSIGNOR_STICKY};
         for (size_t k = 0; k < 3; k++) {
@@ -183,6 +207,8 @@ static void range_balances_each_topic(void **state)
     for (int iter = 0; iter < 300; iter++) {
         group_t g;
         make_group(&g, false);
+        if (iter % 2)
+            add_racks(&g); /* rack matching keeps Java's per-topic quotas */
         kc_assign_result_t r;
         run(KC_ASSIGNOR_RANGE, &g, &r);
         for (size_t t = 0; t < g.in.n_topics; t++) {
@@ -212,6 +238,8 @@ static void identical_subscriptions_balance_within_one(void **state)
         make_group(&g, true);
         if (iter % 2)
             own_randomly(&g, 3);
+        if (iter % 3 == 0)
+            add_racks(&g);
         const kc_assignor_t as[] = {KC_ASSIGNOR_ROUNDROBIN, KC_ASSIGNOR_STICKY};
         for (size_t k = 0; k < 2; k++) {
             kc_assign_result_t r;
@@ -300,6 +328,19 @@ static void range_known_answers(void **state)
     kc_assign_result_free(&r);
 }
 
+static void empty_group_is_empty(void **state)
+{
+    (void)state;
+    kc_assign_topic_t t[1] = {{"t0", 3}};
+    kc_assign_input_t in = {NULL, 0, t, 1};
+    for (int a = 0; a < 4; a++) {
+        kc_assign_result_t r;
+        assert_int_equal(kc_assign_run((kc_assignor_t)a, &in, &r, NULL), KC_OK);
+        assert_int_equal(r.n_members, 0);
+        kc_assign_result_free(&r);
+    }
+}
+
 static void bad_input_is_an_error(void **state)
 {
     (void)state;
@@ -326,6 +367,7 @@ int main(void)
         cmocka_unit_test(identical_subscriptions_balance_within_one),
         cmocka_unit_test(cooperative_never_double_assigns),
         cmocka_unit_test(range_known_answers),
+        cmocka_unit_test(empty_group_is_empty),
         cmocka_unit_test(bad_input_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
