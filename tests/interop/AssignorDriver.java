@@ -1,8 +1,8 @@
 // Runs Java's own classic-group assignors (kafka-clients) over assignment cases, for
 // tests/interop/assignors.test.sh, which diffs this output against tests/interop/assign_driver.c.
 //
-//   java AssignorDriver gen <seed> <count> <chains>   writes cases to stdout
-//   java AssignorDriver run <cases-file>              prints every assignor's result per case
+//   java AssignorDriver gen <seed> <count> <chains> <out>   writes cases to <out>
+//   java AssignorDriver run <cases-file> <out>              every assignor's result per case
 //
 // Case format (one token per field, '-' = none/null):
 //   case <id>
@@ -59,7 +59,10 @@ public class AssignorDriver {
     static PrintStream out;
 
     public static void main(String[] args) throws Exception {
-        out = new PrintStream(System.out, false, "UTF-8");
+        // Results go to the file named last on the command line, never to stdout: the Kafka
+        // classes log (e.g. conflicting claims at ERROR) and a logging backend on the class path
+        // may well print to stdout.
+        out = new PrintStream(new java.io.FileOutputStream(args[args.length - 1]), false, "UTF-8");
         if (args[0].equals("gen")) {
             gen(Long.parseLong(args[1]), Integer.parseInt(args[2]), Integer.parseInt(args[3]));
         } else {
@@ -254,6 +257,7 @@ public class AssignorDriver {
             r.forEach((k, v) -> res.put(k, v.partitions()));
             return res;
         } catch (RuntimeException e) {
+            System.err.println("THROWN case " + c.id + " " + a + ": " + e);
             return null;
         }
     }

@@ -20,13 +20,13 @@ jars=$("$src/tests/testkit/fetch-kafka")
 work=$(mktemp -d "${TMPDIR:-/tmp}/kc-assign.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 javac -J-Xmx256m -nowarn -cp "$jars/*" -d "$work" "$here/AssignorDriver.java"
-java_run() { java -Xmx384m -cp "$jars/*:$work" AssignorDriver "$@" 2>/dev/null; }
+java_run() { java -Xmx384m -cp "$jars/*:$work" AssignorDriver "$@" >"$work/java.log" 2>&1; }
 
 seed=${KC_ASSIGN_SEED:-20261129}
-java_run gen "$seed" "${KC_ASSIGN_CASES:-700}" "${KC_ASSIGN_CHAINS:-60}" >"$work/cases.txt"
+java_run gen "$seed" "${KC_ASSIGN_CASES:-700}" "${KC_ASSIGN_CHAINS:-60}" "$work/cases.txt"
 cat "$here/assignor-edge-cases.txt" >>"$work/cases.txt"
 
-java_run run "$work/cases.txt" >"$work/java.out"
+java_run run "$work/cases.txt" "$work/java.out"
 "$cdriver" "$work/cases.txt" >"$work/c.out"
 
 # Compare block by block ("case <id> <assignor>" and its lines) and count per assignor.
