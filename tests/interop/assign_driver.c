@@ -111,6 +111,8 @@ static void run_case(const char *id, cmember_t *ms, size_t nm, ctopic_t *ts, siz
         kc_assign_result_t r;
         kc_error_t err;
         kc_err_t rc = kc_assign_run((kc_assignor_t)a, &in, &r, &err);
+        if (rc != KC_OK)
+            fprintf(stderr, "case %s %s: %s\n", id, kc_assignor_name((kc_assignor_t)a), err.msg);
         print_result(id, kc_assignor_name((kc_assignor_t)a), ms, nm, rc, &r);
         kc_assign_result_free(&r);
     }
