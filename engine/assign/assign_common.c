@@ -238,6 +238,26 @@ bool kc_actx_gp_has_rack(const kc_actx_t *c, int32_t gp, const char *rack)
     return false;
 }
 
+bool kc_actx_racks_uniform(const kc_actx_t *c, int32_t from, int32_t to)
+{
+    /* Each partition's set equals the union iff it holds every rack of the union; the union's
+     * racks are exactly the racks of some partition, so walking each distinct rack once (the
+     * first partition that has it) is enough. */
+    for (int32_t q = from; q < to; q++)
+        for (size_t r = 0; r < c->gp_nracks[q]; r++) {
+            const char *rack = c->gp_racks[q][r];
+            bool seen_before = false;
+            for (int32_t e = from; e < q && !seen_before; e++)
+                seen_before = kc_actx_gp_has_rack(c, e, rack);
+            if (seen_before)
+                continue; /* already checked against every partition */
+            for (int32_t gp = from; gp < to; gp++)
+                if (!kc_actx_gp_has_rack(c, gp, rack))
+                    return false;
+        }
+    return true;
+}
+
 void kc_actx_free(kc_actx_t *c)
 {
     if (c->subs)

@@ -48,6 +48,9 @@ int kc_actx_topic(const kc_actx_t *c, const char *name);          /* -1 when abs
 int32_t kc_actx_gp(const kc_actx_t *c, const kc_assign_tp_t *tp); /* -1 when absent */
 bool kc_actx_subscribes(const kc_actx_t *c, size_t m, int t);
 bool kc_actx_gp_has_rack(const kc_actx_t *c, int32_t gp, const char *rack);
+/* True when every partition in [from, to) has the same set of replica racks (the test in
+ * Java's useRackAwareAssignment). */
+bool kc_actx_racks_uniform(const kc_actx_t *c, int32_t from, int32_t to);
 static inline int32_t kc_actx_pnum(const kc_actx_t *c, int32_t gp)
 {
     return gp - c->toff[c->gp_topic[gp]];

@@ -166,14 +166,7 @@ static void init_topic(kc_actx_t *c, topic_state_t *s, int t, size_t *scratch)
     }
     if (!meets)
         return;
-    /* all partitions' rack sets equal the union of them iff each one contains every rack that
-     * appears anywhere */
-    bool all_equal = true;
-    for (int32_t p = 0; p < np && all_equal; p++)
-        for (int32_t q = 0; q < np && all_equal; q++)
-            for (size_t r = 0; r < c->gp_nracks[g0 + q] && all_equal; r++)
-                all_equal = kc_actx_gp_has_rack(c, g0 + p, c->gp_racks[g0 + q][r]);
-    s->needs_rack = !all_equal;
+    s->needs_rack = !kc_actx_racks_uniform(c, g0, g0 + np);
 }
 
 kc_err_t kc_assign_range(const kc_assign_input_t *in, kc_assign_result_t *out, kc_error_t *err)

@@ -152,7 +152,7 @@ static void rack_info(kc_sticky_t *s)
         c->oom = true;
         return;
     }
-    bool meets = false, all_same = true;
+    bool meets = false;
     for (int32_t gp = 0; gp < c->total; gp++) {
         for (size_t r = 0; r < c->gp_nracks[gp]; r++)
             for (size_t m = 0; m < c->nm; m++)
@@ -160,12 +160,8 @@ static void rack_info(kc_sticky_t *s)
                     s->n_rack_consumers[gp]++;
                     meets = true;
                 }
-        /* every partition's racks equal the union iff each holds every rack seen anywhere */
-        for (int32_t q = 0; q < c->total && all_same; q++)
-            for (size_t r = 0; r < c->gp_nracks[q] && all_same; r++)
-                all_same = kc_actx_gp_has_rack(c, gp, c->gp_racks[q][r]);
     }
-    s->rack_aware = meets && !all_same;
+    s->rack_aware = meets && !kc_actx_racks_uniform(c, 0, c->total);
 }
 
 /* ---- ConstrainedAssignmentBuilder --------------------------------------------------------- */
