@@ -162,8 +162,10 @@ KC_API const kc_partition_t *kc_batch_partition(const kc_batch_t *b);
  * error callback receives it too. */
 KC_API const kc_record_t *kc_batch_next(kc_batch_t *b);
 KC_API kc_err_t kc_batch_error(const kc_batch_t *b, kc_error_t *err);
-/* Offset of the first record in the view and the offset after the last one: what the partition's
- * committable offset becomes when on_records returns KC_CB_CONTINUE. */
+/* Offset of the first record in the view, and the offset after the last record returned so far
+ * by kc_batch_next. Once kc_batch_next returned NULL, the latter is where the partition's
+ * committable offset goes when on_records returns KC_CB_CONTINUE (past a compacted gap at the
+ * end of a batch, the runtime moves it to the batch's end). */
 KC_API int64_t kc_batch_first_offset(const kc_batch_t *b);
 KC_API int64_t kc_batch_next_offset(const kc_batch_t *b);
 
@@ -206,7 +208,8 @@ typedef struct kc_event {
     kc_event_type_t type;
     const kc_error_t *error;             /* KC_EVENT_ERROR only */
     const char *json;                    /* KC_EVENT_STATS only; NUL-terminated */
-    const kc_partition_t *const *assignment; /* KC_EVENT_ASSIGNMENT only */
+    /* KC_EVENT_ASSIGNMENT only: the whole new assignment (offset fields unused). */
+    const struct kc_topic_partition *assignment;
     size_t assignment_len;
 } kc_event_t;
 
