@@ -294,9 +294,17 @@ typedef struct kc_topic_partition {
 #define KC_OFFSET_STORED (-1000) /* the group's committed offset, else auto.offset.reset */
 #define KC_OFFSET_INVALID (-1001)
 
-/* The calls below are asynchronous unless stated: they enqueue a command for the network thread
- * and return once it is queued; the effect shows in callbacks. All are implemented by the
- * engine (they need the network thread) unless marked otherwise. */
+/*
+ * The calls below are asynchronous unless stated: they enqueue a command for the network thread
+ * and return once it is queued; the effect shows in callbacks.
+ *
+ * Status of this contract: kc_conf_*, kc_record_* and kc_batch_* accessors are implemented
+ * (runtime/). kc_consumer_new, kc_subscribe, kc_assign, kc_incremental_assign, kc_unassign,
+ * kc_seek, kc_position, kc_pause, kc_resume, kc_committed, kc_commit, kc_commit_async,
+ * kc_store_offset, kc_poll, kc_batch_release, kc_close and kc_destroy are implemented by the
+ * engine (they need the network thread); until then they are declared only, and linking a
+ * program that calls them fails rather than running a stub.
+ */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
  * are copied. Any app thread. KC_ERR_STATE when manual assignment is in use. */

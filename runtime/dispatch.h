@@ -99,6 +99,7 @@ typedef struct kc_rt_part {
     _Atomic int64_t committable; /* written by the running worker (or kc_rt_part_store), read by
                                     the network thread for commits; release/acquire */
     _Atomic int64_t buffered;    /* bytes queued for this partition: + network, - worker */
+    _Atomic int last_worker;     /* id of the worker that last ran it (stats), -1 before */
     struct kc_rt_part *rq_next;  /* guarded by the run queue's mutex */
     /* Owner: the worker running the partition (handed over through `sched`). */
     bool assigned_cb_done;
@@ -110,6 +111,14 @@ typedef struct kc_rt_part {
     bool is_control;             /* the group-event pseudo-partition */
     struct kc_rt_part *all_next, *all_prev, *done_next;
 } kc_rt_part_t;
+
+/* Fills the options the configuration decides (workers, callback.batch.max.records,
+ * queued.max.bytes, max.poll.interval.ms, enable.auto.offset.store); leaves the rest. */
+void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o);
+
+/* The "workers" array of the stats JSON ({"id","callbacks","records","busy_ns"} each) into buf,
+ * NUL-terminated; returns the length it needed (like snprintf). Any thread. */
+size_t kc_rt_stats_workers(const kc_rt_t *rt, char *buf, size_t cap);
 
 /* Lifecycle of the dispatcher. Network thread (or whoever owns the consumer). */
 kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err);

@@ -194,6 +194,7 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
 static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
+    atomic_store_explicit(&p->last_worker, (int)w->id, memory_order_relaxed);
     for (;;) {
         /* acquire: pairs with kick's release, making the kicker's ring push / state visible. */
         atomic_fetch_and_explicit(&p->sched, ~KC_RT_DIRTY, memory_order_acquire);

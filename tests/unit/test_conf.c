@@ -3,7 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "conf.h"
+#include "dispatch.h"
 #include "kc_test.h"
 
 static kc_conf_t *C;
@@ -177,6 +180,27 @@ static void secrets_never_printed(void **state)
     kc_conf_destroy(d);
 }
 
+static void runtime_options_from_conf(void **state)
+{
+    (void)state;
+    kc_rt_opts_t o = {0};
+    kc_rt_opts_from_conf(C, &o);
+    assert_int_equal(o.workers, sysconf(_SC_NPROCESSORS_ONLN)); /* 0 = online CPUs */
+    assert_int_equal(o.max_records, 500);
+    assert_true(o.auto_store);
+    set_ok("worker.threads", "3");
+    set_ok("callback.batch.max.records", "7");
+    set_ok("queued.max.bytes", "1048576");
+    set_ok("max.poll.interval.ms", "1234");
+    set_ok("enable.auto.offset.store", "false");
+    kc_rt_opts_from_conf(C, &o);
+    assert_int_equal(o.workers, 3);
+    assert_int_equal(o.max_records, 7);
+    assert_int_equal(o.queued_max_bytes, 1048576);
+    assert_int_equal(o.max_poll_interval_ms, 1234);
+    assert_false(o.auto_store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +208,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(bad_values_name_key_value_and_allowed, setup, teardown),
         cmocka_unit_test_setup_teardown(conflicts_are_explained, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_never_printed, setup, teardown),
+        cmocka_unit_test_setup_teardown(runtime_options_from_conf, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

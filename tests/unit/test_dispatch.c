@@ -1,5 +1,8 @@
 /* The dispatcher: ordering, exactly-once, per-partition serialisation, the callback contract,
  * decode errors, committable offsets, events and the watchdog. */
+#include <stdio.h>
+#include <string.h>
+
 #include "rt_harness.h"
 
 static harness_t *H;
@@ -64,6 +67,25 @@ static void ordering_exactly_once(void **state)
         assert_int_equal(atomic_load(&H->hp[i].batches), TOTAL / 10 * 3);
     }
     assert_int_equal(kc_rt_buffered_bytes(H->rt), 0);
+
+    /* stats: the workers' counters add up to what the callbacks saw (+8 on_assign calls) */
+    char js[1024];
+    size_t need = kc_rt_stats_workers(H->rt, js, sizeof js);
+    assert_true(need < sizeof js);
+    assert_int_equal(kc_rt_stats_workers(H->rt, NULL, 0), need);
+    unsigned long long cbs = 0, recs = 0, c, r;
+    const char *q = js;
+    while ((q = strstr(q, "\"callbacks\":"))) {
+        assert_int_equal(sscanf(q, "\"callbacks\":%llu,\"records\":%llu", &c, &r), 2);
+        cbs += c;
+        recs += r;
+        q++;
+    }
+    assert_int_equal(recs, 8 * TOTAL);
+    assert_int_equal(cbs, 8 * (TOTAL / 10 * 3) + 8);
+    assert_int_equal(js[0], '[');
+    for (int i = 0; i < H->np; i++)
+        assert_true(atomic_load(&H->p[i]->last_worker) >= 0);
 }
 
 static bool p0_has(harness_t *h)
