@@ -16,13 +16,13 @@
 
 enum { T_INT, T_BOOL, T_STR, T_ENUM, T_LIST };
 enum { F_SECRET = 1, F_HOSTPORT = 2 };
-#define TYPE_INT T_INT
-#define TYPE_BOOL T_BOOL
-#define TYPE_STR T_STR
-#define TYPE_ENUM T_ENUM
-#define TYPE_LIST T_LIST
-#define FLAG_0 0
-#define FLAG_SECRET F_SECRET
+#define TYPE_INT      T_INT
+#define TYPE_BOOL     T_BOOL
+#define TYPE_STR      T_STR
+#define TYPE_ENUM     T_ENUM
+#define TYPE_LIST     T_LIST
+#define FLAG_0        0
+#define FLAG_SECRET   F_SECRET
 #define FLAG_HOSTPORT F_HOSTPORT
 
 typedef struct key_def {
@@ -36,7 +36,7 @@ typedef struct key_def {
 } key_def_t;
 
 static const key_def_t keys[KC_CONF__COUNT] = {
-#define KC__CONF_DEF(id, name, type, def, min, max, allowed, flags, doc)                            \
+#define KC__CONF_DEF(id, name, type, def, min, max, allowed, flags, doc)                           \
     [KC_CONF_##id] = {name, TYPE_##type, def, min, max, allowed, FLAG_##flags, doc},
     KC_CONF_TABLE(KC__CONF_DEF)
 #undef KC__CONF_DEF
@@ -45,7 +45,8 @@ static const key_def_t keys[KC_CONF__COUNT] = {
 /* Names other clients use for the same key (librdkafka's plural), accepted silently. */
 static const struct {
     const char *alias, *name;
-} aliases[] = {{"sasl.mechanisms", "sasl.mechanism"}, {"metadata.broker.list", "bootstrap.servers"}};
+} aliases[] = {{"sasl.mechanisms", "sasl.mechanism"},
+               {"metadata.broker.list", "bootstrap.servers"}};
 
 static const char *type_name(int t)
 {
@@ -68,8 +69,8 @@ int kc_conf_edit_distance(const char *a, const char *b)
     for (size_t i = 1; i <= la; i++) {
         cur[0] = (int)i;
         for (size_t j = 1; j <= lb; j++) {
-            int sub = prev[j - 1] + (tolower((unsigned char)a[i - 1]) !=
-                                     tolower((unsigned char)b[j - 1]));
+            int sub = prev[j - 1] +
+                      (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
             int del = prev[j] + 1, ins = cur[j - 1] + 1;
             cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
         }
@@ -176,8 +177,8 @@ static kc_err_t check_list(const key_def_t *k, const char *v, kc_error_t *err)
             return kc_fail(err, KC_ERR_CONFIG, "%s: \"%.*s\" is not allowed; allowed: %s", k->name,
                            (int)n, p, k->allowed);
         if ((k->flags & F_HOSTPORT) && !valid_hostport(p, n))
-            return kc_fail(err, KC_ERR_CONFIG,
-                           "%s: \"%.*s\" is not host:port (port 1..65535)", k->name, (int)n, p);
+            return kc_fail(err, KC_ERR_CONFIG, "%s: \"%.*s\" is not host:port (port 1..65535)",
+                           k->name, (int)n, p);
         if (!comma)
             return KC_OK;
         p = comma + 1;
@@ -251,17 +252,23 @@ kc_err_t kc_conf_set(kc_conf_t *conf, const char *key, const char *value, kc_err
 {
     if (!conf || !key || !value)
         return kc_fail(err, KC_ERR_INVALID_ARG, "kc_conf_set: NULL %s",
-                       !conf ? "conf" : !key ? "key" : "value");
+                       !conf  ? "conf"
+                       : !key ? "key"
+                              : "value");
     int id = find_key(key);
     if (id < 0) {
         int d;
         const char *near = nearest_key(key, &d);
         /* Suggest only a plausible typo: more than a third of the name wrong is another key. */
         if (d <= (int)strlen(key) / 3 + 1)
-            return kc_fail(err, KC_ERR_CONFIG, "unknown configuration key \"%s\"; did you mean "
-                                               "\"%s\"?", key, near);
-        return kc_fail(err, KC_ERR_CONFIG, "unknown configuration key \"%s\" (kconsume --help "
-                                           "lists every key)", key);
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "unknown configuration key \"%s\"; did you mean "
+                           "\"%s\"?",
+                           key, near);
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "unknown configuration key \"%s\" (kconsume --help "
+                       "lists every key)",
+                       key);
     }
     kc_err_t rc = check_value(&keys[id], value, err);
     if (rc != KC_OK)

@@ -21,18 +21,21 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
 {
     bool classic = strcmp(STR(GROUP_PROTOCOL), "classic") == 0;
     if (STR(GROUP_INSTANCE_ID)[0] && !STR(GROUP_ID)[0])
-        return kc_fail(err, KC_ERR_CONFIG, "group.instance.id is set but group.id is not: static "
-                                           "membership is membership of a group; set group.id");
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "group.instance.id is set but group.id is not: static "
+                       "membership is membership of a group; set group.id");
     if (!kc_conf_bool(c, KC_CONF_ENABLE_AUTO_OFFSET_STORE) &&
         kc_conf_bool(c, KC_CONF_ENABLE_AUTO_COMMIT))
-        return kc_fail(err, KC_ERR_CONFIG,
-                       "enable.auto.offset.store=false (manual store) with enable.auto.commit=true: "
-                       "auto-commit's promise is that commits trail finished callbacks, which "
-                       "manual store takes over; set enable.auto.commit=false and call kc_commit");
+        return kc_fail(
+            err, KC_ERR_CONFIG,
+            "enable.auto.offset.store=false (manual store) with enable.auto.commit=true: "
+            "auto-commit's promise is that commits trail finished callbacks, which "
+            "manual store takes over; set enable.auto.commit=false and call kc_commit");
     if (classic && SET(GROUP_REMOTE_ASSIGNOR))
-        return kc_fail(err, KC_ERR_CONFIG, "group.remote.assignor applies to group.protocol="
-                                           "consumer only; with classic use "
-                                           "partition.assignment.strategy");
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "group.remote.assignor applies to group.protocol="
+                       "consumer only; with classic use "
+                       "partition.assignment.strategy");
     if (!classic && SET(PARTITION_ASSIGNMENT_STRATEGY))
         return kc_fail(err, KC_ERR_CONFIG,
                        "partition.assignment.strategy applies to group.protocol=classic only; with "
@@ -59,13 +62,14 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "%s is set but security.protocol=%s does not use SASL; use SASL_SSL (or "
                        "SASL_PLAINTEXT on a trusted network)",
-                       SET(SASL_MECHANISM) ? "sasl.mechanism"
+                       SET(SASL_MECHANISM)  ? "sasl.mechanism"
                        : SET(SASL_USERNAME) ? "sasl.username"
                                             : "sasl.password",
                        proto);
     if (sasl && (!STR(SASL_USERNAME)[0] || !STR(SASL_PASSWORD)[0]))
-        return kc_fail(err, KC_ERR_CONFIG, "security.protocol=%s with sasl.mechanism=%s needs "
-                                           "sasl.username and sasl.password",
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "security.protocol=%s with sasl.mechanism=%s needs "
+                       "sasl.username and sasl.password",
                        proto, STR(SASL_MECHANISM));
     if (!tls && (SET(SSL_CA_LOCATION) || SET(SSL_CERTIFICATE_LOCATION) || SET(SSL_KEY_LOCATION) ||
                  SET(SSL_KEY_PASSWORD) || SET(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)))
@@ -74,8 +78,9 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
                        "or SASL_SSL",
                        proto);
     if (SET(SSL_CERTIFICATE_LOCATION) != SET(SSL_KEY_LOCATION))
-        return kc_fail(err, KC_ERR_CONFIG, "mutual TLS needs both ssl.certificate.location and "
-                                           "ssl.key.location");
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "mutual TLS needs both ssl.certificate.location and "
+                       "ssl.key.location");
     return KC_OK;
 }
 
@@ -93,7 +98,8 @@ static kc_err_t check_sizes(const kc_conf_t *c, kc_error_t *err)
     if (INT(RECONNECT_BACKOFF_MS) > INT(RECONNECT_BACKOFF_MAX_MS))
         return kc_fail(err, KC_ERR_CONFIG,
                        "reconnect.backoff.ms (%lld) exceeds reconnect.backoff.max.ms (%lld)",
-                       (long long)INT(RECONNECT_BACKOFF_MS), (long long)INT(RECONNECT_BACKOFF_MAX_MS));
+                       (long long)INT(RECONNECT_BACKOFF_MS),
+                       (long long)INT(RECONNECT_BACKOFF_MAX_MS));
     if (INT(FETCH_MAX_WAIT_MS) >= INT(REQUEST_TIMEOUT_MS))
         return kc_fail(err, KC_ERR_CONFIG,
                        "fetch.max.wait.ms (%lld) must be below request.timeout.ms (%lld), or every "

@@ -15,8 +15,8 @@ void kc_rt_kick(kc_rt_part_t *p)
     /* acq_rel: release publishes the kicker's prior writes (ring slot, life, paused) to the
      * worker whose fetch_and(~DIRTY, acquire) reads this value; acquire is not needed for the
      * push itself but keeps the RMW symmetric with the worker's CAS. */
-    unsigned old = atomic_fetch_or_explicit(&p->sched, KC_RT_SCHED | KC_RT_DIRTY,
-                                            memory_order_acq_rel);
+    unsigned old =
+        atomic_fetch_or_explicit(&p->sched, KC_RT_SCHED | KC_RT_DIRTY, memory_order_acq_rel);
     if (!(old & KC_RT_SCHED))
         kc_rt_runq_push(&p->rt->rq, p);
 }

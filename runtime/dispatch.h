@@ -71,12 +71,12 @@ typedef struct kc_rt_decoder {
 
 typedef struct kc_rt_opts {
     unsigned workers;
-    unsigned ring_slots;     /* batch refs per partition ring */
-    uint32_t max_records;    /* callback.batch.max.records */
-    unsigned quantum;        /* batches a worker runs of one partition before re-queueing it */
+    unsigned ring_slots;  /* batch refs per partition ring */
+    uint32_t max_records; /* callback.batch.max.records */
+    unsigned quantum;     /* batches a worker runs of one partition before re-queueing it */
     int64_t queued_max_bytes;
     int64_t max_poll_interval_ms;
-    bool auto_store;         /* enable.auto.offset.store */
+    bool auto_store; /* enable.auto.offset.store */
     kc_callbacks_t cbs;
     kc_rt_decoder_t decoder;
     /* Installed by the network thread: wakes it when a completion is posted. Any thread; must be
@@ -89,8 +89,8 @@ typedef struct kc_rt kc_rt_t;
 
 /* One assigned partition. Field owners noted per field. */
 typedef struct kc_rt_part {
-    kc_partition_t pub;          /* pub.app: owner = the worker running the partition */
-    char *topic;                 /* owned; pub.topic points here */
+    kc_partition_t pub; /* pub.app: owner = the worker running the partition */
+    char *topic;        /* owned; pub.topic points here */
     kc_rt_t *rt;
     kc_rt_bring_t ring;          /* producer: network thread; consumer: the running worker */
     _Atomic unsigned sched;      /* scheduling protocol above */
@@ -103,12 +103,12 @@ typedef struct kc_rt_part {
     struct kc_rt_part *rq_next;  /* guarded by the run queue's mutex */
     /* Owner: the worker running the partition (handed over through `sched`). */
     bool assigned_cb_done;
-    bool have_cur;               /* `cur` holds a dequeued batch not yet fully delivered */
+    bool have_cur; /* `cur` holds a dequeued batch not yet fully delivered */
     kc_rt_bref_t cur;
-    int64_t next_deliver;        /* records below this offset are skipped (retry, start) */
+    int64_t next_deliver; /* records below this offset are skipped (retry, start) */
     /* Owner: network thread. */
-    bool fetch_blocked;          /* backpressure hysteresis state */
-    bool is_control;             /* the group-event pseudo-partition */
+    bool fetch_blocked; /* backpressure hysteresis state */
+    bool is_control;    /* the group-event pseudo-partition */
     struct kc_rt_part *all_next, *all_prev, *done_next;
 } kc_rt_part_t;
 

@@ -15,12 +15,12 @@
 struct kc_record {
     int64_t offset;
     int64_t timestamp;
-    int ts_type;              /* 0 CreateTime, 1 LogAppendTime */
-    const uint8_t *key;       /* NULL for a null key */
+    int ts_type;        /* 0 CreateTime, 1 LogAppendTime */
+    const uint8_t *key; /* NULL for a null key */
     size_t key_len;
-    const uint8_t *value;     /* NULL for a null value */
+    const uint8_t *value; /* NULL for a null value */
     size_t value_len;
-    const uint8_t *headers;   /* the record's header bytes after the count (wire format) */
+    const uint8_t *headers; /* the record's header bytes after the count (wire format) */
     size_t headers_len;
     uint32_t header_count;
 };
@@ -32,11 +32,11 @@ struct kc_batch {
     struct kc_rt_part *part;
     const struct kc_rt_decoder *dec;
     void *dctx;
-    kc_record_t rec;     /* the one record view, reused by every kc_batch_next */
-    bool peeked;         /* rec holds the view's first record, not yet returned */
-    bool end;            /* the decoder reported the end of the batch (or an error) */
-    uint32_t left;       /* records this view may still return */
-    uint32_t returned;   /* records returned by this view */
+    kc_record_t rec;   /* the one record view, reused by every kc_batch_next */
+    bool peeked;       /* rec holds the view's first record, not yet returned */
+    bool end;          /* the decoder reported the end of the batch (or an error) */
+    uint32_t left;     /* records this view may still return */
+    uint32_t returned; /* records returned by this view */
     int64_t first_offset;
     int64_t next_offset; /* after the last record returned */
     kc_err_t err;

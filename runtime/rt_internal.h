@@ -12,10 +12,10 @@ typedef struct kc_rt_worker {
     kc_rt_t *rt;
     unsigned id;
     pthread_t th;
-    bool started, joined;     /* owner: the thread running kc_rt_new/shutdown/free */
-    kc_rt_cring_t cring;      /* producer: this worker; consumer: network thread */
-    void *dctx;               /* owner: this worker (created before start, freed after join) */
-    kc_batch_t view;          /* owner: this worker */
+    bool started, joined; /* owner: the thread running kc_rt_new/shutdown/free */
+    kc_rt_cring_t cring;  /* producer: this worker; consumer: network thread */
+    void *dctx;           /* owner: this worker (created before start, freed after join) */
+    kc_batch_t view;      /* owner: this worker */
     /* Watchdog: written by this worker around each callback, read by the network thread.
      * cb_part is stored before cb_start_ns (release) and read after it (acquire). */
     _Atomic(kc_rt_part_t *) cb_part;
@@ -38,16 +38,16 @@ typedef struct kc_rt_event {
 #define KC_RT_EVQ 256
 
 struct kc_rt {
-    kc_rt_opts_t o;                /* read-only after kc_rt_new */
+    kc_rt_opts_t o; /* read-only after kc_rt_new */
     kc_rt_runq_t rq;
     kc_rt_worker_t *w;
-    _Atomic int64_t buffered;      /* bytes queued in all rings: + network, - workers */
-    _Atomic unsigned nparts;       /* written by network thread; read by workers (share) */
-    _Atomic bool stopping;         /* set by shutdown(drop): no new callback starts */
-    _Atomic bool poll_exceeded;    /* set by the watchdog (network thread), read anywhere */
+    _Atomic int64_t buffered;   /* bytes queued in all rings: + network, - workers */
+    _Atomic unsigned nparts;    /* written by network thread; read by workers (share) */
+    _Atomic bool stopping;      /* set by shutdown(drop): no new callback starts */
+    _Atomic bool poll_exceeded; /* set by the watchdog (network thread), read anywhere */
     /* Owner: network thread. */
     bool global_blocked;
-    kc_rt_part_t *parts;           /* every partition not yet freed (list via all_next/prev) */
+    kc_rt_part_t *parts; /* every partition not yet freed (list via all_next/prev) */
     kc_rt_part_t *done_new, *done_ready; /* REVOKE_DONE staging, see drain_completions */
     /* Group events: any thread posts, the worker running `control` consumes. */
     pthread_mutex_t ev_mu;

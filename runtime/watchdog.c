@@ -37,8 +37,8 @@ unsigned kc_rt_watchdog_check(kc_rt_t *rt, int64_t now_ns)
         kc_rt_part_t *p = atomic_load_explicit(&w->cb_part, memory_order_relaxed);
         kc_error_t e;
         kc_fail(&e, KC_ERR_POLL_EXCEEDED,
-                "worker %u: callback for %s[%d] running for %lld ms (max.poll.interval.ms=%lld)",
-                i, p ? p->pub.topic : "?", p ? p->pub.partition : -1,
+                "worker %u: callback for %s[%d] running for %lld ms (max.poll.interval.ms=%lld)", i,
+                p ? p->pub.topic : "?", p ? p->pub.partition : -1,
                 (long long)((now_ns - start) / 1000000), (long long)rt->o.max_poll_interval_ms);
         kc_event_t ev = {.type = KC_EVENT_ERROR, .error = &e};
         kc_rt_post_event(rt, &ev);

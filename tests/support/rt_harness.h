@@ -18,16 +18,16 @@
 #define H_MAXP 64
 
 typedef struct h_part {
-    _Atomic int in_cb;       /* callbacks of this partition running now */
-    int64_t expect;          /* next offset the callback expects; plain: the callbacks of one
-                                partition are serialised, so TSan checks the handoff */
+    _Atomic int in_cb; /* callbacks of this partition running now */
+    int64_t expect;    /* next offset the callback expects; plain: the callbacks of one
+                          partition are serialised, so TSan checks the handoff */
     _Atomic long records;
     _Atomic long batches;
     _Atomic int assigned, revoked, lost;
     _Atomic int cb_after_revoke;
     _Atomic int revoke_saw_inflight;
-    _Atomic int sleep_us;    /* per view */
-    _Atomic int script;      /* one-shot result to return next: 0 none, else kc_cb_result_t+1 */
+    _Atomic int sleep_us; /* per view */
+    _Atomic int script;   /* one-shot result to return next: 0 none, else kc_cb_result_t+1 */
 } h_part_t;
 
 typedef struct harness {

@@ -8,8 +8,8 @@
 
 #include "rt_harness.h"
 
-#define NP 4
-#define CAP (1 << 20)
+#define NP   4
+#define CAP  (1 << 20)
 #define VLEN 4000 /* 4 records of ~4 KiB: a ~16 KiB batch */
 
 static void cap_respected_while_callbacks_are_slow(void **state)

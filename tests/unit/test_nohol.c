@@ -9,8 +9,8 @@
 
 #include "rt_harness.h"
 
-#define NP 12
-#define RUN_MS 1500
+#define NP      12
+#define RUN_MS  1500
 #define PACE_US 10000 /* one batch per partition per 10 ms = 100 batches/s each */
 
 static void run(long out[NP], int slow_us)
@@ -56,8 +56,8 @@ static double measure(long base[NP], long slow[NP])
     }
     printf("no-HOL: unslowed p1..11 %ld records, with p0 slowed %ld (%.1f%%); worst partition "
            "%.1f%%; p0 %ld -> %ld\n",
-           base_sum, slow_sum, 100.0 * (double)slow_sum / (double)base_sum, 100.0 * worst,
-           base[0], slow[0]);
+           base_sum, slow_sum, 100.0 * (double)slow_sum / (double)base_sum, 100.0 * worst, base[0],
+           slow[0]);
     return worst;
 }
 

@@ -9,9 +9,15 @@ static void accessors_and_headers(void **state)
     (void)state;
     /* two headers: "a" -> "xy", "bb" -> null ; zig-zag varints: 1 -> 0x02, 2 -> 0x04, -1 -> 0x01 */
     static const uint8_t hdr[] = {0x02, 'a', 0x04, 'x', 'y', 0x04, 'b', 'b', 0x01};
-    kc_record_t r = {.offset = 42, .timestamp = 1700, .ts_type = 1, .key = NULL,
-                     .value = (const uint8_t *)"", .value_len = 0, .headers = hdr,
-                     .headers_len = sizeof hdr, .header_count = 2};
+    kc_record_t r = {.offset = 42,
+                     .timestamp = 1700,
+                     .ts_type = 1,
+                     .key = NULL,
+                     .value = (const uint8_t *)"",
+                     .value_len = 0,
+                     .headers = hdr,
+                     .headers_len = sizeof hdr,
+                     .header_count = 2};
     size_t len = 99;
     int type = -1;
     assert_int_equal(kc_record_offset(&r), 42);

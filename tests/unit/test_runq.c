@@ -14,8 +14,8 @@
 #include "rt_internal.h"
 
 #define ITEMS 200000
-#define PROD 3
-#define CONS 3
+#define PROD  3
+#define CONS  3
 
 static kc_rt_runq_t Q;
 static kc_rt_part_t *PARTS;
