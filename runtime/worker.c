@@ -80,6 +80,14 @@ static void advance(kc_rt_part_t *p, int64_t next)
         atomic_store_explicit(&p->committable, next, memory_order_release);
 }
 
+/* Errors the application hears about through on_event (serialised on a worker). If the event
+ * queue is full the completion to the network thread still carries the error. */
+static void report(kc_rt_t *rt, const kc_error_t *e)
+{
+    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e};
+    (void)kc_rt_post_event(rt, &ev);
+}
+
 /* One callback over one view of the open batch. */
 static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_batch_t *b)
 {
@@ -104,6 +112,12 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_batch_t *b)
         return REQUEUE; /* next_deliver unchanged: the same records come again */
     if (res == KC_CB_STOP) {
         atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+        kc_error_t e;
+        kc_fail(&e, KC_ERR_STATE,
+                "%s[%d]: on_records returned KC_CB_STOP at offset %lld; the "
+                "partition is stopped until kc_resume",
+                p->pub.topic, p->pub.partition, (long long)b->first_offset);
+        report(rt, &e);
         kc_rt_post(w, KC_RT_CMPL_STOPPED, p, KC_ERR_STATE, b->first_offset);
         return YIELD;
     }
@@ -128,6 +142,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves
          * past it and the error is reported. */
+        report(rt, &b->errinfo);
         kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
         advance(p, p->cur.last_offset + 1);
         return DONE;
@@ -139,8 +154,10 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
         if (b->err != KC_OK)
             break;
     }
-    if (b->err != KC_OK)
+    if (b->err != KC_OK) {
+        report(rt, &b->errinfo);
         kc_rt_post(w, KC_RT_CMPL_ERROR, p, b->err, p->cur.base_offset);
+    }
     advance(p, p->cur.last_offset + 1); /* past a compacted tail too */
     return DONE;
 }
@@ -198,6 +215,8 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
     for (;;) {
         /* acquire: pairs with kick's release, making the kicker's ring push / state visible. */
         atomic_fetch_and_explicit(&p->sched, ~KC_RT_DIRTY, memory_order_acquire);
+        if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+            return; /* shutting down: SCHED stays set, nothing runs this partition again */
         if (p->is_control) {
             kc_rt_run_events(w);
         } else {

@@ -93,6 +93,16 @@ static bool p0_has(harness_t *h)
     return atomic_load(&h->hp[0].records) >= TOTAL;
 }
 
+static bool paused1(harness_t *h)
+{
+    return h->paused_cmpl >= 1;
+}
+
+static bool stopped1(harness_t *h)
+{
+    return h->stopped_cmpl >= 1 && atomic_load(&h->events) >= 1;
+}
+
 /* RETRY redelivers the same records; PAUSE advances and stops delivery until resume; STOP does
  * not advance and stops. */
 static void callback_contract(void **state)
@@ -112,7 +122,8 @@ static void callback_contract(void **state)
     h_push(H, 0, 5, 1);
     TOTAL = 10;
     assert_true(h_wait(H, p0_has, 5000));
-    usleep(50000);
+    assert_true(h_wait(H, paused1, 5000));
+    usleep(50000); /* a chance for a (wrong) delivery of the second batch */
     kc_rt_drain_completions(H->rt, h_cmpl, H);
     assert_int_equal(H->paused_cmpl, 1);
     assert_int_equal(atomic_load(&H->hp[0].records), 10); /* paused: the second batch waits */
@@ -125,9 +136,9 @@ static void callback_contract(void **state)
 
     atomic_store(&H->hp[0].script, KC_CB_STOP + 1);
     h_push(H, 0, 5, 1);
-    usleep(50000);
-    kc_rt_drain_completions(H->rt, h_cmpl, H);
+    assert_true(h_wait(H, stopped1, 5000));
     assert_int_equal(H->stopped_cmpl, 1);
+    assert_int_equal(atomic_load(&H->events), 1);          /* STOP is reported through on_event */
     assert_int_equal(kc_rt_part_committable(H->p[0]), 15); /* not advanced */
     kc_rt_part_resume(H->p[0]);                            /* redelivered after resume */
     TOTAL = 20;
@@ -154,7 +165,7 @@ static void decode_error_and_compaction(void **state)
     /* expectation inside the callback is contiguous offsets; the gaps are deliberate here, so
      * check the delivered count and the final offsets instead */
     bool ok = false;
-    for (int i = 0; i < 500 && !ok; i++) {
+    for (int i = 0; i < 2500 && !ok; i++) {
         kc_rt_drain_completions(H->rt, h_cmpl, H);
         ok = kc_rt_part_committable(H->p[0]) == 20;
         usleep(2000);
@@ -163,6 +174,10 @@ static void decode_error_and_compaction(void **state)
     assert_true(ok);
     assert_int_equal(atomic_load(&H->hp[0].records), 10);
     assert_int_equal(H->error_cmpl, 1);
+    int64_t t_end = h_now_ns() + 2000000000LL;
+    while (atomic_load(&H->events) < 1 && h_now_ns() < t_end)
+        usleep(1000);
+    assert_int_equal(atomic_load(&H->events), 1);     /* and as an error event */
     assert_int_equal(atomic_load(&H->violations), 1); /* exactly the one gap 4 -> 15 */
 }
 

@@ -101,6 +101,14 @@ static void revoke_idle_and_lost(void **state)
     assert_int_equal(kc_rt_part_committable(H->p[0]), 3);
 }
 
+static bool any_in_cb(harness_t *h)
+{
+    for (int i = 0; i < h->np; i++)
+        if (atomic_load(&h->hp[i].in_cb))
+            return true;
+    return false;
+}
+
 /* Shutdown (drop) while callbacks sleep: in-flight ones finish, queued batches are released
  * (ASan's leak check covers the buffers), nothing new starts. */
 static void shutdown_with_callbacks_in_flight(void **state)
@@ -113,7 +121,7 @@ static void shutdown_with_callbacks_in_flight(void **state)
         for (int j = 0; j < 10; j++)
             assert_true(h_push(H, i, 5, 1000));
     }
-    usleep(20000); /* let four callbacks start */
+    assert_true(h_wait(H, any_in_cb, 5000)); /* callbacks are in flight */
     long before = 0;
     int64_t t0 = h_now_ns();
     assert_int_equal(kc_rt_shutdown(H->rt, false, 2000), KC_OK);
