@@ -59,7 +59,7 @@ KC_API const char *kc_version(void);
     X(KC_ERR_AGAIN, -16, "not ready yet; try again")                                               \
     X(KC_ERR_NOT_FOUND, -17, "no such item")                                                       \
     X(KC_ERR_QUEUE_FULL, -18, "queue full")                                                        \
-    X(KC_ERR_FATAL, -19, "fatal error: the consumer must be closed")                              \
+    X(KC_ERR_FATAL, -19, "fatal error: the consumer must be closed")                               \
     X(KC_ERR_POLL_EXCEEDED, -20, "a callback ran longer than max.poll.interval.ms")
 
 typedef enum kc_err {
@@ -104,33 +104,34 @@ typedef struct kc_error {
 
 typedef struct kc_conf kc_conf_t;         /* configuration: key/value strings, validated */
 typedef struct kc_consumer kc_consumer_t; /* one consumer: network thread + worker pool */
-typedef struct kc_batch kc_batch_t;       /* a view of (part of) one record batch */
+typedef struct kc_records kc_records_t;   /* a view of (part of) one record batch */
 
 /* One topic-partition. kconsume owns it from assignment until after on_revoke/on_lost returned;
  * the callbacks of one partition all see the same pointer. */
-typedef struct kc_partition {
-    const char *topic;  /* NUL-terminated; owned by kconsume */
+typedef struct kc_part {
+    const char *topic; /* NUL-terminated; owned by kconsume */
     int32_t partition;
     /* Free for the application: e.g. set in on_assign, used in on_records, freed in on_revoke or
      * on_lost. Read and written only inside this partition's callbacks, which never overlap, so
      * it needs no locking. kconsume never touches it. */
     void *app;
-} kc_partition_t;
+} kc_part_t;
 
 /* ---- records: views into the fetch buffer, never copies ------------------------------------- */
 
 /*
  * One record. A view: every pointer points into the received batch (or the worker's
  * decompression arena) and stays valid only until the on_records callback that produced it
- * returns (or, for kc_poll, until kc_batch_release). Copy what you keep. The accessors below
+ * returns (or, for kc_poll, until kc_records_release). Copy what you keep. The accessors below
  * never allocate and may be called from the callback that received the record (or, for a
  * polled batch, from the thread holding it).
  */
-typedef struct kc_record kc_record_t;
+typedef struct kc_record kc_record_t; /* opaque here; the decoder's view (io/batch) */
 
 KC_API int64_t kc_record_offset(const kc_record_t *r);
-/* Milliseconds since the epoch; *type_out (may be NULL) is 0 CreateTime, 1 LogAppendTime. */
-KC_API int64_t kc_record_timestamp(const kc_record_t *r, int *type_out);
+/* Milliseconds since the epoch. Its type (CreateTime or LogAppendTime) is a property of the
+ * Kafka batch: kc_records_timestamp_type. */
+KC_API int64_t kc_record_timestamp(const kc_record_t *r);
 /* Key and value bytes; NULL with *len = 0 for a null key or value (distinct from an empty one,
  * which gives a non-NULL pointer and *len = 0). */
 KC_API const void *kc_record_key(const kc_record_t *r, size_t *len);
@@ -152,22 +153,25 @@ KC_API kc_err_t kc_record_header_next(const kc_record_t *r, size_t *cursor, cons
 
 /*
  * A batch view: up to callback.batch.max.records consecutive records of one partition, in offset
- * order. Iterate with kc_batch_next until it returns NULL. The record pointer it returns is
+ * order. Iterate with kc_records_next until it returns NULL. The record pointer it returns is
  * reused by the next call (views come from a per-worker pool: nothing is allocated per record).
- * Valid until the callback returns (push) or kc_batch_release (pull).
+ * Valid until the callback returns (push) or kc_records_release (pull).
  */
-KC_API const kc_partition_t *kc_batch_partition(const kc_batch_t *b);
+KC_API const kc_part_t *kc_records_partition(const kc_records_t *b);
 /* Next record or NULL at the end of this view. A decode error (CRC mismatch with check.crcs,
- * corrupt compression) ends the view early: kc_batch_error then tells what happened, and the
+ * corrupt compression) ends the view early: kc_records_error then tells what happened, and the
  * error callback receives it too. */
-KC_API const kc_record_t *kc_batch_next(kc_batch_t *b);
-KC_API kc_err_t kc_batch_error(const kc_batch_t *b, kc_error_t *err);
+KC_API const kc_record_t *kc_records_next(kc_records_t *b);
+KC_API kc_err_t kc_records_error(const kc_records_t *b, kc_error_t *err);
 /* Offset of the first record in the view, and the offset after the last record returned so far
- * by kc_batch_next. Once kc_batch_next returned NULL, the latter is where the partition's
+ * by kc_records_next. Once kc_records_next returned NULL, the latter is where the partition's
  * committable offset goes when on_records returns KC_CB_CONTINUE (past a compacted gap at the
  * end of a batch, the runtime moves it to the batch's end). */
-KC_API int64_t kc_batch_first_offset(const kc_batch_t *b);
-KC_API int64_t kc_batch_next_offset(const kc_batch_t *b);
+KC_API int64_t kc_records_first_offset(const kc_records_t *b);
+KC_API int64_t kc_records_next_offset(const kc_records_t *b);
+/* 0 CreateTime, 1 LogAppendTime, for every record of the view (a view never spans two Kafka
+ * batches). */
+KC_API int kc_records_timestamp_type(const kc_records_t *b);
 
 /* ---- the callback contract ------------------------------------------------------------------ */
 
@@ -206,8 +210,8 @@ typedef enum kc_event_type {
 
 typedef struct kc_event {
     kc_event_type_t type;
-    const kc_error_t *error;             /* KC_EVENT_ERROR only */
-    const char *json;                    /* KC_EVENT_STATS only; NUL-terminated */
+    const kc_error_t *error; /* KC_EVENT_ERROR only */
+    const char *json;        /* KC_EVENT_STATS only; NUL-terminated */
     /* KC_EVENT_ASSIGNMENT only: the whole new assignment (offset fields unused). */
     const struct kc_topic_partition *assignment;
     size_t assignment_len;
@@ -236,10 +240,10 @@ typedef struct kc_event {
  * heartbeat.
  */
 typedef struct kc_callbacks {
-    void (*on_assign)(void *opaque, kc_partition_t *p);
-    kc_cb_result_t (*on_records)(void *opaque, kc_partition_t *p, kc_batch_t *batch);
-    void (*on_revoke)(void *opaque, kc_partition_t *p);
-    void (*on_lost)(void *opaque, kc_partition_t *p);
+    void (*on_assign)(void *opaque, kc_part_t *p);
+    kc_cb_result_t (*on_records)(void *opaque, kc_part_t *p, kc_records_t *batch);
+    void (*on_revoke)(void *opaque, kc_part_t *p);
+    void (*on_lost)(void *opaque, kc_part_t *p);
     void (*on_event)(void *opaque, const kc_event_t *ev);
     void *opaque;
 } kc_callbacks_t;
@@ -290,18 +294,18 @@ typedef struct kc_topic_partition {
 } kc_topic_partition_t;
 
 #define KC_OFFSET_BEGINNING (-2)
-#define KC_OFFSET_END (-1)
-#define KC_OFFSET_STORED (-1000) /* the group's committed offset, else auto.offset.reset */
-#define KC_OFFSET_INVALID (-1001)
+#define KC_OFFSET_END       (-1)
+#define KC_OFFSET_STORED    (-1000) /* the group's committed offset, else auto.offset.reset */
+#define KC_OFFSET_INVALID   (-1001)
 
 /*
  * The calls below are asynchronous unless stated: they enqueue a command for the network thread
  * and return once it is queued; the effect shows in callbacks.
  *
- * Status of this contract: kc_conf_*, kc_record_* and kc_batch_* accessors are implemented
+ * Status of this contract: kc_conf_*, kc_record_* and kc_records_* accessors are implemented
  * (runtime/). kc_consumer_new, kc_subscribe, kc_assign, kc_incremental_assign, kc_unassign,
  * kc_seek, kc_position, kc_pause, kc_resume, kc_committed, kc_commit, kc_commit_async,
- * kc_store_offset, kc_poll, kc_batch_release, kc_close and kc_destroy are implemented by the
+ * kc_store_offset, kc_poll, kc_records_release, kc_close and kc_destroy are implemented by the
  * engine (they need the network thread); until then they are declared only, and linking a
  * program that calls them fails rather than running a stub.
  */
@@ -330,12 +334,12 @@ typedef enum kc_seek_kind {
 /* Moves the position of one assigned partition. Buffered records of it are dropped; the next
  * on_records starts at the new position. Any app thread, or the partition's own callbacks
  * (on_assign, on_records: then no further record of the current view is delivered). */
-KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition,
-                        kc_seek_kind_t kind, int64_t value, kc_error_t *err);
+KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
+                        int64_t value, kc_error_t *err);
 /* The offset of the next record to be delivered to a callback (not fetched: delivered), from
  * the runtime's committable offset. Any thread, callback context included; no waiting. */
-KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition,
-                            int64_t *offset, kc_error_t *err);
+KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
+                            kc_error_t *err);
 /* Stop / restart delivering and fetching these partitions. Buffered records are kept. Any app
  * thread, and callback context. */
 KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
@@ -344,8 +348,8 @@ KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, siz
                           kc_error_t *err);
 /* Fetches the group's committed offsets into tps[i].offset (KC_OFFSET_INVALID when none).
  * Blocks the caller up to timeout_ms: app threads only, never callback context. */
-KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
-                             int timeout_ms, kc_error_t *err);
+KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n, int timeout_ms,
+                             kc_error_t *err);
 /* Commits: tps == NULL commits every partition's committable offset; otherwise the given
  * offsets. kc_commit blocks up to timeout_ms (app threads only, never callback context).
  * kc_commit_async returns at once; `cb` runs on a worker, serialised with on_event, with the
@@ -365,12 +369,12 @@ KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t par
  * Pull-style: instead of on_records, take batch views on your own thread. Enabled when
  * cbs->on_records is NULL. Waits up to timeout_ms (0: do not wait; -1: forever) for the next
  * ready partition's view; *out is NULL on timeout. While you hold a view its partition delivers
- * nothing else (per-partition order still holds); kc_batch_release(c, b, result) hands it back
+ * nothing else (per-partition order still holds); kc_records_release(c, b, result) hands it back
  * with the same contract as on_records' return value. Any app thread; several app threads may
  * poll at once (each gets different partitions).
  */
-KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_batch_t **out, kc_error_t *err);
-KC_API void kc_batch_release(kc_consumer_t *c, kc_batch_t *b, kc_cb_result_t result);
+KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc_error_t *err);
+KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t result);
 
 /*
  * Orderly stop: stop fetching, let in-flight callbacks finish (bounded by timeout_ms; callbacks

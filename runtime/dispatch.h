@@ -62,8 +62,10 @@ enum {
 typedef struct kc_rt_decoder {
     void *(*ctx_new)(void *opaque);
     void (*ctx_free)(void *opaque, void *ctx);
-    /* Opens a batch (CRC check and decompression happen here, on the worker). */
-    kc_err_t (*open)(void *ctx, const kc_partition_t *p, const kc_rt_bref_t *b, kc_error_t *err);
+    /* Opens one Kafka batch (CRC check and decompression happen here, on the worker); sets
+     * *ts_type (0 CreateTime, 1 LogAppendTime). */
+    kc_err_t (*open)(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b, int *ts_type,
+                     kc_error_t *err);
     /* Next record into *rec: 1 = a record, 0 = end of batch, < 0 = decode error (kc_err_t). */
     int (*next)(void *ctx, kc_record_t *rec, kc_error_t *err);
     void *opaque;
@@ -89,7 +91,7 @@ typedef struct kc_rt kc_rt_t;
 
 /* One assigned partition. Field owners noted per field. */
 typedef struct kc_rt_part {
-    kc_partition_t pub; /* pub.app: owner = the worker running the partition */
+    kc_part_t pub; /* pub.app: owner = the worker running the partition */
     char *topic;        /* owned; pub.topic points here */
     kc_rt_t *rt;
     kc_rt_bring_t ring;          /* producer: network thread; consumer: the running worker */

@@ -14,28 +14,26 @@ int64_t kc_record_offset(const kc_record_t *r)
     return r->offset;
 }
 
-int64_t kc_record_timestamp(const kc_record_t *r, int *type_out)
+int64_t kc_record_timestamp(const kc_record_t *r)
 {
-    if (type_out)
-        *type_out = r->ts_type;
     return r->timestamp;
 }
 
 const void *kc_record_key(const kc_record_t *r, size_t *len)
 {
-    *len = r->key ? r->key_len : 0;
+    *len = r->key && r->key_len > 0 ? (size_t)r->key_len : 0;
     return r->key;
 }
 
 const void *kc_record_value(const kc_record_t *r, size_t *len)
 {
-    *len = r->value ? r->value_len : 0;
+    *len = r->value && r->value_len > 0 ? (size_t)r->value_len : 0;
     return r->value;
 }
 
 size_t kc_record_header_count(const kc_record_t *r)
 {
-    return r->header_count;
+    return r->header_count > 0 ? (size_t)r->header_count : 0;
 }
 
 /* Kafka's zig-zag varint (record headers use it for lengths). false when truncated or too long. */
@@ -81,7 +79,7 @@ kc_err_t kc_record_header(const kc_record_t *r, size_t idx, const char **name, s
                           const void **value, size_t *value_len)
 {
     size_t cur = 0;
-    if (idx >= r->header_count)
+    if (idx >= kc_record_header_count(r))
         return KC_ERR_NOT_FOUND;
     for (size_t i = 0;; i++) {
         kc_err_t rc = kc_record_header_next(r, &cur, name, name_len, value, value_len);
@@ -92,12 +90,12 @@ kc_err_t kc_record_header(const kc_record_t *r, size_t idx, const char **name, s
     }
 }
 
-const kc_partition_t *kc_batch_partition(const kc_batch_t *b)
+const kc_part_t *kc_records_partition(const kc_records_t *b)
 {
     return &b->part->pub;
 }
 
-int kc_rt_batch_pull(kc_batch_t *b)
+int kc_rt_records_pull(kc_records_t *b)
 {
     if (b->end)
         return 0;
@@ -110,13 +108,13 @@ int kc_rt_batch_pull(kc_batch_t *b)
     return r < 0 ? r : 0;
 }
 
-const kc_record_t *kc_batch_next(kc_batch_t *b)
+const kc_record_t *kc_records_next(kc_records_t *b)
 {
     if (b->left == 0)
         return NULL;
     if (b->peeked) {
         b->peeked = false;
-    } else if (kc_rt_batch_pull(b) != 1) {
+    } else if (kc_rt_records_pull(b) != 1) {
         return NULL;
     }
     b->left--;
@@ -125,7 +123,7 @@ const kc_record_t *kc_batch_next(kc_batch_t *b)
     return &b->rec;
 }
 
-kc_err_t kc_batch_error(const kc_batch_t *b, kc_error_t *err)
+kc_err_t kc_records_error(const kc_records_t *b, kc_error_t *err)
 {
     if (err && b->err != KC_OK)
         *err = b->errinfo;
@@ -134,12 +132,17 @@ kc_err_t kc_batch_error(const kc_batch_t *b, kc_error_t *err)
     return b->err;
 }
 
-int64_t kc_batch_first_offset(const kc_batch_t *b)
+int64_t kc_records_first_offset(const kc_records_t *b)
 {
     return b->first_offset;
 }
 
-int64_t kc_batch_next_offset(const kc_batch_t *b)
+int64_t kc_records_next_offset(const kc_records_t *b)
 {
     return b->next_offset;
+}
+
+int kc_records_timestamp_type(const kc_records_t *b)
+{
+    return b->ts_type;
 }

@@ -36,8 +36,10 @@ void __tsan_release(void *addr);
 struct kc_rt_part;
 
 /*
- * One record batch of one partition as received: a slice of the Fetch response buffer (holding
- * one reference) and the batch's offset span from its header. `last_offset` may exceed the last
+ * One Kafka record batch of one partition as received: a slice of the Fetch response buffer
+ * (holding one reference) and the batch's offset span from its header. The network thread splits
+ * a partition's records with io/batch's splitter (header parse only; CRC is checked by the
+ * worker). `last_offset` may exceed the last
  * record's offset (compaction), and the partition's position moves past it anyway.
  */
 typedef struct kc_rt_bref {

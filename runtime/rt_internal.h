@@ -15,7 +15,7 @@ typedef struct kc_rt_worker {
     bool started, joined; /* owner: the thread running kc_rt_new/shutdown/free */
     kc_rt_cring_t cring;  /* producer: this worker; consumer: network thread */
     void *dctx;           /* owner: this worker (created before start, freed after join) */
-    kc_batch_t view;      /* owner: this worker */
+    kc_records_t view;      /* owner: this worker */
     /* Watchdog: written by this worker around each callback, read by the network thread.
      * cb_part is stored before cb_start_ns (release) and read after it (acquire). */
     _Atomic(kc_rt_part_t *) cb_part;

@@ -60,9 +60,9 @@ static void cb_exit(kc_rt_worker_t *w)
 }
 
 /* Moves the view to the first record at or after p->next_deliver; false at the batch's end. */
-static bool peek_first(kc_batch_t *b, int64_t from)
+static bool peek_first(kc_records_t *b, int64_t from)
 {
-    while (kc_rt_batch_pull(b) == 1) {
+    while (kc_rt_records_pull(b) == 1) {
         if (b->rec.offset >= from) {
             b->peeked = true;
             return true;
@@ -89,7 +89,7 @@ static void report(kc_rt_t *rt, const kc_error_t *e)
 }
 
 /* One callback over one view of the open batch. */
-static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_batch_t *b)
+static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
 {
     kc_rt_t *rt = w->rt;
     unsigned exp = KC_RT_ACTIVE;
@@ -121,7 +121,7 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_batch_t *b)
         kc_rt_post(w, KC_RT_CMPL_STOPPED, p, KC_ERR_STATE, b->first_offset);
         return YIELD;
     }
-    while (kc_batch_next(b)) /* records of the view the callback did not read count as done */
+    while (kc_records_next(b)) /* records of the view the callback did not read count as done */
         ;
     advance(p, b->next_offset);
     if (res == KC_CB_PAUSE) {
@@ -136,9 +136,9 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_batch_t *b)
 static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
-    kc_batch_t *b = &w->view;
-    *b = (kc_batch_t){.part = p, .dec = &rt->o.decoder, .dctx = w->dctx};
-    kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->errinfo);
+    kc_records_t *b = &w->view;
+    *b = (kc_records_t){.part = p, .dec = &rt->o.decoder, .dctx = w->dctx};
+    kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->ts_type, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves
          * past it and the error is reported. */
@@ -175,7 +175,7 @@ static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
     while (kc_rt_bring_pop(&p->ring, &b))
         kc_rt_release_bref(w, p, &b);
     if (p->assigned_cb_done) {
-        void (*cb)(void *, kc_partition_t *) = rt->o.cbs.on_revoke;
+        void (*cb)(void *, kc_part_t *) = rt->o.cbs.on_revoke;
         if ((life & KC_RT_LOST) && rt->o.cbs.on_lost)
             cb = rt->o.cbs.on_lost; /* as in Java: lost falls back to revoked when unset */
         if (cb) {

@@ -33,12 +33,13 @@ static inline void fake_ctx_free(void *opaque, void *ctx)
     free(ctx);
 }
 
-static inline kc_err_t fake_open(void *vctx, const kc_partition_t *p, const kc_rt_bref_t *b,
-                                 kc_error_t *err)
+static inline kc_err_t fake_open(void *vctx, const kc_part_t *p, const kc_rt_bref_t *b,
+                                 int *ts_type, kc_error_t *err)
 {
     fake_ctx_t *c = vctx;
     int64_t first;
     (void)p;
+    *ts_type = 0;
     memcpy(&first, b->raw.ptr, sizeof first);
     if (b->raw.len >= 8 && first == FAKE_CORRUPT)
         return kc_fail(err, KC_ERR_CRC, "fake corrupt batch at %lld", (long long)b->base_offset);
@@ -57,11 +58,11 @@ static inline int fake_next(void *vctx, kc_record_t *r, kc_error_t *err)
     memcpy(&r->offset, c->p, 8);
     memcpy(&n, c->p + 8, 4);
     r->value = c->p + 12;
-    r->value_len = n;
+    r->value_len = (int32_t)n;
     r->key = NULL;
-    r->key_len = 0;
+    r->key_len = -1;
     r->timestamp = 1000 + r->offset;
-    r->ts_type = 0;
+    r->attributes = 0;
     r->headers = NULL;
     r->headers_len = 0;
     r->header_count = 0;

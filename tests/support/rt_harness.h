@@ -57,14 +57,14 @@ static inline void h_wake(void *ctx)
     atomic_fetch_add(&((harness_t *)ctx)->wakes, 1);
 }
 
-static inline void h_on_assign(void *opaque, kc_partition_t *p)
+static inline void h_on_assign(void *opaque, kc_part_t *p)
 {
     harness_t *h = opaque;
     p->app = &h->hp[p->partition];
     atomic_fetch_add(&h->hp[p->partition].assigned, 1);
 }
 
-static inline kc_cb_result_t h_on_records(void *opaque, kc_partition_t *p, kc_batch_t *b)
+static inline kc_cb_result_t h_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
 {
     harness_t *h = opaque;
     h_part_t *hp = p->app;
@@ -81,7 +81,7 @@ static inline kc_cb_result_t h_on_records(void *opaque, kc_partition_t *p, kc_ba
         res = (kc_cb_result_t)(s - 1);
     const kc_record_t *r;
     long n = 0;
-    while ((r = kc_batch_next(b))) {
+    while ((r = kc_records_next(b))) {
         if (res == KC_CB_CONTINUE || res == KC_CB_PAUSE) {
             if (kc_record_offset(r) != hp->expect)
                 atomic_fetch_add(&h->violations, 1);
@@ -95,7 +95,7 @@ static inline kc_cb_result_t h_on_records(void *opaque, kc_partition_t *p, kc_ba
     return res;
 }
 
-static inline void h_on_revoke(void *opaque, kc_partition_t *p)
+static inline void h_on_revoke(void *opaque, kc_part_t *p)
 {
     harness_t *h = opaque;
     h_part_t *hp = &h->hp[p->partition];
@@ -104,7 +104,7 @@ static inline void h_on_revoke(void *opaque, kc_partition_t *p)
     atomic_fetch_add(&hp->revoked, 1);
 }
 
-static inline void h_on_lost(void *opaque, kc_partition_t *p)
+static inline void h_on_lost(void *opaque, kc_part_t *p)
 {
     harness_t *h = opaque;
     atomic_fetch_add(&h->hp[p->partition].lost, 1);

@@ -11,18 +11,16 @@ static void accessors_and_headers(void **state)
     static const uint8_t hdr[] = {0x02, 'a', 0x04, 'x', 'y', 0x04, 'b', 'b', 0x01};
     kc_record_t r = {.offset = 42,
                      .timestamp = 1700,
-                     .ts_type = 1,
                      .key = NULL,
+                     .key_len = -1,
                      .value = (const uint8_t *)"",
                      .value_len = 0,
                      .headers = hdr,
                      .headers_len = sizeof hdr,
                      .header_count = 2};
     size_t len = 99;
-    int type = -1;
     assert_int_equal(kc_record_offset(&r), 42);
-    assert_int_equal(kc_record_timestamp(&r, &type), 1700);
-    assert_int_equal(type, 1);
+    assert_int_equal(kc_record_timestamp(&r), 1700);
     assert_null(kc_record_key(&r, &len));
     assert_int_equal(len, 0);
     assert_non_null(kc_record_value(&r, &len)); /* empty, not null */
