@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Generates kconsume's Kafka message codec (io/proto/*.gen.[ch]) from Kafka's own schemas.
+
+The schemas are the common/message/*.json files inside the kafka-clients jar of the pinned Kafka
+version (tests/testkit/fetch-kafka prints the folder holding it); they are read straight from the
+jar and never committed. Extra schemas written in the same format (layouts Kafka defines only in
+Java code) live in io/proto/gen/extra/. Output is deterministic: same jar, same bytes.
+
+Usage: python3 io/proto/gen/generate.py      (what `make codegen` runs)
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+PROTO = os.path.join(ROOT, "io", "proto")
+sys.path.insert(0, HERE)
+
+import kafka_errors  # noqa: E402
+from emit_c import emit_message_files, emit_apis, emit_fill  # noqa: E402
+from schema import load_message  # noqa: E402
+
+# (file stem, schema base name). Both Request and Response of each are generated.
+APIS = [
+    ("api_versions", "ApiVersions"), ("metadata", "Metadata"),
+    ("find_coordinator", "FindCoordinator"), ("fetch", "Fetch"), ("list_offsets", "ListOffsets"),
+    ("offset_for_leader_epoch", "OffsetForLeaderEpoch"), ("offset_commit", "OffsetCommit"),
+    ("offset_fetch", "OffsetFetch"), ("join_group", "JoinGroup"), ("sync_group", "SyncGroup"),
+    ("heartbeat", "Heartbeat"), ("leave_group", "LeaveGroup"),
+    ("consumer_group_heartbeat", "ConsumerGroupHeartbeat"),
+    ("consumer_group_describe", "ConsumerGroupDescribe"), ("describe_groups", "DescribeGroups"),
+    ("list_groups", "ListGroups"), ("sasl_handshake", "SaslHandshake"),
+    ("sasl_authenticate", "SaslAuthenticate"),
+]
+# Single-message files: headers and the versioned consumer-protocol payloads.
+SINGLES = [
+    ("request_header", ["RequestHeader"]), ("response_header", ["ResponseHeader"]),
+    ("consumer_protocol", ["ConsumerProtocolSubscription", "ConsumerProtocolAssignment"]),
+    ("sticky_assignor_user_data", ["extra/StickyAssignorUserData"]),
+]
+
+
+def strip_comments(text):
+    # Kafka's schemas use whole-line and trailing // comments; no string holds "//" except URLs
+    # in "about" text, so only strip // outside string literals.
+    out = []
+    for line in text.splitlines():
+        in_str = False
+        esc = False
+        cut = len(line)
+        for i, ch in enumerate(line):
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = not in_str
+            elif not in_str and line.startswith("//", i):
+                cut = i
+                break
+        out.append(line[:cut])
+    return "\n".join(out)
+
+
+def main():
+    libs = subprocess.run([os.path.join(ROOT, "tests", "testkit", "fetch-kafka")], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    jars = sorted(f for f in os.listdir(libs) if re.match(r"kafka-clients-.*\.jar$", f))
+    if not jars:
+        sys.exit("generate.py: no kafka-clients jar in " + libs)
+    jar = os.path.join(libs, jars[-1])
+    version = jars[-1][len("kafka-clients-"):-len(".jar")]
+    with zipfile.ZipFile(jar) as z:
+        def read(name):
+            if name.startswith("extra/"):
+                with open(os.path.join(HERE, name + ".json")) as f:
+                    return json.loads(strip_comments(f.read()))
+            return json.loads(strip_comments(z.read("common/message/%s.json" % name).decode()))
+
+        source = "kafka-clients-%s.jar" % version
+        apis = []
+        for stem, base in APIS:
+            req = load_message(read(base + "Request"))
+            resp = load_message(read(base + "Response"))
+            emit_message_files(PROTO, stem, [req, resp], source)
+            apis.append((stem, req, resp))
+        singles = []
+        for stem, names in SINGLES:
+            msgs = [load_message(read(n)) for n in names]
+            emit_message_files(PROTO, stem, msgs, source)
+            singles.append((stem, msgs))
+        emit_apis(PROTO, apis, source)
+        emit_fill(os.path.join(ROOT, "tests", "unit", "proto_fill.gen.inc"), apis, singles, source)
+    kafka_errors.generate(libs, os.path.join(PROTO, "kafka_errors.gen.c"), HERE)
+
+
+if __name__ == "__main__":
+    main()
