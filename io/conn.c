@@ -182,19 +182,19 @@ void kc_conn_reset(kc_conn_t *c, kc_err_t code, const char *why)
 static kc_err_t encode(kc_conn_t *c, req_t *r, kc_error_t *err)
 {
     size_t start = c->out.len;
-    kc_wbuf_be32(&c->out, 0); /* size, patched below */
-    kc_wire_request_header(&c->out, r->spec.api_key, r->version, r->corr, c->client_id,
-                           r->req_hdr);
-    kc_err_t rc = r->spec.encode ? r->spec.encode(&c->out, r->version, r->spec.opaque) : KC_OK;
-    if (rc == KC_OK && c->out.oom)
-        rc = kc_fail(err, KC_ERR_NOMEM, "encoding request api %d", r->spec.api_key);
+    static const uint8_t zero[4];
+    kc_err_t rc = kc_wire_append(&c->out, zero, 4); /* size, patched below */
+    if (rc == KC_OK)
+        rc = kc_wire_request_header(&c->out, r->spec.api_key, r->version, r->corr, c->client_id,
+                                    r->req_hdr, err);
+    if (rc == KC_OK && r->spec.encode)
+        rc = r->spec.encode(&c->out, r->version, r->spec.opaque);
     if (rc != KC_OK) {
         c->out.len = start;
-        c->out.oom = 0;
-        return rc;
+        return kc_fail(err, rc, "encoding api %d v%d failed", r->spec.api_key, r->version);
     }
     uint32_t n = (uint32_t)(c->out.len - start - 4);
-    uint8_t *p = c->out.p + start;
+    uint8_t *p = c->out.data + start;
     p[0] = (uint8_t)(n >> 24), p[1] = (uint8_t)(n >> 16), p[2] = (uint8_t)(n >> 8), p[3] = (uint8_t)n;
     return KC_OK;
 }
@@ -301,7 +301,7 @@ static void flush(kc_conn_t *c)
     c->sending = c->out; /* everything encoded since the last send goes in one op */
     c->out = t;
     c->out.len = 0;
-    kc_loop_send(c->loop, &c->op_send, c->fd, c->sending.p, c->sending.len);
+    kc_loop_send(c->loop, &c->op_send, c->fd, c->sending.data, c->sending.len);
 }
 
 static void on_send(kc_loop_t *loop, kc_loop_op_t *op, int res)
@@ -475,8 +475,7 @@ void kc_conn_auth_done(kc_conn_t *c, const kc_error_t *result)
 static kc_err_t encode_apiversions(kc_wbuf_t *out, int16_t version, void *opaque)
 {
     (void)opaque;
-    kc_wire_apiversions_request(out, version);
-    return KC_OK;
+    return kc_wire_apiversions_request(out, version, NULL);
 }
 
 static void send_apiversions(kc_conn_t *c);
@@ -537,7 +536,8 @@ static void on_connect(kc_loop_t *loop, kc_loop_op_t *op, int res)
     set_state(c, KC_CONN_HANDSHAKE, NULL);
     c->stage_off = c->stage_len = 0;
     start_recv(c);
-    c->av_version = 3;
+    const kc_proto_api_t *av = kc_proto_api_find(KC_API_VERSIONS);
+    c->av_version = av ? av->max_stable : 3; /* newest we speak; a broker that doesn't says so */
     send_apiversions(c);
 }
 

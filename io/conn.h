@@ -20,7 +20,6 @@
 #include "base/err.h"
 #include "conn_wire.h"
 #include "loop.h"
-#include "wbuf.h"
 
 typedef struct kc_conn kc_conn_t;
 

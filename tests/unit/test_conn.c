@@ -171,8 +171,9 @@ typedef struct call {
 static kc_err_t enc(kc_wbuf_t *out, int16_t v, void *opaque)
 {
     (void)v;
-    kc_wbuf_be32(out, (uint32_t)((call *)opaque)->want);
-    return KC_OK;
+    uint8_t b[4];
+    put32(b, (uint32_t)((call *)opaque)->want);
+    return kc_wire_append(out, b, 4);
 }
 
 static void on_resp(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t v, void *opaque)
