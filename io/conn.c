@@ -47,6 +47,8 @@ struct kc_conn {
     char *servers, *client_id;
     kc_conn_state_t state;
     int closing;
+    int auth_failed;        /* the reset in progress ends in FAILED, not in a backoff */
+    kc_error_t fail_err;    /* why we are FAILED */
     int fd;
     kc_addr_t addrs[MAX_ADDRS];
     int naddrs, next_addr, cur_addr;
@@ -146,6 +148,11 @@ static void finish_reset(kc_conn_t *c)
         free(c);
         return;
     }
+    if (c->auth_failed) {
+        kc_loop_timer_stop(c->loop, &c->t_connect);
+        set_state(c, KC_CONN_FAILED, &c->fail_err);
+        return;
+    }
     c->failures++;
     c->last_backoff = kc_backoff_ms(c->o.reconnect_backoff_ms, c->o.reconnect_backoff_max_ms,
                                     c->failures, kc_backoff_rand(&c->rng));
@@ -156,7 +163,7 @@ static void finish_reset(kc_conn_t *c)
 
 void kc_conn_reset(kc_conn_t *c, kc_err_t code, const char *why)
 {
-    if (c->state == KC_CONN_RESETTING || c->state == KC_CONN_DOWN)
+    if (c->state == KC_CONN_RESETTING || c->state == KC_CONN_DOWN || c->state == KC_CONN_FAILED)
         return;
     kc_error_t e;
     kc_fail(&e, code, "%s: %s", c->cur_addr >= 0 ? c->addrs[c->cur_addr].name : "?", why);
@@ -230,6 +237,8 @@ static kc_err_t submit(kc_conn_t *c, const kc_conn_req_spec_t *spec, int interna
         return kc_fail(err, KC_ERR_CLOSED, "connection is closing");
     if (!spec->cb)
         return kc_fail(err, KC_ERR_INVALID_ARG, "request without a callback");
+    if (c->state == KC_CONN_FAILED)
+        return kc_fail(err, c->fail_err.code, "%s", c->fail_err.msg);
     req_t *r = calloc(1, sizeof *r);
     if (!r)
         return kc_fail(err, KC_ERR_NOMEM, "request: out of memory");
@@ -464,9 +473,11 @@ void kc_conn_auth_done(kc_conn_t *c, const kc_error_t *result)
         return;
     if (result && result->code != KC_OK) {
         /* Auth failures are not retried by looping: the pending requests learn why now. */
-        kc_error_t e = *result;
-        fail_queue(c, &c->pending, e.code);
-        kc_conn_reset(c, e.code, e.msg);
+        c->fail_err = *result;
+        c->auth_failed = 1;
+        kc_log(KC_LOG_ERROR, "conn", "%s: %s", c->addrs[c->cur_addr].name, result->msg);
+        fail_queue(c, &c->pending, result->code);
+        kc_conn_reset(c, result->code, result->msg);
         return;
     }
     become_ready(c);
@@ -630,6 +641,11 @@ kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opt
 
 void kc_conn_start(kc_conn_t *c)
 {
+    if (c->state == KC_CONN_FAILED) {
+        c->state = KC_CONN_DOWN;
+        c->auth_failed = 0;
+        c->failures = 0;
+    }
     if (c->state == KC_CONN_DOWN && !kc_loop_timer_armed(&c->t_backoff))
         connect_next(c);
 }
@@ -644,7 +660,7 @@ void kc_conn_close(kc_conn_t *c)
     fail_queue(c, &c->pending, KC_ERR_CLOSED);
     fail_queue(c, &c->inflight, KC_ERR_CLOSED);
     c->closing = 1;
-    if (c->state == KC_CONN_DOWN || c->state == KC_CONN_RESETTING) {
+    if (c->state == KC_CONN_DOWN || c->state == KC_CONN_RESETTING || c->state == KC_CONN_FAILED) {
         c->state = KC_CONN_RESETTING;
         finish_reset(c);
         return;

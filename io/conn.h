@@ -30,6 +30,7 @@ typedef enum kc_conn_state {
     KC_CONN_AUTH,        /* the auth hook is running (SASL) */
     KC_CONN_READY,
     KC_CONN_RESETTING,   /* waiting for the loop to return the socket's ops */
+    KC_CONN_FAILED,      /* authentication failed: no reconnects until kc_conn_start() */
 } kc_conn_state_t;
 
 /* The response callback. On KC_OK, `frame` is the whole response (header included) with one
@@ -77,7 +78,10 @@ void kc_conn_close(kc_conn_t *conn);
 
 /* Queues a request. KC_OK: spec->cb will be called exactly once. Otherwise no callback. */
 kc_err_t kc_conn_send(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_t *err);
-/* For the auth hook: sends even though the connection is not READY. */
+/* For the auth hook: sends even though the connection is not READY. An auth failure passed to
+ * kc_conn_auth_done() is final: queued requests fail with it, the connection goes to
+ * KC_CONN_FAILED and does not reconnect (retrying a wrong password only locks accounts), and
+ * kc_conn_send() returns it until kc_conn_start() is called again. */
 kc_err_t kc_conn_send_internal(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_t *err);
 void kc_conn_auth_done(kc_conn_t *conn, const kc_error_t *result);
 /* Forces a reset (as on a protocol error). */

@@ -50,6 +50,7 @@ kc_err_t kc_loop_new(kc_loop_t **out, kc_loop_backend_t backend, kc_error_t *err
         return kc_fail(err, KC_ERR_NOMEM, "loop: out of memory");
     kc_mpsc_init(&loop->cmds);
     atomic_init(&loop->sleeping, 0);
+    atomic_init(&loop->wake_pending, 0);
     loop->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (loop->wake_fd < 0) {
         int e = errno;
@@ -277,7 +278,8 @@ void kc_loop_post(kc_loop_t *loop, kc_loop_cmd_t *cmd)
 {
     kc_mpsc_push(&loop->cmds, &cmd->node);
     /* seq_cst: pairs with the loop's seq_cst store of sleeping (see the top of this file). */
-    if (atomic_load_explicit(&loop->sleeping, memory_order_seq_cst)) {
+    if (atomic_load_explicit(&loop->sleeping, memory_order_seq_cst) &&
+        !atomic_exchange_explicit(&loop->wake_pending, 1, memory_order_seq_cst)) {
         uint64_t one = 1;
         /* EAGAIN means the counter is saturated, i.e. a wake is already pending: fine. */
         ssize_t w = write(loop->wake_fd, &one, sizeof one);
@@ -292,6 +294,7 @@ void kc_loop_wake_consumed(kc_loop_t *loop)
     /* Non-blocking eventfd: drain whatever count accumulated; the commands are in the queue. */
     ssize_t r = read(loop->wake_fd, &v, sizeof v);
     (void)r;
+    atomic_store_explicit(&loop->wake_pending, 0, memory_order_seq_cst);
     KC_STAT_ADD(loop, wakeups, 1);
 }
 

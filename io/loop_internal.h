@@ -27,6 +27,7 @@ struct kc_loop {
     void *be;                   /* backend state */
     int wake_fd;                /* eventfd; producers write it, the loop reads it */
     atomic_int sleeping;        /* 1 while the loop may block in the kernel; see loop.c */
+    atomic_int wake_pending;    /* 1 from a producer's eventfd write until the loop consumes it */
     kc_mpsc_t cmds;
     kc_loop_timer_t **heap;     /* min-heap on deadline_ns */
     size_t heap_len, heap_cap;

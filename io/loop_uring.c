@@ -66,6 +66,8 @@ static void prep(kc_loop_t *loop, kc_loop_op_t *op)
 static void wake_cb(kc_loop_t *loop, kc_loop_op_t *op, int res)
 {
     (void)res;
+    /* The READ already drained the eventfd counter; see loop.c for why this reset is seq_cst. */
+    atomic_store_explicit(&loop->wake_pending, 0, memory_order_seq_cst);
     KC_STAT_ADD(loop, wakeups, 1);
     op->pending = 1;
     prep(loop, op); /* keep one read pending on the eventfd at all times */

@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "conn.h"
+#include "conn_addr.h"
 #include "loop.h"
 
 /* ---- the server: answers ApiVersions, and Metadata(3) requests whose body is an int32 N with a
@@ -136,17 +137,48 @@ static void *server_main(void *arg)
     return NULL;
 }
 
-static void server_start(server *s)
+/* A listening socket on loopback (IPv4 or IPv6); returns the fd, sets *port. */
+static int listen_on(int family, int backlog, int *port)
+{
+    int fd = socket(family, SOCK_STREAM, 0);
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t l;
+    if (family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_loopback;
+        l = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        l = sizeof *a;
+    }
+    if (bind(fd, (struct sockaddr *)&ss, l) != 0) {
+        close(fd);
+        return -1;
+    }
+    assert_int_equal(listen(fd, backlog), 0);
+    getsockname(fd, (struct sockaddr *)&ss, &l);
+    *port = ntohs(family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                     : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+static int server_start_family(server *s, int family)
 {
     memset(s, 0, sizeof *s);
-    s->lfd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(listen(s->lfd, 8), 0);
-    socklen_t l = sizeof a;
-    getsockname(s->lfd, (struct sockaddr *)&a, &l);
-    s->port = ntohs(a.sin_port);
+    s->lfd = listen_on(family, 8, &s->port);
+    if (s->lfd < 0)
+        return 0;
     pthread_create(&s->th, NULL, server_main, s);
+    return 1;
+}
+
+static void server_start(server *s)
+{
+    assert_true(server_start_family(s, AF_INET));
 }
 
 static void server_stop(server *s)
@@ -372,6 +404,170 @@ static void backoff_against_closed_port(kc_loop_backend_t b)
     kc_loop_free(loop);
 }
 
+
+/* Auth hook: runs after ApiVersions, may send on the not-yet-ready connection; success makes
+ * it READY, failure is final (no reconnect, clear error to queued and later requests). */
+typedef struct auth_ctx {
+    int calls;
+    int fail;
+    call probe;
+} auth_ctx;
+
+static void auth_probe_done(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t v, void *op)
+{
+    auth_ctx *a = op;
+    on_resp(c, err, f, off, v, &a->probe);
+    kc_error_t e = {0};
+    if (a->fail)
+        kc_fail(&e, KC_ERR_AUTH, "SASL PLAIN authentication to broker test failed: bad password");
+    kc_conn_auth_done(c, &e);
+}
+
+static void auth_hook(kc_conn_t *c, void *opaque)
+{
+    auth_ctx *a = opaque;
+    a->calls++;
+    assert_int_equal(kc_conn_state(c), KC_CONN_AUTH);
+    a->probe = (call){.want = 4};
+    kc_conn_req_spec_t s = {.api_key = 3, .min_version = 12, .max_version = 12, .encode = enc,
+                            .cb = auth_probe_done, .opaque = a};
+    /* The plain send must wait for READY; the internal one goes out now. */
+    assert_int_equal(kc_conn_send_internal(c, &s, NULL), KC_OK);
+}
+
+static void auth_hook_gates_ready(kc_loop_backend_t b, int fail)
+{
+    server s;
+    server_start(&s);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_loop_t *loop = mkloop(b);
+    auth_ctx a = {.fail = fail};
+    kc_conn_opts_t o = {.servers = addr, .request_timeout_ms = 5000, .reconnect_backoff_ms = 20,
+                        .reconnect_backoff_max_ms = 50, .authenticate = auth_hook, .auth_opaque = &a};
+    kc_conn_t *c = NULL;
+    assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
+    kc_conn_start(c);
+    call x = {.want = 9};
+    send_want(c, &x);
+    assert_true(run_until(loop, &x.done, 5000));
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(a.probe.err, KC_OK);
+    if (!fail) {
+        assert_int_equal(x.err, KC_OK);
+        assert_int_equal(kc_conn_state(c), KC_CONN_READY);
+    } else {
+        assert_int_equal(x.err, KC_ERR_AUTH);
+        int never = 0;
+        run_until(loop, &never, 300); /* a retry would reconnect within 50 ms */
+        assert_int_equal(kc_conn_state(c), KC_CONN_FAILED);
+        assert_int_equal(atomic_load(&s.accepted), 1);
+        assert_int_equal(a.calls, 1);
+        kc_error_t e = {0};
+        call y = {.want = 1};
+        kc_conn_req_spec_t sp = {.api_key = 3, .min_version = 12, .max_version = 12, .encode = enc,
+                                 .cb = on_resp, .opaque = &y};
+        assert_int_equal(kc_conn_send(c, &sp, &e), KC_ERR_AUTH);
+        assert_non_null(strstr(e.msg, "PLAIN"));
+    }
+    close_conn(loop, c);
+    kc_loop_free(loop);
+    server_stop(&s);
+}
+
+static void auth_ok(kc_loop_backend_t b)
+{
+    auth_hook_gates_ready(b, 0);
+}
+
+static void auth_fail_is_final(kc_loop_backend_t b)
+{
+    auth_hook_gates_ready(b, 1);
+}
+
+/* A listener whose accept queue is full drops our SYN: the connect hangs until our timer ends
+ * it; the pending connect op must come back (ASan would report the leaked conn otherwise). */
+static void connect_timeout_then_close(kc_loop_backend_t b)
+{
+    int port;
+    int lfd = listen_on(AF_INET, 0, &port);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fillers[4];
+    for (int i = 0; i < 4; i++) {
+        fillers[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        connect(fillers[i], (struct sockaddr *)&a, sizeof a);
+    }
+    struct timespec ts = {0, 50000000};
+    nanosleep(&ts, NULL);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    kc_loop_t *loop = mkloop(b);
+    kc_conn_opts_t o = {.servers = addr, .connect_timeout_ms = 200, .request_timeout_ms = 10000,
+                        .reconnect_backoff_ms = 10, .reconnect_backoff_max_ms = 20};
+    kc_conn_t *c = NULL;
+    assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
+    kc_conn_start(c);
+    int64_t t0 = kc_now_ns();
+    int never = 0;
+    run_until(loop, &never, 1000);
+    int64_t el = (kc_now_ns() - t0) / 1000000;
+    kc_conn_stats_t st;
+    kc_conn_get_stats(c, &st);
+    assert_int_equal(st.connects, 0);
+    /* Each attempt lasts the 200 ms timeout (plus <= 24 ms backoff): 4 or 5 in a second. */
+    assert_true(kc_conn_failures(c) >= 3 && kc_conn_failures(c) <= (int)(el / 200) + 1);
+    close_conn(loop, c);
+    kc_loop_free(loop);
+    for (int i = 0; i < 4; i++)
+        close(fillers[i]);
+    close(lfd);
+}
+
+/* Several bootstrap entries: a dead one first, then IPv6 loopback; the connection walks on. */
+static void bootstrap_list_and_ipv6(kc_loop_backend_t b)
+{
+    server s;
+    if (!server_start_family(&s, AF_INET6))
+        skip(); /* no IPv6 loopback in this sandbox */
+    int dead;
+    int dfd = listen_on(AF_INET, 1, &dead);
+    close(dfd);
+    char addr[128];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d, [::1]:%d", dead, s.port);
+    kc_loop_t *loop = mkloop(b);
+    kc_conn_t *c = open_conn(loop, addr, 5000);
+    call x = {.want = 100};
+    send_want(c, &x);
+    assert_true(run_until(loop, &x.done, 5000));
+    assert_int_equal(x.err, KC_OK);
+    assert_true(x.ok_pattern);
+    assert_int_equal(kc_conn_failures(c), 0); /* reset by READY */
+    kc_conn_stats_t st;
+    kc_conn_get_stats(c, &st);
+    assert_int_equal(st.connects, 1);
+    char want_peer[64];
+    snprintf(want_peer, sizeof want_peer, "::1:%d", s.port);
+    assert_string_equal(kc_conn_peer(c), want_peer);
+    close_conn(loop, c);
+    kc_loop_free(loop);
+    server_stop(&s);
+}
+
+static void bad_bootstrap_is_config_error(void **state)
+{
+    (void)state;
+    kc_addr_t out[4];
+    int n;
+    kc_error_t e;
+    assert_int_equal(kc_addr_resolve("localhost", out, 4, &n, &e), KC_ERR_CONFIG);
+    assert_int_equal(kc_addr_resolve("[::1:9092", out, 4, &n, &e), KC_ERR_CONFIG);
+    assert_int_equal(kc_addr_resolve("", out, 4, &n, &e), KC_ERR_CONFIG);
+    assert_int_equal(kc_addr_resolve("127.0.0.1:1, 127.0.0.2:2", out, 4, &n, &e), KC_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(out[1].name, "127.0.0.2:2");
+}
+
 #define BOTH(fn)                                                                                   \
     static void fn##_uring(void **s)                                                               \
     {                                                                                              \
@@ -388,6 +584,10 @@ BOTH(big_frames_and_pipelining)
 BOTH(timeout_resets_and_reconnects)
 BOTH(peer_close_fails_inflight)
 BOTH(backoff_against_closed_port)
+BOTH(auth_ok)
+BOTH(auth_fail_is_final)
+BOTH(connect_timeout_then_close)
+BOTH(bootstrap_list_and_ipv6)
 
 int main(void)
 {
@@ -400,6 +600,15 @@ int main(void)
         cmocka_unit_test(peer_close_fails_inflight_epoll),
         cmocka_unit_test(backoff_against_closed_port_uring),
         cmocka_unit_test(backoff_against_closed_port_epoll),
+        cmocka_unit_test(auth_ok_uring),
+        cmocka_unit_test(auth_ok_epoll),
+        cmocka_unit_test(auth_fail_is_final_uring),
+        cmocka_unit_test(auth_fail_is_final_epoll),
+        cmocka_unit_test(connect_timeout_then_close_uring),
+        cmocka_unit_test(connect_timeout_then_close_epoll),
+        cmocka_unit_test(bootstrap_list_and_ipv6_uring),
+        cmocka_unit_test(bootstrap_list_and_ipv6_epoll),
+        cmocka_unit_test(bad_bootstrap_is_config_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
