@@ -47,23 +47,23 @@ struct kc_conn {
     char *servers, *client_id;
     kc_conn_state_t state;
     int closing;
-    int auth_failed;        /* the reset in progress ends in FAILED, not in a backoff */
-    kc_error_t fail_err;    /* why we are FAILED */
+    int auth_failed;     /* the reset in progress ends in FAILED, not in a backoff */
+    kc_error_t fail_err; /* why we are FAILED */
     int fd;
     kc_addr_t addrs[MAX_ADDRS];
     int naddrs, next_addr, cur_addr;
     int failures;
     int64_t last_backoff;
     uint64_t rng;
-    int16_t av_version;     /* ApiVersions version being tried */
+    int16_t av_version; /* ApiVersions version being tried */
     kc_api_ranges_t ranges;
     int32_t next_corr;
-    req_q pending;          /* accepted while not READY: not yet encoded */
-    req_q inflight;         /* encoded (in `out`, `sending`, or on the wire), awaiting answers */
+    req_q pending;  /* accepted while not READY: not yet encoded */
+    req_q inflight; /* encoded (in `out`, `sending`, or on the wire), awaiting answers */
     kc_wbuf_t out, sending;
     uint8_t *stage;
     size_t stage_off, stage_len;
-    kc_buf_t *rx_frame;     /* frame being completed by recv_exact */
+    kc_buf_t *rx_frame; /* frame being completed by recv_exact */
     kc_loop_op_t op_connect, op_send, op_recv;
     kc_loop_timer_t t_connect, t_backoff, t_request;
     kc_conn_stats_t st;
@@ -202,20 +202,22 @@ static kc_err_t encode(kc_conn_t *c, req_t *r, kc_error_t *err)
     }
     uint32_t n = (uint32_t)(c->out.len - start - 4);
     uint8_t *p = c->out.data + start;
-    p[0] = (uint8_t)(n >> 24), p[1] = (uint8_t)(n >> 16), p[2] = (uint8_t)(n >> 8), p[3] = (uint8_t)n;
+    p[0] = (uint8_t)(n >> 24), p[1] = (uint8_t)(n >> 16), p[2] = (uint8_t)(n >> 8),
+    p[3] = (uint8_t)n;
     return KC_OK;
 }
 
 /* Picks the version, encodes, and puts the request in flight. */
 static kc_err_t dispatch(kc_conn_t *c, req_t *r, kc_error_t *err)
 {
-    int v = r->spec.api_key == KC_API_VERSIONS
-                ? c->av_version
-                : kc_conn_pick_version(c, r->spec.api_key, r->spec.min_version, r->spec.max_version);
+    int v =
+        r->spec.api_key == KC_API_VERSIONS
+            ? c->av_version
+            : kc_conn_pick_version(c, r->spec.api_key, r->spec.min_version, r->spec.max_version);
     if (v < 0)
-        return kc_fail(err, KC_ERR_UNSUPPORTED, "%s: broker supports no version of api %d in [%d,%d]",
-                       c->addrs[c->cur_addr].name, r->spec.api_key, r->spec.min_version,
-                       r->spec.max_version);
+        return kc_fail(
+            err, KC_ERR_UNSUPPORTED, "%s: broker supports no version of api %d in [%d,%d]",
+            c->addrs[c->cur_addr].name, r->spec.api_key, r->spec.min_version, r->spec.max_version);
     r->version = (int16_t)v;
     if (kc_wire_header_versions(r->spec.api_key, r->version, &r->req_hdr, &r->resp_hdr) != KC_OK)
         return kc_fail(err, KC_ERR_UNSUPPORTED, "api %d: header version unknown", r->spec.api_key);
@@ -345,7 +347,8 @@ static int deliver(kc_conn_t *c, kc_buf_t *frame)
         kc_conn_reset(c, KC_ERR_MALFORMED, "response with no request in flight");
         return 0;
     }
-    if (kc_wire_response_header(frame->data, frame->len, r->resp_hdr, &corr, &body_off, &e) != KC_OK) {
+    if (kc_wire_response_header(frame->data, frame->len, r->resp_hdr, &corr, &body_off, &e) !=
+        KC_OK) {
         kc_buf_unref(frame);
         kc_conn_reset(c, KC_ERR_MALFORMED, e.msg);
         return 0;
@@ -430,7 +433,8 @@ static void on_recv(kc_loop_t *loop, kc_loop_op_t *op, int res)
             kc_buf_unref(c->rx_frame);
             c->rx_frame = NULL;
         }
-        kc_conn_reset(c, KC_ERR_TRANSPORT, res == 0 ? "connection closed by broker" : strerror(-res));
+        kc_conn_reset(c, KC_ERR_TRANSPORT,
+                      res == 0 ? "connection closed by broker" : strerror(-res));
         return;
     }
     c->st.bytes_in += (uint64_t)res;
@@ -498,7 +502,8 @@ static void on_apiversions(kc_conn_t *c, kc_err_t err, kc_buf_t *frame, size_t o
     if (err != KC_OK)
         return; /* the reset that failed it handles the connection */
     kc_error_t e;
-    kc_err_t rc = kc_wire_apiversions_response(frame->data + off, frame->len - off, v, &c->ranges, &e);
+    kc_err_t rc =
+        kc_wire_apiversions_response(frame->data + off, frame->len - off, v, &c->ranges, &e);
     kc_buf_unref(frame);
     if (rc == KC_ERR_BROKER && e.kafka_code == 35 && c->av_version > 0) {
         /* The broker is older than our ApiVersions; ask again in the newest it listed. */
@@ -521,8 +526,8 @@ static void on_apiversions(kc_conn_t *c, kc_err_t err, kc_buf_t *frame, size_t o
 
 static void send_apiversions(kc_conn_t *c)
 {
-    kc_conn_req_spec_t s = {.api_key = KC_API_VERSIONS, .encode = encode_apiversions,
-                            .cb = on_apiversions};
+    kc_conn_req_spec_t s = {
+        .api_key = KC_API_VERSIONS, .encode = encode_apiversions, .cb = on_apiversions};
     kc_error_t e;
     if (kc_conn_send_internal(c, &s, &e) != KC_OK)
         kc_conn_reset(c, e.code, e.msg);
@@ -620,7 +625,8 @@ kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opt
     if (c->o.reconnect_backoff_ms <= 0)
         c->o.reconnect_backoff_ms = 50;
     if (c->o.reconnect_backoff_max_ms < c->o.reconnect_backoff_ms)
-        c->o.reconnect_backoff_max_ms = c->o.reconnect_backoff_ms > 1000 ? c->o.reconnect_backoff_ms : 1000;
+        c->o.reconnect_backoff_max_ms =
+            c->o.reconnect_backoff_ms > 1000 ? c->o.reconnect_backoff_ms : 1000;
     if (c->o.max_frame == 0)
         c->o.max_frame = 100u << 20;
     c->rng = (uint64_t)kc_now_ns() ^ (uint64_t)(uintptr_t)c;
@@ -668,11 +674,26 @@ void kc_conn_close(kc_conn_t *c)
     kc_conn_reset(c, KC_ERR_CLOSED, "closed");
 }
 
-kc_conn_state_t kc_conn_state(const kc_conn_t *c) { return c->state; }
-const kc_api_ranges_t *kc_conn_api_ranges(const kc_conn_t *c) { return &c->ranges; }
-int kc_conn_failures(const kc_conn_t *c) { return c->failures; }
-int64_t kc_conn_last_backoff_ms(const kc_conn_t *c) { return c->last_backoff; }
-void kc_conn_get_stats(const kc_conn_t *c, kc_conn_stats_t *out) { *out = c->st; }
+kc_conn_state_t kc_conn_state(const kc_conn_t *c)
+{
+    return c->state;
+}
+const kc_api_ranges_t *kc_conn_api_ranges(const kc_conn_t *c)
+{
+    return &c->ranges;
+}
+int kc_conn_failures(const kc_conn_t *c)
+{
+    return c->failures;
+}
+int64_t kc_conn_last_backoff_ms(const kc_conn_t *c)
+{
+    return c->last_backoff;
+}
+void kc_conn_get_stats(const kc_conn_t *c, kc_conn_stats_t *out)
+{
+    *out = c->st;
+}
 
 const char *kc_conn_peer(const kc_conn_t *c)
 {

@@ -4,10 +4,10 @@
  *
  * Lifecycle: kc_conn_new() then kc_conn_start(): resolve `servers` (each "host:port", IPv4/IPv6,
  * "[v6]:port"), connect (connect_timeout_ms), ApiVersions handshake, the optional auth hook, READY.
- * Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT (retriable; the caller decides),
- * the socket closes once the loop has returned every op, and the next address is tried after
- * kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms). Requests sent while not READY
- * wait for READY or their request timeout, whichever comes first. Nothing waits forever.
+ * Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT (retriable; the caller
+ * decides), the socket closes once the loop has returned every op, and the next address is tried
+ * after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms). Requests sent while not
+ * READY wait for READY or their request timeout, whichever comes first. Nothing waits forever.
  *
  * Transport hook (TLS): not wired yet. Bytes go straight between socket and frame buffers
  * (plaintext). The TLS module (io/tls.c, memory BIOs) plugs in where conn.c calls
@@ -24,13 +24,13 @@
 typedef struct kc_conn kc_conn_t;
 
 typedef enum kc_conn_state {
-    KC_CONN_DOWN = 0,    /* not started, or waiting out a backoff */
+    KC_CONN_DOWN = 0, /* not started, or waiting out a backoff */
     KC_CONN_CONNECTING,
-    KC_CONN_HANDSHAKE,   /* ApiVersions in flight */
-    KC_CONN_AUTH,        /* the auth hook is running (SASL) */
+    KC_CONN_HANDSHAKE, /* ApiVersions in flight */
+    KC_CONN_AUTH,      /* the auth hook is running (SASL) */
     KC_CONN_READY,
-    KC_CONN_RESETTING,   /* waiting for the loop to return the socket's ops */
-    KC_CONN_FAILED,      /* authentication failed: no reconnects until kc_conn_start() */
+    KC_CONN_RESETTING, /* waiting for the loop to return the socket's ops */
+    KC_CONN_FAILED,    /* authentication failed: no reconnects until kc_conn_start() */
 } kc_conn_state_t;
 
 /* The response callback. On KC_OK, `frame` is the whole response (header included) with one
@@ -50,13 +50,13 @@ typedef struct kc_conn_req_spec {
 } kc_conn_req_spec_t;
 
 typedef struct kc_conn_opts {
-    const char *servers;            /* "host:port[,host:port...]" */
+    const char *servers; /* "host:port[,host:port...]" */
     const char *client_id;
-    int connect_timeout_ms;         /* socket.connection.setup.timeout.ms, default 10000 */
-    int request_timeout_ms;         /* request.timeout.ms, default 30000 */
-    int reconnect_backoff_ms;       /* default 50 */
-    int reconnect_backoff_max_ms;   /* default 1000 */
-    size_t max_frame;               /* receive.message.max.bytes + slack, default 100 MiB */
+    int connect_timeout_ms;       /* socket.connection.setup.timeout.ms, default 10000 */
+    int request_timeout_ms;       /* request.timeout.ms, default 30000 */
+    int reconnect_backoff_ms;     /* default 50 */
+    int reconnect_backoff_max_ms; /* default 1000 */
+    size_t max_frame;             /* receive.message.max.bytes + slack, default 100 MiB */
     /* Auth step (SASL), run after ApiVersions: may send with kc_conn_send_internal(), must end
      * with kc_conn_auth_done(). NULL = none. */
     void (*authenticate)(kc_conn_t *conn, void *opaque);
@@ -67,7 +67,8 @@ typedef struct kc_conn_opts {
 } kc_conn_opts_t;
 
 typedef struct kc_conn_stats {
-    uint64_t connects, resets, requests, responses, bytes_in, bytes_out, frames_staged, frames_direct;
+    uint64_t connects, resets, requests, responses, bytes_in, bytes_out, frames_staged,
+        frames_direct;
 } kc_conn_stats_t;
 
 kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opts, kc_error_t *err);

@@ -74,7 +74,8 @@ kc_err_t kc_wire_apiversions_response(const uint8_t *p, size_t len, int16_t vers
     if (rc == KC_OK) {
         for (int32_t i = 0; i < m.api_keys.count; i++) {
             const kc_api_versions_response_api_version_t *v = &m.api_keys.items[i];
-            if (v->api_key >= 0 && v->api_key < KC_API_KEY_MAX && v->min_version <= v->max_version) {
+            if (v->api_key >= 0 && v->api_key < KC_API_KEY_MAX &&
+                v->min_version <= v->max_version) {
                 out->min[v->api_key] = v->min_version;
                 out->max[v->api_key] = v->max_version;
             }

@@ -13,7 +13,7 @@
 #include "base/err.h"
 #include "proto/proto.h"
 
-#define KC_API_KEY_MAX 128
+#define KC_API_KEY_MAX  128
 #define KC_API_VERSIONS 18
 
 /* Header versions for (api_key, version): request header 1 or 2, response header 0 or 1.

@@ -183,7 +183,8 @@ void kc_loop_cancel(kc_loop_t *loop, kc_loop_op_t *op)
     loop->vt->cancel(loop, op);
 }
 
-/* ---- timers: binary min-heap; heap_idx is 1-based so 0 means "not armed" ---------------------- */
+/* ---- timers: binary min-heap; heap_idx is 1-based so 0 means "not armed" ----------------------
+ */
 
 static void heap_set(kc_loop_t *loop, size_t i, kc_loop_timer_t *t)
 {

@@ -45,10 +45,10 @@ struct kc_loop_op {
     size_t done;
     const struct sockaddr *addr;
     socklen_t addrlen;
-    int pending;              /* 1 between start and callback */
-    int cancelled;            /* a cancel was requested (the result may still be a success) */
-    int res;                  /* epoll backend: result waiting on the ready list */
-    struct kc_loop_op *next;  /* epoll backend: ready list */
+    int pending;             /* 1 between start and callback */
+    int cancelled;           /* a cancel was requested (the result may still be a success) */
+    int res;                 /* epoll backend: result waiting on the ready list */
+    struct kc_loop_op *next; /* epoll backend: ready list */
 };
 
 struct kc_loop_timer;
@@ -57,7 +57,7 @@ typedef void (*kc_loop_timer_cb)(kc_loop_t *loop, struct kc_loop_timer *t);
 /* One-shot timer. Owner: the loop's thread. Caller-allocated; zero-initialise before first use. */
 typedef struct kc_loop_timer {
     int64_t deadline_ns;
-    size_t heap_idx;          /* position in the loop's heap + 1; 0 = not armed */
+    size_t heap_idx; /* position in the loop's heap + 1; 0 = not armed */
     kc_loop_timer_cb cb;
     void *opaque;
 } kc_loop_timer_t;
@@ -73,21 +73,21 @@ struct kc_loop_cmd {
 };
 
 typedef enum kc_loop_backend {
-    KC_LOOP_AUTO = 0,  /* io_uring, or epoll if io_uring cannot be set up (one log line) */
-    KC_LOOP_URING,     /* io_uring or fail */
+    KC_LOOP_AUTO = 0, /* io_uring, or epoll if io_uring cannot be set up (one log line) */
+    KC_LOOP_URING,    /* io_uring or fail */
     KC_LOOP_EPOLL,
 } kc_loop_backend_t;
 
 /* Counters. Written by the loop thread with relaxed atomics, so any thread may read them
  * (a stats snapshot, not a synchronisation point). */
 typedef struct kc_loop_stats {
-    uint64_t submissions;  /* io_uring SQEs submitted (epoll: syscalls attempted for ops) */
-    uint64_t completions;  /* op callbacks delivered */
-    uint64_t enters;       /* io_uring_enter / epoll_wait calls */
-    uint64_t wakeups;      /* eventfd wakes consumed */
-    uint64_t wake_writes;  /* eventfd writes by producers (skipped while the loop is awake) */
-    uint64_t commands;     /* commands run */
-    uint64_t timers;       /* timer callbacks run */
+    uint64_t submissions; /* io_uring SQEs submitted (epoll: syscalls attempted for ops) */
+    uint64_t completions; /* op callbacks delivered */
+    uint64_t enters;      /* io_uring_enter / epoll_wait calls */
+    uint64_t wakeups;     /* eventfd wakes consumed */
+    uint64_t wake_writes; /* eventfd writes by producers (skipped while the loop is awake) */
+    uint64_t commands;    /* commands run */
+    uint64_t timers;      /* timer callbacks run */
 } kc_loop_stats_t;
 
 /* Backend from config/env: KC_IO_BACKEND=epoll|io_uring in the environment overrides `cfg`

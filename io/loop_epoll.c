@@ -113,8 +113,8 @@ static int attempt(kc_loop_t *loop, kc_loop_op_t *op, int *res)
         }
     case KC_OP_SEND:
         while (op->done < op->len) {
-            ssize_t n = send(op->fd, op->buf + op->done, op->len - op->done,
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
+            ssize_t n =
+                send(op->fd, op->buf + op->done, op->len - op->done, MSG_NOSIGNAL | MSG_DONTWAIT);
             if (n < 0) {
                 if (errno == EAGAIN || errno == EINTR)
                     return errno == EINTR ? attempt(loop, op, res) : 0;

@@ -14,7 +14,7 @@ typedef struct kc_loop_backend_vt {
     void (*fini)(kc_loop_t *loop);
     void (*start)(kc_loop_t *loop, kc_loop_op_t *op); /* op fields filled, pending set */
     void (*cancel)(kc_loop_t *loop, kc_loop_op_t *op);
-    void (*forget_fd)(kc_loop_t *loop, int fd);      /* before close(fd) */
+    void (*forget_fd)(kc_loop_t *loop, int fd); /* before close(fd) */
     /* Flush submissions, wait up to timeout_ns (-1 forever, 0 poll), run completions. */
     int (*wait)(kc_loop_t *loop, int64_t timeout_ns);
 } kc_loop_backend_vt;
@@ -24,12 +24,12 @@ extern const kc_loop_backend_vt kc_loop_epoll_vt;
 
 struct kc_loop {
     const kc_loop_backend_vt *vt;
-    void *be;                   /* backend state */
-    int wake_fd;                /* eventfd; producers write it, the loop reads it */
-    atomic_int sleeping;        /* 1 while the loop may block in the kernel; see loop.c */
-    atomic_int wake_pending;    /* 1 from a producer's eventfd write until the loop consumes it */
+    void *be;                /* backend state */
+    int wake_fd;             /* eventfd; producers write it, the loop reads it */
+    atomic_int sleeping;     /* 1 while the loop may block in the kernel; see loop.c */
+    atomic_int wake_pending; /* 1 from a producer's eventfd write until the loop consumes it */
     kc_mpsc_t cmds;
-    kc_loop_timer_t **heap;     /* min-heap on deadline_ns */
+    kc_loop_timer_t **heap; /* min-heap on deadline_ns */
     size_t heap_len, heap_cap;
     int stop;
     unsigned uring_flags;

@@ -141,8 +141,7 @@ static void u_forget_fd(kc_loop_t *loop, int fd)
 /* One completion: finish the op or resubmit the rest of a short send / recv_exact. */
 static int handle(kc_loop_t *loop, kc_loop_op_t *op, int res)
 {
-    if (res > 0 && !op->cancelled &&
-        (op->kind == KC_OP_SEND || op->kind == KC_OP_RECV_EXACT)) {
+    if (res > 0 && !op->cancelled && (op->kind == KC_OP_SEND || op->kind == KC_OP_RECV_EXACT)) {
         op->done += (size_t)res;
         if (op->done < op->len) {
             prep(loop, op);

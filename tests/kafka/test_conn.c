@@ -78,8 +78,11 @@ static void run_backend(kc_loop_backend_t b, int idle_seconds)
     if (kc_loop_new(&loop, b, &e) != KC_OK)
         fail_msg("loop: %s", e.msg);
     int ready = 0;
-    kc_conn_opts_t o = {.servers = boot, .client_id = "kc-test-conn", .request_timeout_ms = 30000,
-                        .on_state = on_state, .state_opaque = &ready};
+    kc_conn_opts_t o = {.servers = boot,
+                        .client_id = "kc-test-conn",
+                        .request_timeout_ms = 30000,
+                        .on_state = on_state,
+                        .state_opaque = &ready};
     kc_conn_t *c = NULL;
     assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
     kc_conn_start(c);
@@ -100,9 +103,12 @@ static void run_backend(kc_loop_backend_t b, int idle_seconds)
     int order[N], n = 0;
     for (int i = 0; i < N; i++) {
         reqs[i] = (mreq){.idx = i, .order = order, .n = &n, .err = KC_ERR_STATE};
-        kc_conn_req_spec_t s = {.api_key = 3, .min_version = KC_METADATA_REQUEST_MIN_VERSION,
+        kc_conn_req_spec_t s = {.api_key = 3,
+                                .min_version = KC_METADATA_REQUEST_MIN_VERSION,
                                 .max_version = KC_METADATA_REQUEST_MAX_VERSION,
-                                .encode = enc_metadata, .cb = on_metadata, .opaque = &reqs[i]};
+                                .encode = enc_metadata,
+                                .cb = on_metadata,
+                                .opaque = &reqs[i]};
         assert_int_equal(kc_conn_send(c, &s, NULL), KC_OK);
     }
     end = kc_now_ns() + 60000000000LL;

@@ -37,9 +37,12 @@ static void on_metadata(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int
 
 static void send_md(kc_conn_t *c, mreq *m)
 {
-    kc_conn_req_spec_t s = {.api_key = 3, .min_version = KC_METADATA_REQUEST_MIN_VERSION,
+    kc_conn_req_spec_t s = {.api_key = 3,
+                            .min_version = KC_METADATA_REQUEST_MIN_VERSION,
                             .max_version = KC_METADATA_REQUEST_MAX_VERSION,
-                            .encode = enc_metadata, .cb = on_metadata, .opaque = m};
+                            .encode = enc_metadata,
+                            .cb = on_metadata,
+                            .opaque = m};
     assert_int_equal(kc_conn_send(c, &s, NULL), KC_OK);
 }
 
@@ -56,8 +59,10 @@ static void run_backend(kc_loop_backend_t b)
     kc_loop_t *loop = NULL;
     if (kc_loop_new(&loop, b, NULL) != KC_OK)
         skip();
-    kc_conn_opts_t o = {.servers = kc_test_env("KC_BOOTSTRAP"), .request_timeout_ms = 30000,
-                        .reconnect_backoff_ms = 50, .reconnect_backoff_max_ms = 1000};
+    kc_conn_opts_t o = {.servers = kc_test_env("KC_BOOTSTRAP"),
+                        .request_timeout_ms = 30000,
+                        .reconnect_backoff_ms = 50,
+                        .reconnect_backoff_max_ms = 1000};
     kc_conn_t *c = NULL;
     assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
     kc_conn_start(c);

@@ -61,7 +61,8 @@ static uint32_t get32(const uint8_t *p)
 
 static void put32(uint8_t *p, uint32_t v)
 {
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+    p[3] = (uint8_t)v;
 }
 
 static void serve(server *s, int fd)
@@ -84,15 +85,15 @@ static void serve(server *s, int fd)
             uint8_t r[64];
             size_t k = 4;
             put32(r + k, corr), k += 4;
-            r[k++] = 0, r[k++] = 0;    /* error */
-            r[k++] = 3;                /* 2 entries */
+            r[k++] = 0, r[k++] = 0; /* error */
+            r[k++] = 3;             /* 2 entries */
             int16_t ent[2][3] = {{18, 0, 3}, {3, 0, 12}};
             for (int i = 0; i < 2; i++) {
                 for (int j = 0; j < 3; j++)
                     r[k++] = (uint8_t)(ent[i][j] >> 8), r[k++] = (uint8_t)ent[i][j];
                 r[k++] = 0;
             }
-            put32(r + k, 0), k += 4;   /* throttle */
+            put32(r + k, 0), k += 4; /* throttle */
             r[k++] = 0;
             put32(r, (uint32_t)(k - 4));
             write_full(fd, r, k);
@@ -228,8 +229,11 @@ static void on_resp(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t
 
 static kc_conn_t *open_conn(kc_loop_t *loop, const char *servers, int req_timeout)
 {
-    kc_conn_opts_t o = {.servers = servers, .client_id = "test", .request_timeout_ms = req_timeout,
-                        .connect_timeout_ms = 2000, .reconnect_backoff_ms = 20,
+    kc_conn_opts_t o = {.servers = servers,
+                        .client_id = "test",
+                        .request_timeout_ms = req_timeout,
+                        .connect_timeout_ms = 2000,
+                        .reconnect_backoff_ms = 20,
                         .reconnect_backoff_max_ms = 200};
     kc_conn_t *c = NULL;
     assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
@@ -239,8 +243,12 @@ static kc_conn_t *open_conn(kc_loop_t *loop, const char *servers, int req_timeou
 
 static void send_want(kc_conn_t *c, call *x)
 {
-    kc_conn_req_spec_t s = {.api_key = 3, .min_version = 12, .max_version = 12, .encode = enc,
-                            .cb = on_resp, .opaque = x};
+    kc_conn_req_spec_t s = {.api_key = 3,
+                            .min_version = 12,
+                            .max_version = 12,
+                            .encode = enc,
+                            .cb = on_resp,
+                            .opaque = x};
     assert_int_equal(kc_conn_send(c, &s, NULL), KC_OK);
 }
 
@@ -282,8 +290,8 @@ static void big_frames_and_pipelining(kc_loop_backend_t b)
     int order[NB + NP], norder = 0;
     memset(calls, 0, sizeof calls);
     for (int i = 0; i < NB + NP; i++) {
-        calls[i] = (call){.want = i < NB ? sizes[i] : (i % 300), .idx = i, .order = order,
-                          .norder = &norder};
+        calls[i] = (call){
+            .want = i < NB ? sizes[i] : (i % 300), .idx = i, .order = order, .norder = &norder};
         send_want(c, &calls[i]);
     }
     assert_true(run_until(loop, &calls[NB + NP - 1].done, 20000));
@@ -301,9 +309,9 @@ static void big_frames_and_pipelining(kc_loop_backend_t b)
     assert_int_equal(kc_conn_pick_version(c, 3, 13, 20), -1);
     kc_loop_stats_t ls;
     kc_loop_get_stats(loop, &ls);
-    print_message("# %s: submissions %llu completions %llu enters %llu\n", kc_loop_backend_name(loop),
-                  (unsigned long long)ls.submissions, (unsigned long long)ls.completions,
-                  (unsigned long long)ls.enters);
+    print_message("# %s: submissions %llu completions %llu enters %llu\n",
+                  kc_loop_backend_name(loop), (unsigned long long)ls.submissions,
+                  (unsigned long long)ls.completions, (unsigned long long)ls.enters);
     close_conn(loop, c);
     kc_loop_free(loop);
     server_stop(&s);
@@ -346,7 +354,8 @@ static void peer_close_fails_inflight(kc_loop_backend_t b)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
     kc_loop_t *loop = mkloop(b);
     kc_conn_t *c = open_conn(loop, addr, 10000);
-    call first = {.want = 1000}, boom = {.want = -2}, lost[3] = {{.want = 5}, {.want = 6}, {.want = 7}};
+    call first = {.want = 1000}, boom = {.want = -2},
+         lost[3] = {{.want = 5}, {.want = 6}, {.want = 7}};
     send_want(c, &first);
     send_want(c, &boom);
     for (int i = 0; i < 3; i++)
@@ -404,7 +413,6 @@ static void backoff_against_closed_port(kc_loop_backend_t b)
     kc_loop_free(loop);
 }
 
-
 /* Auth hook: runs after ApiVersions, may send on the not-yet-ready connection; success makes
  * it READY, failure is final (no reconnect, clear error to queued and later requests). */
 typedef struct auth_ctx {
@@ -413,7 +421,8 @@ typedef struct auth_ctx {
     call probe;
 } auth_ctx;
 
-static void auth_probe_done(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t v, void *op)
+static void auth_probe_done(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t v,
+                            void *op)
 {
     auth_ctx *a = op;
     on_resp(c, err, f, off, v, &a->probe);
@@ -429,8 +438,12 @@ static void auth_hook(kc_conn_t *c, void *opaque)
     a->calls++;
     assert_int_equal(kc_conn_state(c), KC_CONN_AUTH);
     a->probe = (call){.want = 4};
-    kc_conn_req_spec_t s = {.api_key = 3, .min_version = 12, .max_version = 12, .encode = enc,
-                            .cb = auth_probe_done, .opaque = a};
+    kc_conn_req_spec_t s = {.api_key = 3,
+                            .min_version = 12,
+                            .max_version = 12,
+                            .encode = enc,
+                            .cb = auth_probe_done,
+                            .opaque = a};
     /* The plain send must wait for READY; the internal one goes out now. */
     assert_int_equal(kc_conn_send_internal(c, &s, NULL), KC_OK);
 }
@@ -443,8 +456,12 @@ static void auth_hook_gates_ready(kc_loop_backend_t b, int fail)
     snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
     kc_loop_t *loop = mkloop(b);
     auth_ctx a = {.fail = fail};
-    kc_conn_opts_t o = {.servers = addr, .request_timeout_ms = 5000, .reconnect_backoff_ms = 20,
-                        .reconnect_backoff_max_ms = 50, .authenticate = auth_hook, .auth_opaque = &a};
+    kc_conn_opts_t o = {.servers = addr,
+                        .request_timeout_ms = 5000,
+                        .reconnect_backoff_ms = 20,
+                        .reconnect_backoff_max_ms = 50,
+                        .authenticate = auth_hook,
+                        .auth_opaque = &a};
     kc_conn_t *c = NULL;
     assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
     kc_conn_start(c);
@@ -465,8 +482,12 @@ static void auth_hook_gates_ready(kc_loop_backend_t b, int fail)
         assert_int_equal(a.calls, 1);
         kc_error_t e = {0};
         call y = {.want = 1};
-        kc_conn_req_spec_t sp = {.api_key = 3, .min_version = 12, .max_version = 12, .encode = enc,
-                                 .cb = on_resp, .opaque = &y};
+        kc_conn_req_spec_t sp = {.api_key = 3,
+                                 .min_version = 12,
+                                 .max_version = 12,
+                                 .encode = enc,
+                                 .cb = on_resp,
+                                 .opaque = &y};
         assert_int_equal(kc_conn_send(c, &sp, &e), KC_ERR_AUTH);
         assert_non_null(strstr(e.msg, "PLAIN"));
     }
@@ -491,7 +512,8 @@ static void connect_timeout_then_close(kc_loop_backend_t b)
 {
     int port;
     int lfd = listen_on(AF_INET, 0, &port);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fillers[4];
     for (int i = 0; i < 4; i++) {
@@ -503,8 +525,11 @@ static void connect_timeout_then_close(kc_loop_backend_t b)
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
     kc_loop_t *loop = mkloop(b);
-    kc_conn_opts_t o = {.servers = addr, .connect_timeout_ms = 200, .request_timeout_ms = 10000,
-                        .reconnect_backoff_ms = 10, .reconnect_backoff_max_ms = 20};
+    kc_conn_opts_t o = {.servers = addr,
+                        .connect_timeout_ms = 200,
+                        .request_timeout_ms = 10000,
+                        .reconnect_backoff_ms = 10,
+                        .reconnect_backoff_max_ms = 20};
     kc_conn_t *c = NULL;
     assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
     kc_conn_start(c);

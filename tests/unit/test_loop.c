@@ -76,12 +76,12 @@ static void timers_fire_in_order_and_stop_cancels(kc_loop_backend_t b)
 
 /* ---- command queue --------------------------------------------------------------------------- */
 
-#define PRODUCERS 4
+#define PRODUCERS    4
 #define PER_PRODUCER 20000
 
 typedef struct counter {
-    long seen;              /* loop thread only */
-    long per[PRODUCERS];    /* loop thread only: last sequence seen per producer (FIFO check) */
+    long seen;           /* loop thread only */
+    long per[PRODUCERS]; /* loop thread only: last sequence seen per producer (FIFO check) */
     int fifo_ok;
 } counter;
 
