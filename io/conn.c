@@ -13,7 +13,7 @@
  * Timeouts: all requests share request_timeout_ms, so the oldest request has the earliest
  * deadline and one timer on the head of the queues covers them all.
  */
-#include "conn.h"
+#include "conn_internal.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,52 +25,6 @@
 #include "base/log.h"
 #include "conn_addr.h"
 
-#define STAGE_CAP (64 * 1024)
-#define MAX_ADDRS 32
-
-typedef struct req {
-    struct req *next;
-    kc_conn_req_spec_t spec;
-    int16_t version;
-    int32_t corr;
-    int req_hdr, resp_hdr;
-    int64_t deadline_ns;
-} req_t;
-
-typedef struct req_q {
-    req_t *head, *tail;
-} req_q;
-
-struct kc_conn {
-    kc_loop_t *loop;
-    kc_conn_opts_t o;
-    char *servers, *client_id;
-    kc_conn_state_t state;
-    int closing;
-    int auth_failed;     /* the reset in progress ends in FAILED, not in a backoff */
-    kc_error_t fail_err; /* why we are FAILED */
-    int fd;
-    kc_addr_t addrs[MAX_ADDRS];
-    int naddrs, next_addr, cur_addr;
-    int failures;
-    int64_t last_backoff;
-    uint64_t rng;
-    int16_t av_version; /* ApiVersions version being tried */
-    kc_api_ranges_t ranges;
-    int32_t next_corr;
-    req_q pending;  /* accepted while not READY: not yet encoded */
-    req_q inflight; /* encoded (in `out`, `sending`, or on the wire), awaiting answers */
-    kc_wbuf_t out, sending;
-    uint8_t *stage;
-    size_t stage_off, stage_len;
-    kc_buf_t *rx_frame; /* frame being completed by recv_exact */
-    kc_loop_op_t op_connect, op_send, op_recv;
-    kc_loop_timer_t t_connect, t_backoff, t_request;
-    kc_conn_stats_t st;
-};
-
-static void start_recv(kc_conn_t *c);
-static void flush(kc_conn_t *c);
 static void connect_next(kc_conn_t *c);
 static void arm_request_timer(kc_conn_t *c);
 
@@ -124,7 +78,7 @@ static int ops_pending(const kc_conn_t *c)
 }
 
 /* The socket's ops are all back: close it, then free (closing) or back off and retry. */
-static void finish_reset(kc_conn_t *c)
+void kc_conn_finish_reset(kc_conn_t *c)
 {
     if (ops_pending(c))
         return;
@@ -136,6 +90,12 @@ static void finish_reset(kc_conn_t *c)
         kc_loop_close(c->loop, c->fd);
         c->fd = -1;
     }
+    if (c->tr) { /* only now: a send op may have pointed into its output */
+        c->tvt->free(c->tr);
+        c->tr = NULL;
+        c->tvt = NULL;
+    }
+    c->secured = 0;
     if (c->closing) {
         kc_loop_timer_stop(c->loop, &c->t_connect);
         kc_loop_timer_stop(c->loop, &c->t_backoff);
@@ -143,6 +103,7 @@ static void finish_reset(kc_conn_t *c)
         kc_wbuf_free(&c->out);
         kc_wbuf_free(&c->sending);
         free(c->stage);
+        free(c->cbuf);
         free(c->servers);
         free(c->client_id);
         free(c);
@@ -181,7 +142,7 @@ void kc_conn_reset(kc_conn_t *c, kc_err_t code, const char *why)
     c->out.len = 0;
     c->stage_off = c->stage_len = 0;
     fail_queue(c, &c->inflight, KC_ERR_TRANSPORT);
-    finish_reset(c);
+    kc_conn_finish_reset(c);
 }
 
 /* ---- requests -------------------------------------------------------------------------------- */
@@ -229,7 +190,7 @@ static kc_err_t dispatch(kc_conn_t *c, req_t *r, kc_error_t *err)
         return rc;
     q_push(&c->inflight, r);
     c->st.requests++;
-    flush(c);
+    kc_conn_io_flush(c);
     return KC_OK;
 }
 
@@ -301,42 +262,11 @@ static void on_request_timer(kc_loop_t *loop, kc_loop_timer_t *t)
     arm_request_timer(c);
 }
 
-/* ---- sending --------------------------------------------------------------------------------- */
-
-static void flush(kc_conn_t *c)
-{
-    if (c->op_send.pending || c->out.len == 0 || c->fd < 0 || c->state < KC_CONN_HANDSHAKE ||
-        c->state == KC_CONN_RESETTING)
-        return;
-    kc_wbuf_t t = c->sending;
-    c->sending = c->out; /* everything encoded since the last send goes in one op */
-    c->out = t;
-    c->out.len = 0;
-    kc_loop_send(c->loop, &c->op_send, c->fd, c->sending.data, c->sending.len);
-}
-
-static void on_send(kc_loop_t *loop, kc_loop_op_t *op, int res)
-{
-    (void)loop;
-    kc_conn_t *c = op->opaque;
-    if (c->state == KC_CONN_RESETTING) {
-        finish_reset(c);
-        return;
-    }
-    if (res < 0) {
-        kc_conn_reset(c, KC_ERR_TRANSPORT, strerror(-res));
-        return;
-    }
-    c->st.bytes_out += (uint64_t)res;
-    c->sending.len = 0;
-    flush(c);
-}
-
-/* ---- receiving ------------------------------------------------------------------------------- */
+/* ---- responses ------------------------------------------------------------------------------- */
 
 /* One complete response frame: match it to the oldest request and hand it over. Returns 0 when
  * the connection was reset (by a mismatch or by the callback), so the caller stops parsing. */
-static int deliver(kc_conn_t *c, kc_buf_t *frame)
+int kc_conn_deliver(kc_conn_t *c, kc_buf_t *frame)
 {
     req_t *r = c->inflight.head;
     int32_t corr;
@@ -367,89 +297,6 @@ static int deliver(kc_conn_t *c, kc_buf_t *frame)
     return c->st.resets == resets; /* a state change (HANDSHAKE -> READY) is no reason to stop */
 }
 
-static uint32_t rd_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Parses what is staged; either starts a recv_exact into a frame, or a recv into staging. */
-static void process_stage(kc_conn_t *c)
-{
-    for (;;) {
-        size_t avail = c->stage_len - c->stage_off;
-        if (avail < 4)
-            break;
-        uint32_t n = rd_be32(c->stage + c->stage_off);
-        if (n < 4 || n > c->o.max_frame) {
-            kc_conn_reset(c, KC_ERR_MALFORMED, "response size out of bounds");
-            return;
-        }
-        kc_buf_t *f = kc_buf_new(n);
-        if (!f) {
-            kc_conn_reset(c, KC_ERR_NOMEM, "no memory for a response frame");
-            return;
-        }
-        if (avail - 4 >= n) {
-            memcpy(f->data, c->stage + c->stage_off + 4, n);
-            f->len = n;
-            c->stage_off += 4 + (size_t)n;
-            c->st.frames_staged++;
-            if (!deliver(c, f))
-                return;
-            continue;
-        }
-        size_t have = avail - 4;
-        memcpy(f->data, c->stage + c->stage_off + 4, have);
-        f->len = have;
-        c->stage_off = c->stage_len = 0;
-        c->rx_frame = f;
-        c->st.frames_direct++;
-        kc_loop_recv_exact(c->loop, &c->op_recv, c->fd, f->data + have, n - have);
-        return;
-    }
-    /* Keep the partial size prefix at the front so the next recv has the most room. */
-    size_t avail = c->stage_len - c->stage_off;
-    memmove(c->stage, c->stage + c->stage_off, avail);
-    c->stage_off = 0;
-    c->stage_len = avail;
-    start_recv(c);
-}
-
-static void start_recv(kc_conn_t *c)
-{
-    kc_loop_recv(c->loop, &c->op_recv, c->fd, c->stage + c->stage_len, STAGE_CAP - c->stage_len);
-}
-
-static void on_recv(kc_loop_t *loop, kc_loop_op_t *op, int res)
-{
-    (void)loop;
-    kc_conn_t *c = op->opaque;
-    if (c->state == KC_CONN_RESETTING) {
-        finish_reset(c);
-        return;
-    }
-    if (res <= 0) {
-        if (c->rx_frame) {
-            kc_buf_unref(c->rx_frame);
-            c->rx_frame = NULL;
-        }
-        kc_conn_reset(c, KC_ERR_TRANSPORT,
-                      res == 0 ? "connection closed by broker" : strerror(-res));
-        return;
-    }
-    c->st.bytes_in += (uint64_t)res;
-    if (c->rx_frame) { /* the rest of a frame, received in place */
-        kc_buf_t *f = c->rx_frame;
-        c->rx_frame = NULL;
-        f->len = f->cap;
-        if (!deliver(c, f))
-            return;
-    } else {
-        c->stage_len += (size_t)res;
-    }
-    process_stage(c);
-}
-
 /* ---- handshake ------------------------------------------------------------------------------- */
 
 static void become_ready(kc_conn_t *c)
@@ -471,17 +318,22 @@ static void become_ready(kc_conn_t *c)
     arm_request_timer(c);
 }
 
+void kc_conn_fail_final(kc_conn_t *c, const kc_error_t *why)
+{
+    c->fail_err = *why;
+    c->auth_failed = 1;
+    kc_log(KC_LOG_ERROR, "conn", "%s: %s", c->addrs[c->cur_addr].name, why->msg);
+    fail_queue(c, &c->pending, why->code);
+    kc_conn_reset(c, why->code, why->msg);
+}
+
 void kc_conn_auth_done(kc_conn_t *c, const kc_error_t *result)
 {
     if (c->state != KC_CONN_AUTH)
         return;
     if (result && result->code != KC_OK) {
         /* Auth failures are not retried by looping: the pending requests learn why now. */
-        c->fail_err = *result;
-        c->auth_failed = 1;
-        kc_log(KC_LOG_ERROR, "conn", "%s: %s", c->addrs[c->cur_addr].name, result->msg);
-        fail_queue(c, &c->pending, result->code);
-        kc_conn_reset(c, result->code, result->msg);
+        kc_conn_fail_final(c, result);
         return;
     }
     become_ready(c);
@@ -540,18 +392,41 @@ static void on_connect(kc_loop_t *loop, kc_loop_op_t *op, int res)
     (void)loop;
     kc_conn_t *c = op->opaque;
     if (c->state == KC_CONN_RESETTING) {
-        finish_reset(c);
+        kc_conn_finish_reset(c);
         return;
     }
     if (res < 0) {
         kc_conn_reset(c, KC_ERR_TRANSPORT, strerror(-res));
         return;
     }
-    kc_loop_timer_stop(c->loop, &c->t_connect);
     c->st.connects++;
-    set_state(c, KC_CONN_HANDSHAKE, NULL);
     c->stage_off = c->stage_len = 0;
-    start_recv(c);
+    if (c->o.transport_new) {
+        kc_error_t e = {0};
+        if (!c->cbuf && !(c->cbuf = malloc(STAGE_CAP))) {
+            kc_conn_reset(c, KC_ERR_NOMEM, "no memory for the transport buffer");
+            return;
+        }
+        kc_err_t rc = c->o.transport_new(c->o.transport_opaque, c->addrs[c->cur_addr].host, &c->tvt,
+                                         &c->tr, &e);
+        if (rc != KC_OK) {
+            kc_conn_fail_final(c, &e);
+            return;
+        }
+        set_state(c, KC_CONN_SECURING, NULL);
+        kc_conn_io_start(c); /* the handshake; kc_conn_secured() follows when it is done */
+        return;
+    }
+    kc_conn_io_start(c);
+    kc_conn_secured(c);
+}
+
+void kc_conn_secured(kc_conn_t *c)
+{
+    /* socket.connection.setup.timeout.ms covers TCP and TLS; from here request timeouts rule. */
+    kc_loop_timer_stop(c->loop, &c->t_connect);
+    c->secured = 1;
+    set_state(c, KC_CONN_HANDSHAKE, NULL);
     const kc_proto_api_t *av = kc_proto_api_find(KC_API_VERSIONS);
     c->av_version = av ? av->max_stable : 3; /* newest we speak; a broker that doesn't says so */
     send_apiversions(c);
@@ -574,7 +449,7 @@ static void connect_next(kc_conn_t *c)
             kc_log(KC_LOG_WARN, "conn", "%s", e.msg);
             c->cur_addr = -1;
             c->state = KC_CONN_RESETTING;
-            finish_reset(c);
+            kc_conn_finish_reset(c);
             return;
         }
     }
@@ -633,7 +508,7 @@ kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opt
     for (int i = 0; i < KC_API_KEY_MAX; i++)
         c->ranges.min[i] = c->ranges.max[i] = -1;
     kc_loop_op_t *ops[] = {&c->op_connect, &c->op_send, &c->op_recv};
-    kc_loop_op_cb cbs[] = {on_connect, on_send, on_recv};
+    kc_loop_op_cb cbs[] = {on_connect, kc_conn_io_on_send, kc_conn_io_on_recv};
     for (int i = 0; i < 3; i++) {
         ops[i]->cb = cbs[i];
         ops[i]->opaque = c;
@@ -668,7 +543,7 @@ void kc_conn_close(kc_conn_t *c)
     c->closing = 1;
     if (c->state == KC_CONN_DOWN || c->state == KC_CONN_RESETTING || c->state == KC_CONN_FAILED) {
         c->state = KC_CONN_RESETTING;
-        finish_reset(c);
+        kc_conn_finish_reset(c);
         return;
     }
     kc_conn_reset(c, KC_ERR_CLOSED, "closed");

@@ -9,9 +9,12 @@
  * after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms). Requests sent while not
  * READY wait for READY or their request timeout, whichever comes first. Nothing waits forever.
  *
- * Transport hook (TLS): not wired yet. Bytes go straight between socket and frame buffers
- * (plaintext). The TLS module (io/tls.c, memory BIOs) plugs in where conn.c calls
- * kc_loop_send/kc_loop_recv: ciphertext in the staging buffer, plaintext out of it.
+ * Transport hook (TLS): with opts.transport_new NULL, bytes go straight between the socket and
+ * the frame buffers. Otherwise, after each TCP connect, transport_new() makes a transport (the
+ * TLS module over memory BIOs fits kc_conn_transport_vt one to one): ciphertext is received into
+ * a 64 KiB buffer and fed to it, plaintext is read from it into the staging buffer and straight
+ * into exact-size frame buffers, and requests are written through it. Its handshake runs before
+ * ApiVersions, under connect_timeout_ms; a handshake failure is final like an auth failure.
  */
 #ifndef KC_IO_CONN_H
 #define KC_IO_CONN_H
@@ -26,11 +29,12 @@ typedef struct kc_conn kc_conn_t;
 typedef enum kc_conn_state {
     KC_CONN_DOWN = 0, /* not started, or waiting out a backoff */
     KC_CONN_CONNECTING,
+    KC_CONN_SECURING,  /* transport (TLS) handshake */
     KC_CONN_HANDSHAKE, /* ApiVersions in flight */
     KC_CONN_AUTH,      /* the auth hook is running (SASL) */
     KC_CONN_READY,
     KC_CONN_RESETTING, /* waiting for the loop to return the socket's ops */
-    KC_CONN_FAILED,    /* authentication failed: no reconnects until kc_conn_start() */
+    KC_CONN_FAILED,    /* TLS or auth failed: no reconnects until kc_conn_start() */
 } kc_conn_state_t;
 
 /* The response callback. On KC_OK, `frame` is the whole response (header included) with one
@@ -49,6 +53,24 @@ typedef struct kc_conn_req_spec {
     void *opaque;
 } kc_conn_req_spec_t;
 
+/* A byte transport between the connection and the socket (TLS). Every call on the network
+ * thread. Results: KC_OK, KC_ERR_AGAIN (needs more input from the peer), KC_ERR_CLOSED (read:
+ * the peer closed the session), anything else is final for this connection. */
+typedef struct kc_conn_transport_vt {
+    kc_err_t (*handshake)(void *t, kc_error_t *err);
+    kc_err_t (*write)(void *t, const void *data, size_t len, kc_error_t *err); /* copies */
+    /* Bytes waiting to go to the socket; *data stays valid until consumed, even across writes. */
+    size_t (*out_peek)(void *t, const uint8_t **data);
+    void (*out_consume)(void *t, size_t n);
+    kc_err_t (*feed)(void *t, const uint8_t *data, size_t len, kc_error_t *err); /* copies */
+    kc_err_t (*read)(void *t, void *buf, size_t cap, size_t *n, kc_error_t *err);
+    void (*free)(void *t);
+} kc_conn_transport_vt;
+
+typedef kc_err_t (*kc_conn_transport_new_fn)(void *opaque, const char *host,
+                                             const kc_conn_transport_vt **vt, void **t,
+                                             kc_error_t *err);
+
 typedef struct kc_conn_opts {
     const char *servers; /* "host:port[,host:port...]" */
     const char *client_id;
@@ -61,6 +83,10 @@ typedef struct kc_conn_opts {
      * with kc_conn_auth_done(). NULL = none. */
     void (*authenticate)(kc_conn_t *conn, void *opaque);
     void *auth_opaque;
+    /* Transport per TCP connection (TLS); NULL = plaintext. `host` is the configured host name
+     * or IP literal (for SNI and certificate checks). */
+    kc_conn_transport_new_fn transport_new;
+    void *transport_opaque;
     /* State changes (READY, DOWN with the reason). Optional. */
     void (*on_state)(kc_conn_t *conn, kc_conn_state_t st, const kc_error_t *why, void *opaque);
     void *state_opaque;

@@ -66,6 +66,7 @@ kc_err_t kc_addr_resolve(const char *servers, kc_addr_t *out, int cap, int *n, k
                     memcpy(&out[*n].sa, ai->ai_addr, ai->ai_addrlen);
                     out[*n].len = ai->ai_addrlen;
                     snprintf(out[*n].name, sizeof out[*n].name, "%s:%s", host, port);
+                    snprintf(out[*n].host, sizeof out[*n].host, "%s", host);
                     (*n)++;
                 }
                 freeaddrinfo(res);

@@ -13,6 +13,7 @@ typedef struct kc_addr {
     struct sockaddr_storage sa;
     socklen_t len;
     char name[280]; /* "host:port" as configured, for logs */
+    char host[256]; /* the host as configured (TLS server name) */
 } kc_addr_t;
 
 /* Resolves every "host:port" in the comma-separated `servers` (IPv6 as "[addr]:port") into

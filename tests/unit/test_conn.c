@@ -23,6 +23,8 @@
 
 typedef struct server {
     int lfd, port;
+    int xor ;   /* speak the test transport: "KCHELLO\n" / "OK\n", then bytes XOR 0x5A */
+    int refuse; /* with xor: answer the hello with "NO\n" */
     atomic_int stop, accepted;
     pthread_t th;
 } server;
@@ -65,14 +67,38 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
+static int srv_read(server *s, int fd, void *p, size_t n)
+{
+    if (!read_full(fd, p, n))
+        return 0;
+    for (size_t i = 0; s->xor &&i < n; i++)
+        ((uint8_t *)p)[i] ^= 0x5A;
+    return 1;
+}
+
+static int srv_write(server *s, int fd, void *p, size_t n)
+{
+    for (size_t i = 0; s->xor &&i < n; i++)
+        ((uint8_t *)p)[i] ^= 0x5A;
+    return write_full(fd, p, n);
+}
+
 static void serve(server *s, int fd)
 {
+    if (s->xor) {
+        char hello[8];
+        if (!read_full(fd, hello, 8) || memcmp(hello, "KCHELLO\n", 8) != 0 ||
+            !write_full(fd, s->refuse ? "NO\n" : "OK\n", 3) || s->refuse) {
+            close(fd);
+            return;
+        }
+    }
     uint8_t hdr[4];
     int mute = 0; /* after a -1, stay silent: a later answer would overtake the stalled one */
-    while (!atomic_load(&s->stop) && read_full(fd, hdr, 4)) {
+    while (!atomic_load(&s->stop) && srv_read(s, fd, hdr, 4)) {
         uint32_t n = get32(hdr);
         uint8_t *req = malloc(n);
-        if (!read_full(fd, req, n)) {
+        if (!srv_read(s, fd, req, n)) {
             free(req);
             break;
         }
@@ -96,7 +122,7 @@ static void serve(server *s, int fd)
             put32(r + k, 0), k += 4; /* throttle */
             r[k++] = 0;
             put32(r, (uint32_t)(k - 4));
-            write_full(fd, r, k);
+            srv_write(s, fd, r, k);
         } else {
             int32_t want = (int32_t)get32(req + off);
             if (want == -2) {
@@ -113,7 +139,7 @@ static void serve(server *s, int fd)
                 r[8] = 0;
                 for (int32_t i = 0; i < want; i++)
                     r[9 + i] = (uint8_t)(i * 7 + corr);
-                write_full(fd, r, 4 + fl);
+                srv_write(s, fd, r, 4 + fl);
                 free(r);
             }
         }
@@ -167,9 +193,13 @@ static int listen_on(int family, int backlog, int *port)
     return fd;
 }
 
+static int next_xor, next_refuse; /* flags for the next server_start (set before its thread) */
+
 static int server_start_family(server *s, int family)
 {
     memset(s, 0, sizeof *s);
+    s->xor = next_xor;
+    s->refuse = next_refuse;
     s->lfd = listen_on(family, 8, &s->port);
     if (s->lfd < 0)
         return 0;
@@ -188,6 +218,123 @@ static void server_stop(server *s)
     pthread_join(s->th, NULL);
     close(s->lfd);
 }
+
+/* ---- a test transport (stands in for TLS): hello/OK handshake, then XOR 0x5A; reads hand out
+ * at most 1000 bytes at a time, like TLS records, so frames complete over many reads ---------- */
+
+typedef struct xt {
+    int hs;
+    uint8_t *q, *f, *in;
+    size_t qlen, qcap, flen, fcap, foff, inlen, incap, inoff;
+} xt;
+
+static void grow_append(uint8_t **b, size_t *len, size_t *cap, const uint8_t *p, size_t n, int x)
+{
+    if (*len + n > *cap) {
+        *cap = (*len + n) * 2;
+        *b = realloc(*b, *cap);
+    }
+    for (size_t i = 0; i < n; i++)
+        (*b)[*len + i] = x ? p[i] ^ 0x5A : p[i];
+    *len += n;
+}
+
+static kc_err_t xt_handshake(void *t, kc_error_t *err)
+{
+    xt *x = t;
+    if (x->hs == 0) {
+        grow_append(&x->q, &x->qlen, &x->qcap, (const uint8_t *)"KCHELLO\n", 8, 0);
+        x->hs = 1;
+        return KC_ERR_AGAIN;
+    }
+    if (x->hs == 2)
+        return KC_OK;
+    if (x->inlen - x->inoff < 3)
+        return KC_ERR_AGAIN;
+    if (memcmp(x->in + x->inoff, "OK\n", 3) != 0)
+        return kc_fail(err, KC_ERR_TLS, "test transport: the peer refused the handshake");
+    x->inoff += 3;
+    x->hs = 2;
+    return KC_OK;
+}
+
+static kc_err_t xt_write(void *t, const void *d, size_t n, kc_error_t *err)
+{
+    (void)err;
+    xt *x = t;
+    grow_append(&x->q, &x->qlen, &x->qcap, d, n, 1);
+    return KC_OK;
+}
+
+static size_t xt_peek(void *t, const uint8_t **d)
+{
+    xt *x = t;
+    if (x->foff == x->flen) { /* swap: the frozen buffer never moves while it is being sent */
+        uint8_t *b = x->f;
+        size_t c = x->fcap;
+        x->f = x->q, x->fcap = x->qcap, x->flen = x->qlen, x->foff = 0;
+        x->q = b, x->qcap = c, x->qlen = 0;
+    }
+    *d = x->f + x->foff;
+    return x->flen - x->foff;
+}
+
+static void xt_consume(void *t, size_t n)
+{
+    ((xt *)t)->foff += n;
+}
+
+static kc_err_t xt_feed(void *t, const uint8_t *d, size_t n, kc_error_t *err)
+{
+    (void)err;
+    xt *x = t;
+    if (x->inoff == x->inlen)
+        x->inoff = x->inlen = 0;
+    grow_append(&x->in, &x->inlen, &x->incap, d, n, 0);
+    return KC_OK;
+}
+
+static kc_err_t xt_read(void *t, void *buf, size_t cap, size_t *n, kc_error_t *err)
+{
+    (void)err;
+    xt *x = t;
+    size_t a = x->inlen - x->inoff;
+    *n = 0;
+    if (a == 0)
+        return KC_ERR_AGAIN;
+    size_t k = a < cap ? a : cap;
+    k = k < 1000 ? k : 1000;
+    for (size_t i = 0; i < k; i++)
+        ((uint8_t *)buf)[i] = x->in[x->inoff + i] ^ 0x5A;
+    x->inoff += k;
+    *n = k;
+    return KC_OK;
+}
+
+static void xt_free(void *t)
+{
+    xt *x = t;
+    free(x->q);
+    free(x->f);
+    free(x->in);
+    free(x);
+}
+
+static const kc_conn_transport_vt xt_vt = {xt_handshake, xt_write, xt_peek, xt_consume,
+                                           xt_feed,      xt_read,  xt_free};
+
+static kc_err_t xt_new(void *opaque, const char *host, const kc_conn_transport_vt **vt, void **t,
+                       kc_error_t *err)
+{
+    (void)err;
+    assert_string_equal(host, "127.0.0.1"); /* the configured host, for SNI / name checks */
+    (*(int *)opaque)++;
+    *vt = &xt_vt;
+    *t = calloc(1, sizeof(xt));
+    return KC_OK;
+}
+
+static int xt_made;
 
 /* ---- client side ----------------------------------------------------------------------------- */
 
@@ -227,6 +374,8 @@ static void on_resp(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t
     }
 }
 
+static int use_transport; /* set by the transport variants of the tests */
+
 static kc_conn_t *open_conn(kc_loop_t *loop, const char *servers, int req_timeout)
 {
     kc_conn_opts_t o = {.servers = servers,
@@ -235,6 +384,10 @@ static kc_conn_t *open_conn(kc_loop_t *loop, const char *servers, int req_timeou
                         .connect_timeout_ms = 2000,
                         .reconnect_backoff_ms = 20,
                         .reconnect_backoff_max_ms = 200};
+    if (use_transport) {
+        o.transport_new = xt_new;
+        o.transport_opaque = &xt_made;
+    }
     kc_conn_t *c = NULL;
     assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
     kc_conn_start(c);
@@ -278,7 +431,9 @@ static kc_loop_t *mkloop(kc_loop_backend_t b)
 static void big_frames_and_pipelining(kc_loop_backend_t b)
 {
     server s;
+    next_xor = use_transport;
     server_start(&s);
+    next_xor = 0;
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
     kc_loop_t *loop = mkloop(b);
@@ -349,7 +504,9 @@ static void timeout_resets_and_reconnects(kc_loop_backend_t b)
 static void peer_close_fails_inflight(kc_loop_backend_t b)
 {
     server s;
+    next_xor = use_transport;
     server_start(&s);
+    next_xor = 0;
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
     kc_loop_t *loop = mkloop(b);
@@ -579,6 +736,42 @@ static void bootstrap_list_and_ipv6(kc_loop_backend_t b)
     server_stop(&s);
 }
 
+static void transport_frames(kc_loop_backend_t b)
+{
+    use_transport = 1;
+    xt_made = 0;
+    big_frames_and_pipelining(b);
+    assert_int_equal(xt_made, 1);
+    peer_close_fails_inflight(b);
+    use_transport = 0;
+}
+
+/* A refused transport handshake (TLS verification failure) is final, like an auth failure. */
+static void transport_refused_is_final(kc_loop_backend_t b)
+{
+    server s;
+    next_xor = next_refuse = 1;
+    server_start(&s);
+    next_xor = next_refuse = 0;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_loop_t *loop = mkloop(b);
+    use_transport = 1;
+    kc_conn_t *c = open_conn(loop, addr, 5000);
+    use_transport = 0;
+    call x = {.want = 1};
+    send_want(c, &x);
+    assert_true(run_until(loop, &x.done, 3000));
+    assert_int_equal(x.err, KC_ERR_TLS);
+    int never = 0;
+    run_until(loop, &never, 300);
+    assert_int_equal(kc_conn_state(c), KC_CONN_FAILED);
+    assert_int_equal(atomic_load(&s.accepted), 1);
+    close_conn(loop, c);
+    kc_loop_free(loop);
+    server_stop(&s);
+}
+
 static void bad_bootstrap_is_config_error(void **state)
 {
     (void)state;
@@ -613,6 +806,8 @@ BOTH(auth_ok)
 BOTH(auth_fail_is_final)
 BOTH(connect_timeout_then_close)
 BOTH(bootstrap_list_and_ipv6)
+BOTH(transport_frames)
+BOTH(transport_refused_is_final)
 
 int main(void)
 {
@@ -633,6 +828,10 @@ int main(void)
         cmocka_unit_test(connect_timeout_then_close_epoll),
         cmocka_unit_test(bootstrap_list_and_ipv6_uring),
         cmocka_unit_test(bootstrap_list_and_ipv6_epoll),
+        cmocka_unit_test(transport_frames_uring),
+        cmocka_unit_test(transport_frames_epoll),
+        cmocka_unit_test(transport_refused_is_final_uring),
+        cmocka_unit_test(transport_refused_is_final_epoll),
         cmocka_unit_test(bad_bootstrap_is_config_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
