@@ -49,6 +49,7 @@ kc_err_t kc_loop_new(kc_loop_t **out, kc_loop_backend_t backend, kc_error_t *err
     if (!loop)
         return kc_fail(err, KC_ERR_NOMEM, "loop: out of memory");
     kc_mpsc_init(&loop->cmds);
+    loop->owner = pthread_self();
     atomic_init(&loop->sleeping, 0);
     atomic_init(&loop->wake_pending, 0);
     loop->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -85,6 +86,16 @@ kc_err_t kc_loop_new(kc_loop_t **out, kc_loop_backend_t backend, kc_error_t *err
     return KC_OK;
 }
 
+#ifdef KC_DEBUG_OWNERSHIP
+/* A programming error (another thread touching loop state), caught in debug builds only. */
+void kc_loop_owner_violation(const kc_loop_t *loop, const char *fn)
+{
+    (void)loop;
+    kc_log(KC_LOG_ERROR, "loop", "%s called off the loop's owner thread", fn);
+    abort();
+}
+#endif
+
 void kc_loop_free(kc_loop_t *loop)
 {
     if (!loop)
@@ -120,6 +131,7 @@ void kc_loop_get_stats(const kc_loop_t *loop, kc_loop_stats_t *o)
 
 int kc_loop_socket(kc_loop_t *loop, int family)
 {
+    KC_LOOP_OWNER(loop);
     int type = SOCK_STREAM | SOCK_CLOEXEC | (loop->vt == &kc_loop_epoll_vt ? SOCK_NONBLOCK : 0);
     int fd = socket(family, type, IPPROTO_TCP);
     if (fd < 0)
@@ -132,6 +144,7 @@ int kc_loop_socket(kc_loop_t *loop, int family)
 
 void kc_loop_close(kc_loop_t *loop, int fd)
 {
+    KC_LOOP_OWNER(loop);
     if (fd < 0)
         return;
     loop->vt->forget_fd(loop, fd);
@@ -140,6 +153,7 @@ void kc_loop_close(kc_loop_t *loop, int fd)
 
 static void start_op(kc_loop_t *loop, kc_loop_op_t *op, int kind, int fd, uint8_t *buf, size_t len)
 {
+    KC_LOOP_OWNER(loop);
     op->kind = kind;
     op->fd = fd;
     op->buf = buf;
@@ -177,6 +191,7 @@ void kc_loop_recv_exact(kc_loop_t *loop, kc_loop_op_t *op, int fd, uint8_t *buf,
 
 void kc_loop_cancel(kc_loop_t *loop, kc_loop_op_t *op)
 {
+    KC_LOOP_OWNER(loop);
     if (!op->pending || op->cancelled)
         return;
     op->cancelled = 1;
@@ -224,6 +239,7 @@ static void sift_down(kc_loop_t *loop, size_t i)
 
 void kc_loop_timer_stop(kc_loop_t *loop, kc_loop_timer_t *t)
 {
+    KC_LOOP_OWNER(loop);
     if (!t->heap_idx)
         return;
     size_t i = t->heap_idx - 1;
@@ -239,6 +255,7 @@ void kc_loop_timer_stop(kc_loop_t *loop, kc_loop_timer_t *t)
 
 void kc_loop_timer_start(kc_loop_t *loop, kc_loop_timer_t *t, int64_t delay_ms)
 {
+    KC_LOOP_OWNER(loop);
     kc_loop_timer_stop(loop, t);
     if (loop->heap_len == loop->heap_cap) {
         size_t cap = loop->heap_cap ? loop->heap_cap * 2 : 64;
@@ -315,6 +332,7 @@ static int run_cmds(kc_loop_t *loop)
 
 int kc_loop_run_once(kc_loop_t *loop, int max_wait_ms)
 {
+    KC_LOOP_OWNER(loop);
     int n = run_timers(loop);
     n += run_cmds(loop);
 
@@ -351,5 +369,6 @@ void kc_loop_run(kc_loop_t *loop)
 
 void kc_loop_stop(kc_loop_t *loop)
 {
+    KC_LOOP_OWNER(loop);
     loop->stop = 1;
 }

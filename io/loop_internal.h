@@ -3,6 +3,8 @@
 #ifndef KC_IO_LOOP_INTERNAL_H
 #define KC_IO_LOOP_INTERNAL_H
 
+#include <pthread.h>
+
 #include "loop.h"
 #include "mpsc.h"
 
@@ -33,6 +35,7 @@ struct kc_loop {
     size_t heap_len, heap_cap;
     int stop;
     unsigned uring_flags;
+    pthread_t owner; /* the creating thread; debug builds check every owner-only call */
     struct {
         _Atomic uint64_t submissions, completions, enters, wakeups, wake_writes, commands, timers;
     } st;
@@ -42,6 +45,17 @@ struct kc_loop {
     atomic_store_explicit(&(loop)->st.field,                                                       \
                           atomic_load_explicit(&(loop)->st.field, memory_order_relaxed) + (n),     \
                           memory_order_relaxed)
+
+#ifdef KC_DEBUG_OWNERSHIP
+void kc_loop_owner_violation(const kc_loop_t *loop, const char *fn);
+#define KC_LOOP_OWNER(loop)                                                                        \
+    do {                                                                                           \
+        if (!pthread_equal(pthread_self(), (loop)->owner))                                         \
+            kc_loop_owner_violation((loop), __func__);                                             \
+    } while (0)
+#else
+#define KC_LOOP_OWNER(loop) ((void)(loop))
+#endif
 
 /* Backends call this to deliver an op's result (the op's callback runs now). */
 static inline void kc_loop_complete(kc_loop_t *loop, kc_loop_op_t *op, int res)

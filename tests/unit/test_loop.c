@@ -4,10 +4,14 @@
 #include "kc_test.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backoff.h"
+#include "base/log.h"
 #include "base/clock.h"
 #include "loop.h"
 #include "netthread.h"
@@ -234,6 +238,37 @@ static void backoff_grows_with_bounded_jitter(void **state)
     }
 }
 
+/* Debug builds catch another thread touching loop state (the ownership rule, CONTRIBUTING.md). */
+static void *touch_loop(void *arg)
+{
+    kc_loop_timer_t t = {0};
+    kc_loop_timer_start(arg, &t, 1000); /* not the owner: must abort in debug builds */
+    return NULL;
+}
+
+static void foreign_thread_is_caught(void **state)
+{
+    (void)state;
+#ifndef KC_DEBUG_OWNERSHIP
+    skip();
+#else
+    pid_t pid = fork();
+    if (pid == 0) {
+        kc_log_configure(NULL, NULL, 0); /* keep the expected error line out of the test log */
+        kc_loop_t *loop = NULL;
+        if (kc_loop_new(&loop, KC_LOOP_EPOLL, NULL) != KC_OK)
+            _exit(3);
+        pthread_t th;
+        pthread_create(&th, NULL, touch_loop, loop);
+        pthread_join(th, NULL);
+        _exit(0);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+#endif
+}
+
 #define BOTH(fn)                                                                                   \
     static void fn##_uring(void **s)                                                               \
     {                                                                                              \
@@ -265,6 +300,7 @@ int main(void)
         cmocka_unit_test(idle_loop_sleeps_and_wakes_epoll),
         cmocka_unit_test(backend_env_forces_epoll),
         cmocka_unit_test(backoff_grows_with_bounded_jitter),
+        cmocka_unit_test(foreign_thread_is_caught),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
