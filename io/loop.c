@@ -58,6 +58,8 @@ kc_err_t kc_loop_new(kc_loop_t **out, kc_loop_backend_t backend, kc_error_t *err
         free(loop);
         return kc_fail(err, KC_ERR_SYSTEM, "loop: eventfd: %s", strerror(e));
     }
+    if (backend == KC_LOOP_AUTO) /* KC_IO_BACKEND still decides when the caller left it open */
+        (void)kc_loop_backend_parse(NULL, &backend, NULL);
     kc_err_t rc = KC_ERR_UNSUPPORTED;
     kc_error_t uerr = {0};
     if (backend != KC_LOOP_EPOLL) {

@@ -213,6 +213,11 @@ static void backend_env_forces_epoll(void **state)
     kc_loop_t *loop = new_loop(KC_LOOP_EPOLL);
     assert_string_equal(kc_loop_backend_name(loop), "epoll");
     kc_loop_free(loop);
+    setenv("KC_IO_BACKEND", "epoll", 1); /* AUTO follows the environment */
+    loop = new_loop(KC_LOOP_AUTO);
+    assert_string_equal(kc_loop_backend_name(loop), "epoll");
+    kc_loop_free(loop);
+    unsetenv("KC_IO_BACKEND");
 }
 
 static void backoff_grows_with_bounded_jitter(void **state)
