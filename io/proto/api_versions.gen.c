@@ -103,12 +103,9 @@ __attribute__((unused)) static size_t min_api_versions_response_api_version(int1
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += 2;
-    if (1)
-        n += 2;
+    n += 2;
+    n += 2;
+    n += 2;
     return n;
 }
 
@@ -158,10 +155,8 @@ __attribute__((unused)) static size_t min_api_versions_response(int16_t v, bool 
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 2;
+    n += (flex ? 1 : 4);
     if (v >= 1)
         n += 4;
     return n;
@@ -173,18 +168,12 @@ static kc_err_t enc_api_versions_response_api_version(const kc_api_versions_resp
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->api_key)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->min_version)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->max_version)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->api_key)))
+        return rc;
+    if ((rc = kc_wire_put_i16(e, m->min_version)))
+        return rc;
+    if ((rc = kc_wire_put_i16(e, m->max_version)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -200,18 +189,12 @@ static kc_err_t dec_api_versions_response_api_version(kc_api_versions_response_a
     (void)v;
     (void)rc;
     init_api_versions_response_api_version(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "api_key", &m->api_key)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "min_version", &m->min_version)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "max_version", &m->max_version)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "api_key", &m->api_key)))
+        return rc;
+    if ((rc = kc_wire_get_i16(d, "min_version", &m->min_version)))
+        return rc;
+    if ((rc = kc_wire_get_i16(d, "max_version", &m->max_version)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -356,17 +339,13 @@ static kc_err_t enc_api_versions_response(const kc_api_versions_response_t *m, k
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "api_keys", m->api_keys.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->api_keys.count; i++) {
+        if ((rc = enc_api_versions_response_api_version(&m->api_keys.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "api_keys", m->api_keys.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->api_keys.count; i++) {
-            if ((rc = enc_api_versions_response_api_version(&m->api_keys.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 1) {
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
@@ -435,25 +414,21 @@ static kc_err_t dec_api_versions_response(kc_api_versions_response_t *m, kc_dec_
     (void)v;
     (void)rc;
     init_api_versions_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "api_keys", &m->api_keys.count, d->flex, false, min_api_versions_response_api_version(v, d->flex))))
-            return rc;
-        if (m->api_keys.count > 0) {
-            m->api_keys.items = kc_wire_alloc(d, "api_keys", m->api_keys.count, sizeof(kc_api_versions_response_api_version_t));
-            if (!m->api_keys.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "api_keys", 0);
-            for (int32_t i = 0; i < m->api_keys.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_api_versions_response_api_version(&m->api_keys.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "api_keys", &m->api_keys.count, d->flex, false, min_api_versions_response_api_version(v, d->flex))))
+        return rc;
+    if (m->api_keys.count > 0) {
+        m->api_keys.items = kc_wire_alloc(d, "api_keys", m->api_keys.count, sizeof(kc_api_versions_response_api_version_t));
+        if (!m->api_keys.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "api_keys", 0);
+        for (int32_t i = 0; i < m->api_keys.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_api_versions_response_api_version(&m->api_keys.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 1) {
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))

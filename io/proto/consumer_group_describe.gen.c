@@ -13,10 +13,8 @@ __attribute__((unused)) static size_t min_consumer_group_describe_request(int16_
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
-    if (1)
-        n += 1;
+    n += (flex ? 1 : 4);
+    n += 1;
     return n;
 }
 
@@ -26,18 +24,14 @@ static kc_err_t enc_consumer_group_describe_request(const kc_consumer_group_desc
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "group_ids", m->group_ids.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->group_ids.count; i++) {
-            if ((rc = kc_wire_put_str(e, "group_ids", m->group_ids.items[i], e->flex, false)))
-                return rc;
-        }
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bool(e, m->include_authorized_operations)))
+    if ((rc = kc_wire_put_array_len(e, "group_ids", m->group_ids.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->group_ids.count; i++) {
+        if ((rc = kc_wire_put_str(e, "group_ids", m->group_ids.items[i], e->flex, false)))
             return rc;
     }
+    if ((rc = kc_wire_put_bool(e, m->include_authorized_operations)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -53,26 +47,22 @@ static kc_err_t dec_consumer_group_describe_request(kc_consumer_group_describe_r
     (void)v;
     (void)rc;
     init_consumer_group_describe_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "group_ids", &m->group_ids.count, d->flex, false, (d->flex ? 1 : 2))))
-            return rc;
-        if (m->group_ids.count > 0) {
-            m->group_ids.items = kc_wire_alloc(d, "group_ids", m->group_ids.count, sizeof(kc_str_t));
-            if (!m->group_ids.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "group_ids", 0);
-            for (int32_t i = 0; i < m->group_ids.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_str(d, "group_ids", &m->group_ids.items[i], d->flex, false)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "group_ids", &m->group_ids.count, d->flex, false, (d->flex ? 1 : 2))))
+        return rc;
+    if (m->group_ids.count > 0) {
+        m->group_ids.items = kc_wire_alloc(d, "group_ids", m->group_ids.count, sizeof(kc_str_t));
+        if (!m->group_ids.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "group_ids", 0);
+        for (int32_t i = 0; i < m->group_ids.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_str(d, "group_ids", &m->group_ids.items[i], d->flex, false)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
-    if (1) {
-        if ((rc = kc_wire_get_bool(d, "include_authorized_operations", &m->include_authorized_operations)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_bool(d, "include_authorized_operations", &m->include_authorized_operations)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -119,12 +109,9 @@ __attribute__((unused)) static size_t min_consumer_group_describe_response_topic
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 16;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 16;
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -137,8 +124,7 @@ __attribute__((unused)) static size_t min_consumer_group_describe_response_assig
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -155,26 +141,16 @@ __attribute__((unused)) static size_t min_consumer_group_describe_response_membe
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += min_consumer_group_describe_response_assignment(v, flex);
-    if (1)
-        n += min_consumer_group_describe_response_assignment(v, flex);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += min_consumer_group_describe_response_assignment(v, flex);
+    n += min_consumer_group_describe_response_assignment(v, flex);
     if (v >= 1)
         n += 1;
     return n;
@@ -191,24 +167,15 @@ __attribute__((unused)) static size_t min_consumer_group_describe_response_descr
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
-    if (1)
-        n += 4;
+    n += 2;
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += 4;
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
+    n += 4;
     return n;
 }
 
@@ -221,10 +188,8 @@ __attribute__((unused)) static size_t min_consumer_group_describe_response(int16
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 4;
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -234,21 +199,15 @@ static kc_err_t enc_consumer_group_describe_response_topic_partitions(const kc_c
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
+    if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "topic_name", m->topic_name, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "topic_name", m->topic_name, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -265,29 +224,23 @@ static kc_err_t dec_consumer_group_describe_response_topic_partitions(kc_consume
     (void)v;
     (void)rc;
     init_consumer_group_describe_response_topic_partitions(m);
-    if (1) {
-        if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "topic_name", &m->topic_name, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "topic_name", &m->topic_name, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -311,13 +264,11 @@ static kc_err_t enc_consumer_group_describe_response_assignment(const kc_consume
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topic_partitions", m->topic_partitions.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topic_partitions", m->topic_partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topic_partitions.count; i++) {
+        if ((rc = enc_consumer_group_describe_response_topic_partitions(&m->topic_partitions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topic_partitions.count; i++) {
-            if ((rc = enc_consumer_group_describe_response_topic_partitions(&m->topic_partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -334,21 +285,19 @@ static kc_err_t dec_consumer_group_describe_response_assignment(kc_consumer_grou
     (void)v;
     (void)rc;
     init_consumer_group_describe_response_assignment(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topic_partitions", &m->topic_partitions.count, d->flex, false, min_consumer_group_describe_response_topic_partitions(v, d->flex))))
-            return rc;
-        if (m->topic_partitions.count > 0) {
-            m->topic_partitions.items = kc_wire_alloc(d, "topic_partitions", m->topic_partitions.count, sizeof(kc_consumer_group_describe_response_topic_partitions_t));
-            if (!m->topic_partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topic_partitions", 0);
-            for (int32_t i = 0; i < m->topic_partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_consumer_group_describe_response_topic_partitions(&m->topic_partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topic_partitions", &m->topic_partitions.count, d->flex, false, min_consumer_group_describe_response_topic_partitions(v, d->flex))))
+        return rc;
+    if (m->topic_partitions.count > 0) {
+        m->topic_partitions.items = kc_wire_alloc(d, "topic_partitions", m->topic_partitions.count, sizeof(kc_consumer_group_describe_response_topic_partitions_t));
+        if (!m->topic_partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topic_partitions", 0);
+        for (int32_t i = 0; i < m->topic_partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_consumer_group_describe_response_topic_partitions(&m->topic_partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -372,50 +321,30 @@ static kc_err_t enc_consumer_group_describe_response_member(const kc_consumer_gr
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "instance_id", m->instance_id, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "rack_id", m->rack_id, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->member_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "client_id", m->client_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "client_host", m->client_host, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "subscribed_topic_names", m->subscribed_topic_names.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
+        if ((rc = kc_wire_put_str(e, "subscribed_topic_names", m->subscribed_topic_names.items[i], e->flex, false)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "instance_id", m->instance_id, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "rack_id", m->rack_id, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "client_id", m->client_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "client_host", m->client_host, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "subscribed_topic_names", m->subscribed_topic_names.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
-            if ((rc = kc_wire_put_str(e, "subscribed_topic_names", m->subscribed_topic_names.items[i], e->flex, false)))
-                return rc;
-        }
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "subscribed_topic_regex", m->subscribed_topic_regex, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = enc_consumer_group_describe_response_assignment(&m->assignment, e)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = enc_consumer_group_describe_response_assignment(&m->target_assignment, e)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "subscribed_topic_regex", m->subscribed_topic_regex, e->flex, 1)))
+        return rc;
+    if ((rc = enc_consumer_group_describe_response_assignment(&m->assignment, e)))
+        return rc;
+    if ((rc = enc_consumer_group_describe_response_assignment(&m->target_assignment, e)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_put_i8(e, m->member_type)))
             return rc;
@@ -435,62 +364,42 @@ static kc_err_t dec_consumer_group_describe_response_member(kc_consumer_group_de
     (void)v;
     (void)rc;
     init_consumer_group_describe_response_member(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "instance_id", &m->instance_id, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "rack_id", &m->rack_id, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "member_epoch", &m->member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "client_id", &m->client_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "client_host", &m->client_host, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "subscribed_topic_names", &m->subscribed_topic_names.count, d->flex, false, (d->flex ? 1 : 2))))
-            return rc;
-        if (m->subscribed_topic_names.count > 0) {
-            m->subscribed_topic_names.items = kc_wire_alloc(d, "subscribed_topic_names", m->subscribed_topic_names.count, sizeof(kc_str_t));
-            if (!m->subscribed_topic_names.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "subscribed_topic_names", 0);
-            for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_str(d, "subscribed_topic_names", &m->subscribed_topic_names.items[i], d->flex, false)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "instance_id", &m->instance_id, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "rack_id", &m->rack_id, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "member_epoch", &m->member_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "client_id", &m->client_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "client_host", &m->client_host, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "subscribed_topic_names", &m->subscribed_topic_names.count, d->flex, false, (d->flex ? 1 : 2))))
+        return rc;
+    if (m->subscribed_topic_names.count > 0) {
+        m->subscribed_topic_names.items = kc_wire_alloc(d, "subscribed_topic_names", m->subscribed_topic_names.count, sizeof(kc_str_t));
+        if (!m->subscribed_topic_names.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "subscribed_topic_names", 0);
+        for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_str(d, "subscribed_topic_names", &m->subscribed_topic_names.items[i], d->flex, false)))
+                return rc;
         }
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "subscribed_topic_regex", &m->subscribed_topic_regex, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        kc_dec_push(d, "assignment", -1);
-        if ((rc = dec_consumer_group_describe_response_assignment(&m->assignment, d)))
-            return rc;
         kc_dec_pop(d);
     }
-    if (1) {
-        kc_dec_push(d, "target_assignment", -1);
-        if ((rc = dec_consumer_group_describe_response_assignment(&m->target_assignment, d)))
-            return rc;
-        kc_dec_pop(d);
-    }
+    if ((rc = kc_wire_get_str(d, "subscribed_topic_regex", &m->subscribed_topic_regex, d->flex, 1)))
+        return rc;
+    kc_dec_push(d, "assignment", -1);
+    if ((rc = dec_consumer_group_describe_response_assignment(&m->assignment, d)))
+        return rc;
+    kc_dec_pop(d);
+    kc_dec_push(d, "target_assignment", -1);
+    if ((rc = dec_consumer_group_describe_response_assignment(&m->target_assignment, d)))
+        return rc;
+    kc_dec_pop(d);
     if (v >= 1) {
         if ((rc = kc_wire_get_i8(d, "member_type", &m->member_type)))
             return rc;
@@ -517,46 +426,28 @@ static kc_err_t enc_consumer_group_describe_response_described_group(const kc_co
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "error_message", m->error_message, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "group_state", m->group_state, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->group_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->assignment_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "assignor_name", m->assignor_name, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "members", m->members.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->members.count; i++) {
+        if ((rc = enc_consumer_group_describe_response_member(&m->members.items[i], e)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "error_message", m->error_message, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_state", m->group_state, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->group_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->assignment_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "assignor_name", m->assignor_name, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "members", m->members.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->members.count; i++) {
-            if ((rc = enc_consumer_group_describe_response_member(&m->members.items[i], e)))
-                return rc;
-        }
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->authorized_operations)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->authorized_operations)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -572,54 +463,36 @@ static kc_err_t dec_consumer_group_describe_response_described_group(kc_consumer
     (void)v;
     (void)rc;
     init_consumer_group_describe_response_described_group(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "error_message", &m->error_message, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_state", &m->group_state, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "group_epoch", &m->group_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "assignment_epoch", &m->assignment_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "assignor_name", &m->assignor_name, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "members", &m->members.count, d->flex, false, min_consumer_group_describe_response_member(v, d->flex))))
-            return rc;
-        if (m->members.count > 0) {
-            m->members.items = kc_wire_alloc(d, "members", m->members.count, sizeof(kc_consumer_group_describe_response_member_t));
-            if (!m->members.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "members", 0);
-            for (int32_t i = 0; i < m->members.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_consumer_group_describe_response_member(&m->members.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "error_message", &m->error_message, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "group_state", &m->group_state, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "group_epoch", &m->group_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "assignment_epoch", &m->assignment_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "assignor_name", &m->assignor_name, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "members", &m->members.count, d->flex, false, min_consumer_group_describe_response_member(v, d->flex))))
+        return rc;
+    if (m->members.count > 0) {
+        m->members.items = kc_wire_alloc(d, "members", m->members.count, sizeof(kc_consumer_group_describe_response_member_t));
+        if (!m->members.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "members", 0);
+        for (int32_t i = 0; i < m->members.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_consumer_group_describe_response_member(&m->members.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "authorized_operations", &m->authorized_operations)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "authorized_operations", &m->authorized_operations)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -642,17 +515,13 @@ static kc_err_t enc_consumer_group_describe_response(const kc_consumer_group_des
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
+    if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->groups.count; i++) {
+        if ((rc = enc_consumer_group_describe_response_described_group(&m->groups.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->groups.count; i++) {
-            if ((rc = enc_consumer_group_describe_response_described_group(&m->groups.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -669,25 +538,21 @@ static kc_err_t dec_consumer_group_describe_response(kc_consumer_group_describe_
     (void)v;
     (void)rc;
     init_consumer_group_describe_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, min_consumer_group_describe_response_described_group(v, d->flex))))
-            return rc;
-        if (m->groups.count > 0) {
-            m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_consumer_group_describe_response_described_group_t));
-            if (!m->groups.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "groups", 0);
-            for (int32_t i = 0; i < m->groups.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_consumer_group_describe_response_described_group(&m->groups.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, min_consumer_group_describe_response_described_group(v, d->flex))))
+        return rc;
+    if (m->groups.count > 0) {
+        m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_consumer_group_describe_response_described_group_t));
+        if (!m->groups.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "groups", 0);
+        for (int32_t i = 0; i < m->groups.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_consumer_group_describe_response_described_group(&m->groups.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

@@ -13,10 +13,8 @@ __attribute__((unused)) static size_t min_consumer_group_heartbeat_request_topic
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 16;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 16;
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -34,26 +32,17 @@ __attribute__((unused)) static size_t min_consumer_group_heartbeat_request(int16
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += (flex ? 1 : 4);
     if (v >= 1)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -63,17 +52,13 @@ static kc_err_t enc_consumer_group_heartbeat_request_topic_partitions(const kc_c
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
+    if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -90,25 +75,21 @@ static kc_err_t dec_consumer_group_heartbeat_request_topic_partitions(kc_consume
     (void)v;
     (void)rc;
     init_consumer_group_heartbeat_request_topic_partitions(m);
-    if (1) {
-        if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -132,53 +113,35 @@ static kc_err_t enc_consumer_group_heartbeat_request(const kc_consumer_group_hea
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->member_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "instance_id", m->instance_id, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "rack_id", m->rack_id, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->rebalance_timeout_ms)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "subscribed_topic_names", m->subscribed_topic_names.count, e->flex, 1)))
+        return rc;
+    for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
+        if ((rc = kc_wire_put_str(e, "subscribed_topic_names", m->subscribed_topic_names.items[i], e->flex, false)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "instance_id", m->instance_id, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "rack_id", m->rack_id, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->rebalance_timeout_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "subscribed_topic_names", m->subscribed_topic_names.count, e->flex, 1)))
-            return rc;
-        for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
-            if ((rc = kc_wire_put_str(e, "subscribed_topic_names", m->subscribed_topic_names.items[i], e->flex, false)))
-                return rc;
-        }
     }
     if (v >= 1) {
         if ((rc = kc_wire_put_str(e, "subscribed_topic_regex", m->subscribed_topic_regex, e->flex, v >= 1)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "server_assignor", m->server_assignor, e->flex, 1)))
+    if ((rc = kc_wire_put_str(e, "server_assignor", m->server_assignor, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "topic_partitions", m->topic_partitions.count, e->flex, 1)))
+        return rc;
+    for (int32_t i = 0; i < m->topic_partitions.count; i++) {
+        if ((rc = enc_consumer_group_heartbeat_request_topic_partitions(&m->topic_partitions.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topic_partitions", m->topic_partitions.count, e->flex, 1)))
-            return rc;
-        for (int32_t i = 0; i < m->topic_partitions.count; i++) {
-            if ((rc = enc_consumer_group_heartbeat_request_topic_partitions(&m->topic_partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -195,69 +158,51 @@ static kc_err_t dec_consumer_group_heartbeat_request(kc_consumer_group_heartbeat
     (void)v;
     (void)rc;
     init_consumer_group_heartbeat_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "member_epoch", &m->member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "instance_id", &m->instance_id, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "rack_id", &m->rack_id, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "rebalance_timeout_ms", &m->rebalance_timeout_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "subscribed_topic_names", &m->subscribed_topic_names.count, d->flex, 1, (d->flex ? 1 : 2))))
-            return rc;
-        if (m->subscribed_topic_names.count > 0) {
-            m->subscribed_topic_names.items = kc_wire_alloc(d, "subscribed_topic_names", m->subscribed_topic_names.count, sizeof(kc_str_t));
-            if (!m->subscribed_topic_names.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "subscribed_topic_names", 0);
-            for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_str(d, "subscribed_topic_names", &m->subscribed_topic_names.items[i], d->flex, false)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "member_epoch", &m->member_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "instance_id", &m->instance_id, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "rack_id", &m->rack_id, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "rebalance_timeout_ms", &m->rebalance_timeout_ms)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "subscribed_topic_names", &m->subscribed_topic_names.count, d->flex, 1, (d->flex ? 1 : 2))))
+        return rc;
+    if (m->subscribed_topic_names.count > 0) {
+        m->subscribed_topic_names.items = kc_wire_alloc(d, "subscribed_topic_names", m->subscribed_topic_names.count, sizeof(kc_str_t));
+        if (!m->subscribed_topic_names.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "subscribed_topic_names", 0);
+        for (int32_t i = 0; i < m->subscribed_topic_names.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_str(d, "subscribed_topic_names", &m->subscribed_topic_names.items[i], d->flex, false)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 1) {
         if ((rc = kc_wire_get_str(d, "subscribed_topic_regex", &m->subscribed_topic_regex, d->flex, v >= 1)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "server_assignor", &m->server_assignor, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topic_partitions", &m->topic_partitions.count, d->flex, 1, min_consumer_group_heartbeat_request_topic_partitions(v, d->flex))))
-            return rc;
-        if (m->topic_partitions.count > 0) {
-            m->topic_partitions.items = kc_wire_alloc(d, "topic_partitions", m->topic_partitions.count, sizeof(kc_consumer_group_heartbeat_request_topic_partitions_t));
-            if (!m->topic_partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topic_partitions", 0);
-            for (int32_t i = 0; i < m->topic_partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_consumer_group_heartbeat_request_topic_partitions(&m->topic_partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "server_assignor", &m->server_assignor, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "topic_partitions", &m->topic_partitions.count, d->flex, 1, min_consumer_group_heartbeat_request_topic_partitions(v, d->flex))))
+        return rc;
+    if (m->topic_partitions.count > 0) {
+        m->topic_partitions.items = kc_wire_alloc(d, "topic_partitions", m->topic_partitions.count, sizeof(kc_consumer_group_heartbeat_request_topic_partitions_t));
+        if (!m->topic_partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topic_partitions", 0);
+        for (int32_t i = 0; i < m->topic_partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_consumer_group_heartbeat_request_topic_partitions(&m->topic_partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -305,10 +250,8 @@ __attribute__((unused)) static size_t min_consumer_group_heartbeat_response_topi
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 16;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 16;
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -321,8 +264,7 @@ __attribute__((unused)) static size_t min_consumer_group_heartbeat_response_assi
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -337,20 +279,13 @@ __attribute__((unused)) static size_t min_consumer_group_heartbeat_response(int1
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += 2;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
-    if (1)
-        n += 1;
+    n += 4;
+    n += 2;
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += 4;
+    n += 1;
     return n;
 }
 
@@ -360,17 +295,13 @@ static kc_err_t enc_consumer_group_heartbeat_response_topic_partitions(const kc_
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
+    if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -387,25 +318,21 @@ static kc_err_t dec_consumer_group_heartbeat_response_topic_partitions(kc_consum
     (void)v;
     (void)rc;
     init_consumer_group_heartbeat_response_topic_partitions(m);
-    if (1) {
-        if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -429,13 +356,11 @@ static kc_err_t enc_consumer_group_heartbeat_response_assignment(const kc_consum
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topic_partitions", m->topic_partitions.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topic_partitions", m->topic_partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topic_partitions.count; i++) {
+        if ((rc = enc_consumer_group_heartbeat_response_topic_partitions(&m->topic_partitions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topic_partitions.count; i++) {
-            if ((rc = enc_consumer_group_heartbeat_response_topic_partitions(&m->topic_partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -452,21 +377,19 @@ static kc_err_t dec_consumer_group_heartbeat_response_assignment(kc_consumer_gro
     (void)v;
     (void)rc;
     init_consumer_group_heartbeat_response_assignment(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topic_partitions", &m->topic_partitions.count, d->flex, false, min_consumer_group_heartbeat_response_topic_partitions(v, d->flex))))
-            return rc;
-        if (m->topic_partitions.count > 0) {
-            m->topic_partitions.items = kc_wire_alloc(d, "topic_partitions", m->topic_partitions.count, sizeof(kc_consumer_group_heartbeat_response_topic_partitions_t));
-            if (!m->topic_partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topic_partitions", 0);
-            for (int32_t i = 0; i < m->topic_partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_consumer_group_heartbeat_response_topic_partitions(&m->topic_partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topic_partitions", &m->topic_partitions.count, d->flex, false, min_consumer_group_heartbeat_response_topic_partitions(v, d->flex))))
+        return rc;
+    if (m->topic_partitions.count > 0) {
+        m->topic_partitions.items = kc_wire_alloc(d, "topic_partitions", m->topic_partitions.count, sizeof(kc_consumer_group_heartbeat_response_topic_partitions_t));
+        if (!m->topic_partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topic_partitions", 0);
+        for (int32_t i = 0; i < m->topic_partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_consumer_group_heartbeat_response_topic_partitions(&m->topic_partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -490,40 +413,26 @@ static kc_err_t enc_consumer_group_heartbeat_response(const kc_consumer_group_he
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
+    if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
+        return rc;
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "error_message", m->error_message, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->member_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->heartbeat_interval_ms)))
+        return rc;
+    if ((1) && !m->has_assignment) {
+        if ((rc = kc_wire_put_i8(e, -1)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
+    } else {
+        if ((1) && (rc = kc_wire_put_i8(e, 1)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "error_message", m->error_message, e->flex, 1)))
+        if ((rc = enc_consumer_group_heartbeat_response_assignment(&m->assignment, e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->heartbeat_interval_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((1) && !m->has_assignment) {
-            if ((rc = kc_wire_put_i8(e, -1)))
-                return rc;
-        } else {
-            if ((1) && (rc = kc_wire_put_i8(e, 1)))
-                return rc;
-            if ((rc = enc_consumer_group_heartbeat_response_assignment(&m->assignment, e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -540,31 +449,19 @@ static kc_err_t dec_consumer_group_heartbeat_response(kc_consumer_group_heartbea
     (void)v;
     (void)rc;
     init_consumer_group_heartbeat_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "error_message", &m->error_message, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "member_epoch", &m->member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "heartbeat_interval_ms", &m->heartbeat_interval_ms)))
-            return rc;
-    }
-    if (1) {
+    if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
+        return rc;
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "error_message", &m->error_message, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "member_epoch", &m->member_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "heartbeat_interval_ms", &m->heartbeat_interval_ms)))
+        return rc;
+    {
         int8_t present = 1;
         if ((1) && (rc = kc_wire_get_i8(d, "assignment", &present)))
             return rc;

@@ -32,10 +32,8 @@ __attribute__((unused)) static size_t min_consumer_protocol_subscription(int16_t
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 1)
         n += (flex ? 1 : 4);
     if (v >= 2)
@@ -120,18 +118,14 @@ static kc_err_t enc_consumer_protocol_subscription(const kc_consumer_protocol_su
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = kc_wire_put_str(e, "topics", m->topics.items[i], e->flex, false)))
-                return rc;
-        }
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "user_data", m->user_data, e->flex, 1)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = kc_wire_put_str(e, "topics", m->topics.items[i], e->flex, false)))
             return rc;
     }
+    if ((rc = kc_wire_put_bytes(e, "user_data", m->user_data, e->flex, 1)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_put_array_len(e, "owned_partitions", m->owned_partitions.count, e->flex, false)))
             return rc;
@@ -163,26 +157,22 @@ static kc_err_t dec_consumer_protocol_subscription(kc_consumer_protocol_subscrip
     (void)v;
     (void)rc;
     init_consumer_protocol_subscription(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, (d->flex ? 1 : 2))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_str_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_str(d, "topics", &m->topics.items[i], d->flex, false)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, (d->flex ? 1 : 2))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_str_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_str(d, "topics", &m->topics.items[i], d->flex, false)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "user_data", &m->user_data, d->flex, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_bytes(d, "user_data", &m->user_data, d->flex, 1)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_get_array_len(d, "owned_partitions", &m->owned_partitions.count, d->flex, false, min_consumer_protocol_subscription_topic_partition(v, d->flex))))
             return rc;
@@ -276,10 +266,8 @@ __attribute__((unused)) static size_t min_consumer_protocol_assignment_topic_par
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -293,10 +281,8 @@ __attribute__((unused)) static size_t min_consumer_protocol_assignment(int16_t v
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -306,17 +292,13 @@ static kc_err_t enc_consumer_protocol_assignment_topic_partition(const kc_consum
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -333,25 +315,21 @@ static kc_err_t dec_consumer_protocol_assignment_topic_partition(kc_consumer_pro
     (void)v;
     (void)rc;
     init_consumer_protocol_assignment_topic_partition(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -375,18 +353,14 @@ static kc_err_t enc_consumer_protocol_assignment(const kc_consumer_protocol_assi
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "assigned_partitions", m->assigned_partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->assigned_partitions.count; i++) {
-            if ((rc = enc_consumer_protocol_assignment_topic_partition(&m->assigned_partitions.items[i], e)))
-                return rc;
-        }
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "user_data", m->user_data, e->flex, 1)))
+    if ((rc = kc_wire_put_array_len(e, "assigned_partitions", m->assigned_partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->assigned_partitions.count; i++) {
+        if ((rc = enc_consumer_protocol_assignment_topic_partition(&m->assigned_partitions.items[i], e)))
             return rc;
     }
+    if ((rc = kc_wire_put_bytes(e, "user_data", m->user_data, e->flex, 1)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -402,26 +376,22 @@ static kc_err_t dec_consumer_protocol_assignment(kc_consumer_protocol_assignment
     (void)v;
     (void)rc;
     init_consumer_protocol_assignment(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "assigned_partitions", &m->assigned_partitions.count, d->flex, false, min_consumer_protocol_assignment_topic_partition(v, d->flex))))
-            return rc;
-        if (m->assigned_partitions.count > 0) {
-            m->assigned_partitions.items = kc_wire_alloc(d, "assigned_partitions", m->assigned_partitions.count, sizeof(kc_consumer_protocol_assignment_topic_partition_t));
-            if (!m->assigned_partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "assigned_partitions", 0);
-            for (int32_t i = 0; i < m->assigned_partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_consumer_protocol_assignment_topic_partition(&m->assigned_partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "assigned_partitions", &m->assigned_partitions.count, d->flex, false, min_consumer_protocol_assignment_topic_partition(v, d->flex))))
+        return rc;
+    if (m->assigned_partitions.count > 0) {
+        m->assigned_partitions.items = kc_wire_alloc(d, "assigned_partitions", m->assigned_partitions.count, sizeof(kc_consumer_protocol_assignment_topic_partition_t));
+        if (!m->assigned_partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "assigned_partitions", 0);
+        for (int32_t i = 0; i < m->assigned_partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_consumer_protocol_assignment_topic_partition(&m->assigned_partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "user_data", &m->user_data, d->flex, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_bytes(d, "user_data", &m->user_data, d->flex, 1)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))

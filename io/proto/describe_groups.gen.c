@@ -13,8 +13,7 @@ __attribute__((unused)) static size_t min_describe_groups_request(int16_t v, boo
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 3)
         n += 1;
     return n;
@@ -26,13 +25,11 @@ static kc_err_t enc_describe_groups_request(const kc_describe_groups_request_t *
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->groups.count; i++) {
+        if ((rc = kc_wire_put_str(e, "groups", m->groups.items[i], e->flex, false)))
             return rc;
-        for (int32_t i = 0; i < m->groups.count; i++) {
-            if ((rc = kc_wire_put_str(e, "groups", m->groups.items[i], e->flex, false)))
-                return rc;
-        }
     }
     if (v >= 3) {
         if ((rc = kc_wire_put_bool(e, m->include_authorized_operations)))
@@ -53,21 +50,19 @@ static kc_err_t dec_describe_groups_request(kc_describe_groups_request_t *m, kc_
     (void)v;
     (void)rc;
     init_describe_groups_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, (d->flex ? 1 : 2))))
-            return rc;
-        if (m->groups.count > 0) {
-            m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_str_t));
-            if (!m->groups.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "groups", 0);
-            for (int32_t i = 0; i < m->groups.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_str(d, "groups", &m->groups.items[i], d->flex, false)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, (d->flex ? 1 : 2))))
+        return rc;
+    if (m->groups.count > 0) {
+        m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_str_t));
+        if (!m->groups.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "groups", 0);
+        for (int32_t i = 0; i < m->groups.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_str(d, "groups", &m->groups.items[i], d->flex, false)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 3) {
         if ((rc = kc_wire_get_bool(d, "include_authorized_operations", &m->include_authorized_operations)))
@@ -120,18 +115,13 @@ __attribute__((unused)) static size_t min_describe_groups_response_described_gro
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     if (v >= 4)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -146,20 +136,14 @@ __attribute__((unused)) static size_t min_describe_groups_response_described_gro
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
+    n += 2;
     if (v >= 6)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     if (v >= 3)
         n += 4;
     return n;
@@ -176,8 +160,7 @@ __attribute__((unused)) static size_t min_describe_groups_response(int16_t v, bo
     (void)v;
     if (v >= 1)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -187,30 +170,20 @@ static kc_err_t enc_describe_groups_response_described_group_member(const kc_des
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_put_str(e, "group_instance_id", m->group_instance_id, e->flex, v >= 4)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "client_id", m->client_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "client_host", m->client_host, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "member_metadata", m->member_metadata, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "member_assignment", m->member_assignment, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "client_id", m->client_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "client_host", m->client_host, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_bytes(e, "member_metadata", m->member_metadata, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_bytes(e, "member_assignment", m->member_assignment, e->flex, false)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -226,30 +199,20 @@ static kc_err_t dec_describe_groups_response_described_group_member(kc_describe_
     (void)v;
     (void)rc;
     init_describe_groups_response_described_group_member(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_get_str(d, "group_instance_id", &m->group_instance_id, d->flex, v >= 4)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "client_id", &m->client_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "client_host", &m->client_host, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "member_metadata", &m->member_metadata, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "member_assignment", &m->member_assignment, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "client_id", &m->client_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "client_host", &m->client_host, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_bytes(d, "member_metadata", &m->member_metadata, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_bytes(d, "member_assignment", &m->member_assignment, d->flex, false)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -272,37 +235,25 @@ static kc_err_t enc_describe_groups_response_described_group(const kc_describe_g
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
     if (v >= 6) {
         if ((rc = kc_wire_put_str(e, "error_message", m->error_message, e->flex, v >= 6)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "group_state", m->group_state, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "protocol_data", m->protocol_data, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "members", m->members.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->members.count; i++) {
+        if ((rc = enc_describe_groups_response_described_group_member(&m->members.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_state", m->group_state, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "protocol_data", m->protocol_data, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "members", m->members.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->members.count; i++) {
-            if ((rc = enc_describe_groups_response_described_group_member(&m->members.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 3) {
         if ((rc = kc_wire_put_i32(e, m->authorized_operations)))
@@ -323,45 +274,33 @@ static kc_err_t dec_describe_groups_response_described_group(kc_describe_groups_
     (void)v;
     (void)rc;
     init_describe_groups_response_described_group(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
     if (v >= 6) {
         if ((rc = kc_wire_get_str(d, "error_message", &m->error_message, d->flex, v >= 6)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_state", &m->group_state, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "protocol_data", &m->protocol_data, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "members", &m->members.count, d->flex, false, min_describe_groups_response_described_group_member(v, d->flex))))
-            return rc;
-        if (m->members.count > 0) {
-            m->members.items = kc_wire_alloc(d, "members", m->members.count, sizeof(kc_describe_groups_response_described_group_member_t));
-            if (!m->members.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "members", 0);
-            for (int32_t i = 0; i < m->members.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_describe_groups_response_described_group_member(&m->members.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "group_state", &m->group_state, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "protocol_data", &m->protocol_data, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "members", &m->members.count, d->flex, false, min_describe_groups_response_described_group_member(v, d->flex))))
+        return rc;
+    if (m->members.count > 0) {
+        m->members.items = kc_wire_alloc(d, "members", m->members.count, sizeof(kc_describe_groups_response_described_group_member_t));
+        if (!m->members.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "members", 0);
+        for (int32_t i = 0; i < m->members.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_describe_groups_response_described_group_member(&m->members.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 3) {
         if ((rc = kc_wire_get_i32(d, "authorized_operations", &m->authorized_operations)))
@@ -393,13 +332,11 @@ static kc_err_t enc_describe_groups_response(const kc_describe_groups_response_t
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->groups.count; i++) {
+        if ((rc = enc_describe_groups_response_described_group(&m->groups.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->groups.count; i++) {
-            if ((rc = enc_describe_groups_response_described_group(&m->groups.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -420,21 +357,19 @@ static kc_err_t dec_describe_groups_response(kc_describe_groups_response_t *m, k
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, min_describe_groups_response_described_group(v, d->flex))))
-            return rc;
-        if (m->groups.count > 0) {
-            m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_describe_groups_response_described_group_t));
-            if (!m->groups.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "groups", 0);
-            for (int32_t i = 0; i < m->groups.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_describe_groups_response_described_group(&m->groups.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, min_describe_groups_response_described_group(v, d->flex))))
+        return rc;
+    if (m->groups.count > 0) {
+        m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_describe_groups_response_described_group_t));
+        if (!m->groups.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "groups", 0);
+        for (int32_t i = 0; i < m->groups.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_describe_groups_response_described_group(&m->groups.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

@@ -35,18 +35,15 @@ __attribute__((unused)) static size_t min_fetch_request_fetch_partition(int16_t 
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
+    n += 4;
     if (v >= 9)
         n += 4;
-    if (1)
-        n += 8;
+    n += 8;
     if (v >= 12)
         n += 4;
     if (v >= 5)
         n += 8;
-    if (1)
-        n += 4;
+    n += 4;
     return n;
 }
 
@@ -63,8 +60,7 @@ __attribute__((unused)) static size_t min_fetch_request_fetch_topic(int16_t v, b
         n += (flex ? 1 : 2);
     if (v >= 13)
         n += 16;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -101,20 +97,15 @@ __attribute__((unused)) static size_t min_fetch_request(int16_t v, bool flex)
     (void)v;
     if (v <= 14)
         n += 4;
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
-    if (1)
-        n += 1;
+    n += 4;
+    n += 4;
+    n += 4;
+    n += 1;
     if (v >= 7)
         n += 4;
     if (v >= 7)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 7)
         n += (flex ? 1 : 4);
     if (v >= 11)
@@ -181,18 +172,14 @@ static kc_err_t enc_fetch_request_fetch_partition(const kc_fetch_request_fetch_p
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition)))
+        return rc;
     if (v >= 9) {
         if ((rc = kc_wire_put_i32(e, m->current_leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->fetch_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i64(e, m->fetch_offset)))
+        return rc;
     if (v >= 12) {
         if ((rc = kc_wire_put_i32(e, m->last_fetched_epoch)))
             return rc;
@@ -201,10 +188,8 @@ static kc_err_t enc_fetch_request_fetch_partition(const kc_fetch_request_fetch_p
         if ((rc = kc_wire_put_i64(e, m->log_start_offset)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition_max_bytes)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition_max_bytes)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         ntags += (v >= 17) && m->has_replica_directory_id;
@@ -240,18 +225,14 @@ static kc_err_t dec_fetch_request_fetch_partition(kc_fetch_request_fetch_partiti
     (void)v;
     (void)rc;
     init_fetch_request_fetch_partition(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition", &m->partition)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition", &m->partition)))
+        return rc;
     if (v >= 9) {
         if ((rc = kc_wire_get_i32(d, "current_leader_epoch", &m->current_leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "fetch_offset", &m->fetch_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i64(d, "fetch_offset", &m->fetch_offset)))
+        return rc;
     if (v >= 12) {
         if ((rc = kc_wire_get_i32(d, "last_fetched_epoch", &m->last_fetched_epoch)))
             return rc;
@@ -260,10 +241,8 @@ static kc_err_t dec_fetch_request_fetch_partition(kc_fetch_request_fetch_partiti
         if ((rc = kc_wire_get_i64(d, "log_start_offset", &m->log_start_offset)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition_max_bytes", &m->partition_max_bytes)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition_max_bytes", &m->partition_max_bytes)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -312,13 +291,11 @@ static kc_err_t enc_fetch_request_fetch_topic(const kc_fetch_request_fetch_topic
         if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_fetch_request_fetch_partition(&m->partitions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_fetch_request_fetch_partition(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -343,21 +320,19 @@ static kc_err_t dec_fetch_request_fetch_topic(kc_fetch_request_fetch_topic_t *m,
         if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_fetch_request_fetch_partition(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_fetch_request_fetch_partition_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_fetch_request_fetch_partition(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_fetch_request_fetch_partition(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_fetch_request_fetch_partition_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_fetch_request_fetch_partition(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -462,22 +437,14 @@ static kc_err_t enc_fetch_request(const kc_fetch_request_t *m, kc_enc_t *e)
         if ((rc = kc_wire_put_i32(e, m->replica_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->max_wait_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->min_bytes)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->max_bytes)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i8(e, m->isolation_level)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->max_wait_ms)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->min_bytes)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->max_bytes)))
+        return rc;
+    if ((rc = kc_wire_put_i8(e, m->isolation_level)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_put_i32(e, m->session_id)))
             return rc;
@@ -486,13 +453,11 @@ static kc_err_t enc_fetch_request(const kc_fetch_request_t *m, kc_enc_t *e)
         if ((rc = kc_wire_put_i32(e, m->session_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_fetch_request_fetch_topic(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_fetch_request_fetch_topic(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 7) {
         if ((rc = kc_wire_put_array_len(e, "forgotten_topics_data", m->forgotten_topics_data.count, e->flex, false)))
@@ -545,22 +510,14 @@ static kc_err_t dec_fetch_request(kc_fetch_request_t *m, kc_dec_t *d)
         if ((rc = kc_wire_get_i32(d, "replica_id", &m->replica_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "max_wait_ms", &m->max_wait_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "min_bytes", &m->min_bytes)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "max_bytes", &m->max_bytes)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i8(d, "isolation_level", &m->isolation_level)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "max_wait_ms", &m->max_wait_ms)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "min_bytes", &m->min_bytes)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "max_bytes", &m->max_bytes)))
+        return rc;
+    if ((rc = kc_wire_get_i8(d, "isolation_level", &m->isolation_level)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_get_i32(d, "session_id", &m->session_id)))
             return rc;
@@ -569,21 +526,19 @@ static kc_err_t dec_fetch_request(kc_fetch_request_t *m, kc_dec_t *d)
         if ((rc = kc_wire_get_i32(d, "session_epoch", &m->session_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_fetch_request_fetch_topic(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_fetch_request_fetch_topic_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_fetch_request_fetch_topic(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_fetch_request_fetch_topic(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_fetch_request_fetch_topic_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_fetch_request_fetch_topic(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 7) {
         if ((rc = kc_wire_get_array_len(d, "forgotten_topics_data", &m->forgotten_topics_data.count, d->flex, false, min_fetch_request_forgotten_topic(v, d->flex))))
@@ -725,10 +680,8 @@ __attribute__((unused)) static size_t min_fetch_response_aborted_transaction(int
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 8;
-    if (1)
-        n += 8;
+    n += 8;
+    n += 8;
     return n;
 }
 
@@ -745,22 +698,16 @@ __attribute__((unused)) static size_t min_fetch_response_partition_data(int16_t 
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += 2;
-    if (1)
-        n += 8;
-    if (1)
-        n += 8;
+    n += 4;
+    n += 2;
+    n += 8;
+    n += 8;
     if (v >= 5)
         n += 8;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 11)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -777,8 +724,7 @@ __attribute__((unused)) static size_t min_fetch_response_fetchable_topic_respons
         n += (flex ? 1 : 2);
     if (v >= 13)
         n += 16;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -812,14 +758,12 @@ __attribute__((unused)) static size_t min_fetch_response(int16_t v, bool flex)
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
+    n += 4;
     if (v >= 7)
         n += 2;
     if (v >= 7)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -988,14 +932,10 @@ static kc_err_t enc_fetch_response_aborted_transaction(const kc_fetch_response_a
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->producer_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->first_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i64(e, m->producer_id)))
+        return rc;
+    if ((rc = kc_wire_put_i64(e, m->first_offset)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -1011,14 +951,10 @@ static kc_err_t dec_fetch_response_aborted_transaction(kc_fetch_response_aborted
     (void)v;
     (void)rc;
     init_fetch_response_aborted_transaction(m);
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "producer_id", &m->producer_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "first_offset", &m->first_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i64(d, "producer_id", &m->producer_id)))
+        return rc;
+    if ((rc = kc_wire_get_i64(d, "first_offset", &m->first_offset)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -1041,42 +977,30 @@ static kc_err_t enc_fetch_response_partition_data(const kc_fetch_response_partit
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->high_watermark)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->last_stable_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_i64(e, m->high_watermark)))
+        return rc;
+    if ((rc = kc_wire_put_i64(e, m->last_stable_offset)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_put_i64(e, m->log_start_offset)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "aborted_transactions", m->aborted_transactions.count, e->flex, 1)))
+    if ((rc = kc_wire_put_array_len(e, "aborted_transactions", m->aborted_transactions.count, e->flex, 1)))
+        return rc;
+    for (int32_t i = 0; i < m->aborted_transactions.count; i++) {
+        if ((rc = enc_fetch_response_aborted_transaction(&m->aborted_transactions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->aborted_transactions.count; i++) {
-            if ((rc = enc_fetch_response_aborted_transaction(&m->aborted_transactions.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 11) {
         if ((rc = kc_wire_put_i32(e, m->preferred_read_replica)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "records", m->records, e->flex, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_bytes(e, "records", m->records, e->flex, 1)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         ntags += (v >= 12) && m->has_diverging_epoch;
@@ -1122,50 +1046,38 @@ static kc_err_t dec_fetch_response_partition_data(kc_fetch_response_partition_da
     (void)v;
     (void)rc;
     init_fetch_response_partition_data(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "high_watermark", &m->high_watermark)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "last_stable_offset", &m->last_stable_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_i64(d, "high_watermark", &m->high_watermark)))
+        return rc;
+    if ((rc = kc_wire_get_i64(d, "last_stable_offset", &m->last_stable_offset)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_get_i64(d, "log_start_offset", &m->log_start_offset)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "aborted_transactions", &m->aborted_transactions.count, d->flex, 1, min_fetch_response_aborted_transaction(v, d->flex))))
-            return rc;
-        if (m->aborted_transactions.count > 0) {
-            m->aborted_transactions.items = kc_wire_alloc(d, "aborted_transactions", m->aborted_transactions.count, sizeof(kc_fetch_response_aborted_transaction_t));
-            if (!m->aborted_transactions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "aborted_transactions", 0);
-            for (int32_t i = 0; i < m->aborted_transactions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_fetch_response_aborted_transaction(&m->aborted_transactions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "aborted_transactions", &m->aborted_transactions.count, d->flex, 1, min_fetch_response_aborted_transaction(v, d->flex))))
+        return rc;
+    if (m->aborted_transactions.count > 0) {
+        m->aborted_transactions.items = kc_wire_alloc(d, "aborted_transactions", m->aborted_transactions.count, sizeof(kc_fetch_response_aborted_transaction_t));
+        if (!m->aborted_transactions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "aborted_transactions", 0);
+        for (int32_t i = 0; i < m->aborted_transactions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_fetch_response_aborted_transaction(&m->aborted_transactions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 11) {
         if ((rc = kc_wire_get_i32(d, "preferred_read_replica", &m->preferred_read_replica)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "records", &m->records, d->flex, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_bytes(d, "records", &m->records, d->flex, 1)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -1227,13 +1139,11 @@ static kc_err_t enc_fetch_response_fetchable_topic_response(const kc_fetch_respo
         if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_fetch_response_partition_data(&m->partitions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_fetch_response_partition_data(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -1258,21 +1168,19 @@ static kc_err_t dec_fetch_response_fetchable_topic_response(kc_fetch_response_fe
         if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_fetch_response_partition_data(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_fetch_response_partition_data_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_fetch_response_partition_data(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_fetch_response_partition_data(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_fetch_response_partition_data_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_fetch_response_partition_data(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -1365,10 +1273,8 @@ static kc_err_t enc_fetch_response(const kc_fetch_response_t *m, kc_enc_t *e)
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_put_i16(e, m->error_code)))
             return rc;
@@ -1377,13 +1283,11 @@ static kc_err_t enc_fetch_response(const kc_fetch_response_t *m, kc_enc_t *e)
         if ((rc = kc_wire_put_i32(e, m->session_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "responses", m->responses.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "responses", m->responses.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->responses.count; i++) {
+        if ((rc = enc_fetch_response_fetchable_topic_response(&m->responses.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->responses.count; i++) {
-            if ((rc = enc_fetch_response_fetchable_topic_response(&m->responses.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -1414,10 +1318,8 @@ static kc_err_t dec_fetch_response(kc_fetch_response_t *m, kc_dec_t *d)
     (void)v;
     (void)rc;
     init_fetch_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
             return rc;
@@ -1426,21 +1328,19 @@ static kc_err_t dec_fetch_response(kc_fetch_response_t *m, kc_dec_t *d)
         if ((rc = kc_wire_get_i32(d, "session_id", &m->session_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "responses", &m->responses.count, d->flex, false, min_fetch_response_fetchable_topic_response(v, d->flex))))
-            return rc;
-        if (m->responses.count > 0) {
-            m->responses.items = kc_wire_alloc(d, "responses", m->responses.count, sizeof(kc_fetch_response_fetchable_topic_response_t));
-            if (!m->responses.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "responses", 0);
-            for (int32_t i = 0; i < m->responses.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_fetch_response_fetchable_topic_response(&m->responses.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "responses", &m->responses.count, d->flex, false, min_fetch_response_fetchable_topic_response(v, d->flex))))
+        return rc;
+    if (m->responses.count > 0) {
+        m->responses.items = kc_wire_alloc(d, "responses", m->responses.count, sizeof(kc_fetch_response_fetchable_topic_response_t));
+        if (!m->responses.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "responses", 0);
+        for (int32_t i = 0; i < m->responses.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_fetch_response_fetchable_topic_response(&m->responses.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

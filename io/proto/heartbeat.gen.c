@@ -14,12 +14,9 @@ __attribute__((unused)) static size_t min_heartbeat_request(int16_t v, bool flex
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += (flex ? 1 : 2);
     if (v >= 3)
         n += (flex ? 1 : 2);
     return n;
@@ -31,18 +28,12 @@ static kc_err_t enc_heartbeat_request(const kc_heartbeat_request_t *m, kc_enc_t 
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->generation_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->generation_id)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
     if (v >= 3) {
         if ((rc = kc_wire_put_str(e, "group_instance_id", m->group_instance_id, e->flex, v >= 3)))
             return rc;
@@ -62,18 +53,12 @@ static kc_err_t dec_heartbeat_request(kc_heartbeat_request_t *m, kc_dec_t *d)
     (void)v;
     (void)rc;
     init_heartbeat_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "generation_id", &m->generation_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "generation_id", &m->generation_id)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
     if (v >= 3) {
         if ((rc = kc_wire_get_str(d, "group_instance_id", &m->group_instance_id, d->flex, v >= 3)))
             return rc;
@@ -126,8 +111,7 @@ __attribute__((unused)) static size_t min_heartbeat_response(int16_t v, bool fle
     (void)v;
     if (v >= 1)
         n += 4;
-    if (1)
-        n += 2;
+    n += 2;
     return n;
 }
 
@@ -141,10 +125,8 @@ static kc_err_t enc_heartbeat_response(const kc_heartbeat_response_t *m, kc_enc_
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -164,10 +146,8 @@ static kc_err_t dec_heartbeat_response(kc_heartbeat_response_t *m, kc_dec_t *d)
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))

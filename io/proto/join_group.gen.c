@@ -13,10 +13,8 @@ __attribute__((unused)) static size_t min_join_group_request_protocol(int16_t v,
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -32,20 +30,15 @@ __attribute__((unused)) static size_t min_join_group_request(int16_t v, bool fle
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
+    n += (flex ? 1 : 2);
+    n += 4;
     if (v >= 1)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     if (v >= 5)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     if (v >= 8)
         n += (flex ? 1 : 2);
     return n;
@@ -57,14 +50,10 @@ static kc_err_t enc_join_group_request_protocol(const kc_join_group_request_prot
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "metadata", m->metadata, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_bytes(e, "metadata", m->metadata, e->flex, false)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -80,14 +69,10 @@ static kc_err_t dec_join_group_request_protocol(kc_join_group_request_protocol_t
     (void)v;
     (void)rc;
     init_join_group_request_protocol(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "metadata", &m->metadata, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_bytes(d, "metadata", &m->metadata, d->flex, false)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -110,37 +95,27 @@ static kc_err_t enc_join_group_request(const kc_join_group_request_t *m, kc_enc_
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->session_timeout_ms)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->session_timeout_ms)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_put_i32(e, m->rebalance_timeout_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_put_str(e, "group_instance_id", m->group_instance_id, e->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "protocols", m->protocols.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->protocols.count; i++) {
+        if ((rc = enc_join_group_request_protocol(&m->protocols.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "protocols", m->protocols.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->protocols.count; i++) {
-            if ((rc = enc_join_group_request_protocol(&m->protocols.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 8) {
         if ((rc = kc_wire_put_str(e, "reason", m->reason, e->flex, v >= 8)))
@@ -161,45 +136,35 @@ static kc_err_t dec_join_group_request(kc_join_group_request_t *m, kc_dec_t *d)
     (void)v;
     (void)rc;
     init_join_group_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "session_timeout_ms", &m->session_timeout_ms)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "session_timeout_ms", &m->session_timeout_ms)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_get_i32(d, "rebalance_timeout_ms", &m->rebalance_timeout_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_get_str(d, "group_instance_id", &m->group_instance_id, d->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "protocols", &m->protocols.count, d->flex, false, min_join_group_request_protocol(v, d->flex))))
-            return rc;
-        if (m->protocols.count > 0) {
-            m->protocols.items = kc_wire_alloc(d, "protocols", m->protocols.count, sizeof(kc_join_group_request_protocol_t));
-            if (!m->protocols.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "protocols", 0);
-            for (int32_t i = 0; i < m->protocols.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_join_group_request_protocol(&m->protocols.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "protocols", &m->protocols.count, d->flex, false, min_join_group_request_protocol(v, d->flex))))
+        return rc;
+    if (m->protocols.count > 0) {
+        m->protocols.items = kc_wire_alloc(d, "protocols", m->protocols.count, sizeof(kc_join_group_request_protocol_t));
+        if (!m->protocols.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "protocols", 0);
+        for (int32_t i = 0; i < m->protocols.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_join_group_request_protocol(&m->protocols.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 8) {
         if ((rc = kc_wire_get_str(d, "reason", &m->reason, d->flex, v >= 8)))
@@ -252,12 +217,10 @@ __attribute__((unused)) static size_t min_join_group_response_member(int16_t v, 
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     if (v >= 5)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -274,22 +237,16 @@ __attribute__((unused)) static size_t min_join_group_response(int16_t v, bool fl
     (void)v;
     if (v >= 2)
         n += 4;
-    if (1)
-        n += 2;
-    if (1)
-        n += 4;
+    n += 2;
+    n += 4;
     if (v >= 7)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     if (v >= 9)
         n += 1;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -299,18 +256,14 @@ static kc_err_t enc_join_group_response_member(const kc_join_group_response_memb
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_put_str(e, "group_instance_id", m->group_instance_id, e->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "metadata", m->metadata, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_bytes(e, "metadata", m->metadata, e->flex, false)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -326,18 +279,14 @@ static kc_err_t dec_join_group_response_member(kc_join_group_response_member_t *
     (void)v;
     (void)rc;
     init_join_group_response_member(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_get_str(d, "group_instance_id", &m->group_instance_id, d->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "metadata", &m->metadata, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_bytes(d, "metadata", &m->metadata, d->flex, false)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -364,41 +313,29 @@ static kc_err_t enc_join_group_response(const kc_join_group_response_t *m, kc_en
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->generation_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->generation_id)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, v >= 7)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "protocol_name", m->protocol_name, e->flex, v >= 7)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "leader", m->leader, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "protocol_name", m->protocol_name, e->flex, v >= 7)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "leader", m->leader, e->flex, false)))
+        return rc;
     if (v >= 9) {
         if ((rc = kc_wire_put_bool(e, m->skip_assignment)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "members", m->members.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->members.count; i++) {
+        if ((rc = enc_join_group_response_member(&m->members.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "members", m->members.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->members.count; i++) {
-            if ((rc = enc_join_group_response_member(&m->members.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -419,49 +356,37 @@ static kc_err_t dec_join_group_response(kc_join_group_response_t *m, kc_dec_t *d
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "generation_id", &m->generation_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "generation_id", &m->generation_id)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, v >= 7)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "protocol_name", &m->protocol_name, d->flex, v >= 7)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "leader", &m->leader, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "protocol_name", &m->protocol_name, d->flex, v >= 7)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "leader", &m->leader, d->flex, false)))
+        return rc;
     if (v >= 9) {
         if ((rc = kc_wire_get_bool(d, "skip_assignment", &m->skip_assignment)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "members", &m->members.count, d->flex, false, min_join_group_response_member(v, d->flex))))
-            return rc;
-        if (m->members.count > 0) {
-            m->members.items = kc_wire_alloc(d, "members", m->members.count, sizeof(kc_join_group_response_member_t));
-            if (!m->members.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "members", 0);
-            for (int32_t i = 0; i < m->members.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_join_group_response_member(&m->members.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "members", &m->members.count, d->flex, false, min_join_group_response_member(v, d->flex))))
+        return rc;
+    if (m->members.count > 0) {
+        m->members.items = kc_wire_alloc(d, "members", m->members.count, sizeof(kc_join_group_response_member_t));
+        if (!m->members.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "members", 0);
+        for (int32_t i = 0; i < m->members.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_join_group_response_member(&m->members.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

@@ -33,8 +33,7 @@ __attribute__((unused)) static size_t min_leave_group_request(int16_t v, bool fl
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     if (v <= 2)
         n += (flex ? 1 : 2);
     if (v >= 3)
@@ -109,10 +108,8 @@ static kc_err_t enc_leave_group_request(const kc_leave_group_request_t *m, kc_en
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
     if (v <= 2) {
         if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
             return rc;
@@ -140,10 +137,8 @@ static kc_err_t dec_leave_group_request(kc_leave_group_request_t *m, kc_dec_t *d
     (void)v;
     (void)rc;
     init_leave_group_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
     if (v <= 2) {
         if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
             return rc;
@@ -230,8 +225,7 @@ __attribute__((unused)) static size_t min_leave_group_response(int16_t v, bool f
     (void)v;
     if (v >= 1)
         n += 4;
-    if (1)
-        n += 2;
+    n += 2;
     if (v >= 3)
         n += (flex ? 1 : 4);
     return n;
@@ -308,10 +302,8 @@ static kc_err_t enc_leave_group_response(const kc_leave_group_response_t *m, kc_
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
     if (v >= 3) {
         if ((rc = kc_wire_put_array_len(e, "members", m->members.count, e->flex, false)))
             return rc;
@@ -339,10 +331,8 @@ static kc_err_t dec_leave_group_response(kc_leave_group_response_t *m, kc_dec_t 
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
     if (v >= 3) {
         if ((rc = kc_wire_get_array_len(d, "members", &m->members.count, d->flex, false, min_leave_group_response_member_response(v, d->flex))))
             return rc;

@@ -135,10 +135,8 @@ __attribute__((unused)) static size_t min_list_groups_response_listed_group(int1
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     if (v >= 4)
         n += (flex ? 1 : 2);
     if (v >= 5)
@@ -157,10 +155,8 @@ __attribute__((unused)) static size_t min_list_groups_response(int16_t v, bool f
     (void)v;
     if (v >= 1)
         n += 4;
-    if (1)
-        n += 2;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 2;
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -170,14 +166,10 @@ static kc_err_t enc_list_groups_response_listed_group(const kc_list_groups_respo
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, false)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_put_str(e, "group_state", m->group_state, e->flex, false)))
             return rc;
@@ -201,14 +193,10 @@ static kc_err_t dec_list_groups_response_listed_group(kc_list_groups_response_li
     (void)v;
     (void)rc;
     init_list_groups_response_listed_group(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, false)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_get_str(d, "group_state", &m->group_state, d->flex, false)))
             return rc;
@@ -243,17 +231,13 @@ static kc_err_t enc_list_groups_response(const kc_list_groups_response_t *m, kc_
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->groups.count; i++) {
+        if ((rc = enc_list_groups_response_listed_group(&m->groups.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "groups", m->groups.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->groups.count; i++) {
-            if ((rc = enc_list_groups_response_listed_group(&m->groups.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -274,25 +258,21 @@ static kc_err_t dec_list_groups_response(kc_list_groups_response_t *m, kc_dec_t 
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, min_list_groups_response_listed_group(v, d->flex))))
-            return rc;
-        if (m->groups.count > 0) {
-            m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_list_groups_response_listed_group_t));
-            if (!m->groups.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "groups", 0);
-            for (int32_t i = 0; i < m->groups.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_list_groups_response_listed_group(&m->groups.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "groups", &m->groups.count, d->flex, false, min_list_groups_response_listed_group(v, d->flex))))
+        return rc;
+    if (m->groups.count > 0) {
+        m->groups.items = kc_wire_alloc(d, "groups", m->groups.count, sizeof(kc_list_groups_response_listed_group_t));
+        if (!m->groups.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "groups", 0);
+        for (int32_t i = 0; i < m->groups.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_list_groups_response_listed_group(&m->groups.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

@@ -14,12 +14,10 @@ __attribute__((unused)) static size_t min_list_offsets_request_list_offsets_part
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
+    n += 4;
     if (v >= 4)
         n += 4;
-    if (1)
-        n += 8;
+    n += 8;
     return n;
 }
 
@@ -32,10 +30,8 @@ __attribute__((unused)) static size_t min_list_offsets_request_list_offsets_topi
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -48,12 +44,10 @@ __attribute__((unused)) static size_t min_list_offsets_request(int16_t v, bool f
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
+    n += 4;
     if (v >= 2)
         n += 1;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 10)
         n += 4;
     return n;
@@ -65,18 +59,14 @@ static kc_err_t enc_list_offsets_request_list_offsets_partition(const kc_list_of
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition_index)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition_index)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_put_i32(e, m->current_leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->timestamp)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i64(e, m->timestamp)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -92,18 +82,14 @@ static kc_err_t dec_list_offsets_request_list_offsets_partition(kc_list_offsets_
     (void)v;
     (void)rc;
     init_list_offsets_request_list_offsets_partition(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_get_i32(d, "current_leader_epoch", &m->current_leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "timestamp", &m->timestamp)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i64(d, "timestamp", &m->timestamp)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -126,17 +112,13 @@ static kc_err_t enc_list_offsets_request_list_offsets_topic(const kc_list_offset
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_list_offsets_request_list_offsets_partition(&m->partitions.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_list_offsets_request_list_offsets_partition(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -153,25 +135,21 @@ static kc_err_t dec_list_offsets_request_list_offsets_topic(kc_list_offsets_requ
     (void)v;
     (void)rc;
     init_list_offsets_request_list_offsets_topic(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_list_offsets_request_list_offsets_partition(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_list_offsets_request_list_offsets_partition_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_list_offsets_request_list_offsets_partition(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_list_offsets_request_list_offsets_partition(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_list_offsets_request_list_offsets_partition_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_list_offsets_request_list_offsets_partition(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -195,21 +173,17 @@ static kc_err_t enc_list_offsets_request(const kc_list_offsets_request_t *m, kc_
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->replica_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->replica_id)))
+        return rc;
     if (v >= 2) {
         if ((rc = kc_wire_put_i8(e, m->isolation_level)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_list_offsets_request_list_offsets_topic(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_list_offsets_request_list_offsets_topic(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 10) {
         if ((rc = kc_wire_put_i32(e, m->timeout_ms)))
@@ -230,29 +204,25 @@ static kc_err_t dec_list_offsets_request(kc_list_offsets_request_t *m, kc_dec_t 
     (void)v;
     (void)rc;
     init_list_offsets_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "replica_id", &m->replica_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "replica_id", &m->replica_id)))
+        return rc;
     if (v >= 2) {
         if ((rc = kc_wire_get_i8(d, "isolation_level", &m->isolation_level)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_list_offsets_request_list_offsets_topic(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_list_offsets_request_list_offsets_topic_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_list_offsets_request_list_offsets_topic(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_list_offsets_request_list_offsets_topic(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_list_offsets_request_list_offsets_topic_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_list_offsets_request_list_offsets_topic(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 10) {
         if ((rc = kc_wire_get_i32(d, "timeout_ms", &m->timeout_ms)))
@@ -307,14 +277,10 @@ __attribute__((unused)) static size_t min_list_offsets_response_list_offsets_par
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += 2;
-    if (1)
-        n += 8;
-    if (1)
-        n += 8;
+    n += 4;
+    n += 2;
+    n += 8;
+    n += 8;
     if (v >= 4)
         n += 4;
     return n;
@@ -329,10 +295,8 @@ __attribute__((unused)) static size_t min_list_offsets_response_list_offsets_top
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -347,8 +311,7 @@ __attribute__((unused)) static size_t min_list_offsets_response(int16_t v, bool 
     (void)v;
     if (v >= 2)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -358,22 +321,14 @@ static kc_err_t enc_list_offsets_response_list_offsets_partition_response(const 
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->timestamp)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_i64(e, m->timestamp)))
+        return rc;
+    if ((rc = kc_wire_put_i64(e, m->offset)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_put_i32(e, m->leader_epoch)))
             return rc;
@@ -393,22 +348,14 @@ static kc_err_t dec_list_offsets_response_list_offsets_partition_response(kc_lis
     (void)v;
     (void)rc;
     init_list_offsets_response_list_offsets_partition_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "timestamp", &m->timestamp)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "offset", &m->offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_i64(d, "timestamp", &m->timestamp)))
+        return rc;
+    if ((rc = kc_wire_get_i64(d, "offset", &m->offset)))
+        return rc;
     if (v >= 4) {
         if ((rc = kc_wire_get_i32(d, "leader_epoch", &m->leader_epoch)))
             return rc;
@@ -435,17 +382,13 @@ static kc_err_t enc_list_offsets_response_list_offsets_topic_response(const kc_l
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_list_offsets_response_list_offsets_partition_response(&m->partitions.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_list_offsets_response_list_offsets_partition_response(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -462,25 +405,21 @@ static kc_err_t dec_list_offsets_response_list_offsets_topic_response(kc_list_of
     (void)v;
     (void)rc;
     init_list_offsets_response_list_offsets_topic_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_list_offsets_response_list_offsets_partition_response(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_list_offsets_response_list_offsets_partition_response_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_list_offsets_response_list_offsets_partition_response(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_list_offsets_response_list_offsets_partition_response(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_list_offsets_response_list_offsets_partition_response_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_list_offsets_response_list_offsets_partition_response(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -508,13 +447,11 @@ static kc_err_t enc_list_offsets_response(const kc_list_offsets_response_t *m, k
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_list_offsets_response_list_offsets_topic_response(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_list_offsets_response_list_offsets_topic_response(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -535,21 +472,19 @@ static kc_err_t dec_list_offsets_response(kc_list_offsets_response_t *m, kc_dec_
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_list_offsets_response_list_offsets_topic_response(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_list_offsets_response_list_offsets_topic_response_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_list_offsets_response_list_offsets_topic_response(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_list_offsets_response_list_offsets_topic_response(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_list_offsets_response_list_offsets_topic_response_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_list_offsets_response_list_offsets_topic_response(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

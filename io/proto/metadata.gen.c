@@ -15,8 +15,7 @@ __attribute__((unused)) static size_t min_metadata_request_topic(int16_t v, bool
     (void)v;
     if (v >= 10)
         n += 16;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     return n;
 }
 
@@ -30,8 +29,7 @@ __attribute__((unused)) static size_t min_metadata_request(int16_t v, bool flex)
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 4)
         n += 1;
     if (v >= 8 && v <= 10)
@@ -51,10 +49,8 @@ static kc_err_t enc_metadata_request_topic(const kc_metadata_request_topic_t *m,
         if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, v >= 10)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, v >= 10)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -74,10 +70,8 @@ static kc_err_t dec_metadata_request_topic(kc_metadata_request_topic_t *m, kc_de
         if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, v >= 10)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, v >= 10)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -100,13 +94,11 @@ static kc_err_t enc_metadata_request(const kc_metadata_request_t *m, kc_enc_t *e
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, v >= 1)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, v >= 1)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_metadata_request_topic(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_metadata_request_topic(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 4) {
         if ((rc = kc_wire_put_bool(e, m->allow_auto_topic_creation)))
@@ -135,21 +127,19 @@ static kc_err_t dec_metadata_request(kc_metadata_request_t *m, kc_dec_t *d)
     (void)v;
     (void)rc;
     init_metadata_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, v >= 1, min_metadata_request_topic(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_metadata_request_topic_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_metadata_request_topic(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, v >= 1, min_metadata_request_topic(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_metadata_request_topic_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_metadata_request_topic(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 4) {
         if ((rc = kc_wire_get_bool(d, "allow_auto_topic_creation", &m->allow_auto_topic_creation)))
@@ -210,12 +200,9 @@ __attribute__((unused)) static size_t min_metadata_response_broker(int16_t v, bo
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
+    n += 4;
+    n += (flex ? 1 : 2);
+    n += 4;
     if (v >= 1)
         n += (flex ? 1 : 2);
     return n;
@@ -231,18 +218,13 @@ __attribute__((unused)) static size_t min_metadata_response_partition(int16_t v,
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
+    n += 2;
+    n += 4;
+    n += 4;
     if (v >= 7)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 5)
         n += (flex ? 1 : 4);
     return n;
@@ -258,16 +240,13 @@ __attribute__((unused)) static size_t min_metadata_response_topic(int16_t v, boo
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += 2;
+    n += (flex ? 1 : 2);
     if (v >= 10)
         n += 16;
     if (v >= 1)
         n += 1;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 8)
         n += 4;
     return n;
@@ -287,14 +266,12 @@ __attribute__((unused)) static size_t min_metadata_response(int16_t v, bool flex
     (void)v;
     if (v >= 3)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 2)
         n += (flex ? 1 : 2);
     if (v >= 1)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 8 && v <= 10)
         n += 4;
     if (v >= 13)
@@ -308,18 +285,12 @@ static kc_err_t enc_metadata_response_broker(const kc_metadata_response_broker_t
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->node_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "host", m->host, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->port)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->node_id)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "host", m->host, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->port)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_put_str(e, "rack", m->rack, e->flex, v >= 1)))
             return rc;
@@ -339,18 +310,12 @@ static kc_err_t dec_metadata_response_broker(kc_metadata_response_broker_t *m, k
     (void)v;
     (void)rc;
     init_metadata_response_broker(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "node_id", &m->node_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "host", &m->host, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "port", &m->port)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "node_id", &m->node_id)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "host", &m->host, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "port", &m->port)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_get_str(d, "rack", &m->rack, d->flex, v >= 1)))
             return rc;
@@ -377,37 +342,27 @@ static kc_err_t enc_metadata_response_partition(const kc_metadata_response_parti
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->leader_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->leader_id)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_put_i32(e, m->leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "replica_nodes", m->replica_nodes.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "replica_nodes", m->replica_nodes.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->replica_nodes.count; i++) {
+        if ((rc = kc_wire_put_i32(e, m->replica_nodes.items[i])))
             return rc;
-        for (int32_t i = 0; i < m->replica_nodes.count; i++) {
-            if ((rc = kc_wire_put_i32(e, m->replica_nodes.items[i])))
-                return rc;
-        }
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "isr_nodes", m->isr_nodes.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "isr_nodes", m->isr_nodes.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->isr_nodes.count; i++) {
+        if ((rc = kc_wire_put_i32(e, m->isr_nodes.items[i])))
             return rc;
-        for (int32_t i = 0; i < m->isr_nodes.count; i++) {
-            if ((rc = kc_wire_put_i32(e, m->isr_nodes.items[i])))
-                return rc;
-        }
     }
     if (v >= 5) {
         if ((rc = kc_wire_put_array_len(e, "offline_replicas", m->offline_replicas.count, e->flex, false)))
@@ -432,53 +387,43 @@ static kc_err_t dec_metadata_response_partition(kc_metadata_response_partition_t
     (void)v;
     (void)rc;
     init_metadata_response_partition(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "leader_id", &m->leader_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "leader_id", &m->leader_id)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_get_i32(d, "leader_epoch", &m->leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "replica_nodes", &m->replica_nodes.count, d->flex, false, 4)))
-            return rc;
-        if (m->replica_nodes.count > 0) {
-            m->replica_nodes.items = kc_wire_alloc(d, "replica_nodes", m->replica_nodes.count, sizeof(int32_t));
-            if (!m->replica_nodes.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "replica_nodes", 0);
-            for (int32_t i = 0; i < m->replica_nodes.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_i32(d, "replica_nodes", &m->replica_nodes.items[i])))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "replica_nodes", &m->replica_nodes.count, d->flex, false, 4)))
+        return rc;
+    if (m->replica_nodes.count > 0) {
+        m->replica_nodes.items = kc_wire_alloc(d, "replica_nodes", m->replica_nodes.count, sizeof(int32_t));
+        if (!m->replica_nodes.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "replica_nodes", 0);
+        for (int32_t i = 0; i < m->replica_nodes.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_i32(d, "replica_nodes", &m->replica_nodes.items[i])))
+                return rc;
         }
+        kc_dec_pop(d);
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "isr_nodes", &m->isr_nodes.count, d->flex, false, 4)))
-            return rc;
-        if (m->isr_nodes.count > 0) {
-            m->isr_nodes.items = kc_wire_alloc(d, "isr_nodes", m->isr_nodes.count, sizeof(int32_t));
-            if (!m->isr_nodes.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "isr_nodes", 0);
-            for (int32_t i = 0; i < m->isr_nodes.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_i32(d, "isr_nodes", &m->isr_nodes.items[i])))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "isr_nodes", &m->isr_nodes.count, d->flex, false, 4)))
+        return rc;
+    if (m->isr_nodes.count > 0) {
+        m->isr_nodes.items = kc_wire_alloc(d, "isr_nodes", m->isr_nodes.count, sizeof(int32_t));
+        if (!m->isr_nodes.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "isr_nodes", 0);
+        for (int32_t i = 0; i < m->isr_nodes.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_i32(d, "isr_nodes", &m->isr_nodes.items[i])))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 5) {
         if ((rc = kc_wire_get_array_len(d, "offline_replicas", &m->offline_replicas.count, d->flex, false, 4)))
@@ -518,14 +463,10 @@ static kc_err_t enc_metadata_response_topic(const kc_metadata_response_topic_t *
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, v >= 12)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "name", m->name, e->flex, v >= 12)))
+        return rc;
     if (v >= 10) {
         if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
             return rc;
@@ -534,13 +475,11 @@ static kc_err_t enc_metadata_response_topic(const kc_metadata_response_topic_t *
         if ((rc = kc_wire_put_bool(e, m->is_internal)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_metadata_response_partition(&m->partitions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_metadata_response_partition(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 8) {
         if ((rc = kc_wire_put_i32(e, m->topic_authorized_operations)))
@@ -561,14 +500,10 @@ static kc_err_t dec_metadata_response_topic(kc_metadata_response_topic_t *m, kc_
     (void)v;
     (void)rc;
     init_metadata_response_topic(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, v >= 12)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, v >= 12)))
+        return rc;
     if (v >= 10) {
         if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
             return rc;
@@ -577,21 +512,19 @@ static kc_err_t dec_metadata_response_topic(kc_metadata_response_topic_t *m, kc_
         if ((rc = kc_wire_get_bool(d, "is_internal", &m->is_internal)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_metadata_response_partition(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_metadata_response_partition_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_metadata_response_partition(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_metadata_response_partition(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_metadata_response_partition_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_metadata_response_partition(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 8) {
         if ((rc = kc_wire_get_i32(d, "topic_authorized_operations", &m->topic_authorized_operations)))
@@ -623,13 +556,11 @@ static kc_err_t enc_metadata_response(const kc_metadata_response_t *m, kc_enc_t 
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "brokers", m->brokers.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "brokers", m->brokers.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->brokers.count; i++) {
+        if ((rc = enc_metadata_response_broker(&m->brokers.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->brokers.count; i++) {
-            if ((rc = enc_metadata_response_broker(&m->brokers.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 2) {
         if ((rc = kc_wire_put_str(e, "cluster_id", m->cluster_id, e->flex, v >= 2)))
@@ -639,13 +570,11 @@ static kc_err_t enc_metadata_response(const kc_metadata_response_t *m, kc_enc_t 
         if ((rc = kc_wire_put_i32(e, m->controller_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_metadata_response_topic(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_metadata_response_topic(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 8 && v <= 10) {
         if ((rc = kc_wire_put_i32(e, m->cluster_authorized_operations)))
@@ -674,21 +603,19 @@ static kc_err_t dec_metadata_response(kc_metadata_response_t *m, kc_dec_t *d)
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "brokers", &m->brokers.count, d->flex, false, min_metadata_response_broker(v, d->flex))))
-            return rc;
-        if (m->brokers.count > 0) {
-            m->brokers.items = kc_wire_alloc(d, "brokers", m->brokers.count, sizeof(kc_metadata_response_broker_t));
-            if (!m->brokers.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "brokers", 0);
-            for (int32_t i = 0; i < m->brokers.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_metadata_response_broker(&m->brokers.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "brokers", &m->brokers.count, d->flex, false, min_metadata_response_broker(v, d->flex))))
+        return rc;
+    if (m->brokers.count > 0) {
+        m->brokers.items = kc_wire_alloc(d, "brokers", m->brokers.count, sizeof(kc_metadata_response_broker_t));
+        if (!m->brokers.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "brokers", 0);
+        for (int32_t i = 0; i < m->brokers.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_metadata_response_broker(&m->brokers.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 2) {
         if ((rc = kc_wire_get_str(d, "cluster_id", &m->cluster_id, d->flex, v >= 2)))
@@ -698,21 +625,19 @@ static kc_err_t dec_metadata_response(kc_metadata_response_t *m, kc_dec_t *d)
         if ((rc = kc_wire_get_i32(d, "controller_id", &m->controller_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_metadata_response_topic(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_metadata_response_topic_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_metadata_response_topic(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_metadata_response_topic(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_metadata_response_topic_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_metadata_response_topic(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 8 && v <= 10) {
         if ((rc = kc_wire_get_i32(d, "cluster_authorized_operations", &m->cluster_authorized_operations)))

@@ -14,14 +14,11 @@ __attribute__((unused)) static size_t min_offset_commit_request_partition(int16_
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += 8;
+    n += 4;
+    n += 8;
     if (v >= 6)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     return n;
 }
 
@@ -38,8 +35,7 @@ __attribute__((unused)) static size_t min_offset_commit_request_topic(int16_t v,
         n += (flex ? 1 : 2);
     if (v >= 10)
         n += 16;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -55,18 +51,14 @@ __attribute__((unused)) static size_t min_offset_commit_request(int16_t v, bool 
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += (flex ? 1 : 2);
     if (v >= 7)
         n += (flex ? 1 : 2);
     if (v <= 4)
         n += 8;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -76,22 +68,16 @@ static kc_err_t enc_offset_commit_request_partition(const kc_offset_commit_reque
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->committed_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_put_i64(e, m->committed_offset)))
+        return rc;
     if (v >= 6) {
         if ((rc = kc_wire_put_i32(e, m->committed_leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "committed_metadata", m->committed_metadata, e->flex, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "committed_metadata", m->committed_metadata, e->flex, 1)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -107,22 +93,16 @@ static kc_err_t dec_offset_commit_request_partition(kc_offset_commit_request_par
     (void)v;
     (void)rc;
     init_offset_commit_request_partition(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "committed_offset", &m->committed_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_get_i64(d, "committed_offset", &m->committed_offset)))
+        return rc;
     if (v >= 6) {
         if ((rc = kc_wire_get_i32(d, "committed_leader_epoch", &m->committed_leader_epoch)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "committed_metadata", &m->committed_metadata, d->flex, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "committed_metadata", &m->committed_metadata, d->flex, 1)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -153,13 +133,11 @@ static kc_err_t enc_offset_commit_request_topic(const kc_offset_commit_request_t
         if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_offset_commit_request_partition(&m->partitions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_offset_commit_request_partition(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -184,21 +162,19 @@ static kc_err_t dec_offset_commit_request_topic(kc_offset_commit_request_topic_t
         if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_commit_request_partition(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_commit_request_partition_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_commit_request_partition(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_commit_request_partition(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_commit_request_partition_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_commit_request_partition(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -222,18 +198,12 @@ static kc_err_t enc_offset_commit_request(const kc_offset_commit_request_t *m, k
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->generation_id_or_member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->generation_id_or_member_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_put_str(e, "group_instance_id", m->group_instance_id, e->flex, v >= 7)))
             return rc;
@@ -242,13 +212,11 @@ static kc_err_t enc_offset_commit_request(const kc_offset_commit_request_t *m, k
         if ((rc = kc_wire_put_i64(e, m->retention_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_offset_commit_request_topic(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_offset_commit_request_topic(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -265,18 +233,12 @@ static kc_err_t dec_offset_commit_request(kc_offset_commit_request_t *m, kc_dec_
     (void)v;
     (void)rc;
     init_offset_commit_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "generation_id_or_member_epoch", &m->generation_id_or_member_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "generation_id_or_member_epoch", &m->generation_id_or_member_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
     if (v >= 7) {
         if ((rc = kc_wire_get_str(d, "group_instance_id", &m->group_instance_id, d->flex, v >= 7)))
             return rc;
@@ -285,21 +247,19 @@ static kc_err_t dec_offset_commit_request(kc_offset_commit_request_t *m, kc_dec_
         if ((rc = kc_wire_get_i64(d, "retention_time_ms", &m->retention_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_commit_request_topic(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_commit_request_topic_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_commit_request_topic(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_commit_request_topic(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_commit_request_topic_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_commit_request_topic(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -347,10 +307,8 @@ __attribute__((unused)) static size_t min_offset_commit_response_partition(int16
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += 2;
+    n += 4;
+    n += 2;
     return n;
 }
 
@@ -367,8 +325,7 @@ __attribute__((unused)) static size_t min_offset_commit_response_topic(int16_t v
         n += (flex ? 1 : 2);
     if (v >= 10)
         n += 16;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -383,8 +340,7 @@ __attribute__((unused)) static size_t min_offset_commit_response(int16_t v, bool
     (void)v;
     if (v >= 3)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -394,14 +350,10 @@ static kc_err_t enc_offset_commit_response_partition(const kc_offset_commit_resp
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -417,14 +369,10 @@ static kc_err_t dec_offset_commit_response_partition(kc_offset_commit_response_p
     (void)v;
     (void)rc;
     init_offset_commit_response_partition(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition_index", &m->partition_index)))
+        return rc;
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -455,13 +403,11 @@ static kc_err_t enc_offset_commit_response_topic(const kc_offset_commit_response
         if ((rc = kc_wire_put_uuid(e, &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_offset_commit_response_partition(&m->partitions.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_offset_commit_response_partition(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -486,21 +432,19 @@ static kc_err_t dec_offset_commit_response_topic(kc_offset_commit_response_topic
         if ((rc = kc_wire_get_uuid(d, "topic_id", &m->topic_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_commit_response_partition(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_commit_response_partition_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_commit_response_partition(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_commit_response_partition(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_commit_response_partition_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_commit_response_partition(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -528,13 +472,11 @@ static kc_err_t enc_offset_commit_response(const kc_offset_commit_response_t *m,
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_offset_commit_response_topic(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_offset_commit_response_topic(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -555,21 +497,19 @@ static kc_err_t dec_offset_commit_response(kc_offset_commit_response_t *m, kc_de
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_commit_response_topic(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_commit_response_topic_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_commit_response_topic(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_commit_response_topic(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_commit_response_topic_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_commit_response_topic(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

@@ -14,12 +14,9 @@ __attribute__((unused)) static size_t min_offset_for_leader_epoch_request_offset
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
+    n += 4;
+    n += 4;
+    n += 4;
     return n;
 }
 
@@ -32,10 +29,8 @@ __attribute__((unused)) static size_t min_offset_for_leader_epoch_request_offset
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -51,8 +46,7 @@ __attribute__((unused)) static size_t min_offset_for_leader_epoch_request(int16_
     (void)v;
     if (v >= 3)
         n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -62,18 +56,12 @@ static kc_err_t enc_offset_for_leader_epoch_request_offset_for_leader_partition(
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->current_leader_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->leader_epoch)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->partition)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->current_leader_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->leader_epoch)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -89,18 +77,12 @@ static kc_err_t dec_offset_for_leader_epoch_request_offset_for_leader_partition(
     (void)v;
     (void)rc;
     init_offset_for_leader_epoch_request_offset_for_leader_partition(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition", &m->partition)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "current_leader_epoch", &m->current_leader_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "leader_epoch", &m->leader_epoch)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "partition", &m->partition)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "current_leader_epoch", &m->current_leader_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "leader_epoch", &m->leader_epoch)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -123,17 +105,13 @@ static kc_err_t enc_offset_for_leader_epoch_request_offset_for_leader_topic(cons
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_offset_for_leader_epoch_request_offset_for_leader_partition(&m->partitions.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_offset_for_leader_epoch_request_offset_for_leader_partition(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -150,25 +128,21 @@ static kc_err_t dec_offset_for_leader_epoch_request_offset_for_leader_topic(kc_o
     (void)v;
     (void)rc;
     init_offset_for_leader_epoch_request_offset_for_leader_topic(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_for_leader_epoch_request_offset_for_leader_partition(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_for_leader_epoch_request_offset_for_leader_partition_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_for_leader_epoch_request_offset_for_leader_partition(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_for_leader_epoch_request_offset_for_leader_partition(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_for_leader_epoch_request_offset_for_leader_partition_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_for_leader_epoch_request_offset_for_leader_partition(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -196,13 +170,11 @@ static kc_err_t enc_offset_for_leader_epoch_request(const kc_offset_for_leader_e
         if ((rc = kc_wire_put_i32(e, m->replica_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_offset_for_leader_epoch_request_offset_for_leader_topic(&m->topics.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_offset_for_leader_epoch_request_offset_for_leader_topic(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -223,21 +195,19 @@ static kc_err_t dec_offset_for_leader_epoch_request(kc_offset_for_leader_epoch_r
         if ((rc = kc_wire_get_i32(d, "replica_id", &m->replica_id)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_for_leader_epoch_request_offset_for_leader_topic(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_for_leader_epoch_request_offset_for_leader_topic_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_for_leader_epoch_request_offset_for_leader_topic(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_for_leader_epoch_request_offset_for_leader_topic(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_for_leader_epoch_request_offset_for_leader_topic_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_for_leader_epoch_request_offset_for_leader_topic(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -287,14 +257,10 @@ __attribute__((unused)) static size_t min_offset_for_leader_epoch_response_epoch
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += 4;
-    if (1)
-        n += 4;
-    if (1)
-        n += 8;
+    n += 2;
+    n += 4;
+    n += 4;
+    n += 8;
     return n;
 }
 
@@ -307,10 +273,8 @@ __attribute__((unused)) static size_t min_offset_for_leader_epoch_response_offse
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -323,10 +287,8 @@ __attribute__((unused)) static size_t min_offset_for_leader_epoch_response(int16
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 4;
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -336,22 +298,14 @@ static kc_err_t enc_offset_for_leader_epoch_response_epoch_end_offset(const kc_o
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->partition)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->leader_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i64(e, m->end_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->partition)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->leader_epoch)))
+        return rc;
+    if ((rc = kc_wire_put_i64(e, m->end_offset)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -367,22 +321,14 @@ static kc_err_t dec_offset_for_leader_epoch_response_epoch_end_offset(kc_offset_
     (void)v;
     (void)rc;
     init_offset_for_leader_epoch_response_epoch_end_offset(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "partition", &m->partition)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "leader_epoch", &m->leader_epoch)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i64(d, "end_offset", &m->end_offset)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "partition", &m->partition)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "leader_epoch", &m->leader_epoch)))
+        return rc;
+    if ((rc = kc_wire_get_i64(d, "end_offset", &m->end_offset)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -405,17 +351,13 @@ static kc_err_t enc_offset_for_leader_epoch_response_offset_for_leader_topic_res
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = enc_offset_for_leader_epoch_response_epoch_end_offset(&m->partitions.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = enc_offset_for_leader_epoch_response_epoch_end_offset(&m->partitions.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -432,25 +374,21 @@ static kc_err_t dec_offset_for_leader_epoch_response_offset_for_leader_topic_res
     (void)v;
     (void)rc;
     init_offset_for_leader_epoch_response_offset_for_leader_topic_result(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_for_leader_epoch_response_epoch_end_offset(v, d->flex))))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_for_leader_epoch_response_epoch_end_offset_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_for_leader_epoch_response_epoch_end_offset(&m->partitions.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, min_offset_for_leader_epoch_response_epoch_end_offset(v, d->flex))))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(kc_offset_for_leader_epoch_response_epoch_end_offset_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_for_leader_epoch_response_epoch_end_offset(&m->partitions.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -474,17 +412,13 @@ static kc_err_t enc_offset_for_leader_epoch_response(const kc_offset_for_leader_
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
+    if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->topics.count; i++) {
+        if ((rc = enc_offset_for_leader_epoch_response_offset_for_leader_topic_result(&m->topics.items[i], e)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "topics", m->topics.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->topics.count; i++) {
-            if ((rc = enc_offset_for_leader_epoch_response_offset_for_leader_topic_result(&m->topics.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -501,25 +435,21 @@ static kc_err_t dec_offset_for_leader_epoch_response(kc_offset_for_leader_epoch_
     (void)v;
     (void)rc;
     init_offset_for_leader_epoch_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_for_leader_epoch_response_offset_for_leader_topic_result(v, d->flex))))
-            return rc;
-        if (m->topics.count > 0) {
-            m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_for_leader_epoch_response_offset_for_leader_topic_result_t));
-            if (!m->topics.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "topics", 0);
-            for (int32_t i = 0; i < m->topics.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_offset_for_leader_epoch_response_offset_for_leader_topic_result(&m->topics.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "topics", &m->topics.count, d->flex, false, min_offset_for_leader_epoch_response_offset_for_leader_topic_result(v, d->flex))))
+        return rc;
+    if (m->topics.count > 0) {
+        m->topics.items = kc_wire_alloc(d, "topics", m->topics.count, sizeof(kc_offset_for_leader_epoch_response_offset_for_leader_topic_result_t));
+        if (!m->topics.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "topics", 0);
+        for (int32_t i = 0; i < m->topics.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_offset_for_leader_epoch_response_offset_for_leader_topic_result(&m->topics.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

@@ -35,4 +35,16 @@ typedef struct kc_proto_versions {
 kc_err_t kc_proto_negotiate(const kc_api_versions_response_t *resp, kc_proto_versions_t *out,
                             kc_error_t *err);
 
+/* Appends one complete request frame to w: the int32 size, the request header at the version
+ * the API's flexibleVersions dictate, then `body` (the API's kc_<api>_request_t) at `version`.
+ * On failure w is restored to its length on entry. */
+kc_err_t kc_proto_write_request(kc_wbuf_t *w, int16_t api_key, int16_t version,
+                                int32_t correlation_id, kc_str_t client_id, const void *body,
+                                kc_error_t *err);
+
+/* Reads the response header of a frame body (after the size) for a request of (api_key,
+ * version), leaving r at the response body. */
+kc_err_t kc_proto_read_response_header(kc_rbuf_t *r, int16_t api_key, int16_t version,
+                                       int32_t *correlation_id, kc_error_t *err);
+
 #endif

@@ -13,14 +13,10 @@ __attribute__((unused)) static size_t min_request_header(int16_t v, bool flex)
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += 2;
-    if (1)
-        n += 4;
-    if (1)
-        n += (false ? 1 : 2);
+    n += 2;
+    n += 2;
+    n += 4;
+    n += (false ? 1 : 2);
     return n;
 }
 
@@ -30,22 +26,14 @@ static kc_err_t enc_request_header(const kc_request_header_t *m, kc_enc_t *e)
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->request_api_key)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->request_api_version)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->correlation_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "client_id", m->client_id, false, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->request_api_key)))
+        return rc;
+    if ((rc = kc_wire_put_i16(e, m->request_api_version)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->correlation_id)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "client_id", m->client_id, false, 1)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -61,22 +49,14 @@ static kc_err_t dec_request_header(kc_request_header_t *m, kc_dec_t *d)
     (void)v;
     (void)rc;
     init_request_header(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "request_api_key", &m->request_api_key)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "request_api_version", &m->request_api_version)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "correlation_id", &m->correlation_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "client_id", &m->client_id, false, 1)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "request_api_key", &m->request_api_key)))
+        return rc;
+    if ((rc = kc_wire_get_i16(d, "request_api_version", &m->request_api_version)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "correlation_id", &m->correlation_id)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "client_id", &m->client_id, false, 1)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))

@@ -13,8 +13,7 @@ __attribute__((unused)) static size_t min_response_header(int16_t v, bool flex)
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 4;
+    n += 4;
     return n;
 }
 
@@ -24,10 +23,8 @@ static kc_err_t enc_response_header(const kc_response_header_t *m, kc_enc_t *e)
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->correlation_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i32(e, m->correlation_id)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -43,10 +40,8 @@ static kc_err_t dec_response_header(kc_response_header_t *m, kc_dec_t *d)
     (void)v;
     (void)rc;
     init_response_header(m);
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "correlation_id", &m->correlation_id)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i32(d, "correlation_id", &m->correlation_id)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))

@@ -13,8 +13,7 @@ __attribute__((unused)) static size_t min_sasl_authenticate_request(int16_t v, b
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -24,10 +23,8 @@ static kc_err_t enc_sasl_authenticate_request(const kc_sasl_authenticate_request
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "auth_bytes", m->auth_bytes, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_bytes(e, "auth_bytes", m->auth_bytes, e->flex, false)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -43,10 +40,8 @@ static kc_err_t dec_sasl_authenticate_request(kc_sasl_authenticate_request_t *m,
     (void)v;
     (void)rc;
     init_sasl_authenticate_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "auth_bytes", &m->auth_bytes, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_bytes(d, "auth_bytes", &m->auth_bytes, d->flex, false)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -93,12 +88,9 @@ __attribute__((unused)) static size_t min_sasl_authenticate_response(int16_t v, 
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 2;
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     if (v >= 1)
         n += 8;
     return n;
@@ -110,18 +102,12 @@ static kc_err_t enc_sasl_authenticate_response(const kc_sasl_authenticate_respon
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "error_message", m->error_message, e->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "auth_bytes", m->auth_bytes, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "error_message", m->error_message, e->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_put_bytes(e, "auth_bytes", m->auth_bytes, e->flex, false)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_put_i64(e, m->session_lifetime_ms)))
             return rc;
@@ -141,18 +127,12 @@ static kc_err_t dec_sasl_authenticate_response(kc_sasl_authenticate_response_t *
     (void)v;
     (void)rc;
     init_sasl_authenticate_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "error_message", &m->error_message, d->flex, 1)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "auth_bytes", &m->auth_bytes, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "error_message", &m->error_message, d->flex, 1)))
+        return rc;
+    if ((rc = kc_wire_get_bytes(d, "auth_bytes", &m->auth_bytes, d->flex, false)))
+        return rc;
     if (v >= 1) {
         if ((rc = kc_wire_get_i64(d, "session_lifetime_ms", &m->session_lifetime_ms)))
             return rc;

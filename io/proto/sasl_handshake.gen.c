@@ -13,8 +13,7 @@ __attribute__((unused)) static size_t min_sasl_handshake_request(int16_t v, bool
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
     return n;
 }
 
@@ -24,10 +23,8 @@ static kc_err_t enc_sasl_handshake_request(const kc_sasl_handshake_request_t *m,
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "mechanism", m->mechanism, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "mechanism", m->mechanism, e->flex, false)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -43,10 +40,8 @@ static kc_err_t dec_sasl_handshake_request(kc_sasl_handshake_request_t *m, kc_de
     (void)v;
     (void)rc;
     init_sasl_handshake_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "mechanism", &m->mechanism, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "mechanism", &m->mechanism, d->flex, false)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -93,10 +88,8 @@ __attribute__((unused)) static size_t min_sasl_handshake_response(int16_t v, boo
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += 2;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += 2;
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -106,17 +99,13 @@ static kc_err_t enc_sasl_handshake_response(const kc_sasl_handshake_response_t *
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "mechanisms", m->mechanisms.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->mechanisms.count; i++) {
+        if ((rc = kc_wire_put_str(e, "mechanisms", m->mechanisms.items[i], e->flex, false)))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "mechanisms", m->mechanisms.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->mechanisms.count; i++) {
-            if ((rc = kc_wire_put_str(e, "mechanisms", m->mechanisms.items[i], e->flex, false)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -133,25 +122,21 @@ static kc_err_t dec_sasl_handshake_response(kc_sasl_handshake_response_t *m, kc_
     (void)v;
     (void)rc;
     init_sasl_handshake_response(m);
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "mechanisms", &m->mechanisms.count, d->flex, false, (d->flex ? 1 : 2))))
-            return rc;
-        if (m->mechanisms.count > 0) {
-            m->mechanisms.items = kc_wire_alloc(d, "mechanisms", m->mechanisms.count, sizeof(kc_str_t));
-            if (!m->mechanisms.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "mechanisms", 0);
-            for (int32_t i = 0; i < m->mechanisms.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_str(d, "mechanisms", &m->mechanisms.items[i], d->flex, false)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "mechanisms", &m->mechanisms.count, d->flex, false, (d->flex ? 1 : 2))))
+        return rc;
+    if (m->mechanisms.count > 0) {
+        m->mechanisms.items = kc_wire_alloc(d, "mechanisms", m->mechanisms.count, sizeof(kc_str_t));
+        if (!m->mechanisms.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "mechanisms", 0);
+        for (int32_t i = 0; i < m->mechanisms.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_str(d, "mechanisms", &m->mechanisms.items[i], d->flex, false)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;

@@ -13,10 +13,8 @@ __attribute__((unused)) static size_t min_sticky_assignor_user_data_topic_assign
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -30,8 +28,7 @@ __attribute__((unused)) static size_t min_sticky_assignor_user_data(int16_t v, b
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     if (v >= 1)
         n += 4;
     return n;
@@ -43,17 +40,13 @@ static kc_err_t enc_sticky_assignor_user_data_topic_assignment(const kc_sticky_a
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+    if ((rc = kc_wire_put_str(e, "topic", m->topic, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->partitions.count; i++) {
+        if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
             return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "partitions", m->partitions.count, e->flex, false)))
-            return rc;
-        for (int32_t i = 0; i < m->partitions.count; i++) {
-            if ((rc = kc_wire_put_i32(e, m->partitions.items[i])))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -70,25 +63,21 @@ static kc_err_t dec_sticky_assignor_user_data_topic_assignment(kc_sticky_assigno
     (void)v;
     (void)rc;
     init_sticky_assignor_user_data_topic_assignment(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
-            return rc;
-        if (m->partitions.count > 0) {
-            m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
-            if (!m->partitions.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "partitions", 0);
-            for (int32_t i = 0; i < m->partitions.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_str(d, "topic", &m->topic, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_array_len(d, "partitions", &m->partitions.count, d->flex, false, 4)))
+        return rc;
+    if (m->partitions.count > 0) {
+        m->partitions.items = kc_wire_alloc(d, "partitions", m->partitions.count, sizeof(int32_t));
+        if (!m->partitions.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "partitions", 0);
+        for (int32_t i = 0; i < m->partitions.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = kc_wire_get_i32(d, "partitions", &m->partitions.items[i])))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -112,13 +101,11 @@ static kc_err_t enc_sticky_assignor_user_data(const kc_sticky_assignor_user_data
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "previous_assignment", m->previous_assignment.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "previous_assignment", m->previous_assignment.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->previous_assignment.count; i++) {
+        if ((rc = enc_sticky_assignor_user_data_topic_assignment(&m->previous_assignment.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->previous_assignment.count; i++) {
-            if ((rc = enc_sticky_assignor_user_data_topic_assignment(&m->previous_assignment.items[i], e)))
-                return rc;
-        }
     }
     if (v >= 1) {
         if ((rc = kc_wire_put_i32(e, m->generation)))
@@ -139,21 +126,19 @@ static kc_err_t dec_sticky_assignor_user_data(kc_sticky_assignor_user_data_t *m,
     (void)v;
     (void)rc;
     init_sticky_assignor_user_data(m);
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "previous_assignment", &m->previous_assignment.count, d->flex, false, min_sticky_assignor_user_data_topic_assignment(v, d->flex))))
-            return rc;
-        if (m->previous_assignment.count > 0) {
-            m->previous_assignment.items = kc_wire_alloc(d, "previous_assignment", m->previous_assignment.count, sizeof(kc_sticky_assignor_user_data_topic_assignment_t));
-            if (!m->previous_assignment.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "previous_assignment", 0);
-            for (int32_t i = 0; i < m->previous_assignment.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_sticky_assignor_user_data_topic_assignment(&m->previous_assignment.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "previous_assignment", &m->previous_assignment.count, d->flex, false, min_sticky_assignor_user_data_topic_assignment(v, d->flex))))
+        return rc;
+    if (m->previous_assignment.count > 0) {
+        m->previous_assignment.items = kc_wire_alloc(d, "previous_assignment", m->previous_assignment.count, sizeof(kc_sticky_assignor_user_data_topic_assignment_t));
+        if (!m->previous_assignment.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "previous_assignment", 0);
+        for (int32_t i = 0; i < m->previous_assignment.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_sticky_assignor_user_data_topic_assignment(&m->previous_assignment.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (v >= 1) {
         if ((rc = kc_wire_get_i32(d, "generation", &m->generation)))

@@ -13,10 +13,8 @@ __attribute__((unused)) static size_t min_sync_group_request_assignment(int16_t 
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 2);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -32,20 +30,16 @@ __attribute__((unused)) static size_t min_sync_group_request(int16_t v, bool fle
 {
     size_t n = flex ? 1 : 0; /* the tagged-field count */
     (void)v;
-    if (1)
-        n += (flex ? 1 : 2);
-    if (1)
-        n += 4;
-    if (1)
-        n += (flex ? 1 : 2);
+    n += (flex ? 1 : 2);
+    n += 4;
+    n += (flex ? 1 : 2);
     if (v >= 3)
         n += (flex ? 1 : 2);
     if (v >= 5)
         n += (flex ? 1 : 2);
     if (v >= 5)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -55,14 +49,10 @@ static kc_err_t enc_sync_group_request_assignment(const kc_sync_group_request_as
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "assignment", m->assignment, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_bytes(e, "assignment", m->assignment, e->flex, false)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -78,14 +68,10 @@ static kc_err_t dec_sync_group_request_assignment(kc_sync_group_request_assignme
     (void)v;
     (void)rc;
     init_sync_group_request_assignment(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "assignment", &m->assignment, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_bytes(d, "assignment", &m->assignment, d->flex, false)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
@@ -108,18 +94,12 @@ static kc_err_t enc_sync_group_request(const kc_sync_group_request_t *m, kc_enc_
     kc_err_t rc;
     (void)v;
     (void)rc;
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_i32(e, m->generation_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_str(e, "group_id", m->group_id, e->flex, false)))
+        return rc;
+    if ((rc = kc_wire_put_i32(e, m->generation_id)))
+        return rc;
+    if ((rc = kc_wire_put_str(e, "member_id", m->member_id, e->flex, false)))
+        return rc;
     if (v >= 3) {
         if ((rc = kc_wire_put_str(e, "group_instance_id", m->group_instance_id, e->flex, v >= 3)))
             return rc;
@@ -132,13 +112,11 @@ static kc_err_t enc_sync_group_request(const kc_sync_group_request_t *m, kc_enc_
         if ((rc = kc_wire_put_str(e, "protocol_name", m->protocol_name, e->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_array_len(e, "assignments", m->assignments.count, e->flex, false)))
+    if ((rc = kc_wire_put_array_len(e, "assignments", m->assignments.count, e->flex, false)))
+        return rc;
+    for (int32_t i = 0; i < m->assignments.count; i++) {
+        if ((rc = enc_sync_group_request_assignment(&m->assignments.items[i], e)))
             return rc;
-        for (int32_t i = 0; i < m->assignments.count; i++) {
-            if ((rc = enc_sync_group_request_assignment(&m->assignments.items[i], e)))
-                return rc;
-        }
     }
     if (e->flex) {
         uint32_t ntags = 0;
@@ -155,18 +133,12 @@ static kc_err_t dec_sync_group_request(kc_sync_group_request_t *m, kc_dec_t *d)
     (void)v;
     (void)rc;
     init_sync_group_request(m);
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_i32(d, "generation_id", &m->generation_id)))
-            return rc;
-    }
-    if (1) {
-        if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_str(d, "group_id", &m->group_id, d->flex, false)))
+        return rc;
+    if ((rc = kc_wire_get_i32(d, "generation_id", &m->generation_id)))
+        return rc;
+    if ((rc = kc_wire_get_str(d, "member_id", &m->member_id, d->flex, false)))
+        return rc;
     if (v >= 3) {
         if ((rc = kc_wire_get_str(d, "group_instance_id", &m->group_instance_id, d->flex, v >= 3)))
             return rc;
@@ -179,21 +151,19 @@ static kc_err_t dec_sync_group_request(kc_sync_group_request_t *m, kc_dec_t *d)
         if ((rc = kc_wire_get_str(d, "protocol_name", &m->protocol_name, d->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_array_len(d, "assignments", &m->assignments.count, d->flex, false, min_sync_group_request_assignment(v, d->flex))))
-            return rc;
-        if (m->assignments.count > 0) {
-            m->assignments.items = kc_wire_alloc(d, "assignments", m->assignments.count, sizeof(kc_sync_group_request_assignment_t));
-            if (!m->assignments.items)
-                return KC_ERR_NOMEM;
-            kc_dec_push(d, "assignments", 0);
-            for (int32_t i = 0; i < m->assignments.count; i++) {
-                kc_dec_index(d, i);
-                if ((rc = dec_sync_group_request_assignment(&m->assignments.items[i], d)))
-                    return rc;
-            }
-            kc_dec_pop(d);
+    if ((rc = kc_wire_get_array_len(d, "assignments", &m->assignments.count, d->flex, false, min_sync_group_request_assignment(v, d->flex))))
+        return rc;
+    if (m->assignments.count > 0) {
+        m->assignments.items = kc_wire_alloc(d, "assignments", m->assignments.count, sizeof(kc_sync_group_request_assignment_t));
+        if (!m->assignments.items)
+            return KC_ERR_NOMEM;
+        kc_dec_push(d, "assignments", 0);
+        for (int32_t i = 0; i < m->assignments.count; i++) {
+            kc_dec_index(d, i);
+            if ((rc = dec_sync_group_request_assignment(&m->assignments.items[i], d)))
+                return rc;
         }
+        kc_dec_pop(d);
     }
     if (d->flex) {
         uint32_t ntags;
@@ -245,14 +215,12 @@ __attribute__((unused)) static size_t min_sync_group_response(int16_t v, bool fl
     (void)v;
     if (v >= 1)
         n += 4;
-    if (1)
-        n += 2;
+    n += 2;
     if (v >= 5)
         n += (flex ? 1 : 2);
     if (v >= 5)
         n += (flex ? 1 : 2);
-    if (1)
-        n += (flex ? 1 : 4);
+    n += (flex ? 1 : 4);
     return n;
 }
 
@@ -266,10 +234,8 @@ static kc_err_t enc_sync_group_response(const kc_sync_group_response_t *m, kc_en
         if ((rc = kc_wire_put_i32(e, m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_i16(e, m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_i16(e, m->error_code)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_put_str(e, "protocol_type", m->protocol_type, e->flex, v >= 5)))
             return rc;
@@ -278,10 +244,8 @@ static kc_err_t enc_sync_group_response(const kc_sync_group_response_t *m, kc_en
         if ((rc = kc_wire_put_str(e, "protocol_name", m->protocol_name, e->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_put_bytes(e, "assignment", m->assignment, e->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_put_bytes(e, "assignment", m->assignment, e->flex, false)))
+        return rc;
     if (e->flex) {
         uint32_t ntags = 0;
         if ((rc = kc_wire_put_uvarint(e, ntags)))
@@ -301,10 +265,8 @@ static kc_err_t dec_sync_group_response(kc_sync_group_response_t *m, kc_dec_t *d
         if ((rc = kc_wire_get_i32(d, "throttle_time_ms", &m->throttle_time_ms)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
+        return rc;
     if (v >= 5) {
         if ((rc = kc_wire_get_str(d, "protocol_type", &m->protocol_type, d->flex, v >= 5)))
             return rc;
@@ -313,10 +275,8 @@ static kc_err_t dec_sync_group_response(kc_sync_group_response_t *m, kc_dec_t *d
         if ((rc = kc_wire_get_str(d, "protocol_name", &m->protocol_name, d->flex, v >= 5)))
             return rc;
     }
-    if (1) {
-        if ((rc = kc_wire_get_bytes(d, "assignment", &m->assignment, d->flex, false)))
-            return rc;
-    }
+    if ((rc = kc_wire_get_bytes(d, "assignment", &m->assignment, d->flex, false)))
+        return rc;
     if (d->flex) {
         uint32_t ntags;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))

@@ -149,7 +149,7 @@ GET_FIXED(kc_wire_get_i64, int64_t, 8, (int64_t)raw)
 
 kc_err_t kc_wire_get_bool(kc_dec_t *d, const char *f, bool *out)
 {
-    int8_t v;
+    int8_t v = 0;
     kc_err_t rc = kc_wire_get_i8(d, f, &v);
     *out = v != 0;
     return rc;
@@ -193,7 +193,7 @@ static kc_err_t get_uvar64(kc_dec_t *d, const char *f, uint64_t *out, int max_by
 
 kc_err_t kc_wire_get_uvarint(kc_dec_t *d, const char *f, uint32_t *out)
 {
-    uint64_t v;
+    uint64_t v = 0;
     kc_err_t rc = get_uvar64(d, f, &v, 5);
     if (rc)
         return rc;
@@ -215,7 +215,7 @@ kc_err_t kc_wire_get_varint(kc_dec_t *d, const char *f, int32_t *out)
 
 kc_err_t kc_wire_get_varlong(kc_dec_t *d, const char *f, int64_t *out)
 {
-    uint64_t u;
+    uint64_t u = 0;
     kc_err_t rc = get_uvar64(d, f, &u, 10);
     if (rc)
         return rc;
@@ -273,7 +273,7 @@ static kc_err_t get_view(kc_dec_t *d, const char *f, const uint8_t **ptr, int32_
 
 kc_err_t kc_wire_get_str(kc_dec_t *d, const char *f, kc_str_t *out, bool compact, bool nullable)
 {
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     kc_err_t rc = get_view(d, f, &p, &out->len, compact, nullable, 2);
     out->ptr = (const char *)p;
     return rc;

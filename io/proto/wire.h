@@ -48,7 +48,9 @@ typedef struct kc_rbuf {
 
 static inline kc_rbuf_t kc_rbuf(const void *data, size_t len)
 {
-    kc_rbuf_t r = {(const uint8_t *)data, (const uint8_t *)data + len};
+    /* An empty message encodes to no bytes and an empty kc_wbuf_t has no buffer: NULL + 0 is
+     * undefined in C, so it gets its own case. */
+    kc_rbuf_t r = {(const uint8_t *)data, data ? (const uint8_t *)data + len : NULL};
     return r;
 }
 

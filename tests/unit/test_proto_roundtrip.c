@@ -28,7 +28,8 @@ static void write_seed(const char *target, const char *name, int16_t v, const ui
     FILE *f = fopen(path, "wb");
     assert_non_null(f);
     fwrite(prefix, 1, plen, f);
-    fwrite(w->data, 1, w->len, f);
+    if (w->len)
+        fwrite(w->data, 1, w->len, f);
     fclose(f);
 }
 

@@ -300,6 +300,100 @@ static void test_null_in_non_nullable_field_is_an_error(void **state)
     assert_int_equal(kc_find_coordinator_request_decode(&m, 99, &r, &a, &err), KC_ERR_UNSUPPORTED);
 }
 
+static void test_varints_round_trip_and_reject_overlong(void **state)
+{
+    (void)state;
+    const int64_t longs[] = {0, 1, -1, 63, -64, 64, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
+    kc_arena_t a = {0};
+    kc_error_t err;
+    for (size_t i = 0; i < sizeof longs / sizeof longs[0]; i++) {
+        bld_t b;
+        bld_init(&b);
+        kc_wire_put_varlong(&b.e, longs[i]);
+        if (longs[i] >= INT32_MIN && longs[i] <= INT32_MAX)
+            kc_wire_put_varint(&b.e, (int32_t)longs[i]);
+        uint8_t *frame = bld_exact(&b);
+        kc_rbuf_t r = kc_rbuf(frame, b.w.len);
+        kc_dec_t d = {&r, &a, &err, "X", 0, true, 0, {{0}}};
+        int64_t l;
+        assert_int_equal(kc_wire_get_varlong(&d, "l", &l), KC_OK);
+        assert_true(l == longs[i]);
+        if (longs[i] >= INT32_MIN && longs[i] <= INT32_MAX) {
+            int32_t v;
+            assert_int_equal(kc_wire_get_varint(&d, "v", &v), KC_OK);
+            assert_int_equal(v, longs[i]);
+        }
+        assert_int_equal(kc_rbuf_remaining(&r), 0);
+        free(frame);
+        kc_wbuf_free(&b.w);
+    }
+    /* -1 zigzags to 1, 64 to 128 (two bytes): the wire form is Kafka's, not just self-consistent.
+     */
+    bld_t b;
+    bld_init(&b);
+    kc_wire_put_varint(&b.e, -1);
+    kc_wire_put_varint(&b.e, 64);
+    kc_wire_put_uvarint(&b.e, 300);
+    const uint8_t want[] = {0x01, 0x80, 0x01, 0xac, 0x02};
+    assert_int_equal(b.w.len, sizeof want);
+    assert_memory_equal(b.w.data, want, sizeof want);
+    kc_wbuf_free(&b.w);
+
+    /* Unsigned varint over 32 bits, a 6-byte varint, and a varint cut short: all errors. */
+    const uint8_t big[] = {0xff, 0xff, 0xff, 0xff, 0x1f};
+    const uint8_t longer[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    const uint8_t cut[] = {0x80, 0x80};
+    const uint8_t *bad[] = {big, longer, cut};
+    const size_t lens[] = {sizeof big, sizeof longer, sizeof cut};
+    for (int i = 0; i < 3; i++) {
+        kc_rbuf_t r = kc_rbuf(bad[i], lens[i]);
+        kc_dec_t d = {&r, &a, &err, "X", 0, true, 0, {{0}}};
+        uint32_t u;
+        assert_int_equal(kc_wire_get_uvarint(&d, "u", &u), KC_ERR_MALFORMED);
+    }
+    const uint8_t eleven[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01};
+    kc_rbuf_t r = kc_rbuf(eleven, sizeof eleven);
+    kc_dec_t d = {&r, &a, &err, "X", 0, true, 0, {{0}}};
+    int64_t l;
+    assert_int_equal(kc_wire_get_varlong(&d, "l", &l), KC_ERR_MALFORMED);
+}
+
+static void test_request_frame_and_response_header(void **state)
+{
+    (void)state;
+    kc_heartbeat_request_t hb;
+    kc_heartbeat_request_init(&hb);
+    hb.group_id = kc_str("g");
+    hb.generation_id = 3;
+    hb.member_id = kc_str("m");
+    kc_wbuf_t w = {0};
+    kc_error_t err;
+    assert_int_equal(kc_proto_write_request(&w, 12, 4, 99, kc_str("cli"), &hb, &err), KC_OK);
+    /* size | key 12 | v4 | corr 99 | client id as int16 string | header tags | body: compact
+     * group id, generation, member id, null group instance id, tags. */
+    const uint8_t want[] = {0,   0,   0,   24, 0, 12,  0, 4, 0, 0, 0, 99,  0, 3,
+                            'c', 'l', 'i', 0,  2, 'g', 0, 0, 0, 3, 2, 'm', 0, 0};
+    assert_int_equal(w.len, sizeof want);
+    assert_memory_equal(w.data, want, sizeof want);
+    /* A failing body leaves the writer as it was. */
+    hb.member_id = KC_STR_NULL;
+    assert_int_equal(kc_proto_write_request(&w, 12, 4, 100, kc_str("cli"), &hb, &err),
+                     KC_ERR_INVALID_ARG);
+    assert_int_equal(w.len, sizeof want);
+    kc_wbuf_free(&w);
+
+    /* Response header v1 (Fetch v12) has a tag section; ApiVersions v3 uses v0 (none). */
+    const uint8_t fetch_hdr[] = {0, 0, 0, 7, 0, 0xaa};
+    kc_rbuf_t r = kc_rbuf(fetch_hdr, sizeof fetch_hdr);
+    int32_t corr;
+    assert_int_equal(kc_proto_read_response_header(&r, 1, 12, &corr, &err), KC_OK);
+    assert_int_equal(corr, 7);
+    assert_int_equal(kc_rbuf_remaining(&r), 1);
+    r = kc_rbuf(fetch_hdr, sizeof fetch_hdr);
+    assert_int_equal(kc_proto_read_response_header(&r, 18, 3, &corr, &err), KC_OK);
+    assert_int_equal(kc_rbuf_remaining(&r), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +404,8 @@ int main(void)
         cmocka_unit_test(test_negotiation_intersects_ranges),
         cmocka_unit_test(test_consumer_protocol_version_prefix),
         cmocka_unit_test(test_null_in_non_nullable_field_is_an_error),
+        cmocka_unit_test(test_varints_round_trip_and_reject_overlong),
+        cmocka_unit_test(test_request_frame_and_response_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,16 @@ def cond(r, mv):
     return " && ".join(parts) if parts else "1"
 
 
+def guarded(c, body):
+    """body (lines) at one indent level, under `if (c)` unless c is always true. A body that
+    declares a variable keeps its own block so that names cannot collide with a sibling's."""
+    if c == "1":
+        if any(line.startswith("int8_t ") for line in body):
+            return ["    {"] + ["        " + s for s in body] + ["    }"]
+        return ["    " + s for s in body]
+    return ["    if (%s) {" % c] + ["        " + s for s in body] + ["    }"]
+
+
 def untagged(f):
     """Versions in which f is a regular (positional) field."""
     if f.versions is None:
@@ -147,7 +157,7 @@ def gen_encoder(mm, st):
             continue
         flex = "false" if f.flex_override else "e->flex"
         body = enc_field(mm, f, flex, False)
-        L += ["    if (%s) {" % mm.c(r)] + ["        " + s for s in body] + ["    }"]
+        L += guarded(mm.c(r), body)
     tagged = sorted([f for f in st.fields if f.tagged], key=lambda f: f.tag)
     L += ["    if (e->flex) {", "        uint32_t ntags = 0;"]
     for f in tagged:
@@ -193,8 +203,11 @@ def gen_min(mm, st):
             sz = "1"
         else:
             sz = min_size_expr(mm, f, flex)
-        L.append("    if (%s)" % mm.c(r))
-        L.append("        n += %s;" % sz)
+        if mm.c(r) == "1":
+            L.append("    n += %s;" % sz)
+        else:
+            L.append("    if (%s)" % mm.c(r))
+            L.append("        n += %s;" % sz)
     L += ["    return n;", "}", ""]
     return L
 
@@ -289,8 +302,7 @@ def gen_decoder(mm, st):
         if r is None:
             continue
         flex = "false" if f.flex_override else "d->flex"
-        L += ["    if (%s) {" % mm.c(r)] + ["        " + s for s in dec_field(mm, f, flex, False)]
-        L += ["    }"]
+        L += guarded(mm.c(r), dec_field(mm, f, flex, False))
     tagged = sorted([f for f in st.fields if f.tagged], key=lambda f: f.tag)
     L += ["    if (d->flex) {", "        uint32_t ntags;",
           '        if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))',

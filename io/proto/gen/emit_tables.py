@@ -111,8 +111,7 @@ def gen_fill(mm, st):
     for f in st.fields:
         r = untagged(f)
         if r is not None:
-            L += ["    if (%s) {" % mm.c(r)] + ["        " + s for s in fill_field(mm, f, False)]
-            L += ["    }"]
+            L += emit_c.guarded(mm.c(r), fill_field(mm, f, False))
         elif f.tagged:
             L += ["    if ((%s) && v >= FLEX_MIN_%s && (rnd(seed) & 1)) {"
                   % (mm.c(f.tagged), mm.prefix.upper()),

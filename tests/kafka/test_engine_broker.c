@@ -1,0 +1,477 @@
+/* engine/session against a real broker, over a blocking socket (no network thread needed):
+ * - the broker does NOT advance a session partition's fetch offset by itself: an incremental
+ *   Fetch that leaves a consumed partition out is served the same records again. This is why
+ *   session.c re-sends a partition whose position moved (as Java does);
+ * - the engine's requests consume every record exactly once: open (0,0), then (S, epoch+1) with
+ *   the consumed partition altered, then 0 entries while idle, and new records arrive;
+ * - INVALID_FETCH_SESSION_EPOCH and FETCH_SESSION_ID_NOT_FOUND are recovered with a new session;
+ * - close (S,-1) is accepted;
+ * - an anonymous OffsetCommit (member "", generation -1) is accepted by a group with no members,
+ *   retried on coordinator errors within a deadline, and OffsetFetch returns what it stored;
+ *   once the group has a live member the same commit is refused and the error reaches us.
+ * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
+#include "kc_test.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "fetch_codec.h"
+#include "offsets_codec.h"
+#include "proto/kafka_errors.h"
+#include "proto/proto.h"
+
+#define FETCH_V    13
+#define METADATA_V 12
+
+static int connect_first(const char *bootstrap)
+{
+    char host[256], port[16];
+    const char *comma = strchr(bootstrap, ',');
+    size_t len = comma ? (size_t)(comma - bootstrap) : strlen(bootstrap);
+    const char *colon = memrchr(bootstrap, ':', len);
+    if (!colon || (size_t)(colon - bootstrap) >= sizeof host ||
+        len - (size_t)(colon - bootstrap) - 1 >= sizeof port)
+        return -1;
+    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
+    host[colon - bootstrap] = '\0';
+    memcpy(port, colon + 1, len - (size_t)(colon - bootstrap) - 1);
+    port[len - (size_t)(colon - bootstrap) - 1] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return -1;
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        struct timeval tv = {.tv_sec = 15};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int io_full(int fd, uint8_t *p, size_t n, int writing)
+{
+    while (n > 0) {
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+typedef kc_err_t (*encode_fn)(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *e);
+
+/* Sends one request and returns the response body (after the header) in frame and r. */
+static void exchange(int fd, int16_t key, int16_t v, const void *msg, encode_fn enc,
+                     uint8_t **frame, kc_rbuf_t *r)
+{
+    static int32_t corr = 1;
+    kc_wbuf_t w = {0};
+    kc_error_t e;
+    assert_int_equal(kc_wbuf_reserve(&w, 4), KC_OK);
+    w.len = 4;
+    kc_request_header_t h;
+    kc_request_header_init(&h);
+    h.request_api_key = key;
+    h.request_api_version = v;
+    h.correlation_id = corr++;
+    h.client_id = kc_str("kc-engine-test");
+    assert_int_equal(kc_request_header_encode(&h, kc_proto_request_header_version(key, v), &w, &e),
+                     KC_OK);
+    if (enc(msg, v, &w, &e) != KC_OK)
+        fail_msg("encode: %s", e.msg);
+    uint32_t n = (uint32_t)(w.len - 4);
+    w.data[0] = (uint8_t)(n >> 24), w.data[1] = (uint8_t)(n >> 16);
+    w.data[2] = (uint8_t)(n >> 8), w.data[3] = (uint8_t)n;
+    assert_int_equal(io_full(fd, w.data, w.len, 1), 0);
+    kc_wbuf_free(&w);
+    uint8_t sz[4];
+    assert_int_equal(io_full(fd, sz, 4, 0), 0);
+    uint32_t len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
+    *frame = malloc(len);
+    assert_non_null(*frame);
+    assert_int_equal(io_full(fd, *frame, len, 0), 0);
+    *r = kc_rbuf(*frame, len);
+    kc_response_header_t rh;
+    kc_arena_t a = {0};
+    assert_int_equal(
+        kc_response_header_decode(&rh, kc_proto_response_header_version(key, v), r, &a, &e), KC_OK);
+    assert_int_equal(rh.correlation_id, corr - 1);
+    kc_arena_free(&a);
+}
+
+static void run(const char *cmd)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
+             kc_test_env("KC_CLUSTER_DIR"));
+    if (system(line) != 0)
+        fail_msg("failed: %s", line);
+}
+
+/* Offsets carried by a records blob: first base offset and (last offset + 1), or -1/-1. */
+static void batch_span(kc_bytes_t rec, int64_t *first, int64_t *next)
+{
+    *first = *next = -1;
+    int32_t pos = 0;
+    while (rec.len - pos >= 61) {
+        const uint8_t *b = rec.ptr + pos;
+        int64_t base = 0;
+        for (int i = 0; i < 8; i++)
+            base = base << 8 | b[i];
+        int32_t blen =
+            (int32_t)((uint32_t)b[8] << 24 | (uint32_t)b[9] << 16 | (uint32_t)b[10] << 8 | b[11]);
+        int32_t delta =
+            (int32_t)((uint32_t)b[23] << 24 | (uint32_t)b[24] << 16 | (uint32_t)b[25] << 8 | b[26]);
+        if (blen <= 0 || pos + 12 + blen > rec.len)
+            break; /* a partial batch at the end of the response */
+        if (*first < 0)
+            *first = base;
+        *next = base + delta + 1;
+        pos += 12 + blen;
+    }
+}
+
+typedef struct fetched {
+    int16_t top_error;
+    int32_t session_id;
+    int16_t part_error;
+    int n_parts;
+    int64_t first, next, hw;
+} fetched_t;
+
+static fetched_t do_fetch(int fd, const kc_session_req_t *req)
+{
+    kc_fetch_settings_t st = {300, 1, 1 << 20, 1, NULL};
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_fetch_request_t m;
+    assert_int_equal(kc_fetch_codec_request(&m, req, &st, &a, &e), KC_OK);
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_FETCH_REQUEST_API_KEY, FETCH_V, &m, (encode_fn)kc_fetch_request_encode, &frame,
+             &r);
+    kc_fetch_response_t resp;
+    if (kc_fetch_response_decode(&resp, FETCH_V, &r, &a, &e) != KC_OK)
+        fail_msg("FetchResponse: %s", e.msg);
+    fetched_t f = {resp.error_code, resp.session_id, 0, 0, -1, -1, -1};
+    kc_fetch_codec_iter_t it = {&resp, 0, 0};
+    kc_fetch_part_result_t pr;
+    while (kc_fetch_codec_next(&it, &pr)) {
+        f.n_parts++;
+        f.part_error = pr.error_code;
+        f.hw = pr.high_watermark;
+        batch_span(pr.records, &f.first, &f.next);
+    }
+    free(frame);
+    kc_arena_free(&a);
+    return f;
+}
+
+static kc_session_part_t lookup(int fd, const char *topic)
+{
+    kc_metadata_request_t m;
+    kc_metadata_request_init(&m);
+    kc_metadata_request_topic_t t = {{{0}}, kc_str(topic)};
+    m.topics.count = 1;
+    m.topics.items = &t;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_METADATA_REQUEST_API_KEY, METADATA_V, &m, (encode_fn)kc_metadata_request_encode,
+             &frame, &r);
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_metadata_response_t resp;
+    assert_int_equal(kc_metadata_response_decode(&resp, METADATA_V, &r, &a, &e), KC_OK);
+    assert_int_equal(resp.topics.count, 1);
+    assert_int_equal(resp.topics.items[0].error_code, 0);
+    kc_session_part_t p;
+    memset(&p, 0, sizeof p);
+    memcpy(p.tp.topic_id, resp.topics.items[0].topic_id.b, 16);
+    p.tp.partition = 0;
+    p.leader_epoch = resp.topics.items[0].partitions.items[0].leader_epoch;
+    p.log_start_offset = -1;
+    p.max_bytes = 1 << 20;
+    free(frame);
+    kc_arena_free(&a);
+    return p;
+}
+
+static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
+{
+    (void)state;
+    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
+    assert_true(fd >= 0);
+    char topic[64], cmd[256];
+    snprintf(topic, sizeof topic, "kc-engine-session-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 1", topic);
+    run(cmd);
+    snprintf(cmd, sizeof cmd, "produce %s --records 20 --size 100", topic);
+    run(cmd);
+    kc_session_part_t want = lookup(fd, topic);
+
+    /* 1. What the broker does with a consumed partition that is left out. */
+    kc_session_req_t raw;
+    memset(&raw, 0, sizeof raw);
+    raw.full = 1;
+    raw.parts = &want;
+    raw.n_parts = 1;
+    fetched_t f = do_fetch(fd, &raw);
+    assert_int_equal(f.top_error, 0);
+    assert_int_not_equal(f.session_id, 0);
+    assert_int_equal(f.first, 0);
+    assert_int_equal(f.next, 20);
+    memset(&raw, 0, sizeof raw);
+    raw.session_id = f.session_id;
+    raw.epoch = 1; /* incremental, 0 entries: "the broker tracks it" — it does not */
+    fetched_t again = do_fetch(fd, &raw);
+    assert_int_equal(again.top_error, 0);
+    assert_int_equal(again.n_parts, 1);
+    assert_int_equal(again.first, 0); /* the same records, served a second time */
+
+    /* 2. The engine's session: every record exactly once. */
+    kc_session_t s;
+    kc_session_init(&s, 1, 60000);
+    kc_session_req_t req;
+    kc_error_t e;
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.epoch, 0);
+    f = do_fetch(fd, &req);
+    kc_session_resp_t sr = {f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, 0);
+    assert_int_equal(f.next, 20);
+    want.fetch_offset = f.next; /* consumed */
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.epoch, 1);
+    assert_int_equal(req.n_altered, 1);
+    f = do_fetch(fd, &req);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, -1); /* nothing new, nothing repeated */
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.n_parts, 0); /* idle steady state: 0 entries */
+    snprintf(cmd, sizeof cmd, "produce %s --records 5 --size 100", topic);
+    run(cmd);
+    f = do_fetch(fd, &req);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, 20);
+    assert_int_equal(f.next, 25);
+    assert_int_equal(kc_session_stats(&s)->epoch, 3);
+
+    /* 3. The broker's session errors, recovered without surfacing. An epoch the broker does
+     * not expect (as after a lost answer): 71, then (S, 0) closes S and opens a new one. */
+    int32_t first_id = kc_session_stats(&s)->session_id;
+    want.fetch_offset = 25;
+    s.epoch += 5;
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, KC_KAFKA_INVALID_FETCH_SESSION_EPOCH);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_RESET);
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.session_id, first_id);
+    assert_int_equal(req.epoch, 0);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, 0);
+    assert_int_not_equal(f.session_id, 0);
+    assert_int_not_equal(f.session_id, first_id);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_equal(f.first, -1); /* position kept: nothing re-delivered */
+    /* A session id the broker does not have (as after a restart or eviction): 70, then (0,0). */
+    s.id = 0x7ffffff0;
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_RESET);
+    assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
+    assert_int_equal(req.session_id, 0);
+    assert_int_equal(req.epoch, 0);
+    f = do_fetch(fd, &req);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
+    assert_int_not_equal(kc_session_stats(&s)->session_id, 0);
+
+    /* 4. Close. */
+    assert_int_equal(kc_session_close(&s, &req, &e), KC_OK);
+    f = do_fetch(fd, &req);
+    assert_int_equal(f.top_error, 0);
+    sr = (kc_session_resp_t){f.top_error, f.session_id};
+    assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_CLOSED);
+    kc_session_free(&s);
+    close(fd);
+}
+
+/* FindCoordinator v4 for a group; returns its error code (the node is the one broker). */
+static int16_t find_coordinator(int fd, const char *group)
+{
+    kc_find_coordinator_request_t m;
+    kc_find_coordinator_request_init(&m);
+    kc_str_t key = kc_str(group);
+    m.key_type = 0;
+    m.coordinator_keys.count = 1;
+    m.coordinator_keys.items = &key;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
+             (encode_fn)kc_find_coordinator_request_encode, &frame, &r);
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_find_coordinator_response_t resp;
+    assert_int_equal(kc_find_coordinator_response_decode(&resp, 4, &r, &a, &e), KC_OK);
+    assert_int_equal(resp.coordinators.count, 1);
+    int16_t code = resp.coordinators.items[0].error_code;
+    free(frame);
+    kc_arena_free(&a);
+    return code;
+}
+
+/* One OffsetCommit v9 of `req`; the classified result. */
+static kc_offsets_result_t commit_once(int fd, const kc_commit_req_t *req)
+{
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_offset_commit_request_t m;
+    assert_int_equal(kc_offsets_codec_commit(&m, req, 9, &a, &e), KC_OK);
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_OFFSET_COMMIT_REQUEST_API_KEY, 9, &m,
+             (encode_fn)kc_offset_commit_request_encode, &frame, &r);
+    kc_offset_commit_response_t resp;
+    assert_int_equal(kc_offset_commit_response_decode(&resp, 9, &r, &a, &e), KC_OK);
+    kc_offsets_result_t res;
+    assert_int_equal(kc_offsets_codec_commit_result(&resp, &a, &res, &e), KC_OK);
+    free(frame);
+    kc_arena_free(&a);
+    return res;
+}
+
+static void anonymous_commit_then_offset_fetch(void **state)
+{
+    (void)state;
+    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
+    assert_true(fd >= 0);
+    char topic[64], group[64], cmd[256];
+    snprintf(topic, sizeof topic, "kc-engine-commit-%d", (int)getpid());
+    snprintf(group, sizeof group, "kc-engine-anon-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic);
+    run(cmd);
+    kc_commit_entry_t ents[2] = {{topic, {0}, 0, 17, -1, NULL}, {topic, {0}, 1, 29, -1, "meta"}};
+    kc_commit_identity_t who;
+    kc_error_t e;
+    assert_int_equal(kc_offsets_identity_anonymous(&who, group, &e), KC_OK);
+    kc_commit_req_t req;
+    assert_int_equal(kc_offsets_build_commit(&req, &who, ents, 2, &e), KC_OK);
+
+    /* One broker: it is the coordinator, but FindCoordinator is still what creates
+     * __consumer_offsets on a fresh cluster, so rediscovery means asking it; until the topic is
+     * loaded, COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS come back and the deadline policy
+     * asks again. */
+    kc_retry_t retry;
+    kc_retry_start(&retry, 0, 60000, 100, 1000, 7);
+    int64_t now = 0;
+    int attempts = 0;
+    for (;;) {
+        kc_offsets_result_t res = commit_once(fd, &req);
+        attempts++;
+        if (res.verdict == KC_OFFSETS_OK)
+            break;
+        if (res.verdict != KC_OFFSETS_REDISCOVER)
+            fail_msg("anonymous commit refused: %s", kc_kafka_err_name(res.first_error));
+        find_coordinator(fd, group);
+        int64_t at;
+        if (kc_retry_next(&retry, now, &at, &e) != KC_OK)
+            fail_msg("coordinator still unavailable: %s", e.msg);
+        usleep((useconds_t)(at - now) * 1000);
+        now = at;
+    }
+    printf("# anonymous commit accepted after %d attempt(s)\n", attempts);
+
+    kc_offset_fetch_request_t fm;
+    kc_offset_fetch_request_init(&fm);
+    int32_t parts[2] = {0, 1};
+    kc_offset_fetch_request_topics_t ft = {kc_str(topic), {{0}}, {2, parts}};
+    kc_offset_fetch_request_group_t g = {kc_str(group), KC_STR_NULL, -1, {1, &ft}};
+    fm.groups.count = 1;
+    fm.groups.items = &g;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    exchange(fd, KC_OFFSET_FETCH_REQUEST_API_KEY, 9, &fm, (encode_fn)kc_offset_fetch_request_encode,
+             &frame, &r);
+    kc_arena_t a = {0};
+    kc_offset_fetch_response_t fr;
+    assert_int_equal(kc_offset_fetch_response_decode(&fr, 9, &r, &a, &e), KC_OK);
+    assert_int_equal(fr.groups.count, 1);
+    assert_int_equal(fr.groups.items[0].error_code, 0);
+    assert_int_equal(fr.groups.items[0].topics.count, 1);
+    const kc_offset_fetch_response_topics_t *t = &fr.groups.items[0].topics.items[0];
+    assert_int_equal(t->partitions.count, 2);
+    for (int i = 0; i < 2; i++) {
+        const kc_offset_fetch_response_partitions_t *p = &t->partitions.items[i];
+        assert_int_equal(p->error_code, 0);
+        assert_int_equal(p->committed_offset, p->partition_index == 0 ? 17 : 29);
+    }
+    free(frame);
+    kc_arena_free(&a);
+
+    /* A live member joins (Java's console consumer, classic protocol): from then on the
+     * anonymous form is refused, and the refusal reaches the caller as FAIL with the code. */
+    char pidfile[128], line[1024];
+    snprintf(pidfile, sizeof pidfile, "%s/engine-consumer-%d.pid", kc_test_env("KC_CLUSTER_DIR"),
+             (int)getpid());
+    snprintf(
+        line, sizeof line,
+        "java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp \"$(%s classpath --dir %s)\" "
+        "org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server %s --topic %s "
+        "--group %s >/dev/null 2>&1 & echo $! > %s",
+        kc_test_env("KC_TESTKIT"), kc_test_env("KC_CLUSTER_DIR"), kc_test_env("KC_BOOTSTRAP"),
+        topic, group, pidfile);
+    assert_int_equal(system(line), 0);
+    FILE *pf = fopen(pidfile, "r");
+    assert_non_null(pf);
+    int pid = 0;
+    assert_int_equal(fscanf(pf, "%d", &pid), 1);
+    fclose(pf);
+    kc_offsets_result_t res = {0};
+    for (int i = 0; i < 120; i++) { /* the JVM starts and joins within seconds */
+        res = commit_once(fd, &req);
+        if (res.verdict == KC_OFFSETS_FAIL)
+            break;
+        usleep(500 * 1000);
+    }
+    snprintf(line, sizeof line, "kill %d", pid); /* only the consumer we started */
+    if (system(line) != 0)
+        printf("# consumer %d already gone\n", pid);
+    unlink(pidfile);
+    printf("# anonymous commit on a live group: %s\n", kc_kafka_err_name(res.first_error));
+    assert_int_equal(res.verdict, KC_OFFSETS_FAIL);
+    assert_int_not_equal(res.first_error, 0);
+    assert_int_equal(res.n_failed, 2);
+    close(fd);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(broker_needs_consumed_offsets_and_engine_sends_them),
+        cmocka_unit_test(anonymous_commit_then_offset_fetch),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
