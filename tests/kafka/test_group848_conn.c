@@ -21,10 +21,14 @@ typedef struct ctx {
     kc_gc_t gc;
     kc_conn_t *conn;
     kc_consumer_group_heartbeat_request_t req; /* storage: gc's, valid while in flight */
-    bool hb_inflight, fc_inflight;
+    bool hb_inflight, fc_inflight, fc_pending;
     int beats, errors_seen, versions_seen;
     int16_t version;
     const char *group;
+    kc_loop_t *loop;
+    char coord[300];  /* the coordinator's host:port from the last FindCoordinator */
+    bool coord_known; /* answered; drive() moves the connection there if needed */
+    int moves;
 } ctx_t;
 
 static int64_t ms(void)
@@ -77,24 +81,32 @@ static kc_err_t enc_fc(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_find_coordinator_request_encode(&m, version, out, &e);
 }
 
-/* One broker: the coordinator is the node we are connected to; what matters here is that the
- * member's REDISCOVER leads to a FindCoordinator and, once answered, to coordinator_ready. */
+/* The member's REDISCOVER leads here; drive() moves the connection to the coordinator (with
+ * several brokers the bootstrap node often is not it: the first heartbeat is then answered
+ * NOT_COORDINATOR inside a successful response) and only then reports coordinator_ready. */
 static void on_fc(kc_conn_t *conn, kc_err_t err, kc_buf_t *frame, size_t body_off, int16_t version,
                   void *opaque)
 {
     (void)conn;
     ctx_t *c = opaque;
     c->fc_inflight = false;
-    if (err != KC_OK)
-        return; /* asked again: REDISCOVER stays pending below */
+    if (err != KC_OK) {
+        c->fc_pending = true;
+        return;
+    }
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     kc_arena_t a = {0};
     kc_error_t e;
     kc_find_coordinator_response_t resp;
     assert_int_equal(kc_find_coordinator_response_decode(&resp, version, &r, &a, &e), KC_OK);
-    int16_t code = version >= 4 ? resp.coordinators.items[0].error_code : resp.error_code;
-    if (code == 0)
-        kc_gc_coordinator_ready(&c->gc, ms());
+    assert_true(version >= 4);
+    const kc_find_coordinator_response_coordinator_t *k = &resp.coordinators.items[0];
+    if (k->error_code == 0) {
+        snprintf(c->coord, sizeof c->coord, "%.*s:%d", (int)k->host.len, k->host.ptr, (int)k->port);
+        c->coord_known = true;
+    } else {
+        c->fc_pending = true; /* not known yet (e.g. __consumer_offsets being created): ask again */
+    }
     kc_arena_free(&a);
     kc_buf_unref(frame);
 }
@@ -129,6 +141,24 @@ static void drive(ctx_t *c)
         default:
             break;
         }
+    }
+    if (c->coord_known && !c->hb_inflight) {
+        c->coord_known = false;
+        if (strcmp(kc_conn_peer(c->conn), c->coord) != 0) {
+            kc_conn_close(c->conn);
+            kc_conn_opts_t o = {
+                .servers = c->coord, .client_id = "kc-g848-conn", .request_timeout_ms = 30000};
+            assert_int_equal(kc_conn_new(&c->conn, c->loop, &o, NULL), KC_OK);
+            kc_conn_start(c->conn);
+            c->moves++;
+        }
+        kc_gc_coordinator_ready(&c->gc, ms());
+    }
+    if (c->fc_pending && !c->fc_inflight && !c->hb_inflight) {
+        kc_conn_req_spec_t s = {10, 4, KC_FIND_COORDINATOR_REQUEST_MAX_VERSION, enc_fc, on_fc, c};
+        assert_int_equal(kc_conn_send(c->conn, &s, NULL), KC_OK);
+        c->fc_inflight = true;
+        c->fc_pending = false;
     }
     if (c->hb_inflight || kc_conn_state(c->conn) != KC_CONN_READY)
         return;
@@ -178,6 +208,7 @@ static void member_over_conn(void **state)
     char group[64];
     snprintf(group, sizeof group, "kc-g848-conn-%d", (int)getpid());
     c.group = group;
+    c.loop = loop;
     kc_conn_opts_t o = {.servers = kc_test_env("KC_BOOTSTRAP"),
                         .client_id = "kc-g848-conn",
                         .request_timeout_ms = 30000};
@@ -199,8 +230,9 @@ static void member_over_conn(void **state)
     assert_true(owns_all(&c));
     assert_int_equal(c.version, 1); /* Kafka 4.1: v1, client-generated member id */
     assert_true(c.gc.epoch > 0);
-    print_message("# over io/conn: epoch %d, %d heartbeats (%d answered with an error)\n",
-                  c.gc.epoch, c.beats, c.errors_seen);
+    print_message("# over io/conn: epoch %d, %d heartbeats (%d answered with an error), "
+                  "%d coordinator move(s)\n",
+                  c.gc.epoch, c.beats, c.errors_seen, c.moves);
     kc_gc_close(&c.gc, ms());
     run_until(&c, loop, gone, 10000);
     assert_true(gone(&c));
