@@ -37,27 +37,38 @@ const char *kc_gd_lookup(void *ctx, const uint8_t id[16])
     return kc_gd_topic2_known && memcmp(id, kc_gd_topic2_id, 16) == 0 ? kc_gd_topic2 : NULL;
 }
 
+/* Metadata for one topic, asked again while the broker does not know it yet (a topic just
+ * created reaches every broker's metadata cache a moment later). */
 void kc_gd_metadata_topic(int fd, const char *name, uint8_t id_out[16], int32_t partitions)
 {
-    kc_metadata_request_t m;
-    kc_metadata_request_init(&m);
-    kc_metadata_request_topic_t t = {{{0}}, kc_str(name)};
-    m.topics.count = 1;
-    m.topics.items = &t;
-    uint8_t *frame;
-    kc_rbuf_t r;
-    kc_tb_exchange(fd, KC_METADATA_REQUEST_API_KEY, 12, &m,
-                   (kc_tb_encode_fn)kc_metadata_request_encode, &frame, &r);
-    kc_arena_t a = {0};
-    kc_error_t e;
-    kc_metadata_response_t resp;
-    assert_int_equal(kc_metadata_response_decode(&resp, 12, &r, &a, &e), KC_OK);
-    assert_int_equal(resp.topics.count, 1);
-    assert_int_equal(resp.topics.items[0].error_code, 0);
-    assert_int_equal(resp.topics.items[0].partitions.count, partitions);
-    memcpy(id_out, resp.topics.items[0].topic_id.b, 16);
-    free(frame);
-    kc_arena_free(&a);
+    for (int attempt = 0;; attempt++) {
+        kc_metadata_request_t m;
+        kc_metadata_request_init(&m);
+        kc_metadata_request_topic_t t = {{{0}}, kc_str(name)};
+        m.topics.count = 1;
+        m.topics.items = &t;
+        uint8_t *frame;
+        kc_rbuf_t r;
+        kc_tb_exchange(fd, KC_METADATA_REQUEST_API_KEY, 12, &m,
+                       (kc_tb_encode_fn)kc_metadata_request_encode, &frame, &r);
+        kc_arena_t a = {0};
+        kc_error_t e;
+        kc_metadata_response_t resp;
+        assert_int_equal(kc_metadata_response_decode(&resp, 12, &r, &a, &e), KC_OK);
+        assert_int_equal(resp.topics.count, 1);
+        int16_t code = resp.topics.items[0].error_code;
+        if (code == 0 && resp.topics.items[0].partitions.count == partitions) {
+            memcpy(id_out, resp.topics.items[0].topic_id.b, 16);
+            free(frame);
+            kc_arena_free(&a);
+            return;
+        }
+        free(frame);
+        kc_arena_free(&a);
+        if (attempt >= 100)
+            fail_msg("metadata for %s: error %d after %d attempts", name, code, attempt);
+        usleep(100 * 1000);
+    }
 }
 
 /* FindCoordinator v4 until the group's coordinator is known (a fresh cluster creates
@@ -130,8 +141,8 @@ int kc_gd_describe(int fd, const char *group, const char *member_id, int32_t *ep
         *epoch = mb->member_epoch;
         *n_assigned = 0;
         for (int32_t i = 0; i < mb->assignment.topic_partitions.count; i++) {
-            assert_memory_equal(mb->assignment.topic_partitions.items[i].topic_id.b,
-                                kc_gd_topic_id, 16);
+            assert_memory_equal(mb->assignment.topic_partitions.items[i].topic_id.b, kc_gd_topic_id,
+                                16);
             *n_assigned += mb->assignment.topic_partitions.items[i].partitions.count;
         }
     }
