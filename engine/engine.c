@@ -104,6 +104,7 @@ void kc_engine_close(kc_engine_t *e, int timeout_ms)
     }
     e->closed = 1;
     kc_eng_brokers_free(e);
+    kc_eng_coord_free(e);
 }
 
 void kc_engine_free(kc_engine_t *e)
@@ -115,7 +116,8 @@ void kc_engine_free(kc_engine_t *e)
         kc_loop_timer_stop(e->loop, &e->timer);
     }
     e->closed = 1;
-    kc_eng_brokers_free(e);
+    kc_eng_brokers_free(e); /* first: FindCoordinator on these finishes its op */
+    kc_eng_coord_free(e);
     kc_fetch_plan_free(&e->plan);
     kc_eng_topics_free(e);
     for (size_t i = 0; i < e->n_parts; i++)

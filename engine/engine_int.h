@@ -7,6 +7,7 @@
 #define KC_ENGINE_ENGINE_INT_H
 
 #include "conn.h"
+#include "coordinator.h"
 #include "engine.h"
 #include "fetch_codec.h"
 #include "fetch_plan.h"
@@ -80,6 +81,7 @@ struct kc_engine {
     uint8_t driving, drive_again, closing, closed;
     uint32_t gen;
     kc_engine_stats_t stats;
+    struct kc_coord *coord; /* coordinator.c */
 };
 
 /* engine.c */
