@@ -28,12 +28,13 @@ typedef struct kc_engine kc_engine_t;
 
 /* Where records and partition-level reports go. Called on the network thread. */
 typedef struct kc_engine_sink {
-    /* One partition's complete batches from one Fetch response: `s` references the response
+    /* One complete record batch of a partition, in offset order: `s` references the response
      * frame (no copy) and holds one reference the sink now owns (kc_slice_release it, or pass
-     * it on). Batches cover offsets [first, next) by their headers; records below `first` that
-     * the batch contains (a batch starting before the position) are the sink's to skip.
-     * Return KC_OK, or an error to keep the records un-consumed (the position does not advance
-     * and the reference stays with the engine, which releases it): e.g. a full ring. */
+     * it on). Deliver records in [first, next): a batch may start before the position (after a
+     * seek into it), and those records are the sink's to skip. CRCs and decompression are the
+     * sink's (the workers') business. Return KC_OK, or an error to refuse the batch (e.g. a full
+     * ring): the reference stays with the engine, the position stays before the batch, and the
+     * rest of the response for this partition is dropped (asked again by the next request). */
     kc_err_t (*records)(void *opaque, void *part_user, const char *topic, int32_t partition,
                         kc_slice_t *s, int64_t first, int64_t next);
     /* Something the caller must hear about this partition (reset=none out of range, a truncation,
@@ -110,6 +111,7 @@ typedef struct kc_engine_broker_stats {
     uint64_t fetch_forgotten_sent;
     uint64_t fetch_responses;
     uint64_t fetch_session_resets;
+    uint64_t fetch_session_fallbacks; /* answers that left the broker sessionless */
     uint64_t fetch_errors;
     int32_t fetch_session_id;
     int32_t fetch_session_epoch;

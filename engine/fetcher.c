@@ -36,7 +36,9 @@ static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return rc;
 }
 
-/* Hands the complete batches of one partition to the sink and advances the position. */
+/* Hands each complete batch of one partition to the sink, in offset order, and advances the
+ * position past every batch the sink took; the first refusal (a full ring) stops the walk and
+ * the next request asks again from there. */
 static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec)
 {
     kc_partition_t *p = &e->parts[i];
@@ -44,57 +46,47 @@ static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec)
     if (rec.len <= 0)
         return;
     const uint8_t *base = rec.ptr;
-    size_t len = (size_t)rec.len, pos = 0, end = 0;
-    int64_t next = p->position;
-    int32_t next_epoch = p->position_epoch;
-    int bad = 0;
-    int64_t bad_first = -1, bad_last = -1;
+    size_t len = (size_t)rec.len, pos = 0;
     while (len - pos >= KC_BATCH_HEADER_SIZE) {
         kc_batch_header_t h;
         kc_batch_header_parse(base + pos, &h);
         int64_t last = h.base_offset + (int64_t)h.last_offset_delta;
         if (h.magic != 2 || h.batch_length < KC_BATCH_HEADER_SIZE - KC_BATCH_LOG_OVERHEAD ||
             h.last_offset_delta < 0 || h.base_offset < 0) {
-            bad = 1, bad_first = h.base_offset, bad_last = last;
-            break;
+            e->stats.malformed_batches++;
+            kc_error_t err;
+            if (h.base_offset >= 0 && last >= p->position && h.last_offset_delta >= 0) {
+                kc_fail(&err, KC_ERR_MALFORMED,
+                        "%s[%d]: malformed batch header at offsets %" PRId64 "..%" PRId64
+                        "; skipped",
+                        in->topic, in->partition, h.base_offset, last);
+                p->position = last + 1;
+            } else {
+                /* No usable range in the header: skip one offset so the partition moves. */
+                kc_fail(&err, KC_ERR_MALFORMED,
+                        "%s[%d]: unreadable batch header at offset %" PRId64
+                        "; skipped one offset",
+                        in->topic, in->partition, p->position);
+                p->position++;
+            }
+            kc_eng_report(e, i, &err);
+            return;
         }
         size_t size = (size_t)KC_BATCH_LOG_OVERHEAD + (size_t)h.batch_length;
         if (size > len - pos)
-            break; /* the broker cut the last batch at the size limit: normal */
+            return; /* the broker cut the last batch at the size limit: normal */
+        if (last >= p->position) {
+            int64_t first = h.base_offset > p->position ? h.base_offset : p->position;
+            kc_slice_t s = kc_slice_make(frame, base + pos, size);
+            if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, &s, first,
+                                last + 1) != KC_OK) {
+                kc_slice_release(&s);
+                return; /* not taken: the next request asks again from here */
+            }
+            p->position = last + 1;
+            p->position_epoch = h.partition_leader_epoch;
+        }
         pos += size;
-        if (last >= next) {
-            next = last + 1;
-            next_epoch = h.partition_leader_epoch;
-        }
-        end = pos;
-    }
-    if (end > 0 && next > p->position) {
-        kc_slice_t s = kc_slice_make(frame, base, end);
-        if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, &s, p->position,
-                            next) != KC_OK) {
-            kc_slice_release(&s);
-            return; /* not consumed: the next request asks again from the same position */
-        }
-        p->position = next;
-        p->position_epoch = next_epoch;
-    }
-    if (bad) {
-        e->stats.malformed_batches++;
-        kc_error_t err;
-        if (bad_last >= p->position && bad_first >= 0) {
-            kc_fail(&err, KC_ERR_MALFORMED,
-                    "%s[%d]: malformed batch header at offsets %" PRId64 "..%" PRId64
-                    "; skipped",
-                    in->topic, in->partition, bad_first, bad_last);
-            p->position = bad_last + 1;
-        } else {
-            /* The header is unreadable as a range: skip one offset so the partition moves. */
-            kc_fail(&err, KC_ERR_MALFORMED,
-                    "%s[%d]: unreadable batch header at offset %" PRId64 "; skipped one offset",
-                    in->topic, in->partition, p->position);
-            p->position++;
-        }
-        kc_eng_report(e, i, &err);
     }
 }
 
@@ -137,6 +129,8 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
     }
     if (o == KC_SESSION_RESET)
         b->st.fetch_session_resets++;
+    if (o == KC_SESSION_FALLBACK)
+        b->st.fetch_session_fallbacks++;
     if (o == KC_SESSION_FAILED) {
         b->st.fetch_errors++;
         kc_log(KC_LOG_WARN, "fetch", "broker %d: Fetch failed: %s", b->id,
