@@ -94,8 +94,8 @@ typedef enum kc_engine_seek {
     KC_ENGINE_SEEK_END,
     KC_ENGINE_SEEK_TIMESTAMP,
 } kc_engine_seek_t;
-kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition,
-                        kc_engine_seek_t kind, int64_t value, kc_error_t *err);
+kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc_engine_seek_t kind,
+                        int64_t value, kc_error_t *err);
 kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, int paused,
                          kc_error_t *err);
 /* Call when backpressure lifted (the runtime drained): re-plans fetches. */

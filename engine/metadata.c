@@ -174,8 +174,8 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i)
         e->md_wanted = 1;
 }
 
-static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     kc_engine_t *e = opaque;
@@ -249,8 +249,8 @@ void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms)
     kc_conn_t *c = kc_eng_any_conn(e);
     if (!c)
         return;
-    kc_conn_req_spec_t spec = {KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done,
-                               e};
+    kc_conn_req_spec_t spec = {
+        KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done, e};
     kc_error_t err;
     if (kc_conn_send(c, &spec, &err) != KC_OK) {
         md_failed(e, now_ms, err.msg);

@@ -146,8 +146,18 @@ typedef struct call {
     kc_topic_partition_t *out;
 } call_t;
 
-enum { OP_NEW, OP_ADD, OP_UNASSIGN, OP_SEEK, OP_PAUSE, OP_RESUME, OP_COMMIT, OP_COMMITTED, OP_CLOSE,
-       OP_RT_DEAD };
+enum {
+    OP_NEW,
+    OP_ADD,
+    OP_UNASSIGN,
+    OP_SEEK,
+    OP_PAUSE,
+    OP_RESUME,
+    OP_COMMIT,
+    OP_COMMITTED,
+    OP_CLOSE,
+    OP_RT_DEAD
+};
 
 static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
                          const kc_engine_offset_t *res, size_t n)
@@ -160,11 +170,12 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
     for (size_t i = 0; k->out && i < n; i++) {
         ssize_t j = -1;
         for (size_t t = 0; t < k->n && j < 0; t++)
-            if (k->out[t].partition == res[i].partition && strcmp(k->out[t].topic, res[i].topic) == 0)
+            if (k->out[t].partition == res[i].partition &&
+                strcmp(k->out[t].topic, res[i].topic) == 0)
                 j = (ssize_t)t;
         if (j >= 0)
-            k->out[j].offset = res[i].error == 0 && res[i].offset >= 0 ? res[i].offset
-                                                                       : KC_OFFSET_INVALID;
+            k->out[j].offset =
+                res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_OFFSET_INVALID;
     }
     k->done = 1;
     pthread_cond_signal(&k->cv);
@@ -225,13 +236,13 @@ static kc_err_t commit_all(call_t *k)
         return kc_fail(&k->err, KC_ERR_NOMEM, "commit: out of memory");
     for (size_t i = 0; i < n; i++) {
         if (k->tps) {
-            offs[m++] = (kc_engine_offset_t){k->tps[i].topic, k->tps[i].partition,
-                                             k->tps[i].offset, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){
+                k->tps[i].topic, k->tps[i].partition, k->tps[i].offset, -1, NULL, 0};
         } else {
             int64_t o = kc_rt_part_committable(c->parts[i].rtp);
             if (o >= 0)
-                offs[m++] = (kc_engine_offset_t){c->parts[i].topic, c->parts[i].partition, o, -1,
-                                                 NULL, 0};
+                offs[m++] =
+                    (kc_engine_offset_t){c->parts[i].topic, c->parts[i].partition, o, -1, NULL, 0};
         }
     }
     kc_err_t rc = KC_OK;
@@ -437,8 +448,8 @@ static kc_err_t resolve_stored(kc_consumer_t *c, kc_topic_partition_t *tps, size
         m += tps[i].offset == KC_OFFSET_STORED;
     if (!m || !c->group)
         return KC_OK;
-    kc_err_t rc = kc_committed(c, tps, n, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS),
-                               err);
+    kc_err_t rc =
+        kc_committed(c, tps, n, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS), err);
     if (rc != KC_OK)
         return rc;
     for (size_t i = 0; i < n; i++)
@@ -502,8 +513,8 @@ KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err)
 KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
                         int64_t value, kc_error_t *err)
 {
-    call_t k = {.op = OP_SEEK, .topic = topic, .partition = partition, .kind = (int)kind,
-                .value = value};
+    call_t k = {
+        .op = OP_SEEK, .topic = topic, .partition = partition, .kind = (int)kind, .value = value};
     return call(c, &k, err);
 }
 

@@ -135,8 +135,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     }
     case 1:
-        c->rc = kc_engine_add(C.e, topics[c->topic], c->part, 0, &C.ps[c->topic * NP + c->part],
-                              &err);
+        c->rc =
+            kc_engine_add(C.e, topics[c->topic], c->part, 0, &C.ps[c->topic * NP + c->part], &err);
         break;
     case 2:
         c->rc = kc_engine_remove(C.e, topics[c->topic], c->part, &err);
@@ -251,8 +251,7 @@ static void test_engine_fetch(void **state)
     /* Consumption, exactly once. */
     snprintf(cmd, sizeof cmd, "produce %s --records 3000 --size 100", topics[0]);
     run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records 2000 --size 100 --compression lz4",
-             topics[1]);
+    snprintf(cmd, sizeof cmd, "produce %s --records 2000 --size 100 --compression lz4", topics[1]);
     run(cmd);
     wait_records(5000, 60);
 
