@@ -24,6 +24,7 @@
 #include "base/err.h"
 #include "batch_decoder.h"
 #include "conf.h"
+#include "consumer_group.h"
 #include "coordinator.h"
 #include "dispatch.h"
 #include "engine.h"
@@ -49,6 +50,7 @@ struct kc_consumer {
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
     atomic_int closed;
+    kc_cgroup_t *grp; /* group.protocol=consumer after kc_subscribe; network thread */
 };
 
 /* ---- engine sink and runtime completions (network thread) ---------------------------------- */
@@ -93,6 +95,8 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     kc_rt_part_t *p = m->part;
     switch (m->type) {
     case KC_RT_CMPL_REVOKE_DONE:
+        if (c->grp && kc_cg_on_revoke_done(c->grp, p))
+            break; /* the group's: it frees it after the commit and drop steps */
         kc_rt_part_free(p);
         if (c->revoking)
             c->revoking--;
@@ -156,7 +160,9 @@ enum {
     OP_COMMIT,
     OP_COMMITTED,
     OP_CLOSE,
-    OP_RT_DEAD
+    OP_RT_DEAD,
+    OP_SUBSCRIBE,
+    OP_GROUP_CLOSE
 };
 
 static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
@@ -336,10 +342,27 @@ static void on_net(kc_loop_t *loop, void *arg)
         kc_rt_drain_completions(c->rt, on_cmpl, c);
         k->done = c->revoking == 0;
         break;
+    case OP_SUBSCRIBE:
+        if (c->n)
+            k->rc = kc_fail(&k->err, KC_ERR_STATE, "subscribe: manual assignment is in use");
+        else if (!c->grp)
+            k->rc = kc_cg_new(&c->grp, c->e, c->rt, c->conf, &k->err);
+        if (k->rc == KC_OK)
+            k->rc = kc_cg_subscribe(c->grp, (const char *const *)k->out, k->n, &k->err);
+        break;
+    case OP_GROUP_CLOSE:
+        if (c->grp) {
+            kc_cg_close(c->grp);
+            kc_rt_drain_completions(c->rt, on_cmpl, c);
+        }
+        k->done = !c->grp || kc_cg_closed(c->grp);
+        break;
     case OP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
+            kc_cg_free(c->grp);
+            c->grp = NULL;
             kc_engine_free(c->e);
             c->e = NULL;
         }
@@ -463,6 +486,8 @@ static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t
 {
     if (!c || (n && !tps))
         return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad arguments");
+    if (c->grp)
+        return kc_fail(err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
     kc_topic_partition_t *copy = calloc(n ? n : 1, sizeof *copy);
     if (!copy)
         return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
@@ -490,6 +515,17 @@ static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t
     free(stored);
     free(copy);
     return rc;
+}
+
+KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
+                             kc_error_t *err)
+{
+    if (!c || !topics || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: topics are required");
+    if (strcmp(kc_conf_str(c->conf, KC_CONF_GROUP_PROTOCOL), "consumer") != 0)
+        return kc_fail(err, KC_ERR_UNSUPPORTED, "subscribe: only group.protocol=consumer so far");
+    call_t k = {.op = OP_SUBSCRIBE, .out = (kc_topic_partition_t *)(uintptr_t)topics, .n = n};
+    return call(c, &k, err);
 }
 
 KC_API kc_err_t kc_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
@@ -575,7 +611,21 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
     if (atomic_exchange(&c->closed, 1))
         return KC_OK;
     kc_err_t rc = KC_OK;
-    if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
+    /* A group member: revoke (on_revoke) → commit under the member identity → leave. */
+    for (int64_t waited = 0;; waited += 10) {
+        call_t k = {.op = OP_GROUP_CLOSE};
+        call(c, &k, NULL);
+        if (k.done)
+            break;
+        if (waited >= timeout_ms) {
+            rc = kc_fail(err, KC_ERR_TIMEOUT, "close: the group did not finish leaving in %d ms",
+                         timeout_ms);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
         call_t k = {.op = OP_COMMIT, .timeout_ms = timeout_ms};
         kc_error_t e2;
         if (call_wait(c, &k, &e2) != KC_OK && err)
