@@ -373,7 +373,8 @@ static void on_net(kc_loop_t *loop, void *arg)
 static kc_err_t call(kc_consumer_t *c, call_t *k, kc_error_t *err)
 {
     k->c = c;
-    if (atomic_load(&c->closed) && k->op != OP_CLOSE && k->op != OP_RT_DEAD)
+    if (atomic_load(&c->closed) && k->op != OP_CLOSE && k->op != OP_RT_DEAD &&
+        k->op != OP_GROUP_CLOSE)
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     kc_netthread_call(c->nt, on_net, k);
     if (k->rc != KC_OK && err)
