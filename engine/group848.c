@@ -46,6 +46,8 @@ struct kc_g848 {
     kc_consumer_group_heartbeat_request_t req; /* gc's storage, valid while in flight */
     bool hb_inflight, md_inflight, finding, driving, again, closing;
     bool poll_expired;
+    kc_conn_t *hb_conn; /* the in-flight heartbeat's connection */
+    int64_t hb_sent_ms, notready_since;
     uint64_t revoke_seq;
     int revoke_wait; /* completions still expected for revoke_seq */
     bool revoke_active;
@@ -117,6 +119,7 @@ static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     (void)conn;
     kc_g848_t *g = opaque;
     g->hb_inflight = false;
+    g->hb_conn = NULL;
     if (g->e->closed) {
         kc_buf_unref(frame);
         return;
@@ -189,16 +192,41 @@ static void find_start(kc_g848_t *g)
 
 static void maybe_heartbeat(kc_g848_t *g, int64_t now)
 {
-    if (g->hb_inflight)
+    if (g->hb_inflight) {
+        /* A coordinator killed mid-request may leave the answer hanging until request.timeout.ms
+         * (30 s), longer than the session: past a few heartbeat intervals the connection is
+         * reset, which fails the heartbeat and leads to a rediscovery. */
+        int64_t limit = 3 * (int64_t)g->gc.interval_ms;
+        if (limit < 3000)
+            limit = 3000;
+        if (now - g->hb_sent_ms > limit && g->hb_conn)
+            kc_conn_reset(g->hb_conn, KC_ERR_TIMEOUT, "heartbeat unanswered");
         return;
+    }
     kc_conn_t *conn = kc_engine_coord_conn(g->e, g->group);
     if (!conn) {
         if (g->gc.state != KC_GC_UNSUBSCRIBED && g->gc.state != KC_GC_FATAL)
             find_start(g);
         return;
     }
-    if (kc_conn_state(conn) != KC_CONN_READY)
-        return; /* connecting: the timer looks again shortly */
+    if (kc_conn_state(conn) != KC_CONN_READY) {
+        /* Connecting. A coordinator that went away leaves its connection reconnecting to a
+         * dead address: after a failed attempt (or a second without success) that counts as a
+         * failed heartbeat, and the state machine asks for a rediscovery. */
+        if (!g->notready_since)
+            g->notready_since = now;
+        if (kc_conn_failures(conn) > 0 || now - g->notready_since > 1000) {
+            g->notready_since = 0;
+            kc_error_t why;
+            kc_fail(&why, KC_ERR_TRANSPORT, "group %s: coordinator %s unreachable", g->group,
+                    kc_conn_peer(conn));
+            kc_engine_coord_invalidate(g->e, g->group);
+            g->hb_errors++;
+            kc_gc_on_heartbeat_failure(&g->gc, now, &why);
+        }
+        return;
+    }
+    g->notready_since = 0;
     int v = kc_conn_pick_version(conn, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, 0, 1);
     if (v < 0) {
         kc_error_t e;
@@ -225,6 +253,8 @@ static void maybe_heartbeat(kc_g848_t *g, int64_t now)
         return;
     }
     g->hb_inflight = true;
+    g->hb_conn = conn;
+    g->hb_sent_ms = now;
     kc_gc_heartbeat_sent(&g->gc, now);
 }
 
