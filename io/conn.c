@@ -320,9 +320,17 @@ static void become_ready(kc_conn_t *c)
 
 void kc_conn_fail_final(kc_conn_t *c, const kc_error_t *why)
 {
-    c->fail_err = *why;
+    /* The caller's message names what failed; we add which broker (io/tls.h leaves that to us). */
+    const char *name = c->cur_addr >= 0 ? c->addrs[c->cur_addr].name : "?";
+    kc_err_t code = why->code != KC_OK ? why->code : KC_ERR_AUTH;
+    if (why->msg[0] && strstr(why->msg, name))
+        kc_fail(&c->fail_err, code, "%s", why->msg);
+    else
+        kc_fail(&c->fail_err, code, "%s: %s", name, why->msg);
+    c->fail_err.kafka_code = why->kafka_code;
     c->auth_failed = 1;
-    kc_log(KC_LOG_ERROR, "conn", "%s: %s", c->addrs[c->cur_addr].name, why->msg);
+    kc_log(KC_LOG_ERROR, "conn", "%s", c->fail_err.msg);
+    why = &c->fail_err;
     fail_queue(c, &c->pending, why->code);
     kc_conn_reset(c, why->code, why->msg);
 }

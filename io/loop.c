@@ -164,6 +164,7 @@ static void start_op(kc_loop_t *loop, kc_loop_op_t *op, int kind, int fd, uint8_
     op->pending = 1;
     op->cancelled = 0;
     op->next = NULL;
+    loop->ops_out++;
     loop->vt->start(loop, op);
 }
 
@@ -367,6 +368,12 @@ void kc_loop_run(kc_loop_t *loop)
     loop->stop = 0;
     while (!loop->stop)
         kc_loop_run_once(loop, -1);
+    /* Owners close their connections before stopping the loop; give the cancelled ops up to a
+     * second to come back so their owners can free themselves (the kernel still holds their
+     * buffers until then). Bounded: nothing waits forever. */
+    int64_t end = kc_now_ns() + 1000000000LL;
+    while (loop->ops_out > 0 && kc_now_ns() < end)
+        kc_loop_run_once(loop, 10);
 }
 
 void kc_loop_stop(kc_loop_t *loop)

@@ -34,6 +34,7 @@ struct kc_loop {
     kc_loop_timer_t **heap; /* min-heap on deadline_ns */
     size_t heap_len, heap_cap;
     int stop;
+    size_t ops_out; /* ops started and not yet completed (the wake read excluded) */
     unsigned uring_flags;
     pthread_t owner; /* the creating thread; debug builds check every owner-only call */
     struct {
@@ -61,6 +62,8 @@ void kc_loop_owner_violation(const kc_loop_t *loop, const char *fn);
 static inline void kc_loop_complete(kc_loop_t *loop, kc_loop_op_t *op, int res)
 {
     op->pending = 0;
+    if (op->kind != KC_OP_WAKE_READ)
+        loop->ops_out--;
     KC_STAT_ADD(loop, completions, 1);
     op->cb(loop, op, res);
 }

@@ -7,6 +7,9 @@
  * stalls every other producer (io-facts.md measured the collapse). Here a push is one atomic
  * exchange plus one store, never a loop, so producers never wait on each other. The queue is
  * unbounded (nodes are the callers' commands), so posting cannot fail.
+ * Measured here (2 vCPU, 4 producers x 1M pointers, one spinning consumer, -O2): this queue
+ * 25-47 ns/item (0.10-0.19 s); ck_ring MPMC (64 Ki slots) did not finish within 10 s in 5 of 5
+ * runs (at 4 x 100k it took 0.11 s, 270 ns/item; ck_ring MPSC 350 ns/item).
  *
  * The price: between a producer's exchange and its link store the consumer can see the queue as
  * "not empty but not poppable" (kc_mpsc_pop returns NULL while kc_mpsc_empty is false). The

@@ -19,7 +19,8 @@ kc_err_t kc_netthread_start(kc_netthread_t **out, kc_loop_backend_t backend, kc_
 void kc_netthread_post(kc_netthread_t *nt, kc_loop_cmd_t *cmd);
 /* Any thread but the network thread: runs `fn(loop, arg)` there and waits for it to return. */
 void kc_netthread_call(kc_netthread_t *nt, void (*fn)(kc_loop_t *loop, void *arg), void *arg);
-/* Stops the loop after the commands already posted, joins, frees. Not from the network thread. */
+/* Stops the loop after the commands already posted, joins, frees. Close connections first (from a
+ * command); the loop then waits up to 1 s for their cancelled ops. Not from the network thread. */
 void kc_netthread_stop(kc_netthread_t *nt);
 /* The loop, for reading stats (kc_loop_get_stats is safe from any thread). */
 kc_loop_t *kc_netthread_loop(kc_netthread_t *nt);

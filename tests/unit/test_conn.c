@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "conn_addr.h"
 #include "loop.h"
+#include "netthread.h"
 
 /* ---- the server: answers ApiVersions, and Metadata(3) requests whose body is an int32 N with a
  * frame of N pattern bytes; N = -1: never answer; N = -2: close the connection. ---------------- */
@@ -772,6 +773,82 @@ static void transport_refused_is_final(kc_loop_backend_t b)
     server_stop(&s);
 }
 
+/* The intended shape: the application thread never touches the connection; it runs functions on
+ * the network thread (kc_netthread_call) which own the conn and its callbacks. */
+typedef struct nt_ctx {
+    const char *addr;
+    kc_conn_t *c;
+    call calls[100];
+    int done; /* network thread only; read through kc_netthread_call */
+} nt_ctx;
+
+static void nt_resp(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t v, void *opaque)
+{
+    call *x = opaque;
+    on_resp(c, err, f, off, v, x);
+    ((nt_ctx *)((char *)(x - x->idx) - offsetof(nt_ctx, calls)))->done++;
+}
+
+static void nt_open(kc_loop_t *loop, void *arg)
+{
+    nt_ctx *n = arg;
+    n->c = open_conn(loop, n->addr, 5000);
+    for (int i = 0; i < 100; i++) {
+        n->calls[i] = (call){.want = 1000 + i, .idx = i};
+        kc_conn_req_spec_t s = {.api_key = 3,
+                                .min_version = 12,
+                                .max_version = 12,
+                                .encode = enc,
+                                .cb = nt_resp,
+                                .opaque = &n->calls[i]};
+        assert_int_equal(kc_conn_send(n->c, &s, NULL), KC_OK);
+    }
+}
+
+static void nt_read(kc_loop_t *loop, void *arg)
+{
+    (void)loop;
+    nt_ctx *n = ((void **)arg)[0];
+    *(int *)((void **)arg)[1] = n->done;
+}
+
+static void nt_close(kc_loop_t *loop, void *arg)
+{
+    (void)loop;
+    kc_conn_close(((nt_ctx *)arg)->c);
+}
+
+static void netthread_drives_conn(kc_loop_backend_t b)
+{
+    server s;
+    server_start(&s);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_netthread_t *nt = NULL;
+    if (kc_netthread_start(&nt, b, NULL) != KC_OK)
+        skip();
+    static nt_ctx n;
+    memset(&n, 0, sizeof n);
+    n.addr = addr;
+    kc_netthread_call(nt, nt_open, &n);
+    int done = 0;
+    void *args[2] = {&n, &done};
+    int64_t end = kc_now_ns() + 10000000000LL;
+    while (done < 100 && kc_now_ns() < end) {
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+        kc_netthread_call(nt, nt_read, args);
+    }
+    assert_int_equal(done, 100);
+    kc_netthread_call(nt, nt_close, &n); /* the loop keeps running and frees the conn */
+    kc_netthread_stop(nt);
+    for (int i = 0; i < 100; i++) { /* after the join, the network thread's writes are visible */
+        assert_int_equal(n.calls[i].err, KC_OK);
+        assert_true(n.calls[i].ok_pattern);
+    }
+    server_stop(&s);
+}
+
 static void bad_bootstrap_is_config_error(void **state)
 {
     (void)state;
@@ -808,6 +885,7 @@ BOTH(connect_timeout_then_close)
 BOTH(bootstrap_list_and_ipv6)
 BOTH(transport_frames)
 BOTH(transport_refused_is_final)
+BOTH(netthread_drives_conn)
 
 int main(void)
 {
@@ -832,6 +910,8 @@ int main(void)
         cmocka_unit_test(transport_frames_epoll),
         cmocka_unit_test(transport_refused_is_final_uring),
         cmocka_unit_test(transport_refused_is_final_epoll),
+        cmocka_unit_test(netthread_drives_conn_uring),
+        cmocka_unit_test(netthread_drives_conn_epoll),
         cmocka_unit_test(bad_bootstrap_is_config_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,7 +4,13 @@
 #include "kc_test.h"
 
 #include <pthread.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -244,12 +250,14 @@ static void backoff_grows_with_bounded_jitter(void **state)
 }
 
 /* Debug builds catch another thread touching loop state (the ownership rule, CONTRIBUTING.md). */
+#ifdef KC_DEBUG_OWNERSHIP
 static void *touch_loop(void *arg)
 {
     kc_loop_timer_t t = {0};
     kc_loop_timer_start(arg, &t, 1000); /* not the owner: must abort in debug builds */
     return NULL;
 }
+#endif
 
 static void foreign_thread_is_caught(void **state)
 {
@@ -272,6 +280,59 @@ static void foreign_thread_is_caught(void **state)
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 #endif
+}
+
+/* io_uring refused (as by Docker's seccomp profile or kernel.io_uring_disabled): AUTO falls back
+ * to epoll with exactly one log line; an explicit io_uring request fails with the reason. The
+ * refusal is real: a seccomp filter in a child process makes io_uring_setup return EPERM. */
+static int warn_lines;
+static void count_sink(void *opaque, int level, const char *subsystem, const char *line)
+{
+    (void)opaque;
+    (void)subsystem;
+    (void)line;
+    if (level <= KC_LOG_WARN)
+        warn_lines++;
+}
+
+static int child_without_io_uring(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        return 10;
+    kc_log_configure(count_sink, NULL, KC_LOG_DEBUG);
+    kc_loop_t *loop = NULL;
+    kc_error_t e = {0};
+    if (kc_loop_new(&loop, KC_LOOP_AUTO, &e) != KC_OK)
+        return 11;
+    if (strcmp(kc_loop_backend_name(loop), "epoll") != 0)
+        return 12;
+    kc_loop_free(loop);
+    if (warn_lines != 1)
+        return 13;
+    if (kc_loop_new(&loop, KC_LOOP_URING, &e) != KC_ERR_UNSUPPORTED || !strstr(e.msg, "ermit"))
+        return 14; /* "Operation not permitted" */
+    return 0;
+}
+
+static void falls_back_to_epoll_when_io_uring_is_refused(void **state)
+{
+    (void)state;
+    unsetenv("KC_IO_BACKEND");
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(child_without_io_uring());
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
 }
 
 #define BOTH(fn)                                                                                   \
@@ -306,6 +367,7 @@ int main(void)
         cmocka_unit_test(backend_env_forces_epoll),
         cmocka_unit_test(backoff_grows_with_bounded_jitter),
         cmocka_unit_test(foreign_thread_is_caught),
+        cmocka_unit_test(falls_back_to_epoll_when_io_uring_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
