@@ -208,6 +208,7 @@ typedef enum kc_event_type {
     KC_EVENT_STATS = 3,      /* `json` is one stats object (see README for the field names) */
 } kc_event_type_t;
 
+/* Everything an event points to is owned by kconsume and valid until on_event returns. */
 typedef struct kc_event {
     kc_event_type_t type;
     const kc_error_t *error; /* KC_EVENT_ERROR only */
@@ -266,8 +267,10 @@ KC_API kc_conf_t *kc_conf_dup(const kc_conf_t *conf);
  */
 KC_API kc_err_t kc_conf_set(kc_conf_t *conf, const char *key, const char *value, kc_error_t *err);
 /* The effective value (the default when unset) into buf, NUL-terminated. Secret values
- * (passwords) read back as "[redacted]". KC_ERR_NOT_FOUND for an unknown key; KC_ERR_TOO_LARGE
- * when buf is too small (*len, if not NULL, gets the size needed either way). */
+ * (passwords) read back as "[redacted]". KC_ERR_NOT_FOUND for an unknown key. *len is buf's
+ * size on entry and the size needed on return; KC_ERR_TOO_LARGE when buf is too small (nothing
+ * written). len NULL means "buf is large enough" (the caller's promise). Any thread that owns
+ * conf. */
 KC_API kc_err_t kc_conf_get(const kc_conf_t *conf, const char *key, char *buf, size_t *len);
 /* Cross-key checks: conflicting or incomplete settings, each explained. */
 KC_API kc_err_t kc_conf_validate(const kc_conf_t *conf, kc_error_t *err);

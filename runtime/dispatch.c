@@ -82,6 +82,7 @@ static int64_t now_ns(void)
 
 kc_err_t kc_rt_shutdown(kc_rt_t *rt, bool drain, int timeout_ms)
 {
+    atomic_store_explicit(&rt->closing, true, memory_order_relaxed);
     if (!drain)
         atomic_store_explicit(&rt->stopping, true, memory_order_relaxed);
     kc_rt_runq_stop(&rt->rq, drain ? KC_RT_STOP_DRAIN : KC_RT_STOP_DROP);

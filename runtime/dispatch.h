@@ -71,6 +71,13 @@ typedef struct kc_rt_decoder {
     void *opaque;
 } kc_rt_decoder_t;
 
+/* The io/batch decoder (decode_batch.c). `conf` must outlive the dispatcher. */
+typedef struct kc_rt_batch_decoder_conf {
+    bool check_crcs;             /* check.crcs */
+    size_t decompress_max_bytes; /* decompress.max.bytes (0: io/batch's default) */
+} kc_rt_batch_decoder_conf_t;
+kc_rt_decoder_t kc_rt_batch_decoder(const kc_rt_batch_decoder_conf_t *conf);
+
 typedef struct kc_rt_opts {
     unsigned workers;
     unsigned ring_slots;  /* batch refs per partition ring */
@@ -92,7 +99,7 @@ typedef struct kc_rt kc_rt_t;
 /* One assigned partition. Field owners noted per field. */
 typedef struct kc_rt_part {
     kc_part_t pub; /* pub.app: owner = the worker running the partition */
-    char *topic;        /* owned; pub.topic points here */
+    char *topic;   /* owned; pub.topic points here */
     kc_rt_t *rt;
     kc_rt_bring_t ring;          /* producer: network thread; consumer: the running worker */
     _Atomic unsigned sched;      /* scheduling protocol above */

@@ -15,7 +15,7 @@ typedef struct kc_rt_worker {
     bool started, joined; /* owner: the thread running kc_rt_new/shutdown/free */
     kc_rt_cring_t cring;  /* producer: this worker; consumer: network thread */
     void *dctx;           /* owner: this worker (created before start, freed after join) */
-    kc_records_t view;      /* owner: this worker */
+    kc_records_t view;    /* owner: this worker */
     /* Watchdog: written by this worker around each callback, read by the network thread.
      * cb_part is stored before cb_start_ns (release) and read after it (acquire). */
     _Atomic(kc_rt_part_t *) cb_part;
@@ -44,6 +44,7 @@ struct kc_rt {
     _Atomic int64_t buffered;   /* bytes queued in all rings: + network, - workers */
     _Atomic unsigned nparts;    /* written by network thread; read by workers (share) */
     _Atomic bool stopping;      /* set by shutdown(drop): no new callback starts */
+    _Atomic bool closing;       /* set by shutdown (any mode): a full completion ring may drop */
     _Atomic bool poll_exceeded; /* set by the watchdog (network thread), read anywhere */
     /* Owner: network thread. */
     bool global_blocked;

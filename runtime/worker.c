@@ -19,6 +19,10 @@ void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_e
     while (!kc_rt_cring_push(&w->cring, &c)) {
         /* Full: the network thread is behind. Wake it and wait; dropping is not an option for
          * REVOKE_DONE, and 1024 slots make this rare. */
+        /* While shutting down the network thread may be joining us instead of draining: waiting
+         * would deadlock, and kc_rt_free releases whatever the completion would have said. */
+        if (atomic_load_explicit(&w->rt->closing, memory_order_relaxed))
+            return;
         if (w->rt->o.wake)
             w->rt->o.wake(w->rt->o.wake_ctx);
         struct timespec ts = {0, 100000};

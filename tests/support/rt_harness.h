@@ -26,8 +26,10 @@ typedef struct h_part {
     _Atomic int assigned, revoked, lost;
     _Atomic int cb_after_revoke;
     _Atomic int revoke_saw_inflight;
-    _Atomic int sleep_us; /* per view */
-    _Atomic int script;   /* one-shot result to return next: 0 none, else kc_cb_result_t+1 */
+    _Atomic int sleep_us;     /* per view */
+    _Atomic int script;       /* one-shot result to return next: 0 none, else kc_cb_result_t+1 */
+    _Atomic long value_bytes; /* sum of delivered value lengths */
+    _Atomic int ts_type;      /* of the last view */
 } h_part_t;
 
 typedef struct harness {
@@ -86,9 +88,13 @@ static inline kc_cb_result_t h_on_records(void *opaque, kc_part_t *p, kc_records
             if (kc_record_offset(r) != hp->expect)
                 atomic_fetch_add(&h->violations, 1);
             hp->expect = kc_record_offset(r) + 1;
+            size_t vl;
+            kc_record_value(r, &vl);
+            atomic_fetch_add(&hp->value_bytes, (long)vl);
             n++;
         }
     }
+    atomic_store(&hp->ts_type, kc_records_timestamp_type(b));
     atomic_fetch_add(&hp->records, n);
     atomic_fetch_add(&hp->batches, 1);
     atomic_fetch_sub(&hp->in_cb, 1);
