@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /*
  * Backpressure: a network side that asks kc_rt_may_fetch before each "fetch" and fetches no more
  * than kc_rt_fetch_budget keeps the buffered bytes under queued.max.bytes while callbacks are

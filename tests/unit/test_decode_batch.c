@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /* The io/batch decoder plugged into the dispatcher: real v2 batches (plain and zstd), CRC
  * checked on the worker, a corrupt batch skipped and reported, LogAppendTime per view. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /* The dispatcher: ordering, exactly-once, per-partition serialisation, the callback contract,
  * decode errors, committable offsets, events and the watchdog. */
 #include <stdio.h>

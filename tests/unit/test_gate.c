@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /* The rebalance gate (REVOKING -> on_revoke after in-flight -> REVOKE_DONE once) and shutdown
  * with callbacks in flight. */
 #include "rt_harness.h"

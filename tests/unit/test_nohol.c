@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /*
  * No head-of-line blocking: 4 workers, 12 partitions, the network side supplies every partition
  * at the same paced rate; callbacks cost 2 ms per batch (a sleep: I/O-like, so the 2-vCPU box is

@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /* The typed SPSC rings over ck_ring: FIFO, capacity (size - 1), and a two-thread stream in
  * order with no loss or duplication. */
 #include <pthread.h>

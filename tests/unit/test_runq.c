@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /*
  * The run queue: correctness of the mutex+condvar queue (every pushed partition popped exactly
  * once by 4 consumers, blocking pops woken), and the measurement behind choosing it over ck_ring
