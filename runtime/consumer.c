@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "batch_decoder.h"
 #include "consumer_int.h"
 #include "coordinator.h"
 
@@ -358,7 +357,9 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.ring_slots = 256;
     o.quantum = 4;
     o.cbs = *cbs;
-    o.decoder = kc_batch_decoder(kc_conf_bool(conf, KC_CONF_CHECK_CRCS));
+    c->dec_conf.check_crcs = kc_conf_bool(conf, KC_CONF_CHECK_CRCS);
+    c->dec_conf.decompress_max_bytes = (size_t)kc_conf_int(conf, KC_CONF_DECOMPRESS_MAX_BYTES);
+    o.decoder = kc_rt_batch_decoder(&c->dec_conf);
     o.wake = wake_hook;
     o.wake_ctx = c;
     if ((rc = kc_rt_new(&o, &c->rt, err)) != KC_OK) {

@@ -32,6 +32,7 @@ struct kc_consumer {
     atomic_int wake_pending;
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
+    kc_rt_batch_decoder_conf_t dec_conf; /* outlives the dispatcher (decode_batch.c) */
     atomic_int closed;
 };
 
