@@ -278,6 +278,17 @@ static void on_net(kc_loop_t *loop, void *arg)
         kc_rt_drain_completions(c->rt, on_cmpl, c);
         k->done = c->revoking == 0;
         break;
+    case KC_COP_POSITION:
+    case KC_COP_STORE:
+        if ((i = find(c, k->topic, k->partition)) < 0) {
+            k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
+                            k->partition);
+        } else if (k->op == KC_COP_STORE) {
+            kc_rt_part_store(c->parts[i].rtp, k->value);
+        } else {
+            k->value = kc_rt_part_committable(c->parts[i].rtp);
+        }
+        break;
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         if (c->e) {

@@ -64,7 +64,9 @@ enum {
     KC_COP_COMMIT,
     KC_COP_COMMITTED,
     KC_COP_CLOSE,
-    KC_COP_RT_DEAD
+    KC_COP_RT_DEAD,
+    KC_COP_POSITION, /* value <- the partition's committable offset */
+    KC_COP_STORE,    /* the partition's committable offset <- value */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */
