@@ -22,36 +22,9 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "batch_decoder.h"
-#include "conf.h"
 #include "consumer_group.h"
+#include "consumer_int.h"
 #include "coordinator.h"
-#include "dispatch.h"
-#include "engine.h"
-#include "netthread.h"
-
-typedef struct cpart {
-    char *topic;
-    int32_t partition;
-    kc_rt_part_t *rtp;
-} cpart_t;
-
-struct kc_consumer {
-    kc_conf_t *conf;
-    kc_callbacks_t cbs;
-    kc_netthread_t *nt;
-    kc_engine_t *e;
-    kc_rt_t *rt;
-    char *group;
-    cpart_t *parts; /* network thread */
-    size_t n, cap;
-    size_t revoking; /* partitions waiting for REVOKE_DONE */
-    atomic_int wake_pending;
-    atomic_int rt_live;
-    kc_loop_cmd_t wake_cmd;
-    atomic_int closed;
-    kc_cgroup_t *grp; /* group.protocol=consumer after kc_subscribe; network thread */
-};
 
 /* ---- engine sink and runtime completions (network thread) ---------------------------------- */
 
@@ -96,7 +69,7 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     switch (m->type) {
     case KC_RT_CMPL_REVOKE_DONE:
         if (c->grp && kc_cg_on_revoke_done(c->grp, p))
-            break; /* the group's: it frees it after the commit and drop steps */
+            break; /* the group's: freed after its commit and drop steps */
         kc_rt_part_free(p);
         if (c->revoking)
             c->revoking--;
@@ -130,45 +103,10 @@ static void wake_hook(void *ctx)
         kc_netthread_post(c->nt, &c->wake_cmd);
 }
 
-/* ---- a synchronous call onto the network thread -------------------------------------------- */
-
-typedef struct call {
-    kc_consumer_t *c;
-    int op;
-    const kc_topic_partition_t *tps;
-    size_t n;
-    int kind, timeout_ms;
-    int64_t value;
-    const char *topic;
-    int32_t partition;
-    kc_err_t rc;
-    kc_error_t err;
-    /* for calls that finish later (commit, committed) */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
-    kc_topic_partition_t *out;
-} call_t;
-
-enum {
-    OP_NEW,
-    OP_ADD,
-    OP_UNASSIGN,
-    OP_SEEK,
-    OP_PAUSE,
-    OP_RESUME,
-    OP_COMMIT,
-    OP_COMMITTED,
-    OP_CLOSE,
-    OP_RT_DEAD,
-    OP_SUBSCRIBE,
-    OP_GROUP_CLOSE
-};
-
 static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
                          const kc_engine_offset_t *res, size_t n)
 {
-    call_t *k = opaque;
+    kc_ccall_t *k = opaque;
     pthread_mutex_lock(&k->mu);
     k->rc = rc;
     if (err)
@@ -194,7 +132,7 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
         return KC_OK; /* already assigned: kept running */
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
-        cpart_t *np = realloc(c->parts, cap * sizeof *np);
+        kc_cpart_t *np = realloc(c->parts, cap * sizeof *np);
         if (!np)
             return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
         c->parts = np;
@@ -215,7 +153,7 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
         c->revoking++;
         return rc;
     }
-    cpart_t *cp = &c->parts[c->n++];
+    kc_cpart_t *cp = &c->parts[c->n++];
     cp->topic = strdup(tp->topic);
     cp->partition = tp->partition;
     cp->rtp = rtp;
@@ -231,7 +169,7 @@ static void remove_at(kc_consumer_t *c, size_t i)
     c->parts[i] = c->parts[--c->n];
 }
 
-static kc_err_t commit_all(call_t *k)
+static kc_err_t commit_all(kc_ccall_t *k)
 {
     kc_consumer_t *c = k->c;
     if (!c->group)
@@ -266,12 +204,12 @@ static kc_err_t commit_all(call_t *k)
 
 static void on_net(kc_loop_t *loop, void *arg)
 {
-    call_t *k = arg;
+    kc_ccall_t *k = arg;
     kc_consumer_t *c = k->c;
     ssize_t i;
     k->rc = KC_OK;
     switch (k->op) {
-    case OP_NEW: {
+    case KC_COP_NEW: {
         kc_engine_conf_t ec;
         kc_engine_conf_defaults(&ec);
         const kc_conf_t *f = c->conf;
@@ -293,37 +231,40 @@ static void on_net(kc_loop_t *loop, void *arg)
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         break;
     }
-    case OP_ADD:
+    case KC_COP_ADD:
+        if (c->grp)
+            k->rc = kc_fail(&k->err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
         for (size_t j = 0; j < k->n && k->rc == KC_OK; j++)
             k->rc = add_one(c, &k->tps[j], &k->err);
         break;
-    case OP_UNASSIGN:
+    case KC_COP_UNASSIGN:
         while (c->n)
             remove_at(c, c->n - 1);
         break;
-    case OP_SEEK:
+    case KC_COP_SEEK:
         k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
                                &k->err);
         break;
-    case OP_PAUSE:
-    case OP_RESUME:
+    case KC_COP_PAUSE:
+    case KC_COP_RESUME:
         for (size_t j = 0; j < k->n; j++) {
             if ((i = find(c, k->tps[j].topic, k->tps[j].partition)) < 0) {
                 k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned",
                                 k->tps[j].topic, k->tps[j].partition);
                 continue;
             }
-            if (k->op == OP_PAUSE)
+            if (k->op == KC_COP_PAUSE)
                 kc_rt_part_pause(c->parts[i].rtp);
             else
                 kc_rt_part_resume(c->parts[i].rtp);
-            kc_engine_pause(c->e, k->tps[j].topic, k->tps[j].partition, k->op == OP_PAUSE, NULL);
+            kc_engine_pause(c->e, k->tps[j].topic, k->tps[j].partition, k->op == KC_COP_PAUSE,
+                            NULL);
         }
         break;
-    case OP_COMMIT:
+    case KC_COP_COMMIT:
         k->rc = commit_all(k);
         break;
-    case OP_COMMITTED: {
+    case KC_COP_COMMITTED: {
         kc_engine_offset_t *offs = calloc(k->n ? k->n : 1, sizeof *offs);
         if (!offs) {
             k->rc = kc_fail(&k->err, KC_ERR_NOMEM, "committed: out of memory");
@@ -336,28 +277,28 @@ static void on_net(kc_loop_t *loop, void *arg)
         free(offs);
         break;
     }
-    case OP_CLOSE:
+    case KC_COP_CLOSE:
         while (c->n)
             remove_at(c, c->n - 1);
         kc_rt_drain_completions(c->rt, on_cmpl, c);
         k->done = c->revoking == 0;
         break;
-    case OP_SUBSCRIBE:
-        if (c->n)
-            k->rc = kc_fail(&k->err, KC_ERR_STATE, "subscribe: manual assignment is in use");
-        else if (!c->grp)
-            k->rc = kc_cg_new(&c->grp, c->e, c->rt, c->conf, &k->err);
-        if (k->rc == KC_OK)
-            k->rc = kc_cg_subscribe(c->grp, (const char *const *)k->out, k->n, &k->err);
-        break;
-    case OP_GROUP_CLOSE:
-        if (c->grp) {
-            kc_cg_close(c->grp);
-            kc_rt_drain_completions(c->rt, on_cmpl, c);
+    case KC_COP_POSITION:
+    case KC_COP_STORE:
+        if ((i = find(c, k->topic, k->partition)) < 0) {
+            k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
+                            k->partition);
+        } else if (k->op == KC_COP_STORE) {
+            kc_rt_part_store(c->parts[i].rtp, k->value);
+        } else {
+            k->value = kc_rt_part_committable(c->parts[i].rtp);
         }
-        k->done = !c->grp || kc_cg_closed(c->grp);
         break;
-    case OP_RT_DEAD:
+    case KC_COP_SUBSCRIBE:
+    case KC_COP_GROUP_CLOSE:
+        kc_cg_call(c, k, on_cmpl);
+        break;
+    case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
@@ -370,11 +311,11 @@ static void on_net(kc_loop_t *loop, void *arg)
     }
 }
 
-static kc_err_t call(kc_consumer_t *c, call_t *k, kc_error_t *err)
+kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
     k->c = c;
-    if (atomic_load(&c->closed) && k->op != OP_CLOSE && k->op != OP_RT_DEAD &&
-        k->op != OP_GROUP_CLOSE)
+    if (atomic_load(&c->closed) && k->op != KC_COP_CLOSE && k->op != KC_COP_RT_DEAD &&
+        k->op != KC_COP_GROUP_CLOSE)
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     kc_netthread_call(c->nt, on_net, k);
     if (k->rc != KC_OK && err)
@@ -384,11 +325,11 @@ static kc_err_t call(kc_consumer_t *c, call_t *k, kc_error_t *err)
 
 /* For calls answered later by a callback: waits for it (the engine guarantees one, by its
  * deadline or at close). */
-static kc_err_t call_wait(kc_consumer_t *c, call_t *k, kc_error_t *err)
+kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
-    kc_err_t rc = call(c, k, err);
+    kc_err_t rc = kc_consumer_call(c, k, err);
     if (rc == KC_OK) {
         pthread_mutex_lock(&k->mu);
         while (!k->done)
@@ -439,7 +380,9 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.ring_slots = 256;
     o.quantum = 4;
     o.cbs = *cbs;
-    o.decoder = kc_batch_decoder(kc_conf_bool(conf, KC_CONF_CHECK_CRCS));
+    c->dec_conf.check_crcs = kc_conf_bool(conf, KC_CONF_CHECK_CRCS);
+    c->dec_conf.decompress_max_bytes = (size_t)kc_conf_int(conf, KC_CONF_DECOMPRESS_MAX_BYTES);
+    o.decoder = kc_rt_batch_decoder(&c->dec_conf);
     o.wake = wake_hook;
     o.wake_ctx = c;
     if ((rc = kc_rt_new(&o, &c->rt, err)) != KC_OK) {
@@ -449,8 +392,8 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     }
     atomic_store(&c->rt_live, 1);
-    call_t k = {.op = OP_NEW};
-    if ((rc = call(c, &k, err)) != KC_OK) {
+    kc_ccall_t k = {.op = KC_COP_NEW};
+    if ((rc = kc_consumer_call(c, &k, err)) != KC_OK) {
         kc_rt_shutdown(c->rt, false, 1000);
         kc_rt_free(c->rt);
         kc_netthread_stop(c->nt);
@@ -462,181 +405,24 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     return KC_OK;
 }
 
-/* Resolves KC_OFFSET_STORED entries to the group's committed offsets (OffsetFetch) when
- * group.id is set; what has none keeps KC_OFFSET_STORED → auto.offset.reset. */
-static kc_err_t resolve_stored(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
-                               kc_error_t *err)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        m += tps[i].offset == KC_OFFSET_STORED;
-    if (!m || !c->group)
-        return KC_OK;
-    kc_err_t rc =
-        kc_committed(c, tps, n, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS), err);
-    if (rc != KC_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++)
-        if (tps[i].offset == KC_OFFSET_INVALID)
-            tps[i].offset = KC_OFFSET_STORED;
-    return KC_OK;
-}
-
-static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n, int replace,
-                       kc_error_t *err)
-{
-    if (!c || (n && !tps))
-        return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad arguments");
-    if (c->grp)
-        return kc_fail(err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
-    kc_topic_partition_t *copy = calloc(n ? n : 1, sizeof *copy);
-    if (!copy)
-        return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
-    memcpy(copy, tps, n * sizeof *copy);
-    /* Only STORED entries are looked up; the others keep their own offsets. */
-    kc_topic_partition_t *stored = calloc(n ? n : 1, sizeof *stored);
-    size_t ns = 0;
-    kc_err_t rc = stored ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
-    for (size_t i = 0; rc == KC_OK && i < n; i++)
-        if (copy[i].offset == KC_OFFSET_STORED)
-            stored[ns++] = copy[i];
-    if (rc == KC_OK && ns)
-        rc = resolve_stored(c, stored, ns, err);
-    for (size_t i = 0, j = 0; rc == KC_OK && i < n; i++)
-        if (copy[i].offset == KC_OFFSET_STORED)
-            copy[i].offset = stored[j++].offset;
-    if (rc == KC_OK && replace) {
-        call_t u = {.op = OP_UNASSIGN};
-        rc = call(c, &u, err);
-    }
-    if (rc == KC_OK) {
-        call_t k = {.op = OP_ADD, .tps = copy, .n = n};
-        rc = call(c, &k, err);
-    }
-    free(stored);
-    free(copy);
-    return rc;
-}
-
-KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
-                             kc_error_t *err)
-{
-    if (!c || !topics || !n)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: topics are required");
-    if (strcmp(kc_conf_str(c->conf, KC_CONF_GROUP_PROTOCOL), "consumer") != 0)
-        return kc_fail(err, KC_ERR_UNSUPPORTED, "subscribe: only group.protocol=consumer so far");
-    call_t k = {.op = OP_SUBSCRIBE, .out = (kc_topic_partition_t *)(uintptr_t)topics, .n = n};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                          kc_error_t *err)
-{
-    return assign(c, tps, n, 1, err);
-}
-
-KC_API kc_err_t kc_incremental_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                                      kc_error_t *err)
-{
-    return assign(c, tps, n, 0, err);
-}
-
-KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err)
-{
-    call_t k = {.op = OP_UNASSIGN};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
-                        int64_t value, kc_error_t *err)
-{
-    call_t k = {
-        .op = OP_SEEK, .topic = topic, .partition = partition, .kind = (int)kind, .value = value};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                         kc_error_t *err)
-{
-    call_t k = {.op = OP_PAUSE, .tps = tps, .n = n};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                          kc_error_t *err)
-{
-    call_t k = {.op = OP_RESUME, .tps = tps, .n = n};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n, int timeout_ms,
-                             kc_error_t *err)
-{
-    if (!c || !tps || !n)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "committed: bad arguments");
-    if (!c->group)
-        return kc_fail(err, KC_ERR_CONFIG, "committed needs group.id");
-    for (size_t i = 0; i < n; i++)
-        tps[i].offset = KC_OFFSET_INVALID;
-    call_t k = {.op = OP_COMMITTED, .tps = tps, .n = n, .timeout_ms = timeout_ms, .out = tps};
-    return call_wait(c, &k, err);
-}
-
-KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                          int timeout_ms, kc_error_t *err)
-{
-    if (!c)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "commit: no consumer");
-    call_t k = {.op = OP_COMMIT, .tps = tps, .n = n, .timeout_ms = timeout_ms};
-    return call_wait(c, &k, err);
-}
-
-KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t partition,
-                                int64_t offset, kc_error_t *err)
-{
-    (void)c, (void)topic, (void)partition, (void)offset;
-    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_store_offset: not wired to the runtime yet");
-}
-
-KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
-                            kc_error_t *err)
-{
-    (void)c, (void)topic, (void)partition, (void)offset;
-    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_position: not wired to the runtime yet");
-}
-
 KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
 {
     if (!c)
         return KC_OK;
     if (atomic_exchange(&c->closed, 1))
         return KC_OK;
-    kc_err_t rc = KC_OK;
-    /* A group member: revoke (on_revoke) → commit under the member identity → leave. */
-    for (int64_t waited = 0;; waited += 10) {
-        call_t k = {.op = OP_GROUP_CLOSE};
-        call(c, &k, NULL);
-        if (k.done)
-            break;
-        if (waited >= timeout_ms) {
-            rc = kc_fail(err, KC_ERR_TIMEOUT, "close: the group did not finish leaving in %d ms",
-                         timeout_ms);
-            break;
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
+    kc_err_t rc = kc_cg_close_wait(c, timeout_ms, err); /* a group member leaves first */
     if (c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
-        call_t k = {.op = OP_COMMIT, .timeout_ms = timeout_ms};
+        kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = timeout_ms};
         kc_error_t e2;
-        if (call_wait(c, &k, &e2) != KC_OK && err)
+        if (kc_consumer_call_wait(c, &k, &e2) != KC_OK && err)
             *err = e2; /* reported; the close goes on */
     }
     /* Revoke every partition (on_revoke runs on its worker), wait for their REVOKE_DONE. */
     int64_t waited = 0;
     for (;;) {
-        call_t k = {.op = OP_CLOSE};
-        call(c, &k, NULL);
+        kc_ccall_t k = {.op = KC_COP_CLOSE};
+        kc_consumer_call(c, &k, NULL);
         if (k.done)
             break;
         if (waited >= timeout_ms) {
@@ -648,8 +434,8 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
         nanosleep(&ts, NULL);
         waited += 10;
     }
-    call_t d = {.op = OP_RT_DEAD, .timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000};
-    call(c, &d, NULL); /* fetch sessions closed with epoch -1, engine freed */
+    kc_ccall_t d = {.op = KC_COP_RT_DEAD, .timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000};
+    kc_consumer_call(c, &d, NULL); /* fetch sessions closed with epoch -1, engine freed */
     if (kc_rt_shutdown(c->rt, false, timeout_ms) != KC_OK && rc == KC_OK)
         rc = kc_fail(err, KC_ERR_TIMEOUT, "close: workers did not stop in %d ms", timeout_ms);
     return rc;

@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "conf.h"
+#include "consumer_int.h"
 #include "group848.h"
 
 typedef struct gpart {
@@ -239,4 +241,59 @@ void kc_cg_free(kc_cgroup_t *cg)
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap)
 {
     return kc_g848_stats_json(cg->g, buf, cap);
+}
+
+/* ---- consumer.c's hooks --------------------------------------------------------------------- */
+
+void kc_cg_call(kc_consumer_t *c, struct kc_ccall *k,
+                void (*drain)(void *ctx, const kc_rt_cmpl_t *m))
+{
+    if (k->op == KC_COP_SUBSCRIBE) {
+        if (c->n)
+            k->rc = kc_fail(&k->err, KC_ERR_STATE, "subscribe: manual assignment is in use");
+        else if (!c->grp)
+            k->rc = kc_cg_new(&c->grp, c->e, c->rt, c->conf, &k->err);
+        if (k->rc == KC_OK)
+            k->rc = kc_cg_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n,
+                                    &k->err);
+        return;
+    }
+    /* KC_COP_GROUP_CLOSE: start the leave once; each call drains completions (REVOKE_DONE) and
+     * says whether the member has left. */
+    if (c->grp) {
+        kc_cg_close(c->grp);
+        kc_rt_drain_completions(c->rt, drain, c);
+    }
+    k->done = !c->grp || kc_cg_closed(c->grp);
+}
+
+kc_err_t kc_cg_close_wait(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
+{
+    for (int64_t waited = 0;; waited += 10) {
+        kc_ccall_t k = {.op = KC_COP_GROUP_CLOSE};
+        kc_consumer_call(c, &k, NULL);
+        if (k.done)
+            return KC_OK;
+        if (waited >= timeout_ms)
+            return kc_fail(err, KC_ERR_TIMEOUT, "close: the group did not finish leaving in %d ms",
+                           timeout_ms);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
+                             kc_error_t *err)
+{
+    if (!c || !topics || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: topics are required");
+    for (size_t i = 0; i < n; i++)
+        if (!topics[i] || !*topics[i])
+            return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: empty topic name");
+    if (strcmp(kc_conf_str(c->conf, KC_CONF_GROUP_PROTOCOL), "consumer") != 0)
+        return kc_fail(err, KC_ERR_UNSUPPORTED,
+                       "subscribe: group.protocol=classic is not implemented; use consumer");
+    kc_ccall_t k = {.op = KC_COP_SUBSCRIBE, .out = (kc_topic_partition_t *)(uintptr_t)topics,
+                    .n = n};
+    return kc_consumer_call(c, &k, err);
 }

@@ -25,4 +25,12 @@ bool kc_cg_closed(const kc_cgroup_t *cg);
 void kc_cg_free(kc_cgroup_t *cg);
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
 
+/* consumer.c's hooks. kc_cg_call runs KC_COP_SUBSCRIBE / KC_COP_GROUP_CLOSE on the network
+ * thread (`drain` is consumer.c's completion handler). kc_cg_close_wait (app thread, from
+ * kc_close) revokes, commits and leaves, waiting up to timeout_ms; KC_OK without a group. */
+struct kc_ccall;
+void kc_cg_call(kc_consumer_t *c, struct kc_ccall *k,
+                void (*drain)(void *ctx, const kc_rt_cmpl_t *m));
+kc_err_t kc_cg_close_wait(kc_consumer_t *c, int timeout_ms, kc_error_t *err);
+
 #endif
