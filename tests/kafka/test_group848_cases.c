@@ -183,9 +183,10 @@ static void static_member(void **state)
     char e3[600];
     long nerr3 = 0;
     errors_of(3, e3, sizeof e3, &nerr3);
-    print_message("# fencing: thawed instance: %ld error(s), first: %s; on_lost %ld, on_revoke %ld; "
-                  "the new instance: %ld error(s)\n",
-                  nerr, err, lost, revoked, nerr3);
+    print_message(
+        "# fencing: thawed instance: %ld error(s), first: %s; on_lost %ld, on_revoke %ld; "
+        "the new instance: %ld error(s)\n",
+        nerr, err, lost, revoked, nerr3);
     assert_true(nerr >= 1);
     assert_true(strstr(err, "FENCED_INSTANCE_ID") || strstr(err, "UNRELEASED_INSTANCE_ID"));
     assert_true(lost >= 1);

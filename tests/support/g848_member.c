@@ -102,8 +102,7 @@ static void m_event(void *o, const kc_event_t *ev)
 {
     (void)o;
     if (ev->type == KC_EVENT_ERROR)
-        logline("E %d %lld %s\n", (int)ev->error->code, (long long)kc_gm_now_ns(),
-                ev->error->msg);
+        logline("E %d %lld %s\n", (int)ev->error->code, (long long)kc_gm_now_ns(), ev->error->msg);
     else if (ev->type == KC_EVENT_STATS)
         logline("S %lld %s\n", (long long)kc_gm_now_ns(), ev->json);
 }
