@@ -524,8 +524,11 @@ static void drive(kc_g848_t *g)
         kc_gc_action_t a;
         while (kc_gc_next_action(&g->gc, now, &a))
             act(g, &a, now);
+        bool ac_inflight = false; /* one auto-commit at a time: a slow one is not piled onto */
+        for (g_op_t *o = g->ops; o; o = o->next)
+            ac_inflight |= o->kind == 3;
         if (g->conf.auto_commit && g->gc.state == KC_GC_STABLE && now >= g->next_auto_commit &&
-            !g->closing) {
+            !g->closing && !ac_inflight) {
             g->next_auto_commit = now + g->conf.auto_commit_interval_ms;
             bool sent;
             (void)commit_parts(g, NULL, 3, 0, &sent);
