@@ -6,6 +6,7 @@
  * Owner: the test's main thread (the proxy is a child process).
  */
 #include "fault_proxy.h"
+#include "raw_client.h"
 #include "kc_test.h"
 
 #include <stdio.h>
@@ -29,126 +30,22 @@ static char g_topic[64];
 static kc_fp_t *g_fp;
 static char g_upstreams[1024];
 
-/* ---- a tiny blocking client over the generated codec ------------------------------------------ */
-
-typedef struct client {
-    int fd;
-    int32_t corr;
-    kc_proto_versions_t v;
-    uint8_t *frame;
-    kc_arena_t arena;
-} client_t;
-
-static int connect_to(const char *bootstrap, int ms)
-{
-    char host[256];
-    int port;
-    const char *comma = strchr(bootstrap, ',');
-    char first[300];
-    snprintf(first, sizeof first, "%.*s", comma ? (int)(comma - bootstrap) : (int)strlen(bootstrap),
-             bootstrap);
-    char *colon = strrchr(first, ':');
-    assert_non_null(colon);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - first), first);
-    port = atoi(colon + 1);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    assert_int_equal(inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host,
-                               &sa.sin_addr), 1);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-}
-
-static void send_request(client_t *c, int16_t key, int16_t v, const void *body)
-{
-    kc_wbuf_t w = {0};
-    kc_error_t err;
-    assert_int_equal(kc_proto_write_request(&w, key, v, ++c->corr, kc_str("kc-fp-test"), body, &err),
-                     KC_OK);
-    assert_int_equal(write(c->fd, w.data, w.len), (ssize_t)w.len);
-    kc_wbuf_free(&w);
-}
-
-static int read_n(int fd, uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r <= 0)
-            return -1;
-        p += r, n -= (size_t)r;
-    }
-    return 0;
-}
-
-/* Reads one response frame; -1 on EOF, timeout or short frame (the frame is kept in c). */
-static int recv_frame(client_t *c, uint32_t *len)
-{
-    uint8_t sz[4];
-    if (read_n(c->fd, sz, 4) != 0)
-        return -1;
-    *len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
-    if (*len > (64u << 20))
-        return -1;
-    free(c->frame);
-    c->frame = malloc(*len + 1);
-    return read_n(c->fd, c->frame, *len);
-}
-
-/* Reads and decodes the response to the last request: KC_OK or the decoder's error. */
-static kc_err_t recv_response(client_t *c, int16_t key, int16_t v, void *body)
-{
-    uint32_t len;
-    if (recv_frame(c, &len) != 0)
-        return KC_ERR_TRANSPORT;
-    kc_rbuf_t r = kc_rbuf(c->frame, len);
-    kc_error_t err;
-    int32_t corr;
-    kc_err_t rc = kc_proto_read_response_header(&r, key, v, &corr, &err);
-    if (rc != KC_OK)
-        return rc;
-    if (corr != c->corr)
-        return KC_ERR_MALFORMED;
-    kc_arena_reset(&c->arena);
-    return kc_proto_api_find(key)->decode_response(body, v, &r, &c->arena, &err);
-}
-
-static void client_open(client_t *c, const char *bootstrap)
-{
-    *c = (client_t){.fd = connect_to(bootstrap, 5000)};
-    kc_api_versions_request_t q = {kc_str("kc-test"), kc_str("0")};
-    send_request(c, KC_API_VERSIONS_REQUEST_API_KEY, 3, &q);
-    kc_api_versions_response_t r;
-    assert_int_equal(recv_response(c, KC_API_VERSIONS_REQUEST_API_KEY, 3, &r), KC_OK);
-    kc_error_t err;
-    assert_int_equal(kc_proto_negotiate(&r, &c->v, &err), KC_OK);
-}
-
-static void client_close(client_t *c)
-{
-    close(c->fd);
-    free(c->frame);
-    kc_arena_free(&c->arena);
-}
-
-static int16_t ver(client_t *c, int16_t key)
+static int16_t ver(kc_rc_t *c, int16_t key)
 {
     assert_true(c->v.version[key] >= 0);
     return c->v.version[key];
 }
 
-static kc_err_t metadata(client_t *c, kc_metadata_response_t *r)
+static kc_err_t metadata(kc_rc_t *c, kc_metadata_response_t *r)
 {
     kc_metadata_request_t q;
     kc_metadata_request_init(&q);
     q.topics.count = -1;
-    send_request(c, KC_METADATA_REQUEST_API_KEY, ver(c, 3), &q);
-    return recv_response(c, KC_METADATA_REQUEST_API_KEY, ver(c, 3), r);
+    kc_rc_send(c, KC_METADATA_REQUEST_API_KEY, ver(c, 3), &q);
+    return kc_rc_recv(c, KC_METADATA_REQUEST_API_KEY, ver(c, 3), r);
 }
 
-static int16_t find_coordinator(client_t *c, int32_t *port)
+static int16_t find_coordinator(kc_rc_t *c, int32_t *port)
 {
     int16_t v = ver(c, 10);
     kc_find_coordinator_request_t q;
@@ -157,9 +54,9 @@ static int16_t find_coordinator(client_t *c, int32_t *port)
     q.key = key;
     q.coordinator_keys.count = 1;
     q.coordinator_keys.items = &key;
-    send_request(c, 10, v, &q);
+    kc_rc_send(c, 10, v, &q);
     kc_find_coordinator_response_t r;
-    assert_int_equal(recv_response(c, 10, v, &r), KC_OK);
+    assert_int_equal(kc_rc_recv(c, 10, v, &r), KC_OK);
     if (v >= 4) {
         assert_int_equal(r.coordinators.count, 1);
         *port = r.coordinators.items[0].port;
@@ -217,8 +114,8 @@ static void clear_rules(void)
 static void metadata_addresses_rewritten(void **state)
 {
     (void)state;
-    client_t c;
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_t c;
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     kc_metadata_response_t r;
     assert_int_equal(metadata(&c, &r), KC_OK);
     assert_true(r.brokers.count >= 1);
@@ -227,21 +124,21 @@ static void metadata_addresses_rewritten(void **state)
         assert_int_equal(r.brokers.items[i].host.len, 9);
         assert_memory_equal(r.brokers.items[i].host.ptr, "127.0.0.1", 9);
     }
-    client_close(&c);
+    kc_rc_close(&c);
     /* Straight to the broker, the same request names the broker's own port. */
-    client_open(&c, g_upstreams);
+    kc_rc_open(&c, g_upstreams);
     assert_int_equal(metadata(&c, &r), KC_OK);
     for (int32_t i = 0; i < r.brokers.count; i++)
         assert_false(is_proxy_port(r.brokers.items[i].port));
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void find_coordinator_rewritten_and_injected(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     int32_t port = 0;
     assert_int_equal(find_coordinator(&c, &port), 0);
     assert_true(is_proxy_port(port));
@@ -251,10 +148,10 @@ static void find_coordinator_rewritten_and_injected(void **state)
     assert_int_equal(find_coordinator(&c, &port), 16);
     assert_int_equal(find_coordinator(&c, &port), 0); /* count=2 means two, not three */
     assert_true(is_proxy_port(port));
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
-static int16_t heartbeat(client_t *c)
+static int16_t heartbeat(kc_rc_t *c)
 {
     int16_t v = ver(c, 12);
     kc_heartbeat_request_t q;
@@ -263,18 +160,18 @@ static int16_t heartbeat(client_t *c)
     q.generation_id = 1;
     q.member_id = kc_str("nobody");
     q.group_instance_id = KC_STR_NULL;
-    send_request(c, 12, v, &q);
+    kc_rc_send(c, 12, v, &q);
     kc_heartbeat_response_t r;
-    assert_int_equal(recv_response(c, 12, v, &r), KC_OK);
+    assert_int_equal(kc_rc_recv(c, 12, v, &r), KC_OK);
     return r.error_code;
 }
 
 static void heartbeat_injected(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     int16_t own = heartbeat(&c); /* the broker's own answer for an unknown member */
     assert_int_not_equal(own, 0);
     assert_int_not_equal(own, 16);
@@ -284,11 +181,11 @@ static void heartbeat_injected(void **state)
     assert_int_equal(heartbeat(&c), 16);
     assert_int_equal(heartbeat(&c), own);
     assert_true(kc_fp_stat(g_fp, "fired.inject") >= 2);
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 /* A Fetch of both partitions from offset 0, sessionless; returns the decoded response. */
-static kc_err_t fetch(client_t *c, kc_fetch_response_t *r, const kc_uuid_t *topic_id)
+static kc_err_t fetch(kc_rc_t *c, kc_fetch_response_t *r, const kc_uuid_t *topic_id)
 {
     int16_t v = ver(c, 1);
     kc_fetch_request_t q;
@@ -315,11 +212,11 @@ static kc_err_t fetch(client_t *c, kc_fetch_response_t *r, const kc_uuid_t *topi
     q.topics.items = &t;
     q.forgotten_topics_data.count = 0;
     q.rack_id = kc_str("");
-    send_request(c, 1, v, &q);
-    return recv_response(c, 1, v, r);
+    kc_rc_send(c, 1, v, &q);
+    return kc_rc_recv(c, 1, v, r);
 }
 
-static kc_uuid_t topic_id(client_t *c)
+static kc_uuid_t topic_id(kc_rc_t *c)
 {
     kc_metadata_response_t r;
     assert_int_equal(metadata(c, &r), KC_OK);
@@ -362,9 +259,9 @@ static void crc_verdicts(const kc_fetch_response_t *r, int *good, int *bad)
 static void fetch_corruption_fails_crc(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     kc_uuid_t id = topic_id(&c);
     kc_fetch_response_t r;
     int good, bad;
@@ -379,15 +276,15 @@ static void fetch_corruption_fails_crc(void **state)
     assert_int_equal(bad, 1);
     assert_int_equal(good, total - 1);
     assert_int_equal(kc_fp_stat(g_fp, "fired.corrupt"), 1);
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void fetch_session_errors_injected(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     kc_uuid_t id = topic_id(&c);
     kc_fetch_response_t r;
     static const int16_t codes[] = {70, 71};
@@ -409,77 +306,77 @@ static void fetch_session_errors_injected(void **state)
     }
     assert_int_equal(fetch(&c, &r, &id), KC_OK);
     assert_int_equal(r.error_code, 0);
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void truncate_closes_connection(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "truncate api=Metadata"), 0);
     kc_metadata_response_t r;
     assert_int_equal(metadata(&c, &r), KC_ERR_TRANSPORT);
     uint8_t b;
     assert_int_equal(read(c.fd, &b, 1), 0); /* EOF: the proxy closed the connection */
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void garbage_is_not_a_response(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "garbage api=Metadata"), 0);
     kc_metadata_response_t r;
     assert_int_not_equal(metadata(&c, &r), KC_OK); /* random correlation id or body */
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void close_after_bytes(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "close-after bytes=10"), 0);
-    c = (client_t){.fd = connect_to(kc_fp_bootstrap(g_fp), 5000)};
+    c = (kc_rc_t){.fd = kc_rc_connect(kc_fp_bootstrap(g_fp), 5000)};
     kc_metadata_request_t q;
     kc_metadata_request_init(&q);
     q.topics.count = -1;
-    send_request(&c, 3, 1, &q);
+    kc_rc_send(&c, 3, 1, &q);
     uint8_t buf[64];
     size_t got = 0;
     for (ssize_t n; (n = read(c.fd, buf + got, sizeof buf - got)) > 0;)
         got += (size_t)n;
     assert_int_equal(got, 10);
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void blackhole_never_answers(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole on"), 0);
-    c.fd = (close(c.fd), connect_to(kc_fp_bootstrap(g_fp), 1500)); /* accepted... */
+    c.fd = (close(c.fd), kc_rc_connect(kc_fp_bootstrap(g_fp), 1500)); /* accepted... */
     kc_metadata_response_t r;
     assert_int_equal(metadata(&c, &r), KC_ERR_TRANSPORT); /* ...but no answer in 1.5 s */
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole off"), 0);
-    client_close(&c);
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_close(&c);
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     assert_int_equal(metadata(&c, &r), KC_OK);
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void latency_delays(void **state)
 {
     (void)state;
-    client_t c;
+    kc_rc_t c;
     char reply[256];
-    client_open(&c, kc_fp_bootstrap(g_fp));
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "latency ms=400"), 0);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -488,7 +385,7 @@ static void latency_delays(void **state)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
     assert_true(ms >= 400);
-    client_close(&c);
+    kc_rc_close(&c);
 }
 
 static void kcat_through_idle_proxy(void **state)
