@@ -24,7 +24,7 @@
 
 /* A fresh topic per run, so the record count is exact. */
 static char g_topic[64];
-#define TOPIC g_topic
+#define TOPIC   g_topic
 #define RECORDS 2000
 
 static kc_fp_t *g_fp;
@@ -77,7 +77,8 @@ static bool is_proxy_port(int32_t port)
     return false;
 }
 
-/* ---- setup ------------------------------------------------------------------------------------ */
+/* ---- setup ------------------------------------------------------------------------------------
+ */
 
 static int setup(void **state)
 {
@@ -86,7 +87,8 @@ static int setup(void **state)
     snprintf(g_topic, sizeof g_topic, "kc-fault-proxy-%ld-%d", (long)time(NULL), (int)getpid());
     const char *kit = kc_test_env("KC_TESTKIT"), *dir = kc_test_env("KC_CLUSTER_DIR");
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "'%s' topic create %s --partitions 2 --dir '%s' >/dev/null 2>&1; "
+    snprintf(cmd, sizeof cmd,
+             "'%s' topic create %s --partitions 2 --dir '%s' >/dev/null 2>&1; "
              "'%s' produce %s --records %d --size 200 --compression lz4 --dir '%s' >/dev/null 2>&1",
              kit, TOPIC, dir, kit, TOPIC, RECORDS, dir);
     if (system(cmd) != 0) {
@@ -109,7 +111,8 @@ static void clear_rules(void)
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "clear"), 0);
 }
 
-/* ---- tests ------------------------------------------------------------------------------------- */
+/* ---- tests -------------------------------------------------------------------------------------
+ */
 
 static void metadata_addresses_rewritten(void **state)
 {
@@ -143,7 +146,8 @@ static void find_coordinator_rewritten_and_injected(void **state)
     assert_int_equal(find_coordinator(&c, &port), 0);
     assert_true(is_proxy_port(port));
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
-                               "inject api=FindCoordinator error=NOT_COORDINATOR count=2"), 0);
+                               "inject api=FindCoordinator error=NOT_COORDINATOR count=2"),
+                     0);
     assert_int_equal(find_coordinator(&c, &port), 16);
     assert_int_equal(find_coordinator(&c, &port), 16);
     assert_int_equal(find_coordinator(&c, &port), 0); /* count=2 means two, not three */
@@ -175,8 +179,9 @@ static void heartbeat_injected(void **state)
     int16_t own = heartbeat(&c); /* the broker's own answer for an unknown member */
     assert_int_not_equal(own, 0);
     assert_int_not_equal(own, 16);
-    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
-                               "inject api=Heartbeat error=NOT_COORDINATOR count=2"), 0);
+    assert_int_equal(
+        kc_fp_cmd(g_fp, reply, sizeof reply, "inject api=Heartbeat error=NOT_COORDINATOR count=2"),
+        0);
     assert_int_equal(heartbeat(&c), 16);
     assert_int_equal(heartbeat(&c), 16);
     assert_int_equal(heartbeat(&c), own);
@@ -234,7 +239,8 @@ static void crc_verdicts(const kc_fetch_response_t *r, int *good, int *bad)
     *good = *bad = 0;
     for (int32_t i = 0; i < r->responses.count; i++)
         for (int32_t j = 0; j < r->responses.items[i].partitions.count; j++) {
-            const kc_fetch_response_partition_data_t *d = &r->responses.items[i].partitions.items[j];
+            const kc_fetch_response_partition_data_t *d =
+                &r->responses.items[i].partitions.items[j];
             assert_int_equal(d->error_code, 0);
             if (d->records.len <= 0)
                 continue;
@@ -290,14 +296,16 @@ static void fetch_session_errors_injected(void **state)
     static const int16_t codes[] = {70, 71};
     static const char *names[] = {"FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH"};
     for (int i = 0; i < 2; i++) {
-        assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "inject api=Fetch error=%s", names[i]), 0);
+        assert_int_equal(
+            kc_fp_cmd(g_fp, reply, sizeof reply, "inject api=Fetch error=%s", names[i]), 0);
         assert_int_equal(fetch(&c, &r, &id), KC_OK);
         assert_int_equal(r.error_code, codes[i]);
         assert_int_equal(r.responses.count, 0);
     }
     /* Per partition: only partition 1 carries the error, partition 0 still has its records. */
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
-                               "inject api=Fetch error=NOT_LEADER_OR_FOLLOWER partition=1"), 0);
+                               "inject api=Fetch error=NOT_LEADER_OR_FOLLOWER partition=1"),
+                     0);
     assert_int_equal(fetch(&c, &r, &id), KC_OK);
     assert_int_equal(r.error_code, 0);
     for (int32_t j = 0; j < r.responses.items[0].partitions.count; j++) {
@@ -388,12 +396,43 @@ static void latency_delays(void **state)
     kc_rc_close(&c);
 }
 
+static void bandwidth_paces(void **state)
+{
+    (void)state;
+    kc_rc_t c;
+    char reply[256];
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
+    kc_uuid_t id = topic_id(&c);
+    kc_fetch_response_t r;
+    assert_int_equal(fetch(&c, &r, &id), KC_OK);
+    long bytes = 0;
+    for (int32_t j = 0; j < r.responses.items[0].partitions.count; j++)
+        bytes += r.responses.items[0].partitions.items[j].records.len;
+    assert_true(bytes > 10000);
+    /* Half the response's records bytes per second: the same response now takes >= 2 s
+     * (allowing for 20% slack in the pacing). */
+    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "bandwidth bytes_per_sec=%ld", bytes / 2),
+                     0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(fetch(&c, &r, &id), KC_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    assert_true(ms >= 1600);
+    long again = 0;
+    for (int32_t j = 0; j < r.responses.items[0].partitions.count; j++)
+        again += r.responses.items[0].partitions.items[j].records.len;
+    assert_int_equal(again, bytes); /* paced, not altered */
+    kc_rc_close(&c);
+}
+
 static void kcat_through_idle_proxy(void **state)
 {
     (void)state;
     long before = kc_fp_stat(g_fp, "fired.inject") + kc_fp_stat(g_fp, "fired.corrupt");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "timeout 60 kcat -b %s -C -t %s -e -o beginning -q -X check.crcs=true | wc -l",
+    snprintf(cmd, sizeof cmd,
+             "timeout 60 kcat -b %s -C -t %s -e -o beginning -q -X check.crcs=true | wc -l",
              kc_fp_bootstrap(g_fp), TOPIC);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
@@ -416,11 +455,17 @@ static int clear_rules_td(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        T(metadata_addresses_rewritten), T(find_coordinator_rewritten_and_injected),
-        T(heartbeat_injected),           T(fetch_corruption_fails_crc),
-        T(fetch_session_errors_injected), T(truncate_closes_connection),
-        T(garbage_is_not_a_response),    T(close_after_bytes),
-        T(blackhole_never_answers),      T(latency_delays),
+        T(metadata_addresses_rewritten),
+        T(find_coordinator_rewritten_and_injected),
+        T(heartbeat_injected),
+        T(fetch_corruption_fails_crc),
+        T(fetch_session_errors_injected),
+        T(truncate_closes_connection),
+        T(garbage_is_not_a_response),
+        T(close_after_bytes),
+        T(blackhole_never_answers),
+        T(latency_delays),
+        T(bandwidth_paces),
         T(kcat_through_idle_proxy),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

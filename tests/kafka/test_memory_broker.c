@@ -16,8 +16,8 @@
 
 #include "batch/batch.h"
 
-#define PARTS 4
-#define RECORDS 1000
+#define PARTS     4
+#define RECORDS   1000
 #define PER_BATCH 100
 
 static pid_t g_pid;
@@ -27,8 +27,9 @@ static kc_uuid_t g_topic_id;
 static int setup(void **state)
 {
     (void)state;
-    const char *args[] = {"--topic", "S", "--partitions", "4", "--records", "1000",
-                          "--batch-records", "100", "--size", "20", "--compression", "zstd", NULL};
+    const char *args[] = {
+        "--topic", "S",  "--partitions",  "4",    "--records", "1000", "--batch-records", "100",
+        "--size",  "20", "--compression", "zstd", NULL};
     g_pid = kc_testkit_spawn("kc-memory-broker", args, g_bs, sizeof g_bs);
     return g_pid > 0 ? 0 : -1;
 }
@@ -56,9 +57,12 @@ static kc_err_t fetch(kc_rc_t *c, int32_t sid, int32_t epoch, const part_req_t *
     kc_fetch_request_init(&q);
     kc_fetch_request_fetch_partition_t fp[PARTS];
     for (int i = 0; i < n; i++)
-        fp[i] = (kc_fetch_request_fetch_partition_t){
-            .partition = ps[i].partition, .current_leader_epoch = -1, .fetch_offset = ps[i].offset,
-            .last_fetched_epoch = -1, .log_start_offset = -1, .partition_max_bytes = ps[i].max_bytes};
+        fp[i] = (kc_fetch_request_fetch_partition_t){.partition = ps[i].partition,
+                                                     .current_leader_epoch = -1,
+                                                     .fetch_offset = ps[i].offset,
+                                                     .last_fetched_epoch = -1,
+                                                     .log_start_offset = -1,
+                                                     .partition_max_bytes = ps[i].max_bytes};
     kc_fetch_request_fetch_topic_t t = {.topic = kc_str("S"), .topic_id = g_topic_id};
     t.partitions.count = n;
     t.partitions.items = fp;
@@ -123,8 +127,9 @@ static int n_parts(const kc_fetch_response_t *r)
 static int batches(const kc_fetch_response_partition_data_t *d, int64_t *first, int64_t *last)
 {
     kc_batch_splitter_t sp;
-    kc_batch_splitter_init_bytes(&sp, d->records.ptr, (size_t)(d->records.len > 0 ? d->records.len : 0),
-                                 "S", d->partition_index, true);
+    kc_batch_splitter_init_bytes(&sp, d->records.ptr,
+                                 (size_t)(d->records.len > 0 ? d->records.len : 0), "S",
+                                 d->partition_index, true);
     kc_batch_t b;
     kc_error_t err;
     int n = 0;
@@ -254,8 +259,8 @@ static void list_offsets_earliest_latest(void **state)
     int16_t v = c.v.version[2];
     kc_list_offsets_request_t q;
     kc_list_offsets_request_init(&q);
-    kc_list_offsets_request_list_offsets_partition_t ps[2] = {{.partition_index = 0, .timestamp = -2},
-                                                              {.partition_index = 1, .timestamp = -1}};
+    kc_list_offsets_request_list_offsets_partition_t ps[2] = {
+        {.partition_index = 0, .timestamp = -2}, {.partition_index = 1, .timestamp = -1}};
     kc_list_offsets_request_list_offsets_topic_t t = {.name = kc_str("S")};
     t.partitions.count = 2;
     t.partitions.items = ps;

@@ -22,7 +22,8 @@ const char *kc_fp_bootstrap(const kc_fp_t *fp);
  * count=2") and stores the answer in reply. 0 when the answer starts with "OK", else -1. */
 int kc_fp_cmd(kc_fp_t *fp, char *reply, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* The counter `name` from the proxy's "stats" line (e.g. "fired.inject", "rewritten"), -1 if absent. */
+/* The counter `name` from the proxy's "stats" line (e.g. "fired.inject", "rewritten"), -1 if
+ * absent. */
 long kc_fp_stat(kc_fp_t *fp, const char *name);
 /* SIGTERM, wait; returns the proxy's exit status (0 for a clean exit). Frees fp. */
 int kc_fp_stop(kc_fp_t *fp);

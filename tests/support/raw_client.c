@@ -30,8 +30,8 @@ int kc_rc_connect(const char *bootstrap, int ms)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     assert_true(fd >= 0);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    assert_int_equal(inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host,
-                               &sa.sin_addr), 1);
+    assert_int_equal(
+        inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, &sa.sin_addr), 1);
     assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -42,8 +42,8 @@ void kc_rc_send(kc_rc_t *c, int16_t key, int16_t v, const void *body)
 {
     kc_wbuf_t w = {0};
     kc_error_t err;
-    assert_int_equal(kc_proto_write_request(&w, key, v, ++c->corr, kc_str("kc-fp-test"), body, &err),
-                     KC_OK);
+    assert_int_equal(
+        kc_proto_write_request(&w, key, v, ++c->corr, kc_str("kc-fp-test"), body, &err), KC_OK);
     assert_int_equal(write(c->fd, w.data, w.len), (ssize_t)w.len);
     kc_wbuf_free(&w);
 }
@@ -108,4 +108,3 @@ void kc_rc_close(kc_rc_t *c)
     free(c->frame);
     kc_arena_free(&c->arena);
 }
-

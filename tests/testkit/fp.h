@@ -17,7 +17,7 @@
 #include "kt_frame.h"
 
 #define FP_MAX_BROKERS 16
-#define FP_MAX_RULES 32
+#define FP_MAX_RULES   32
 
 typedef enum fp_kind {
     FP_INJECT,      /* error code into the next N responses of an API */
@@ -30,10 +30,10 @@ typedef enum fp_kind {
 
 typedef struct fp_rule {
     fp_kind_t kind;
-    int16_t api;   /* -1: any API */
-    int broker;    /* -1: any broker (listener index) */
-    int count;     /* responses (or connections, for close-after) still to hit */
-    int16_t error; /* FP_INJECT */
+    int16_t api;          /* -1: any API */
+    int broker;           /* -1: any broker (listener index) */
+    int count;            /* responses (or connections, for close-after) still to hit */
+    int16_t error;        /* FP_INJECT */
     bool partition_scope; /* FP_INJECT: per partition rather than top level */
     int32_t partition;    /* FP_INJECT per partition: -1 every partition */
     int64_t bytes;        /* FP_TRUNCATE: bytes of the frame sent; FP_CLOSE_AFTER: bytes */

@@ -188,7 +188,8 @@ void fp_control(fp_t *fp, const char *line, char *reply, size_t cap)
     pthread_mutex_unlock(&fp->lock);
 }
 
-/* ---- planning ---------------------------------------------------------------------------------- */
+/* ---- planning ----------------------------------------------------------------------------------
+ */
 
 void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
 {
@@ -204,8 +205,8 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
         if ((r->api >= 0 && r->api != api) || (r->broker >= 0 && r->broker != broker) ||
             r->kind == FP_CLOSE_AFTER)
             continue;
-        bool *slot = r->kind == FP_INJECT    ? &plan->inject
-                     : r->kind == FP_CORRUPT ? &plan->corrupt
+        bool *slot = r->kind == FP_INJECT     ? &plan->inject
+                     : r->kind == FP_CORRUPT  ? &plan->corrupt
                      : r->kind == FP_TRUNCATE ? &plan->truncate
                                               : &plan->garbage;
         if (*slot)
@@ -229,7 +230,8 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
     pthread_mutex_unlock(&fp->lock);
 }
 
-/* ---- transforms --------------------------------------------------------------------------------- */
+/* ---- transforms ---------------------------------------------------------------------------------
+ */
 
 static bool is_loopback(kc_str_t h)
 {
@@ -269,14 +271,14 @@ static bool rewrite(fp_t *fp, int16_t api, int16_t v, void *body)
     } else if (api == KC_FETCH_REQUEST_API_KEY) {
         kc_fetch_response_t *m = body;
         for (int32_t i = 0; m->has_node_endpoints && i < m->node_endpoints.count; i++)
-            changed |= map_addr(fp, &m->node_endpoints.items[i].host,
-                                &m->node_endpoints.items[i].port);
+            changed |=
+                map_addr(fp, &m->node_endpoints.items[i].host, &m->node_endpoints.items[i].port);
     }
     return changed;
 }
 
 #define EACH(arr, x) for (int32_t x##_i = 0; x##_i < (arr).count; x##_i++)
-#define AT(arr, x) (&(arr).items[x##_i])
+#define AT(arr, x)   (&(arr).items[x##_i])
 
 static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
 {
@@ -292,7 +294,8 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
             m->session_id = 0;
             return true;
         }
-        EACH(m->responses, t) EACH(AT(m->responses, t)->partitions, p) {
+        EACH(m->responses, t) EACH(AT(m->responses, t)->partitions, p)
+        {
             kc_fetch_response_partition_data_t *d = AT(AT(m->responses, t)->partitions, p);
             if (r->partition < 0 || d->partition_index == r->partition) {
                 d->error_code = e;
@@ -303,30 +306,36 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
     }
     case 2: { /* ListOffsets */
         kc_list_offsets_response_t *m = body;
-        EACH(m->topics, t) EACH(AT(m->topics, t)->partitions, p)
-            if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index == r->partition)
-                AT(AT(m->topics, t)->partitions, p)->error_code = e;
+        EACH(m->topics, t)
+        EACH(AT(m->topics, t)->partitions,
+             p) if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
+                                            r->partition) AT(AT(m->topics, t)->partitions, p)
+            ->error_code = e;
         return true;
     }
     case 3: { /* Metadata */
         kc_metadata_response_t *m = body;
         if (!part && v >= 13)
             m->error_code = e;
-        EACH(m->topics, t) {
+        EACH(m->topics, t)
+        {
             if (!part)
                 AT(m->topics, t)->error_code = e;
             else
                 EACH(AT(m->topics, t)->partitions, p)
-                    if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index == r->partition)
-                        AT(AT(m->topics, t)->partitions, p)->error_code = e;
+            if (r->partition < 0 ||
+                AT(AT(m->topics, t)->partitions, p)->partition_index == r->partition)
+                AT(AT(m->topics, t)->partitions, p)->error_code = e;
         }
         return true;
     }
     case 8: { /* OffsetCommit: errors are per partition only */
         kc_offset_commit_response_t *m = body;
-        EACH(m->topics, t) EACH(AT(m->topics, t)->partitions, p)
-            if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index == r->partition)
-                AT(AT(m->topics, t)->partitions, p)->error_code = e;
+        EACH(m->topics, t)
+        EACH(AT(m->topics, t)->partitions,
+             p) if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
+                                            r->partition) AT(AT(m->topics, t)->partitions, p)
+            ->error_code = e;
         return true;
     }
     case 9: { /* OffsetFetch */
@@ -335,15 +344,19 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
             if (!part)
                 m->error_code = e;
             else
-                EACH(m->topics, t) EACH(AT(m->topics, t)->partitions, p)
-                    AT(AT(m->topics, t)->partitions, p)->error_code = e;
+                EACH(m->topics, t)
+                EACH(AT(m->topics, t)->partitions, p) AT(AT(m->topics, t)->partitions, p)
+                    ->error_code = e;
         } else {
-            EACH(m->groups, g) {
+            EACH(m->groups, g)
+            {
                 if (!part)
                     AT(m->groups, g)->error_code = e;
                 else
-                    EACH(AT(m->groups, g)->topics, t) EACH(AT(AT(m->groups, g)->topics, t)->partitions, p)
-                        AT(AT(AT(m->groups, g)->topics, t)->partitions, p)->error_code = e;
+                    EACH(AT(m->groups, g)->topics, t)
+                    EACH(AT(AT(m->groups, g)->topics, t)->partitions, p)
+                        AT(AT(AT(m->groups, g)->topics, t)->partitions, p)
+                            ->error_code = e;
             }
         }
         return true;
@@ -352,19 +365,34 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
         kc_find_coordinator_response_t *m = body;
         if (v < 4)
             m->error_code = e, m->node_id = -1, m->host = kc_str(""), m->port = -1;
-        EACH(m->coordinators, c) {
+        EACH(m->coordinators, c)
+        {
             kc_find_coordinator_response_coordinator_t *co = AT(m->coordinators, c);
             co->error_code = e, co->node_id = -1, co->host = kc_str(""), co->port = -1;
         }
         return true;
     }
-    case 11: ((kc_join_group_response_t *)body)->error_code = e; return true;
-    case 12: ((kc_heartbeat_response_t *)body)->error_code = e; return true;
-    case 13: ((kc_leave_group_response_t *)body)->error_code = e; return true;
-    case 14: ((kc_sync_group_response_t *)body)->error_code = e; return true;
-    case 16: ((kc_list_groups_response_t *)body)->error_code = e; return true;
-    case 18: ((kc_api_versions_response_t *)body)->error_code = e; return true;
-    case 68: ((kc_consumer_group_heartbeat_response_t *)body)->error_code = e; return true;
+    case 11:
+        ((kc_join_group_response_t *)body)->error_code = e;
+        return true;
+    case 12:
+        ((kc_heartbeat_response_t *)body)->error_code = e;
+        return true;
+    case 13:
+        ((kc_leave_group_response_t *)body)->error_code = e;
+        return true;
+    case 14:
+        ((kc_sync_group_response_t *)body)->error_code = e;
+        return true;
+    case 16:
+        ((kc_list_groups_response_t *)body)->error_code = e;
+        return true;
+    case 18:
+        ((kc_api_versions_response_t *)body)->error_code = e;
+        return true;
+    case 68:
+        ((kc_consumer_group_heartbeat_response_t *)body)->error_code = e;
+        return true;
     }
     return false;
 }
@@ -373,7 +401,8 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
  * from the attributes to the end of the batch). False when the response carries no batch. */
 static bool corrupt_fetch(kc_fetch_response_t *m)
 {
-    EACH(m->responses, t) EACH(AT(m->responses, t)->partitions, p) {
+    EACH(m->responses, t) EACH(AT(m->responses, t)->partitions, p)
+    {
         kc_bytes_t rec = AT(AT(m->responses, t)->partitions, p)->records;
         if (rec.len < 61)
             continue;
@@ -415,8 +444,9 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
     kc_response_header_t h;
     void *body = kc_arena_calloc(a, 1, desc->response_size);
     bool changed = false, corrupted = false;
-    if (!body || kc_response_header_decode(&h, kc_proto_response_header_version(api, v), &r, a,
-                                           &err) != KC_OK ||
+    if (!body ||
+        kc_response_header_decode(&h, kc_proto_response_header_version(api, v), &r, a, &err) !=
+            KC_OK ||
         desc->decode_response(body, v, &r, a, &err) != KC_OK) {
         pthread_mutex_lock(&fp->lock);
         fp->decode_failures++;
@@ -426,7 +456,7 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
         raw(f, out);
         return;
     }
-    if (plan->corrupt)
+    if (plan->corrupt && api == KC_FETCH_REQUEST_API_KEY)
         corrupted = corrupt_fetch(body);
     bool rewritten = rewrite(fp, api, v, body);
     if (plan->inject)
@@ -436,10 +466,10 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
     fp->rewritten += rewritten;
     if (corrupted)
         fp->fired[FP_CORRUPT]++;
-    else if (plan->corrupt && fp->n_rules < FP_MAX_RULES)
+    else if (plan->corrupt && api == KC_FETCH_REQUEST_API_KEY && fp->n_rules < FP_MAX_RULES)
         /* Nothing to corrupt in this response (no batch): keep the rule for the next one. */
-        fp->rules[fp->n_rules++] = (fp_rule_t){.kind = FP_CORRUPT, .api = api, .broker = -1,
-                                               .count = 1};
+        fp->rules[fp->n_rules++] =
+            (fp_rule_t){.kind = FP_CORRUPT, .api = api, .broker = -1, .count = 1};
     pthread_mutex_unlock(&fp->lock);
     out->len = 0;
     if (changed && kt_response_begin(out, api, v, h.correlation_id, &err) == KC_OK &&

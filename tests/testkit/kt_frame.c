@@ -177,7 +177,8 @@ void kt_response_end(kc_wbuf_t *w, size_t start)
 {
     uint32_t n = (uint32_t)(w->len - start - 4);
     uint8_t *p = w->data + start;
-    p[0] = (uint8_t)(n >> 24), p[1] = (uint8_t)(n >> 16), p[2] = (uint8_t)(n >> 8), p[3] = (uint8_t)n;
+    p[0] = (uint8_t)(n >> 24), p[1] = (uint8_t)(n >> 16), p[2] = (uint8_t)(n >> 8),
+    p[3] = (uint8_t)n;
 }
 
 int64_t kt_now_ms(void)

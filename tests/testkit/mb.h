@@ -17,7 +17,7 @@
 #include "kt_frame.h"
 
 #define MB_MAX_SESSIONS 1000
-#define MB_MAX_NODES 64
+#define MB_MAX_NODES    64
 
 /* One fetch session partition: what the client asked for last and what we last told it. */
 typedef struct mb_sess_part {
@@ -28,7 +28,7 @@ typedef struct mb_sess_part {
 } mb_sess_part_t;
 
 typedef struct mb_session {
-    int32_t id; /* 0: free slot */
+    int32_t id;    /* 0: free slot */
     int32_t epoch; /* the epoch the next request must carry */
     int64_t last_used_ms;
     int n;

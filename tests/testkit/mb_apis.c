@@ -18,8 +18,8 @@ enum {
 
 /* What we serve. Versions are the codec's min..max_stable: everything it can encode. */
 static const int16_t served[] = {
-    KC_API_VERSIONS_REQUEST_API_KEY, KC_METADATA_REQUEST_API_KEY,
-    KC_LIST_OFFSETS_REQUEST_API_KEY, KC_FETCH_REQUEST_API_KEY,
+    KC_API_VERSIONS_REQUEST_API_KEY,     KC_METADATA_REQUEST_API_KEY,
+    KC_LIST_OFFSETS_REQUEST_API_KEY,     KC_FETCH_REQUEST_API_KEY,
     KC_FIND_COORDINATOR_REQUEST_API_KEY, KC_OFFSET_COMMIT_REQUEST_API_KEY,
     KC_OFFSET_FETCH_REQUEST_API_KEY,
 };
@@ -38,7 +38,8 @@ bool mb_api_range(int16_t key, int16_t *min, int16_t *max)
 
 static bool is_our_topic(const mb_t *mb, kc_str_t name)
 {
-    return name.len == (int32_t)strlen(mb->topic) && memcmp(name.ptr, mb->topic, (size_t)name.len) == 0;
+    return name.len == (int32_t)strlen(mb->topic) &&
+           memcmp(name.ptr, mb->topic, (size_t)name.len) == 0;
 }
 
 static kc_err_t api_versions(int16_t v, kc_wbuf_t *w, kc_arena_t *a, kc_error_t *err)
@@ -109,9 +110,10 @@ static kc_err_t metadata(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_ar
     if (!r.brokers.items || !r.topics.items)
         return kc_fail(err, KC_ERR_NOMEM, "Metadata response");
     for (int32_t i = 0; i < mb->n_nodes; i++)
-        r.brokers.items[i] = (kc_metadata_response_broker_t){
-            .node_id = i, .host = kc_str(mb->node_host[i]), .port = mb->node_port[i],
-            .rack = KC_STR_NULL};
+        r.brokers.items[i] = (kc_metadata_response_broker_t){.node_id = i,
+                                                             .host = kc_str(mb->node_host[i]),
+                                                             .port = mb->node_port[i],
+                                                             .rack = KC_STR_NULL};
     r.brokers.count = mb->n_nodes;
     r.cluster_id = kc_str("kc-memory-broker");
     r.controller_id = 0;
@@ -154,8 +156,8 @@ static kc_err_t list_offsets(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
         const kc_list_offsets_request_list_offsets_topic_t *qt = &q.topics.items[i];
         kc_list_offsets_response_list_offsets_topic_response_t *t = &r.topics.items[i];
         t->name = qt->name;
-        t->partitions.items = kc_arena_calloc(a, (size_t)qt->partitions.count + 1,
-                                              sizeof *t->partitions.items);
+        t->partitions.items =
+            kc_arena_calloc(a, (size_t)qt->partitions.count + 1, sizeof *t->partitions.items);
         if (!t->partitions.items)
             return kc_fail(err, KC_ERR_NOMEM, "ListOffsets response");
         t->partitions.count = qt->partitions.count;
@@ -182,8 +184,8 @@ static kc_err_t list_offsets(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
     return kc_list_offsets_response_encode(&r, v, w, err);
 }
 
-static kc_err_t find_coordinator(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w,
-                                 kc_arena_t *a, kc_error_t *err)
+static kc_err_t find_coordinator(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_arena_t *a,
+                                 kc_error_t *err)
 {
     kc_find_coordinator_request_t q;
     kc_err_t rc = kc_find_coordinator_request_decode(&q, v, rb, a, err);
@@ -197,15 +199,18 @@ static kc_err_t find_coordinator(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *
     r.port = mb->node_port[0];
     r.error_message = KC_STR_NULL;
     if (v >= 4) {
-        r.coordinators.items = kc_arena_calloc(a, (size_t)q.coordinator_keys.count + 1,
-                                               sizeof *r.coordinators.items);
+        r.coordinators.items =
+            kc_arena_calloc(a, (size_t)q.coordinator_keys.count + 1, sizeof *r.coordinators.items);
         if (!r.coordinators.items)
             return kc_fail(err, KC_ERR_NOMEM, "FindCoordinator response");
         r.coordinators.count = q.coordinator_keys.count;
         for (int32_t i = 0; i < q.coordinator_keys.count; i++)
-            r.coordinators.items[i] = (kc_find_coordinator_response_coordinator_t){
-                .key = q.coordinator_keys.items[i], .node_id = 0, .host = r.host,
-                .port = r.port, .error_message = KC_STR_NULL};
+            r.coordinators.items[i] =
+                (kc_find_coordinator_response_coordinator_t){.key = q.coordinator_keys.items[i],
+                                                             .node_id = 0,
+                                                             .host = r.host,
+                                                             .port = r.port,
+                                                             .error_message = KC_STR_NULL};
     }
     return kc_find_coordinator_response_encode(&r, v, w, err);
 }
@@ -229,8 +234,8 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
         kc_offset_commit_response_topic_t *t = &r.topics.items[i];
         t->name = qt->name;
         t->topic_id = qt->topic_id;
-        t->partitions.items = kc_arena_calloc(a, (size_t)qt->partitions.count + 1,
-                                              sizeof *t->partitions.items);
+        t->partitions.items =
+            kc_arena_calloc(a, (size_t)qt->partitions.count + 1, sizeof *t->partitions.items);
         t->partitions.count = t->partitions.items ? qt->partitions.count : 0;
         for (int32_t j = 0; j < t->partitions.count; j++) {
             int32_t p = qt->partitions.items[j].partition_index;
@@ -266,9 +271,10 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
             return kc_fail(err, KC_ERR_NOMEM, "OffsetFetch response");
         }
         for (int32_t p = 0; p < np; p++)
-            ps[p] = (kc_offset_fetch_response_partition_t){
-                .partition_index = p, .committed_offset = mb->committed[p],
-                .committed_leader_epoch = -1, .metadata = kc_str("")};
+            ps[p] = (kc_offset_fetch_response_partition_t){.partition_index = p,
+                                                           .committed_offset = mb->committed[p],
+                                                           .committed_leader_epoch = -1,
+                                                           .metadata = kc_str("")};
         t->name = kc_str(mb->topic);
         t->partitions.items = ps;
         t->partitions.count = np;
@@ -292,9 +298,11 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
                 continue;
             }
             for (int32_t p = 0; p < np; p++)
-                ps[p] = (kc_offset_fetch_response_partitions_t){
-                    .partition_index = p, .committed_offset = mb->committed[p],
-                    .committed_leader_epoch = -1, .metadata = kc_str("")};
+                ps[p] =
+                    (kc_offset_fetch_response_partitions_t){.partition_index = p,
+                                                            .committed_offset = mb->committed[p],
+                                                            .committed_leader_epoch = -1,
+                                                            .metadata = kc_str("")};
             t->name = kc_str(mb->topic);
             t->topic_id = mb->topic_id;
             t->partitions.items = ps;
@@ -311,7 +319,8 @@ kc_err_t mb_handle(mb_t *mb, int16_t key, int16_t v, kc_rbuf_t *r, kc_wbuf_t *w,
                    kc_error_t *err)
 {
     int16_t lo, hi;
-    if (!mb_api_range(key, &lo, &hi) || (key != KC_API_VERSIONS_REQUEST_API_KEY && (v < lo || v > hi)))
+    if (!mb_api_range(key, &lo, &hi) ||
+        (key != KC_API_VERSIONS_REQUEST_API_KEY && (v < lo || v > hi)))
         return kc_fail(err, KC_ERR_UNSUPPORTED, "api key %d v%d", key, v);
     switch (key) {
     case KC_API_VERSIONS_REQUEST_API_KEY:

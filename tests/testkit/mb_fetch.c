@@ -42,12 +42,13 @@ static bool build_template(const mb_t *mb, int32_t n, uint8_t **out, size_t *len
         uint8_t *v = values + (size_t)i * (size_t)mb->value_size;
         for (int32_t j = 0; j < mb->value_size; j++) {
             x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            v[j] = (uint8_t)"abcdefghijklmnop     ,.etaoinshr"[x & 31];
+            v[j] = (uint8_t) "abcdefghijklmnop     ,.etaoinshr"[x & 31];
         }
-        recs[i] = (tb_record_t){.ts_delta = i, .off_delta = i, .value = v,
-                                .value_len = mb->value_size};
+        recs[i] =
+            (tb_record_t){.ts_delta = i, .off_delta = i, .value = v, .value_len = mb->value_size};
     }
-    tb_batch_t cfg = {.codec = mb->codec, .base_ts = 1767225600000, .max_ts = 1767225600000 + n - 1};
+    tb_batch_t cfg = {
+        .codec = mb->codec, .base_ts = 1767225600000, .max_ts = 1767225600000 + n - 1};
     tb_buf_t b = {0};
     tb_batch(&b, &cfg, recs, n);
     free(recs), free(values);
@@ -137,13 +138,15 @@ static void session_forget(mb_session_t *s, int32_t p)
         }
 }
 
-/* ---- request helpers -------------------------------------------------------------------------- */
+/* ---- request helpers --------------------------------------------------------------------------
+ */
 
 static bool topic_is_ours(const mb_t *mb, int16_t v, kc_str_t name, const kc_uuid_t *id)
 {
     if (v >= 13)
         return memcmp(id->b, mb->topic_id.b, 16) == 0;
-    return name.len == (int32_t)strlen(mb->topic) && memcmp(name.ptr, mb->topic, (size_t)name.len) == 0;
+    return name.len == (int32_t)strlen(mb->topic) &&
+           memcmp(name.ptr, mb->topic, (size_t)name.len) == 0;
 }
 
 /* One partition to answer: decided under the lock, filled in outside it. */
@@ -191,8 +194,9 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
     mb_session_t *s = NULL;
     if (epoch > 0) {
         s = session_find(mb, sid);
-        int16_t code = !s ? ERR_FETCH_SESSION_ID_NOT_FOUND
-                       : s->epoch != epoch ? ERR_INVALID_FETCH_SESSION_EPOCH : 0;
+        int16_t code = !s                  ? ERR_FETCH_SESSION_ID_NOT_FOUND
+                       : s->epoch != epoch ? ERR_INVALID_FETCH_SESSION_EPOCH
+                                           : 0;
         if (code) {
             pthread_mutex_unlock(&mb->lock);
             return encode_error(code, version, w, err);
@@ -242,8 +246,8 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
                 sp->fetch_offset = fp->fetch_offset;
                 sp->max_bytes = fp->partition_max_bytes;
             } else if (n_plan <= mb->partitions) {
-                plan[n_plan++] = (plan_t){fp->partition, fp->fetch_offset,
-                                          fp->partition_max_bytes, true};
+                plan[n_plan++] =
+                    (plan_t){fp->partition, fp->fetch_offset, fp->partition_max_bytes, true};
             }
         }
     }
@@ -264,8 +268,8 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
     pthread_mutex_unlock(&mb->lock);
 
     /* Size the records first so the copy goes into one buffer of known size. */
-    int64_t budget = req->max_bytes > 0 && req->max_bytes < MB_MAX_RESPONSE ? req->max_bytes
-                                                                          : MB_MAX_RESPONSE;
+    int64_t budget =
+        req->max_bytes > 0 && req->max_bytes < MB_MAX_RESPONSE ? req->max_bytes : MB_MAX_RESPONSE;
     int64_t used = 0, nrec = 0;
     int32_t *nbatch = kc_arena_calloc(a, (size_t)n_plan + 1, sizeof *nbatch);
     if (!nbatch)
@@ -275,7 +279,8 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
     bool any_error = false;
     for (int i = 0; i < n_plan; i++) {
         plan_t *p = &plan[i];
-        if (!p->include || !mb_owns(mb, p->partition) || p->offset < 0 || p->offset >= mb->records) {
+        if (!p->include || !mb_owns(mb, p->partition) || p->offset < 0 ||
+            p->offset >= mb->records) {
             any_error |= p->include && !(mb_owns(mb, p->partition) && p->offset == mb->records);
             continue;
         }
@@ -353,7 +358,8 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
     /* Topics of the request we do not have: answer each partition with an error once. */
     int extra = 0;
     for (int32_t i = 0; i < req->topics.count; i++)
-        extra += !topic_is_ours(mb, version, req->topics.items[i].topic, &req->topics.items[i].topic_id);
+        extra +=
+            !topic_is_ours(mb, version, req->topics.items[i].topic, &req->topics.items[i].topic_id);
     if (extra) {
         kc_fetch_response_fetchable_topic_response_t *all =
             kc_arena_calloc(a, (size_t)extra + 1, sizeof *all);
@@ -375,7 +381,8 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
             for (int32_t j = 0; j < u->partitions.count; j++) {
                 kc_fetch_response_partition_data_t *d = &u->partitions.items[j];
                 d->partition_index = rt->partitions.items[j].partition;
-                d->error_code = version >= 13 ? ERR_UNKNOWN_TOPIC_ID : ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                d->error_code =
+                    version >= 13 ? ERR_UNKNOWN_TOPIC_ID : ERR_UNKNOWN_TOPIC_OR_PARTITION;
                 d->high_watermark = d->last_stable_offset = d->log_start_offset = -1;
                 d->preferred_read_replica = -1;
                 d->aborted_transactions.count = -1;

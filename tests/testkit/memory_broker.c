@@ -158,28 +158,50 @@ int main(int argc, char **argv)
     int port = 0;
     const char *peers = NULL, *stats_file = NULL;
     static const struct option opts[] = {
-        {"port", 1, 0, 'p'},        {"topic", 1, 0, 't'},   {"partitions", 1, 0, 'P'},
-        {"records", 1, 0, 'n'},     {"size", 1, 0, 's'},    {"compression", 1, 0, 'c'},
+        {"port", 1, 0, 'p'},          {"topic", 1, 0, 't'},   {"partitions", 1, 0, 'P'},
+        {"records", 1, 0, 'n'},       {"size", 1, 0, 's'},    {"compression", 1, 0, 'c'},
         {"batch-records", 1, 0, 'k'}, {"node-id", 1, 0, 'i'}, {"peers", 1, 0, 'e'},
-        {"stats-file", 1, 0, 'S'},  {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+        {"stats-file", 1, 0, 'S'},    {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (o) {
-        case 'p': port = atoi(optarg); break;
-        case 't': mb->topic = optarg; break;
-        case 'P': mb->partitions = atoi(optarg); break;
-        case 'n': mb->records = atoll(optarg); break;
-        case 's': mb->value_size = atoi(optarg); break;
-        case 'k': mb->batch_records = atoi(optarg); break;
-        case 'c': mb->codec = codec_of(optarg); break;
-        case 'i': mb->node_id = atoi(optarg); break;
-        case 'e': peers = optarg; break;
-        case 'S': stats_file = optarg; break;
-        default: usage(); return 2;
+        case 'p':
+            port = atoi(optarg);
+            break;
+        case 't':
+            mb->topic = optarg;
+            break;
+        case 'P':
+            mb->partitions = atoi(optarg);
+            break;
+        case 'n':
+            mb->records = atoll(optarg);
+            break;
+        case 's':
+            mb->value_size = atoi(optarg);
+            break;
+        case 'k':
+            mb->batch_records = atoi(optarg);
+            break;
+        case 'c':
+            mb->codec = codec_of(optarg);
+            break;
+        case 'i':
+            mb->node_id = atoi(optarg);
+            break;
+        case 'e':
+            peers = optarg;
+            break;
+        case 'S':
+            stats_file = optarg;
+            break;
+        default:
+            usage();
+            return 2;
         }
     }
-    if (mb->partitions < 1 || mb->partitions > 100000 || mb->records < 0 ||
-        mb->value_size < 0 || mb->value_size > (1 << 20) || mb->batch_records < 1 ||
-        mb->batch_records > 100000 || mb->codec < 0 || strlen(mb->topic) > 249) {
+    if (mb->partitions < 1 || mb->partitions > 100000 || mb->records < 0 || mb->value_size < 0 ||
+        mb->value_size > (1 << 20) || mb->batch_records < 1 || mb->batch_records > 100000 ||
+        mb->codec < 0 || strlen(mb->topic) > 249) {
         usage();
         return 2;
     }
