@@ -166,7 +166,7 @@ static int16_t heartbeat(kc_rc_t *c)
     int16_t v = ver(c, 12);
     kc_heartbeat_request_t q;
     kc_heartbeat_request_init(&q);
-    q.group_id = kc_str("kc-fp-no-such-group");
+    q.group_id = kc_str("kc-fp-group") /* same key as find_coordinator() */;
     q.generation_id = 1;
     q.member_id = kc_str("nobody");
     q.group_instance_id = KC_STR_NULL;
@@ -181,7 +181,19 @@ static void heartbeat_injected(void **state)
     (void)state;
     kc_rc_t c;
     char reply[256];
+    /* Heartbeats must go to the group's coordinator (one of three brokers in run-suite's
+     * cluster), reached through its proxy listener. */
     kc_rc_open(&c, kc_fp_bootstrap(g_fp));
+    int32_t port = 0;
+    int16_t ec = 15;
+    for (int i = 0; i < 60 && ec == 15; i++)
+        if ((ec = find_coordinator(&c, &port)) == 15)
+            usleep(500 * 1000);
+    assert_int_equal(ec, 0);
+    kc_rc_close(&c);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    kc_rc_open(&c, addr);
     /* The broker's own answer for an unknown member, once the coordinator has loaded (14, 15
      * and 16 are the transient coordinator errors of a young cluster). */
     int16_t own = 15;
