@@ -80,6 +80,8 @@ static bool is_proxy_port(int32_t port)
 /* ---- setup ------------------------------------------------------------------------------------
  */
 
+/* Keyed produce (--keys 4): the default partitioner puts keys 0-3 on both partitions, 1000
+ * records each, deterministically (unkeyed, the sticky partitioner may fill one partition). */
 static int setup(void **state)
 {
     (void)state;
@@ -89,7 +91,8 @@ static int setup(void **state)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "'%s' topic create %s --partitions 2 --dir '%s' >/dev/null 2>&1; "
-             "'%s' produce %s --records %d --size 200 --compression lz4 --dir '%s' >/dev/null 2>&1",
+             "'%s' produce %s --records %d --size 200 --compression lz4 --keys 4 --dir '%s' "
+             ">/dev/null 2>&1",
              kit, TOPIC, dir, kit, TOPIC, RECORDS, dir);
     if (system(cmd) != 0) {
         fprintf(stderr, "cannot produce the test topic: %s\n", cmd);
@@ -176,24 +179,88 @@ static int16_t heartbeat(kc_rc_t *c)
     return r.error_code;
 }
 
+/* Opens c to the proxy listener of the coordinator of find_coordinator()'s group (one of three
+ * brokers in run-suite's cluster). A young cluster answers COORDINATOR_NOT_AVAILABLE (15) until
+ * __consumer_offsets exists. */
+static void open_coordinator(kc_rc_t *c)
+{
+    kc_rc_open(c, kc_fp_bootstrap(g_fp));
+    int32_t port = 0;
+    int16_t ec = 15;
+    for (int i = 0; i < 60 && ec == 15; i++)
+        if ((ec = find_coordinator(c, &port)) == 15)
+            usleep(500 * 1000);
+    assert_int_equal(ec, 0);
+    kc_rc_close(c);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
+    kc_rc_open(c, addr);
+}
+
+/* A standalone commit (generation -1, no member) of offset 1 for partitions 0 and 1; returns
+ * the two partition error codes. */
+static void offset_commit(kc_rc_t *c, int16_t *e0, int16_t *e1)
+{
+    int16_t v = ver(c, 8);
+    kc_offset_commit_request_t q;
+    kc_offset_commit_request_init(&q);
+    kc_offset_commit_request_partition_t ps[2] = {{.partition_index = 0,
+                                                   .committed_offset = 1,
+                                                   .committed_leader_epoch = -1,
+                                                   .committed_metadata = kc_str("")},
+                                                  {.partition_index = 1,
+                                                   .committed_offset = 1,
+                                                   .committed_leader_epoch = -1,
+                                                   .committed_metadata = kc_str("")}};
+    kc_offset_commit_request_topic_t t = {.name = kc_str(TOPIC)};
+    t.partitions.count = 2;
+    t.partitions.items = ps;
+    q.group_id = kc_str("kc-fp-group");
+    q.generation_id_or_member_epoch = -1;
+    q.member_id = kc_str("");
+    q.group_instance_id = KC_STR_NULL;
+    q.retention_time_ms = -1;
+    q.topics.count = 1;
+    q.topics.items = &t;
+    kc_rc_send(c, 8, v, &q);
+    kc_offset_commit_response_t r;
+    assert_int_equal(kc_rc_recv(c, 8, v, &r), KC_OK);
+    assert_int_equal(r.topics.count, 1);
+    assert_int_equal(r.topics.items[0].partitions.count, 2);
+    *e0 = *e1 = -2;
+    for (int j = 0; j < 2; j++) {
+        const kc_offset_commit_response_partition_t *p = &r.topics.items[0].partitions.items[j];
+        *(p->partition_index == 0 ? e0 : e1) = p->error_code;
+    }
+}
+
+static void offset_commit_injected_per_partition(void **state)
+{
+    (void)state;
+    kc_rc_t c;
+    char reply[256];
+    open_coordinator(&c);
+    int16_t e0, e1;
+    offset_commit(&c, &e0, &e1);
+    assert_int_equal(e0, 0);
+    assert_int_equal(e1, 0);
+    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
+                               "inject api=OffsetCommit error=NOT_COORDINATOR partition=1"),
+                     0);
+    offset_commit(&c, &e0, &e1);
+    assert_int_equal(e0, 0);
+    assert_int_equal(e1, 16);
+    offset_commit(&c, &e0, &e1);
+    assert_int_equal(e1, 0);
+    kc_rc_close(&c);
+}
+
 static void heartbeat_injected(void **state)
 {
     (void)state;
     kc_rc_t c;
     char reply[256];
-    /* Heartbeats must go to the group's coordinator (one of three brokers in run-suite's
-     * cluster), reached through its proxy listener. */
-    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
-    int32_t port = 0;
-    int16_t ec = 15;
-    for (int i = 0; i < 60 && ec == 15; i++)
-        if ((ec = find_coordinator(&c, &port)) == 15)
-            usleep(500 * 1000);
-    assert_int_equal(ec, 0);
-    kc_rc_close(&c);
-    char addr[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%d", port);
-    kc_rc_open(&c, addr);
+    open_coordinator(&c); /* heartbeats go to the group coordinator */
     /* The broker's own answer for an unknown member, once the coordinator has loaded (14, 15
      * and 16 are the transient coordinator errors of a young cluster). */
     int16_t own = 15;
@@ -498,6 +565,7 @@ int main(void)
         T(metadata_addresses_rewritten),
         T(find_coordinator_rewritten_and_injected),
         T(heartbeat_injected),
+        T(offset_commit_injected_per_partition),
         T(fetch_corruption_fails_crc),
         T(fetch_session_errors_injected),
         T(truncate_closes_connection),
