@@ -186,7 +186,9 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
     int32_t resp_sid = 0;
     bool full = true;
     int n_plan = 0;
-    plan_t *plan = kc_arena_calloc(a, (size_t)mb->partitions + 1, sizeof *plan);
+    /* Room for out-of-range partitions named by the request (bounded by the guard below) plus
+     * every session partition. */
+    plan_t *plan = kc_arena_calloc(a, 2 * (size_t)mb->partitions + 2, sizeof *plan);
     if (!plan)
         return kc_fail(err, KC_ERR_NOMEM, "fetch plan");
 
