@@ -2,6 +2,7 @@
 # kc-memory-broker against real clients (needs no cluster): kcat (librdkafka) and Java's console
 # consumer must read every record, for every codec, from one node and from two nodes that split
 # the partitions; the stats file must count the requests; SIGTERM must end it with status 0.
+# Last, Java through kc-fault-proxy with fetch-session errors injected.
 set -euo pipefail
 SRC=${KC_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${KC_BUILD_DIR:-$SRC/build/asan}
@@ -84,6 +85,34 @@ for p in 0 1; do
     check "java console consumer partition $p" 1500 "$n"
 done
 kill -TERM "$PID"; wait "$PID" || true
+
+# Both tools together: Java's consumer through kc-fault-proxy, 5 fetch-session errors injected
+# (FETCH_SESSION_ID_NOT_FOUND x3, INVALID_FETCH_SESSION_EPOCH x2); it must restart its session
+# and still read every record.
+FPX=$BUILD/tests/testkit/kc-fault-proxy
+start mb-fp --topic F --partitions 1 --records 3000 --batch-records 50 --compression zstd
+MB_PID=$PID
+"$FPX" --listen 0 --upstream "$BS" --control "$WORK/fp.sock" >"$WORK/fp.out" 2>"$WORK/fp.err" &
+FP_PID=$!
+PIDS+=("$FP_PID")
+for _ in $(seq 100); do
+    PBS=$(sed -n 's/^BOOTSTRAP=//p' "$WORK/fp.out")
+    [[ -n $PBS ]] && break
+    sleep 0.1
+done
+"$FPX" --ctl "$WORK/fp.sock" inject api=Fetch error=FETCH_SESSION_ID_NOT_FOUND count=3 >/dev/null
+"$FPX" --ctl "$WORK/fp.sock" inject api=Fetch error=INVALID_FETCH_SESSION_EPOCH count=2 >/dev/null
+n=$(timeout 120 java -Xmx256m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.consumer.ConsoleConsumer \
+    --bootstrap-server "$PBS" --topic F --partition 0 --offset earliest --max-messages 3000 \
+    --timeout-ms 30000 --consumer-property fetch.max.bytes=20000 \
+    --consumer-property max.partition.fetch.bytes=20000 2>"$WORK/java-fp.err" | wc -l)
+check "java through the proxy with 5 session errors" 3000 "$n"
+fired=$("$FPX" --ctl "$WORK/fp.sock" stats | grep -o 'fired.inject=[0-9]*')
+check "proxy injected" fired.inject=5 "$fired"
+kill -TERM "$FP_PID"
+rc=0; wait "$FP_PID" || rc=$?
+check "proxy SIGTERM exit status" 0 "$rc"
+kill -TERM "$MB_PID"; wait "$MB_PID" || true
 
 [[ $fails == 0 ]] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"
