@@ -221,7 +221,7 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
             fp->fired[r->kind]++;
         r->count--;
     }
-    /* close-after is per connection: the caller claims it once (see fp_claim_close_after). */
+    /* close-after is per connection: the caller claims it once (claim_close_after() in fault_proxy.c). */
     int j = 0;
     for (int i = 0; i < fp->n_rules; i++)
         if (fp->rules[i].count > 0)
