@@ -64,13 +64,13 @@ static kc_err_t dec_consumer_group_describe_request(kc_consumer_group_describe_r
     if ((rc = kc_wire_get_bool(d, "include_authorized_operations", &m->include_authorized_operations)))
         return rc;
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -243,13 +243,13 @@ static kc_err_t dec_consumer_group_describe_response_topic_partitions(kc_consume
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -300,13 +300,13 @@ static kc_err_t dec_consumer_group_describe_response_assignment(kc_consumer_grou
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -405,13 +405,13 @@ static kc_err_t dec_consumer_group_describe_response_member(kc_consumer_group_de
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -494,13 +494,13 @@ static kc_err_t dec_consumer_group_describe_response_described_group(kc_consumer
     if ((rc = kc_wire_get_i32(d, "authorized_operations", &m->authorized_operations)))
         return rc;
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -555,13 +555,13 @@ static kc_err_t dec_consumer_group_describe_response(kc_consumer_group_describe_
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);

@@ -91,13 +91,13 @@ static kc_err_t dec_list_offsets_request_list_offsets_partition(kc_list_offsets_
     if ((rc = kc_wire_get_i64(d, "timestamp", &m->timestamp)))
         return rc;
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -152,13 +152,13 @@ static kc_err_t dec_list_offsets_request_list_offsets_topic(kc_list_offsets_requ
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -229,13 +229,13 @@ static kc_err_t dec_list_offsets_request(kc_list_offsets_request_t *m, kc_dec_t 
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -361,13 +361,13 @@ static kc_err_t dec_list_offsets_response_list_offsets_partition_response(kc_lis
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -422,13 +422,13 @@ static kc_err_t dec_list_offsets_response_list_offsets_topic_response(kc_list_of
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -487,13 +487,13 @@ static kc_err_t dec_list_offsets_response(kc_list_offsets_response_t *m, kc_dec_
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);

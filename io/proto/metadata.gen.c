@@ -73,13 +73,13 @@ static kc_err_t dec_metadata_request_topic(kc_metadata_request_topic_t *m, kc_de
     if ((rc = kc_wire_get_str(d, "name", &m->name, d->flex, v >= 10)))
         return rc;
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -154,13 +154,13 @@ static kc_err_t dec_metadata_request(kc_metadata_request_t *m, kc_dec_t *d)
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -321,13 +321,13 @@ static kc_err_t dec_metadata_response_broker(kc_metadata_response_broker_t *m, k
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -442,13 +442,13 @@ static kc_err_t dec_metadata_response_partition(kc_metadata_response_partition_t
         }
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -531,13 +531,13 @@ static kc_err_t dec_metadata_response_topic(kc_metadata_response_topic_t *m, kc_
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -648,13 +648,13 @@ static kc_err_t dec_metadata_response(kc_metadata_response_t *m, kc_dec_t *d)
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);

@@ -104,13 +104,13 @@ static kc_err_t dec_offset_commit_request_partition(kc_offset_commit_request_par
     if ((rc = kc_wire_get_str(d, "committed_metadata", &m->committed_metadata, d->flex, 1)))
         return rc;
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -177,13 +177,13 @@ static kc_err_t dec_offset_commit_request_topic(kc_offset_commit_request_topic_t
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -262,13 +262,13 @@ static kc_err_t dec_offset_commit_request(kc_offset_commit_request_t *m, kc_dec_
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -374,13 +374,13 @@ static kc_err_t dec_offset_commit_response_partition(kc_offset_commit_response_p
     if ((rc = kc_wire_get_i16(d, "error_code", &m->error_code)))
         return rc;
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -447,13 +447,13 @@ static kc_err_t dec_offset_commit_response_topic(kc_offset_commit_response_topic
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -512,13 +512,13 @@ static kc_err_t dec_offset_commit_response(kc_offset_commit_response_t *m, kc_de
         kc_dec_pop(d);
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);

@@ -134,13 +134,13 @@ static kc_err_t dec_offset_fetch_request_topic(kc_offset_fetch_request_topic_t *
         }
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -211,13 +211,13 @@ static kc_err_t dec_offset_fetch_request_topics(kc_offset_fetch_request_topics_t
         }
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -296,13 +296,13 @@ static kc_err_t dec_offset_fetch_request_group(kc_offset_fetch_request_group_t *
         }
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -397,13 +397,13 @@ static kc_err_t dec_offset_fetch_request(kc_offset_fetch_request_t *m, kc_dec_t 
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -613,13 +613,13 @@ static kc_err_t dec_offset_fetch_response_partition(kc_offset_fetch_response_par
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -682,13 +682,13 @@ static kc_err_t dec_offset_fetch_response_topic(kc_offset_fetch_response_topic_t
         }
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -759,13 +759,13 @@ static kc_err_t dec_offset_fetch_response_partitions(kc_offset_fetch_response_pa
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -836,13 +836,13 @@ static kc_err_t dec_offset_fetch_response_topics(kc_offset_fetch_response_topics
         }
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -913,13 +913,13 @@ static kc_err_t dec_offset_fetch_response_group(kc_offset_fetch_response_group_t
             return rc;
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);
@@ -1014,13 +1014,13 @@ static kc_err_t dec_offset_fetch_response(kc_offset_fetch_response_t *m, kc_dec_
         }
     }
     if (d->flex) {
-        uint32_t ntags;
+        uint32_t ntags = 0;
         if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))
             return rc;
         /* Each tag takes at least two bytes, so this loop ends with the frame. */
         for (uint32_t k = 0; k < ntags; k++) {
-            uint32_t tag;
-            const uint8_t *saved_end;
+            uint32_t tag = 0;
+            const uint8_t *saved_end = NULL;
             if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))
                 return rc;
             kc_wire_tag_exit(d, saved_end);

@@ -157,7 +157,7 @@ kc_err_t kc_wire_get_bool(kc_dec_t *d, const char *f, bool *out)
 
 kc_err_t kc_wire_get_f64(kc_dec_t *d, const char *f, double *out)
 {
-    int64_t v;
+    int64_t v = 0;
     kc_err_t rc = kc_wire_get_i64(d, f, &v);
     if (rc)
         return rc;
@@ -205,7 +205,7 @@ kc_err_t kc_wire_get_uvarint(kc_dec_t *d, const char *f, uint32_t *out)
 
 kc_err_t kc_wire_get_varint(kc_dec_t *d, const char *f, int32_t *out)
 {
-    uint32_t u;
+    uint32_t u = 0;
     kc_err_t rc = kc_wire_get_uvarint(d, f, &u);
     if (rc)
         return rc;
@@ -228,17 +228,17 @@ static kc_err_t get_len(kc_dec_t *d, const char *f, int64_t *len, bool compact, 
 {
     kc_err_t rc;
     if (compact) {
-        uint32_t u;
+        uint32_t u = 0;
         if ((rc = kc_wire_get_uvarint(d, f, &u)))
             return rc;
         *len = (int64_t)u - 1;
     } else if (width == 2) {
-        int16_t v;
+        int16_t v = 0;
         if ((rc = kc_wire_get_i16(d, f, &v)))
             return rc;
         *len = v;
     } else {
-        int32_t v;
+        int32_t v = 0;
         if ((rc = kc_wire_get_i32(d, f, &v)))
             return rc;
         *len = v;
@@ -251,7 +251,7 @@ static kc_err_t get_len(kc_dec_t *d, const char *f, int64_t *len, bool compact, 
 static kc_err_t get_view(kc_dec_t *d, const char *f, const uint8_t **ptr, int32_t *olen,
                          bool compact, bool nullable, int width)
 {
-    int64_t len;
+    int64_t len = 0;
     kc_err_t rc = get_len(d, f, &len, compact, width);
     if (rc)
         return rc;
@@ -287,7 +287,7 @@ kc_err_t kc_wire_get_bytes(kc_dec_t *d, const char *f, kc_bytes_t *out, bool com
 kc_err_t kc_wire_get_array_len(kc_dec_t *d, const char *f, int32_t *out, bool compact,
                                bool nullable, size_t min_elem)
 {
-    int64_t len;
+    int64_t len = 0;
     kc_err_t rc = get_len(d, f, &len, compact, 4);
     if (rc)
         return rc;
@@ -320,7 +320,7 @@ void *kc_wire_alloc(kc_dec_t *d, const char *f, int32_t count, size_t size)
 
 kc_err_t kc_wire_tag_enter(kc_dec_t *d, uint32_t *tag, const uint8_t **saved_end)
 {
-    uint32_t size;
+    uint32_t size = 0;
     kc_err_t rc = kc_wire_get_uvarint(d, "tag", tag);
     if (rc || (rc = kc_wire_get_uvarint(d, "tag size", &size)))
         return rc;
@@ -414,7 +414,7 @@ kc_err_t kc_wire_put_i64(kc_enc_t *e, int64_t v)
 }
 kc_err_t kc_wire_put_f64(kc_enc_t *e, double v)
 {
-    uint64_t u;
+    uint64_t u = 0;
     memcpy(&u, &v, sizeof u);
     return put_be(e, u, 8);
 }

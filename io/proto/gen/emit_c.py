@@ -304,12 +304,12 @@ def gen_decoder(mm, st):
         flex = "false" if f.flex_override else "d->flex"
         L += guarded(mm.c(r), dec_field(mm, f, flex, False))
     tagged = sorted([f for f in st.fields if f.tagged], key=lambda f: f.tag)
-    L += ["    if (d->flex) {", "        uint32_t ntags;",
+    L += ["    if (d->flex) {", "        uint32_t ntags = 0;",
           '        if ((rc = kc_wire_get_uvarint(d, "tagged fields", &ntags)))',
           "            return rc;",
           "        /* Each tag takes at least two bytes, so this loop ends with the frame. */",
           "        for (uint32_t k = 0; k < ntags; k++) {",
-          "            uint32_t tag;", "            const uint8_t *saved_end;",
+          "            uint32_t tag = 0;", "            const uint8_t *saved_end = NULL;",
           "            if ((rc = kc_wire_tag_enter(d, &tag, &saved_end)))",
           "                return rc;"]
     if tagged:
