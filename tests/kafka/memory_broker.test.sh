@@ -23,13 +23,14 @@ check() { # name expected actual
 }
 
 # start NAME ARGS... : runs the broker, waits for its BOOTSTRAP line, sets $BS and $PID.
+# (The output file may not exist yet when the first sed runs: the background child opens it.)
 start() {
     local name=$1; shift
     "$MB" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
     PID=$!
     PIDS+=("$PID")
     for _ in $(seq 100); do
-        BS=$(sed -n 's/^BOOTSTRAP=//p' "$WORK/$name.out")
+        BS=$(sed -n 's/^BOOTSTRAP=//p' "$WORK/$name.out" 2>/dev/null || true)
         [[ -n $BS ]] && return 0
         sleep 0.1
     done
@@ -96,7 +97,7 @@ MB_PID=$PID
 FP_PID=$!
 PIDS+=("$FP_PID")
 for _ in $(seq 100); do
-    PBS=$(sed -n 's/^BOOTSTRAP=//p' "$WORK/fp.out")
+    PBS=$(sed -n 's/^BOOTSTRAP=//p' "$WORK/fp.out" 2>/dev/null || true)
     [[ -n $PBS ]] && break
     sleep 0.1
 done
