@@ -1,0 +1,696 @@
+/*
+ * kconsume: the command-line consumer (like kcat -C). A user of the public API only: nothing here
+ * includes an internal header, so it shows what the API can and cannot do.
+ *
+ * Threads and ownership:
+ *  - main thread: parses flags, builds the config, creates the consumer, assigns or subscribes,
+ *    then loops (signals, -e end checks, periodic commits) until something asks it to stop; then
+ *    closes. It owns `g.a`, `g.c` and the lifetime of every part_t.
+ *  - workers (the library's): on_assign/on_records/on_revoke/on_lost/on_event. Each worker
+ *    renders into its own buffer (worker_t, found through a thread-local) and writes each batch
+ *    with one write(2) under out_mu, so lines of concurrent workers never interleave.
+ *  - shared: the partition registry (reg_mu), the counters and the stop code (atomics, noted
+ *    where they are declared).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kconsume.h"
+
+#include "cli/args.h"
+#include "cli/format.h"
+
+#define META_TIMEOUT_MS  15000 /* metadata and watermark questions at start-up */
+#define CLOSE_TIMEOUT_MS 10000 /* in-flight callbacks, final commit, leaving the group */
+#define FLUSH_BYTES      65536 /* a worker writes out mid-batch past this (at a line boundary) */
+
+/* One assigned (or once assigned) partition. Created by the main thread (manual assignment) or by
+ * on_assign (group); never freed before the consumer is destroyed, so p->app stays valid. */
+typedef struct part {
+    char *topic;
+    int32_t partition;
+    /* -e end mark: the high watermark the main thread observed; -1 until known. Written by the
+     * main thread, read by the partition's worker (relaxed: the worker only compares). */
+    _Atomic int64_t end;
+    atomic_int done;     /* reached `end`: set by the worker or the main thread */
+    atomic_int assigned; /* 1 between on_assign and on_revoke/on_lost (manual: from kc_assign) */
+    struct part *next;   /* registry list, under reg_mu */
+} part_t;
+
+/* One per worker thread that ran a callback. Owner: that worker; freed by main after close. */
+typedef struct worker {
+    kc_cli_buf_t buf;
+    int id;
+    struct worker *next; /* all workers, under reg_mu */
+} worker_t;
+
+static struct {
+    kc_cli_args_t a;
+    kc_cli_fmt_t fmt;
+    kc_consumer_t *c;
+    char client_id[256];
+    int manual_store; /* group mode: the CLI stores what it printed and commits that */
+
+    pthread_mutex_t out_mu; /* one writer of stdout at a time: no interleaving even on partial writes */
+    int stats_fd;
+
+    pthread_mutex_t reg_mu; /* parts and workers lists */
+    part_t *parts;
+    worker_t *workers;
+    int next_worker;
+
+    _Atomic int64_t reserved; /* -c: records claimed for printing (claim first, then print) */
+    _Atomic int64_t printed;
+    _Atomic uint64_t bytes;  /* key + value bytes of printed records */
+    atomic_int in_cb;        /* on_records running now: close waits for 0 before its commit */
+    atomic_int closing;      /* set by main when stopping: callbacks print nothing more */
+    atomic_int stop_code;    /* -1 running; else the exit code someone asked for */
+} g = {.out_mu = PTHREAD_MUTEX_INITIALIZER, .reg_mu = PTHREAD_MUTEX_INITIALIZER, .stats_fd = 2};
+
+static volatile sig_atomic_t g_signal;
+static _Thread_local worker_t *tl_worker;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* First writer wins: a later, different reason to stop does not override the first. */
+static void request_stop(int code)
+{
+    int exp = -1;
+    atomic_compare_exchange_strong(&g.stop_code, &exp, code);
+}
+
+static void on_signal(int sig)
+{
+    if (g_signal) /* second signal: the user does not want to wait for a clean close */
+        _exit(128 + sig);
+    g_signal = sig;
+}
+
+/* ---- output ----------------------------------------------------------------------------------- */
+
+static void write_out(const char *p, size_t n)
+{
+    pthread_mutex_lock(&g.out_mu);
+    while (n > 0) {
+        ssize_t w = write(STDOUT_FILENO, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            /* EPIPE: the reader left (| head): a normal way to stop, not an error. */
+            if (errno != EPIPE)
+                fprintf(stderr, "kconsume: writing the output: %s\n", strerror(errno));
+            request_stop(errno == EPIPE ? KC_CLI_EXIT_OK : KC_CLI_EXIT_RUNTIME);
+            break;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    pthread_mutex_unlock(&g.out_mu);
+}
+
+static worker_t *this_worker(void)
+{
+    if (tl_worker)
+        return tl_worker;
+    worker_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    pthread_mutex_lock(&g.reg_mu);
+    w->id = g.next_worker++;
+    w->next = g.workers;
+    g.workers = w;
+    pthread_mutex_unlock(&g.reg_mu);
+    tl_worker = w;
+    return w;
+}
+
+/* ---- the partition registry ------------------------------------------------------------------- */
+
+static part_t *part_get(const char *topic, int32_t partition)
+{
+    pthread_mutex_lock(&g.reg_mu);
+    part_t *p;
+    for (p = g.parts; p; p = p->next)
+        if (p->partition == partition && !strcmp(p->topic, topic))
+            break;
+    if (!p) {
+        p = calloc(1, sizeof *p);
+        if (p && !(p->topic = strdup(topic))) {
+            free(p);
+            p = NULL;
+        }
+        if (p) {
+            p->partition = partition;
+            atomic_init(&p->end, -1);
+            p->next = g.parts;
+            g.parts = p;
+        }
+    }
+    pthread_mutex_unlock(&g.reg_mu);
+    return p;
+}
+
+/* ---- callbacks (workers) ---------------------------------------------------------------------- */
+
+static void on_assign(void *opaque, kc_part_t *kp)
+{
+    (void)opaque;
+    part_t *p = part_get(kp->topic, kp->partition);
+    if (!p) {
+        fprintf(stderr, "kconsume: out of memory\n");
+        request_stop(KC_CLI_EXIT_RUNTIME);
+        return;
+    }
+    kp->app = p;
+    atomic_store(&p->assigned, 1);
+    if (g.a.start == KC_CLI_START_TIMESTAMP) {
+        kc_error_t e;
+        if (kc_seek(g.c, kp->topic, kp->partition, KC_SEEK_TIMESTAMP, g.a.start_value, &e)) {
+            fprintf(stderr, "kconsume: %s[%d]: seeking to @%" PRId64 ": %s\n", kp->topic,
+                    kp->partition, g.a.start_value, e.msg);
+            request_stop(KC_CLI_EXIT_RUNTIME);
+        }
+    }
+}
+
+static void on_gone(void *opaque, kc_part_t *kp)
+{
+    (void)opaque;
+    part_t *p = kp->app;
+    if (p)
+        atomic_store(&p->assigned, 0);
+    kp->app = NULL;
+}
+
+static int hdr_next(const void *src, size_t *cursor, const char **name, size_t *name_len,
+                    const void **value, size_t *value_len)
+{
+    kc_err_t rc = kc_record_header_next(src, cursor, name, name_len, value, value_len);
+    return rc == KC_OK ? 0 : rc == KC_ERR_NOT_FOUND ? 1 : -1;
+}
+
+static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batch)
+{
+    (void)opaque;
+    uint64_t t0 = now_ns();
+    part_t *p = kp->app;
+    worker_t *w = this_worker();
+    if (!w) {
+        fprintf(stderr, "kconsume: out of memory\n");
+        request_stop(KC_CLI_EXIT_RUNTIME);
+        return KC_CB_STOP;
+    }
+    /* Closing: print nothing more, so what the final commit covers is what was printed. The
+     * records are not stored (manual store), so the group re-delivers them next time. */
+    if (atomic_load(&g.closing))
+        return KC_CB_PAUSE;
+    atomic_fetch_add(&g.in_cb, 1);
+
+    char member[256] = "";
+    if (kc_cli_fmt_uses(&g.fmt, KC_CLI_MEMBER) &&
+        (kc_member_id(g.c, member, sizeof member) != KC_OK || !member[0]))
+        snprintf(member, sizeof member, "%s", g.client_id);
+    kc_cli_rec_t rec = {.topic = kp->topic,
+                        .partition = kp->partition,
+                        .worker = w->id,
+                        .member = member,
+                        .cb_start_ns = t0,
+                        .hdr_next = kc_cli_fmt_uses(&g.fmt, KC_CLI_HEADERS) ? hdr_next : NULL};
+    int64_t end = p && g.a.exit_at_end ? atomic_load_explicit(&p->end, memory_order_relaxed) : -1;
+    int64_t stored = -1, n = 0;
+    uint64_t bytes = 0;
+    kc_cb_result_t res = KC_CB_CONTINUE;
+    const kc_record_t *r;
+    while ((r = kc_records_next(batch)) != NULL) {
+        rec.offset = kc_record_offset(r);
+        if (end >= 0 && rec.offset >= end) {
+            atomic_store(&p->done, 1); /* past the end observed at start: not printed */
+            res = KC_CB_PAUSE;
+            break;
+        }
+        if (g.a.count && atomic_fetch_add(&g.reserved, 1) >= g.a.count) {
+            res = KC_CB_PAUSE; /* someone else printed the last one; stop is requested */
+            break;
+        }
+        rec.timestamp = kc_record_timestamp(r);
+        rec.key = kc_record_key(r, &rec.key_len);
+        rec.value = kc_record_value(r, &rec.value_len);
+        rec.hdr_src = r;
+        if (kc_cli_fmt_render(&g.fmt, &rec, &w->buf)) {
+            fprintf(stderr, "kconsume: out of memory formatting a record\n");
+            request_stop(KC_CLI_EXIT_RUNTIME);
+            res = KC_CB_PAUSE;
+            break;
+        }
+        n++;
+        bytes += rec.key_len + rec.value_len;
+        stored = rec.offset + 1;
+        if (w->buf.len >= FLUSH_BYTES) {
+            write_out(w->buf.p, w->buf.len);
+            w->buf.len = 0;
+        }
+        if (g.a.count && atomic_fetch_add(&g.printed, 1) + 1 == g.a.count)
+            request_stop(KC_CLI_EXIT_OK);
+        else if (!g.a.count)
+            atomic_fetch_add(&g.printed, 1);
+        if (end >= 0 && rec.offset + 1 >= end) {
+            atomic_store(&p->done, 1);
+            res = KC_CB_PAUSE;
+            break;
+        }
+    }
+    if (w->buf.len) {
+        write_out(w->buf.p, w->buf.len);
+        w->buf.len = 0;
+    }
+    atomic_fetch_add(&g.bytes, bytes);
+    /* Manual store: the committable offset is exactly what reached the output. */
+    if (g.manual_store && stored >= 0)
+        (void)kc_store_offset(g.c, kp->topic, kp->partition, stored, NULL);
+    (void)n;
+    atomic_fetch_sub(&g.in_cb, 1);
+    return res;
+}
+
+static void on_event(void *opaque, const kc_event_t *ev)
+{
+    (void)opaque;
+    if (ev->type == KC_EVENT_STATS && ev->json) {
+        /* One object per line, one write: a reader tailing the file never sees half of one. */
+        size_t len = strlen(ev->json);
+        char *line = malloc(len + 1);
+        if (line) {
+            memcpy(line, ev->json, len);
+            line[len] = '\n';
+            ssize_t wr = write(g.stats_fd, line, len + 1);
+            (void)wr; /* stats are best effort: a full disk must not stop consumption */
+            free(line);
+        }
+    } else if (ev->type == KC_EVENT_ERROR && ev->error) {
+        int fatal = ev->error->code == KC_ERR_FATAL;
+        if (fatal || !g.a.quiet)
+            fprintf(stderr, "kconsume: %s%s: %s\n", fatal ? "fatal: " : "",
+                    kc_err_name(ev->error->code), ev->error->msg);
+        if (fatal)
+            request_stop(KC_CLI_EXIT_RUNTIME);
+    }
+}
+
+static void on_commit(void *opaque, kc_err_t result, const kc_error_t *err)
+{
+    (void)opaque;
+    if (result != KC_OK && !g.a.quiet)
+        fprintf(stderr, "kconsume: commit failed: %s\n", err ? err->msg : kc_err_str(result));
+}
+
+/* ---- start-up --------------------------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: kconsume -b BROKERS [-G GROUP] -t TOPIC... [-p PARTITION]\n"
+            "                [-o beginning|end|OFFSET|@MS] [-c COUNT] [-e] [-f FORMAT]\n"
+            "                [-X key=value]... [--workers N] [--stats MS[:FILE]] [--summary] [-q]\n"
+            "\n"
+            "Reads Kafka topics and prints their records.\n"
+            "\n"
+            "  -b, --brokers LIST     bootstrap.servers (host:port,...)\n"
+            "  -G, --group GROUP      join GROUP (group.id) and consume what it assigns; without\n"
+            "                         -G every partition of each -t topic is assigned by hand\n"
+            "  -t, --topic TOPIC      topic to read; repeat for several\n"
+            "  -p, --partition N      only partition N of each topic (not with -G)\n"
+            "  -o, --offset WHERE     start: beginning, end, an OFFSET, or @MS (first record with\n"
+            "                         timestamp >= MS ms since the epoch). Default: end without\n"
+            "                         -G; with -G the committed offset, else auto.offset.reset\n"
+            "                         (-o beginning|end set auto.offset.reset; OFFSET/@MS need no -G)\n"
+            "  -c, --count N          stop after printing N records in total\n"
+            "  -e, --exit             stop once every assigned partition reached the end (high\n"
+            "                         watermark, or last stable offset under read_committed) seen\n"
+            "                         when it was assigned\n"
+            "  -f, --format FORMAT    output per record (default '%%s\\n'):\n"
+            "                           %%t topic  %%p partition  %%o offset  %%k key  %%s value\n"
+            "                           %%h headers (name=value,...)  %%T timestamp (ms)\n"
+            "                           %%K key length  %%S value length (-1 for null)\n"
+            "                           %%w worker (0.. in order of first callback)\n"
+            "                           %%M group member id (client.id before joining)\n"
+            "                           %%n CLOCK_MONOTONIC ns when the delivering callback started\n"
+            "                           %%%% percent   \\n newline  \\t tab  \\r return  \\\\ backslash\n"
+            "  -X key=value           any configuration key below (repeatable; wins over flags)\n"
+            "  --workers N            worker.threads\n"
+            "  --stats MS[:FILE]      statistics every MS ms, one JSON object per line, to FILE\n"
+            "                         (truncated at start) or stderr\n"
+            "  --summary              at exit, print records, MB, seconds, records/s and CPU\n"
+            "                         seconds per million records to stderr\n"
+            "  -q, --quiet            no non-fatal error messages on stderr\n"
+            "  --help, --version\n"
+            "\n"
+            "With -G, the CLI stores the offset after each record it printed and commits those\n"
+            "(every auto.commit.interval.ms and at exit): committed offsets never pass the output.\n"
+            "Records of concurrent workers never interleave within a line.\n"
+            "\n"
+            "Exit codes: 0 done (-e, -c, or the output reader went away); 1 runtime error;\n"
+            "2 usage error; 3 configuration error (-X key or value, or a conflict);\n"
+            "130 / 143 stopped by SIGINT / SIGTERM (a first signal closes cleanly and commits,\n"
+            "a second one exits at once).\n"
+            "\n"
+            "Configuration keys (-X):\n");
+}
+
+static int conf_set(kc_conf_t *conf, const char *key, const char *value, const char *flag)
+{
+    kc_error_t e;
+    if (kc_conf_set(conf, key, value, &e) == KC_OK)
+        return 0;
+    fprintf(stderr, "kconsume: %s: %s\n", flag, e.msg);
+    return -1;
+}
+
+/* Flags first, then -X in order, so an explicit -X always wins. */
+static int build_conf(kc_conf_t *conf)
+{
+    char num[32];
+    if (conf_set(conf, "bootstrap.servers", g.a.brokers, "-b"))
+        return -1;
+    if (g.a.group) {
+        if (conf_set(conf, "group.id", g.a.group, "-G"))
+            return -1;
+        g.manual_store = 1;
+        if (conf_set(conf, "enable.auto.offset.store", "false", "-G") ||
+            conf_set(conf, "enable.auto.commit", "false", "-G"))
+            return -1;
+        if (g.a.start == KC_CLI_START_BEGINNING &&
+            conf_set(conf, "auto.offset.reset", "earliest", "-o"))
+            return -1;
+        if (g.a.start == KC_CLI_START_END && conf_set(conf, "auto.offset.reset", "latest", "-o"))
+            return -1;
+    } else if (conf_set(conf, "enable.auto.commit", "false", "-b")) {
+        return -1; /* no group, nothing to commit to */
+    }
+    if (g.a.workers) {
+        snprintf(num, sizeof num, "%d", g.a.workers);
+        if (conf_set(conf, "worker.threads", num, "--workers"))
+            return -1;
+    }
+    if (g.a.stats_ms) {
+        snprintf(num, sizeof num, "%" PRId64, g.a.stats_ms);
+        if (conf_set(conf, "statistics.interval.ms", num, "--stats"))
+            return -1;
+    }
+    for (size_t i = 0; i < g.a.n_conf; i++) {
+        char kv[1024], flag[1040];
+        snprintf(kv, sizeof kv, "%s", g.a.conf[i]);
+        char *eq = strchr(kv, '=');
+        *eq = 0;
+        snprintf(flag, sizeof flag, "-X %s", g.a.conf[i]);
+        if (conf_set(conf, kv, eq + 1, flag))
+            return -1;
+    }
+    kc_error_t e;
+    if (kc_conf_validate(conf, &e) != KC_OK) {
+        fprintf(stderr, "kconsume: configuration: %s\n", e.msg);
+        return -1;
+    }
+    size_t len = sizeof g.client_id;
+    if (kc_conf_get(conf, "client.id", g.client_id, &len) != KC_OK)
+        snprintf(g.client_id, sizeof g.client_id, "kconsume");
+    return 0;
+}
+
+static int64_t start_offset(void)
+{
+    switch (g.a.start) {
+    case KC_CLI_START_BEGINNING: return KC_OFFSET_BEGINNING;
+    case KC_CLI_START_OFFSET: return g.a.start_value;
+    default: return KC_OFFSET_END; /* default and end; @MS seeks in on_assign from there */
+    }
+}
+
+/* Manual assignment: every partition of each -t (or -p's). */
+static int assign_all(void)
+{
+    kc_topic_partition_t *tps = NULL;
+    size_t n = 0;
+    kc_error_t e;
+    for (size_t t = 0; t < g.a.n_topics; t++) {
+        int32_t count = 1, first = g.a.partition;
+        if (first < 0) {
+            first = 0;
+            if (kc_topic_partitions(g.c, g.a.topics[t], &count, META_TIMEOUT_MS, &e) != KC_OK) {
+                fprintf(stderr, "kconsume: topic '%s': %s\n", g.a.topics[t], e.msg);
+                free(tps);
+                return -1;
+            }
+        }
+        kc_topic_partition_t *more = realloc(tps, (n + (size_t)count) * sizeof *tps);
+        if (!more) {
+            free(tps);
+            return -1;
+        }
+        tps = more;
+        for (int32_t i = 0; i < count; i++) {
+            part_t *p = part_get(g.a.topics[t], first + i);
+            if (!p) {
+                free(tps);
+                return -1;
+            }
+            atomic_store(&p->assigned, 1);
+            tps[n++] = (kc_topic_partition_t){g.a.topics[t], first + i, start_offset()};
+        }
+    }
+    kc_err_t rc = kc_assign(g.c, tps, n, &e);
+    free(tps);
+    if (rc != KC_OK) {
+        fprintf(stderr, "kconsume: assign: %s\n", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- -e: the main thread's end checks --------------------------------------------------------- */
+
+/* Returns 1 when every assigned partition is done and at least one is assigned. Asks the
+ * watermarks of newly assigned partitions (blocking, so here on the main thread and never in a
+ * callback). */
+static int all_at_end(void)
+{
+    part_t *snap[4096];
+    size_t n = 0;
+    pthread_mutex_lock(&g.reg_mu);
+    for (part_t *p = g.parts; p && n < sizeof snap / sizeof *snap; p = p->next)
+        snap[n++] = p; /* entries are never freed while running: safe to use unlocked */
+    pthread_mutex_unlock(&g.reg_mu);
+    size_t assigned = 0, done = 0;
+    for (size_t i = 0; i < n; i++) {
+        part_t *p = snap[i];
+        if (!atomic_load(&p->assigned))
+            continue;
+        assigned++;
+        if (atomic_load(&p->done)) {
+            done++;
+            continue;
+        }
+        if (atomic_load(&p->end) < 0) {
+            int64_t low, high;
+            kc_error_t e;
+            if (kc_query_watermarks(g.c, p->topic, p->partition, &low, &high, META_TIMEOUT_MS,
+                                    &e) != KC_OK) {
+                if (!g.a.quiet)
+                    fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic,
+                            p->partition, e.msg);
+                continue;
+            }
+            atomic_store(&p->end, high);
+            /* Nothing to read at all, or a start at/after the end: done without a record. */
+            if (low >= high || g.a.start == KC_CLI_START_END ||
+                (g.a.start == KC_CLI_START_DEFAULT && !g.a.group) ||
+                (g.a.start == KC_CLI_START_OFFSET && g.a.start_value >= high))
+                atomic_store(&p->done, 1);
+        }
+        int64_t pos;
+        if (!atomic_load(&p->done) &&
+            kc_position(g.c, p->topic, p->partition, &pos, NULL) == KC_OK && pos >= 0 &&
+            pos >= atomic_load(&p->end))
+            atomic_store(&p->done, 1);
+        done += (size_t)atomic_load(&p->done);
+    }
+    return assigned > 0 && done == assigned;
+}
+
+/* ---- main ------------------------------------------------------------------------------------- */
+
+static void print_summary(uint64_t t0)
+{
+    double secs = (double)(now_ns() - t0) / 1e9;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+    int64_t recs = atomic_load(&g.printed);
+    double mb = (double)atomic_load(&g.bytes) / 1e6;
+    fprintf(stderr,
+            "kconsume: %" PRId64 " records, %.1f MB, %.2f s, %.0f records/s, %.2f CPU s per "
+            "million records (%.2f CPU s)\n",
+            recs, mb, secs, secs > 0 ? (double)recs / secs : 0.0,
+            recs > 0 ? cpu * 1e6 / (double)recs : 0.0, cpu);
+}
+
+/* Orderly stop: no more printing, wait for callbacks that are printing, commit what was printed
+ * (group mode), then close. */
+static int shutdown_consumer(void)
+{
+    kc_error_t e;
+    int rc = 0;
+    atomic_store(&g.closing, 1);
+    uint64_t deadline = now_ns() + (uint64_t)CLOSE_TIMEOUT_MS * 1000000u;
+    while (atomic_load(&g.in_cb) > 0 && now_ns() < deadline)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    if (g.manual_store && kc_commit(g.c, NULL, 0, CLOSE_TIMEOUT_MS, &e) != KC_OK) {
+        fprintf(stderr, "kconsume: final commit: %s\n", e.msg);
+        rc = -1;
+    }
+    if (kc_close(g.c, CLOSE_TIMEOUT_MS, &e) != KC_OK) {
+        fprintf(stderr, "kconsume: close: %s\n", e.msg);
+        rc = -1;
+    }
+    return rc;
+}
+
+static void free_all(void)
+{
+    for (part_t *p = g.parts, *next; p; p = next) {
+        next = p->next;
+        free(p->topic);
+        free(p);
+    }
+    for (worker_t *w = g.workers, *next; w; w = next) {
+        next = w->next;
+        kc_cli_buf_free(&w->buf);
+        free(w);
+    }
+    g.parts = NULL;
+    g.workers = NULL;
+    kc_cli_fmt_free(&g.fmt);
+    kc_cli_args_free(&g.a);
+    if (g.stats_fd > 2)
+        close(g.stats_fd);
+}
+
+static int run(void)
+{
+    kc_error_t e;
+    kc_conf_t *conf = kc_conf_new();
+    if (!conf) {
+        fprintf(stderr, "kconsume: out of memory\n");
+        return KC_CLI_EXIT_RUNTIME;
+    }
+    if (build_conf(conf)) {
+        kc_conf_destroy(conf);
+        return KC_CLI_EXIT_CONFIG;
+    }
+    int64_t commit_ms = 5000;
+    char buf[32];
+    size_t len = sizeof buf;
+    if (kc_conf_get(conf, "auto.commit.interval.ms", buf, &len) == KC_OK)
+        commit_ms = strtoll(buf, NULL, 10);
+
+    kc_callbacks_t cbs = {.on_assign = on_assign,
+                          .on_records = on_records,
+                          .on_revoke = on_gone,
+                          .on_lost = on_gone,
+                          .on_event = on_event};
+    kc_err_t rc = kc_consumer_new(conf, &cbs, &g.c, &e);
+    if (rc != KC_OK) {
+        kc_conf_destroy(conf);
+        fprintf(stderr, "kconsume: %s\n", e.msg);
+        return rc == KC_ERR_CONFIG ? KC_CLI_EXIT_CONFIG : KC_CLI_EXIT_RUNTIME;
+    }
+    uint64_t t0 = now_ns();
+    if (g.a.group)
+        rc = kc_subscribe(g.c, g.a.topics, g.a.n_topics, &e);
+    else
+        rc = assign_all() ? KC_ERR_NOT_FOUND : KC_OK;
+    if (rc != KC_OK) {
+        if (g.a.group)
+            fprintf(stderr, "kconsume: subscribe: %s\n", e.msg);
+        request_stop(KC_CLI_EXIT_RUNTIME);
+    }
+
+    uint64_t next_commit = now_ns() + (uint64_t)commit_ms * 1000000u;
+    while (atomic_load(&g.stop_code) < 0 && !g_signal) {
+        nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
+        if (g.a.exit_at_end && all_at_end())
+            request_stop(KC_CLI_EXIT_OK);
+        if (g.manual_store && now_ns() >= next_commit) {
+            (void)kc_commit_async(g.c, NULL, 0, on_commit, NULL, NULL);
+            next_commit = now_ns() + (uint64_t)commit_ms * 1000000u;
+        }
+    }
+    int code = g_signal ? 128 + g_signal : atomic_load(&g.stop_code);
+    if (shutdown_consumer() && code == KC_CLI_EXIT_OK)
+        code = KC_CLI_EXIT_RUNTIME;
+    if (g.a.summary)
+        print_summary(t0);
+    kc_destroy(g.c);
+    g.c = NULL;
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    char why[512];
+    atomic_init(&g.stop_code, -1);
+    if (kc_cli_args_parse(&g.a, argc, argv, why, sizeof why) != KC_CLI_EXIT_OK) {
+        fprintf(stderr, "kconsume: %s\nTry 'kconsume --help' for the flags.\n", why);
+        kc_cli_args_free(&g.a);
+        return KC_CLI_EXIT_USAGE;
+    }
+    if (g.a.help) {
+        usage(stdout);
+        kc_conf_print_reference(stdout, 0);
+        kc_cli_args_free(&g.a);
+        return KC_CLI_EXIT_OK;
+    }
+    if (g.a.version) {
+        printf("kconsume %s\n", kc_version());
+        kc_cli_args_free(&g.a);
+        return KC_CLI_EXIT_OK;
+    }
+    if (kc_cli_fmt_compile(&g.fmt, g.a.format, why, sizeof why)) {
+        fprintf(stderr, "kconsume: -f: %s\nTry 'kconsume --help' for the flags.\n", why);
+        kc_cli_args_free(&g.a);
+        return KC_CLI_EXIT_USAGE;
+    }
+    if (g.a.stats_file) {
+        g.stats_fd = open(g.a.stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (g.stats_fd < 0) {
+            fprintf(stderr, "kconsume: --stats: cannot open '%s': %s\n", g.a.stats_file,
+                    strerror(errno));
+            free_all();
+            return KC_CLI_EXIT_USAGE;
+        }
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* EPIPE from write(2) instead: the reader left */
+
+    int code = run();
+    free_all();
+    return code;
+}
