@@ -389,7 +389,8 @@ KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t
  * metadata.max.age.ms may be used). KC_ERR_NOT_FOUND when the cluster does not know the topic.
  * kc_query_watermarks: the partition's log start (*low) and end (*high) from its leader
  * (ListOffsets earliest and latest). Under isolation.level=read_committed *high is the last stable
- * offset, which is where consumption of the partition currently ends. Either pointer may be NULL.
+ * offset, which is where consumption of the partition currently ends. The partition need not be
+ * assigned to this consumer. Either pointer may be NULL.
  */
 KC_API kc_err_t kc_topic_partitions(kc_consumer_t *c, const char *topic, int32_t *count,
                                     int timeout_ms, kc_error_t *err);

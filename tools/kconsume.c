@@ -59,7 +59,6 @@ static struct {
     kc_cli_fmt_t fmt;
     kc_consumer_t *c;
     char client_id[256];
-    int manual_store; /* group mode: the CLI stores what it printed and commits that */
 
     pthread_mutex_t out_mu; /* one writer of stdout at a time: no interleaving even on partial writes */
     int stats_fd;
@@ -72,8 +71,6 @@ static struct {
     _Atomic int64_t reserved; /* -c: records claimed for printing (claim first, then print) */
     _Atomic int64_t printed;
     _Atomic uint64_t bytes;  /* key + value bytes of printed records */
-    atomic_int in_cb;        /* on_records running now: close waits for 0 before its commit */
-    atomic_int closing;      /* set by main when stopping: callbacks print nothing more */
     atomic_int stop_code;    /* -1 running; else the exit code someone asked for */
 } g = {.out_mu = PTHREAD_MUTEX_INITIALIZER, .reg_mu = PTHREAD_MUTEX_INITIALIZER, .stats_fd = 2};
 
@@ -204,6 +201,15 @@ static int hdr_next(const void *src, size_t *cursor, const char **name, size_t *
     return rc == KC_OK ? 0 : rc == KC_ERR_NOT_FOUND ? 1 : -1;
 }
 
+/* Ends the view before `next` (the first record not printed) and pauses the partition: the
+ * runtime's committable offset is the end of what was delivered, so a record pulled from the view
+ * but not printed must not count as delivered. kc_seek from on_records ends the current view. */
+static kc_cb_result_t stop_before(kc_part_t *kp, int64_t next)
+{
+    (void)kc_seek(g.c, kp->topic, kp->partition, KC_SEEK_OFFSET, next, NULL);
+    return KC_CB_PAUSE;
+}
+
 static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batch)
 {
     (void)opaque;
@@ -213,14 +219,8 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
     if (!w) {
         fprintf(stderr, "kconsume: out of memory\n");
         request_stop(KC_CLI_EXIT_RUNTIME);
-        return KC_CB_STOP;
+        return KC_CB_RETRY; /* not delivered; the stop closes the consumer */
     }
-    /* Closing: print nothing more, so what the final commit covers is what was printed. The
-     * records are not stored (manual store), so the group re-delivers them next time. */
-    if (atomic_load(&g.closing))
-        return KC_CB_PAUSE;
-    atomic_fetch_add(&g.in_cb, 1);
-
     char member[256] = "";
     if (kc_cli_fmt_uses(&g.fmt, KC_CLI_MEMBER) &&
         (kc_member_id(g.c, member, sizeof member) != KC_OK || !member[0]))
@@ -232,19 +232,20 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
                         .cb_start_ns = t0,
                         .hdr_next = kc_cli_fmt_uses(&g.fmt, KC_CLI_HEADERS) ? hdr_next : NULL};
     int64_t end = p && g.a.exit_at_end ? atomic_load_explicit(&p->end, memory_order_relaxed) : -1;
-    int64_t stored = -1, n = 0;
+    int64_t n = 0;
     uint64_t bytes = 0;
     kc_cb_result_t res = KC_CB_CONTINUE;
     const kc_record_t *r;
     while ((r = kc_records_next(batch)) != NULL) {
         rec.offset = kc_record_offset(r);
-        if (end >= 0 && rec.offset >= end) {
-            atomic_store(&p->done, 1); /* past the end observed at start: not printed */
-            res = KC_CB_PAUSE;
+        if (end >= 0 && rec.offset >= end) { /* past the end observed at start */
+            atomic_store(&p->done, 1);
+            res = stop_before(kp, rec.offset);
             break;
         }
+        /* -c: claim a slot before printing, so exactly COUNT records are printed in total. */
         if (g.a.count && atomic_fetch_add(&g.reserved, 1) >= g.a.count) {
-            res = KC_CB_PAUSE; /* someone else printed the last one; stop is requested */
+            res = stop_before(kp, rec.offset);
             break;
         }
         rec.timestamp = kc_record_timestamp(r);
@@ -254,23 +255,18 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         if (kc_cli_fmt_render(&g.fmt, &rec, &w->buf)) {
             fprintf(stderr, "kconsume: out of memory formatting a record\n");
             request_stop(KC_CLI_EXIT_RUNTIME);
-            res = KC_CB_PAUSE;
+            res = stop_before(kp, rec.offset);
             break;
         }
         n++;
         bytes += rec.key_len + rec.value_len;
-        stored = rec.offset + 1;
         if (w->buf.len >= FLUSH_BYTES) {
             write_out(w->buf.p, w->buf.len);
             w->buf.len = 0;
         }
-        if (g.a.count && atomic_fetch_add(&g.printed, 1) + 1 == g.a.count)
-            request_stop(KC_CLI_EXIT_OK);
-        else if (!g.a.count)
-            atomic_fetch_add(&g.printed, 1);
         if (end >= 0 && rec.offset + 1 >= end) {
             atomic_store(&p->done, 1);
-            res = KC_CB_PAUSE;
+            res = stop_before(kp, rec.offset + 1);
             break;
         }
     }
@@ -279,11 +275,9 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         w->buf.len = 0;
     }
     atomic_fetch_add(&g.bytes, bytes);
-    /* Manual store: the committable offset is exactly what reached the output. */
-    if (g.manual_store && stored >= 0)
-        (void)kc_store_offset(g.c, kp->topic, kp->partition, stored, NULL);
-    (void)n;
-    atomic_fetch_sub(&g.in_cb, 1);
+    /* Counted after the write: once printed reaches COUNT, every counted line is out. */
+    if (atomic_fetch_add(&g.printed, n) + n >= g.a.count && g.a.count)
+        request_stop(KC_CLI_EXIT_OK);
     return res;
 }
 
@@ -309,13 +303,6 @@ static void on_event(void *opaque, const kc_event_t *ev)
         if (fatal)
             request_stop(KC_CLI_EXIT_RUNTIME);
     }
-}
-
-static void on_commit(void *opaque, kc_err_t result, const kc_error_t *err)
-{
-    (void)opaque;
-    if (result != KC_OK && !g.a.quiet)
-        fprintf(stderr, "kconsume: commit failed: %s\n", err ? err->msg : kc_err_str(result));
 }
 
 /* ---- start-up --------------------------------------------------------------------------------- */
@@ -359,8 +346,8 @@ static void usage(FILE *out)
             "  -q, --quiet            no non-fatal error messages on stderr\n"
             "  --help, --version\n"
             "\n"
-            "With -G, the CLI stores the offset after each record it printed and commits those\n"
-            "(every auto.commit.interval.ms and at exit): committed offsets never pass the output.\n"
+            "With -G, offsets are committed by the library's auto-commit (enable.auto.commit)\n"
+            "and at exit; they cover only records that were printed (with -c and -e too).\n"
             "Records of concurrent workers never interleave within a line.\n"
             "\n"
             "Exit codes: 0 done (-e, -c, or the output reader went away); 1 runtime error;\n"
@@ -388,10 +375,6 @@ static int build_conf(kc_conf_t *conf)
         return -1;
     if (g.a.group) {
         if (conf_set(conf, "group.id", g.a.group, "-G"))
-            return -1;
-        g.manual_store = 1;
-        if (conf_set(conf, "enable.auto.offset.store", "false", "-G") ||
-            conf_set(conf, "enable.auto.commit", "false", "-G"))
             return -1;
         if (g.a.start == KC_CLI_START_BEGINNING &&
             conf_set(conf, "auto.offset.reset", "earliest", "-o"))
@@ -440,7 +423,32 @@ static int64_t start_offset(void)
     }
 }
 
-/* Manual assignment: every partition of each -t (or -p's). */
+/* ---- -e: the main thread's end checks --------------------------------------------------------- */
+
+/* Asks p's watermarks (blocking: main thread only, never a callback) and sets its end mark. A
+ * partition with nothing to read, or whose start is at or past the end, is done at once: no
+ * callback will ever come for it. 0 ok, -1 not known yet (asked again later). */
+static int learn_end(part_t *p)
+{
+    int64_t low, high;
+    kc_error_t e;
+    if (kc_query_watermarks(g.c, p->topic, p->partition, &low, &high, META_TIMEOUT_MS, &e) !=
+        KC_OK) {
+        if (!g.a.quiet)
+            fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic,
+                    p->partition, e.msg);
+        return -1;
+    }
+    atomic_store(&p->end, high);
+    if (low >= high || g.a.start == KC_CLI_START_END ||
+        (g.a.start == KC_CLI_START_DEFAULT && !g.a.group) ||
+        (g.a.start == KC_CLI_START_OFFSET && g.a.start_value >= high))
+        atomic_store(&p->done, 1);
+    return 0;
+}
+
+/* Manual assignment: every partition of each -t (or -p's). With -e the end marks are learned
+ * before the assignment, so no record past them can be printed before they are known. */
 static int assign_all(void)
 {
     kc_topic_partition_t *tps = NULL;
@@ -469,6 +477,8 @@ static int assign_all(void)
                 return -1;
             }
             atomic_store(&p->assigned, 1);
+            if (g.a.exit_at_end)
+                (void)learn_end(p); /* on failure, all_at_end asks again */
             tps[n++] = (kc_topic_partition_t){g.a.topics[t], first + i, start_offset()};
         }
     }
@@ -481,7 +491,6 @@ static int assign_all(void)
     return 0;
 }
 
-/* ---- -e: the main thread's end checks --------------------------------------------------------- */
 
 /* Returns 1 when every assigned partition is done and at least one is assigned. Asks the
  * watermarks of newly assigned partitions (blocking, so here on the main thread and never in a
@@ -504,23 +513,8 @@ static int all_at_end(void)
             done++;
             continue;
         }
-        if (atomic_load(&p->end) < 0) {
-            int64_t low, high;
-            kc_error_t e;
-            if (kc_query_watermarks(g.c, p->topic, p->partition, &low, &high, META_TIMEOUT_MS,
-                                    &e) != KC_OK) {
-                if (!g.a.quiet)
-                    fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic,
-                            p->partition, e.msg);
-                continue;
-            }
-            atomic_store(&p->end, high);
-            /* Nothing to read at all, or a start at/after the end: done without a record. */
-            if (low >= high || g.a.start == KC_CLI_START_END ||
-                (g.a.start == KC_CLI_START_DEFAULT && !g.a.group) ||
-                (g.a.start == KC_CLI_START_OFFSET && g.a.start_value >= high))
-                atomic_store(&p->done, 1);
-        }
+        if (atomic_load(&p->end) < 0 && learn_end(p))
+            continue;
         int64_t pos;
         if (!atomic_load(&p->done) &&
             kc_position(g.c, p->topic, p->partition, &pos, NULL) == KC_OK && pos >= 0 &&
@@ -549,25 +543,16 @@ static void print_summary(uint64_t t0)
             recs > 0 ? cpu * 1e6 / (double)recs : 0.0, cpu);
 }
 
-/* Orderly stop: no more printing, wait for callbacks that are printing, commit what was printed
- * (group mode), then close. */
+/* Orderly stop: in-flight callbacks finish (their lines are written), on_revoke, final commit
+ * (group mode, auto-commit), leave the group. */
 static int shutdown_consumer(void)
 {
     kc_error_t e;
-    int rc = 0;
-    atomic_store(&g.closing, 1);
-    uint64_t deadline = now_ns() + (uint64_t)CLOSE_TIMEOUT_MS * 1000000u;
-    while (atomic_load(&g.in_cb) > 0 && now_ns() < deadline)
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    if (g.manual_store && kc_commit(g.c, NULL, 0, CLOSE_TIMEOUT_MS, &e) != KC_OK) {
-        fprintf(stderr, "kconsume: final commit: %s\n", e.msg);
-        rc = -1;
-    }
     if (kc_close(g.c, CLOSE_TIMEOUT_MS, &e) != KC_OK) {
         fprintf(stderr, "kconsume: close: %s\n", e.msg);
-        rc = -1;
+        return -1;
     }
-    return rc;
+    return 0;
 }
 
 static void free_all(void)
@@ -602,12 +587,6 @@ static int run(void)
         kc_conf_destroy(conf);
         return KC_CLI_EXIT_CONFIG;
     }
-    int64_t commit_ms = 5000;
-    char buf[32];
-    size_t len = sizeof buf;
-    if (kc_conf_get(conf, "auto.commit.interval.ms", buf, &len) == KC_OK)
-        commit_ms = strtoll(buf, NULL, 10);
-
     kc_callbacks_t cbs = {.on_assign = on_assign,
                           .on_records = on_records,
                           .on_revoke = on_gone,
@@ -630,15 +609,10 @@ static int run(void)
         request_stop(KC_CLI_EXIT_RUNTIME);
     }
 
-    uint64_t next_commit = now_ns() + (uint64_t)commit_ms * 1000000u;
     while (atomic_load(&g.stop_code) < 0 && !g_signal) {
         nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
         if (g.a.exit_at_end && all_at_end())
             request_stop(KC_CLI_EXIT_OK);
-        if (g.manual_store && now_ns() >= next_commit) {
-            (void)kc_commit_async(g.c, NULL, 0, on_commit, NULL, NULL);
-            next_commit = now_ns() + (uint64_t)commit_ms * 1000000u;
-        }
     }
     int code = g_signal ? 128 + g_signal : atomic_load(&g.stop_code);
     if (shutdown_consumer() && code == KC_CLI_EXIT_OK)
