@@ -41,7 +41,7 @@ awk -v want="$records" '
     END {
         if (bad) exit 1
         if (n != want) { printf "%d records printed, %d produced\n", n, want; exit 1 }
-        for (p in next_off) if (p < 0 || p > 11) { print "partition " p " does not exist"; exit 1 }
+        for (p in next_off) if (p + 0 < 0 || p + 0 > 11) { print "partition " p " does not exist"; exit 1 }
     }' "$tmp/all" || fail "record-by-record check of the -e output"
 echo "ok: -e read $records records: every offset of every partition once, in order"
 
