@@ -29,6 +29,7 @@
 
 #include "cli/args.h"
 #include "cli/format.h"
+#include "cli/live.h"
 
 #define META_TIMEOUT_MS  15000 /* metadata and watermark questions at start-up */
 #define CLOSE_TIMEOUT_MS 10000 /* in-flight callbacks, final commit, leaving the group */
@@ -44,6 +45,11 @@ typedef struct part {
     _Atomic int64_t end;
     atomic_int done;     /* reached `end`: set by the worker or the main thread */
     atomic_int assigned; /* 1 between on_assign and on_revoke/on_lost (manual: from kc_assign) */
+    /* --live: written by the partition's worker at the end of each batch, read by main
+     * (relaxed: a progress display needs untorn values, no ordering). */
+    _Atomic int64_t recs, pos;
+    atomic_int worker;
+    int64_t prev_recs; /* main thread: recs at the previous frame, for the rate */
     struct part *next;   /* registry list, under reg_mu */
 } part_t;
 
@@ -154,6 +160,8 @@ static part_t *part_get(const char *topic, int32_t partition)
         if (p) {
             p->partition = partition;
             atomic_init(&p->end, -1);
+            atomic_init(&p->pos, -1);
+            atomic_init(&p->worker, -1);
             p->next = g.parts;
             g.parts = p;
         }
@@ -275,6 +283,11 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         w->buf.len = 0;
     }
     atomic_fetch_add(&g.bytes, bytes);
+    if (p && n > 0) {
+        atomic_fetch_add_explicit(&p->recs, n, memory_order_relaxed);
+        atomic_store_explicit(&p->pos, rec.offset + 1, memory_order_relaxed);
+        atomic_store_explicit(&p->worker, w->id, memory_order_relaxed);
+    }
     /* Counted after the write: once printed reaches COUNT, every counted line is out. */
     if (atomic_fetch_add(&g.printed, n) + n >= g.a.count && g.a.count)
         request_stop(KC_CLI_EXIT_OK);
@@ -312,7 +325,7 @@ static void usage(FILE *out)
     fprintf(out,
             "Usage: kconsume -b BROKERS [-G GROUP] -t TOPIC... [-p PARTITION]\n"
             "                [-o beginning|end|OFFSET|@MS] [-c COUNT] [-e] [-f FORMAT]\n"
-            "                [-X key=value]... [--workers N] [--stats MS[:FILE]] [--summary] [-q]\n"
+            "                [-X key=value]... [--workers N] [--stats MS[:FILE]] [--summary] [--live] [-q]\n"
             "\n"
             "Reads Kafka topics and prints their records.\n"
             "\n"
@@ -343,6 +356,8 @@ static void usage(FILE *out)
             "                         (truncated at start) or stderr\n"
             "  --summary              at exit, print records, MB, seconds, records/s and CPU\n"
             "                         seconds per million records to stderr\n"
+            "  --live                 a per-partition table on stderr, redrawn twice a second:\n"
+            "                         position, end (-e), lag, records/s, worker, progress\n"
             "  -q, --quiet            no non-fatal error messages on stderr\n"
             "  --help, --version\n"
             "\n"
@@ -527,6 +542,56 @@ static int all_at_end(void)
 
 /* ---- main ------------------------------------------------------------------------------------- */
 
+static int row_cmp(const void *a, const void *b)
+{
+    const kc_cli_live_row_t *x = a, *y = b;
+    int c = strcmp(x->topic, y->topic);
+    return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
+}
+
+/* One --live frame on stderr. On a terminal it redraws in place (cursor up over the previous
+ * frame); otherwise it prints a frame every 2 s so logs stay readable. */
+static void live_frame(uint64_t t0, int final)
+{
+    static int prev_lines, frames;
+    static uint64_t last;
+    int ansi = isatty(STDERR_FILENO);
+    if (!ansi && !final && frames++ % 4)
+        return;
+    uint64_t now = now_ns();
+    double dt = last ? (double)(now - last) / 1e9 : 0;
+    last = now;
+    kc_cli_live_row_t rows[1024];
+    size_t n = 0;
+    pthread_mutex_lock(&g.reg_mu);
+    for (part_t *p = g.parts; p && n < sizeof rows / sizeof *rows; p = p->next) {
+        if (!atomic_load(&p->assigned) && !final)
+            continue;
+        int64_t recs = atomic_load_explicit(&p->recs, memory_order_relaxed);
+        rows[n++] = (kc_cli_live_row_t){p->topic,
+                                        p->partition,
+                                        atomic_load_explicit(&p->pos, memory_order_relaxed),
+                                        atomic_load(&p->end),
+                                        recs,
+                                        dt > 0 ? (double)(recs - p->prev_recs) / dt : 0,
+                                        atomic_load_explicit(&p->worker, memory_order_relaxed)};
+        p->prev_recs = recs;
+    }
+    pthread_mutex_unlock(&g.reg_mu);
+    qsort(rows, n, sizeof *rows, row_cmp);
+    kc_cli_buf_t b = {0};
+    char up[32];
+    if (ansi && prev_lines)
+        kc_cli_buf_put(&b, up, (size_t)snprintf(up, sizeof up, "\x1b[%dA", prev_lines));
+    int lines = kc_cli_live_render(&b, rows, n, (double)(now_ns() - t0) / 1e9, ansi);
+    if (lines > 0) {
+        ssize_t wr = write(STDERR_FILENO, b.p, b.len);
+        (void)wr; /* a display: nothing to do if the terminal is gone */
+        prev_lines = lines;
+    }
+    kc_cli_buf_free(&b);
+}
+
 static void print_summary(uint64_t t0)
 {
     double secs = (double)(now_ns() - t0) / 1e9;
@@ -609,14 +674,21 @@ static int run(void)
         request_stop(KC_CLI_EXIT_RUNTIME);
     }
 
+    uint64_t next_frame = t0;
     while (atomic_load(&g.stop_code) < 0 && !g_signal) {
         nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
         if (g.a.exit_at_end && all_at_end())
             request_stop(KC_CLI_EXIT_OK);
+        if (g.a.live && now_ns() >= next_frame) {
+            live_frame(t0, 0);
+            next_frame = now_ns() + 500000000u;
+        }
     }
     int code = g_signal ? 128 + g_signal : atomic_load(&g.stop_code);
     if (shutdown_consumer() && code == KC_CLI_EXIT_OK)
         code = KC_CLI_EXIT_RUNTIME;
+    if (g.a.live)
+        live_frame(t0, 1);
     if (g.a.summary)
         print_summary(t0);
     kc_destroy(g.c);

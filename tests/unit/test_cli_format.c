@@ -6,6 +6,7 @@
 
 #include "cli/args.h"
 #include "cli/format.h"
+#include "cli/live.h"
 
 /* Fake headers: "a"="1", "nul"=null, then either the end or a malformed marker. */
 typedef struct fake_hdrs {
@@ -247,6 +248,34 @@ static void flags_bad(void **state)
     }
 }
 
+/* ---- --live table ------------------------------------------------------------------------------ */
+
+static void live_table(void **state)
+{
+    (void)state;
+    kc_cli_live_row_t rows[] = {
+        {"demo", 0, 50, 100, 50, 10.0, 1},  /* half-way */
+        {"demo", 1, -1, 40, 0, 0.0, -1},    /* nothing yet: all 40 are lag */
+        {"demo", 2, 7, -1, 7, 2.5, 0},      /* no end known: no lag, no bar */
+    };
+    kc_cli_buf_t b = {0};
+    assert_int_equal(kc_cli_live_render(&b, rows, 3, 2.0, 0), 5); /* header, 3 rows, total */
+    assert_int_equal(kc_cli_buf_put(&b, "", 1), 0);                /* NUL for strstr */
+    const char *t = b.p;
+    if (!strstr(t, "demo[0]") || !strstr(t, "[##########..........]") ||
+        !strstr(t, "[....................]") || !strstr(t, "57 records in 2.0 s, 12 records/s"))
+        fail_msg("table:\n%s", t);
+    /* row 1: 40 lag; row 0: 50 lag */
+    const char *r1 = strstr(t, "demo[1]");
+    assert_non_null(r1);
+    assert_non_null(strstr(r1, " 40 "));
+    kc_cli_buf_free(&b);
+    assert_int_equal(kc_cli_live_render(&b, rows, 1, 1.0, 1), 3);
+    assert_non_null(b.p);
+    assert_int_equal(memcmp(b.p + b.len - 4, "\x1b[K\n", 4), 0); /* ANSI: erase to line end */
+    kc_cli_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +283,7 @@ int main(void)
         cmocka_unit_test(headers),          cmocka_unit_test(compile_errors),
         cmocka_unit_test(uses_and_merging), cmocka_unit_test(buffer_growth),
         cmocka_unit_test(flags_ok),         cmocka_unit_test(flags_bad),
+        cmocka_unit_test(live_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_WORKERS = 1000, OPT_STATS, OPT_SUMMARY, OPT_HELP, OPT_VERSION };
+enum { OPT_WORKERS = 1000, OPT_STATS, OPT_SUMMARY, OPT_LIVE, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
     {"brokers", required_argument, NULL, 'b'},
@@ -25,6 +25,7 @@ static const struct option longopts[] = {
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"stats", required_argument, NULL, OPT_STATS},
     {"summary", no_argument, NULL, OPT_SUMMARY},
+    {"live", no_argument, NULL, OPT_LIVE},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -140,6 +141,7 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             break;
         }
         case OPT_SUMMARY: a->summary = 1; break;
+        case OPT_LIVE: a->live = 1; break;
         case OPT_HELP: a->help = 1; return KC_CLI_EXIT_OK;
         case OPT_VERSION: a->version = 1; return KC_CLI_EXIT_OK;
         case ':': FAIL("%s needs a value", argv[optind - 1]);

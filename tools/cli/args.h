@@ -43,6 +43,7 @@ typedef struct kc_cli_args {
     const char *stats_file; /* NULL: stderr */
     int quiet;
     int summary;
+    int live; /* --live: per-partition table on stderr */
     int help, version;
 } kc_cli_args_t;
 
