@@ -50,7 +50,7 @@ typedef struct part {
     _Atomic int64_t recs, pos;
     atomic_int worker;
     int64_t prev_recs; /* main thread: recs at the previous frame, for the rate */
-    struct part *next;   /* registry list, under reg_mu */
+    struct part *next; /* registry list, under reg_mu */
 } part_t;
 
 /* One per worker thread that ran a callback. Owner: that worker; freed by main after close. */
@@ -66,7 +66,8 @@ static struct {
     kc_consumer_t *c;
     char client_id[256];
 
-    pthread_mutex_t out_mu; /* one writer of stdout at a time: no interleaving even on partial writes */
+    pthread_mutex_t
+        out_mu; /* one writer of stdout at a time: no interleaving even on partial writes */
     int stats_fd;
 
     pthread_mutex_t reg_mu; /* parts and workers lists */
@@ -76,8 +77,8 @@ static struct {
 
     _Atomic int64_t reserved; /* -c: records claimed for printing (claim first, then print) */
     _Atomic int64_t printed;
-    _Atomic uint64_t bytes;  /* key + value bytes of printed records */
-    atomic_int stop_code;    /* -1 running; else the exit code someone asked for */
+    _Atomic uint64_t bytes; /* key + value bytes of printed records */
+    atomic_int stop_code;   /* -1 running; else the exit code someone asked for */
 } g = {.out_mu = PTHREAD_MUTEX_INITIALIZER, .reg_mu = PTHREAD_MUTEX_INITIALIZER, .stats_fd = 2};
 
 static volatile sig_atomic_t g_signal;
@@ -104,7 +105,8 @@ static void on_signal(int sig)
     g_signal = sig;
 }
 
-/* ---- output ----------------------------------------------------------------------------------- */
+/* ---- output -----------------------------------------------------------------------------------
+ */
 
 static void write_out(const char *p, size_t n)
 {
@@ -142,7 +144,8 @@ static worker_t *this_worker(void)
     return w;
 }
 
-/* ---- the partition registry ------------------------------------------------------------------- */
+/* ---- the partition registry -------------------------------------------------------------------
+ */
 
 static part_t *part_get(const char *topic, int32_t partition)
 {
@@ -170,7 +173,8 @@ static part_t *part_get(const char *topic, int32_t partition)
     return p;
 }
 
-/* ---- callbacks (workers) ---------------------------------------------------------------------- */
+/* ---- callbacks (workers) ----------------------------------------------------------------------
+ */
 
 static void on_assign(void *opaque, kc_part_t *kp)
 {
@@ -318,59 +322,63 @@ static void on_event(void *opaque, const kc_event_t *ev)
     }
 }
 
-/* ---- start-up --------------------------------------------------------------------------------- */
+/* ---- start-up ---------------------------------------------------------------------------------
+ */
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "Usage: kconsume -b BROKERS [-G GROUP] -t TOPIC... [-p PARTITION]\n"
-            "                [-o beginning|end|OFFSET|@MS] [-c COUNT] [-e] [-f FORMAT]\n"
-            "                [-X key=value]... [--workers N] [--stats MS[:FILE]] [--summary] [--live] [-q]\n"
-            "\n"
-            "Reads Kafka topics and prints their records.\n"
-            "\n"
-            "  -b, --brokers LIST     bootstrap.servers (host:port,...)\n"
-            "  -G, --group GROUP      join GROUP (group.id) and consume what it assigns; without\n"
-            "                         -G every partition of each -t topic is assigned by hand\n"
-            "  -t, --topic TOPIC      topic to read; repeat for several\n"
-            "  -p, --partition N      only partition N of each topic (not with -G)\n"
-            "  -o, --offset WHERE     start: beginning, end, an OFFSET, or @MS (first record with\n"
-            "                         timestamp >= MS ms since the epoch). Default: end without\n"
-            "                         -G; with -G the committed offset, else auto.offset.reset\n"
-            "                         (-o beginning|end set auto.offset.reset; OFFSET/@MS need no -G)\n"
-            "  -c, --count N          stop after printing N records in total\n"
-            "  -e, --exit             stop once every assigned partition reached the end (high\n"
-            "                         watermark, or last stable offset under read_committed) seen\n"
-            "                         when it was assigned\n"
-            "  -f, --format FORMAT    output per record (default '%%s\\n'):\n"
-            "                           %%t topic  %%p partition  %%o offset  %%k key  %%s value\n"
-            "                           %%h headers (name=value,...)  %%T timestamp (ms)\n"
-            "                           %%K key length  %%S value length (-1 for null)\n"
-            "                           %%w worker (0.. in order of first callback)\n"
-            "                           %%M group member id (client.id before joining)\n"
-            "                           %%n CLOCK_MONOTONIC ns when the delivering callback started\n"
-            "                           %%%% percent   \\n newline  \\t tab  \\r return  \\\\ backslash\n"
-            "  -X key=value           any configuration key below (repeatable; wins over flags)\n"
-            "  --workers N            worker.threads\n"
-            "  --stats MS[:FILE]      statistics every MS ms, one JSON object per line, to FILE\n"
-            "                         (truncated at start) or stderr\n"
-            "  --summary              at exit, print records, MB, seconds, records/s and CPU\n"
-            "                         seconds per million records to stderr\n"
-            "  --live                 a per-partition table on stderr, redrawn twice a second:\n"
-            "                         position, end (-e), lag, records/s, worker, progress\n"
-            "  -q, --quiet            no non-fatal error messages on stderr\n"
-            "  --help, --version\n"
-            "\n"
-            "With -G, offsets are committed by the library's auto-commit (enable.auto.commit)\n"
-            "and at exit; they cover only records that were printed (with -c and -e too).\n"
-            "Records of concurrent workers never interleave within a line.\n"
-            "\n"
-            "Exit codes: 0 done (-e, -c, or the output reader went away); 1 runtime error;\n"
-            "2 usage error; 3 configuration error (-X key or value, or a conflict);\n"
-            "130 / 143 stopped by SIGINT / SIGTERM (a first signal closes cleanly and commits,\n"
-            "a second one exits at once).\n"
-            "\n"
-            "Configuration keys (-X):\n");
+    fprintf(
+        out,
+        "Usage: kconsume -b BROKERS [-G GROUP] -t TOPIC... [-p PARTITION]\n"
+        "                [-o beginning|end|OFFSET|@MS] [-c COUNT] [-e] [-f FORMAT]\n"
+        "                [-X key=value]... [--workers N] [--stats MS[:FILE]] [--summary] [--live] "
+        "[-q]\n"
+        "\n"
+        "Reads Kafka topics and prints their records.\n"
+        "\n"
+        "  -b, --brokers LIST     bootstrap.servers (host:port,...)\n"
+        "  -G, --group GROUP      join GROUP (group.id) and consume what it assigns; without\n"
+        "                         -G every partition of each -t topic is assigned by hand\n"
+        "  -t, --topic TOPIC      topic to read; repeat for several\n"
+        "  -p, --partition N      only partition N of each topic (not with -G)\n"
+        "  -o, --offset WHERE     start: beginning, end, an OFFSET, or @MS (first record with\n"
+        "                         timestamp >= MS ms since the epoch). Default: end without\n"
+        "                         -G; with -G the committed offset, else auto.offset.reset\n"
+        "                         (-o beginning|end set auto.offset.reset; OFFSET/@MS need no -G)\n"
+        "  -c, --count N          stop after printing N records in total\n"
+        "  -e, --exit             stop once every assigned partition reached the end (high\n"
+        "                         watermark, or last stable offset under read_committed) seen\n"
+        "                         when it was assigned\n"
+        "  -f, --format FORMAT    output per record (default '%%s\\n'):\n"
+        "                           %%t topic  %%p partition  %%o offset  %%k key  %%s value\n"
+        "                           %%h headers (name=value,...)  %%T timestamp (ms)\n"
+        "                           %%K key length  %%S value length (-1 for null)\n"
+        "                           %%w worker (0.. in order of first callback)\n"
+        "                           %%M group member id (client.id before joining)\n"
+        "                           %%n CLOCK_MONOTONIC ns when the delivering callback started\n"
+        "                           %%%% percent   \\n newline  \\t tab  \\r return  \\\\ "
+        "backslash\n"
+        "  -X key=value           any configuration key below (repeatable; wins over flags)\n"
+        "  --workers N            worker.threads\n"
+        "  --stats MS[:FILE]      statistics every MS ms, one JSON object per line, to FILE\n"
+        "                         (truncated at start) or stderr\n"
+        "  --summary              at exit, print records, MB, seconds, records/s and CPU\n"
+        "                         seconds per million records to stderr\n"
+        "  --live                 a per-partition table on stderr, redrawn twice a second:\n"
+        "                         position, end (-e), lag, records/s, worker, progress\n"
+        "  -q, --quiet            no non-fatal error messages on stderr\n"
+        "  --help, --version\n"
+        "\n"
+        "With -G, offsets are committed by the library's auto-commit (enable.auto.commit)\n"
+        "and at exit; they cover only records that were printed (with -c and -e too).\n"
+        "Records of concurrent workers never interleave within a line.\n"
+        "\n"
+        "Exit codes: 0 done (-e, -c, or the output reader went away); 1 runtime error;\n"
+        "2 usage error; 3 configuration error (-X key or value, or a conflict);\n"
+        "130 / 143 stopped by SIGINT / SIGTERM (a first signal closes cleanly and commits,\n"
+        "a second one exits at once).\n"
+        "\n"
+        "Configuration keys (-X):\n");
 }
 
 static int conf_set(kc_conf_t *conf, const char *key, const char *value, const char *flag)
@@ -432,13 +440,17 @@ static int build_conf(kc_conf_t *conf)
 static int64_t start_offset(void)
 {
     switch (g.a.start) {
-    case KC_CLI_START_BEGINNING: return KC_OFFSET_BEGINNING;
-    case KC_CLI_START_OFFSET: return g.a.start_value;
-    default: return KC_OFFSET_END; /* default and end; @MS seeks in on_assign from there */
+    case KC_CLI_START_BEGINNING:
+        return KC_OFFSET_BEGINNING;
+    case KC_CLI_START_OFFSET:
+        return g.a.start_value;
+    default:
+        return KC_OFFSET_END; /* default and end; @MS seeks in on_assign from there */
     }
 }
 
-/* ---- -e: the main thread's end checks --------------------------------------------------------- */
+/* ---- -e: the main thread's end checks ---------------------------------------------------------
+ */
 
 /* Asks p's watermarks (blocking: main thread only, never a callback) and sets its end mark. A
  * partition with nothing to read, or whose start is at or past the end, is done at once: no
@@ -506,7 +518,6 @@ static int assign_all(void)
     return 0;
 }
 
-
 /* Returns 1 when every assigned partition is done and at least one is assigned. Asks the
  * watermarks of newly assigned partitions (blocking, so here on the main thread and never in a
  * callback). */
@@ -540,7 +551,8 @@ static int all_at_end(void)
     return assigned > 0 && done == assigned;
 }
 
-/* ---- main ------------------------------------------------------------------------------------- */
+/* ---- main -------------------------------------------------------------------------------------
+ */
 
 static int row_cmp(const void *a, const void *b)
 {
@@ -722,7 +734,8 @@ int main(int argc, char **argv)
         return KC_CLI_EXIT_USAGE;
     }
     if (g.a.stats_file) {
-        g.stats_fd = open(g.a.stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        g.stats_fd =
+            open(g.a.stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
         if (g.stats_fd < 0) {
             fprintf(stderr, "kconsume: --stats: cannot open '%s': %s\n", g.a.stats_file,
                     strerror(errno));

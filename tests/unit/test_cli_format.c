@@ -115,8 +115,8 @@ static void compile_errors(void **state)
     static const struct {
         const char *spec, *needle;
     } bad[] = {
-        {"%x", "'%x'"}, {"abc%", "at the end"}, {"\\q", "'\\q'"}, {"ok\\", "at the end"},
-        {"%s %Z", "position 4"},
+        {"%x", "'%x'"},         {"abc%", "at the end"},  {"\\q", "'\\q'"},
+        {"ok\\", "at the end"}, {"%s %Z", "position 4"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         kc_cli_fmt_t f;
@@ -167,7 +167,8 @@ static void buffer_growth(void **state)
     kc_cli_fmt_free(&f);
 }
 
-/* ---- flags ------------------------------------------------------------------------------------ */
+/* ---- flags ------------------------------------------------------------------------------------
+ */
 
 static int parse(kc_cli_args_t *a, char *why, const char *const *argv_in)
 {
@@ -186,10 +187,11 @@ static void flags_ok(void **state)
     (void)state;
     kc_cli_args_t a;
     char why[256];
-    const char *argv[] = {"kconsume", "-b",          "h:1",     "-t", "x",     "-t",
-                          "y",        "-p",          "3",       "-o", "@1700", "-c",
-                          "10",       "-e",          "-X",      "a.b=c=d", "--workers", "4",
-                          "--stats",  "500:/t/s:1.jsonl", "-q", NULL};
+    const char *argv[] = {"kconsume", "-b",        "h:1", "-t",      "x",
+                          "-t",       "y",         "-p",  "3",       "-o",
+                          "@1700",    "-c",        "10",  "-e",      "-X",
+                          "a.b=c=d",  "--workers", "4",   "--stats", "500:/t/s:1.jsonl",
+                          "-q",       NULL};
     assert_int_equal(parse(&a, why, argv), KC_CLI_EXIT_OK);
     assert_string_equal(a.brokers, "h:1");
     assert_int_equal(a.n_topics, 2);
@@ -248,19 +250,20 @@ static void flags_bad(void **state)
     }
 }
 
-/* ---- --live table ------------------------------------------------------------------------------ */
+/* ---- --live table ------------------------------------------------------------------------------
+ */
 
 static void live_table(void **state)
 {
     (void)state;
     kc_cli_live_row_t rows[] = {
-        {"demo", 0, 50, 100, 50, 10.0, 1},  /* half-way */
-        {"demo", 1, -1, 40, 0, 0.0, -1},    /* nothing yet: all 40 are lag */
-        {"demo", 2, 7, -1, 7, 2.5, 0},      /* no end known: no lag, no bar */
+        {"demo", 0, 50, 100, 50, 10.0, 1}, /* half-way */
+        {"demo", 1, -1, 40, 0, 0.0, -1},   /* nothing yet: all 40 are lag */
+        {"demo", 2, 7, -1, 7, 2.5, 0},     /* no end known: no lag, no bar */
     };
     kc_cli_buf_t b = {0};
     assert_int_equal(kc_cli_live_render(&b, rows, 3, 2.0, 0), 5); /* header, 3 rows, total */
-    assert_int_equal(kc_cli_buf_put(&b, "", 1), 0);                /* NUL for strstr */
+    assert_int_equal(kc_cli_buf_put(&b, "", 1), 0);               /* NUL for strstr */
     const char *t = b.p;
     if (!strstr(t, "demo[0]") || !strstr(t, "[##########..........]") ||
         !strstr(t, "[....................]") || !strstr(t, "57 records in 2.0 s, 12 records/s"))

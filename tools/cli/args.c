@@ -89,8 +89,12 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
     opterr = 0; /* our messages, not getopt's */
     while ((c = getopt_long(argc, argv, ":b:G:t:p:o:c:ef:X:q", longopts, NULL)) != -1) {
         switch (c) {
-        case 'b': a->brokers = optarg; break;
-        case 'G': a->group = optarg; break;
+        case 'b':
+            a->brokers = optarg;
+            break;
+        case 'G':
+            a->group = optarg;
+            break;
         case 't':
             if (!*optarg)
                 FAIL("-t: empty topic name");
@@ -110,15 +114,21 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             if (parse_i64(optarg, 1, INT64_MAX, &a->count))
                 FAIL("-c %s: expected a record count >= 1", optarg);
             break;
-        case 'e': a->exit_at_end = 1; break;
-        case 'f': a->format = optarg; break;
+        case 'e':
+            a->exit_at_end = 1;
+            break;
+        case 'f':
+            a->format = optarg;
+            break;
         case 'X':
             if (!strchr(optarg, '=') || optarg[0] == '=')
                 FAIL("-X %s: expected key=value (e.g. -X fetch.max.wait.ms=100)", optarg);
             if (push(&a->conf, &a->n_conf, optarg))
                 FAIL("out of memory");
             break;
-        case 'q': a->quiet = 1; break;
+        case 'q':
+            a->quiet = 1;
+            break;
         case OPT_WORKERS:
             if (parse_i64(optarg, 1, 1024, &v))
                 FAIL("--workers %s: expected a thread count from 1 to 1024", optarg);
@@ -140,11 +150,20 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             a->stats_file = colon ? colon + 1 : NULL;
             break;
         }
-        case OPT_SUMMARY: a->summary = 1; break;
-        case OPT_LIVE: a->live = 1; break;
-        case OPT_HELP: a->help = 1; return KC_CLI_EXIT_OK;
-        case OPT_VERSION: a->version = 1; return KC_CLI_EXIT_OK;
-        case ':': FAIL("%s needs a value", argv[optind - 1]);
+        case OPT_SUMMARY:
+            a->summary = 1;
+            break;
+        case OPT_LIVE:
+            a->live = 1;
+            break;
+        case OPT_HELP:
+            a->help = 1;
+            return KC_CLI_EXIT_OK;
+        case OPT_VERSION:
+            a->version = 1;
+            return KC_CLI_EXIT_OK;
+        case ':':
+            FAIL("%s needs a value", argv[optind - 1]);
         default:
             if (optopt && optopt < 256)
                 FAIL("unknown option '-%c'", optopt);

@@ -38,8 +38,8 @@ typedef struct kc_cli_args {
     const char *format;
     const char **conf; /* "key=value" argv pointers, n_conf of them, in order */
     size_t n_conf;
-    int workers;       /* 0: library default */
-    int64_t stats_ms;  /* 0: no stats */
+    int workers;            /* 0: library default */
+    int64_t stats_ms;       /* 0: no stats */
     const char *stats_file; /* NULL: stderr */
     int quiet;
     int summary;

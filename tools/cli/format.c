@@ -12,19 +12,32 @@
 static kc_cli_op_t op_of(char c)
 {
     switch (c) {
-    case 't': return KC_CLI_TOPIC;
-    case 'p': return KC_CLI_PARTITION;
-    case 'o': return KC_CLI_OFFSET;
-    case 'k': return KC_CLI_KEY;
-    case 's': return KC_CLI_VALUE;
-    case 'h': return KC_CLI_HEADERS;
-    case 'T': return KC_CLI_TIMESTAMP;
-    case 'K': return KC_CLI_KEY_LEN;
-    case 'S': return KC_CLI_VALUE_LEN;
-    case 'w': return KC_CLI_WORKER;
-    case 'M': return KC_CLI_MEMBER;
-    case 'n': return KC_CLI_CB_NS;
-    default: return KC_CLI_LIT; /* "not a conversion" */
+    case 't':
+        return KC_CLI_TOPIC;
+    case 'p':
+        return KC_CLI_PARTITION;
+    case 'o':
+        return KC_CLI_OFFSET;
+    case 'k':
+        return KC_CLI_KEY;
+    case 's':
+        return KC_CLI_VALUE;
+    case 'h':
+        return KC_CLI_HEADERS;
+    case 'T':
+        return KC_CLI_TIMESTAMP;
+    case 'K':
+        return KC_CLI_KEY_LEN;
+    case 'S':
+        return KC_CLI_VALUE_LEN;
+    case 'w':
+        return KC_CLI_WORKER;
+    case 'M':
+        return KC_CLI_MEMBER;
+    case 'n':
+        return KC_CLI_CB_NS;
+    default:
+        return KC_CLI_LIT; /* "not a conversion" */
     }
 }
 
@@ -58,8 +71,8 @@ int kc_cli_fmt_compile(kc_cli_fmt_t *f, const char *spec, char *why, size_t why_
         char c = spec[i];
         if (c == '%') {
             if (i + 1 == len) {
-                snprintf(why, why_len, "'%%' at the end (position %zu): write %%%% for a percent sign",
-                         i + 1);
+                snprintf(why, why_len,
+                         "'%%' at the end (position %zu): write %%%% for a percent sign", i + 1);
                 goto fail;
             }
             char d = spec[++i];
@@ -69,10 +82,11 @@ int kc_cli_fmt_compile(kc_cli_fmt_t *f, const char *spec, char *why, size_t why_
             }
             kc_cli_op_t op = op_of(d);
             if (op == KC_CLI_LIT) {
-                snprintf(why, why_len,
-                         "unknown conversion '%%%c' at position %zu (known: %%t %%p %%o %%k %%s %%h "
-                         "%%T %%K %%S %%w %%M %%n %%%%)",
-                         d, i);
+                snprintf(
+                    why, why_len,
+                    "unknown conversion '%%%c' at position %zu (known: %%t %%p %%o %%k %%s %%h "
+                    "%%T %%K %%S %%w %%M %%n %%%%)",
+                    d, i);
                 goto fail;
             }
             f->pieces[f->n++] = (kc_cli_piece_t){op, 0, 0};
@@ -168,20 +182,47 @@ int kc_cli_fmt_render(const kc_cli_fmt_t *f, const kc_cli_rec_t *r, kc_cli_buf_t
     for (size_t i = 0; i < f->n && rc == 0; i++) {
         const kc_cli_piece_t *pc = &f->pieces[i];
         switch (pc->op) {
-        case KC_CLI_LIT: rc = kc_cli_buf_put(b, f->lit + pc->lit_off, pc->lit_len); break;
-        case KC_CLI_TOPIC: rc = kc_cli_buf_put(b, r->topic, strlen(r->topic)); break;
-        case KC_CLI_PARTITION: rc = put_i64(b, r->partition); break;
-        case KC_CLI_OFFSET: rc = put_i64(b, r->offset); break;
-        case KC_CLI_KEY: rc = r->key ? kc_cli_buf_put(b, r->key, r->key_len) : 0; break;
-        case KC_CLI_VALUE: rc = r->value ? kc_cli_buf_put(b, r->value, r->value_len) : 0; break;
-        case KC_CLI_HEADERS: rc = put_headers(r, b); break;
-        case KC_CLI_TIMESTAMP: rc = put_i64(b, r->timestamp); break;
-        case KC_CLI_KEY_LEN: rc = put_i64(b, r->key ? (int64_t)r->key_len : -1); break;
-        case KC_CLI_VALUE_LEN: rc = put_i64(b, r->value ? (int64_t)r->value_len : -1); break;
-        case KC_CLI_WORKER: rc = put_i64(b, r->worker); break;
-        case KC_CLI_MEMBER: rc = kc_cli_buf_put(b, r->member, strlen(r->member)); break;
-        case KC_CLI_CB_NS: rc = put_i64(b, (int64_t)r->cb_start_ns); break;
-        case KC_CLI_OP_COUNT: break;
+        case KC_CLI_LIT:
+            rc = kc_cli_buf_put(b, f->lit + pc->lit_off, pc->lit_len);
+            break;
+        case KC_CLI_TOPIC:
+            rc = kc_cli_buf_put(b, r->topic, strlen(r->topic));
+            break;
+        case KC_CLI_PARTITION:
+            rc = put_i64(b, r->partition);
+            break;
+        case KC_CLI_OFFSET:
+            rc = put_i64(b, r->offset);
+            break;
+        case KC_CLI_KEY:
+            rc = r->key ? kc_cli_buf_put(b, r->key, r->key_len) : 0;
+            break;
+        case KC_CLI_VALUE:
+            rc = r->value ? kc_cli_buf_put(b, r->value, r->value_len) : 0;
+            break;
+        case KC_CLI_HEADERS:
+            rc = put_headers(r, b);
+            break;
+        case KC_CLI_TIMESTAMP:
+            rc = put_i64(b, r->timestamp);
+            break;
+        case KC_CLI_KEY_LEN:
+            rc = put_i64(b, r->key ? (int64_t)r->key_len : -1);
+            break;
+        case KC_CLI_VALUE_LEN:
+            rc = put_i64(b, r->value ? (int64_t)r->value_len : -1);
+            break;
+        case KC_CLI_WORKER:
+            rc = put_i64(b, r->worker);
+            break;
+        case KC_CLI_MEMBER:
+            rc = kc_cli_buf_put(b, r->member, strlen(r->member));
+            break;
+        case KC_CLI_CB_NS:
+            rc = put_i64(b, (int64_t)r->cb_start_ns);
+            break;
+        case KC_CLI_OP_COUNT:
+            break;
         }
     }
     if (rc)

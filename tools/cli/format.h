@@ -38,8 +38,8 @@ typedef struct kc_cli_piece {
 typedef struct kc_cli_fmt {
     kc_cli_piece_t *pieces;
     size_t n;
-    char *lit;       /* all literal text, escapes resolved */
-    unsigned uses;   /* bit (1u << op) for each op present */
+    char *lit;     /* all literal text, escapes resolved */
+    unsigned uses; /* bit (1u << op) for each op present */
 } kc_cli_fmt_t;
 
 /* Header iteration as kc_record_header_next does it: 0 next header, 1 no more, -1 malformed. */
