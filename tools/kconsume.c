@@ -66,8 +66,8 @@ static struct {
     kc_consumer_t *c;
     char client_id[256];
 
-    pthread_mutex_t
-        out_mu; /* one writer of stdout at a time: no interleaving even on partial writes */
+    /* One writer of stdout at a time: no interleaving, even across partial writes. */
+    pthread_mutex_t out_mu;
     int stats_fd;
 
     pthread_mutex_t reg_mu; /* parts and workers lists */
@@ -105,8 +105,7 @@ static void on_signal(int sig)
     g_signal = sig;
 }
 
-/* ---- output -----------------------------------------------------------------------------------
- */
+/* ---- output ---------------------------------------------------------------------------------- */
 
 static void write_out(const char *p, size_t n)
 {
@@ -117,9 +116,10 @@ static void write_out(const char *p, size_t n)
             continue;
         if (w < 0) {
             /* EPIPE: the reader left (| head): a normal way to stop, not an error. */
-            if (errno != EPIPE)
-                fprintf(stderr, "kconsume: writing the output: %s\n", strerror(errno));
-            request_stop(errno == EPIPE ? KC_CLI_EXIT_OK : KC_CLI_EXIT_RUNTIME);
+            int e = errno;
+            if (e != EPIPE)
+                fprintf(stderr, "kconsume: writing the output: %s\n", strerror(e));
+            request_stop(e == EPIPE ? KC_CLI_EXIT_OK : KC_CLI_EXIT_RUNTIME);
             break;
         }
         p += w;
@@ -144,8 +144,7 @@ static worker_t *this_worker(void)
     return w;
 }
 
-/* ---- the partition registry -------------------------------------------------------------------
- */
+/* ---- the partition registry ------------------------------------------------------------------ */
 
 static part_t *part_get(const char *topic, int32_t partition)
 {
@@ -173,8 +172,7 @@ static part_t *part_get(const char *topic, int32_t partition)
     return p;
 }
 
-/* ---- callbacks (workers) ----------------------------------------------------------------------
- */
+/* ---- callbacks (workers) --------------------------------------------------------------------- */
 
 static void on_assign(void *opaque, kc_part_t *kp)
 {
@@ -218,7 +216,8 @@ static int hdr_next(const void *src, size_t *cursor, const char **name, size_t *
  * but not printed must not count as delivered. kc_seek from on_records ends the current view. */
 static kc_cb_result_t stop_before(kc_part_t *kp, int64_t next)
 {
-    (void)kc_seek(g.c, kp->topic, kp->partition, KC_SEEK_OFFSET, next, NULL);
+    if (g.a.group) /* only commits care, and without -G nothing is committed */
+        (void)kc_seek(g.c, kp->topic, kp->partition, KC_SEEK_OFFSET, next, NULL);
     return KC_CB_PAUSE;
 }
 
@@ -322,8 +321,7 @@ static void on_event(void *opaque, const kc_event_t *ev)
     }
 }
 
-/* ---- start-up ---------------------------------------------------------------------------------
- */
+/* ---- start-up -------------------------------------------------------------------------------- */
 
 static void usage(FILE *out)
 {
@@ -449,8 +447,7 @@ static int64_t start_offset(void)
     }
 }
 
-/* ---- -e: the main thread's end checks ---------------------------------------------------------
- */
+/* ---- -e: the main thread's end checks -------------------------------------------------------- */
 
 /* Asks p's watermarks (blocking: main thread only, never a callback) and sets its end mark. A
  * partition with nothing to read, or whose start is at or past the end, is done at once: no
@@ -551,8 +548,7 @@ static int all_at_end(void)
     return assigned > 0 && done == assigned;
 }
 
-/* ---- main -------------------------------------------------------------------------------------
- */
+/* ---- main ------------------------------------------------------------------------------------ */
 
 static int row_cmp(const void *a, const void *b)
 {
