@@ -155,8 +155,10 @@ static void op_again(coord_op_t *op, int rediscover, const char *why)
     if (kc_retry_next(&op->retry, now, &at, &err) != KC_OK) {
         kc_error_t out;
         if (op->last.code == KC_ERR_BROKER)
-            kc_fail_kafka(&out, op->last.kafka_code, "group %s: coordinator did not settle before "
-                          "the deadline (last: %s)", op->group, why);
+            kc_fail_kafka(&out, op->last.kafka_code,
+                          "group %s: coordinator did not settle before "
+                          "the deadline (last: %s)",
+                          op->group, why);
         else
             kc_fail(&out, KC_ERR_TIMEOUT, "group %s: no answer before the deadline (last: %s)",
                     op->group, why);
@@ -182,8 +184,8 @@ static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_find_coordinator_request_encode(&m, version, out, &err);
 }
 
-static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     coord_op_t *op = opaque;
@@ -215,10 +217,9 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
             coord_entry_t *ce = cache_get(coord(op->e), op->group);
             if (ce) {
                 int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
-                snprintf(ce->addr, sizeof ce->addr, memchr(k->host.ptr, ':', (size_t)hl)
-                                                        ? "[%.*s]:%d"
-                                                        : "%.*s:%d",
-                         hl, (const char *)k->host.ptr, k->port);
+                snprintf(ce->addr, sizeof ce->addr,
+                         memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
+                         (const char *)k->host.ptr, k->port);
                 ce->node_id = k->node_id;
                 ce->valid = 1;
             }
@@ -245,9 +246,9 @@ static kc_err_t oc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
         if (!ce)
             return KC_ERR_NOMEM;
         for (size_t i = 0; i < op->n; i++)
-            ce[i] = (kc_commit_entry_t){op->ents[i].topic, {0}, op->ents[i].partition,
-                                        op->ents[i].offset, op->ents[i].leader_epoch,
-                                        op->ents[i].metadata};
+            ce[i] = (kc_commit_entry_t){op->ents[i].topic,        {0},
+                                        op->ents[i].partition,    op->ents[i].offset,
+                                        op->ents[i].leader_epoch, op->ents[i].metadata};
         kc_commit_identity_t who = {op->group, op->member_id, op->generation, op->instance_id};
         kc_commit_req_t req;
         kc_offset_commit_request_t m;
@@ -276,8 +277,7 @@ static kc_err_t oc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
             }
             kc_offset_fetch_request_t m;
             kc_offset_fetch_request_init(&m);
-            kc_offset_fetch_request_group_t g = {kc_str(op->group), KC_STR_NULL, -1,
-                                                 {nt + 1, ts}};
+            kc_offset_fetch_request_group_t g = {kc_str(op->group), KC_STR_NULL, -1, {nt + 1, ts}};
             m.groups.count = 1;
             m.groups.items = &g;
             m.require_stable = true;
@@ -300,8 +300,8 @@ static kc_engine_offset_t *find_ent(coord_op_t *op, const kc_str_t *topic, int32
     return NULL;
 }
 
-static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     coord_op_t *op = opaque;
@@ -332,7 +332,8 @@ static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                 for (int32_t j = 0; j < m.topics.items[t].partitions.count; j++) {
                     const kc_offset_commit_response_partition_t *p =
                         &m.topics.items[t].partitions.items[j];
-                    kc_engine_offset_t *x = find_ent(op, &m.topics.items[t].name, p->partition_index);
+                    kc_engine_offset_t *x =
+                        find_ent(op, &m.topics.items[t].name, p->partition_index);
                     if (x)
                         x->error = p->error_code;
                 }
@@ -348,7 +349,8 @@ static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                 for (int32_t j = 0; j < g->topics.items[t].partitions.count; j++) {
                     const kc_offset_fetch_response_partitions_t *p =
                         &g->topics.items[t].partitions.items[j];
-                    kc_engine_offset_t *x = find_ent(op, &g->topics.items[t].name, p->partition_index);
+                    kc_engine_offset_t *x =
+                        find_ent(op, &g->topics.items[t].name, p->partition_index);
                     if (x) {
                         x->error = p->error_code;
                         x->offset = p->committed_offset;
@@ -404,18 +406,21 @@ static void op_step(coord_op_t *op)
     kc_conn_req_spec_t spec;
     if (!ce->valid) {
         conn = kc_eng_any_conn(e);
-        spec = (kc_conn_req_spec_t){KC_FIND_COORDINATOR_REQUEST_API_KEY, 4,
-                                    KC_FIND_COORDINATOR_REQUEST_MAX_VERSION, fc_encode, fc_done,
+        spec = (kc_conn_req_spec_t){KC_FIND_COORDINATOR_REQUEST_API_KEY,
+                                    4,
+                                    KC_FIND_COORDINATOR_REQUEST_MAX_VERSION,
+                                    fc_encode,
+                                    fc_done,
                                     op};
         c->st.find_coordinator++;
     } else {
         conn = conn_for(e, ce->addr);
         if (op->kind == OP_COMMIT)
-            spec = (kc_conn_req_spec_t){KC_OFFSET_COMMIT_REQUEST_API_KEY, 2, 9, oc_encode,
-                                        oc_done, op};
+            spec = (kc_conn_req_spec_t){
+                KC_OFFSET_COMMIT_REQUEST_API_KEY, 2, 9, oc_encode, oc_done, op};
         else
-            spec = (kc_conn_req_spec_t){KC_OFFSET_FETCH_REQUEST_API_KEY, 8, 9, oc_encode, oc_done,
-                                        op};
+            spec =
+                (kc_conn_req_spec_t){KC_OFFSET_FETCH_REQUEST_API_KEY, 8, 9, oc_encode, oc_done, op};
     }
     if (!conn || kc_conn_send(conn, &spec, &err) != KC_OK) {
         op_again(op, ce->valid, "no connection");

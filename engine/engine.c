@@ -61,8 +61,8 @@ kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_
     }
     e->fset = (kc_fetch_settings_t){conf->fetch_max_wait_ms, conf->fetch_min_bytes,
                                     conf->fetch_max_bytes, conf->isolation_level, e->rack};
-    kc_fetch_plan_conf_t pc = {{conf->auto_offset_reset, conf->isolation_level == 1, e->rack != NULL,
-                                conf->metadata_max_age_ms, conf->retry_backoff_ms,
+    kc_fetch_plan_conf_t pc = {{conf->auto_offset_reset, conf->isolation_level == 1,
+                                e->rack != NULL, conf->metadata_max_age_ms, conf->retry_backoff_ms,
                                 conf->retry_backoff_max_ms},
                                60000};
     kc_fetch_plan_init(&e->plan, &pc);
@@ -150,8 +150,7 @@ void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err)
 {
     kc_log(KC_LOG_WARN, "engine", "%s", err->msg);
     if (e->sink.error)
-        e->sink.error(e->sink.opaque, e->info[i].user, e->info[i].topic, e->info[i].partition,
-                      err);
+        e->sink.error(e->sink.opaque, e->info[i].user, e->info[i].topic, e->info[i].partition, err);
 }
 
 void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev)
@@ -294,8 +293,8 @@ kc_err_t kc_engine_remove(kc_engine_t *e, const char *topic, int32_t partition, 
     return KC_OK;
 }
 
-kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition,
-                        kc_engine_seek_t kind, int64_t value, kc_error_t *err)
+kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc_engine_seek_t kind,
+                        int64_t value, kc_error_t *err)
 {
     ssize_t i = kc_eng_find_part(e, topic, partition);
     if (i < 0)
@@ -354,9 +353,9 @@ kc_err_t kc_engine_part_stats(const kc_engine_t *e, const char *topic, int32_t p
     if (i < 0)
         return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
     const kc_partition_t *p = &e->parts[i];
-    *out = (kc_engine_part_stats_t){p->position,       e->info[i].committed, p->high_watermark,
-                                    p->last_stable_offset, p->lag,           p->leader_id,
-                                    p->state};
+    *out = (kc_engine_part_stats_t){
+        p->position, e->info[i].committed, p->high_watermark, p->last_stable_offset,
+        p->lag,      p->leader_id,         p->state};
     return KC_OK;
 }
 

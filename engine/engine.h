@@ -94,12 +94,26 @@ typedef enum kc_engine_seek {
     KC_ENGINE_SEEK_END,
     KC_ENGINE_SEEK_TIMESTAMP,
 } kc_engine_seek_t;
-kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition,
-                        kc_engine_seek_t kind, int64_t value, kc_error_t *err);
+kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc_engine_seek_t kind,
+                        int64_t value, kc_error_t *err);
 kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, int paused,
                          kc_error_t *err);
 /* Call when backpressure lifted (the runtime drained): re-plans fetches. */
 void kc_engine_wake(kc_engine_t *e);
+
+/* ---- metadata changes ---------------------------------------------------------------------- */
+
+/* What changed in the cluster, for the modules above the engine (group assignors re-balance on a
+ * partition count change). Called on the network thread, after the engine applied the change. */
+typedef enum kc_engine_md_change {
+    KC_ENGINE_MD_PARTITION_COUNT = 1, /* `topic` now has `value` partitions */
+    KC_ENGINE_MD_BROKER_ADDRESS = 2,  /* broker `value` moved to a new host:port */
+} kc_engine_md_change_t;
+typedef void (*kc_engine_md_cb)(void *opaque, kc_engine_md_change_t what, const char *topic,
+                                int32_t value);
+void kc_engine_on_metadata_change(kc_engine_t *e, kc_engine_md_cb cb, void *opaque);
+/* Partition count of a topic from the cache, -1 when unknown. */
+int32_t kc_engine_topic_partitions(const kc_engine_t *e, const char *topic);
 
 /* ---- stats --------------------------------------------------------------------------------- */
 

@@ -82,6 +82,8 @@ struct kc_engine {
     uint32_t gen;
     kc_engine_stats_t stats;
     struct kc_coord *coord; /* coordinator.c */
+    kc_engine_md_cb md_cb;
+    void *md_cb_opaque;
 };
 
 /* engine.c */

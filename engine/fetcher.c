@@ -64,8 +64,7 @@ static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec)
             } else {
                 /* No usable range in the header: skip one offset so the partition moves. */
                 kc_fail(&err, KC_ERR_MALFORMED,
-                        "%s[%d]: unreadable batch header at offset %" PRId64
-                        "; skipped one offset",
+                        "%s[%d]: unreadable batch header at offset %" PRId64 "; skipped one offset",
                         in->topic, in->partition, p->position);
                 p->position++;
             }
@@ -121,7 +120,8 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
     }
     b->st.fetch_responses++;
     kc_session_resp_t sr = kc_fetch_codec_session_resp(&m);
-    kc_session_outcome_t o = kc_fetch_plan_on_response(&e->plan, b->id, &sr, m.throttle_time_ms, now);
+    kc_session_outcome_t o =
+        kc_fetch_plan_on_response(&e->plan, b->id, &sr, m.throttle_time_ms, now);
     kc_fetcher_t *f = kc_fetch_plan_find(&e->plan, b->id);
     if (f) {
         b->st.fetch_session_id = f->session.stats.session_id;
@@ -154,8 +154,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
                 continue;
             }
             const kc_session_part_t *held = kc_session_held(&f->session, &pr.tp);
-            if (!held ||
-                !kc_fetch_plan_accepts(p, b->id, held->fetch_offset, &e->plan.conf, now)) {
+            if (!held || !kc_fetch_plan_accepts(p, b->id, held->fetch_offset, &e->plan.conf, now)) {
                 e->stats.stale_dropped++;
                 continue;
             }
@@ -189,8 +188,12 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
     }
     b->fetch_close = s->req.close;
     b->fetch_epoch = s->req.epoch;
-    kc_conn_req_spec_t spec = {KC_FETCH_REQUEST_API_KEY, KC_FETCH_CODEC_MIN_VERSION,
-                               KC_FETCH_REQUEST_MAX_VERSION, fetch_encode, fetch_done, b};
+    kc_conn_req_spec_t spec = {KC_FETCH_REQUEST_API_KEY,
+                               KC_FETCH_CODEC_MIN_VERSION,
+                               KC_FETCH_REQUEST_MAX_VERSION,
+                               fetch_encode,
+                               fetch_done,
+                               b};
     if (kc_conn_send(c, &spec, &err) != KC_OK) {
         kc_fetch_plan_on_failure(&e->plan, id, now);
         return;

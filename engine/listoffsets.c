@@ -22,9 +22,9 @@ typedef struct lo_ent {
     char *topic; /* borrowed from the pinfo at build time, copied: the partition may go */
     int32_t partition;
     uint32_t gen;
-    int64_t ts;           /* ListOffsets timestamp */
-    int32_t cur_epoch;    /* current leader epoch */
-    int32_t pos_epoch;    /* validation: our position's epoch */
+    int64_t ts;        /* ListOffsets timestamp */
+    int32_t cur_epoch; /* current leader epoch */
+    int32_t pos_epoch; /* validation: our position's epoch */
 } lo_ent_t;
 
 typedef struct lo_req {
@@ -151,8 +151,8 @@ static const lo_ent_t *match(const lo_req_t *q, const char *topic, size_t tlen, 
     return NULL;
 }
 
-static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     lo_req_t *q = opaque;
@@ -220,8 +220,8 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
             kc_offset_for_leader_epoch_response_t m;
             if (kc_offset_for_leader_epoch_response_decode(&m, version, &r, &a, &err) == KC_OK) {
                 for (int32_t t = 0; t < m.topics.count; t++) {
-                    const kc_offset_for_leader_epoch_response_offset_for_leader_topic_result_t
-                        *rt = &m.topics.items[t];
+                    const kc_offset_for_leader_epoch_response_offset_for_leader_topic_result_t *rt =
+                        &m.topics.items[t];
                     for (int32_t j = 0; j < rt->partitions.count; j++) {
                         const kc_offset_for_leader_epoch_response_epoch_end_offset_t *rp =
                             &rt->partitions.items[j];
@@ -302,12 +302,19 @@ static void send_for(kc_engine_t *e, int32_t broker, int validate, int64_t now)
     qsort(q->ent, q->n, sizeof q->ent[0], ent_cmp);
     kc_conn_req_spec_t spec;
     if (validate)
-        spec = (kc_conn_req_spec_t){KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_API_KEY, 2,
-                                    KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_MAX_VERSION, lo_encode,
-                                    lo_done, q};
+        spec = (kc_conn_req_spec_t){KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_API_KEY,
+                                    2,
+                                    KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_MAX_VERSION,
+                                    lo_encode,
+                                    lo_done,
+                                    q};
     else
-        spec = (kc_conn_req_spec_t){KC_LIST_OFFSETS_REQUEST_API_KEY, 1,
-                                    KC_LIST_OFFSETS_REQUEST_MAX_VERSION, lo_encode, lo_done, q};
+        spec = (kc_conn_req_spec_t){KC_LIST_OFFSETS_REQUEST_API_KEY,
+                                    1,
+                                    KC_LIST_OFFSETS_REQUEST_MAX_VERSION,
+                                    lo_encode,
+                                    lo_done,
+                                    q};
     kc_error_t err;
     if (kc_conn_send(c, &spec, &err) != KC_OK) {
         req_free(q);

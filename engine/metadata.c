@@ -115,7 +115,8 @@ static int topic_store(kc_engine_t *e, const kc_metadata_response_topic_t *rt, c
         changed = 1;
     }
     if (n != t->n_parts) {
-        if (t->n_parts)
+        int report = t->n_parts != 0;
+        if (report)
             kc_log(KC_LOG_INFO, "metadata", "topic %s: %d -> %d partitions", name, t->n_parts, n);
         int32_t *l = realloc(t->leader, (size_t)(n ? n : 1) * sizeof *l);
         if (!l)
@@ -129,6 +130,8 @@ static int topic_store(kc_engine_t *e, const kc_metadata_response_topic_t *rt, c
             t->leader[i] = KC_NO_BROKER, t->epoch[i] = KC_NO_EPOCH;
         t->n_parts = n;
         changed = 1;
+        if (report && e->md_cb)
+            e->md_cb(e->md_cb_opaque, KC_ENGINE_MD_PARTITION_COUNT, name, n);
     }
     for (int32_t i = 0; i < n; i++) {
         const kc_metadata_response_partition_t *rp = &rt->partitions.items[i];
@@ -174,8 +177,8 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i)
         e->md_wanted = 1;
 }
 
-static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     kc_engine_t *e = opaque;
@@ -206,8 +209,11 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         size_t hl = b->host.len > 0 && (size_t)b->host.len < sizeof host ? (size_t)b->host.len : 0;
         memcpy(host, b->host.ptr, hl);
         host[hl] = '\0';
-        if (kc_eng_broker_update(e, b->node_id, host, b->port))
+        if (kc_eng_broker_update(e, b->node_id, host, b->port)) {
             e->stats.metadata_changes++;
+            if (e->md_cb)
+                e->md_cb(e->md_cb_opaque, KC_ENGINE_MD_BROKER_ADDRESS, NULL, b->node_id);
+        }
     }
     int missing = 0;
     for (int32_t i = 0; i < m.topics.count; i++) {
@@ -249,8 +255,8 @@ void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms)
     kc_conn_t *c = kc_eng_any_conn(e);
     if (!c)
         return;
-    kc_conn_req_spec_t spec = {KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done,
-                               e};
+    kc_conn_req_spec_t spec = {
+        KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done, e};
     kc_error_t err;
     if (kc_conn_send(c, &spec, &err) != KC_OK) {
         md_failed(e, now_ms, err.msg);
@@ -258,4 +264,16 @@ void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms)
     }
     e->md_inflight = 1;
     e->stats.metadata_requests++;
+}
+
+void kc_engine_on_metadata_change(kc_engine_t *e, kc_engine_md_cb cb, void *opaque)
+{
+    e->md_cb = cb;
+    e->md_cb_opaque = opaque;
+}
+
+int32_t kc_engine_topic_partitions(const kc_engine_t *e, const char *topic)
+{
+    const kc_eng_topic_t *t = kc_eng_topic_find(e, topic);
+    return t && !t->error && t->n_parts > 0 ? t->n_parts : -1;
 }

@@ -23,33 +23,8 @@
 
 #include "base/err.h"
 #include "batch_decoder.h"
-#include "conf.h"
+#include "consumer_int.h"
 #include "coordinator.h"
-#include "dispatch.h"
-#include "engine.h"
-#include "netthread.h"
-
-typedef struct cpart {
-    char *topic;
-    int32_t partition;
-    kc_rt_part_t *rtp;
-} cpart_t;
-
-struct kc_consumer {
-    kc_conf_t *conf;
-    kc_callbacks_t cbs;
-    kc_netthread_t *nt;
-    kc_engine_t *e;
-    kc_rt_t *rt;
-    char *group;
-    cpart_t *parts; /* network thread */
-    size_t n, cap;
-    size_t revoking; /* partitions waiting for REVOKE_DONE */
-    atomic_int wake_pending;
-    atomic_int rt_live;
-    kc_loop_cmd_t wake_cmd;
-    atomic_int closed;
-};
 
 /* ---- engine sink and runtime completions (network thread) ---------------------------------- */
 
@@ -126,33 +101,10 @@ static void wake_hook(void *ctx)
         kc_netthread_post(c->nt, &c->wake_cmd);
 }
 
-/* ---- a synchronous call onto the network thread -------------------------------------------- */
-
-typedef struct call {
-    kc_consumer_t *c;
-    int op;
-    const kc_topic_partition_t *tps;
-    size_t n;
-    int kind, timeout_ms;
-    int64_t value;
-    const char *topic;
-    int32_t partition;
-    kc_err_t rc;
-    kc_error_t err;
-    /* for calls that finish later (commit, committed) */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
-    kc_topic_partition_t *out;
-} call_t;
-
-enum { OP_NEW, OP_ADD, OP_UNASSIGN, OP_SEEK, OP_PAUSE, OP_RESUME, OP_COMMIT, OP_COMMITTED, OP_CLOSE,
-       OP_RT_DEAD };
-
 static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
                          const kc_engine_offset_t *res, size_t n)
 {
-    call_t *k = opaque;
+    kc_ccall_t *k = opaque;
     pthread_mutex_lock(&k->mu);
     k->rc = rc;
     if (err)
@@ -160,11 +112,12 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
     for (size_t i = 0; k->out && i < n; i++) {
         ssize_t j = -1;
         for (size_t t = 0; t < k->n && j < 0; t++)
-            if (k->out[t].partition == res[i].partition && strcmp(k->out[t].topic, res[i].topic) == 0)
+            if (k->out[t].partition == res[i].partition &&
+                strcmp(k->out[t].topic, res[i].topic) == 0)
                 j = (ssize_t)t;
         if (j >= 0)
-            k->out[j].offset = res[i].error == 0 && res[i].offset >= 0 ? res[i].offset
-                                                                       : KC_OFFSET_INVALID;
+            k->out[j].offset =
+                res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_OFFSET_INVALID;
     }
     k->done = 1;
     pthread_cond_signal(&k->cv);
@@ -177,7 +130,7 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
         return KC_OK; /* already assigned: kept running */
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
-        cpart_t *np = realloc(c->parts, cap * sizeof *np);
+        kc_cpart_t *np = realloc(c->parts, cap * sizeof *np);
         if (!np)
             return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
         c->parts = np;
@@ -198,7 +151,7 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
         c->revoking++;
         return rc;
     }
-    cpart_t *cp = &c->parts[c->n++];
+    kc_cpart_t *cp = &c->parts[c->n++];
     cp->topic = strdup(tp->topic);
     cp->partition = tp->partition;
     cp->rtp = rtp;
@@ -214,7 +167,7 @@ static void remove_at(kc_consumer_t *c, size_t i)
     c->parts[i] = c->parts[--c->n];
 }
 
-static kc_err_t commit_all(call_t *k)
+static kc_err_t commit_all(kc_ccall_t *k)
 {
     kc_consumer_t *c = k->c;
     if (!c->group)
@@ -225,13 +178,13 @@ static kc_err_t commit_all(call_t *k)
         return kc_fail(&k->err, KC_ERR_NOMEM, "commit: out of memory");
     for (size_t i = 0; i < n; i++) {
         if (k->tps) {
-            offs[m++] = (kc_engine_offset_t){k->tps[i].topic, k->tps[i].partition,
-                                             k->tps[i].offset, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){
+                k->tps[i].topic, k->tps[i].partition, k->tps[i].offset, -1, NULL, 0};
         } else {
             int64_t o = kc_rt_part_committable(c->parts[i].rtp);
             if (o >= 0)
-                offs[m++] = (kc_engine_offset_t){c->parts[i].topic, c->parts[i].partition, o, -1,
-                                                 NULL, 0};
+                offs[m++] =
+                    (kc_engine_offset_t){c->parts[i].topic, c->parts[i].partition, o, -1, NULL, 0};
         }
     }
     kc_err_t rc = KC_OK;
@@ -249,12 +202,12 @@ static kc_err_t commit_all(call_t *k)
 
 static void on_net(kc_loop_t *loop, void *arg)
 {
-    call_t *k = arg;
+    kc_ccall_t *k = arg;
     kc_consumer_t *c = k->c;
     ssize_t i;
     k->rc = KC_OK;
     switch (k->op) {
-    case OP_NEW: {
+    case KC_COP_NEW: {
         kc_engine_conf_t ec;
         kc_engine_conf_defaults(&ec);
         const kc_conf_t *f = c->conf;
@@ -276,37 +229,38 @@ static void on_net(kc_loop_t *loop, void *arg)
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         break;
     }
-    case OP_ADD:
+    case KC_COP_ADD:
         for (size_t j = 0; j < k->n && k->rc == KC_OK; j++)
             k->rc = add_one(c, &k->tps[j], &k->err);
         break;
-    case OP_UNASSIGN:
+    case KC_COP_UNASSIGN:
         while (c->n)
             remove_at(c, c->n - 1);
         break;
-    case OP_SEEK:
+    case KC_COP_SEEK:
         k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
                                &k->err);
         break;
-    case OP_PAUSE:
-    case OP_RESUME:
+    case KC_COP_PAUSE:
+    case KC_COP_RESUME:
         for (size_t j = 0; j < k->n; j++) {
             if ((i = find(c, k->tps[j].topic, k->tps[j].partition)) < 0) {
                 k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned",
                                 k->tps[j].topic, k->tps[j].partition);
                 continue;
             }
-            if (k->op == OP_PAUSE)
+            if (k->op == KC_COP_PAUSE)
                 kc_rt_part_pause(c->parts[i].rtp);
             else
                 kc_rt_part_resume(c->parts[i].rtp);
-            kc_engine_pause(c->e, k->tps[j].topic, k->tps[j].partition, k->op == OP_PAUSE, NULL);
+            kc_engine_pause(c->e, k->tps[j].topic, k->tps[j].partition, k->op == KC_COP_PAUSE,
+                            NULL);
         }
         break;
-    case OP_COMMIT:
+    case KC_COP_COMMIT:
         k->rc = commit_all(k);
         break;
-    case OP_COMMITTED: {
+    case KC_COP_COMMITTED: {
         kc_engine_offset_t *offs = calloc(k->n ? k->n : 1, sizeof *offs);
         if (!offs) {
             k->rc = kc_fail(&k->err, KC_ERR_NOMEM, "committed: out of memory");
@@ -319,13 +273,13 @@ static void on_net(kc_loop_t *loop, void *arg)
         free(offs);
         break;
     }
-    case OP_CLOSE:
+    case KC_COP_CLOSE:
         while (c->n)
             remove_at(c, c->n - 1);
         kc_rt_drain_completions(c->rt, on_cmpl, c);
         k->done = c->revoking == 0;
         break;
-    case OP_RT_DEAD:
+    case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
@@ -336,10 +290,10 @@ static void on_net(kc_loop_t *loop, void *arg)
     }
 }
 
-static kc_err_t call(kc_consumer_t *c, call_t *k, kc_error_t *err)
+kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
     k->c = c;
-    if (atomic_load(&c->closed) && k->op != OP_CLOSE && k->op != OP_RT_DEAD)
+    if (atomic_load(&c->closed) && k->op != KC_COP_CLOSE && k->op != KC_COP_RT_DEAD)
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     kc_netthread_call(c->nt, on_net, k);
     if (k->rc != KC_OK && err)
@@ -349,11 +303,11 @@ static kc_err_t call(kc_consumer_t *c, call_t *k, kc_error_t *err)
 
 /* For calls answered later by a callback: waits for it (the engine guarantees one, by its
  * deadline or at close). */
-static kc_err_t call_wait(kc_consumer_t *c, call_t *k, kc_error_t *err)
+kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
-    kc_err_t rc = call(c, k, err);
+    kc_err_t rc = kc_consumer_call(c, k, err);
     if (rc == KC_OK) {
         pthread_mutex_lock(&k->mu);
         while (!k->done)
@@ -414,8 +368,8 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     }
     atomic_store(&c->rt_live, 1);
-    call_t k = {.op = OP_NEW};
-    if ((rc = call(c, &k, err)) != KC_OK) {
+    kc_ccall_t k = {.op = KC_COP_NEW};
+    if ((rc = kc_consumer_call(c, &k, err)) != KC_OK) {
         kc_rt_shutdown(c->rt, false, 1000);
         kc_rt_free(c->rt);
         kc_netthread_stop(c->nt);
@@ -427,136 +381,6 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     return KC_OK;
 }
 
-/* Resolves KC_OFFSET_STORED entries to the group's committed offsets (OffsetFetch) when
- * group.id is set; what has none keeps KC_OFFSET_STORED → auto.offset.reset. */
-static kc_err_t resolve_stored(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
-                               kc_error_t *err)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        m += tps[i].offset == KC_OFFSET_STORED;
-    if (!m || !c->group)
-        return KC_OK;
-    kc_err_t rc = kc_committed(c, tps, n, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS),
-                               err);
-    if (rc != KC_OK)
-        return rc;
-    for (size_t i = 0; i < n; i++)
-        if (tps[i].offset == KC_OFFSET_INVALID)
-            tps[i].offset = KC_OFFSET_STORED;
-    return KC_OK;
-}
-
-static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n, int replace,
-                       kc_error_t *err)
-{
-    if (!c || (n && !tps))
-        return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad arguments");
-    kc_topic_partition_t *copy = calloc(n ? n : 1, sizeof *copy);
-    if (!copy)
-        return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
-    memcpy(copy, tps, n * sizeof *copy);
-    /* Only STORED entries are looked up; the others keep their own offsets. */
-    kc_topic_partition_t *stored = calloc(n ? n : 1, sizeof *stored);
-    size_t ns = 0;
-    kc_err_t rc = stored ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
-    for (size_t i = 0; rc == KC_OK && i < n; i++)
-        if (copy[i].offset == KC_OFFSET_STORED)
-            stored[ns++] = copy[i];
-    if (rc == KC_OK && ns)
-        rc = resolve_stored(c, stored, ns, err);
-    for (size_t i = 0, j = 0; rc == KC_OK && i < n; i++)
-        if (copy[i].offset == KC_OFFSET_STORED)
-            copy[i].offset = stored[j++].offset;
-    if (rc == KC_OK && replace) {
-        call_t u = {.op = OP_UNASSIGN};
-        rc = call(c, &u, err);
-    }
-    if (rc == KC_OK) {
-        call_t k = {.op = OP_ADD, .tps = copy, .n = n};
-        rc = call(c, &k, err);
-    }
-    free(stored);
-    free(copy);
-    return rc;
-}
-
-KC_API kc_err_t kc_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                          kc_error_t *err)
-{
-    return assign(c, tps, n, 1, err);
-}
-
-KC_API kc_err_t kc_incremental_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                                      kc_error_t *err)
-{
-    return assign(c, tps, n, 0, err);
-}
-
-KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err)
-{
-    call_t k = {.op = OP_UNASSIGN};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
-                        int64_t value, kc_error_t *err)
-{
-    call_t k = {.op = OP_SEEK, .topic = topic, .partition = partition, .kind = (int)kind,
-                .value = value};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                         kc_error_t *err)
-{
-    call_t k = {.op = OP_PAUSE, .tps = tps, .n = n};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                          kc_error_t *err)
-{
-    call_t k = {.op = OP_RESUME, .tps = tps, .n = n};
-    return call(c, &k, err);
-}
-
-KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n, int timeout_ms,
-                             kc_error_t *err)
-{
-    if (!c || !tps || !n)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "committed: bad arguments");
-    if (!c->group)
-        return kc_fail(err, KC_ERR_CONFIG, "committed needs group.id");
-    for (size_t i = 0; i < n; i++)
-        tps[i].offset = KC_OFFSET_INVALID;
-    call_t k = {.op = OP_COMMITTED, .tps = tps, .n = n, .timeout_ms = timeout_ms, .out = tps};
-    return call_wait(c, &k, err);
-}
-
-KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                          int timeout_ms, kc_error_t *err)
-{
-    if (!c)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "commit: no consumer");
-    call_t k = {.op = OP_COMMIT, .tps = tps, .n = n, .timeout_ms = timeout_ms};
-    return call_wait(c, &k, err);
-}
-
-KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t partition,
-                                int64_t offset, kc_error_t *err)
-{
-    (void)c, (void)topic, (void)partition, (void)offset;
-    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_store_offset: not wired to the runtime yet");
-}
-
-KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
-                            kc_error_t *err)
-{
-    (void)c, (void)topic, (void)partition, (void)offset;
-    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_position: not wired to the runtime yet");
-}
-
 KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
 {
     if (!c)
@@ -565,16 +389,16 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
         return KC_OK;
     kc_err_t rc = KC_OK;
     if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
-        call_t k = {.op = OP_COMMIT, .timeout_ms = timeout_ms};
+        kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = timeout_ms};
         kc_error_t e2;
-        if (call_wait(c, &k, &e2) != KC_OK && err)
+        if (kc_consumer_call_wait(c, &k, &e2) != KC_OK && err)
             *err = e2; /* reported; the close goes on */
     }
     /* Revoke every partition (on_revoke runs on its worker), wait for their REVOKE_DONE. */
     int64_t waited = 0;
     for (;;) {
-        call_t k = {.op = OP_CLOSE};
-        call(c, &k, NULL);
+        kc_ccall_t k = {.op = KC_COP_CLOSE};
+        kc_consumer_call(c, &k, NULL);
         if (k.done)
             break;
         if (waited >= timeout_ms) {
@@ -586,8 +410,8 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
         nanosleep(&ts, NULL);
         waited += 10;
     }
-    call_t d = {.op = OP_RT_DEAD, .timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000};
-    call(c, &d, NULL); /* fetch sessions closed with epoch -1, engine freed */
+    kc_ccall_t d = {.op = KC_COP_RT_DEAD, .timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000};
+    kc_consumer_call(c, &d, NULL); /* fetch sessions closed with epoch -1, engine freed */
     if (kc_rt_shutdown(c->rt, false, timeout_ms) != KC_OK && rc == KC_OK)
         rc = kc_fail(err, KC_ERR_TIMEOUT, "close: workers did not stop in %d ms", timeout_ms);
     return rc;

@@ -109,8 +109,7 @@ static void corrupt_batch_reported_skipped(void **state)
     int node = 0;
     char path[512];
     for (int n = 1; n <= 9 && !node; n++) {
-        snprintf(path, sizeof path, "%s/node-%d/data/%s-0/00000000000000000000.log", dir, n,
-                 topic);
+        snprintf(path, sizeof path, "%s/node-%d/data/%s-0/00000000000000000000.log", dir, n, topic);
         if (access(path, R_OK) == 0)
             node = n;
     }
@@ -121,8 +120,8 @@ static void corrupt_batch_reported_skipped(void **state)
     corrupt(path, PER_RUN + PER_RUN / 2, &cb, &cl);
     snprintf(cmd, sizeof cmd, "start-broker %d", node);
     run(cmd); /* returns once the broker is ready again */
-    printf("# corrupted the batch at offsets %lld..%lld on node %d\n", (long long)cb,
-           (long long)cl, node);
+    printf("# corrupted the batch at offsets %lld..%lld on node %d\n", (long long)cb, (long long)cl,
+           node);
 
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;
@@ -136,8 +135,7 @@ static void corrupt_batch_reported_skipped(void **state)
     kc_topic_partition_t tp = {topic, 0, KC_OFFSET_BEGINNING};
     assert_int_equal(kc_assign(c, &tp, 1, &err), KC_OK);
     int64_t want = 3 * PER_RUN - (cl - cb + 1);
-    for (int i = 0; i < 600 && (atomic_load(&delivered) < want || atomic_load(&errors) == 0);
-         i++)
+    for (int i = 0; i < 600 && (atomic_load(&delivered) < want || atomic_load(&errors) == 0); i++)
         usleep(100 * 1000);
     usleep(300 * 1000);
     printf("# delivered %lld (want %lld), errors %lld: %s\n", (long long)atomic_load(&delivered),
