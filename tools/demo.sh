@@ -84,7 +84,7 @@ member() { # member NAME
 echo "demo: group '$group': members a and b start, c joins after 3 s, b leaves after 6 s"
 member a
 member b
-python3 "$root/tools/demo_live.py" --interval 0.5 "$dir"/stats-{a,b,c}.jsonl -- "${pids[@]}" &
+python3 "$root/tools/demo_live.py" --interval 0.5 "$dir/members-done" "$dir"/stats-{a,b,c}.jsonl &
 viewer=$!
 sleep 3
 member c
@@ -94,6 +94,7 @@ rc=0
 for pid in "${pids[@]}"; do
     wait "$pid" || { r=$?; [[ $r -eq 143 ]] || rc=$r; } # b's SIGTERM exit is expected
 done
+touch "$dir/members-done"
 wait "$viewer" || true
 for m in a b c; do
     echo "demo: member $m: $(tail -1 "$dir/err-$m")"

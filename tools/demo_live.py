@@ -2,9 +2,9 @@
 """Live per-partition view for the demo's group mode: reads the newest stats object (one JSON
 object per line, the library's stats contract) of each member's --stats file and redraws a table
 of partition, owner, position, high watermark, lag, rate and worker about twice a second, until
-every listed process has exited.
+the file DONE exists (the demo creates it once every member has exited).
 
-    demo_live.py [--interval S] STATS_FILE... -- PID...
+    demo_live.py [--interval S] DONE STATS_FILE...
 """
 import json
 import os
@@ -28,14 +28,6 @@ def last_object(path):
         except ValueError:
             continue
     return None
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-        return True
-    except OSError:
-        return False
 
 
 def rows_of(files):
@@ -77,15 +69,14 @@ def main(argv):
     interval = 0.5
     if len(argv) > 1 and argv[0] == "--interval":
         interval, argv = float(argv[1]), argv[2:]
-    if "--" not in argv:
+    if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    split = argv.index("--")
-    files, pids = argv[:split], [int(p) for p in argv[split + 1:]]
+    done, files = argv[0], argv[1:]
     tty = sys.stderr.isatty()
     prev, last_lines, last_t = {}, 0, time.monotonic()
     while True:
-        running = any(alive(p) for p in pids)
+        running = not os.path.exists(done)
         now = time.monotonic()
         rows = rows_of(files)
         lines = render(rows, prev, now - last_t)
