@@ -309,9 +309,9 @@ typedef struct kc_topic_partition {
  * (runtime/). kc_consumer_new, kc_subscribe, kc_assign, kc_incremental_assign, kc_unassign,
  * kc_seek, kc_position, kc_pause, kc_resume, kc_committed, kc_commit, kc_commit_async,
  * kc_store_offset, kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks,
- * kc_member_id, kc_close and kc_destroy are implemented by the
- * engine (they need the network thread); until then they are declared only, and linking a
- * program that calls them fails rather than running a stub.
+ * kc_member_id, kc_close and kc_destroy are implemented by the engine (they need the network
+ * thread); until then they are declared only, and linking a program that calls them fails rather
+ * than running a stub.
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
