@@ -486,12 +486,13 @@ void kc_classic_sync_response(kc_classic_t *m, const kc_sync_group_response_t *r
     m->inflight = KC_CLASSIC_IF_NONE;
     if (m->state != KC_CLASSIC_ST_SYNCING)
         return;
-    free_sync(m);
     int16_t c = r->error_code;
     if (c == 0) {
         kc_ctps_t assigned = {0};
         kc_error_t e;
-        if (kc_classic_decode_assignment(r->assignment, &assigned, &e)) {
+        kc_err_t rc = kc_classic_decode_assignment(r->assignment, &assigned, &e);
+        free_sync(m); /* after the decode: r may be a view into what we sent */
+        if (rc) {
             kc_ctps_free(&assigned);
             go_fatal(m, 0, "group %s:%s undecodable assignment: %s", e.msg);
             return;
@@ -500,6 +501,7 @@ void kc_classic_sync_response(kc_classic_t *m, const kc_sync_group_response_t *r
         kc_ctps_free(&assigned);
         return;
     }
+    free_sync(m);
     /* Any failed SyncGroup means joining again; this round was prepared already. */
     m->state = KC_CLASSIC_ST_UNJOINED;
     m->prepared = true;
@@ -739,9 +741,7 @@ static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
         l->members.count = 1; /* v3+ */
         l->members.items = &m->leave_member;
         out->kind = KC_CLASSIC_SEND_LEAVE;
-        m->inflight = KC_CLASSIC_IF_LEAVE;
-        set_str(&m->member_id, "", 0); /* Java forgets its id once it has asked to leave */
-        m->generation = -1;
+        m->inflight = KC_CLASSIC_IF_LEAVE; /* the id is forgotten once this is answered */
         return true;
     }
     m->generation = -1;
@@ -801,6 +801,9 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
     if (m->state == KC_CLASSIC_ST_CLOSING) {
         if (m->closed_pending && m->inflight == KC_CLASSIC_IF_NONE) {
             m->closed_pending = false;
+            set_str(&m->member_id, "", 0); /* Java forgets its id once it has left */
+            m->generation = -1;
+            m->is_leader = false;
             m->state = m->close_then_idle ? KC_CLASSIC_ST_IDLE : KC_CLASSIC_ST_CLOSED;
             if (m->close_then_idle)
                 return false;
