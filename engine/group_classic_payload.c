@@ -67,10 +67,20 @@ static kc_err_t user_data(const kc_classic_t *m, kc_assignor_t a, kc_wbuf_t *ud,
     kc_sticky_assignor_user_data_topic_assignment_t *ta = kc_arena_calloc(ar, ng ? ng : 1, sizeof *ta);
     if (!g || !ta)
         return kc_fail(err, KC_ERR_NOMEM, "sticky user data");
+    /* Java groups the previous assignment by topic through a HashMap, so the topics go out in
+     * its iteration order (first-seen order is ours: sorted). */
+    int32_t *h = kc_arena_calloc(ar, ng ? ng : 1, sizeof *h);
+    size_t *order = kc_arena_calloc(ar, ng ? ng : 1, sizeof *order);
+    if (!h || !order)
+        return kc_fail(err, KC_ERR_NOMEM, "sticky user data");
+    for (int32_t i = 0; i < ng; i++)
+        h[i] = kc_jstr_hash(g[i].topic);
+    kc_jmap_order(h, (size_t)ng, kc_jmap_cap((size_t)ng), order);
     for (int32_t i = 0; i < ng; i++) {
-        ta[i].topic = kc_str(g[i].topic);
-        ta[i].partitions.count = g[i].n;
-        ta[i].partitions.items = g[i].parts;
+        const tgroup_t *gi = &g[order[i]];
+        ta[i].topic = kc_str(gi->topic);
+        ta[i].partitions.count = gi->n;
+        ta[i].partitions.items = gi->parts;
     }
     kc_sticky_assignor_user_data_t u;
     kc_sticky_assignor_user_data_init(&u);
