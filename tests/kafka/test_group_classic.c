@@ -27,6 +27,7 @@
 
 #include "group_classic.h"
 #include "proto/describe_groups.gen.h"
+#include "proto/find_coordinator.gen.h"
 #include "proto/proto.h"
 
 #define NPART 6
@@ -137,6 +138,40 @@ typedef struct member {
     bool closed;
 } member_t;
 
+/* FindCoordinator (v4) until the broker names one, as the engine's coordinator module will. On a
+ * fresh cluster this is also what creates __consumer_offsets: until then every group request is
+ * answered NOT_COORDINATOR. One broker, so the coordinator is the broker we are connected to. */
+static void find_coordinator(const char *group)
+{
+    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
+    assert_true(fd >= 0);
+    int64_t end = now_ms() + 60000;
+    int16_t code = -1;
+    while (code != 0 && now_ms() < end) {
+        kc_find_coordinator_request_t q;
+        kc_find_coordinator_request_init(&q);
+        kc_str_t k = kc_str(group);
+        q.key_type = 0;
+        q.coordinator_keys.count = 1;
+        q.coordinator_keys.items = &k;
+        send_req(fd, 10, 4, 3, &q, (encode_fn)kc_find_coordinator_request_encode);
+        kc_rbuf_t r;
+        uint8_t *frame = recv_resp(fd, 10, 4, 3, &r);
+        kc_find_coordinator_response_t fr;
+        kc_arena_t a = {0};
+        kc_error_t e;
+        assert_int_equal(kc_find_coordinator_response_decode(&fr, 4, &r, &a, &e), KC_OK);
+        assert_int_equal(fr.coordinators.count, 1);
+        code = fr.coordinators.items[0].error_code;
+        kc_arena_free(&a);
+        free(frame);
+        if (code != 0)
+            usleep(200 * 1000);
+    }
+    close(fd);
+    assert_int_equal(code, 0);
+}
+
 static void member_start(member_t *mb, const char *group, kc_assignor_t a)
 {
     kc_classic_config_t c = {0};
@@ -158,7 +193,8 @@ static void member_start(member_t *mb, const char *group, kc_assignor_t a)
     mb->fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
     assert_true(mb->fd >= 0);
     mb->key = -1;
-    kc_classic_coordinator_known(&mb->m, now_ms()); /* one broker: it is the coordinator */
+    find_coordinator(group);
+    kc_classic_coordinator_known(&mb->m, now_ms());
 }
 
 static void member_free(member_t *mb)
@@ -173,6 +209,8 @@ static void drive(member_t *mb, int64_t now)
     kc_classic_out_t o;
     static int32_t corr = 1;
     while (kc_classic_poll(&mb->m, now, &o)) {
+        if (getenv("KC_TRACE"))
+            fprintf(stderr, "%lld %p out %d\n", (long long)now, (void *)mb, o.kind);
         switch (o.kind) {
         case KC_CLASSIC_SEND_JOIN:
             mb->key = 11, mb->ver = 9;
@@ -204,7 +242,8 @@ static void drive(member_t *mb, int64_t now)
             kc_classic_commit_result(&mb->m, o.seq, 0, now);
             break;
         case KC_CLASSIC_REDISCOVER:
-            kc_classic_coordinator_known(&mb->m, now);
+            find_coordinator(mb->m.cfg.group_id);
+            kc_classic_coordinator_known(&mb->m, now_ms());
             break;
         case KC_CLASSIC_CLOSED:
             mb->closed = true;
@@ -228,6 +267,9 @@ static void on_readable(member_t *mb, int64_t now)
     uint8_t *frame = recv_resp(mb->fd, mb->key, mb->ver, mb->corr, &r);
     int16_t key = mb->key;
     mb->key = -1;
+    if (getenv("KC_TRACE") && kc_rbuf_remaining(&r) >= 8)
+        fprintf(stderr, "%lld %p resp %d: %02x%02x%02x%02x%02x%02x\n", (long long)now, (void *)mb,
+                key, r.p[0], r.p[1], r.p[2], r.p[3], r.p[4], r.p[5]);
     if (key == 11) {
         kc_join_group_response_t jr;
         assert_int_equal(kc_join_group_response_decode(&jr, 9, &r, &a, &e), KC_OK);
