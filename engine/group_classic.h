@@ -52,9 +52,9 @@ typedef struct kc_classic_config {
     const char *rack;        /* client.rack; NULL = none */
     kc_assignor_t assignors[KC_CLASSIC_MAX_ASSIGNORS]; /* partition.assignment.strategy order */
     size_t n_assignors;
-    int32_t session_timeout_ms;   /* session.timeout.ms (45000) */
-    int32_t rebalance_timeout_ms; /* max.poll.interval.ms (300000), as Java */
-    int32_t heartbeat_interval_ms; /* heartbeat.interval.ms (3000) */
+    int32_t session_timeout_ms;     /* session.timeout.ms (45000) */
+    int32_t rebalance_timeout_ms;   /* max.poll.interval.ms (300000), as Java */
+    int32_t heartbeat_interval_ms;  /* heartbeat.interval.ms (3000) */
     int64_t coordinator_timeout_ms; /* a rediscovery is surfaced (ERROR) only past this */
     bool auto_commit;               /* commit processed offsets before revoking */
     int64_t commit_timeout_ms;      /* how long a revocation waits on its commit */
@@ -65,11 +65,11 @@ typedef struct kc_classic_config {
 typedef int32_t (*kc_classic_partitions_fn)(void *ctx, const char *topic);
 
 typedef enum kc_classic_out_kind {
-    KC_CLASSIC_SEND_JOIN = 1, /* req.join → kc_classic_join_response / request_failed */
-    KC_CLASSIC_SEND_SYNC,     /* req.sync → kc_classic_sync_response */
+    KC_CLASSIC_SEND_JOIN = 1,  /* req.join → kc_classic_join_response / request_failed */
+    KC_CLASSIC_SEND_SYNC,      /* req.sync → kc_classic_sync_response */
     KC_CLASSIC_SEND_HEARTBEAT, /* req.heartbeat → kc_classic_heartbeat_response */
     KC_CLASSIC_SEND_LEAVE,     /* req.leave → kc_classic_leave_response */
-    KC_CLASSIC_DESCRIBE,  /* DescribeGroups(group) → kc_classic_describe_result (error text) */
+    KC_CLASSIC_DESCRIBE,   /* DescribeGroups(group) → kc_classic_describe_result (error text) */
     KC_CLASSIC_REDISCOVER, /* FindCoordinator again → kc_classic_coordinator_known */
     KC_CLASSIC_REVOKE,     /* parts: stop dispatch, on_revoke → kc_classic_action_done(seq) */
     KC_CLASSIC_LOSE,       /* parts: stop dispatch, on_lost → kc_classic_action_done(seq) */
@@ -90,7 +90,7 @@ typedef struct kc_classic_out {
         kc_heartbeat_request_t heartbeat;
         kc_leave_group_request_t leave;
     } req;
-    const kc_ctps_t *parts;  /* REVOKE/LOSE/COMMIT/DROP/ASSIGN */
+    const kc_ctps_t *parts;   /* REVOKE/LOSE/COMMIT/DROP/ASSIGN */
     kc_commit_identity_t who; /* COMMIT: member id, generation, instance id */
     kc_error_t error;         /* ERROR/FATAL */
 } kc_classic_out_t;
@@ -134,7 +134,7 @@ typedef struct kc_classic {
     char **topics; /* subscription, sorted by Java String order */
     size_t n_topics;
 
-    char *member_id; /* "" until the coordinator gives one */
+    char *member_id;    /* "" until the coordinator gives one */
     int32_t generation; /* -1: none */
     char *protocol;     /* assignor the coordinator chose for this generation */
     bool is_leader;

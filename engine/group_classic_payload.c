@@ -16,7 +16,7 @@
 #include "proto/consumer_protocol.gen.h"
 #include "proto/sticky_assignor_user_data.gen.h"
 
-#define SUB_VERSION 3    /* ConsumerProtocolSubscription: topics, user data, owned, gen, rack */
+#define SUB_VERSION    3 /* ConsumerProtocolSubscription: topics, user data, owned, gen, rack */
 #define ASSIGN_VERSION 3 /* ConsumerProtocolAssignment: Java writes its highest */
 
 /* Groups a sorted name-keyed set by topic into the generated (topic, partitions[]) shape. The
@@ -64,7 +64,8 @@ static kc_err_t user_data(const kc_classic_t *m, kc_assignor_t a, kc_wbuf_t *ud,
         return KC_OK;
     int32_t ng;
     tgroup_t *g = group_by_topic(&m->last_assigned, ar, &ng);
-    kc_sticky_assignor_user_data_topic_assignment_t *ta = kc_arena_calloc(ar, ng ? ng : 1, sizeof *ta);
+    kc_sticky_assignor_user_data_topic_assignment_t *ta =
+        kc_arena_calloc(ar, ng ? ng : 1, sizeof *ta);
     if (!g || !ta)
         return kc_fail(err, KC_ERR_NOMEM, "sticky user data");
     /* Java groups the previous assignment by topic through a HashMap, so the topics go out in
@@ -395,7 +396,8 @@ kc_err_t kc_classic_decode_assignment(kc_bytes_t b, kc_ctps_t *out, kc_error_t *
     kc_rbuf_t r = kc_rbuf(b.ptr, (size_t)b.len);
     kc_err_t rc = kc_consumer_protocol_assignment_decode_versioned(&as, &v, &r, &ar, err);
     for (int32_t i = 0; !rc && i < as.assigned_partitions.count; i++) {
-        const kc_consumer_protocol_assignment_topic_partition_t *t = &as.assigned_partitions.items[i];
+        const kc_consumer_protocol_assignment_topic_partition_t *t =
+            &as.assigned_partitions.items[i];
         for (int32_t j = 0; !rc && j < t->partitions.count; j++)
             if ((rc = kc_ctps_add(out, t->topic.ptr, t->topic.len, t->partitions.items[j])))
                 kc_fail(err, rc, "assignment");

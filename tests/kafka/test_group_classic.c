@@ -388,9 +388,9 @@ static bool describe(const char *group, size_t want, kc_ctps_t *out, char ids[][
             memcmp(dg->group_state.ptr, "Stable", 6) == 0 && (size_t)dg->members.count == want) {
             ok = true;
             for (size_t i = 0; i < want; i++) {
-                assert_int_equal(
-                    kc_classic_decode_assignment(dg->members.items[i].member_assignment, &out[i], &e),
-                    KC_OK);
+                assert_int_equal(kc_classic_decode_assignment(
+                                     dg->members.items[i].member_assignment, &out[i], &e),
+                                 KC_OK);
                 snprintf(ids[i], 128, "%.*s", (int)dg->members.items[i].member_id.len,
                          dg->members.items[i].member_id.ptr);
             }
@@ -496,8 +496,8 @@ static pid_t start_java(const char *group, const char *strategy_class)
         execlp("java", "java", "-Xmx256m", "-cp", cp,
                "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server",
                kc_test_env("KC_BOOTSTRAP"), "--topic", topic_name, "--group", group,
-               "--consumer-property", prot, "--consumer-property", strat, "--consumer-property",
-               hb, "--consumer-property", sess, (char *)NULL);
+               "--consumer-property", prot, "--consumer-property", strat, "--consumer-property", hb,
+               "--consumer-property", sess, (char *)NULL);
         _exit(127);
     }
     return pid;

@@ -138,8 +138,8 @@ static void join_alone(kc_classic_t *m, const char *id, const int32_t *parts, in
                        int64_t now)
 {
     expect(m, now, KC_CLASSIC_SEND_JOIN);
-    kc_join_group_response_t jr = join_ok(1, kc_assignor_name(m->cfg.assignors[0]), "x-other",
-                                          id, NULL, 0);
+    kc_join_group_response_t jr =
+        join_ok(1, kc_assignor_name(m->cfg.assignors[0]), "x-other", id, NULL, 0);
     kc_classic_join_response(m, &jr, now);
     expect(m, now, KC_CLASSIC_SEND_SYNC);
     kc_wbuf_t w = encode_assignment(parts, n);
@@ -212,8 +212,7 @@ static void leader_assigns_two_members_as_the_assignor_does(void **state)
         kc_arena_free(&ar);
 
         kc_join_group_response_member_t mem[2] = {member("m-b", &mb), member("m-a", &ma)};
-        kc_join_group_response_t jr =
-            join_ok(1, kc_assignor_name(kinds[k]), "m-a", "m-a", mem, 2);
+        kc_join_group_response_t jr = join_ok(1, kc_assignor_name(kinds[k]), "m-a", "m-a", mem, 2);
         kc_classic_join_response(&a, &jr, 0);
         assert_true(a.is_leader);
         kc_classic_out_t os = expect(&a, 0, KC_CLASSIC_SEND_SYNC);
@@ -222,10 +221,9 @@ static void leader_assigns_two_members_as_the_assignor_does(void **state)
 
         /* The same input straight into the assignor. */
         const char *topics[] = {"orders"};
-        kc_assign_member_t in_m[2] = {{.member_id = "m-b", .topics = topics, .n_topics = 1,
-                                       .generation = -1},
-                                      {.member_id = "m-a", .topics = topics, .n_topics = 1,
-                                       .generation = -1}};
+        kc_assign_member_t in_m[2] = {
+            {.member_id = "m-b", .topics = topics, .n_topics = 1, .generation = -1},
+            {.member_id = "m-a", .topics = topics, .n_topics = 1, .generation = -1}};
         if (kinds[k] == KC_ASSIGNOR_COOPERATIVE_STICKY)
             for (int i = 0; i < 2; i++) {
                 in_m[i].has_user_data = true;
@@ -744,7 +742,7 @@ static void sticky_user_data_round_trips(void **state)
     kc_classic_t b;
     start(&b, KC_ASSIGNOR_STICKY, NULL);
     kc_classic_out_t obj = expect(&b, 0, KC_CLASSIC_SEND_JOIN);
-        meta_t mb = take_meta(&obj, 0);
+    meta_t mb = take_meta(&obj, 0);
     kc_join_group_response_member_t mem[2] = {member("m-a", &me), member("m-b", &mb)};
     kc_join_group_response_t jr = join_ok(2, "sticky", "m-a", "m-a", mem, 2);
     kc_classic_join_response(&m, &jr, now);
