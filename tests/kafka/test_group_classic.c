@@ -7,6 +7,10 @@
  *   cooperative-sticky): every partition owned by exactly one member, sampled on every loop
  *   turn (never two owners at once, also during the cooperative handover), and the broker's
  *   DescribeGroups shows the same assignments;
+ * - a subscribed topic grown from 6 to 8 partitions: only the leader rejoins on the metadata
+ *   change, and the new partitions are assigned exactly once;
+ * - a static member closed (no LeaveGroup) and restarted with the same group.instance.id gets
+ *   its partitions back while the other member stays in its generation (no rebalance);
  * - a mixed group with Java's kafka-console-consumer (group.protocol=classic), each side joining
  *   first in turn (so each is leader once): the assignments the broker relays (DescribeGroups,
  *   decoded) cover the topic exactly once, and ours equals what our member holds.
@@ -172,10 +176,12 @@ static void find_coordinator(const char *group)
     assert_int_equal(code, 0);
 }
 
-static void member_start(member_t *mb, const char *group, kc_assignor_t a)
+static void member_start_static(member_t *mb, const char *group, kc_assignor_t a,
+                                const char *instance)
 {
     kc_classic_config_t c = {0};
     c.group_id = group;
+    c.instance_id = instance;
     c.assignors[0] = a;
     c.n_assignors = 1;
     c.session_timeout_ms = 10000;
@@ -195,6 +201,11 @@ static void member_start(member_t *mb, const char *group, kc_assignor_t a)
     mb->key = -1;
     find_coordinator(group);
     kc_classic_coordinator_known(&mb->m, now_ms());
+}
+
+static void member_start(member_t *mb, const char *group, kc_assignor_t a)
+{
+    member_start_static(mb, group, a, NULL);
 }
 
 static void member_free(member_t *mb)
@@ -355,6 +366,7 @@ static void run(const char *cmd)
 
 static void make_topic(const char *tag)
 {
+    n_parts_of_topic = NPART;
     snprintf(topic_name, sizeof topic_name, "kc-classic-%s-%ld", tag, (long)getpid());
     char cmd[256];
     snprintf(cmd, sizeof cmd, "topic create %s --partitions %d", topic_name, NPART);
@@ -407,7 +419,7 @@ static bool describe(const char *group, size_t want, kc_ctps_t *out, char ids[][
 /* Exactly-once coverage of the topic by the member assignments. */
 static void assert_exact_cover(kc_ctps_t *as, size_t n)
 {
-    for (int32_t p = 0; p < NPART; p++) {
+    for (int32_t p = 0; p < n_parts_of_topic; p++) {
         int owners = 0;
         for (size_t i = 0; i < n; i++)
             owners += kc_ctps_contains(&as[i], topic_name, p);
@@ -417,7 +429,7 @@ static void assert_exact_cover(kc_ctps_t *as, size_t n)
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += as[i].n;
-    assert_int_equal(total, NPART);
+    assert_int_equal(total, n_parts_of_topic);
 }
 
 static void two_members(kc_assignor_t a, const char *tag)
@@ -470,6 +482,68 @@ static void two_members_cooperative(void **state)
 {
     (void)state;
     two_members(KC_ASSIGNOR_COOPERATIVE_STICKY, "coop");
+}
+
+/* A subscribed topic grows from 6 to 8 partitions: the leader sees it in metadata, rejoins, and
+ * the new partitions are assigned (each to exactly one member). */
+static void partition_count_increase_is_assigned(void **state)
+{
+    (void)state;
+    make_topic("grow");
+    char group[96];
+    snprintf(group, sizeof group, "g-%s", topic_name);
+    member_t ms[2];
+    member_start(&ms[0], group, KC_ASSIGNOR_COOPERATIVE_STICKY);
+    member_start(&ms[1], group, KC_ASSIGNOR_COOPERATIVE_STICKY);
+    assert_true(pump(ms, 2, 60000, 1500, NPART));
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "topic alter %s --partitions 8", topic_name);
+    run(cmd);
+    n_parts_of_topic = 8; /* what the engine's metadata refresh would now report */
+    kc_classic_metadata_changed(&ms[0].m, now_ms());
+    kc_classic_metadata_changed(&ms[1].m, now_ms());
+    assert_true(ms[0].m.rejoin_needed != ms[1].m.rejoin_needed); /* the leader only */
+    if (!pump(ms, 2, 60000, 1500, 8))
+        fail_msg("new partitions not assigned (owned %zu + %zu)", ms[0].m.owned.n, ms[1].m.owned.n);
+    kc_ctps_t d[2] = {{0}, {0}};
+    char ids[2][128];
+    assert_true(describe(group, 2, d, ids, 10000));
+    assert_exact_cover(d, 2);
+    kc_ctps_free(&d[0]);
+    kc_ctps_free(&d[1]);
+    member_free(&ms[0]);
+    member_free(&ms[1]);
+}
+
+/* A static member closes (no LeaveGroup) and its instance comes back within the session
+ * timeout: it gets its partitions back and the other member sees no rebalance (same
+ * generation, no rejoin). */
+static void static_member_restart_without_rebalance(void **state)
+{
+    (void)state;
+    make_topic("static");
+    char group[96];
+    snprintf(group, sizeof group, "g-%s", topic_name);
+    member_t ms[2];
+    member_start_static(&ms[0], group, KC_ASSIGNOR_RANGE, "inst-a");
+    member_start_static(&ms[1], group, KC_ASSIGNOR_RANGE, "inst-b");
+    assert_true(pump(ms, 2, 60000, 1500, NPART));
+    int32_t gen_b = ms[1].m.generation;
+    kc_ctps_t before = {0};
+    kc_ctps_copy(&before, &ms[0].m.owned);
+    kc_classic_close(&ms[0].m);
+    int64_t end = now_ms() + 10000;
+    while (!ms[0].closed && now_ms() < end)
+        pump(ms, 2, 50, 100000, 0);
+    assert_true(ms[0].closed);
+    member_free(&ms[0]);
+    member_start_static(&ms[0], group, KC_ASSIGNOR_RANGE, "inst-a"); /* new process, same id */
+    assert_true(pump(ms, 2, 30000, 3000, NPART));
+    assert_true(kc_ctps_equal(&before, &ms[0].m.owned));
+    assert_int_equal(ms[1].m.generation, gen_b); /* b never rejoined */
+    kc_ctps_free(&before);
+    member_free(&ms[0]);
+    member_free(&ms[1]);
 }
 
 static pid_t start_java(const char *group, const char *strategy_class)
@@ -594,6 +668,8 @@ int main(void)
         cmocka_unit_test(two_members_range),
         cmocka_unit_test(two_members_roundrobin),
         cmocka_unit_test(two_members_cooperative),
+        cmocka_unit_test(partition_count_increase_is_assigned),
+        cmocka_unit_test(static_member_restart_without_rebalance),
         cmocka_unit_test(mixed_range_java_leader),
         cmocka_unit_test(mixed_range_kconsume_leader),
         cmocka_unit_test(mixed_cooperative_java_leader),
