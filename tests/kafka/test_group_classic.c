@@ -7,6 +7,7 @@
  *   cooperative-sticky): every partition owned by exactly one member, sampled on every loop
  *   turn (never two owners at once, also during the cooperative handover), and the broker's
  *   DescribeGroups shows the same assignments;
+ * - cooperative scale-out from 2 to 3 members, never two owners of a partition at once;
  * - a subscribed topic grown from 6 to 8 partitions: only the leader rejoins on the metadata
  *   change, and the new partitions are assigned exactly once;
  * - a static member closed (no LeaveGroup) and restarted with the same group.instance.id gets
@@ -484,6 +485,34 @@ static void two_members_cooperative(void **state)
     two_members(KC_ASSIGNOR_COOPERATIVE_STICKY, "coop");
 }
 
+/* Cooperative scale-out from 2 to 3 members: the owned sets stay disjoint at every loop turn
+ * (pump checks), the third member ends up with a share, and the broker agrees. */
+static void cooperative_scale_out_two_to_three(void **state)
+{
+    (void)state;
+    make_topic("scale");
+    char group[96];
+    snprintf(group, sizeof group, "g-%s", topic_name);
+    member_t ms[3];
+    member_start(&ms[0], group, KC_ASSIGNOR_COOPERATIVE_STICKY);
+    member_start(&ms[1], group, KC_ASSIGNOR_COOPERATIVE_STICKY);
+    assert_true(pump(ms, 2, 60000, 1500, NPART));
+    member_start(&ms[2], group, KC_ASSIGNOR_COOPERATIVE_STICKY);
+    if (!pump(ms, 3, 60000, 2000, NPART))
+        fail_msg("three members did not settle (owned %zu/%zu/%zu)", ms[0].m.owned.n,
+                 ms[1].m.owned.n, ms[2].m.owned.n);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ms[i].m.owned.n, 2);
+    kc_ctps_t d[3] = {{0}, {0}, {0}};
+    char ids[3][128];
+    assert_true(describe(group, 3, d, ids, 10000));
+    assert_exact_cover(d, 3);
+    for (int i = 0; i < 3; i++) {
+        kc_ctps_free(&d[i]);
+        member_free(&ms[i]);
+    }
+}
+
 /* A subscribed topic grows from 6 to 8 partitions: the leader sees it in metadata, rejoins, and
  * the new partitions are assigned (each to exactly one member). */
 static void partition_count_increase_is_assigned(void **state)
@@ -668,6 +697,7 @@ int main(void)
         cmocka_unit_test(two_members_range),
         cmocka_unit_test(two_members_roundrobin),
         cmocka_unit_test(two_members_cooperative),
+        cmocka_unit_test(cooperative_scale_out_two_to_three),
         cmocka_unit_test(partition_count_increase_is_assigned),
         cmocka_unit_test(static_member_restart_without_rebalance),
         cmocka_unit_test(mixed_range_java_leader),
