@@ -306,12 +306,14 @@ typedef struct kc_topic_partition {
  * and return once it is queued; the effect shows in callbacks.
  *
  * Status of this contract: kc_conf_*, kc_record_* and kc_records_* accessors are implemented
- * (runtime/). kc_consumer_new, kc_subscribe, kc_assign, kc_incremental_assign, kc_unassign,
- * kc_seek, kc_position, kc_pause, kc_resume, kc_committed, kc_commit, kc_commit_async,
- * kc_store_offset, kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks,
- * kc_member_id, kc_close and kc_destroy are implemented by the engine (they need the network
- * thread); until then they are declared only, and linking a program that calls them fails rather
- * than running a stub.
+ * (runtime/). Manual assignment is implemented (runtime/consumer*.c over engine/): kc_consumer_new
+ * (push mode: on_records required), kc_assign, kc_incremental_assign, kc_unassign, kc_seek,
+ * kc_pause, kc_resume, kc_committed, kc_commit, kc_store_offset and kc_position (both wait for
+ * one network-thread round trip), kc_close, kc_destroy. Not yet: a backward kc_seek re-delivering
+ * records already delivered (the runtime's per-partition delivery floor only moves forward).
+ * kc_subscribe, kc_commit_async, kc_poll, kc_records_release, kc_topic_partitions,
+ * kc_query_watermarks and kc_member_id are declared only: linking a program that calls them fails
+ * rather than running a stub.
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
