@@ -33,7 +33,11 @@ def parse_java(text):
     for i, line in enumerate(lines):
         if line.startswith("start.time"):
             cols = [c.strip() for c in line.split(",")]
-            vals = [v.strip() for v in lines[i + 1].split(",")]
+            # The data line is the next one starting with a date (a WARNING may come between).
+            data = next((l for l in lines[i + 1:] if re.match(r"^\d{4}-\d\d-\d\d", l)), None)
+            if data is None:
+                return None
+            vals = [v.strip() for v in data.split(",")]
             row = dict(zip(cols, vals))
             res["records"] = int(row["data.consumed.in.nMsg"])
             res["bytes"] = int(float(row["data.consumed.in.MB"]) * 1024 * 1024)
@@ -63,7 +67,10 @@ def cmd_record(a):
         if os.path.exists(os.path.join(d, name)) else ""
     out, err = read("out"), read("err")
     row = {"case": a.case, "consumer": a.consumer, "run": a.run}
-    res = parse_java(out) if a.consumer.startswith("java") else last_json(out)
+    try:
+        res = parse_java(out) if a.consumer.startswith("java") else last_json(out)
+    except (KeyError, ValueError, IndexError) as e:
+        res, err = None, f"unparsable output ({e!r}); " + err
     t = read("time").split()
     try:
         el, us, sy, rss = float(t[-4]), float(t[-3]), float(t[-2]), int(t[-1])
@@ -96,8 +103,7 @@ def cmd_record(a):
         row["bytes_per_fetch"] = round(row["fetch_request_bytes"] / row["fetch_requests"])
     elif row.get("fetch_requests") and row.get("request_bytes") and row.get("requests"):
         row["bytes_per_fetch"] = round(row["request_bytes"] / row["requests"])  # average request
-    elif row.get("request_size_avg"):
-        row["bytes_per_fetch"] = round(row["request_size_avg"])
+        row["bytes_per_fetch_approx"] = True
     print(json.dumps(row))
 
 
@@ -126,8 +132,12 @@ def cmd_report(a):
           f"Peers: librdkafka {machine['librdkafka']} (Debian), franz-go {machine['franz-go']} "
           f"({machine['go']}), Java consumer {machine['kafka_clients']} ({machine['java']}); "
           f"kconsume {machine['kconsume']}.",
+          *([f"**Load average {machine['loadavg_at_start'][0]} at start on {machine['cores']} cores: other work "
+             "was running, so these numbers are not comparable with a run on a quiet machine.**"]
+            if float(machine["loadavg_at_start"][0]) > 0.5 * machine["cores"] else []),
           f"Scale {a.scale} (PERF_SCALE), whole run {a.elapsed} s. Medians over the runs; "
-          "ratio = kconsume (w1, io_uring) / peer for CPU per record, peer / kconsume for records/s. "
+          "ratio = kconsume (w1, io_uring) ÷ peer in CPU per record; '~' marks a request size averaged over "
+          "all requests (librdkafka). "
           "Settings and method: perf/README.md.", ""]
     for case in cases:
         rows = [r for r in runs if r["case"] == case]
@@ -149,6 +159,7 @@ def cmd_report(a):
             bad = [r for r in rows if r["consumer"] == c and "error" in r]
             agg[c] = {k: med(ok, k) for k, _, _ in COLS}
             agg[c]["runs_ok"], agg[c]["runs"] = len(ok), len(ok) + len(bad)
+            agg[c]["bytes_per_fetch_approx"] = any(r.get("bytes_per_fetch_approx") for r in ok)
             agg[c]["note"] = bad[0]["error"] if bad else ""
         ref = agg.get("kconsume-w1-io_uring", {})
         for c in consumers:
@@ -164,6 +175,8 @@ def cmd_report(a):
         for c in consumers:
             x = agg[c]
             cells = [f.format(x[k]) if x.get(k) is not None else "n/a" for k, _, f in COLS]
+            if x.get("bytes_per_fetch_approx") and x.get("bytes_per_fetch") is not None:
+                cells[5] = "~" + cells[5]  # average over all requests (librdkafka counts no bytes per API)
             ratio = f"{x['kc_cpu_ratio']:.2f}" if x.get("kc_cpu_ratio") else "n/a"
             md.append(f"| {c} | " + " | ".join(cells) + f" | {ratio} | {x['runs_ok']}/{x['runs']} | "
                       + x["note"].replace("|", "/")[:160] + " |")
