@@ -25,6 +25,23 @@ def last_json(text):
     return None
 
 
+def deep(obj, key, combine):
+    """combine() of every number stored under `key` anywhere in a JSON value, or None."""
+    found = []
+    def walk(o):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k == key and isinstance(v, (int, float)):
+                    found.append(v)
+                else:
+                    walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(obj)
+    return combine(found) if found else None
+
+
 def parse_java(text):
     """ConsumerPerformance: a CSV header and one data line, then --print-metrics lines
     'group:name:{tags} : value'."""
@@ -87,10 +104,16 @@ def cmd_record(a):
         row["wall_s"] = row.get("elapsed_s")  # process wall: the CLI prints no timing of its own
         st = last_json(read("kc-stats"))
         if st:
+            # The stats object may keep counters per broker: sum them wherever they are nested.
             row["kc_stats"] = st
             for k in ("fetch_requests", "fetch_request_bytes", "allocs_per_record"):
-                if k in st:
-                    row[k] = st[k]
+                v = deep(st, k, sum)
+                if v is not None:
+                    row[k] = v
+            for k, f in (("fetch_request_bytes_min", min), ("fetch_request_bytes_max", max)):
+                v = deep(st, k, f)
+                if v is not None:
+                    row[k] = v
     if row.get("records") != a.expect:
         row["error"] = f"read {row.get('records')} records, expected {a.expect}"
     w = row.get("wall_s")
@@ -110,7 +133,8 @@ def cmd_record(a):
 COLS = [("rec_s", "records/s", "{:,.0f}"), ("mb_s", "MB/s", "{:.1f}"),
         ("cpu_s_per_mrec", "CPU s / M rec", "{:.3f}"), ("maxrss_mib", "peak RSS MiB", "{:.0f}"),
         ("fetch_requests", "Fetch requests", "{:,.0f}"), ("bytes_per_fetch", "bytes / Fetch req", "{:,.0f}"),
-        ("wall_s", "wall s", "{:.2f}")]
+        ("wall_s", "wall s", "{:.2f}"), ("fetch_request_bytes_min", "smallest Fetch B", "{:,.0f}"),
+        ("fetch_request_bytes_max", "largest Fetch B", "{:,.0f}")]
 
 
 def med(rows, key):

@@ -18,7 +18,7 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -36,19 +36,36 @@ type result struct {
 	Polls    int64   `json:"polls"`
 	Fetches  int64   `json:"fetch_requests"`
 	FetchB   int64   `json:"fetch_request_bytes"`
+	FetchMin int64   `json:"fetch_request_bytes_min"`
+	FetchMax int64   `json:"fetch_request_bytes_max"`
 	LatP50ms float64 `json:"lat_p50_ms,omitempty"`
 	LatP99ms float64 `json:"lat_p99_ms,omitempty"`
 }
 
 // fetchCounter counts Fetch requests (key 1) and the bytes written for them, from the client's
 // broker-write hook: exact, and needs no capture. Called from the per-broker goroutines.
-type fetchCounter struct{ n, bytes atomic.Int64 }
+// Smallest and largest request too: with fetch sessions the smallest is an incremental fetch
+// that names no partition, the largest the one that opened the session with all of them.
+type fetchCounter struct {
+	mu               sync.Mutex
+	n, bytes, lo, hi int64
+}
 
 func (c *fetchCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, written int, _, _ time.Duration, err error) {
-	if key == 1 && err == nil {
-		c.n.Add(1)
-		c.bytes.Add(int64(written))
+	if key != 1 || err != nil {
+		return
 	}
+	w := int64(written)
+	c.mu.Lock()
+	c.n++
+	c.bytes += w
+	if c.lo == 0 || w < c.lo {
+		c.lo = w
+	}
+	if w > c.hi {
+		c.hi = w
+	}
+	c.mu.Unlock()
 }
 
 func die(format string, args ...any) {
@@ -161,7 +178,9 @@ func main() {
 		res.LatP50ms = float64(lats[len(lats)/2]) / 1000
 		res.LatP99ms = float64(lats[len(lats)*99/100]) / 1000
 	}
-	res.Fetches, res.FetchB = fc.n.Load(), fc.bytes.Load()
+	fc.mu.Lock()
+	res.Fetches, res.FetchB, res.FetchMin, res.FetchMax = fc.n, fc.bytes, fc.lo, fc.hi
+	fc.mu.Unlock()
 	cl.Close()
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
