@@ -160,8 +160,7 @@ def cmd_report(a):
              "was running, so these numbers are not comparable with a run on a quiet machine.**"]
             if float(machine["loadavg_at_start"][0]) > 0.5 * machine["cores"] else []),
           f"Scale {a.scale} (PERF_SCALE), whole run {a.elapsed} s. Medians over the runs; "
-          "ratio = kconsume (w1, io_uring) ÷ peer in CPU per record; '~' marks a request size averaged over "
-          "all requests (librdkafka). "
+          "ratio = kconsume (w1, io_uring) ÷ peer in CPU per record; "
           "Settings and method: perf/README.md.", ""]
     for case in cases:
         rows = [r for r in runs if r["case"] == case]
