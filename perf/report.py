@@ -160,7 +160,7 @@ def cmd_report(a):
              "was running, so these numbers are not comparable with a run on a quiet machine.**"]
             if float(machine["loadavg_at_start"][0]) > 0.5 * machine["cores"] else []),
           f"Scale {a.scale} (PERF_SCALE), whole run {a.elapsed} s. Medians over the runs; "
-          "ratio = kconsume (w1, io_uring) ÷ peer in CPU per record; "
+          "ratio = kconsume (w1, io_uring) ÷ peer in CPU per record. "
           "Settings and method: perf/README.md.", ""]
     for case in cases:
         rows = [r for r in runs if r["case"] == case]
@@ -207,6 +207,10 @@ def cmd_report(a):
         chart(a.out, case, consumers, agg)
         if os.path.exists(os.path.join(a.out, f"{case}.png")):
             md += [f"![{case}]({case}.png)", ""]
+    if a.figures and os.path.exists(a.figures) and os.path.getsize(a.figures) > 0:
+        md += ["## Machine figures (build/release/perf/bench_decode, one core)", "", "```",
+               open(a.figures).read().rstrip(), "```", ""]
+        summary["machine_figures"] = open(a.figures).read()
     md += ["Raw runs: latest.json (`runs`).", ""]
     summary["runs"] = runs
     open(os.path.join(a.out, "LATEST.md"), "w").write("\n".join(md))
@@ -273,6 +277,7 @@ def main():
     s = sub.add_parser("report")
     for k in ("runs", "machine", "scale", "elapsed", "out"):
         s.add_argument("--" + k, required=True)
+    s.add_argument("--figures", help="bench_decode output to quote, if any")
     lr = sub.add_parser("latency-reader")
     lr.add_argument("--records", type=int, required=True)
     a = p.parse_args()
