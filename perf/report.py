@@ -143,6 +143,7 @@ def med(rows, key):
 
 
 def cmd_report(a):
+    os.makedirs(a.out, exist_ok=True)
     runs = [json.loads(l) for l in open(a.runs) if l.strip()]
     machine = json.load(open(a.machine))
     cases = []
