@@ -36,14 +36,14 @@ build-tsan: deps
 
 # The one command CI runs. Unit tests first (fast, no network), then one cluster for every
 # integration suite; tests/run-suite tears the cluster down on any exit.
-test: build-asan
-	tests/run-suite --build build/asan --labels "unit kafka interop"
+test: build-asan build-tsan
+	tests/run-suite --build build/asan --labels "unit kafka interop" --tsan build/tsan
 
 test-unit: build-asan
 	cd build/asan && ctest -L unit --output-on-failure -j $(JOBS)
 
-test-long: build-asan
-	tests/run-suite --build build/asan --labels "unit kafka interop chaos long"
+test-long: build-asan build-tsan
+	tests/run-suite --build build/asan --labels "unit kafka interop chaos long" --tsan build/tsan
 
 soak: build
 	tests/run-suite --build build/release --labels "soak"

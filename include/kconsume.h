@@ -59,7 +59,8 @@ KC_API const char *kc_version(void);
     X(KC_ERR_AGAIN, -16, "not ready yet; try again")                                               \
     X(KC_ERR_NOT_FOUND, -17, "no such item")                                                       \
     X(KC_ERR_QUEUE_FULL, -18, "queue full")                                                        \
-    X(KC_ERR_FATAL, -19, "fatal error: the consumer must be closed")
+    X(KC_ERR_FATAL, -19, "fatal error: the consumer must be closed")                               \
+    X(KC_ERR_POLL_EXCEEDED, -20, "a callback ran longer than max.poll.interval.ms")
 
 typedef enum kc_err {
 #define KC__ERR_ENUM(name, value, text) name = value,
@@ -82,6 +83,335 @@ typedef struct kc_error {
     int16_t kafka_code;
     char msg[256];
 } kc_error_t;
+
+/* ============================================================================================== *
+ * Threads and ownership, once for the whole API (libuv style)
+ *
+ *  - "app thread": any thread of yours that is not a kconsume thread. Calls marked "any app
+ *    thread" may come from several app threads at once; kconsume turns them into commands on the
+ *    network thread's inbound queue (then an eventfd wake), so they never touch engine state.
+ *  - "worker": one of the worker.threads threads that decode records and run your per-partition
+ *    callbacks. A partition is run by at most one worker at a time; the next batch of the same
+ *    partition may run on a different worker (happens-after the previous callback returned).
+ *  - "callback context": inside any kconsume callback. Calls allowed there say so; a call that
+ *    waits for the network thread (kc_commit, kc_close) is never allowed there, because the
+ *    thing it waits for may be waiting for the callback to return.
+ *  - Pointers passed in are borrowed for the duration of the call unless stated; pointers handed
+ *    to callbacks (partitions, batches, records, bytes) are valid until the callback returns and
+ *    must not be freed. Handles (kc_conf_t, kc_consumer_t) are owned by the caller that created
+ *    them until passed to a function documented as taking ownership.
+ * ============================================================================================== */
+
+typedef struct kc_conf kc_conf_t;         /* configuration: key/value strings, validated */
+typedef struct kc_consumer kc_consumer_t; /* one consumer: network thread + worker pool */
+typedef struct kc_records kc_records_t;   /* a view of (part of) one record batch */
+
+/* One topic-partition. kconsume owns it from assignment until after on_revoke/on_lost returned;
+ * the callbacks of one partition all see the same pointer. */
+typedef struct kc_part {
+    const char *topic; /* NUL-terminated; owned by kconsume */
+    int32_t partition;
+    /* Free for the application: e.g. set in on_assign, used in on_records, freed in on_revoke or
+     * on_lost. Read and written only inside this partition's callbacks, which never overlap, so
+     * it needs no locking. kconsume never touches it. */
+    void *app;
+} kc_part_t;
+
+/* ---- records: views into the fetch buffer, never copies ------------------------------------- */
+
+/*
+ * One record. A view: every pointer points into the received batch (or the worker's
+ * decompression arena) and stays valid only until the on_records callback that produced it
+ * returns (or, for kc_poll, until kc_records_release). Copy what you keep. The accessors below
+ * never allocate and may be called from the callback that received the record (or, for a
+ * polled batch, from the thread holding it).
+ */
+typedef struct kc_record kc_record_t; /* opaque here; the decoder's view (io/batch) */
+
+KC_API int64_t kc_record_offset(const kc_record_t *r);
+/* Milliseconds since the epoch. Its type (CreateTime or LogAppendTime) is a property of the
+ * Kafka batch: kc_records_timestamp_type. */
+KC_API int64_t kc_record_timestamp(const kc_record_t *r);
+/* Key and value bytes; NULL with *len = 0 for a null key or value (distinct from an empty one,
+ * which gives a non-NULL pointer and *len = 0). */
+KC_API const void *kc_record_key(const kc_record_t *r, size_t *len);
+KC_API const void *kc_record_value(const kc_record_t *r, size_t *len);
+/* Number of headers. Headers are decoded lazily from the record bytes: no allocation. */
+KC_API size_t kc_record_header_count(const kc_record_t *r);
+/* Header `idx` (0-based, in wire order). Name is NOT NUL-terminated (name_len bytes). A null
+ * header value gives *value = NULL. KC_ERR_NOT_FOUND past the end, KC_ERR_MALFORMED when the
+ * header bytes do not parse. Repeated lookups by index are O(idx): iterate in order with
+ * kc_record_header_next for O(1) per header. */
+KC_API kc_err_t kc_record_header(const kc_record_t *r, size_t idx, const char **name,
+                                 size_t *name_len, const void **value, size_t *value_len);
+/* Iteration without re-scanning: *cursor starts at 0; each call returns the next header and
+ * advances it. KC_ERR_NOT_FOUND when done. */
+KC_API kc_err_t kc_record_header_next(const kc_record_t *r, size_t *cursor, const char **name,
+                                      size_t *name_len, const void **value, size_t *value_len);
+
+/* ---- batches -------------------------------------------------------------------------------- */
+
+/*
+ * A batch view: up to callback.batch.max.records consecutive records of one partition, in offset
+ * order. Iterate with kc_records_next until it returns NULL. The record pointer it returns is
+ * reused by the next call (views come from a per-worker pool: nothing is allocated per record).
+ * Valid until the callback returns (push) or kc_records_release (pull).
+ */
+KC_API const kc_part_t *kc_records_partition(const kc_records_t *b);
+/* Next record or NULL at the end of this view. A decode error (CRC mismatch with check.crcs,
+ * corrupt compression) ends the view early: kc_records_error then tells what happened, and the
+ * error callback receives it too. */
+KC_API const kc_record_t *kc_records_next(kc_records_t *b);
+KC_API kc_err_t kc_records_error(const kc_records_t *b, kc_error_t *err);
+/* Offset of the first record in the view, and the offset after the last record returned so far
+ * by kc_records_next. Once kc_records_next returned NULL, the latter is where the partition's
+ * committable offset goes when on_records returns KC_CB_CONTINUE (past a compacted gap at the
+ * end of a batch, the runtime moves it to the batch's end). */
+KC_API int64_t kc_records_first_offset(const kc_records_t *b);
+KC_API int64_t kc_records_next_offset(const kc_records_t *b);
+/* 0 CreateTime, 1 LogAppendTime, for every record of the view (a view never spans two Kafka
+ * batches). */
+KC_API int kc_records_timestamp_type(const kc_records_t *b);
+
+/* ---- the callback contract ------------------------------------------------------------------ */
+
+/*
+ * What on_records returns. The committable offset of a partition is the offset after the last
+ * record whose callback returned KC_CB_CONTINUE or KC_CB_PAUSE; auto-commit commits only that,
+ * so committed offsets always trail work a callback finished (at-least-once).
+ *
+ *  KC_CB_CONTINUE  The view is processed; the committable offset advances to its end (in manual
+ *                  store mode, enable.auto.offset.store=false, only kc_store_offset advances it).
+ *  KC_CB_PAUSE     Processed, as CONTINUE, and the partition pauses: no further batch of it is
+ *                  delivered and the fetcher stops asking for it until kc_resume(). Batches
+ *                  already buffered are kept and delivered after resume.
+ *  KC_CB_RETRY     Not processed: the offset does not advance and the SAME records are delivered
+ *                  again, after the partition went to the back of the run queue (other
+ *                  partitions run in between). Records of a view you iterated partially are
+ *                  all redelivered. Use for transient failures of your sink; to back off, sleep
+ *                  in the callback (bounded by max.poll.interval.ms) or return PAUSE instead.
+ *  KC_CB_STOP      Not processed, and this partition stops (as paused, without advancing); the
+ *                  error callback gets KC_ERR_STATE naming the partition. The consumer keeps
+ *                  running other partitions; call kc_close to stop everything.
+ */
+typedef enum kc_cb_result {
+    KC_CB_CONTINUE = 0,
+    KC_CB_PAUSE = 1,
+    KC_CB_RETRY = 2,
+    KC_CB_STOP = 3,
+} kc_cb_result_t;
+
+/* Kind of event for on_event (group-level). */
+typedef enum kc_event_type {
+    KC_EVENT_ASSIGNMENT = 1, /* the assignment changed; `assignment` lists the new one */
+    KC_EVENT_ERROR = 2,      /* `error` explains; fatal ones are KC_ERR_FATAL */
+    KC_EVENT_STATS = 3,      /* `json` is one stats object (see README for the field names) */
+} kc_event_type_t;
+
+/* Everything an event points to is owned by kconsume and valid until on_event returns. */
+typedef struct kc_event {
+    kc_event_type_t type;
+    const kc_error_t *error; /* KC_EVENT_ERROR only */
+    const char *json;        /* KC_EVENT_STATS only; NUL-terminated */
+    /* KC_EVENT_ASSIGNMENT only: the whole new assignment (offset fields unused). */
+    const struct kc_topic_partition *assignment;
+    size_t assignment_len;
+} kc_event_t;
+
+/*
+ * Callbacks. Every member may be NULL (then that event is ignored). Copied by kc_consumer_new;
+ * `opaque` is passed back untouched.
+ *
+ * Per-partition callbacks run on a worker, serialised with that partition's records: for one
+ * partition, on_assign happens-before every on_records, which happen-before on_revoke/on_lost;
+ * never two at once. Different partitions run in parallel on different workers.
+ *
+ *  on_assign   The partition was assigned and nothing of it was delivered yet. May call
+ *              kc_seek on this partition (e.g. to an offset kept in your own database: the
+ *              exactly-once pattern); the fetch starts at the position after on_assign returns.
+ *  on_records  A batch view; return value per kc_cb_result_t.
+ *  on_revoke   The partition is being taken away in an orderly rebalance or kc_unassign: no
+ *              further on_records of it will start; flush your work now. The group waits for
+ *              this to return before it commits and gives the partition up.
+ *  on_lost     The partition was lost (session expired, fenced): another member may already
+ *              own it, so do not commit for it. Called instead of on_revoke.
+ *
+ * Group-level: on_event runs on a worker, serialised with itself (never two on_event at once),
+ * in the order events happened; never on the network thread, so a slow handler cannot delay a
+ * heartbeat.
+ */
+typedef struct kc_callbacks {
+    void (*on_assign)(void *opaque, kc_part_t *p);
+    kc_cb_result_t (*on_records)(void *opaque, kc_part_t *p, kc_records_t *batch);
+    void (*on_revoke)(void *opaque, kc_part_t *p);
+    void (*on_lost)(void *opaque, kc_part_t *p);
+    void (*on_event)(void *opaque, const kc_event_t *ev);
+    void *opaque;
+} kc_callbacks_t;
+
+/* ---- configuration -------------------------------------------------------------------------- */
+
+/*
+ * Configuration uses Kafka's own key names ("bootstrap.servers", "group.id", ...); the full list
+ * with types, defaults and allowed values is printed by kc_conf_print_reference (and in the
+ * README). A kc_conf_t belongs to one app thread at a time (no internal locking).
+ */
+KC_API kc_conf_t *kc_conf_new(void); /* NULL when out of memory */
+KC_API void kc_conf_destroy(kc_conf_t *conf);
+KC_API kc_conf_t *kc_conf_dup(const kc_conf_t *conf);
+/*
+ * Sets one key. Both strings are copied. Validates the value now: an unknown key fails with
+ * KC_ERR_CONFIG naming it and the nearest known key; a bad value names the key, the value and
+ * what is allowed. Settings that conflict with each other are reported by kc_conf_validate (and
+ * by kc_consumer_new, which calls it), because they depend on the order keys are set in.
+ */
+KC_API kc_err_t kc_conf_set(kc_conf_t *conf, const char *key, const char *value, kc_error_t *err);
+/* The effective value (the default when unset) into buf, NUL-terminated. Secret values
+ * (passwords) read back as "[redacted]". KC_ERR_NOT_FOUND for an unknown key. *len is buf's
+ * size on entry and the size needed on return; KC_ERR_TOO_LARGE when buf is too small (nothing
+ * written). len NULL means "buf is large enough" (the caller's promise). Any thread that owns
+ * conf. */
+KC_API kc_err_t kc_conf_get(const kc_conf_t *conf, const char *key, char *buf, size_t *len);
+/* Cross-key checks: conflicting or incomplete settings, each explained. */
+KC_API kc_err_t kc_conf_validate(const kc_conf_t *conf, kc_error_t *err);
+/* Writes the reference of every key (name, type, default, allowed values, doc) to `out` (a
+ * FILE *, as void * to keep <stdio.h> out of this header). Markdown when markdown != 0. Secret
+ * keys are listed without any value. Any thread. */
+KC_API void kc_conf_print_reference(void *out, int markdown);
+
+/* ---- the consumer --------------------------------------------------------------------------- */
+
+/*
+ * Creates a consumer: validates `conf` (KC_ERR_CONFIG explains what is wrong), starts the
+ * network thread and the workers. Takes ownership of `conf` on success only (on failure the
+ * caller still owns it). `cbs` is copied. Any app thread. Implemented by the engine.
+ */
+KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
+                                kc_error_t *err);
+
+/* A topic-partition with an offset, for the calls that take lists. Caller-owned. */
+typedef struct kc_topic_partition {
+    const char *topic;
+    int32_t partition;
+    int64_t offset; /* KC_OFFSET_* sentinel or an offset; ignored where not meaningful */
+} kc_topic_partition_t;
+
+#define KC_OFFSET_BEGINNING (-2)
+#define KC_OFFSET_END       (-1)
+#define KC_OFFSET_STORED    (-1000) /* the group's committed offset, else auto.offset.reset */
+#define KC_OFFSET_INVALID   (-1001)
+
+/*
+ * The calls below are asynchronous unless stated: they enqueue a command for the network thread
+ * and return once it is queued; the effect shows in callbacks.
+ *
+ * Status of this contract: kc_conf_*, kc_record_* and kc_records_* accessors are implemented
+ * (runtime/). kc_consumer_new, kc_subscribe, kc_assign, kc_incremental_assign, kc_unassign,
+ * kc_seek, kc_position, kc_pause, kc_resume, kc_committed, kc_commit, kc_commit_async,
+ * kc_store_offset, kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks,
+ * kc_member_id, kc_close and kc_destroy are implemented by the engine (they need the network
+ * thread); until then they are declared only, and linking a program that calls them fails rather
+ * than running a stub.
+ */
+
+/* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
+ * are copied. Any app thread. KC_ERR_STATE when manual assignment is in use. */
+KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
+                             kc_error_t *err);
+/* Manual assignment, replacing the current one (partitions leaving get on_revoke). Any app
+ * thread. The list is copied. offset per entry: where to start (KC_OFFSET_STORED honours the
+ * committed offset, then auto.offset.reset). */
+KC_API kc_err_t kc_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                          kc_error_t *err);
+/* Adds partitions to the manual assignment, keeping the others running. Any app thread. */
+KC_API kc_err_t kc_incremental_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                      kc_error_t *err);
+/* Removes every partition (on_revoke for each). Any app thread. */
+KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err);
+
+typedef enum kc_seek_kind {
+    KC_SEEK_OFFSET = 0,    /* `value` is the offset of the next record to deliver */
+    KC_SEEK_BEGINNING = 1, /* the log start; `value` ignored */
+    KC_SEEK_END = 2,       /* the high watermark (or LSO under read_committed) */
+    KC_SEEK_TIMESTAMP = 3, /* first record with timestamp >= `value` (ms since the epoch) */
+} kc_seek_kind_t;
+/* Moves the position of one assigned partition. Buffered records of it are dropped; the next
+ * on_records starts at the new position. Any app thread, or the partition's own callbacks
+ * (on_assign, on_records: then no further record of the current view is delivered). */
+KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
+                        int64_t value, kc_error_t *err);
+/* The offset of the next record to be delivered to a callback (not fetched: delivered), from
+ * the runtime's committable offset. Any thread, callback context included; no waiting. */
+KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
+                            kc_error_t *err);
+/* Stop / restart delivering and fetching these partitions. Buffered records are kept. Any app
+ * thread, and callback context. */
+KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                         kc_error_t *err);
+KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                          kc_error_t *err);
+/* Fetches the group's committed offsets into tps[i].offset (KC_OFFSET_INVALID when none).
+ * Blocks the caller up to timeout_ms: app threads only, never callback context. */
+KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n, int timeout_ms,
+                             kc_error_t *err);
+/* Commits: tps == NULL commits every partition's committable offset; otherwise the given
+ * offsets. kc_commit blocks up to timeout_ms (app threads only, never callback context).
+ * kc_commit_async returns at once; `cb` runs on a worker, serialised with on_event, with the
+ * result; `tps` is copied. Both are valid from callback context only in the async form. */
+KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                          int timeout_ms, kc_error_t *err);
+typedef void (*kc_commit_cb)(void *opaque, kc_err_t result, const kc_error_t *err);
+KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                kc_commit_cb cb, void *opaque, kc_error_t *err);
+/* Manual store (enable.auto.offset.store=false): marks `offset` (the next offset to read) as
+ * committable for the partition. Any thread, usually the partition's own on_records. No
+ * waiting: an atomic store the network thread reads at the next commit. */
+KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t partition,
+                                int64_t offset, kc_error_t *err);
+
+/*
+ * Pull-style: instead of on_records, take batch views on your own thread. Enabled when
+ * cbs->on_records is NULL. Waits up to timeout_ms (0: do not wait; -1: forever) for the next
+ * ready partition's view; *out is NULL on timeout. While you hold a view its partition delivers
+ * nothing else (per-partition order still holds); kc_records_release(c, b, result) hands it back
+ * with the same contract as on_records' return value. Any app thread; several app threads may
+ * poll at once (each gets different partitions).
+ */
+KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc_error_t *err);
+KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t result);
+
+/*
+ * Cluster facts an application needs before it assigns by hand (the CLI's "all partitions of -t"
+ * and its -e end marks). Both block the caller up to timeout_ms while the network thread asks the
+ * cluster: app threads only, never callback context. Implemented by the engine.
+ *
+ * kc_topic_partitions: the partition count of `topic` from metadata (a cached answer younger than
+ * metadata.max.age.ms may be used). KC_ERR_NOT_FOUND when the cluster does not know the topic.
+ * kc_query_watermarks: the partition's log start (*low) and end (*high) from its leader
+ * (ListOffsets earliest and latest). Under isolation.level=read_committed *high is the last stable
+ * offset, which is where consumption of the partition currently ends. The partition need not be
+ * assigned to this consumer. Either pointer may be NULL.
+ */
+KC_API kc_err_t kc_topic_partitions(kc_consumer_t *c, const char *topic, int32_t *count,
+                                    int timeout_ms, kc_error_t *err);
+KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t partition,
+                                    int64_t *low, int64_t *high, int timeout_ms, kc_error_t *err);
+/* The group member id the coordinator gave this consumer, NUL-terminated into buf ("" before the
+ * first join and without group.id). Any thread, callback context included; no waiting.
+ * KC_ERR_TOO_LARGE when buf (len bytes) is too small (buf then holds ""). */
+KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
+
+/*
+ * Orderly stop: stop fetching, let in-flight callbacks finish (bounded by timeout_ms; callbacks
+ * still running then are abandoned and reported), run on_revoke for every partition, commit
+ * final offsets (auto-commit), close fetch sessions, leave the group, join every thread. Blocks;
+ * app threads only, never callback context. Returns KC_ERR_TIMEOUT when something had to be
+ * cut short. Idempotent. Safe to call once from a signal-driven stop flag (not from inside a
+ * signal handler).
+ */
+KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err);
+/* Frees the consumer (calls kc_close(c, 0) first when not closed). App threads only. */
+KC_API void kc_destroy(kc_consumer_t *c);
 
 #ifdef __cplusplus
 }

@@ -69,7 +69,10 @@ static int read_full(int fd, uint8_t *p, size_t n)
     return 0;
 }
 
-static uint16_t be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static uint16_t be16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
 static uint32_t be32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -127,7 +130,8 @@ static void apiversions_v0_lists_fetch_v12(void **state)
     free(resp);
     assert_true(api_versions_seen);
     if (fetch_max < 12)
-        fail_msg("Fetch max version %d < 12 (kconsume needs the flexible Fetch, v12 and up)", fetch_max);
+        fail_msg("Fetch max version %d < 12 (kconsume needs the flexible Fetch, v12 and up)",
+                 fetch_max);
 }
 
 int main(void)

@@ -12,7 +12,6 @@ for v in KC_BOOTSTRAP KC_SSL_BOOTSTRAP KC_SASL_SSL_BOOTSTRAP KC_CA_FILE KC_SCRAM
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp="$("$KC_TESTKIT" classpath)"
 nbrokers=$(tr ',' '\n' <<<"$KC_BOOTSTRAP" | wc -l)
 
 # --- SSL: metadata over TLS, verifying the broker certificate against the testkit CA -----------
@@ -39,9 +38,8 @@ ssl.truststore.location=$KC_CA_FILE
 request.timeout.ms=10000
 default.api.timeout.ms=15000
 PROPS
-    java -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$cp" \
-        org.apache.kafka.tools.TopicCommand --bootstrap-server "$KC_SASL_SSL_BOOTSTRAP" \
-        --command-config "$tmp/client.properties" --list >"$tmp/out" 2>&1
+    "$KC_TESTKIT" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$KC_SASL_SSL_BOOTSTRAP" \
+        --command-config "$tmp/client.properties" --list --dir "${KC_CLUSTER_DIR:-$tmp}" >"$tmp/out" 2>&1
 }
 for mech in SCRAM-SHA-256 SCRAM-SHA-512; do
     if ! java_list "$mech" "$KC_SCRAM_PASSWORD"; then

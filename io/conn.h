@@ -1,0 +1,128 @@
+/*
+ * A broker connection. Owner: the network thread that owns its loop; every function here runs
+ * there, and every callback is called there.
+ *
+ * Lifecycle: kc_conn_new() then kc_conn_start(): resolve `servers` (each "host:port", IPv4/IPv6,
+ * "[v6]:port"), connect (connect_timeout_ms), ApiVersions handshake, the optional auth hook, READY.
+ * Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT (retriable; the caller
+ * decides), the socket closes once the loop has returned every op, and the next address is tried
+ * after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms). Requests sent while not
+ * READY wait for READY or their request timeout, whichever comes first. Nothing waits forever.
+ *
+ * Transport hook (TLS): with opts.transport_new NULL, bytes go straight between the socket and
+ * the frame buffers. Otherwise, after each TCP connect, transport_new() makes a transport (the
+ * TLS module over memory BIOs fits kc_conn_transport_vt one to one): ciphertext is received into
+ * a 64 KiB buffer and fed to it, plaintext is read from it into the staging buffer and straight
+ * into exact-size frame buffers, and requests are written through it. Its handshake runs before
+ * ApiVersions, under connect_timeout_ms; a handshake failure is final like an auth failure.
+ */
+#ifndef KC_IO_CONN_H
+#define KC_IO_CONN_H
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "conn_wire.h"
+#include "loop.h"
+
+typedef struct kc_conn kc_conn_t;
+
+typedef enum kc_conn_state {
+    KC_CONN_DOWN = 0, /* not started, or waiting out a backoff */
+    KC_CONN_CONNECTING,
+    KC_CONN_SECURING,  /* transport (TLS) handshake */
+    KC_CONN_HANDSHAKE, /* ApiVersions in flight */
+    KC_CONN_AUTH,      /* the auth hook is running (SASL) */
+    KC_CONN_READY,
+    KC_CONN_RESETTING, /* waiting for the loop to return the socket's ops */
+    KC_CONN_FAILED,    /* TLS or auth failed: no reconnects until kc_conn_start() */
+} kc_conn_state_t;
+
+/* The response callback. On KC_OK, `frame` is the whole response (header included) with one
+ * reference that the callback now owns (kc_buf_unref it, or keep slices); the body starts at
+ * frame->data + body_off. On error frame is NULL. Called exactly once per accepted request. */
+typedef void (*kc_conn_resp_cb)(kc_conn_t *conn, kc_err_t err, kc_buf_t *frame, size_t body_off,
+                                int16_t version, void *opaque);
+/* Appends the request body for `version` to `out`. */
+typedef kc_err_t (*kc_conn_encode_fn)(kc_wbuf_t *out, int16_t version, void *opaque);
+
+typedef struct kc_conn_req_spec {
+    int16_t api_key;
+    int16_t min_version, max_version; /* what we can speak; intersected with the broker's range */
+    kc_conn_encode_fn encode;
+    kc_conn_resp_cb cb;
+    void *opaque;
+} kc_conn_req_spec_t;
+
+/* A byte transport between the connection and the socket (TLS). Every call on the network
+ * thread. Results: KC_OK, KC_ERR_AGAIN (needs more input from the peer), KC_ERR_CLOSED (read:
+ * the peer closed the session), anything else is final for this connection. */
+typedef struct kc_conn_transport_vt {
+    kc_err_t (*handshake)(void *t, kc_error_t *err);
+    kc_err_t (*write)(void *t, const void *data, size_t len, kc_error_t *err); /* copies */
+    /* Bytes waiting to go to the socket; *data stays valid until consumed, even across writes. */
+    size_t (*out_peek)(void *t, const uint8_t **data);
+    void (*out_consume)(void *t, size_t n);
+    kc_err_t (*feed)(void *t, const uint8_t *data, size_t len, kc_error_t *err); /* copies */
+    kc_err_t (*read)(void *t, void *buf, size_t cap, size_t *n, kc_error_t *err);
+    void (*free)(void *t);
+} kc_conn_transport_vt;
+
+typedef kc_err_t (*kc_conn_transport_new_fn)(void *opaque, const char *host,
+                                             const kc_conn_transport_vt **vt, void **t,
+                                             kc_error_t *err);
+
+typedef struct kc_conn_opts {
+    const char *servers; /* "host:port[,host:port...]" */
+    const char *client_id;
+    int connect_timeout_ms;       /* socket.connection.setup.timeout.ms, default 10000 */
+    int request_timeout_ms;       /* request.timeout.ms, default 30000 */
+    int reconnect_backoff_ms;     /* default 50 */
+    int reconnect_backoff_max_ms; /* default 1000 */
+    size_t max_frame;             /* receive.message.max.bytes + slack, default 100 MiB */
+    /* Auth step (SASL), run after ApiVersions: may send with kc_conn_send_internal(), must end
+     * with kc_conn_auth_done(). NULL = none. */
+    void (*authenticate)(kc_conn_t *conn, void *opaque);
+    void *auth_opaque;
+    /* Transport per TCP connection (TLS); NULL = plaintext. `host` is the configured host name
+     * or IP literal (for SNI and certificate checks). */
+    kc_conn_transport_new_fn transport_new;
+    void *transport_opaque;
+    /* State changes (READY, DOWN with the reason). Optional. */
+    void (*on_state)(kc_conn_t *conn, kc_conn_state_t st, const kc_error_t *why, void *opaque);
+    void *state_opaque;
+} kc_conn_opts_t;
+
+typedef struct kc_conn_stats {
+    uint64_t connects, resets, requests, responses, bytes_in, bytes_out, frames_staged,
+        frames_direct;
+} kc_conn_stats_t;
+
+kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opts, kc_error_t *err);
+void kc_conn_start(kc_conn_t *conn);
+/* Fails every request with KC_ERR_CLOSED and frees the connection once the loop has returned its
+ * ops (keep running the loop). Do not call from inside this connection's callbacks. */
+void kc_conn_close(kc_conn_t *conn);
+
+/* Queues a request. KC_OK: spec->cb will be called exactly once. Otherwise no callback. */
+kc_err_t kc_conn_send(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_t *err);
+/* For the auth hook: sends even though the connection is not READY. An auth failure passed to
+ * kc_conn_auth_done() is final: queued requests fail with it, the connection goes to
+ * KC_CONN_FAILED and does not reconnect (retrying a wrong password only locks accounts), and
+ * kc_conn_send() returns it until kc_conn_start() is called again. */
+kc_err_t kc_conn_send_internal(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_t *err);
+void kc_conn_auth_done(kc_conn_t *conn, const kc_error_t *result);
+/* Forces a reset (as on a protocol error). */
+void kc_conn_reset(kc_conn_t *conn, kc_err_t code, const char *why);
+
+kc_conn_state_t kc_conn_state(const kc_conn_t *conn);
+/* Highest version both sides speak within [min,max], or -1. Needs a completed handshake. */
+int kc_conn_pick_version(const kc_conn_t *conn, int16_t api_key, int16_t min, int16_t max);
+const kc_api_ranges_t *kc_conn_api_ranges(const kc_conn_t *conn);
+void kc_conn_get_stats(const kc_conn_t *conn, kc_conn_stats_t *out);
+/* The address in use ("host:port"), or "" when not connected. */
+const char *kc_conn_peer(const kc_conn_t *conn);
+int kc_conn_failures(const kc_conn_t *conn);
+/* The delay (ms) chosen for the current backoff, for tests. */
+int64_t kc_conn_last_backoff_ms(const kc_conn_t *conn);
+
+#endif

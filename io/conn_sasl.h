@@ -1,0 +1,25 @@
+/*
+ * SASL for a connection: the SaslHandshake + SaslAuthenticate exchange (io/sasl.c state machines,
+ * io/sasl_kafka.c response rules) run as the connection's auth hook, after ApiVersions and before
+ * READY. Set kc_conn_opts_t.authenticate = kc_conn_sasl_authenticate and auth_opaque to a
+ * kc_conn_sasl_t made by kc_conn_sasl_new() (one per connection: it holds the exchange state).
+ * Failures are final (KC_ERR_AUTH naming mechanism and broker; the connection goes FAILED).
+ * Credentials stay inside kc_sasl_t and never reach a log or an error message.
+ * Owner: the network thread. KIP-368 re-authentication is not driven yet.
+ */
+#ifndef KC_IO_CONN_SASL_H
+#define KC_IO_CONN_SASL_H
+
+#include "conn.h"
+#include "sasl.h"
+
+typedef struct kc_conn_sasl kc_conn_sasl_t;
+
+kc_err_t kc_conn_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password,
+                          kc_conn_sasl_t **out, kc_error_t *err);
+void kc_conn_sasl_free(kc_conn_sasl_t *cs);
+void kc_conn_sasl_authenticate(kc_conn_t *conn, void *opaque);
+/* session_lifetime_ms from the last successful exchange (0: none), for the re-auth clock. */
+int64_t kc_conn_sasl_session_lifetime_ms(const kc_conn_sasl_t *cs);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * The Kafka framing the connection layer needs, over the generated codec (io/proto/): header
+ * versions, the request header, the response header, and the ApiVersions handshake. The
+ * connection calls only these, so the codec's API stays behind this one file.
+ * Pure functions; any thread.
+ */
+#ifndef KC_IO_CONN_WIRE_H
+#define KC_IO_CONN_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "proto/proto.h"
+
+#define KC_API_KEY_MAX  128
+#define KC_API_VERSIONS 18
+
+/* Header versions for (api_key, version): request header 1 or 2, response header 0 or 1.
+ * KC_ERR_UNSUPPORTED for an API the codec does not know. */
+kc_err_t kc_wire_header_versions(int16_t api_key, int16_t version, int *req_hdr, int *resp_hdr);
+
+kc_err_t kc_wire_request_header(kc_wbuf_t *w, int16_t api_key, int16_t version, int32_t corr,
+                                const char *client_id, int req_hdr, kc_error_t *err);
+
+/* Correlation id and where the body starts, bounds-checked. */
+kc_err_t kc_wire_response_header(const uint8_t *p, size_t len, int resp_hdr, int32_t *corr,
+                                 size_t *body_off, kc_error_t *err);
+
+/* The broker's supported version ranges, indexed by api key; min = -1 when unsupported. */
+typedef struct kc_api_ranges {
+    int16_t min[KC_API_KEY_MAX], max[KC_API_KEY_MAX];
+} kc_api_ranges_t;
+
+kc_err_t kc_wire_apiversions_request(kc_wbuf_t *w, int16_t version, kc_error_t *err);
+/* Decodes an ApiVersions response body. A broker that does not support `version` answers in v0
+ * layout with UNSUPPORTED_VERSION (35); that case returns KC_ERR_BROKER with kafka_code 35 and
+ * still fills `out` from the v0 body when it can. */
+kc_err_t kc_wire_apiversions_response(const uint8_t *p, size_t len, int16_t version,
+                                      kc_api_ranges_t *out, kc_error_t *err);
+
+/* Appends raw bytes (the frame size prefix). KC_ERR_NOMEM on failure. */
+kc_err_t kc_wire_append(kc_wbuf_t *w, const void *p, size_t n);
+
+#endif

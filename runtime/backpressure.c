@@ -1,0 +1,46 @@
+/*
+ * Backpressure: may the fetcher ask for a partition, and how many bytes may a response bring.
+ * Owner: the network thread (fetch_blocked, global_blocked). The byte counters are atomics that
+ * workers decrement (worker.c: kc_rt_release_bref), read relaxed here: they are counts, they
+ * publish nothing, and a slightly stale value only delays a decision by one fetch round.
+ */
+#include "rt_internal.h"
+
+int64_t kc_rt_share(const kc_rt_t *rt)
+{
+    unsigned n = atomic_load_explicit(&rt->nparts, memory_order_relaxed);
+    return rt->o.queued_max_bytes / (n ? n : 1);
+}
+
+int64_t kc_rt_buffered_bytes(const kc_rt_t *rt)
+{
+    return atomic_load_explicit(&rt->buffered, memory_order_relaxed);
+}
+
+bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p)
+{
+    int64_t cap = rt->o.queued_max_bytes, total = kc_rt_buffered_bytes(rt);
+    int64_t share = kc_rt_share(rt);
+    int64_t mine = atomic_load_explicit(&p->buffered, memory_order_relaxed);
+    if (atomic_load_explicit(&p->paused, memory_order_relaxed) ||
+        (atomic_load_explicit(&p->life, memory_order_relaxed) & KC_RT_REVOKING))
+        return false;
+    /* Hysteresis: stop at the mark, restart only well below it, so a partition at its limit
+     * does not enter and leave the fetch session (an altered-partitions entry each time) on
+     * every round. */
+    if (rt->global_blocked ? total < cap / 4 * 3 : total < cap)
+        rt->global_blocked = false;
+    else
+        rt->global_blocked = true;
+    if (p->fetch_blocked ? mine < share / 2 : mine < share)
+        p->fetch_blocked = false;
+    else
+        p->fetch_blocked = true;
+    return !rt->global_blocked && !p->fetch_blocked;
+}
+
+int64_t kc_rt_fetch_budget(const kc_rt_t *rt)
+{
+    int64_t left = rt->o.queued_max_bytes - kc_rt_buffered_bytes(rt);
+    return left > 0 ? left : 0;
+}

@@ -1,0 +1,120 @@
+/*
+ * Every configuration key, in one X-macro table: a key exists here and nowhere else. The table
+ * drives parsing, validation (with suggestions), kc_conf_get, the printed reference (--help,
+ * README) and the stats dump of effective settings.
+ *
+ * X(id, name, type, default, min, max, allowed, flags, doc)
+ *   type     INT (int64, min..max), BOOL (true|false), STR, ENUM (one of `allowed`, '|'-separated),
+ *            LIST (comma-separated; each element one of `allowed` when it is not NULL)
+ *   default  the value as a user would write it; "" = unset
+ *   flags    SECRET: never printed, read back redacted. HOSTPORT: list elements are host:port.
+ *
+ * isolation.level defaults to read_committed (the Java client defaults to read_uncommitted): a
+ * consumer that never sees transactions pays nothing for it (the LSO equals the high watermark),
+ * while one that does would otherwise deliver records of aborted transactions by default —
+ * silent wrong data is the worse failure.
+ */
+#ifndef KC_RUNTIME_CONF_KEYS_H
+#define KC_RUNTIME_CONF_KEYS_H
+
+#define KC_I64MAX 9223372036854775807LL
+#define KC_I32MAX 2147483647LL
+
+#define KC_CONF_TABLE(X)                                                                           \
+    X(BOOTSTRAP_SERVERS, "bootstrap.servers", LIST, "", 0, 0, NULL, HOSTPORT,                      \
+      "Initial brokers, host:port[,host:port...]; the rest are learned from metadata")             \
+    X(CLIENT_ID, "client.id", STR, "kconsume", 0, 0, NULL, 0,                                      \
+      "Client name sent to brokers (logs, quotas)")                                                \
+    X(CLIENT_RACK, "client.rack", STR, "", 0, 0, NULL, 0,                                          \
+      "Rack of this client, for follower fetching (KIP-392) and rack-aware assignment")            \
+    X(GROUP_ID, "group.id", STR, "", 0, 0, NULL, 0,                                                \
+      "Consumer group; needed by kc_subscribe and for committing offsets")                         \
+    X(GROUP_PROTOCOL, "group.protocol", ENUM, "consumer", 0, 0, "classic|consumer", 0,             \
+      "consumer = KIP-848 (broker computes the assignment); classic = JoinGroup/SyncGroup")        \
+    X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, 0,                              \
+      "Static membership id: a restart within the session timeout keeps the assignment")           \
+    X(GROUP_REMOTE_ASSIGNOR, "group.remote.assignor", STR, "", 0, 0, NULL, 0,                      \
+      "Server-side assignor for group.protocol=consumer (empty: the broker's default)")            \
+    X(PARTITION_ASSIGNMENT_STRATEGY, "partition.assignment.strategy", LIST, "range,cooperative-sticky", \
+      0, 0, "range|roundrobin|cooperative-sticky", 0,                                              \
+      "Client-side assignors for group.protocol=classic, in preference order")                     \
+    X(SESSION_TIMEOUT_MS, "session.timeout.ms", INT, "45000", 1000, 3600000, NULL, 0,              \
+      "Classic protocol: the member is removed when no heartbeat arrives for this long")           \
+    X(HEARTBEAT_INTERVAL_MS, "heartbeat.interval.ms", INT, "3000", 1, 3600000, NULL, 0,            \
+      "Classic protocol: heartbeat period (KIP-848 takes the broker's interval)")                  \
+    X(MAX_POLL_INTERVAL_MS, "max.poll.interval.ms", INT, "300000", 1, KC_I32MAX, NULL, 0,          \
+      "A callback running longer is reported, and the member leaves the group")                    \
+    X(REBALANCE_TIMEOUT_MS, "rebalance.timeout.ms", INT, "0", 0, KC_I32MAX, NULL, 0,               \
+      "Classic JoinGroup rebalance timeout; 0 = max.poll.interval.ms")                             \
+    X(ENABLE_AUTO_COMMIT, "enable.auto.commit", BOOL, "true", 0, 0, NULL, 0,                       \
+      "Commit each partition's committable offset every auto.commit.interval.ms and on revoke")    \
+    X(AUTO_COMMIT_INTERVAL_MS, "auto.commit.interval.ms", INT, "5000", 1, KC_I32MAX, NULL, 0,      \
+      "Period of auto-commit")                                                                     \
+    X(ENABLE_AUTO_OFFSET_STORE, "enable.auto.offset.store", BOOL, "true", 0, 0, NULL, 0,          \
+      "true: a returned on_records callback advances the committable offset; false: only "        \
+      "kc_store_offset does")                                                                      \
+    X(AUTO_OFFSET_RESET, "auto.offset.reset", ENUM, "latest", 0, 0, "earliest|latest|none", 0,     \
+      "Where to start without a committed offset, or when it is out of range; none = error")       \
+    X(ISOLATION_LEVEL, "isolation.level", ENUM, "read_committed", 0, 0,                            \
+      "read_committed|read_uncommitted", 0,                                                        \
+      "read_committed hides aborted and open transactions (default: see the table's comment)")     \
+    X(CHECK_CRCS, "check.crcs", BOOL, "true", 0, 0, NULL, 0,                                       \
+      "Verify each record batch's CRC32C on the worker before delivering it")                      \
+    X(FETCH_MIN_BYTES, "fetch.min.bytes", INT, "1", 0, KC_I32MAX, NULL, 0,                         \
+      "The broker waits for this many bytes (or fetch.max.wait.ms) before answering")              \
+    X(FETCH_MAX_BYTES, "fetch.max.bytes", INT, "52428800", 1024, KC_I32MAX, NULL, 0,               \
+      "Upper bound of one Fetch response")                                                         \
+    X(MAX_PARTITION_FETCH_BYTES, "max.partition.fetch.bytes", INT, "1048576", 1, KC_I32MAX, NULL,  \
+      0, "Upper bound of one partition's data in a Fetch response")                                \
+    X(FETCH_MAX_WAIT_MS, "fetch.max.wait.ms", INT, "500", 0, 300000, NULL, 0,                      \
+      "Longest the broker holds a Fetch waiting for fetch.min.bytes")                              \
+    X(QUEUED_MAX_BYTES, "queued.max.bytes", INT, "268435456", 65536, KC_I64MAX, NULL, 0,           \
+      "Cap on fetched bytes buffered for workers; each partition gets a share")                    \
+    X(WORKER_THREADS, "worker.threads", INT, "0", 0, 1024, NULL, 0,                                \
+      "Worker threads running callbacks; 0 = number of online CPUs")                               \
+    X(CALLBACK_BATCH_MAX_RECORDS, "callback.batch.max.records", INT, "500", 1, 1000000, NULL, 0,   \
+      "Most records handed to one on_records call")                                                \
+    X(REQUEST_TIMEOUT_MS, "request.timeout.ms", INT, "30000", 100, 3600000, NULL, 0,               \
+      "A request without an answer for this long fails and its connection is closed")              \
+    X(RECONNECT_BACKOFF_MS, "reconnect.backoff.ms", INT, "50", 0, 3600000, NULL, 0,                \
+      "First delay before reconnecting to a broker")                                               \
+    X(RECONNECT_BACKOFF_MAX_MS, "reconnect.backoff.max.ms", INT, "1000", 0, 3600000, NULL, 0,      \
+      "Reconnect delay doubles (with jitter) up to this")                                          \
+    X(METADATA_MAX_AGE_MS, "metadata.max.age.ms", INT, "300000", 1000, KC_I32MAX, NULL, 0,         \
+      "Metadata is refreshed at least this often")                                                 \
+    X(SOCKET_CONNECTION_SETUP_TIMEOUT_MS, "socket.connection.setup.timeout.ms", INT, "10000", 100, \
+      3600000, NULL, 0, "Connect, TLS and SASL must finish within this")                           \
+    X(SECURITY_PROTOCOL, "security.protocol", ENUM, "PLAINTEXT", 0, 0,                             \
+      "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL", 0, "Transport to the brokers")                      \
+    X(SSL_CA_LOCATION, "ssl.ca.location", STR, "", 0, 0, NULL, 0,                                 \
+      "CA bundle (PEM file) that verifies brokers; empty = system default")                        \
+    X(SSL_CERTIFICATE_LOCATION, "ssl.certificate.location", STR, "", 0, 0, NULL, 0,                \
+      "Client certificate (PEM) for mutual TLS")                                                   \
+    X(SSL_KEY_LOCATION, "ssl.key.location", STR, "", 0, 0, NULL, 0,                                \
+      "Client private key (PEM) for mutual TLS")                                                   \
+    X(SSL_KEY_PASSWORD, "ssl.key.password", STR, "", 0, 0, NULL, SECRET,                           \
+      "Password of ssl.key.location")                                                              \
+    X(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM, "ssl.endpoint.identification.algorithm", ENUM,        \
+      "https", 0, 0, "https|none", 0,                                                              \
+      "https: the broker certificate must match its host name; none: skip (testing only)")         \
+    X(SASL_MECHANISM, "sasl.mechanism", ENUM, "PLAIN", 0, 0, "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512",  \
+      0, "SASL mechanism (security.protocol SASL_*)")                                              \
+    X(SASL_USERNAME, "sasl.username", STR, "", 0, 0, NULL, 0, "SASL user name")                    \
+    X(SASL_PASSWORD, "sasl.password", STR, "", 0, 0, NULL, SECRET, "SASL password")                \
+    X(IO_BACKEND, "io.backend", ENUM, "auto", 0, 0, "auto|io_uring|epoll", 0,                      \
+      "Network event loop; auto = io_uring when the kernel allows it, else epoll")                 \
+    X(STATISTICS_INTERVAL_MS, "statistics.interval.ms", INT, "0", 0, 86400000, NULL, 0,            \
+      "Stats JSON to on_event every this many ms; 0 = off")                                        \
+    X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "error|warn|info|debug", 0,                      \
+      "Most verbose log level emitted")                                                            \
+    X(DECOMPRESS_MAX_BYTES, "decompress.max.bytes", INT, "67108864", 4096, KC_I32MAX, NULL, 0,     \
+      "Largest decompressed record batch accepted (bounds a decompression bomb)")
+
+typedef enum kc_conf_id {
+#define KC__CONF_ID(id, ...) KC_CONF_##id,
+    KC_CONF_TABLE(KC__CONF_ID)
+#undef KC__CONF_ID
+        KC_CONF__COUNT
+} kc_conf_id_t;
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * Cross-key configuration checks (kc_conf_validate): settings that are each valid alone but
+ * conflict, each explained with what to change. Run at kc_consumer_new. No shared state: the
+ * kc_conf_t belongs to the calling thread.
+ */
+#include <string.h>
+
+#include "conf.h"
+#include "base/err.h"
+
+#define INT(id) kc_conf_int(c, KC_CONF_##id)
+#define STR(id) kc_conf_str(c, KC_CONF_##id)
+#define SET(id) kc_conf_is_set(c, KC_CONF_##id)
+
+static bool has_prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
+{
+    bool classic = strcmp(STR(GROUP_PROTOCOL), "classic") == 0;
+    if (STR(GROUP_INSTANCE_ID)[0] && !STR(GROUP_ID)[0])
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "group.instance.id is set but group.id is not: static "
+                       "membership is membership of a group; set group.id");
+    if (!kc_conf_bool(c, KC_CONF_ENABLE_AUTO_OFFSET_STORE) &&
+        kc_conf_bool(c, KC_CONF_ENABLE_AUTO_COMMIT))
+        return kc_fail(
+            err, KC_ERR_CONFIG,
+            "enable.auto.offset.store=false (manual store) with enable.auto.commit=true: "
+            "auto-commit's promise is that commits trail finished callbacks, which "
+            "manual store takes over; set enable.auto.commit=false and call kc_commit");
+    if (classic && SET(GROUP_REMOTE_ASSIGNOR))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "group.remote.assignor applies to group.protocol="
+                       "consumer only; with classic use "
+                       "partition.assignment.strategy");
+    if (!classic && SET(PARTITION_ASSIGNMENT_STRATEGY))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "partition.assignment.strategy applies to group.protocol=classic only; with "
+                       "consumer (KIP-848) the broker assigns: use group.remote.assignor");
+    if (!classic && (SET(SESSION_TIMEOUT_MS) || SET(HEARTBEAT_INTERVAL_MS)))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "%s is a classic-protocol setting; with group.protocol=consumer the broker "
+                       "sets it (group.consumer.* broker configs)",
+                       SET(SESSION_TIMEOUT_MS) ? "session.timeout.ms" : "heartbeat.interval.ms");
+    if (classic && INT(HEARTBEAT_INTERVAL_MS) >= INT(SESSION_TIMEOUT_MS))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "heartbeat.interval.ms (%lld) must be lower than session.timeout.ms (%lld), "
+                       "typically a third of it",
+                       (long long)INT(HEARTBEAT_INTERVAL_MS), (long long)INT(SESSION_TIMEOUT_MS));
+    return KC_OK;
+}
+
+static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
+{
+    const char *proto = STR(SECURITY_PROTOCOL);
+    bool sasl = has_prefix(proto, "SASL_");
+    bool tls = strcmp(proto, "SSL") == 0 || strcmp(proto, "SASL_SSL") == 0;
+    if (!sasl && (SET(SASL_MECHANISM) || SET(SASL_USERNAME) || SET(SASL_PASSWORD)))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "%s is set but security.protocol=%s does not use SASL; use SASL_SSL (or "
+                       "SASL_PLAINTEXT on a trusted network)",
+                       SET(SASL_MECHANISM)  ? "sasl.mechanism"
+                       : SET(SASL_USERNAME) ? "sasl.username"
+                                            : "sasl.password",
+                       proto);
+    if (sasl && (!STR(SASL_USERNAME)[0] || !STR(SASL_PASSWORD)[0]))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "security.protocol=%s with sasl.mechanism=%s needs "
+                       "sasl.username and sasl.password",
+                       proto, STR(SASL_MECHANISM));
+    if (!tls && (SET(SSL_CA_LOCATION) || SET(SSL_CERTIFICATE_LOCATION) || SET(SSL_KEY_LOCATION) ||
+                 SET(SSL_KEY_PASSWORD) || SET(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.* settings are set but security.protocol=%s does not use TLS; use SSL "
+                       "or SASL_SSL",
+                       proto);
+    if (SET(SSL_CERTIFICATE_LOCATION) != SET(SSL_KEY_LOCATION))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "mutual TLS needs both ssl.certificate.location and "
+                       "ssl.key.location");
+    return KC_OK;
+}
+
+static kc_err_t check_sizes(const kc_conf_t *c, kc_error_t *err)
+{
+    if (INT(FETCH_MIN_BYTES) > INT(FETCH_MAX_BYTES))
+        return kc_fail(err, KC_ERR_CONFIG, "fetch.min.bytes (%lld) exceeds fetch.max.bytes (%lld)",
+                       (long long)INT(FETCH_MIN_BYTES), (long long)INT(FETCH_MAX_BYTES));
+    /* The cap must hold at least one partition's fetch, or no fetch could ever be allowed. */
+    if (INT(QUEUED_MAX_BYTES) < INT(MAX_PARTITION_FETCH_BYTES))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "queued.max.bytes (%lld) is smaller than max.partition.fetch.bytes (%lld): "
+                       "no fetch would fit under the cap",
+                       (long long)INT(QUEUED_MAX_BYTES), (long long)INT(MAX_PARTITION_FETCH_BYTES));
+    if (INT(RECONNECT_BACKOFF_MS) > INT(RECONNECT_BACKOFF_MAX_MS))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "reconnect.backoff.ms (%lld) exceeds reconnect.backoff.max.ms (%lld)",
+                       (long long)INT(RECONNECT_BACKOFF_MS),
+                       (long long)INT(RECONNECT_BACKOFF_MAX_MS));
+    if (INT(FETCH_MAX_WAIT_MS) >= INT(REQUEST_TIMEOUT_MS))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "fetch.max.wait.ms (%lld) must be below request.timeout.ms (%lld), or every "
+                       "idle fetch would time out",
+                       (long long)INT(FETCH_MAX_WAIT_MS), (long long)INT(REQUEST_TIMEOUT_MS));
+    return KC_OK;
+}
+
+kc_err_t kc_conf_validate(const kc_conf_t *c, kc_error_t *err)
+{
+    if (!c)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_conf_validate: NULL conf");
+    if (!STR(BOOTSTRAP_SERVERS)[0])
+        return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required (host:port[,...])");
+    kc_err_t rc;
+    if ((rc = check_group(c, err)) || (rc = check_security(c, err)) || (rc = check_sizes(c, err)))
+        return rc;
+    kc_error_clear(err);
+    return KC_OK;
+}

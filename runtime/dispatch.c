@@ -1,0 +1,296 @@
+/*
+ * Dispatcher lifecycle and the network thread's side of each partition: add, push, revoke,
+ * pause/resume, free, completions. Owner: the network thread for everything here except where a
+ * function says "any thread"; the cross-thread words are documented in dispatch.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "rt_internal.h"
+
+void kc_rt_kick(kc_rt_part_t *p)
+{
+    /* acq_rel: release publishes the kicker's prior writes (ring slot, life, paused) to the
+     * worker whose fetch_and(~DIRTY, acquire) reads this value; acquire is not needed for the
+     * push itself but keeps the RMW symmetric with the worker's CAS. */
+    unsigned old =
+        atomic_fetch_or_explicit(&p->sched, KC_RT_SCHED | KC_RT_DIRTY, memory_order_acq_rel);
+    if (!(old & KC_RT_SCHED))
+        kc_rt_runq_push(&p->rt->rq, p);
+}
+
+static kc_err_t start_workers(kc_rt_t *rt, kc_error_t *err)
+{
+    for (unsigned i = 0; i < rt->o.workers; i++) {
+        kc_rt_worker_t *w = &rt->w[i];
+        w->rt = rt;
+        w->id = i;
+        if (kc_rt_cring_init(&w->cring, 1024) != KC_OK)
+            return kc_fail(err, KC_ERR_NOMEM, "worker %u completion ring", i);
+        if (rt->o.decoder.ctx_new && !(w->dctx = rt->o.decoder.ctx_new(rt->o.decoder.opaque)))
+            return kc_fail(err, KC_ERR_NOMEM, "worker %u decode context", i);
+        if (pthread_create(&w->th, NULL, kc_rt_worker_main, w) != 0)
+            return kc_fail(err, KC_ERR_SYSTEM, "worker %u: pthread_create failed", i);
+        w->started = true;
+    }
+    return KC_OK;
+}
+
+kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err)
+{
+    if (!o || !out || o->workers == 0 || !o->decoder.open || !o->decoder.next)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_rt_new: need workers > 0 and a decoder");
+    kc_rt_t *rt = calloc(1, sizeof *rt);
+    if (!rt)
+        return kc_fail(err, KC_ERR_NOMEM, "kc_rt_new");
+    rt->o = *o;
+    if (!rt->o.ring_slots)
+        rt->o.ring_slots = 256;
+    if (!rt->o.max_records)
+        rt->o.max_records = 500;
+    if (!rt->o.quantum)
+        rt->o.quantum = 8;
+    rt->w = calloc(o->workers, sizeof *rt->w);
+    if (!rt->w || kc_rt_runq_init(&rt->rq) != 0) {
+        free(rt->w);
+        free(rt);
+        return kc_fail(err, KC_ERR_NOMEM, "kc_rt_new: workers");
+    }
+    pthread_mutex_init(&rt->ev_mu, NULL);
+    rt->control.rt = rt;
+    rt->control.is_control = true;
+    rt->control.pub.topic = "";
+    rt->control.pub.partition = -1;
+    kc_err_t rc = start_workers(rt, err);
+    if (rc != KC_OK) {
+        kc_rt_shutdown(rt, false, -1);
+        kc_rt_free(rt);
+        return rc;
+    }
+    *out = rt;
+    return KC_OK;
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+kc_err_t kc_rt_shutdown(kc_rt_t *rt, bool drain, int timeout_ms)
+{
+    atomic_store_explicit(&rt->closing, true, memory_order_relaxed);
+    if (!drain)
+        atomic_store_explicit(&rt->stopping, true, memory_order_relaxed);
+    kc_rt_runq_stop(&rt->rq, drain ? KC_RT_STOP_DRAIN : KC_RT_STOP_DROP);
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : now_ns() + (int64_t)timeout_ms * 1000000;
+    kc_err_t rc = KC_OK;
+    for (unsigned i = 0; i < rt->o.workers; i++) {
+        kc_rt_worker_t *w = &rt->w[i];
+        if (!w->started || w->joined)
+            continue;
+        if (timeout_ms < 0) {
+            pthread_join(w->th, NULL);
+            w->joined = true;
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t left = deadline - now_ns();
+        if (left < 0)
+            left = 0;
+        ts.tv_sec += left / 1000000000;
+        ts.tv_nsec += left % 1000000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        if (pthread_timedjoin_np(w->th, NULL, &ts) == 0)
+            w->joined = true;
+        else
+            rc = KC_ERR_TIMEOUT;
+    }
+    if (rc == KC_ERR_TIMEOUT && drain) {
+        /* Draining took too long: stop starting callbacks; the stragglers finish on their own. */
+        atomic_store_explicit(&rt->stopping, true, memory_order_relaxed);
+        kc_rt_runq_stop(&rt->rq, KC_RT_STOP_DROP);
+    }
+    return rc;
+}
+
+static void part_release_all(kc_rt_part_t *p)
+{
+    kc_rt_bref_t b;
+    if (p->have_cur) {
+        kc_slice_release(&p->cur.raw);
+        p->have_cur = false;
+    }
+    while (kc_rt_bring_pop(&p->ring, &b))
+        kc_slice_release(&b.raw);
+}
+
+static void part_destroy(kc_rt_part_t *p)
+{
+    part_release_all(p);
+    kc_rt_bring_fini(&p->ring);
+    free(p->topic);
+    free(p);
+}
+
+void kc_rt_free(kc_rt_t *rt)
+{
+    if (!rt)
+        return;
+    kc_rt_shutdown(rt, false, -1); /* joins whatever is still running, without a bound */
+    while (rt->parts) {
+        kc_rt_part_t *p = rt->parts;
+        rt->parts = p->all_next;
+        part_destroy(p);
+    }
+    for (unsigned i = 0; i < rt->o.workers; i++) {
+        kc_rt_worker_t *w = &rt->w[i];
+        if (w->dctx && rt->o.decoder.ctx_free)
+            rt->o.decoder.ctx_free(rt->o.decoder.opaque, w->dctx);
+        kc_rt_cring_fini(&w->cring);
+    }
+    for (unsigned i = 0; i < rt->ev_len; i++)
+        kc_rt_event_free(&rt->evq[(rt->ev_head + i) % KC_RT_EVQ]);
+    pthread_mutex_destroy(&rt->ev_mu);
+    kc_rt_runq_fini(&rt->rq);
+    free(rt->w);
+    free(rt);
+}
+
+kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
+                             int64_t start_offset)
+{
+    kc_rt_part_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    if (!(p->topic = strdup(topic)) || kc_rt_bring_init(&p->ring, rt->o.ring_slots) != KC_OK) {
+        free(p->topic);
+        free(p);
+        return NULL;
+    }
+    p->rt = rt;
+    p->pub.topic = p->topic;
+    p->pub.partition = partition;
+    p->next_deliver = start_offset;
+    atomic_init(&p->committable, -1);
+    atomic_init(&p->last_worker, -1);
+    p->all_next = rt->parts;
+    if (rt->parts)
+        rt->parts->all_prev = p;
+    rt->parts = p;
+    atomic_fetch_add_explicit(&rt->nparts, 1, memory_order_relaxed);
+    kc_rt_kick(p); /* runs on_assign on a worker, before any record */
+    return p;
+}
+
+kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
+{
+    if (atomic_load_explicit(&p->life, memory_order_relaxed) & KC_RT_REVOKING)
+        return KC_ERR_STATE;
+    int64_t n = (int64_t)b->raw.len;
+    /* Counted before the push so a worker's subtraction never precedes the addition. */
+    atomic_fetch_add_explicit(&p->buffered, n, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->rt->buffered, n, memory_order_relaxed);
+    if (!kc_rt_bring_push(&p->ring, b)) {
+        atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&p->rt->buffered, n, memory_order_relaxed);
+        return KC_ERR_QUEUE_FULL;
+    }
+    kc_rt_kick(p);
+    return KC_OK;
+}
+
+bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost)
+{
+    /* acq_rel pairs with the worker's INCB CAS (acq_rel): whichever comes first in the word's
+     * modification order wins, so the returned INCB bit is the exact in-flight answer. */
+    unsigned old = atomic_fetch_or_explicit(&p->life, KC_RT_REVOKING | (lost ? KC_RT_LOST : 0),
+                                            memory_order_acq_rel);
+    if (!(old & KC_RT_REVOKING))
+        atomic_fetch_sub_explicit(&p->rt->nparts, 1, memory_order_relaxed);
+    kc_rt_kick(p);
+    return (old & KC_RT_INCB) != 0;
+}
+
+void kc_rt_part_free(kc_rt_part_t *p)
+{
+    kc_rt_t *rt = p->rt;
+    /* acquire pairs with the worker's release store of REVOKED: its last writes to p (ring,
+     * cur) happen-before we tear p down. */
+    unsigned life = atomic_load_explicit(&p->life, memory_order_acquire);
+    if (!(life & KC_RT_REVOKED))
+        return; /* misuse: not revoked yet; leave it for kc_rt_free */
+    if (p->all_prev)
+        p->all_prev->all_next = p->all_next;
+    else
+        rt->parts = p->all_next;
+    if (p->all_next)
+        p->all_next->all_prev = p->all_prev;
+    part_destroy(p);
+}
+
+void kc_rt_part_pause(kc_rt_part_t *p)
+{
+    atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+}
+
+void kc_rt_part_resume(kc_rt_part_t *p)
+{
+    atomic_store_explicit(&p->paused, false, memory_order_relaxed);
+    kc_rt_kick(p); /* release in kick publishes paused=false to the worker */
+}
+
+int64_t kc_rt_part_committable(const kc_rt_part_t *p)
+{
+    return atomic_load_explicit(&p->committable, memory_order_acquire);
+}
+
+void kc_rt_part_store(kc_rt_part_t *p, int64_t offset)
+{
+    atomic_store_explicit(&p->committable, offset, memory_order_release);
+}
+
+/*
+ * A REVOKE_DONE read from worker A's ring may have been preceded (in happens-before) by a
+ * completion naming the same partition on worker B's ring that this pass already read past.
+ * Freeing the partition at once would leave B's entry dangling. So a REVOKE_DONE is handed to
+ * `fn` only after one more full pass over every ring that started after it was read: by then
+ * everything that happened-before it is visible and has been delivered.
+ */
+unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_cmpl_t *c),
+                                 void *ctx)
+{
+    unsigned n = 0;
+    for (;;) {
+        kc_rt_cmpl_t c;
+        for (unsigned i = 0; i < rt->o.workers; i++) {
+            while (kc_rt_cring_pop(&rt->w[i].cring, &c)) {
+                if (c.type == KC_RT_CMPL_REVOKE_DONE) {
+                    c.part->done_next = rt->done_new;
+                    rt->done_new = c.part;
+                    continue;
+                }
+                fn(ctx, &c);
+                n++;
+            }
+        }
+        while (rt->done_ready) {
+            kc_rt_part_t *p = rt->done_ready;
+            rt->done_ready = p->done_next;
+            kc_rt_cmpl_t d = {.type = KC_RT_CMPL_REVOKE_DONE, .part = p};
+            fn(ctx, &d);
+            n++;
+        }
+        if (!rt->done_new)
+            return n;
+        rt->done_ready = rt->done_new;
+        rt->done_new = NULL;
+    }
+}

@@ -1,0 +1,187 @@
+/*
+ * The dispatcher: network thread -> per-partition rings -> run queue -> workers -> callbacks,
+ * and completions back. This header is the interface the network thread (engine/) calls; the
+ * public API maps onto it.
+ *
+ * Threads (see runtime/README.md for the picture):
+ *   network thread  kc_rt_new/free, part_add/push/revoke/pause/resume/free, may_fetch, budget,
+ *                   drain_completions, watchdog_check, shutdown. Exactly one thread: the batch
+ *                   rings are single-producer.
+ *   workers         run partitions (worker.c); never call the functions above.
+ *   any thread      kc_rt_post_event, kc_rt_part_committable, kc_rt_part_store.
+ *
+ * ---- The partition scheduling protocol (the `sched` word) ----------------------------------
+ *   bit SCHED  the partition is on the run queue or being run. Whoever flips it 0->1 pushes the
+ *              partition on the run queue; so it is queued at most once and run by at most one
+ *              worker (the one that popped it) until that worker clears it.
+ *   bit DIRTY  new work or a state change arrived since the running worker last looked.
+ *   kick(p):   old = fetch_or(sched, SCHED|DIRTY, acq_rel); if !(old & SCHED) push(p).
+ *              The release half publishes what the kicker did before (ring enqueue, state
+ *              change) to the worker whose acquire reads DIRTY.
+ *   worker:    loop { fetch_and(sched, ~DIRTY, acquire); do work; }
+ *              and to stop running p: CAS(sched, SCHED -> 0, acq_rel); if it fails DIRTY was
+ *              set meanwhile, so loop again. A kick either lands before the CAS (CAS fails, the
+ *              worker sees the work) or after it (the kicker sees SCHED clear and queues p):
+ *              no lost wake-up. A worker that used its quantum re-queues p with SCHED still set.
+ *
+ * ---- The lifecycle word (`life`) and the rebalance gate ------------------------------------
+ *   ACTIVE -> REVOKING (network thread, kc_rt_part_revoke) -> REVOKED (worker, after on_revoke).
+ *   Bit INCB is set by the worker, with a CAS that fails if REVOKING is set, right before it
+ *   calls on_records, and cleared right after. So kc_rt_part_revoke's fetch_or linearises every
+ *   callback: one whose CAS won is in flight (revoke reports it), none can start after. Then the
+ *   worker drops queued batches (releasing buffers), runs on_revoke (or on_lost), stores
+ *   REVOKED and posts one REVOKE_DONE completion; after that no thread but the network thread
+ *   touches the partition, which frees it with kc_rt_part_free.
+ */
+#ifndef KC_RUNTIME_DISPATCH_H
+#define KC_RUNTIME_DISPATCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kconsume.h"
+#include "ring.h"
+#include "runq.h"
+
+enum {
+    KC_RT_SCHED = 1u,
+    KC_RT_DIRTY = 2u,
+};
+enum {
+    KC_RT_ACTIVE = 0u,
+    KC_RT_REVOKING = 1u,
+    KC_RT_LOST = 2u,    /* with REVOKING: on_lost instead of on_revoke */
+    KC_RT_INCB = 4u,    /* a record callback is running */
+    KC_RT_REVOKED = 8u, /* on_revoke returned; REVOKE_DONE posted */
+};
+
+/* The plug for record-batch decoding (io/batch's iterator): one context per worker, one batch
+ * open per context at a time. All calls run on the worker owning the context. */
+typedef struct kc_rt_decoder {
+    void *(*ctx_new)(void *opaque);
+    void (*ctx_free)(void *opaque, void *ctx);
+    /* Opens one Kafka batch (CRC check and decompression happen here, on the worker); sets
+     * *ts_type (0 CreateTime, 1 LogAppendTime). */
+    kc_err_t (*open)(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b, int *ts_type,
+                     kc_error_t *err);
+    /* Next record into *rec: 1 = a record, 0 = end of batch, < 0 = decode error (kc_err_t). */
+    int (*next)(void *ctx, kc_record_t *rec, kc_error_t *err);
+    void *opaque;
+} kc_rt_decoder_t;
+
+/* The io/batch decoder (decode_batch.c). `conf` must outlive the dispatcher. */
+typedef struct kc_rt_batch_decoder_conf {
+    bool check_crcs;             /* check.crcs */
+    size_t decompress_max_bytes; /* decompress.max.bytes (0: io/batch's default) */
+} kc_rt_batch_decoder_conf_t;
+kc_rt_decoder_t kc_rt_batch_decoder(const kc_rt_batch_decoder_conf_t *conf);
+
+typedef struct kc_rt_opts {
+    unsigned workers;
+    unsigned ring_slots;  /* batch refs per partition ring */
+    uint32_t max_records; /* callback.batch.max.records */
+    unsigned quantum;     /* batches a worker runs of one partition before re-queueing it */
+    int64_t queued_max_bytes;
+    int64_t max_poll_interval_ms;
+    bool auto_store; /* enable.auto.offset.store */
+    kc_callbacks_t cbs;
+    kc_rt_decoder_t decoder;
+    /* Installed by the network thread: wakes it when a completion is posted. Any thread; must be
+     * cheap and async-safe with respect to the dispatcher (tests: a counter). */
+    void (*wake)(void *wake_ctx);
+    void *wake_ctx;
+} kc_rt_opts_t;
+
+typedef struct kc_rt kc_rt_t;
+
+/* One assigned partition. Field owners noted per field. */
+typedef struct kc_rt_part {
+    kc_part_t pub; /* pub.app: owner = the worker running the partition */
+    char *topic;   /* owned; pub.topic points here */
+    kc_rt_t *rt;
+    kc_rt_bring_t ring;          /* producer: network thread; consumer: the running worker */
+    _Atomic unsigned sched;      /* scheduling protocol above */
+    _Atomic unsigned life;       /* lifecycle word above */
+    _Atomic bool paused;         /* written by network thread and by the running worker (PAUSE) */
+    _Atomic int64_t committable; /* written by the running worker (or kc_rt_part_store), read by
+                                    the network thread for commits; release/acquire */
+    _Atomic int64_t buffered;    /* bytes queued for this partition: + network, - worker */
+    _Atomic int last_worker;     /* id of the worker that last ran it (stats), -1 before */
+    struct kc_rt_part *rq_next;  /* guarded by the run queue's mutex */
+    /* Owner: the worker running the partition (handed over through `sched`). */
+    bool assigned_cb_done;
+    bool have_cur; /* `cur` holds a dequeued batch not yet fully delivered */
+    kc_rt_bref_t cur;
+    int64_t next_deliver; /* records below this offset are skipped (retry, start) */
+    /* Owner: network thread. */
+    bool fetch_blocked; /* backpressure hysteresis state */
+    bool is_control;    /* the group-event pseudo-partition */
+    struct kc_rt_part *all_next, *all_prev, *done_next;
+} kc_rt_part_t;
+
+/* Fills the options the configuration decides (workers, callback.batch.max.records,
+ * queued.max.bytes, max.poll.interval.ms, enable.auto.offset.store); leaves the rest. */
+void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o);
+
+/* The "workers" array of the stats JSON ({"id","callbacks","records","busy_ns"} each) into buf,
+ * NUL-terminated; returns the length it needed (like snprintf). Any thread. */
+size_t kc_rt_stats_workers(const kc_rt_t *rt, char *buf, size_t cap);
+
+/* Lifecycle of the dispatcher. Network thread (or whoever owns the consumer). */
+kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err);
+/* Stops the workers. drain: deliver everything queued first; else drop queued batches. Waits up
+ * to timeout_ms for in-flight callbacks; KC_ERR_TIMEOUT if some still run (they are not killed:
+ * kc_rt_free then waits for them, since freeing under a running callback would be a
+ * use-after-free). */
+kc_err_t kc_rt_shutdown(kc_rt_t *rt, bool drain, int timeout_ms);
+/* Joins what is left, releases every queued buffer, frees partitions and the dispatcher. */
+void kc_rt_free(kc_rt_t *rt);
+
+/* Partitions. Network thread. `start_offset` is the first offset to deliver. The partition's
+ * on_assign runs on a worker before any of its records. */
+kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
+                             int64_t start_offset);
+/* Queues one batch; takes over the slice's reference on success. KC_ERR_QUEUE_FULL when the
+ * ring is full, KC_ERR_STATE when revoking (the caller keeps the reference in both cases). */
+kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b);
+/* Starts the rebalance gate (see above). Returns true when a record callback was in flight at
+ * the moment of the call. The partition's REVOKE_DONE completion follows. */
+bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost);
+/* Frees a partition after its REVOKE_DONE completion was drained. */
+void kc_rt_part_free(kc_rt_part_t *p);
+void kc_rt_part_pause(kc_rt_part_t *p);
+void kc_rt_part_resume(kc_rt_part_t *p);
+/* Committable offset (offset after the last processed record), -1 when none. Any thread. */
+int64_t kc_rt_part_committable(const kc_rt_part_t *p);
+/* Manual store. Any thread. */
+void kc_rt_part_store(kc_rt_part_t *p, int64_t offset);
+
+/* Backpressure (network thread). May the fetcher ask for p now? Hysteresis: a partition stops
+ * at its share (cap / partitions) and restarts below half of it; all stop while the total is at
+ * the cap and restart below 3/4 of it — so a partition hovering at the limit does not flip in
+ * and out of the fetch session every round. */
+bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p);
+/* Bytes the next Fetch response may bring without passing the cap (its max_bytes). */
+int64_t kc_rt_fetch_budget(const kc_rt_t *rt);
+int64_t kc_rt_buffered_bytes(const kc_rt_t *rt);
+
+/* Completions from every worker; calls fn for each. Network thread. Returns the count. */
+unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_cmpl_t *c),
+                                 void *ctx);
+
+/* Group-level events for on_event: copied; delivered on a worker, serialised, in post order.
+ * Any thread. KC_ERR_QUEUE_FULL when too many are pending (the caller may retry later). */
+kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev);
+
+/* max.poll.interval.ms detection: reports (once per callback) each callback running longer
+ * via an error event and the poll_exceeded flag. Network thread, from a timer. Returns the
+ * number of callbacks over the limit now. */
+unsigned kc_rt_watchdog_check(kc_rt_t *rt, int64_t now_ns);
+bool kc_rt_poll_exceeded(const kc_rt_t *rt);
+
+/* Internal to runtime/ (worker.c, events.c, dispatch.c). */
+void kc_rt_kick(kc_rt_part_t *p);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * Group-level events (assignment changed, errors, stats) for on_event. Any thread posts a copy
+ * under ev_mu; the worker that runs the `control` pseudo-partition pops and calls on_event
+ * outside the lock. The control partition goes through the same SCHED protocol as real ones, so
+ * on_event calls never overlap and keep post order, and never run on the network thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "rt_internal.h"
+
+void kc_rt_event_free(kc_rt_event_t *e)
+{
+    free(e->json);
+    for (size_t i = 0; i < e->assign_len; i++)
+        free((char *)e->assign[i].topic);
+    free(e->assign);
+    memset(e, 0, sizeof *e);
+}
+
+static kc_err_t copy_event(kc_rt_event_t *d, const kc_event_t *ev)
+{
+    memset(d, 0, sizeof *d);
+    d->type = ev->type;
+    if (ev->error)
+        d->error = *ev->error;
+    if (ev->json && !(d->json = strdup(ev->json)))
+        return KC_ERR_NOMEM;
+    if (ev->assignment_len) {
+        if (!(d->assign = calloc(ev->assignment_len, sizeof *d->assign)))
+            goto nomem;
+        for (size_t i = 0; i < ev->assignment_len; i++) {
+            d->assign[i] = ev->assignment[i];
+            d->assign_len = i + 1;
+            if (!(d->assign[i].topic = strdup(ev->assignment[i].topic)))
+                goto nomem;
+        }
+    }
+    return KC_OK;
+nomem:
+    kc_rt_event_free(d);
+    return KC_ERR_NOMEM;
+}
+
+kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev)
+{
+    kc_rt_event_t e;
+    if (copy_event(&e, ev) != KC_OK)
+        return KC_ERR_NOMEM;
+    pthread_mutex_lock(&rt->ev_mu);
+    if (rt->ev_len == KC_RT_EVQ) {
+        pthread_mutex_unlock(&rt->ev_mu);
+        kc_rt_event_free(&e);
+        return KC_ERR_QUEUE_FULL;
+    }
+    rt->evq[(rt->ev_head + rt->ev_len++) % KC_RT_EVQ] = e;
+    pthread_mutex_unlock(&rt->ev_mu);
+    kc_rt_kick(&rt->control);
+    return KC_OK;
+}
+
+void kc_rt_run_events(kc_rt_worker_t *w)
+{
+    kc_rt_t *rt = w->rt;
+    for (;;) {
+        kc_rt_event_t e;
+        pthread_mutex_lock(&rt->ev_mu);
+        if (rt->ev_len == 0) {
+            pthread_mutex_unlock(&rt->ev_mu);
+            return;
+        }
+        e = rt->evq[rt->ev_head];
+        rt->ev_head = (rt->ev_head + 1) % KC_RT_EVQ;
+        rt->ev_len--;
+        pthread_mutex_unlock(&rt->ev_mu);
+        if (rt->o.cbs.on_event) {
+            kc_event_t ev = {.type = e.type,
+                             .error = e.type == KC_EVENT_ERROR ? &e.error : NULL,
+                             .json = e.json,
+                             .assignment = e.assign,
+                             .assignment_len = e.assign_len};
+            rt->o.cbs.on_event(rt->o.cbs.opaque, &ev);
+        }
+        kc_rt_event_free(&e);
+    }
+}

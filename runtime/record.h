@@ -1,0 +1,41 @@
+/*
+ * The batch view behind the public kc_records_t. A decoder (io/batch's iterator, through
+ * kc_rt_decoder_t) fills a kc_record_t in place; the worker owns one kc_records_t
+ * and hands it to every on_records call it makes, so nothing is allocated per record or batch.
+ * Owner: the worker running the partition (the views never cross threads in push mode).
+ */
+#ifndef KC_RUNTIME_RECORD_H
+#define KC_RUNTIME_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kconsume.h"
+/* struct kc_record (the public kc_record_t) is io/batch's record view: one type end to end. */
+#include "batch/batch.h"
+
+
+struct kc_rt_part;
+struct kc_rt_decoder;
+
+struct kc_records {
+    struct kc_rt_part *part;
+    const struct kc_rt_decoder *dec;
+    void *dctx;
+    kc_record_t rec;   /* the one record view, reused by every kc_records_next */
+    int ts_type; /* of the open Kafka batch: 0 CreateTime, 1 LogAppendTime */
+    bool peeked;       /* rec holds the view's first record, not yet returned */
+    bool end;          /* the decoder reported the end of the batch (or an error) */
+    uint32_t left;     /* records this view may still return */
+    uint32_t returned; /* records returned by this view */
+    int64_t first_offset;
+    int64_t next_offset; /* after the last record returned */
+    kc_err_t err;
+    kc_error_t errinfo;
+};
+
+/* The worker's decoder step: next record from the open batch into b->rec (1), end (0), error
+ * (< 0, recorded in b->err/errinfo and ends the batch). */
+int kc_rt_records_pull(kc_records_t *b);
+
+#endif

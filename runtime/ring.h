@@ -1,0 +1,139 @@
+/*
+ * Typed single-producer/single-consumer rings over libck's ck_ring, for the two cross-thread
+ * handoffs that carry data: network thread -> partition (batch refs) and worker -> network
+ * thread (completions). Entries are copied by value into the ring's slots (no allocation).
+ *
+ * SPSC only, by design (io-facts.md: ck_ring's MPMC/MPSC enqueue spins when a producer is
+ * preempted, which collapses throughput on a 2-vCPU box). "Single consumer" for a partition ring
+ * means "the one worker currently running the partition": the handover between workers is
+ * ordered by the partition's `sched` word (dispatch.h), so at most one thread dequeues at a time.
+ *
+ * ck_ring orders slot writes before the index publish with ck_pr fences, which ThreadSanitizer
+ * cannot see (inline asm). Under KC_TSAN we tell it the same happens-before edges explicitly:
+ * producer release on the ring after writing the slot / consumer acquire before reading it, and
+ * the reverse pair on slot reuse. These annotations change nothing outside TSan builds.
+ */
+#ifndef KC_RUNTIME_RING_H
+#define KC_RUNTIME_RING_H
+
+#include <ck_ring.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "kconsume.h"
+
+#if defined(KC_TSAN)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define KC_TSAN_ACQUIRE(a) __tsan_acquire((void *)(a))
+#define KC_TSAN_RELEASE(a) __tsan_release((void *)(a))
+#else
+#define KC_TSAN_ACQUIRE(a) ((void)0)
+#define KC_TSAN_RELEASE(a) ((void)0)
+#endif
+
+struct kc_rt_part;
+
+/*
+ * One Kafka record batch of one partition as received: a slice of the Fetch response buffer
+ * (holding one reference) and the batch's offset span from its header. The network thread splits
+ * a partition's records with io/batch's splitter (header parse only; CRC is checked by the
+ * worker). `last_offset` may exceed the last
+ * record's offset (compaction), and the partition's position moves past it anyway.
+ */
+typedef struct kc_rt_bref {
+    kc_slice_t raw;
+    int64_t base_offset;
+    int64_t last_offset;
+} kc_rt_bref_t;
+
+typedef enum kc_rt_cmpl_type {
+    KC_RT_CMPL_REVOKE_DONE = 1, /* on_revoke/on_lost returned; the part may be freed now */
+    KC_RT_CMPL_DRAINED = 2,     /* buffered bytes fell below the low watermark: may fetch again */
+    KC_RT_CMPL_PAUSED = 3,      /* a callback returned KC_CB_PAUSE: stop fetching the partition */
+    KC_RT_CMPL_STOPPED = 4,     /* a callback returned KC_CB_STOP */
+    KC_RT_CMPL_ERROR = 5,       /* decode error on a batch (code says which); batch skipped */
+} kc_rt_cmpl_type_t;
+
+/* Worker -> network thread message. Processed offsets do not travel here: they are the
+ * partition's atomic committable offset, which the network thread reads when it commits. */
+typedef struct kc_rt_cmpl {
+    kc_rt_cmpl_type_t type;
+    kc_err_t code;
+    struct kc_rt_part *part;
+    int64_t offset; /* ERROR: the batch's base offset */
+} kc_rt_cmpl_t;
+
+CK_RING_PROTOTYPE(kc_bref, kc_rt_bref)
+CK_RING_PROTOTYPE(kc_cmpl, kc_rt_cmpl)
+
+/* Written out per type rather than generated, so every name is greppable. */
+typedef struct kc_rt_bring {
+    struct ck_ring ring;
+    struct kc_rt_bref *slots;
+    char hb_data, hb_slot; /* TSan sync addresses: slot written->read, slot read->reused */
+} kc_rt_bring_t;
+
+typedef struct kc_rt_cring {
+    struct ck_ring ring;
+    struct kc_rt_cmpl *slots;
+    char hb_data, hb_slot;
+} kc_rt_cring_t;
+
+/* Producer side. false when full (nothing written). */
+static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
+{
+    KC_TSAN_ACQUIRE(&r->hb_slot); /* the consumer finished reading the slot we may reuse */
+    struct kc_rt_bref *slot = ck_ring_enqueue_reserve_spsc_kc_bref(&r->ring, r->slots);
+    if (!slot)
+        return false;
+    *slot = *e;
+    KC_TSAN_RELEASE(&r->hb_data); /* pairs with the consumer's acquire in _pop */
+    ck_ring_enqueue_commit_spsc(&r->ring);
+    return true;
+}
+
+/* Consumer side. false when empty. */
+static inline bool kc_rt_bring_pop(kc_rt_bring_t *r, kc_rt_bref_t *out)
+{
+    KC_TSAN_ACQUIRE(&r->hb_data);
+    if (!ck_ring_dequeue_spsc_kc_bref(&r->ring, r->slots, out))
+        return false;
+    KC_TSAN_RELEASE(&r->hb_slot);
+    return true;
+}
+
+static inline unsigned kc_rt_bring_size(const kc_rt_bring_t *r)
+{
+    return ck_ring_size(&r->ring);
+}
+
+static inline bool kc_rt_cring_push(kc_rt_cring_t *r, const kc_rt_cmpl_t *e)
+{
+    KC_TSAN_ACQUIRE(&r->hb_slot);
+    struct kc_rt_cmpl *slot = ck_ring_enqueue_reserve_spsc_kc_cmpl(&r->ring, r->slots);
+    if (!slot)
+        return false;
+    *slot = *e;
+    KC_TSAN_RELEASE(&r->hb_data);
+    ck_ring_enqueue_commit_spsc(&r->ring);
+    return true;
+}
+
+static inline bool kc_rt_cring_pop(kc_rt_cring_t *r, kc_rt_cmpl_t *out)
+{
+    KC_TSAN_ACQUIRE(&r->hb_data);
+    if (!ck_ring_dequeue_spsc_kc_cmpl(&r->ring, r->slots, out))
+        return false;
+    KC_TSAN_RELEASE(&r->hb_slot);
+    return true;
+}
+
+/* Allocates `size` slots (rounded up to a power of two, >= 2). KC_ERR_NOMEM on failure. */
+kc_err_t kc_rt_bring_init(kc_rt_bring_t *r, unsigned size);
+void kc_rt_bring_fini(kc_rt_bring_t *r);
+kc_err_t kc_rt_cring_init(kc_rt_cring_t *r, unsigned size);
+void kc_rt_cring_fini(kc_rt_cring_t *r);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * The dispatcher's insides, shared by dispatch.c, worker.c, events.c, backpressure.c and
+ * watchdog.c. Owners are written per field.
+ */
+#ifndef KC_RUNTIME_RT_INTERNAL_H
+#define KC_RUNTIME_RT_INTERNAL_H
+
+#include "dispatch.h"
+#include "record.h"
+
+typedef struct kc_rt_worker {
+    kc_rt_t *rt;
+    unsigned id;
+    pthread_t th;
+    bool started, joined; /* owner: the thread running kc_rt_new/shutdown/free */
+    kc_rt_cring_t cring;  /* producer: this worker; consumer: network thread */
+    void *dctx;           /* owner: this worker (created before start, freed after join) */
+    kc_records_t view;    /* owner: this worker */
+    /* Watchdog: written by this worker around each callback, read by the network thread.
+     * cb_part is stored before cb_start_ns (release) and read after it (acquire). */
+    _Atomic(kc_rt_part_t *) cb_part;
+    _Atomic int64_t cb_start_ns; /* 0 = not in a callback */
+    int64_t reported_start;      /* owner: network thread (watchdog) */
+    /* Stats: written by this worker, read by anyone (relaxed: counters publish nothing). */
+    _Atomic uint64_t callbacks, records;
+    _Atomic int64_t busy_ns;
+} kc_rt_worker_t;
+
+/* A group-level event held for on_event. Guarded by rt->ev_mu. */
+typedef struct kc_rt_event {
+    kc_event_type_t type;
+    kc_error_t error;
+    char *json;                   /* owned */
+    kc_topic_partition_t *assign; /* owned, topics owned */
+    size_t assign_len;
+} kc_rt_event_t;
+
+#define KC_RT_EVQ 256
+
+struct kc_rt {
+    kc_rt_opts_t o; /* read-only after kc_rt_new */
+    kc_rt_runq_t rq;
+    kc_rt_worker_t *w;
+    _Atomic int64_t buffered;   /* bytes queued in all rings: + network, - workers */
+    _Atomic unsigned nparts;    /* written by network thread; read by workers (share) */
+    _Atomic bool stopping;      /* set by shutdown(drop): no new callback starts */
+    _Atomic bool closing;       /* set by shutdown (any mode): a full completion ring may drop */
+    _Atomic bool poll_exceeded; /* set by the watchdog (network thread), read anywhere */
+    /* Owner: network thread. */
+    bool global_blocked;
+    kc_rt_part_t *parts; /* every partition not yet freed (list via all_next/prev) */
+    kc_rt_part_t *done_new, *done_ready; /* REVOKE_DONE staging, see drain_completions */
+    /* Group events: any thread posts, the worker running `control` consumes. */
+    pthread_mutex_t ev_mu;
+    kc_rt_event_t evq[KC_RT_EVQ];
+    unsigned ev_head, ev_len;
+    kc_rt_part_t control;
+};
+
+void *kc_rt_worker_main(void *arg);
+/* Posts a completion from worker w; waits (waking the network thread) while its ring is full,
+ * since REVOKE_DONE must not be lost. */
+void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_err_t code,
+                int64_t offset);
+/* Releases a batch ref: buffer reference and byte accounting (posts DRAINED on crossing). */
+void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b);
+/* Runs pending group events on worker w (the control pseudo-partition). */
+void kc_rt_run_events(kc_rt_worker_t *w);
+void kc_rt_event_free(kc_rt_event_t *e);
+/* Per-partition share of queued.max.bytes. */
+int64_t kc_rt_share(const kc_rt_t *rt);
+
+#endif

@@ -1,0 +1,266 @@
+/*
+ * Worker threads: take a ready partition from the run queue, run it (on_assign, batches, the
+ * revoke gate), give it back. Owner: each worker owns its kc_rt_worker_t's non-atomic fields and,
+ * while it holds the partition's SCHED bit, the partition's worker-owned fields (dispatch.h).
+ */
+#include <sched.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "rt_internal.h"
+
+typedef enum { DONE, YIELD, REQUEUE } step_t;
+
+void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_err_t code,
+                int64_t offset)
+{
+    kc_rt_cmpl_t c = {.type = type, .code = code, .part = p, .offset = offset};
+    while (!kc_rt_cring_push(&w->cring, &c)) {
+        /* Full: the network thread is behind. Wake it and wait; dropping is not an option for
+         * REVOKE_DONE, and 1024 slots make this rare. */
+        /* While shutting down the network thread may be joining us instead of draining: waiting
+         * would deadlock, and kc_rt_free releases whatever the completion would have said. */
+        if (atomic_load_explicit(&w->rt->closing, memory_order_relaxed))
+            return;
+        if (w->rt->o.wake)
+            w->rt->o.wake(w->rt->o.wake_ctx);
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    if (w->rt->o.wake)
+        w->rt->o.wake(w->rt->o.wake_ctx);
+}
+
+void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
+{
+    kc_rt_t *rt = w->rt;
+    int64_t n = (int64_t)b->raw.len;
+    kc_slice_release(&b->raw);
+    int64_t share = kc_rt_share(rt), cap = rt->o.queued_max_bytes;
+    int64_t pold = atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
+    int64_t gold = atomic_fetch_sub_explicit(&rt->buffered, n, memory_order_relaxed);
+    /* Tell the fetcher only when crossing a resume threshold (kc_rt_may_fetch's low marks), so
+     * the network thread is woken once per drain, not once per batch. */
+    bool p_cross = pold >= share / 2 && pold - n < share / 2;
+    bool g_cross = gold >= cap / 4 * 3 && gold - n < cap / 4 * 3;
+    if (cap > 0 && (p_cross || g_cross))
+        kc_rt_post(w, KC_RT_CMPL_DRAINED, NULL, KC_OK, 0);
+}
+
+static void cb_enter(kc_rt_worker_t *w, kc_rt_part_t *p)
+{
+    atomic_store_explicit(&w->cb_part, p, memory_order_relaxed);
+    /* release: pairs with the watchdog's acquire load of cb_start_ns, so it reads this cb_part */
+    atomic_store_explicit(&w->cb_start_ns, kc_now_ns(), memory_order_release);
+}
+
+static void cb_exit(kc_rt_worker_t *w)
+{
+    int64_t start = atomic_load_explicit(&w->cb_start_ns, memory_order_relaxed);
+    atomic_store_explicit(&w->cb_start_ns, 0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->busy_ns, kc_now_ns() - start, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->callbacks, 1, memory_order_relaxed);
+}
+
+/* Moves the view to the first record at or after p->next_deliver; false at the batch's end. */
+static bool peek_first(kc_records_t *b, int64_t from)
+{
+    while (kc_rt_records_pull(b) == 1) {
+        if (b->rec.offset >= from) {
+            b->peeked = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void advance(kc_rt_part_t *p, int64_t next)
+{
+    if (next <= p->next_deliver)
+        return;
+    p->next_deliver = next;
+    if (p->rt->o.auto_store) /* release: pairs with kc_rt_part_committable's acquire */
+        atomic_store_explicit(&p->committable, next, memory_order_release);
+}
+
+/* Errors the application hears about through on_event (serialised on a worker). If the event
+ * queue is full the completion to the network thread still carries the error. */
+static void report(kc_rt_t *rt, const kc_error_t *e)
+{
+    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e};
+    (void)kc_rt_post_event(rt, &ev);
+}
+
+/* One callback over one view of the open batch. */
+static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
+{
+    kc_rt_t *rt = w->rt;
+    unsigned exp = KC_RT_ACTIVE;
+    if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+        return YIELD;
+    /* The gate: fails once REVOKING is set. acq_rel pairs with kc_rt_part_revoke's fetch_or. */
+    if (!atomic_compare_exchange_strong_explicit(&p->life, &exp, KC_RT_INCB, memory_order_acq_rel,
+                                                 memory_order_acquire))
+        return YIELD;
+    b->left = rt->o.max_records;
+    b->returned = 0;
+    b->first_offset = b->rec.offset;
+    b->next_offset = b->rec.offset;
+    cb_enter(w, p);
+    kc_cb_result_t res = rt->o.cbs.on_records(rt->o.cbs.opaque, &p->pub, b);
+    cb_exit(w);
+    atomic_fetch_and_explicit(&p->life, ~KC_RT_INCB, memory_order_acq_rel);
+    atomic_fetch_add_explicit(&w->records, b->returned, memory_order_relaxed);
+    if (res == KC_CB_RETRY)
+        return REQUEUE; /* next_deliver unchanged: the same records come again */
+    if (res == KC_CB_STOP) {
+        atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+        kc_error_t e;
+        kc_fail(&e, KC_ERR_STATE,
+                "%s[%d]: on_records returned KC_CB_STOP at offset %lld; the "
+                "partition is stopped until kc_resume",
+                p->pub.topic, p->pub.partition, (long long)b->first_offset);
+        report(rt, &e);
+        kc_rt_post(w, KC_RT_CMPL_STOPPED, p, KC_ERR_STATE, b->first_offset);
+        return YIELD;
+    }
+    while (kc_records_next(b)) /* records of the view the callback did not read count as done */
+        ;
+    advance(p, b->next_offset);
+    if (res == KC_CB_PAUSE) {
+        atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+        kc_rt_post(w, KC_RT_CMPL_PAUSED, p, KC_OK, 0);
+        return YIELD;
+    }
+    return DONE;
+}
+
+/* Delivers p->cur from p->next_deliver on, in views of max_records. DONE when exhausted. */
+static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
+{
+    kc_rt_t *rt = w->rt;
+    kc_records_t *b = &w->view;
+    *b = (kc_records_t){.part = p, .dec = &rt->o.decoder, .dctx = w->dctx};
+    kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->ts_type, &b->errinfo);
+    if (rc != KC_OK) {
+        /* A batch that cannot be decoded is skipped, not retried forever: the position moves
+         * past it and the error is reported. */
+        report(rt, &b->errinfo);
+        kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
+        advance(p, p->cur.last_offset + 1);
+        return DONE;
+    }
+    while (peek_first(b, p->next_deliver)) {
+        step_t s = deliver_view(w, p, b);
+        if (s != DONE)
+            return s;
+        if (b->err != KC_OK)
+            break;
+    }
+    if (b->err != KC_OK) {
+        report(rt, &b->errinfo);
+        kc_rt_post(w, KC_RT_CMPL_ERROR, p, b->err, p->cur.base_offset);
+    }
+    advance(p, p->cur.last_offset + 1); /* past a compacted tail too */
+    return DONE;
+}
+
+/* The rebalance gate's worker half: drop, on_revoke/on_lost, REVOKED, REVOKE_DONE. After the
+ * completion is posted the network thread may free p: no access to p after it. */
+static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
+{
+    kc_rt_t *rt = w->rt;
+    kc_rt_bref_t b;
+    if (p->have_cur) {
+        kc_rt_release_bref(w, p, &p->cur);
+        p->have_cur = false;
+    }
+    while (kc_rt_bring_pop(&p->ring, &b))
+        kc_rt_release_bref(w, p, &b);
+    if (p->assigned_cb_done) {
+        void (*cb)(void *, kc_part_t *) = rt->o.cbs.on_revoke;
+        if ((life & KC_RT_LOST) && rt->o.cbs.on_lost)
+            cb = rt->o.cbs.on_lost; /* as in Java: lost falls back to revoked when unset */
+        if (cb) {
+            cb_enter(w, p);
+            cb(rt->o.cbs.opaque, &p->pub);
+            cb_exit(w);
+        }
+    }
+    /* release: pairs with kc_rt_part_free's acquire */
+    atomic_fetch_or_explicit(&p->life, KC_RT_REVOKED, memory_order_release);
+    kc_rt_post(w, KC_RT_CMPL_REVOKE_DONE, p, KC_OK, 0);
+}
+
+static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
+{
+    kc_rt_t *rt = w->rt;
+    for (unsigned n = 0; n < rt->o.quantum; n++) {
+        if (!p->have_cur) {
+            if (!kc_rt_bring_pop(&p->ring, &p->cur))
+                return DONE;
+            p->have_cur = true;
+        }
+        step_t s = deliver_batch(w, p);
+        if (s != DONE)
+            return s;
+        kc_rt_release_bref(w, p, &p->cur);
+        p->have_cur = false;
+    }
+    return REQUEUE; /* quantum used: back of the queue, so other partitions get a turn */
+}
+
+/* Runs p until it has nothing to do (or must yield). Returns with p given up. */
+static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
+{
+    kc_rt_t *rt = w->rt;
+    atomic_store_explicit(&p->last_worker, (int)w->id, memory_order_relaxed);
+    for (;;) {
+        /* acquire: pairs with kick's release, making the kicker's ring push / state visible. */
+        atomic_fetch_and_explicit(&p->sched, ~KC_RT_DIRTY, memory_order_acquire);
+        if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+            return; /* shutting down: SCHED stays set, nothing runs this partition again */
+        if (p->is_control) {
+            kc_rt_run_events(w);
+        } else {
+            unsigned life = atomic_load_explicit(&p->life, memory_order_acquire);
+            if (life & KC_RT_REVOKING) {
+                if (!(life & KC_RT_REVOKED))
+                    do_revoke(w, p, life);
+                return; /* SCHED stays set: nobody kicks a revoked partition */
+            }
+            if (!p->assigned_cb_done) {
+                p->assigned_cb_done = true;
+                if (rt->o.cbs.on_assign) {
+                    cb_enter(w, p);
+                    rt->o.cbs.on_assign(rt->o.cbs.opaque, &p->pub);
+                    cb_exit(w);
+                }
+            }
+            if (!atomic_load_explicit(&p->paused, memory_order_relaxed) &&
+                run_batches(w, p) == REQUEUE) {
+                kc_rt_runq_push(&rt->rq, p); /* still SCHED: we hand it to the queue */
+                return;
+            }
+        }
+        unsigned exp = KC_RT_SCHED;
+        /* release: our writes to p's worker-owned fields happen-before the next worker's
+         * acquire of the SCHED bit. Fails when DIRTY was set meanwhile: look again. */
+        if (atomic_compare_exchange_strong_explicit(&p->sched, &exp, 0, memory_order_acq_rel,
+                                                    memory_order_acquire))
+            return;
+    }
+}
+
+void *kc_rt_worker_main(void *arg)
+{
+    kc_rt_worker_t *w = arg;
+    kc_rt_part_t *p;
+    bool had = false;
+    while ((p = kc_rt_runq_pop(&w->rt->rq, had))) {
+        had = true;
+        run_partition(w, p);
+    }
+    return NULL;
+}
