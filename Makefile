@@ -51,7 +51,7 @@ soak: build
 demo: build
 	tools/demo.sh build/release
 
-perf: deps
+perf: build
 	perf/run
 
 fuzz: deps
