@@ -4,6 +4,7 @@
 #include "kc_test.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@ typedef struct server {
     int xor ;   /* speak the test transport: "KCHELLO\n" / "OK\n", then bytes XOR 0x5A */
     int refuse; /* with xor: answer the hello with "NO\n" */
     atomic_int stop, accepted;
+    atomic_int byes; /* test transport goodbyes (close_notify stand-ins) received */
     pthread_t th;
 } server;
 
@@ -98,6 +100,10 @@ static void serve(server *s, int fd)
     int mute = 0; /* after a -1, stay silent: a later answer would overtake the stalled one */
     while (!atomic_load(&s->stop) && srv_read(s, fd, hdr, 4)) {
         uint32_t n = get32(hdr);
+        if (n == 0xFFFFFFFFu) { /* the test transport's goodbye */
+            atomic_fetch_add(&s->byes, 1);
+            break;
+        }
         uint8_t *req = malloc(n);
         if (!srv_read(s, fd, req, n)) {
             free(req);
@@ -321,8 +327,15 @@ static void xt_free(void *t)
     free(x);
 }
 
+/* The close_notify stand-in: four 0xFF bytes, a frame size no request has. */
+static kc_err_t xt_shutdown(void *t, kc_error_t *err)
+{
+    static const uint8_t bye[4] = {0xFF, 0xFF, 0xFF, 0xFF};
+    return xt_write(t, bye, 4, err);
+}
+
 static const kc_conn_transport_vt xt_vt = {xt_handshake, xt_write, xt_peek, xt_consume,
-                                           xt_feed,      xt_read,  xt_free};
+                                           xt_feed,      xt_read,  xt_free, xt_shutdown};
 
 static kc_err_t xt_new(void *opaque, const char *host, const kc_conn_transport_vt **vt, void **t,
                        kc_error_t *err)
@@ -863,6 +876,52 @@ static void bad_bootstrap_is_config_error(void **state)
     assert_string_equal(out[1].name, "127.0.0.2:2");
 }
 
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* kc_conn_close() on a secured transport sends its goodbye (TLS close_notify) before shutting
+ * the socket down, with requests still in flight; afterwards no fd is left behind. */
+static void transport_goodbye_on_close(kc_loop_backend_t b)
+{
+    int fds0 = count_fds();
+    server s;
+    next_xor = 1;
+    server_start(&s);
+    next_xor = 0;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_loop_t *loop = mkloop(b);
+    use_transport = 1;
+    kc_conn_t *c = open_conn(loop, addr, 5000);
+    use_transport = 0;
+    call x = {.want = 100}, stuck = {.want = -1};
+    send_want(c, &x);
+    assert_true(run_until(loop, &x.done, 3000));
+    assert_int_equal(x.err, KC_OK);
+    send_want(c, &stuck); /* never answered: in flight at close */
+    int never = 0;
+    run_until(loop, &never, 50);
+    kc_conn_close(c);
+    assert_true(stuck.done);
+    assert_int_equal(stuck.err, KC_ERR_CLOSED);
+    for (int i = 0; i < 100 && atomic_load(&s.byes) == 0; i++)
+        kc_loop_run_once(loop, 10);
+    for (int i = 0; i < 20; i++)
+        kc_loop_run_once(loop, 5);
+    assert_int_equal(atomic_load(&s.byes), 1);
+    kc_loop_free(loop);
+    server_stop(&s);
+    assert_int_equal(count_fds(), fds0);
+}
+
 #define BOTH(fn)                                                                                   \
     static void fn##_uring(void **s)                                                               \
     {                                                                                              \
@@ -885,11 +944,14 @@ BOTH(connect_timeout_then_close)
 BOTH(bootstrap_list_and_ipv6)
 BOTH(transport_frames)
 BOTH(transport_refused_is_final)
+BOTH(transport_goodbye_on_close)
 BOTH(netthread_drives_conn)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(transport_goodbye_on_close_uring),
+        cmocka_unit_test(transport_goodbye_on_close_epoll),
         cmocka_unit_test(big_frames_and_pipelining_uring),
         cmocka_unit_test(big_frames_and_pipelining_epoll),
         cmocka_unit_test(timeout_resets_and_reconnects_uring),
