@@ -3,11 +3,13 @@
  * there, and every callback is called there.
  *
  * Lifecycle: kc_conn_new() then kc_conn_start(): resolve `servers` (each "host:port", IPv4/IPv6,
- * "[v6]:port"), connect (connect_timeout_ms), ApiVersions handshake, the optional auth hook, READY.
- * Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT (retriable; the caller
- * decides), the socket closes once the loop has returned every op, and the next address is tried
- * after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms). Requests sent while not
- * READY wait for READY or their request timeout, whichever comes first. Nothing waits forever.
+ * "[v6]:port") on the loop's resolver thread (io/resolver.h; the answer comes back through the
+ * loop's command queue, a close cancels it), connect (connect_timeout_ms), ApiVersions handshake,
+ * the optional auth hook, READY. Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT
+ * (retriable; the caller decides), the socket closes once the loop has returned every op, and the
+ * next address is tried after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms).
+ * Requests sent while not READY wait for READY or their request timeout, whichever comes first.
+ * Nothing waits forever.
  *
  * Transport hook (TLS): with opts.transport_new NULL, bytes go straight between the socket and
  * the frame buffers. Otherwise, after each TCP connect, transport_new() makes a transport (the

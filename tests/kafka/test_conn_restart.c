@@ -140,6 +140,10 @@ static void run_backend(kc_loop_backend_t b)
     kc_conn_stats_t st;
     kc_conn_get_stats(c, &st);
     assert_true(st.connects >= 2);
+    kc_loop_stats_t ls;
+    kc_loop_get_stats(loop, &ls);
+    if (b == KC_LOOP_URING)
+        assert_true(ls.submissions > 0);
     kc_conn_close(c);
     for (int i = 0; i < 20; i++)
         kc_loop_run_once(loop, 5);
