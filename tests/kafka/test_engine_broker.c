@@ -320,9 +320,7 @@ static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
 }
 
 /* FindCoordinator v4 for a group; returns its error code (the node is the one broker). */
-/* Asks *fd's broker for the group's coordinator; when it names one, *fd is reconnected to it
- * (on a multi-broker cluster the first bootstrap broker is usually not the coordinator). */
-static int16_t find_coordinator(int *fd, const char *group)
+static int16_t find_coordinator(int fd, const char *group)
 {
     kc_find_coordinator_request_t m;
     kc_find_coordinator_request_init(&m);
@@ -332,22 +330,14 @@ static int16_t find_coordinator(int *fd, const char *group)
     m.coordinator_keys.items = &key;
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(*fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
+    exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
              (encode_fn)kc_find_coordinator_request_encode, &frame, &r);
     kc_arena_t a = {0};
     kc_error_t e;
     kc_find_coordinator_response_t resp;
     assert_int_equal(kc_find_coordinator_response_decode(&resp, 4, &r, &a, &e), KC_OK);
     assert_int_equal(resp.coordinators.count, 1);
-    const kc_find_coordinator_response_coordinator_t *co = &resp.coordinators.items[0];
-    int16_t code = co->error_code;
-    if (code == 0) {
-        char hp[300];
-        snprintf(hp, sizeof hp, "%.*s:%d", (int)co->host.len, co->host.ptr, (int)co->port);
-        close(*fd);
-        *fd = connect_first(hp);
-        assert_true(*fd >= 0);
-    }
+    int16_t code = resp.coordinators.items[0].error_code;
     free(frame);
     kc_arena_free(&a);
     return code;
@@ -390,8 +380,7 @@ static void anonymous_commit_then_offset_fetch(void **state)
     kc_commit_req_t req;
     assert_int_equal(kc_offsets_build_commit(&req, &who, ents, 2, &e), KC_OK);
 
-    /* The first bootstrap broker need not be the coordinator (the suite runs 3 nodes):
-     * find_coordinator() moves fd to the one named. FindCoordinator is also what creates
+    /* One broker: it is the coordinator, but FindCoordinator is still what creates
      * __consumer_offsets on a fresh cluster, so rediscovery means asking it; until the topic is
      * loaded, COORDINATOR_NOT_AVAILABLE / LOAD_IN_PROGRESS come back and the deadline policy
      * asks again. */
@@ -406,7 +395,7 @@ static void anonymous_commit_then_offset_fetch(void **state)
             break;
         if (res.verdict != KC_OFFSETS_REDISCOVER)
             fail_msg("anonymous commit refused: %s", kc_kafka_err_name(res.first_error));
-        find_coordinator(&fd, group);
+        find_coordinator(fd, group);
         int64_t at;
         if (kc_retry_next(&retry, now, &at, &e) != KC_OK)
             fail_msg("coordinator still unavailable: %s", e.msg);
