@@ -182,6 +182,10 @@ static fetched_t do_fetch(int fd, const kc_session_req_t *req)
     return f;
 }
 
+/* "host:port" of the partition's leader, from the last lookup(): on a 3-broker cluster the
+ * bootstrap broker is often not the leader, and a Fetch must go to the leader. */
+static char leader_addr[300];
+
 static kc_session_part_t lookup(int fd, const char *topic)
 {
     kc_metadata_request_t m;
@@ -206,6 +210,11 @@ static kc_session_part_t lookup(int fd, const char *topic)
     p.leader_epoch = resp.topics.items[0].partitions.items[0].leader_epoch;
     p.log_start_offset = -1;
     p.max_bytes = 1 << 20;
+    int32_t leader = resp.topics.items[0].partitions.items[0].leader_id;
+    for (int32_t i = 0; i < resp.brokers.count; i++)
+        if (resp.brokers.items[i].node_id == leader)
+            snprintf(leader_addr, sizeof leader_addr, "%.*s:%d", resp.brokers.items[i].host.len,
+                     (const char *)resp.brokers.items[i].host.ptr, resp.brokers.items[i].port);
     free(frame);
     kc_arena_free(&a);
     return p;
@@ -223,6 +232,9 @@ static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
     snprintf(cmd, sizeof cmd, "produce %s --records 20 --size 100", topic);
     run(cmd);
     kc_session_part_t want = lookup(fd, topic);
+    close(fd);
+    fd = connect_first(leader_addr);
+    assert_true(fd >= 0);
 
     /* 1. What the broker does with a consumed partition that is left out. */
     kc_session_req_t raw;
@@ -319,7 +331,11 @@ static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
     close(fd);
 }
 
-/* FindCoordinator v4 for a group; returns its error code (the node is the one broker). */
+/* The coordinator's "host:port" from the last successful find_coordinator(), "" before. */
+static char coord_addr[300];
+
+/* FindCoordinator v4 for a group; returns its error code and notes the coordinator's address
+ * (on a 3-broker cluster it is usually not the bootstrap broker). */
 static int16_t find_coordinator(int fd, const char *group)
 {
     kc_find_coordinator_request_t m;
@@ -338,6 +354,10 @@ static int16_t find_coordinator(int fd, const char *group)
     assert_int_equal(kc_find_coordinator_response_decode(&resp, 4, &r, &a, &e), KC_OK);
     assert_int_equal(resp.coordinators.count, 1);
     int16_t code = resp.coordinators.items[0].error_code;
+    if (code == 0)
+        snprintf(coord_addr, sizeof coord_addr, "%.*s:%d", resp.coordinators.items[0].host.len,
+                 (const char *)resp.coordinators.items[0].host.ptr,
+                 resp.coordinators.items[0].port);
     free(frame);
     kc_arena_free(&a);
     return code;
@@ -386,6 +406,17 @@ static void anonymous_commit_then_offset_fetch(void **state)
      * asks again. */
     kc_retry_t retry;
     kc_retry_start(&retry, 0, 60000, 100, 1000, 7);
+    /* Talk to the group's coordinator: FindCoordinator first (asked again below while the
+     * coordinator is not available), then a connection to the broker it names. */
+    int boot = fd;
+    fd = -1;
+    for (int i = 0; i < 600 && fd < 0; i++) {
+        if (find_coordinator(boot, group) == 0)
+            fd = connect_first(coord_addr);
+        else
+            usleep(100 * 1000);
+    }
+    assert_true(fd >= 0);
     int64_t now = 0;
     int attempts = 0;
     for (;;) {
@@ -395,7 +426,11 @@ static void anonymous_commit_then_offset_fetch(void **state)
             break;
         if (res.verdict != KC_OFFSETS_REDISCOVER)
             fail_msg("anonymous commit refused: %s", kc_kafka_err_name(res.first_error));
-        find_coordinator(fd, group);
+        if (find_coordinator(boot, group) == 0) {
+            close(fd);
+            fd = connect_first(coord_addr);
+            assert_true(fd >= 0);
+        }
         int64_t at;
         if (kc_retry_next(&retry, now, &at, &e) != KC_OK)
             fail_msg("coordinator still unavailable: %s", e.msg);
@@ -465,6 +500,7 @@ static void anonymous_commit_then_offset_fetch(void **state)
     assert_int_not_equal(res.first_error, 0);
     assert_int_equal(res.n_failed, 2);
     close(fd);
+    close(boot);
 }
 
 int main(void)

@@ -1,0 +1,130 @@
+/*
+ * The broker table: one entry per broker id named by metadata, each with its own data
+ * connection (io/conn), started on first use and kept for the engine's life. A broker whose
+ * address changes gets a new connection (the old one closes); the entry itself is never freed
+ * before the engine, because response callbacks carry a pointer to it.
+ *
+ * Owner: network thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "engine_int.h"
+
+kc_eng_broker_t *kc_eng_broker_get(kc_engine_t *e, int32_t id)
+{
+    for (size_t i = 0; i < e->n_brokers; i++)
+        if (e->brokers[i]->id == id)
+            return e->brokers[i];
+    return NULL;
+}
+
+static kc_conn_t *conn_open(kc_engine_t *e, const char *servers)
+{
+    kc_conn_opts_t o = {0};
+    o.servers = servers;
+    o.client_id = e->client_id;
+    o.connect_timeout_ms = 10000;
+    o.request_timeout_ms = e->conf.request_timeout_ms;
+    o.reconnect_backoff_ms = 50;
+    o.reconnect_backoff_max_ms = 1000;
+    kc_conn_t *c = NULL;
+    kc_error_t err;
+    if (kc_conn_new(&c, e->loop, &o, &err) != KC_OK) {
+        kc_log(KC_LOG_ERROR, "engine", "connection to %s: %s", servers, err.msg);
+        return NULL;
+    }
+    kc_conn_start(c);
+    return c;
+}
+
+int kc_eng_broker_update(kc_engine_t *e, int32_t id, const char *host, int32_t port)
+{
+    char addr[sizeof e->brokers[0]->addr];
+    if (strchr(host, ':'))
+        snprintf(addr, sizeof addr, "[%s]:%d", host, port);
+    else
+        snprintf(addr, sizeof addr, "%s:%d", host, port);
+    kc_eng_broker_t *b = kc_eng_broker_get(e, id);
+    if (!b) {
+        if (e->n_brokers == e->cap_brokers) {
+            size_t cap = e->cap_brokers ? e->cap_brokers * 2 : 8;
+            kc_eng_broker_t **nb = realloc(e->brokers, cap * sizeof *nb);
+            if (!nb)
+                return 0;
+            e->brokers = nb;
+            e->cap_brokers = cap;
+        }
+        b = calloc(1, sizeof *b);
+        if (!b)
+            return 0;
+        b->e = e;
+        b->id = id;
+        b->st.broker_id = id;
+        snprintf(b->addr, sizeof b->addr, "%s", addr);
+        e->brokers[e->n_brokers++] = b;
+        b->in_metadata = 1;
+        return 0;
+    }
+    b->in_metadata = 1;
+    if (strcmp(b->addr, addr) == 0)
+        return 0;
+    /* A broker that moved: requests on the old connection fail (KC_ERR_CLOSED) and are
+     * retried by their owners on the new one. */
+    kc_log(KC_LOG_INFO, "engine", "broker %d moved %s -> %s", id, b->addr, addr);
+    snprintf(b->addr, sizeof b->addr, "%s", addr);
+    if (b->conn) {
+        kc_conn_t *old = b->conn;
+        b->conn = NULL;
+        kc_conn_close(old);
+    }
+    return 1;
+}
+
+kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id)
+{
+    kc_eng_broker_t *b = kc_eng_broker_get(e, id);
+    if (!b || e->closed)
+        return NULL;
+    if (!b->conn)
+        b->conn = conn_open(e, b->addr);
+    return b->conn;
+}
+
+kc_conn_t *kc_eng_any_conn(kc_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_brokers; i++) {
+        kc_conn_t *c = e->brokers[i]->conn;
+        if (c && kc_conn_state(c) == KC_CONN_READY)
+            return c;
+    }
+    if (!e->bootstrap_conn)
+        e->bootstrap_conn = conn_open(e, e->bootstrap);
+    return e->bootstrap_conn;
+}
+
+void kc_eng_brokers_free(kc_engine_t *e)
+{
+    if (e->bootstrap_conn) {
+        kc_conn_t *c = e->bootstrap_conn;
+        e->bootstrap_conn = NULL;
+        kc_conn_close(c);
+    }
+    for (size_t i = 0; i < e->n_brokers; i++) {
+        kc_eng_broker_t *b = e->brokers[i];
+        if (b->conn) {
+            kc_conn_t *c = b->conn;
+            b->conn = NULL;
+            kc_conn_close(c);
+        }
+    }
+    for (size_t i = 0; i < e->n_brokers; i++) {
+        kc_arena_free(&e->brokers[i]->fetch_arena);
+        free(e->brokers[i]);
+    }
+    free(e->brokers);
+    e->brokers = NULL;
+    e->n_brokers = e->cap_brokers = 0;
+}

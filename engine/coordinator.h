@@ -1,0 +1,61 @@
+/*
+ * Group coordinator access for offsets: FindCoordinator (cached per group), OffsetCommit and
+ * OffsetFetch, each retried until a deadline (never an attempt count) when the answer says
+ * "ask again": NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS arrive
+ * INSIDE a successful response (per partition on OffsetCommit, per group or partition on
+ * OffsetFetch), so this module reads them, invalidates the cached coordinator and asks again.
+ *
+ * Identity (engine/offsets.h): a consumer without membership commits anonymously (member id "",
+ * generation -1); group modules pass their member identity. Coordinator traffic uses its own
+ * connection per coordinator, never a fetch connection: a broker answers a connection's
+ * requests in order, so a commit behind a long-polling Fetch would wait fetch.max.wait.ms, and
+ * a classic JoinGroup would block the fetches behind it.
+ *
+ * Threads: network thread only; the result callback runs there exactly once per accepted call
+ * (also on close, with KC_ERR_CLOSED).
+ */
+#ifndef KC_ENGINE_COORDINATOR_H
+#define KC_ENGINE_COORDINATOR_H
+
+#include "engine.h"
+#include "offsets.h"
+
+/* One partition's offset, in and out. */
+typedef struct kc_engine_offset {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;       /* commit: the next offset to read; fetch: the result, -1 = none */
+    int32_t leader_epoch; /* -1 unknown */
+    const char *metadata; /* commit: NULL = none; fetch result: NULL */
+    int16_t error;        /* result: the partition's Kafka error code, 0 ok */
+} kc_engine_offset_t;
+
+/* rc: KC_OK when every partition succeeded; KC_ERR_BROKER (err->kafka_code = the first code) when
+ * the broker refused some (each `res[i].error` says which); KC_ERR_TIMEOUT when the deadline
+ * passed while the coordinator kept moving or loading; KC_ERR_CLOSED at engine close.
+ * `res` (n entries, same order as asked) is valid during the call only. */
+typedef void (*kc_engine_offsets_cb)(void *opaque, kc_err_t rc, const kc_error_t *err,
+                                     const kc_engine_offset_t *res, size_t n);
+
+/* OffsetCommit under `who` (anonymous or member). Everything is copied. */
+kc_err_t kc_engine_commit(kc_engine_t *e, const kc_commit_identity_t *who,
+                          const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                          kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
+
+/* OffsetFetch of `group` for `offs` (topic, partition); results in res[i].offset. */
+kc_err_t kc_engine_committed(kc_engine_t *e, const char *group, const kc_engine_offset_t *offs,
+                             size_t n, int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
+                             kc_error_t *err);
+
+/* Counters. */
+typedef struct kc_engine_coord_stats {
+    uint64_t find_coordinator;
+    uint64_t rediscoveries; /* coordinator errors inside successful responses */
+    uint64_t commits, offset_fetches;
+} kc_engine_coord_stats_t;
+void kc_engine_coord_stats(const kc_engine_t *e, kc_engine_coord_stats_t *out);
+
+/* engine.c calls this at close: fails pending calls with KC_ERR_CLOSED, closes connections. */
+void kc_eng_coord_free(kc_engine_t *e);
+
+#endif

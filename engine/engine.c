@@ -1,0 +1,365 @@
+/*
+ * The engine object: partitions (assign / remove / seek / pause), the drive loop that turns
+ * state into requests, and stats. See engine.h for the threading contract.
+ *
+ * The drive loop (kc_eng_drive) runs after every event — a command, a response, a timer — and
+ * does, in order: a metadata refresh if one is due or wanted, ListOffsets / OffsetForLeaderEpoch
+ * for partitions that need them, the fetch plan (one request per broker that may send now), and
+ * re-arms the one timer for the earliest held-back moment. Re-entrant calls (a response handled
+ * inside a send) only set a flag, so one loop pass sees a consistent state.
+ *
+ * Owner: network thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "engine_int.h"
+
+#define MAX_SENDS 64
+
+void kc_engine_conf_defaults(kc_engine_conf_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->client_id = "kconsume";
+    c->fetch_max_wait_ms = 500;
+    c->fetch_min_bytes = 1;
+    c->fetch_max_bytes = 52428800;
+    c->max_partition_fetch_bytes = 1048576;
+    c->isolation_level = 1;
+    c->auto_offset_reset = KC_RESET_LATEST;
+    c->metadata_max_age_ms = 300000;
+    c->retry_backoff_ms = 100;
+    c->retry_backoff_max_ms = 1000;
+    c->request_timeout_ms = 30000;
+}
+
+static void on_timer(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    (void)loop;
+    kc_eng_drive(t->opaque);
+}
+
+kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_t *conf,
+                       const kc_engine_sink_t *sink, kc_error_t *err)
+{
+    if (!conf->bootstrap_servers || !*conf->bootstrap_servers || !sink || !sink->records)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "engine: bootstrap servers and a sink are needed");
+    kc_engine_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return kc_fail(err, KC_ERR_NOMEM, "engine: out of memory");
+    e->loop = loop;
+    e->conf = *conf;
+    e->sink = *sink;
+    e->bootstrap = strdup(conf->bootstrap_servers);
+    e->client_id = strdup(conf->client_id ? conf->client_id : "kconsume");
+    e->rack = conf->client_rack && *conf->client_rack ? strdup(conf->client_rack) : NULL;
+    if (!e->bootstrap || !e->client_id || (conf->client_rack && *conf->client_rack && !e->rack)) {
+        kc_engine_free(e);
+        return kc_fail(err, KC_ERR_NOMEM, "engine: out of memory");
+    }
+    e->fset = (kc_fetch_settings_t){conf->fetch_max_wait_ms, conf->fetch_min_bytes,
+                                    conf->fetch_max_bytes, conf->isolation_level, e->rack};
+    kc_fetch_plan_conf_t pc = {{conf->auto_offset_reset, conf->isolation_level == 1,
+                                e->rack != NULL, conf->metadata_max_age_ms, conf->retry_backoff_ms,
+                                conf->retry_backoff_max_ms},
+                               60000};
+    kc_fetch_plan_init(&e->plan, &pc);
+    e->rng = (uint64_t)kc_now_ns() ^ (uint64_t)(uintptr_t)e;
+    e->timer.cb = on_timer;
+    e->timer.opaque = e;
+    *out = e;
+    return KC_OK;
+}
+
+void kc_engine_close(kc_engine_t *e, int timeout_ms)
+{
+    if (e->closing)
+        return;
+    e->closing = 1;
+    kc_loop_timer_stop(e->loop, &e->timer);
+    int64_t deadline = kc_now_ms() + timeout_ms;
+    /* Wait for fetches in flight (a session with a request pending cannot be closed), then
+     * close every open session with (S, -1) so the broker frees its cache slot. */
+    for (;;) {
+        int busy = 0;
+        for (size_t i = 0; i < e->plan.n; i++)
+            busy |= e->plan.f[i]->in_flight;
+        if (!busy || kc_now_ms() >= deadline)
+            break;
+        kc_loop_run_once(e->loop, 50);
+    }
+    kc_fetch_send_t sends[MAX_SENDS];
+    size_t n = kc_fetch_plan_close(&e->plan, sends, MAX_SENDS);
+    for (size_t i = 0; i < n; i++)
+        kc_eng_fetch_send(e, &sends[i]);
+    for (;;) {
+        int busy = 0;
+        for (size_t i = 0; i < e->plan.n; i++)
+            busy |= e->plan.f[i]->in_flight;
+        if (!busy || kc_now_ms() >= deadline)
+            break;
+        kc_loop_run_once(e->loop, 50);
+    }
+    e->closed = 1;
+    kc_eng_brokers_free(e);
+    kc_eng_coord_free(e);
+}
+
+void kc_engine_free(kc_engine_t *e)
+{
+    if (!e)
+        return;
+    if (!e->closing) {
+        e->closing = 1;
+        kc_loop_timer_stop(e->loop, &e->timer);
+    }
+    e->closed = 1;
+    kc_eng_brokers_free(e); /* first: FindCoordinator on these finishes its op */
+    kc_eng_coord_free(e);
+    kc_fetch_plan_free(&e->plan);
+    kc_eng_topics_free(e);
+    for (size_t i = 0; i < e->n_parts; i++)
+        free(e->info[i].topic);
+    free(e->parts);
+    free(e->info);
+    free(e->bootstrap);
+    free(e->client_id);
+    free(e->rack);
+    free(e);
+}
+
+ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < e->n_parts; i++)
+        if (e->info[i].partition == partition && strcmp(e->info[i].topic, topic) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp)
+{
+    for (size_t i = 0; i < e->n_parts; i++)
+        if (e->info[i].have_id && kc_tp_cmp(&e->parts[i].tp, tp) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err)
+{
+    kc_log(KC_LOG_WARN, "engine", "%s", err->msg);
+    if (e->sink.error)
+        e->sink.error(e->sink.opaque, e->info[i].user, e->info[i].topic, e->info[i].partition, err);
+}
+
+void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev)
+{
+    if (ev->refresh_metadata)
+        e->md_wanted = 1;
+    if (ev->needs_list_offsets) {
+        e->info[i].reset_ts = ev->reset_timestamp;
+        e->info[i].lo_retry_at = 0;
+    }
+    if (ev->truncated)
+        e->stats.truncations++;
+    if (ev->report)
+        kc_eng_report(e, i, &ev->error);
+}
+
+void kc_eng_drive(kc_engine_t *e)
+{
+    if (e->closing)
+        return;
+    if (e->driving) {
+        e->drive_again = 1;
+        return;
+    }
+    e->driving = 1;
+    int64_t wake;
+    do {
+        e->drive_again = 0;
+        int64_t now = kc_now_ms();
+        wake = INT64_MAX;
+        kc_eng_offsets_maybe_send(e, now, &wake);
+        kc_eng_metadata_maybe_send(e, now);
+        if (!e->md_inflight && e->n_parts) {
+            int64_t md = e->md_wanted ? e->md_retry_ms : e->md_next_ms;
+            if (md < wake)
+                wake = md;
+        }
+        for (size_t i = 0; i < e->n_parts; i++) {
+            int may = !e->sink.may_fetch || e->sink.may_fetch(e->sink.opaque, e->info[i].user);
+            e->parts[i].paused = e->info[i].user_paused || !may;
+            if (e->parts[i].state == KC_FS_BACKOFF && e->parts[i].backoff_until_ms < wake)
+                wake = e->parts[i].backoff_until_ms;
+        }
+        kc_error_t err;
+        if (kc_fetch_plan_compute(&e->plan, e->parts, e->n_parts, now, &err) != KC_OK) {
+            kc_log(KC_LOG_ERROR, "engine", "fetch plan: %s", err.msg);
+            break;
+        }
+        kc_fetch_send_t sends[MAX_SENDS];
+        int64_t w = INT64_MAX;
+        size_t n = kc_fetch_plan_ready(&e->plan, now, sends, MAX_SENDS, &w);
+        for (size_t i = 0; i < n; i++)
+            kc_eng_fetch_send(e, &sends[i]);
+        if (w < wake)
+            wake = w;
+    } while (e->drive_again);
+    e->driving = 0;
+    int64_t now = kc_now_ms();
+    int64_t delay = wake == INT64_MAX ? 1000 : wake - now;
+    if (delay < 1)
+        delay = 1;
+    if (delay > 1000)
+        delay = 1000;
+    kc_loop_timer_stop(e->loop, &e->timer);
+    kc_loop_timer_start(e->loop, &e->timer, delay);
+}
+
+void kc_engine_wake(kc_engine_t *e)
+{
+    kc_eng_drive(e);
+}
+
+kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int64_t offset,
+                       void *user, kc_error_t *err)
+{
+    if (e->closing)
+        return kc_fail(err, KC_ERR_CLOSED, "engine closing");
+    if (!topic || partition < 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad topic-partition");
+    if (kc_eng_find_part(e, topic, partition) >= 0)
+        return kc_fail(err, KC_ERR_STATE, "%s[%d] is already assigned", topic, partition);
+    int64_t ts = 0;
+    if (offset == KC_ENGINE_START_RESET) {
+        if (kc_partition_reset_timestamp(e->conf.auto_offset_reset, &ts, err) != KC_OK)
+            return kc_fail(err, KC_ERR_STATE,
+                           "%s[%d]: no starting offset and auto.offset.reset=none", topic,
+                           partition);
+    } else if (offset == KC_ENGINE_START_EARLIEST || offset == KC_ENGINE_START_LATEST) {
+        ts = offset;
+    } else if (offset < 0) {
+        return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad offset %lld", (long long)offset);
+    }
+    if (e->n_parts == e->cap_parts) {
+        size_t cap = e->cap_parts ? e->cap_parts * 2 : 16;
+        kc_partition_t *np = realloc(e->parts, cap * sizeof *np);
+        if (!np)
+            return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+        e->parts = np;
+        kc_eng_pinfo_t *ni = realloc(e->info, cap * sizeof *ni);
+        if (!ni)
+            return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+        e->info = ni;
+        e->cap_parts = cap;
+    }
+    kc_eng_pinfo_t *in = &e->info[e->n_parts];
+    memset(in, 0, sizeof *in);
+    in->topic = strdup(topic);
+    if (!in->topic)
+        return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+    in->partition = partition;
+    in->user = user;
+    in->committed = -1;
+    in->gen = ++e->gen;
+    in->reset_ts = ts;
+    kc_partition_t *p = &e->parts[e->n_parts];
+    kc_tp_t tp = {{0}, partition};
+    kc_partition_init(p, &tp, e->conf.max_partition_fetch_bytes);
+    if (offset >= 0)
+        kc_partition_seek(p, offset);
+    size_t i = e->n_parts++;
+    e->md_wanted = 1;
+    kc_eng_metadata_apply_part(e, i); /* from the cache, if the topic is known already */
+    kc_eng_drive(e);
+    return KC_OK;
+}
+
+kc_err_t kc_engine_remove(kc_engine_t *e, const char *topic, int32_t partition, kc_error_t *err)
+{
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i < 0)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    free(e->info[i].topic);
+    size_t last = e->n_parts - 1;
+    if ((size_t)i != last) {
+        e->parts[i] = e->parts[last];
+        e->info[i] = e->info[last];
+    }
+    e->n_parts--;
+    kc_eng_drive(e); /* the partition leaves its session: forgotten on the next request */
+    return KC_OK;
+}
+
+kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc_engine_seek_t kind,
+                        int64_t value, kc_error_t *err)
+{
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i < 0)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    kc_partition_t *p = &e->parts[i];
+    kc_eng_pinfo_t *in = &e->info[i];
+    in->gen = ++e->gen; /* answers to requests about the old position are stale now */
+    in->lo_inflight = in->val_inflight = 0;
+    in->lo_retry_at = 0;
+    switch (kind) {
+    case KC_ENGINE_SEEK_OFFSET:
+        if (value < 0)
+            return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative offset");
+        kc_partition_seek(p, value);
+        break;
+    case KC_ENGINE_SEEK_BEGINNING:
+    case KC_ENGINE_SEEK_END:
+    case KC_ENGINE_SEEK_TIMESTAMP:
+        in->reset_ts = kind == KC_ENGINE_SEEK_BEGINNING ? -2
+                       : kind == KC_ENGINE_SEEK_END     ? -1
+                                                        : value;
+        if (kind == KC_ENGINE_SEEK_TIMESTAMP && value < 0)
+            return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative timestamp");
+        p->state = KC_FS_AWAIT_RESET;
+        p->position_epoch = KC_NO_EPOCH;
+        break;
+    }
+    kc_eng_drive(e);
+    return KC_OK;
+}
+
+kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, int paused,
+                         kc_error_t *err)
+{
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i < 0)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    e->info[i].user_paused = paused != 0;
+    kc_eng_drive(e);
+    return KC_OK;
+}
+
+size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *out, size_t max)
+{
+    for (size_t i = 0; i < e->n_brokers && i < max; i++) {
+        out[i] = e->brokers[i]->st;
+        out[i].io_backend = kc_loop_backend_name(e->loop);
+    }
+    return e->n_brokers;
+}
+
+kc_err_t kc_engine_part_stats(const kc_engine_t *e, const char *topic, int32_t partition,
+                              kc_engine_part_stats_t *out, kc_error_t *err)
+{
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i < 0)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    const kc_partition_t *p = &e->parts[i];
+    *out = (kc_engine_part_stats_t){
+        p->position, e->info[i].committed, p->high_watermark, p->last_stable_offset,
+        p->lag,      p->leader_id,         p->state};
+    return KC_OK;
+}
+
+void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out)
+{
+    *out = e->stats;
+}

@@ -1,0 +1,165 @@
+/*
+ * The consumer engine: the network thread's side of a consumer. It owns the metadata cache, one
+ * connection per broker, the fetch plan (one Fetch per broker per round, KIP-227 sessions), the
+ * per-partition fetch state, ListOffsets / OffsetForLeaderEpoch, and hands record bytes to a sink
+ * (the runtime's dispatcher, or a test) without copying them.
+ *
+ * Threads: EVERY function here runs on the network thread that owns `loop` (kc_engine_new
+ * included). Application threads reach the engine only through that thread's command queue
+ * (kc_netthread_post / kc_netthread_call): runtime/consumer.c turns kc_assign() etc. into
+ * commands that call these functions there. Sink callbacks are called on the network thread.
+ *
+ * Files: engine.c (lifecycle, commands, the drive loop, stats), brokers.c (broker table and
+ * connections), metadata.c (metadata cache), fetcher.c (Fetch send/receive), listoffsets.c
+ * (ListOffsets and OffsetForLeaderEpoch). The pure decisions are session.h, fetch_plan.h,
+ * partition.h.
+ */
+#ifndef KC_ENGINE_ENGINE_H
+#define KC_ENGINE_ENGINE_H
+
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "loop.h"
+#include "partition.h"
+
+typedef struct kc_engine kc_engine_t;
+
+/* Where records and partition-level reports go. Called on the network thread. */
+typedef struct kc_engine_sink {
+    /* One complete record batch of a partition, in offset order: `s` references the response
+     * frame (no copy) and holds one reference the sink now owns (kc_slice_release it, or pass
+     * it on). Deliver records in [first, next): a batch may start before the position (after a
+     * seek into it), and those records are the sink's to skip. CRCs and decompression are the
+     * sink's (the workers') business. Return KC_OK, or an error to refuse the batch (e.g. a full
+     * ring): the reference stays with the engine, the position stays before the batch, and the
+     * rest of the response for this partition is dropped (asked again by the next request). */
+    kc_err_t (*records)(void *opaque, void *part_user, const char *topic, int32_t partition,
+                        kc_slice_t *s, int64_t first, int64_t next);
+    /* Something the caller must hear about this partition (reset=none out of range, a truncation,
+     * a malformed batch skipped, an authorization error). */
+    void (*error)(void *opaque, void *part_user, const char *topic, int32_t partition,
+                  const kc_error_t *e);
+    /* Backpressure: may the partition be fetched now? NULL = always. */
+    int (*may_fetch)(void *opaque, void *part_user);
+    void *opaque;
+} kc_engine_sink_t;
+
+/* Settings, with Kafka's names. Copied by kc_engine_new (strings too). */
+typedef struct kc_engine_conf {
+    const char *bootstrap_servers;
+    const char *client_id;
+    const char *client_rack;           /* NULL: no KIP-392 */
+    int32_t fetch_max_wait_ms;         /* fetch.max.wait.ms (500) */
+    int32_t fetch_min_bytes;           /* fetch.min.bytes (1) */
+    int32_t fetch_max_bytes;           /* fetch.max.bytes (52428800) */
+    int32_t max_partition_fetch_bytes; /* max.partition.fetch.bytes (1048576) */
+    int8_t isolation_level;            /* 1 read_committed (see fetch_codec.h for why) */
+    kc_offset_reset_t auto_offset_reset;
+    int64_t metadata_max_age_ms;  /* 300000 */
+    int64_t retry_backoff_ms;     /* 100 */
+    int64_t retry_backoff_max_ms; /* 1000 */
+    int request_timeout_ms;       /* 30000 */
+} kc_engine_conf_t;
+
+void kc_engine_conf_defaults(kc_engine_conf_t *c);
+
+kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_t *conf,
+                       const kc_engine_sink_t *sink, kc_error_t *err);
+/* Closes fetch sessions (S,-1) and waits for their answers up to timeout_ms by running the loop;
+ * then closes connections. Call once, from a network-thread command. */
+void kc_engine_close(kc_engine_t *e, int timeout_ms);
+/* Frees everything (closes first if not closed). The loop must be run afterwards for the
+ * connections to finish closing (kc_conn_close). */
+void kc_engine_free(kc_engine_t *e);
+
+/* ---- assignment and positions ------------------------------------------------------------ */
+
+/* Adds a partition (incremental assign). `offset`: >= 0 start there; KC_ENGINE_START_EARLIEST /
+ * _LATEST; KC_ENGINE_START_RESET applies auto.offset.reset. `user` goes back to the sink.
+ * KC_ERR_STATE if already assigned. */
+#define KC_ENGINE_START_LATEST   (-1)
+#define KC_ENGINE_START_EARLIEST (-2)
+#define KC_ENGINE_START_RESET    (-3)
+kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int64_t offset,
+                       void *user, kc_error_t *err);
+/* Removes a partition: it leaves its broker's session (forgotten once, on the next request).
+ * Records of it in responses still in flight are dropped. */
+kc_err_t kc_engine_remove(kc_engine_t *e, const char *topic, int32_t partition, kc_error_t *err);
+
+typedef enum kc_engine_seek {
+    KC_ENGINE_SEEK_OFFSET = 0,
+    KC_ENGINE_SEEK_BEGINNING,
+    KC_ENGINE_SEEK_END,
+    KC_ENGINE_SEEK_TIMESTAMP,
+} kc_engine_seek_t;
+kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc_engine_seek_t kind,
+                        int64_t value, kc_error_t *err);
+kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, int paused,
+                         kc_error_t *err);
+/* Call when backpressure lifted (the runtime drained): re-plans fetches. */
+void kc_engine_wake(kc_engine_t *e);
+
+/* ---- metadata changes ---------------------------------------------------------------------- */
+
+/* What changed in the cluster, for the modules above the engine (group assignors re-balance on a
+ * partition count change). Called on the network thread, after the engine applied the change. */
+typedef enum kc_engine_md_change {
+    KC_ENGINE_MD_PARTITION_COUNT = 1, /* `topic` now has `value` partitions */
+    KC_ENGINE_MD_BROKER_ADDRESS = 2,  /* broker `value` moved to a new host:port */
+} kc_engine_md_change_t;
+typedef void (*kc_engine_md_cb)(void *opaque, kc_engine_md_change_t what, const char *topic,
+                                int32_t value);
+void kc_engine_on_metadata_change(kc_engine_t *e, kc_engine_md_cb cb, void *opaque);
+/* Partition count of a topic from the cache, -1 when unknown. */
+int32_t kc_engine_topic_partitions(const kc_engine_t *e, const char *topic);
+
+/* ---- stats --------------------------------------------------------------------------------- */
+
+typedef struct kc_engine_broker_stats {
+    int32_t broker_id;
+    uint64_t fetch_requests;
+    uint64_t fetch_request_bytes;
+    uint64_t fetch_partitions_sent;
+    uint64_t fetch_forgotten_sent;
+    uint64_t fetch_responses;
+    uint64_t fetch_session_resets;
+    uint64_t fetch_session_fallbacks; /* answers that left the broker sessionless */
+    uint64_t fetch_errors;
+    int32_t fetch_session_id;
+    int32_t fetch_session_epoch;
+    uint64_t last_request_bytes;
+    uint64_t last_request_parts;
+    const char *io_backend;
+} kc_engine_broker_stats_t;
+
+/* Fills up to `max` brokers (those ever connected); returns the number of brokers known. */
+size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *out, size_t max);
+
+typedef struct kc_engine_part_stats {
+    int64_t position;
+    int64_t committed; /* -1 unknown (no commit through this engine) */
+    int64_t high_watermark;
+    int64_t last_stable_offset;
+    int64_t lag;
+    int32_t leader_id;
+    kc_fetch_state_t state;
+} kc_engine_part_stats_t;
+
+kc_err_t kc_engine_part_stats(const kc_engine_t *e, const char *topic, int32_t partition,
+                              kc_engine_part_stats_t *out, kc_error_t *err);
+
+/* Engine-wide counters. */
+typedef struct kc_engine_stats {
+    uint64_t metadata_requests;
+    uint64_t metadata_changes; /* leader/partition-count/broker-address changes seen */
+    uint64_t list_offsets_requests;
+    uint64_t validations;
+    uint64_t truncations;
+    uint64_t malformed_batches;
+    uint64_t stale_dropped; /* response partitions dropped as stale */
+} kc_engine_stats_t;
+void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * The engine's internals, shared by engine.c, brokers.c, metadata.c, fetcher.c, listoffsets.c.
+ * Owner of everything here: the network thread (see engine.h). Nothing is shared with workers:
+ * records leave through the sink as kc_slice_t references, and that is the only handoff.
+ */
+#ifndef KC_ENGINE_ENGINE_INT_H
+#define KC_ENGINE_ENGINE_INT_H
+
+#include "conn.h"
+#include "coordinator.h"
+#include "engine.h"
+#include "fetch_codec.h"
+#include "fetch_plan.h"
+#include "proto/proto.h"
+
+/* One broker. Owner: network thread. Never freed before the engine (callbacks carry it). */
+typedef struct kc_eng_broker {
+    kc_engine_t *e;
+    int32_t id;
+    char addr[300]; /* "host:port" from metadata */
+    kc_conn_t *conn;
+    uint8_t in_metadata; /* named by the last metadata response */
+    /* The Fetch in flight: its message lives until the connection encodes it. */
+    kc_arena_t fetch_arena;
+    kc_fetch_request_t fetch_msg;
+    uint8_t fetch_close; /* the in-flight request closes the session */
+    int32_t fetch_epoch; /* (id, epoch) of the in-flight request, for logs */
+    kc_engine_broker_stats_t st;
+} kc_eng_broker_t;
+
+typedef struct kc_eng_topic {
+    char *name;
+    uint8_t id[16];
+    int16_t error;
+    int32_t n_parts;
+    int32_t *leader, *epoch; /* per partition index */
+} kc_eng_topic_t;
+
+/* What a kc_partition_t does not hold, kept in a parallel array (same index). */
+typedef struct kc_eng_pinfo {
+    char *topic;
+    int32_t partition;
+    void *user;
+    uint8_t have_id;      /* tp.topic_id known from metadata */
+    uint8_t user_paused;  /* pause()/resume(); p->paused also folds in backpressure */
+    uint8_t lo_inflight;  /* ListOffsets in flight */
+    uint8_t val_inflight; /* OffsetForLeaderEpoch in flight */
+    int64_t reset_ts;     /* what ListOffsets asks for (-2 earliest, -1 latest, or a time) */
+    int64_t lo_retry_at;  /* backoff after a failed ListOffsets/validation */
+    int64_t committed;
+    uint32_t gen; /* bumped on seek/remove: in-flight answers for an older gen are stale */
+} kc_eng_pinfo_t;
+
+struct kc_engine {
+    kc_loop_t *loop;
+    kc_engine_conf_t conf;
+    char *bootstrap, *client_id, *rack;
+    kc_engine_sink_t sink;
+    kc_fetch_plan_t plan;
+    kc_fetch_settings_t fset;
+
+    kc_eng_broker_t **brokers;
+    size_t n_brokers, cap_brokers;
+    kc_conn_t *bootstrap_conn;
+
+    kc_eng_topic_t *topics;
+    size_t n_topics, cap_topics;
+
+    kc_partition_t *parts; /* contiguous: kc_fetch_plan_compute takes the array */
+    kc_eng_pinfo_t *info;
+    size_t n_parts, cap_parts;
+
+    /* metadata */
+    uint8_t md_inflight, md_wanted;
+    int64_t md_next_ms; /* next periodic refresh */
+    int64_t md_retry_ms;
+    int md_failures;
+    uint64_t rng;
+
+    kc_loop_timer_t timer;
+    uint8_t driving, drive_again, closing, closed;
+    uint32_t gen;
+    kc_engine_stats_t stats;
+    struct kc_coord *coord; /* coordinator.c */
+    kc_engine_md_cb md_cb;
+    void *md_cb_opaque;
+};
+
+/* engine.c */
+void kc_eng_drive(kc_engine_t *e);
+ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition);
+ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp);
+void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err);
+void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev);
+
+/* brokers.c */
+kc_eng_broker_t *kc_eng_broker_get(kc_engine_t *e, int32_t id);
+/* Creates or updates a broker from metadata; returns 1 when its address changed. */
+int kc_eng_broker_update(kc_engine_t *e, int32_t id, const char *host, int32_t port);
+/* The broker's connection, started on first use; NULL if the broker is unknown. */
+kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id);
+/* Any connection that can answer metadata (a ready broker, else the bootstrap one). */
+kc_conn_t *kc_eng_any_conn(kc_engine_t *e);
+void kc_eng_brokers_free(kc_engine_t *e);
+
+/* metadata.c */
+void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms);
+void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i);
+void kc_eng_topics_free(kc_engine_t *e);
+const kc_eng_topic_t *kc_eng_topic_find(const kc_engine_t *e, const char *name);
+
+/* fetcher.c */
+void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s);
+
+/* listoffsets.c */
+void kc_eng_offsets_maybe_send(kc_engine_t *e, int64_t now_ms, int64_t *wake_ms);
+
+#endif

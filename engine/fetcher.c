@@ -1,0 +1,207 @@
+/*
+ * Fetch on the wire: sends the request kc_fetch_plan_ready() chose for a broker and applies its
+ * response. One Fetch in flight per broker (the plan guarantees it); the next one is planned as
+ * soon as this response has been handed off, without waiting for other brokers.
+ *
+ * Records are never copied: each partition's complete batches are one kc_slice_t into the
+ * response frame, handed to the sink. The network thread reads only batch headers (61 bytes
+ * each) to advance the position to the last batch's last offset + 1; CRCs and decompression
+ * are the workers' job. A batch whose header is malformed is reported (topic, partition,
+ * offsets) and skipped past its header's last offset, so it never stalls the partition.
+ *
+ * Owner: network thread.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "batch/batch.h"
+#include "engine_int.h"
+#include "proto/kafka_errors.h"
+
+static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+{
+    kc_eng_broker_t *b = opaque;
+    size_t before = out->len;
+    kc_error_t err;
+    kc_err_t rc = kc_fetch_request_encode(&b->fetch_msg, version, out, &err);
+    if (rc == KC_OK) {
+        b->st.last_request_bytes = out->len - before;
+        b->st.fetch_request_bytes += out->len - before;
+    } else {
+        kc_log(KC_LOG_ERROR, "fetch", "broker %d: encode: %s", b->id, err.msg);
+    }
+    return rc;
+}
+
+/* Hands each complete batch of one partition to the sink, in offset order, and advances the
+ * position past every batch the sink took; the first refusal (a full ring) stops the walk and
+ * the next request asks again from there. */
+static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec)
+{
+    kc_partition_t *p = &e->parts[i];
+    kc_eng_pinfo_t *in = &e->info[i];
+    if (rec.len <= 0)
+        return;
+    const uint8_t *base = rec.ptr;
+    size_t len = (size_t)rec.len, pos = 0;
+    while (len - pos >= KC_BATCH_HEADER_SIZE) {
+        kc_batch_header_t h;
+        kc_batch_header_parse(base + pos, &h);
+        int64_t last = h.base_offset + (int64_t)h.last_offset_delta;
+        if (h.magic != 2 || h.batch_length < KC_BATCH_HEADER_SIZE - KC_BATCH_LOG_OVERHEAD ||
+            h.last_offset_delta < 0 || h.base_offset < 0) {
+            e->stats.malformed_batches++;
+            kc_error_t err;
+            if (h.base_offset >= 0 && last >= p->position && h.last_offset_delta >= 0) {
+                kc_fail(&err, KC_ERR_MALFORMED,
+                        "%s[%d]: malformed batch header at offsets %" PRId64 "..%" PRId64
+                        "; skipped",
+                        in->topic, in->partition, h.base_offset, last);
+                p->position = last + 1;
+            } else {
+                /* No usable range in the header: skip one offset so the partition moves. */
+                kc_fail(&err, KC_ERR_MALFORMED,
+                        "%s[%d]: unreadable batch header at offset %" PRId64 "; skipped one offset",
+                        in->topic, in->partition, p->position);
+                p->position++;
+            }
+            kc_eng_report(e, i, &err);
+            return;
+        }
+        size_t size = (size_t)KC_BATCH_LOG_OVERHEAD + (size_t)h.batch_length;
+        if (size > len - pos)
+            return; /* the broker cut the last batch at the size limit: normal */
+        if (last >= p->position) {
+            int64_t first = h.base_offset > p->position ? h.base_offset : p->position;
+            kc_slice_t s = kc_slice_make(frame, base + pos, size);
+            if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, &s, first,
+                                last + 1) != KC_OK) {
+                kc_slice_release(&s);
+                return; /* not taken: the next request asks again from here */
+            }
+            p->position = last + 1;
+            p->position_epoch = h.partition_leader_epoch;
+        }
+        pos += size;
+    }
+}
+
+static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
+                       int16_t version, void *opaque)
+{
+    (void)conn;
+    kc_eng_broker_t *b = opaque;
+    kc_engine_t *e = b->e;
+    int64_t now = kc_now_ms();
+    if (e->closed) {
+        kc_buf_unref(frame);
+        return;
+    }
+    if (rc != KC_OK) {
+        b->st.fetch_errors++;
+        kc_fetch_plan_on_failure(&e->plan, b->id, now);
+        kc_eng_drive(e);
+        return;
+    }
+    kc_arena_reset(&b->fetch_arena); /* the request message is no longer needed */
+    kc_error_t err;
+    kc_fetch_response_t m;
+    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+    if (kc_fetch_response_decode(&m, version, &r, &b->fetch_arena, &err) != KC_OK) {
+        kc_log(KC_LOG_WARN, "fetch", "broker %d: %s", b->id, err.msg);
+        b->st.fetch_errors++;
+        kc_fetch_plan_on_failure(&e->plan, b->id, now);
+        kc_buf_unref(frame);
+        kc_eng_drive(e);
+        return;
+    }
+    b->st.fetch_responses++;
+    kc_session_resp_t sr = kc_fetch_codec_session_resp(&m);
+    kc_session_outcome_t o =
+        kc_fetch_plan_on_response(&e->plan, b->id, &sr, m.throttle_time_ms, now);
+    kc_fetcher_t *f = kc_fetch_plan_find(&e->plan, b->id);
+    if (f) {
+        b->st.fetch_session_id = f->session.stats.session_id;
+        b->st.fetch_session_epoch = f->session.stats.epoch;
+    }
+    if (o == KC_SESSION_RESET)
+        b->st.fetch_session_resets++;
+    if (o == KC_SESSION_FALLBACK)
+        b->st.fetch_session_fallbacks++;
+    if (o == KC_SESSION_FAILED) {
+        b->st.fetch_errors++;
+        kc_log(KC_LOG_WARN, "fetch", "broker %d: Fetch failed: %s", b->id,
+               kc_kafka_err_name(m.error_code));
+    }
+    if ((o == KC_SESSION_OK || o == KC_SESSION_FALLBACK) && f && !e->closing) {
+        kc_fetch_codec_iter_t it = {&m, 0, 0};
+        kc_fetch_part_result_t pr;
+        while (kc_fetch_codec_next(&it, &pr)) {
+            ssize_t i = kc_eng_find_tp(e, &pr.tp);
+            if (i < 0)
+                continue; /* unassigned while the request was in flight */
+            kc_partition_t *p = &e->parts[i];
+            if (pr.error_code) {
+                kc_partition_event_t ev;
+                if (pr.has_current_leader && pr.leader_id >= 0)
+                    e->md_wanted = 1; /* KIP-951 names the new leader; metadata confirms it */
+                kc_partition_on_fetch_error(p, pr.error_code, b->id != p->leader_id,
+                                            &e->plan.conf.part, now, &ev);
+                kc_eng_apply_event(e, (size_t)i, &ev);
+                continue;
+            }
+            const kc_session_part_t *held = kc_session_held(&f->session, &pr.tp);
+            if (!held || !kc_fetch_plan_accepts(p, b->id, held->fetch_offset, &e->plan.conf, now)) {
+                e->stats.stale_dropped++;
+                continue;
+            }
+            deliver(e, (size_t)i, frame, pr.records);
+            kc_partition_on_fetch_ok(&e->parts[i], pr.high_watermark, pr.last_stable_offset,
+                                     pr.log_start_offset, pr.preferred_read_replica,
+                                     &e->plan.conf.part, now);
+        }
+    }
+    kc_buf_unref(frame);
+    kc_eng_drive(e);
+}
+
+void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
+{
+    int32_t id = s->fetcher->broker_id;
+    int64_t now = kc_now_ms();
+    kc_eng_broker_t *b = kc_eng_broker_get(e, id);
+    kc_conn_t *c = b ? kc_eng_broker_conn(e, id) : NULL;
+    if (!c) {
+        kc_fetch_plan_on_failure(&e->plan, id, now);
+        e->md_wanted = 1;
+        return;
+    }
+    kc_error_t err;
+    kc_arena_reset(&b->fetch_arena);
+    if (kc_fetch_codec_request(&b->fetch_msg, &s->req, &e->fset, &b->fetch_arena, &err) != KC_OK) {
+        kc_log(KC_LOG_ERROR, "fetch", "broker %d: %s", id, err.msg);
+        kc_fetch_plan_on_failure(&e->plan, id, now);
+        return;
+    }
+    b->fetch_close = s->req.close;
+    b->fetch_epoch = s->req.epoch;
+    kc_conn_req_spec_t spec = {KC_FETCH_REQUEST_API_KEY,
+                               KC_FETCH_CODEC_MIN_VERSION,
+                               KC_FETCH_REQUEST_MAX_VERSION,
+                               fetch_encode,
+                               fetch_done,
+                               b};
+    if (kc_conn_send(c, &spec, &err) != KC_OK) {
+        kc_fetch_plan_on_failure(&e->plan, id, now);
+        return;
+    }
+    b->st.fetch_requests++;
+    b->st.fetch_partitions_sent += s->req.n_parts;
+    b->st.fetch_forgotten_sent += s->req.n_forgotten;
+    b->st.last_request_parts = s->req.n_parts;
+    b->st.fetch_session_id = s->req.session_id;
+    b->st.fetch_session_epoch = s->req.epoch;
+}

@@ -1,0 +1,433 @@
+/*
+ * The public consumer for manual assignment: kc_consumer_new starts the network thread, builds
+ * the engine on it (engine/engine.h) and the runtime's workers (dispatch.h) with io/batch as the
+ * record decoder, and plugs them together: the engine's sink pushes each fetched batch (a slice
+ * of the response frame, no copy) into the partition's ring; the runtime's backpressure answers
+ * the engine's "may I fetch"; worker completions come back through one wake command.
+ *
+ * Threads:
+ *  - app threads call the kc_* functions below; each becomes a kc_netthread_call() (the network
+ *    thread's MPSC command queue + eventfd), so engine state and the part table are touched only
+ *    on the network thread. Blocking calls (kc_commit, kc_committed, kc_close) then wait on a
+ *    condition variable for the result the network thread signals.
+ *  - workers call only kc_rt_* (committable offsets) and the wake hook (an atomic flag plus one
+ *    posted command).
+ * Owner of `parts`, `revoking`, the engine: the network thread. Atomics: wake_pending (wake hook
+ * vs the command that clears it), rt_live (cleared on the network thread before the runtime is
+ * freed; the wake command reads it there, so no completion drain can race kc_rt_free).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "batch_decoder.h"
+#include "consumer_int.h"
+#include "coordinator.h"
+
+/* ---- engine sink and runtime completions (network thread) ---------------------------------- */
+
+static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_t partition,
+                             kc_slice_t *s, int64_t first, int64_t next)
+{
+    (void)opaque, (void)topic, (void)partition;
+    kc_rt_bref_t b = {*s, first, next - 1};
+    kc_err_t rc = kc_rt_part_push(user, &b);
+    if (rc == KC_OK)
+        s->buf = NULL; /* the ring owns the reference now */
+    return rc;
+}
+
+static void sink_error(void *opaque, void *user, const char *topic, int32_t partition,
+                       const kc_error_t *e)
+{
+    (void)user, (void)topic, (void)partition;
+    kc_consumer_t *c = opaque;
+    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e};
+    (void)kc_rt_post_event(c->rt, &ev);
+}
+
+static int sink_may_fetch(void *opaque, void *user)
+{
+    kc_consumer_t *c = opaque;
+    return kc_rt_may_fetch(c->rt, user);
+}
+
+static ssize_t find(const kc_consumer_t *c, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->parts[i].partition == partition && strcmp(c->parts[i].topic, topic) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
+{
+    kc_consumer_t *c = ctx;
+    kc_rt_part_t *p = m->part;
+    switch (m->type) {
+    case KC_RT_CMPL_REVOKE_DONE:
+        kc_rt_part_free(p);
+        if (c->revoking)
+            c->revoking--;
+        break;
+    case KC_RT_CMPL_DRAINED:
+        kc_engine_wake(c->e);
+        break;
+    case KC_RT_CMPL_PAUSED:
+    case KC_RT_CMPL_STOPPED:
+        kc_engine_pause(c->e, p->pub.topic, p->pub.partition, 1, NULL);
+        break;
+    default:
+        break;
+    }
+}
+
+static void wake_run(kc_loop_t *loop, kc_loop_cmd_t *cmd)
+{
+    (void)loop;
+    kc_consumer_t *c = cmd->opaque;
+    atomic_store_explicit(&c->wake_pending, 0, memory_order_release);
+    if (atomic_load_explicit(&c->rt_live, memory_order_acquire))
+        kc_rt_drain_completions(c->rt, on_cmpl, c);
+}
+
+/* Worker side: one command in the queue at a time (the flag pairs with wake_run's store). */
+static void wake_hook(void *ctx)
+{
+    kc_consumer_t *c = ctx;
+    if (!atomic_exchange_explicit(&c->wake_pending, 1, memory_order_acq_rel))
+        kc_netthread_post(c->nt, &c->wake_cmd);
+}
+
+static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
+                         const kc_engine_offset_t *res, size_t n)
+{
+    kc_ccall_t *k = opaque;
+    pthread_mutex_lock(&k->mu);
+    k->rc = rc;
+    if (err)
+        k->err = *err;
+    for (size_t i = 0; k->out && i < n; i++) {
+        ssize_t j = -1;
+        for (size_t t = 0; t < k->n && j < 0; t++)
+            if (k->out[t].partition == res[i].partition &&
+                strcmp(k->out[t].topic, res[i].topic) == 0)
+                j = (ssize_t)t;
+        if (j >= 0)
+            k->out[j].offset =
+                res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_OFFSET_INVALID;
+    }
+    k->done = 1;
+    pthread_cond_signal(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+}
+
+static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_error_t *err)
+{
+    if (find(c, tp->topic, tp->partition) >= 0)
+        return KC_OK; /* already assigned: kept running */
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        kc_cpart_t *np = realloc(c->parts, cap * sizeof *np);
+        if (!np)
+            return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+        c->parts = np;
+        c->cap = cap;
+    }
+    int64_t start = tp->offset >= 0                     ? tp->offset
+                    : tp->offset == KC_OFFSET_BEGINNING ? KC_ENGINE_START_EARLIEST
+                    : tp->offset == KC_OFFSET_END       ? KC_ENGINE_START_LATEST
+                                                        : KC_ENGINE_START_RESET;
+    /* KC_OFFSET_STORED without group offsets here: auto.offset.reset (the committed offset is
+     * resolved by kc_assign before this, when group.id is set). */
+    kc_rt_part_t *rtp = kc_rt_part_add(c->rt, tp->topic, tp->partition, start >= 0 ? start : 0);
+    if (!rtp)
+        return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+    kc_err_t rc = kc_engine_add(c->e, tp->topic, tp->partition, start, rtp, err);
+    if (rc != KC_OK) {
+        kc_rt_part_revoke(rtp, false);
+        c->revoking++;
+        return rc;
+    }
+    kc_cpart_t *cp = &c->parts[c->n++];
+    cp->topic = strdup(tp->topic);
+    cp->partition = tp->partition;
+    cp->rtp = rtp;
+    return cp->topic ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+}
+
+static void remove_at(kc_consumer_t *c, size_t i)
+{
+    kc_engine_remove(c->e, c->parts[i].topic, c->parts[i].partition, NULL);
+    kc_rt_part_revoke(c->parts[i].rtp, false); /* on_revoke, then REVOKE_DONE frees it */
+    c->revoking++;
+    free(c->parts[i].topic);
+    c->parts[i] = c->parts[--c->n];
+}
+
+static kc_err_t commit_all(kc_ccall_t *k)
+{
+    kc_consumer_t *c = k->c;
+    if (!c->group)
+        return kc_fail(&k->err, KC_ERR_CONFIG, "commit needs group.id");
+    size_t n = k->tps ? k->n : c->n, m = 0;
+    kc_engine_offset_t *offs = calloc(n ? n : 1, sizeof *offs);
+    if (!offs)
+        return kc_fail(&k->err, KC_ERR_NOMEM, "commit: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (k->tps) {
+            offs[m++] = (kc_engine_offset_t){
+                k->tps[i].topic, k->tps[i].partition, k->tps[i].offset, -1, NULL, 0};
+        } else {
+            int64_t o = kc_rt_part_committable(c->parts[i].rtp);
+            if (o >= 0)
+                offs[m++] =
+                    (kc_engine_offset_t){c->parts[i].topic, c->parts[i].partition, o, -1, NULL, 0};
+        }
+    }
+    kc_err_t rc = KC_OK;
+    if (m == 0) {
+        k->done = 1; /* nothing processed yet: nothing to commit */
+    } else {
+        kc_commit_identity_t who;
+        rc = kc_offsets_identity_anonymous(&who, c->group, &k->err);
+        if (rc == KC_OK)
+            rc = kc_engine_commit(c->e, &who, offs, m, k->timeout_ms, finish_later, k, &k->err);
+    }
+    free(offs);
+    return rc;
+}
+
+static void on_net(kc_loop_t *loop, void *arg)
+{
+    kc_ccall_t *k = arg;
+    kc_consumer_t *c = k->c;
+    ssize_t i;
+    k->rc = KC_OK;
+    switch (k->op) {
+    case KC_COP_NEW: {
+        kc_engine_conf_t ec;
+        kc_engine_conf_defaults(&ec);
+        const kc_conf_t *f = c->conf;
+        ec.bootstrap_servers = kc_conf_str(f, KC_CONF_BOOTSTRAP_SERVERS);
+        ec.client_id = kc_conf_str(f, KC_CONF_CLIENT_ID);
+        ec.client_rack = kc_conf_str(f, KC_CONF_CLIENT_RACK);
+        ec.fetch_max_wait_ms = (int32_t)kc_conf_int(f, KC_CONF_FETCH_MAX_WAIT_MS);
+        ec.fetch_min_bytes = (int32_t)kc_conf_int(f, KC_CONF_FETCH_MIN_BYTES);
+        ec.fetch_max_bytes = (int32_t)kc_conf_int(f, KC_CONF_FETCH_MAX_BYTES);
+        ec.max_partition_fetch_bytes = (int32_t)kc_conf_int(f, KC_CONF_MAX_PARTITION_FETCH_BYTES);
+        ec.isolation_level = strcmp(kc_conf_str(f, KC_CONF_ISOLATION_LEVEL), "read_committed") == 0;
+        const char *r = kc_conf_str(f, KC_CONF_AUTO_OFFSET_RESET);
+        ec.auto_offset_reset = strcmp(r, "earliest") == 0 ? KC_RESET_EARLIEST
+                               : strcmp(r, "none") == 0   ? KC_RESET_NONE
+                                                          : KC_RESET_LATEST;
+        ec.metadata_max_age_ms = kc_conf_int(f, KC_CONF_METADATA_MAX_AGE_MS);
+        ec.request_timeout_ms = (int)kc_conf_int(f, KC_CONF_REQUEST_TIMEOUT_MS);
+        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c};
+        k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
+        break;
+    }
+    case KC_COP_ADD:
+        for (size_t j = 0; j < k->n && k->rc == KC_OK; j++)
+            k->rc = add_one(c, &k->tps[j], &k->err);
+        break;
+    case KC_COP_UNASSIGN:
+        while (c->n)
+            remove_at(c, c->n - 1);
+        break;
+    case KC_COP_SEEK:
+        k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
+                               &k->err);
+        break;
+    case KC_COP_PAUSE:
+    case KC_COP_RESUME:
+        for (size_t j = 0; j < k->n; j++) {
+            if ((i = find(c, k->tps[j].topic, k->tps[j].partition)) < 0) {
+                k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned",
+                                k->tps[j].topic, k->tps[j].partition);
+                continue;
+            }
+            if (k->op == KC_COP_PAUSE)
+                kc_rt_part_pause(c->parts[i].rtp);
+            else
+                kc_rt_part_resume(c->parts[i].rtp);
+            kc_engine_pause(c->e, k->tps[j].topic, k->tps[j].partition, k->op == KC_COP_PAUSE,
+                            NULL);
+        }
+        break;
+    case KC_COP_COMMIT:
+        k->rc = commit_all(k);
+        break;
+    case KC_COP_COMMITTED: {
+        kc_engine_offset_t *offs = calloc(k->n ? k->n : 1, sizeof *offs);
+        if (!offs) {
+            k->rc = kc_fail(&k->err, KC_ERR_NOMEM, "committed: out of memory");
+            break;
+        }
+        for (size_t j = 0; j < k->n; j++)
+            offs[j] = (kc_engine_offset_t){k->tps[j].topic, k->tps[j].partition, -1, -1, NULL, 0};
+        k->rc = kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms, finish_later, k,
+                                    &k->err);
+        free(offs);
+        break;
+    }
+    case KC_COP_CLOSE:
+        while (c->n)
+            remove_at(c, c->n - 1);
+        kc_rt_drain_completions(c->rt, on_cmpl, c);
+        k->done = c->revoking == 0;
+        break;
+    case KC_COP_RT_DEAD:
+        atomic_store_explicit(&c->rt_live, 0, memory_order_release);
+        if (c->e) {
+            kc_engine_close(c->e, k->timeout_ms);
+            kc_engine_free(c->e);
+            c->e = NULL;
+        }
+        break;
+    }
+}
+
+kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
+{
+    k->c = c;
+    if (atomic_load(&c->closed) && k->op != KC_COP_CLOSE && k->op != KC_COP_RT_DEAD)
+        return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
+    kc_netthread_call(c->nt, on_net, k);
+    if (k->rc != KC_OK && err)
+        *err = k->err;
+    return k->rc;
+}
+
+/* For calls answered later by a callback: waits for it (the engine guarantees one, by its
+ * deadline or at close). */
+kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
+{
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    kc_err_t rc = kc_consumer_call(c, k, err);
+    if (rc == KC_OK) {
+        pthread_mutex_lock(&k->mu);
+        while (!k->done)
+            pthread_cond_wait(&k->cv, &k->mu);
+        pthread_mutex_unlock(&k->mu);
+        rc = k->rc;
+        if (rc != KC_OK && err)
+            *err = k->err;
+    }
+    pthread_mutex_destroy(&k->mu);
+    pthread_cond_destroy(&k->cv);
+    return rc;
+}
+
+/* ---- the public API ------------------------------------------------------------------------ */
+
+KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
+                                kc_error_t *err)
+{
+    if (!conf || !out)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_consumer_new: conf and out are required");
+    kc_err_t rc = kc_conf_validate(conf, err);
+    if (rc != KC_OK)
+        return rc;
+    if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
+        return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
+    if (!cbs || !cbs->on_records)
+        return kc_fail(err, KC_ERR_UNSUPPORTED,
+                       "kc_consumer_new: on_records is required (pull mode is not implemented)");
+    kc_consumer_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return kc_fail(err, KC_ERR_NOMEM, "kc_consumer_new: out of memory");
+    c->conf = conf;
+    c->cbs = *cbs;
+    const char *g = kc_conf_str(conf, KC_CONF_GROUP_ID);
+    c->group = *g ? strdup(g) : NULL;
+    c->wake_cmd.fn = wake_run;
+    c->wake_cmd.opaque = c;
+    kc_loop_backend_t be;
+    if ((rc = kc_loop_backend_parse(kc_conf_str(conf, KC_CONF_IO_BACKEND), &be, err)) != KC_OK ||
+        (rc = kc_netthread_start(&c->nt, be, err)) != KC_OK) {
+        free(c->group);
+        free(c);
+        return rc;
+    }
+    kc_rt_opts_t o = {0};
+    kc_rt_opts_from_conf(conf, &o);
+    o.ring_slots = 256;
+    o.quantum = 4;
+    o.cbs = *cbs;
+    o.decoder = kc_batch_decoder(kc_conf_bool(conf, KC_CONF_CHECK_CRCS));
+    o.wake = wake_hook;
+    o.wake_ctx = c;
+    if ((rc = kc_rt_new(&o, &c->rt, err)) != KC_OK) {
+        kc_netthread_stop(c->nt);
+        free(c->group);
+        free(c);
+        return rc;
+    }
+    atomic_store(&c->rt_live, 1);
+    kc_ccall_t k = {.op = KC_COP_NEW};
+    if ((rc = kc_consumer_call(c, &k, err)) != KC_OK) {
+        kc_rt_shutdown(c->rt, false, 1000);
+        kc_rt_free(c->rt);
+        kc_netthread_stop(c->nt);
+        free(c->group);
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return KC_OK;
+}
+
+KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
+{
+    if (!c)
+        return KC_OK;
+    if (atomic_exchange(&c->closed, 1))
+        return KC_OK;
+    kc_err_t rc = KC_OK;
+    if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
+        kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = timeout_ms};
+        kc_error_t e2;
+        if (kc_consumer_call_wait(c, &k, &e2) != KC_OK && err)
+            *err = e2; /* reported; the close goes on */
+    }
+    /* Revoke every partition (on_revoke runs on its worker), wait for their REVOKE_DONE. */
+    int64_t waited = 0;
+    for (;;) {
+        kc_ccall_t k = {.op = KC_COP_CLOSE};
+        kc_consumer_call(c, &k, NULL);
+        if (k.done)
+            break;
+        if (waited >= timeout_ms) {
+            rc = kc_fail(err, KC_ERR_TIMEOUT, "close: callbacks still running after %d ms",
+                         timeout_ms);
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        waited += 10;
+    }
+    kc_ccall_t d = {.op = KC_COP_RT_DEAD, .timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000};
+    kc_consumer_call(c, &d, NULL); /* fetch sessions closed with epoch -1, engine freed */
+    if (kc_rt_shutdown(c->rt, false, timeout_ms) != KC_OK && rc == KC_OK)
+        rc = kc_fail(err, KC_ERR_TIMEOUT, "close: workers did not stop in %d ms", timeout_ms);
+    return rc;
+}
+
+KC_API void kc_destroy(kc_consumer_t *c)
+{
+    if (!c)
+        return;
+    kc_close(c, 0, NULL);
+    kc_rt_free(c->rt);
+    kc_netthread_stop(c->nt);
+    for (size_t i = 0; i < c->n; i++)
+        free(c->parts[i].topic);
+    free(c->parts);
+    free(c->group);
+    kc_conf_destroy(c->conf);
+    free(c);
+}

@@ -1,0 +1,145 @@
+/*
+ * The public manual-assignment calls: each is a synchronous command onto the network thread
+ * (consumer_int.h); the engine and the part table are touched only there.
+ * Threads: any app thread (and, for seek/pause/resume, callback context: the network thread
+ * never waits for a worker, so a worker blocking on it cannot deadlock).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "consumer_int.h"
+
+/* Resolves KC_OFFSET_STORED entries to the group's committed offsets (OffsetFetch) when
+ * group.id is set; what has none keeps KC_OFFSET_STORED → auto.offset.reset. */
+static kc_err_t resolve_stored(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
+                               kc_error_t *err)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m += tps[i].offset == KC_OFFSET_STORED;
+    if (!m || !c->group)
+        return KC_OK;
+    kc_err_t rc =
+        kc_committed(c, tps, n, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS), err);
+    if (rc != KC_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        if (tps[i].offset == KC_OFFSET_INVALID)
+            tps[i].offset = KC_OFFSET_STORED;
+    return KC_OK;
+}
+
+static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n, int replace,
+                       kc_error_t *err)
+{
+    if (!c || (n && !tps))
+        return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad arguments");
+    kc_topic_partition_t *copy = calloc(n ? n : 1, sizeof *copy);
+    if (!copy)
+        return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+    memcpy(copy, tps, n * sizeof *copy);
+    /* Only STORED entries are looked up; the others keep their own offsets. */
+    kc_topic_partition_t *stored = calloc(n ? n : 1, sizeof *stored);
+    size_t ns = 0;
+    kc_err_t rc = stored ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+    for (size_t i = 0; rc == KC_OK && i < n; i++)
+        if (copy[i].offset == KC_OFFSET_STORED)
+            stored[ns++] = copy[i];
+    if (rc == KC_OK && ns)
+        rc = resolve_stored(c, stored, ns, err);
+    for (size_t i = 0, j = 0; rc == KC_OK && i < n; i++)
+        if (copy[i].offset == KC_OFFSET_STORED)
+            copy[i].offset = stored[j++].offset;
+    if (rc == KC_OK && replace) {
+        kc_ccall_t u = {.op = KC_COP_UNASSIGN};
+        rc = kc_consumer_call(c, &u, err);
+    }
+    if (rc == KC_OK) {
+        kc_ccall_t k = {.op = KC_COP_ADD, .tps = copy, .n = n};
+        rc = kc_consumer_call(c, &k, err);
+    }
+    free(stored);
+    free(copy);
+    return rc;
+}
+
+KC_API kc_err_t kc_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                          kc_error_t *err)
+{
+    return assign(c, tps, n, 1, err);
+}
+
+KC_API kc_err_t kc_incremental_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                      kc_error_t *err)
+{
+    return assign(c, tps, n, 0, err);
+}
+
+KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err)
+{
+    kc_ccall_t k = {.op = KC_COP_UNASSIGN};
+    return kc_consumer_call(c, &k, err);
+}
+
+KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
+                        int64_t value, kc_error_t *err)
+{
+    kc_ccall_t k = {.op = KC_COP_SEEK,
+                    .topic = topic,
+                    .partition = partition,
+                    .kind = (int)kind,
+                    .value = value};
+    return kc_consumer_call(c, &k, err);
+}
+
+KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                         kc_error_t *err)
+{
+    kc_ccall_t k = {.op = KC_COP_PAUSE, .tps = tps, .n = n};
+    return kc_consumer_call(c, &k, err);
+}
+
+KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                          kc_error_t *err)
+{
+    kc_ccall_t k = {.op = KC_COP_RESUME, .tps = tps, .n = n};
+    return kc_consumer_call(c, &k, err);
+}
+
+KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n, int timeout_ms,
+                             kc_error_t *err)
+{
+    if (!c || !tps || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "committed: bad arguments");
+    if (!c->group)
+        return kc_fail(err, KC_ERR_CONFIG, "committed needs group.id");
+    for (size_t i = 0; i < n; i++)
+        tps[i].offset = KC_OFFSET_INVALID;
+    kc_ccall_t k = {
+        .op = KC_COP_COMMITTED, .tps = tps, .n = n, .timeout_ms = timeout_ms, .out = tps};
+    return kc_consumer_call_wait(c, &k, err);
+}
+
+KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                          int timeout_ms, kc_error_t *err)
+{
+    if (!c)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "commit: no consumer");
+    kc_ccall_t k = {.op = KC_COP_COMMIT, .tps = tps, .n = n, .timeout_ms = timeout_ms};
+    return kc_consumer_call_wait(c, &k, err);
+}
+
+KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t partition,
+                                int64_t offset, kc_error_t *err)
+{
+    (void)c, (void)topic, (void)partition, (void)offset;
+    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_store_offset: not wired to the runtime yet");
+}
+
+KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
+                            kc_error_t *err)
+{
+    (void)c, (void)topic, (void)partition, (void)offset;
+    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_position: not wired to the runtime yet");
+}

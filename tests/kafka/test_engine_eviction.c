@@ -1,0 +1,259 @@
+/* Fetch-session eviction: a separate 1-broker cluster with a small session cache, and more
+ * consumers (engines) than it has slots. Kafka 4.1 splits max.incremental.fetch.session.cache.
+ * slots over 8 shards and gives new sessions a shard round-robin, so slots=8 is one session per
+ * shard (slots=1 would be zero: no sessions at all). Ten consumers: eight with one partition, then
+ * (after the broker's 120 s eviction age) two with four, which evict smaller sessions (the broker
+ * prefers bigger ones); more records are produced; the evicted get
+ * FETCH_SESSION_ID_NOT_FOUND, reopen, and evict or are refused in turn (answered with session id
+ * 0: sessionless). Consumption must still complete: every record of every assigned partition
+ * exactly once per consumer, no error surfaced.
+ * Needs KC_TESTKIT (tests/run-suite); boots and stops its own cluster. */
+#include "kc_test.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "batch/batch.h"
+#include "engine.h"
+#include "netthread.h"
+
+#define NCONS 10
+#define NP    4
+#define RECS  4000
+
+static char dir[256], bootstrap[256], topic[64];
+static const int nparts[NCONS] = {1, 1, 1, 1, 1, 1, 1, 1, 4, 4};
+
+typedef struct pst {
+    int64_t expected, records, dups, gaps;
+} pst_t;
+
+typedef struct cons {
+    kc_engine_t *e;
+    pst_t ps[NP];
+    int64_t errors;
+} cons_t;
+
+static cons_t cons[NCONS];
+static kc_netthread_t *nt;
+
+static kc_err_t sink_records(void *opaque, void *user, const char *t, int32_t part, kc_slice_t *s,
+                             int64_t first, int64_t next)
+{
+    (void)opaque;
+    pst_t *ps = user;
+    kc_batch_splitter_t sp;
+    kc_batch_splitter_init(&sp, s, t, part, true);
+    kc_batch_t b;
+    kc_error_t err;
+    kc_err_t rc;
+    kc_decode_ctx_t dc;
+    kc_decode_ctx_init(&dc, 64u << 20);
+    while ((rc = kc_batch_next(&sp, &b, &err)) != KC_ERR_NOT_FOUND) {
+        if (rc != KC_OK || kc_batch_is_control(&b))
+            continue;
+        kc_record_iter_t it;
+        if (kc_batch_records(&dc, &b, &it, &err) != KC_OK)
+            continue;
+        kc_record_t r;
+        while (kc_record_next(&it, &r, &err) == KC_OK) {
+            if (r.offset < first)
+                continue;
+            if (r.offset < ps->expected)
+                ps->dups++;
+            else if (r.offset > ps->expected)
+                ps->gaps++;
+            ps->expected = r.offset + 1;
+            ps->records++;
+        }
+    }
+    kc_decode_ctx_destroy(&dc);
+    if (next > ps->expected)
+        ps->expected = next;
+    kc_slice_release(s);
+    return KC_OK;
+}
+
+static void sink_error(void *opaque, void *user, const char *t, int32_t p, const kc_error_t *e)
+{
+    (void)user;
+    ((cons_t *)opaque)->errors++;
+    printf("# error %s[%d]: %s\n", t, p, e->msg);
+}
+
+typedef struct call {
+    int op, from, to;
+    int64_t records[NCONS], want[NCONS], dups, gaps, errors;
+    uint64_t resets, fallbacks, requests;
+} call_t;
+
+static void on_net(kc_loop_t *loop, void *arg)
+{
+    call_t *c = arg;
+    kc_error_t err;
+    for (int k = 0; k < NCONS; k++) {
+        cons_t *cs = &cons[k];
+        if (c->op == 0 && (k < c->from || k >= c->to))
+            continue;
+        if (c->op != 0 && !cs->e)
+            continue;
+        if (c->op == 3) {
+            kc_engine_broker_stats_t bs[4];
+            if (kc_engine_broker_stats(cs->e, bs, 4) >= 1 && bs[0].fetch_session_id > 0)
+                c->resets++; /* here: consumers holding a session */
+            continue;
+        }
+        if (c->op == 0) {
+            kc_engine_conf_t conf;
+            kc_engine_conf_defaults(&conf);
+            conf.bootstrap_servers = bootstrap;
+            conf.fetch_max_wait_ms = 100;
+            conf.max_partition_fetch_bytes = 16384; /* many rounds, so sessions matter */
+            kc_engine_sink_t sink = {sink_records, sink_error, NULL, cs};
+            assert_int_equal(kc_engine_new(&cs->e, loop, &conf, &sink, &err), KC_OK);
+            for (int j = 0; j < nparts[k]; j++) {
+                int p = nparts[k] == 1 ? k % NP : j;
+                assert_int_equal(kc_engine_add(cs->e, topic, p, 0, &cs->ps[p], &err), KC_OK);
+            }
+        } else if (c->op == 1) {
+            kc_engine_broker_stats_t bs[4];
+            size_t nb = kc_engine_broker_stats(cs->e, bs, 4);
+            for (size_t i = 0; i < nb && i < 4; i++) {
+                c->resets += bs[i].fetch_session_resets;
+                c->fallbacks += bs[i].fetch_session_fallbacks;
+                c->requests += bs[i].fetch_requests;
+            }
+            for (int p = 0; p < NP; p++) {
+                kc_engine_part_stats_t st;
+                if (kc_engine_part_stats(cs->e, topic, p, &st, &err) == KC_OK)
+                    c->want[k] += st.high_watermark > 0 ? st.high_watermark : 0;
+                c->records[k] += cs->ps[p].records;
+                c->dups += cs->ps[p].dups;
+                c->gaps += cs->ps[p].gaps;
+            }
+            c->errors += cs->errors;
+        } else {
+            kc_engine_close(cs->e, 2000);
+            kc_engine_free(cs->e);
+        }
+    }
+}
+
+static int cluster_try(const char *args, char *out, size_t cap)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s %s --dir %s", kc_test_env("KC_TESTKIT"), args, dir);
+    FILE *f = popen(line, "r");
+    assert_non_null(f);
+    char buf[512];
+    while (fgets(buf, sizeof buf, f))
+        if (out && strncmp(buf, "BOOTSTRAP=", 10) == 0) {
+            snprintf(out, cap, "%s", buf + 10);
+            out[strcspn(out, "\n")] = '\0';
+        }
+    return pclose(f);
+}
+
+static void cluster(const char *args, char *out, size_t cap)
+{
+    if (cluster_try(args, out, cap) != 0)
+        fail_msg("failed: cluster %s --dir %s", args, dir);
+}
+
+static void sessions_evicted_consumption_completes(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/kc-evict-%d", (int)getpid());
+    char args[512];
+    /* Its own ports: a few bases, since `up` refuses ports someone else holds. */
+    int up = -1;
+    for (int attempt = 0; attempt < 4 && up != 0; attempt++) {
+        int base = 30000 + (int)((getpid() + attempt * 97) % 900) * 10;
+        snprintf(args, sizeof args,
+                 "up --brokers 1 --port-base %d "
+                 "--broker-config max.incremental.fetch.session.cache.slots=8",
+                 base);
+        up = cluster_try(args, bootstrap, sizeof bootstrap);
+    }
+    assert_int_equal(up, 0);
+    assert_true(bootstrap[0] != '\0');
+    snprintf(topic, sizeof topic, "evict-%d", (int)getpid());
+    snprintf(args, sizeof args, "topic create %s --partitions %d", topic, NP);
+    cluster(args, NULL, 0);
+    snprintf(args, sizeof args, "produce %s --records %d --size 200 --keys 64 >/dev/null", topic,
+             RECS);
+    cluster(args, NULL, 0);
+
+    kc_error_t err;
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, &err), KC_OK);
+    /* The eight small consumers take one shard each; then the two big ones arrive. */
+    call_t c = {.op = 0, .from = 0, .to = 8};
+    kc_netthread_call(nt, on_net, &c);
+    int64_t until = kc_now_ms() + 30000;
+    call_t h;
+    do {
+        usleep(50 * 1000);
+        h = (call_t){.op = 3};
+        kc_netthread_call(nt, on_net, &h);
+    } while (h.resets < 8 && kc_now_ms() < until);
+    printf("# small consumers holding a session: %" PRIu64 " of 8\n", h.resets);
+    uint64_t small_sessions = h.resets; /* asserted after `down`: never leave a cluster up */
+    /* A broker lets a new session evict another only once that one is older than its eviction
+     * age (Kafka's MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS, 120 s); a bigger session wins. */
+    sleep(125);
+    c = (call_t){.op = 0, .from = 8, .to = NCONS};
+    kc_netthread_call(nt, on_net, &c);
+    snprintf(args, sizeof args, "produce %s --records %d --size 200 --keys 64 >/dev/null", topic,
+             RECS);
+    cluster(args, NULL, 0); /* the evicted consumers must still get these */
+    /* Expected per consumer: the records in its partitions (the key spreads them). */
+    int64_t deadline = kc_now_ms() + 120000;
+    call_t s;
+    int done;
+    do {
+        usleep(200 * 1000);
+        memset(&s, 0, sizeof s);
+        s.op = 1;
+        kc_netthread_call(nt, on_net, &s);
+        done = 1;
+        for (int k = 0; k < NCONS; k++)
+            done &= s.records[k] == s.want[k];
+        done &= s.records[NCONS - 1] == 2 * RECS;
+    } while (!done && kc_now_ms() < deadline);
+    sleep(1);
+    memset(&s, 0, sizeof s);
+    s.op = 1;
+    kc_netthread_call(nt, on_net, &s);
+    for (int k = 0; k < NCONS; k++)
+        printf("# consumer %d: %" PRId64 " of %" PRId64 " records\n", k, s.records[k], s.want[k]);
+    printf("# requests %" PRIu64 ", session resets (evicted) %" PRIu64
+           ", sessionless answers %" PRIu64 "\n",
+           s.requests, s.resets, s.fallbacks);
+    c.op = 2;
+    kc_netthread_call(nt, on_net, &c);
+    kc_netthread_stop(nt);
+    cluster("down", NULL, 0);
+
+    assert_int_equal(small_sessions, 8);
+    for (int k = 0; k < NCONS; k++) {
+        assert_true(s.want[k] > 0);
+        assert_int_equal(s.records[k], s.want[k]);
+    }
+    assert_int_equal(s.records[NCONS - 1], 2 * RECS);
+    assert_int_equal(s.dups, 0);
+    assert_int_equal(s.gaps, 0);
+    assert_int_equal(s.errors, 0);
+    /* Eight slots for ten consumers: the big sessions evicted small ones, which were told
+     * FETCH_SESSION_ID_NOT_FOUND and recovered without surfacing it. */
+    assert_true(s.resets > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(sessions_evicted_consumption_completes)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
