@@ -1,0 +1,83 @@
+/*
+ * kc-fault-proxy internals shared by fault_proxy.c (listeners, connections, forwarding) and
+ * fp_rules.c (the control language and the rules applied to responses).
+ *
+ * Threads: the main thread accepts clients and serves the control socket; each proxied
+ * connection has two threads (client→broker requests, broker→client responses). The broker map
+ * is read-only after start; rules and counters live in fp_t and are guarded by fp_t.lock.
+ */
+#ifndef KC_TESTKIT_FP_H
+#define KC_TESTKIT_FP_H
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kt_frame.h"
+
+#define FP_MAX_BROKERS 16
+#define FP_MAX_RULES   32
+
+typedef enum fp_kind {
+    FP_INJECT,      /* error code into the next N responses of an API */
+    FP_CORRUPT,     /* flip a byte inside the first record batch of a Fetch response */
+    FP_TRUNCATE,    /* send part of the response frame, then close the connection */
+    FP_GARBAGE,     /* replace the response body with random bytes */
+    FP_CLOSE_AFTER, /* close the connection after N more bytes towards the client */
+    FP_KIND_COUNT
+} fp_kind_t;
+
+typedef struct fp_rule {
+    fp_kind_t kind;
+    int16_t api;          /* -1: any API */
+    int broker;           /* -1: any broker (listener index) */
+    int count;            /* responses (or connections, for close-after) still to hit */
+    int16_t error;        /* FP_INJECT */
+    bool partition_scope; /* FP_INJECT: per partition rather than top level */
+    int32_t partition;    /* FP_INJECT per partition: -1 every partition */
+    int64_t bytes;        /* FP_TRUNCATE: bytes of the frame sent; FP_CLOSE_AFTER: bytes */
+} fp_rule_t;
+
+typedef struct fp {
+    /* Read-only after start. */
+    int n;
+    int listen_port[FP_MAX_BROKERS];
+    char up_host[FP_MAX_BROKERS][128];
+    int up_port[FP_MAX_BROKERS];
+
+    volatile sig_atomic_t stop;
+    pthread_mutex_t lock; /* guards everything below */
+    fp_rule_t rules[FP_MAX_RULES];
+    int n_rules;
+    int latency_ms;
+    int64_t bandwidth; /* bytes/s towards the client, 0: unlimited */
+    bool blackhole[FP_MAX_BROKERS];
+    uint64_t requests[KC_PROTO_MAX_API_KEY + 1], responses[KC_PROTO_MAX_API_KEY + 1];
+    uint64_t fired[FP_KIND_COUNT], rewritten, decode_failures, connections;
+} fp_t;
+
+/* What the response thread must do to one response, decided under the lock. */
+typedef struct fp_plan {
+    bool inject, corrupt, truncate, garbage, swallow;
+    fp_rule_t inject_rule;
+    int64_t truncate_bytes;
+    int64_t close_after; /* -1: none; else bytes this connection may still send */
+    int latency_ms;
+    int64_t bandwidth;
+} fp_plan_t;
+
+/* Executes one control line; writes a one-line answer starting with "OK" or "ERR" to reply. */
+void fp_control(fp_t *fp, const char *line, char *reply, size_t cap);
+
+/* Decides what happens to the next response of (api, broker). Takes fp->lock. */
+void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan);
+
+/* Applies the plan's content changes to one response frame f (correlation id first, no size)
+ * for (api, version): address rewriting (Metadata, FindCoordinator, Fetch node endpoints),
+ * injection (decode → modify → encode with the generated codec) and corruption (a byte flipped
+ * in place). Writes the frame to send, size included, to out. */
+void fp_transform(fp_t *fp, int16_t api, int16_t version, kt_frame_t *f, const fp_plan_t *plan,
+                  kc_wbuf_t *out, kc_arena_t *a);
+
+#endif

@@ -1,0 +1,290 @@
+/* The CLI's pure parts: -f compile/render with fake records, and flag parsing (tools/cli). */
+#include <stdio.h>
+#include <string.h>
+
+#include "kc_test.h"
+
+#include "cli/args.h"
+#include "cli/format.h"
+#include "cli/live.h"
+
+/* Fake headers: "a"="1", "nul"=null, then either the end or a malformed marker. */
+typedef struct fake_hdrs {
+    int n;
+    int malformed_after;
+} fake_hdrs_t;
+
+static int fake_next(const void *src, size_t *cursor, const char **name, size_t *name_len,
+                     const void **value, size_t *value_len)
+{
+    const fake_hdrs_t *h = src;
+    if (h->malformed_after >= 0 && (int)*cursor == h->malformed_after)
+        return -1;
+    if ((int)*cursor >= h->n)
+        return 1;
+    static const char *names[] = {"a", "nul", "c"};
+    static const char *vals[] = {"1", NULL, "xyz"};
+    *name = names[*cursor];
+    *name_len = strlen(names[*cursor]);
+    *value = vals[*cursor];
+    *value_len = vals[*cursor] ? strlen(vals[*cursor]) : 0;
+    ++*cursor;
+    return 0;
+}
+
+static kc_cli_rec_t sample(void)
+{
+    return (kc_cli_rec_t){.topic = "orders",
+                          .partition = 7,
+                          .offset = 1234567890123,
+                          .timestamp = 1700000000001,
+                          .key = "k1",
+                          .key_len = 2,
+                          .value = "hello",
+                          .value_len = 5,
+                          .worker = 3,
+                          .member = "m-42",
+                          .cb_start_ns = 987654321};
+}
+
+/* Renders `spec` for `r` and compares with `want` exactly (lengths included). */
+static void expect(const char *spec, const kc_cli_rec_t *r, const char *want, size_t want_len)
+{
+    kc_cli_fmt_t f;
+    char why[256] = "";
+    int rc = kc_cli_fmt_compile(&f, spec, why, sizeof why);
+    if (rc)
+        fail_msg("compile '%s': %s", spec, why);
+    kc_cli_buf_t b = {0};
+    assert_int_equal(kc_cli_fmt_render(&f, r, &b), 0);
+    if (b.len != want_len || (want_len && memcmp(b.p, want, want_len)))
+        fail_msg("'%s' rendered '%.*s' (%zu bytes), want '%s'", spec, (int)b.len, b.p ? b.p : "",
+                 b.len, want);
+    kc_cli_buf_free(&b);
+    kc_cli_fmt_free(&f);
+}
+#define EXPECT(spec, r, lit) expect(spec, r, lit, sizeof lit - 1)
+
+static void every_conversion(void **state)
+{
+    (void)state;
+    kc_cli_rec_t r = sample();
+    EXPECT("%s\\n", &r, "hello\n"); /* the CLI's default */
+    EXPECT("%t %p %o %k %s %T %K %S %w %M %n", &r,
+           "orders 7 1234567890123 k1 hello 1700000000001 2 5 3 m-42 987654321");
+    EXPECT("[%t:%p]\\t%%o=%o\\\\x", &r, "[orders:7]\t%o=1234567890123\\x");
+    EXPECT("", &r, "");
+    EXPECT("plain text only", &r, "plain text only");
+    EXPECT("\\r\\n", &r, "\r\n");
+}
+
+static void nulls_and_binary(void **state)
+{
+    (void)state;
+    kc_cli_rec_t r = sample();
+    r.key = NULL;
+    r.value = "";
+    r.value_len = 0;
+    EXPECT("<%k|%K|%s|%S>", &r, "<|-1||0>"); /* null key: -1; empty value: 0 */
+    r.value = NULL;
+    EXPECT("%S", &r, "-1");
+    static const char bin[] = {'a', 0, 'b', '\n'};
+    r.value = bin;
+    r.value_len = sizeof bin;
+    expect("%s|", &r, "a\0b\n|", 5); /* bytes as they are, NUL included */
+}
+
+static void headers(void **state)
+{
+    (void)state;
+    kc_cli_rec_t r = sample();
+    EXPECT("[%h]", &r, "[]"); /* no header source */
+    fake_hdrs_t h = {.n = 3, .malformed_after = -1};
+    r.hdr_src = &h;
+    r.hdr_next = fake_next;
+    EXPECT("[%h]", &r, "[a=1,nul,c=xyz]");
+    h.malformed_after = 1;
+    EXPECT("[%h]", &r, "[a=1,(malformed headers)]");
+    h.malformed_after = 0;
+    EXPECT("[%h]", &r, "[(malformed headers)]");
+}
+
+static void compile_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec, *needle;
+    } bad[] = {
+        {"%x", "'%x'"},         {"abc%", "at the end"},  {"\\q", "'\\q'"},
+        {"ok\\", "at the end"}, {"%s %Z", "position 4"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kc_cli_fmt_t f;
+        char why[256] = "";
+        assert_int_equal(kc_cli_fmt_compile(&f, bad[i].spec, why, sizeof why), -1);
+        if (!strstr(why, bad[i].needle))
+            fail_msg("'%s': message '%s' lacks '%s'", bad[i].spec, why, bad[i].needle);
+        assert_null(f.pieces); /* nothing to free after a failure */
+    }
+}
+
+static void uses_and_merging(void **state)
+{
+    (void)state;
+    kc_cli_fmt_t f;
+    char why[128];
+    assert_int_equal(kc_cli_fmt_compile(&f, "a\\tb%%c%sd", why, sizeof why), 0);
+    assert_int_equal(f.n, 3); /* "a\tb%c", %s, "d": literal runs are one piece each */
+    assert_true(kc_cli_fmt_uses(&f, KC_CLI_VALUE));
+    assert_false(kc_cli_fmt_uses(&f, KC_CLI_MEMBER));
+    assert_false(kc_cli_fmt_uses(&f, KC_CLI_HEADERS));
+    kc_cli_fmt_free(&f);
+}
+
+/* Renders many records into one buffer: it grows and keeps every byte in order. */
+static void buffer_growth(void **state)
+{
+    (void)state;
+    kc_cli_fmt_t f;
+    char why[128];
+    assert_int_equal(kc_cli_fmt_compile(&f, "%p %o\\n", why, sizeof why), 0);
+    kc_cli_buf_t b = {0};
+    kc_cli_rec_t r = sample();
+    for (int i = 0; i < 5000; i++) {
+        r.offset = i;
+        assert_int_equal(kc_cli_fmt_render(&f, &r, &b), 0);
+    }
+    size_t pos = 0;
+    for (int i = 0; i < 5000; i++) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "7 %d\n", i);
+        assert_true(pos + (size_t)n <= b.len);
+        assert_memory_equal(b.p + pos, line, (size_t)n);
+        pos += (size_t)n;
+    }
+    assert_int_equal(pos, b.len);
+    kc_cli_buf_free(&b);
+    kc_cli_fmt_free(&f);
+}
+
+/* ---- flags ----------------------------------------------------------------------------------- */
+
+static int parse(kc_cli_args_t *a, char *why, const char *const *argv_in)
+{
+    char *argv[32];
+    int argc = 0;
+    while (argv_in[argc]) {
+        argv[argc] = (char *)argv_in[argc];
+        argc++;
+    }
+    argv[argc] = NULL;
+    return kc_cli_args_parse(a, argc, argv, why, 256);
+}
+
+static void flags_ok(void **state)
+{
+    (void)state;
+    kc_cli_args_t a;
+    char why[256];
+    const char *argv[] = {"kconsume", "-b",        "h:1", "-t",      "x",
+                          "-t",       "y",         "-p",  "3",       "-o",
+                          "@1700",    "-c",        "10",  "-e",      "-X",
+                          "a.b=c=d",  "--workers", "4",   "--stats", "500:/t/s:1.jsonl",
+                          "-q",       NULL};
+    assert_int_equal(parse(&a, why, argv), KC_CLI_EXIT_OK);
+    assert_string_equal(a.brokers, "h:1");
+    assert_int_equal(a.n_topics, 2);
+    assert_string_equal(a.topics[1], "y");
+    assert_int_equal(a.partition, 3);
+    assert_int_equal(a.start, KC_CLI_START_TIMESTAMP);
+    assert_int_equal(a.start_value, 1700);
+    assert_int_equal(a.count, 10);
+    assert_true(a.exit_at_end);
+    assert_int_equal(a.n_conf, 1);
+    assert_string_equal(a.conf[0], "a.b=c=d");
+    assert_int_equal(a.workers, 4);
+    assert_int_equal(a.stats_ms, 500);
+    assert_string_equal(a.stats_file, "/t/s:1.jsonl"); /* only the first ':' splits */
+    assert_true(a.quiet);
+    assert_string_equal(a.format, "%s\\n");
+    kc_cli_args_free(&a);
+
+    const char *argv2[] = {"kconsume", "-b", "h:1", "-t", "x", "-o", "beginning", NULL};
+    assert_int_equal(parse(&a, why, argv2), KC_CLI_EXIT_OK);
+    assert_int_equal(a.start, KC_CLI_START_BEGINNING);
+    assert_int_equal(a.partition, -1);
+    kc_cli_args_free(&a);
+}
+
+static void flags_bad(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *argv[10];
+        const char *needle;
+    } bad[] = {
+        {{"kconsume", "-t", "x", NULL}, "-b BROKERS is required"},
+        {{"kconsume", "-b", "h", NULL}, "-t TOPIC is required"},
+        {{"kconsume", "-b", "h", "-t", "x", "-p", "abc", NULL}, "-p abc"},
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "12x", NULL}, "-o 12x"},
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "@", NULL}, "-o @"},
+        {{"kconsume", "-b", "h", "-t", "x", "-c", "0", NULL}, "-c 0"},
+        {{"kconsume", "-b", "h", "-t", "x", "-X", "novalue", NULL}, "-X novalue"},
+        {{"kconsume", "-b", "h", "-t", "x", "--stats", "fast", NULL}, "--stats fast"},
+        {{"kconsume", "-b", "h", "-t", "x", "--workers", "0", NULL}, "--workers 0"},
+        {{"kconsume", "-b", "h", "-t", "x", "-Z", NULL}, "'-Z'"},
+        {{"kconsume", "-b", "h", "-t", "x", "--frobnicate", NULL}, "'--frobnicate'"},
+        {{"kconsume", "-b", "h", "-t", NULL}, "-t needs a value"},
+        {{"kconsume", "-b", "h", "-t", "x", "stray", NULL}, "'stray'"},
+        {{"kconsume", "-b", "h", "-t", "x", "-G", "g", "-p", "1", NULL}, "-p"},
+        {{"kconsume", "-b", "h", "-t", "x", "-G", "g", "-o", "5", NULL}, "-o OFFSET"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kc_cli_args_t a;
+        char why[256] = "";
+        assert_int_equal(parse(&a, why, bad[i].argv), KC_CLI_EXIT_USAGE);
+        if (!strstr(why, bad[i].needle))
+            fail_msg("case %zu: message '%s' lacks '%s'", i, why, bad[i].needle);
+        kc_cli_args_free(&a);
+    }
+}
+
+/* ---- --live table ---------------------------------------------------------------------------- */
+
+static void live_table(void **state)
+{
+    (void)state;
+    kc_cli_live_row_t rows[] = {
+        {"demo", 0, 50, 100, 50, 10.0, 1}, /* half-way */
+        {"demo", 1, -1, 40, 0, 0.0, -1},   /* nothing yet: all 40 are lag */
+        {"demo", 2, 7, -1, 7, 2.5, 0},     /* no end known: no lag, no bar */
+    };
+    kc_cli_buf_t b = {0};
+    assert_int_equal(kc_cli_live_render(&b, rows, 3, 2.0, 0), 5); /* header, 3 rows, total */
+    assert_int_equal(kc_cli_buf_put(&b, "", 1), 0);               /* NUL for strstr */
+    const char *t = b.p;
+    if (!strstr(t, "demo[0]") || !strstr(t, "[##########..........]") ||
+        !strstr(t, "[....................]") || !strstr(t, "57 records in 2.0 s, 12 records/s"))
+        fail_msg("table:\n%s", t);
+    /* row 1: 40 lag; row 0: 50 lag */
+    const char *r1 = strstr(t, "demo[1]");
+    assert_non_null(r1);
+    assert_non_null(strstr(r1, " 40 "));
+    kc_cli_buf_free(&b);
+    assert_int_equal(kc_cli_live_render(&b, rows, 1, 1.0, 1), 3);
+    assert_non_null(b.p);
+    assert_int_equal(memcmp(b.p + b.len - 4, "\x1b[K\n", 4), 0); /* ANSI: erase to line end */
+    kc_cli_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_conversion), cmocka_unit_test(nulls_and_binary),
+        cmocka_unit_test(headers),          cmocka_unit_test(compile_errors),
+        cmocka_unit_test(uses_and_merging), cmocka_unit_test(buffer_growth),
+        cmocka_unit_test(flags_ok),         cmocka_unit_test(flags_bad),
+        cmocka_unit_test(live_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

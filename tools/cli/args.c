@@ -1,0 +1,193 @@
+/*
+ * kconsume's flags (see args.h). getopt_long does the splitting; everything it accepts is then
+ * checked here so that a bad value names its flag. Main thread only.
+ */
+#include "args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_WORKERS = 1000, OPT_STATS, OPT_SUMMARY, OPT_LIVE, OPT_HELP, OPT_VERSION };
+
+static const struct option longopts[] = {
+    {"brokers", required_argument, NULL, 'b'},
+    {"group", required_argument, NULL, 'G'},
+    {"topic", required_argument, NULL, 't'},
+    {"partition", required_argument, NULL, 'p'},
+    {"offset", required_argument, NULL, 'o'},
+    {"count", required_argument, NULL, 'c'},
+    {"exit", no_argument, NULL, 'e'},
+    {"format", required_argument, NULL, 'f'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"workers", required_argument, NULL, OPT_WORKERS},
+    {"stats", required_argument, NULL, OPT_STATS},
+    {"summary", no_argument, NULL, OPT_SUMMARY},
+    {"live", no_argument, NULL, OPT_LIVE},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* A whole-string decimal integer in [min, max]; anything else (empty, trailing text, overflow)
+ * is rejected rather than half-parsed. */
+static int parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int push(const char ***list, size_t *n, const char *item)
+{
+    const char **l = realloc(*list, (*n + 1) * sizeof *l);
+    if (!l)
+        return -1;
+    l[(*n)++] = item;
+    *list = l;
+    return 0;
+}
+
+#define FAIL(...)                                                                                  \
+    do {                                                                                           \
+        snprintf(why, why_len, __VA_ARGS__);                                                       \
+        return KC_CLI_EXIT_USAGE;                                                                  \
+    } while (0)
+
+static int parse_offset(kc_cli_args_t *a, const char *s, char *why, size_t why_len)
+{
+    if (!strcmp(s, "beginning")) {
+        a->start = KC_CLI_START_BEGINNING;
+    } else if (!strcmp(s, "end")) {
+        a->start = KC_CLI_START_END;
+    } else if (s[0] == '@') {
+        if (parse_i64(s + 1, 0, INT64_MAX, &a->start_value))
+            FAIL("-o %s: a timestamp is @ followed by milliseconds since the epoch (e.g. "
+                 "@1700000000000)",
+                 s);
+        a->start = KC_CLI_START_TIMESTAMP;
+    } else {
+        if (parse_i64(s, 0, INT64_MAX, &a->start_value))
+            FAIL("-o %s: expected beginning, end, an offset >= 0 or @MS", s);
+        a->start = KC_CLI_START_OFFSET;
+    }
+    return KC_CLI_EXIT_OK;
+}
+
+int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t why_len)
+{
+    *a = (kc_cli_args_t){.partition = -1, .format = "%s\\n"};
+    int64_t v;
+    int c;
+    optind = 1;
+    opterr = 0; /* our messages, not getopt's */
+    while ((c = getopt_long(argc, argv, ":b:G:t:p:o:c:ef:X:q", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            a->brokers = optarg;
+            break;
+        case 'G':
+            a->group = optarg;
+            break;
+        case 't':
+            if (!*optarg)
+                FAIL("-t: empty topic name");
+            if (push(&a->topics, &a->n_topics, optarg))
+                FAIL("out of memory");
+            break;
+        case 'p':
+            if (parse_i64(optarg, 0, INT32_MAX, &v))
+                FAIL("-p %s: expected a partition number >= 0", optarg);
+            a->partition = (int32_t)v;
+            break;
+        case 'o':
+            if (parse_offset(a, optarg, why, why_len))
+                return KC_CLI_EXIT_USAGE;
+            break;
+        case 'c':
+            if (parse_i64(optarg, 1, INT64_MAX, &a->count))
+                FAIL("-c %s: expected a record count >= 1", optarg);
+            break;
+        case 'e':
+            a->exit_at_end = 1;
+            break;
+        case 'f':
+            a->format = optarg;
+            break;
+        case 'X':
+            if (!strchr(optarg, '=') || optarg[0] == '=')
+                FAIL("-X %s: expected key=value (e.g. -X fetch.max.wait.ms=100)", optarg);
+            if (push(&a->conf, &a->n_conf, optarg))
+                FAIL("out of memory");
+            break;
+        case 'q':
+            a->quiet = 1;
+            break;
+        case OPT_WORKERS:
+            if (parse_i64(optarg, 1, 1024, &v))
+                FAIL("--workers %s: expected a thread count from 1 to 1024", optarg);
+            a->workers = (int)v;
+            break;
+        case OPT_STATS: {
+            /* MS[:FILE]: the file name may itself contain ':' after the first one. */
+            char ms[32];
+            const char *colon = strchr(optarg, ':');
+            size_t n = colon ? (size_t)(colon - optarg) : strlen(optarg);
+            if (n == 0 || n >= sizeof ms)
+                FAIL("--stats %s: expected MS or MS:FILE (e.g. --stats 500:stats.jsonl)", optarg);
+            memcpy(ms, optarg, n);
+            ms[n] = 0;
+            if (parse_i64(ms, 1, 86400000, &a->stats_ms))
+                FAIL("--stats %s: the interval is milliseconds from 1 to 86400000", optarg);
+            if (colon && !colon[1])
+                FAIL("--stats %s: empty file name after ':'", optarg);
+            a->stats_file = colon ? colon + 1 : NULL;
+            break;
+        }
+        case OPT_SUMMARY:
+            a->summary = 1;
+            break;
+        case OPT_LIVE:
+            a->live = 1;
+            break;
+        case OPT_HELP:
+            a->help = 1;
+            return KC_CLI_EXIT_OK;
+        case OPT_VERSION:
+            a->version = 1;
+            return KC_CLI_EXIT_OK;
+        case ':':
+            FAIL("%s needs a value", argv[optind - 1]);
+        default:
+            if (optopt && optopt < 256)
+                FAIL("unknown option '-%c'", optopt);
+            FAIL("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        FAIL("unexpected argument '%s' (topics go after -t)", argv[optind]);
+    if (!a->brokers)
+        FAIL("-b BROKERS is required (e.g. -b localhost:9092)");
+    if (a->n_topics == 0)
+        FAIL("-t TOPIC is required (repeat -t for several topics)");
+    if (a->group && a->partition >= 0)
+        FAIL("-p selects partitions by hand and -G lets the group assign them: use one of them");
+    if (a->group && (a->start == KC_CLI_START_OFFSET || a->start == KC_CLI_START_TIMESTAMP))
+        FAIL("-o OFFSET and -o @MS need manual assignment (no -G); with -G, -o beginning|end sets "
+             "auto.offset.reset for partitions without a committed offset");
+    return KC_CLI_EXIT_OK;
+}
+
+void kc_cli_args_free(kc_cli_args_t *a)
+{
+    free(a->topics);
+    free(a->conf);
+    a->topics = NULL;
+    a->conf = NULL;
+}

@@ -1,0 +1,55 @@
+/*
+ * Command-line parsing for kconsume: argv into kc_cli_args_t, with every error naming the flag.
+ * Pure (no library calls, no I/O except the message buffer), so it is unit-tested. Owned by the
+ * main thread; read-only once the consumer starts.
+ */
+#ifndef KC_CLI_ARGS_H
+#define KC_CLI_ARGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exit codes, documented in --help and the README. */
+enum {
+    KC_CLI_EXIT_OK = 0,
+    KC_CLI_EXIT_RUNTIME = 1,
+    KC_CLI_EXIT_USAGE = 2,
+    KC_CLI_EXIT_CONFIG = 3,
+};
+
+typedef enum kc_cli_start {
+    KC_CLI_START_DEFAULT = 0, /* no -o: end without -G; committed offset (auto.offset.reset) with */
+    KC_CLI_START_BEGINNING,
+    KC_CLI_START_END,
+    KC_CLI_START_OFFSET,    /* start_value = offset */
+    KC_CLI_START_TIMESTAMP, /* start_value = ms since the epoch */
+} kc_cli_start_t;
+
+typedef struct kc_cli_args {
+    const char *brokers;
+    const char *group;
+    const char **topics; /* argv pointers; n_topics of them */
+    size_t n_topics;
+    int32_t partition; /* -1: all partitions */
+    kc_cli_start_t start;
+    int64_t start_value;
+    int64_t count; /* 0: unlimited */
+    int exit_at_end;
+    const char *format;
+    const char **conf; /* "key=value" argv pointers, n_conf of them, in order */
+    size_t n_conf;
+    int workers;            /* 0: library default */
+    int64_t stats_ms;       /* 0: no stats */
+    const char *stats_file; /* NULL: stderr */
+    int quiet;
+    int summary;
+    int live; /* --live: per-partition table on stderr */
+    int help, version;
+} kc_cli_args_t;
+
+/* Parses argv. Returns KC_CLI_EXIT_OK, or KC_CLI_EXIT_USAGE with a one-line message in why.
+ * args->topics/conf are allocated (kc_cli_args_free). --help / --version only set their flag. */
+int kc_cli_args_parse(kc_cli_args_t *args, int argc, char **argv, char *why, size_t why_len);
+void kc_cli_args_free(kc_cli_args_t *args);
+
+#endif

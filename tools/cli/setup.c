@@ -1,0 +1,118 @@
+/*
+ * --help text and flags -> configuration (see setup.h). Main thread only.
+ */
+#include "setup.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+void kc_cli_usage(FILE *out)
+{
+    fprintf(
+        out,
+        "Usage: kconsume -b BROKERS [-G GROUP] -t TOPIC... [-p PARTITION]\n"
+        "                [-o beginning|end|OFFSET|@MS] [-c COUNT] [-e] [-f FORMAT]\n"
+        "                [-X key=value]... [--workers N] [--stats MS[:FILE]] [--summary] [--live] "
+        "[-q]\n"
+        "\n"
+        "Reads Kafka topics and prints their records.\n"
+        "\n"
+        "  -b, --brokers LIST     bootstrap.servers (host:port,...)\n"
+        "  -G, --group GROUP      join GROUP (group.id) and consume what it assigns; without\n"
+        "                         -G every partition of each -t topic is assigned by hand\n"
+        "  -t, --topic TOPIC      topic to read; repeat for several\n"
+        "  -p, --partition N      only partition N of each topic (not with -G)\n"
+        "  -o, --offset WHERE     start: beginning, end, an OFFSET, or @MS (first record with\n"
+        "                         timestamp >= MS ms since the epoch). Default: end without\n"
+        "                         -G; with -G the committed offset, else auto.offset.reset\n"
+        "                         (-o beginning|end set auto.offset.reset; OFFSET/@MS need no -G)\n"
+        "  -c, --count N          stop after printing N records in total\n"
+        "  -e, --exit             stop once every assigned partition reached the end (high\n"
+        "                         watermark, or last stable offset under read_committed) seen\n"
+        "                         when it was assigned\n"
+        "  -f, --format FORMAT    output per record (default '%%s\\n'):\n"
+        "                           %%t topic  %%p partition  %%o offset  %%k key  %%s value\n"
+        "                           %%h headers (name=value,...)  %%T timestamp (ms)\n"
+        "                           %%K key length  %%S value length (-1 for null)\n"
+        "                           %%w worker (0.. in order of first callback)\n"
+        "                           %%M group member id (client.id before joining)\n"
+        "                           %%n CLOCK_MONOTONIC ns when the delivering callback started\n"
+        "                           %%%% percent   \\n newline  \\t tab  \\r return  \\\\ "
+        "backslash\n"
+        "  -X key=value           any configuration key below (repeatable; wins over flags)\n"
+        "  --workers N            worker.threads\n"
+        "  --stats MS[:FILE]      statistics every MS ms, one JSON object per line, to FILE\n"
+        "                         (truncated at start) or stderr\n"
+        "  --summary              at exit, print records, MB, seconds, records/s and CPU\n"
+        "                         seconds per million records to stderr\n"
+        "  --live                 a per-partition table on stderr, redrawn twice a second:\n"
+        "                         position, end (-e), lag, records/s, worker, progress\n"
+        "  -q, --quiet            no non-fatal error messages on stderr\n"
+        "  --help, --version\n"
+        "\n"
+        "With -G, offsets are committed by the library's auto-commit (enable.auto.commit)\n"
+        "and at exit; they cover only records that were printed (with -c and -e too).\n"
+        "Records of concurrent workers never interleave within a line.\n"
+        "\n"
+        "Exit codes: 0 done (-e, -c, or the output reader went away); 1 runtime error;\n"
+        "2 usage error; 3 configuration error (-X key or value, or a conflict);\n"
+        "130 / 143 stopped by SIGINT / SIGTERM (a first signal closes cleanly and commits,\n"
+        "a second one exits at once).\n"
+        "\n"
+        "Configuration keys (-X):\n");
+}
+
+static int conf_set(kc_conf_t *conf, const char *key, const char *value, const char *flag)
+{
+    kc_error_t e;
+    if (kc_conf_set(conf, key, value, &e) == KC_OK)
+        return 0;
+    fprintf(stderr, "kconsume: %s: %s\n", flag, e.msg);
+    return -1;
+}
+
+/* Flags first, then -X in order, so an explicit -X always wins. */
+int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, size_t len)
+{
+    char num[32];
+    if (conf_set(conf, "bootstrap.servers", a->brokers, "-b"))
+        return -1;
+    if (a->group) {
+        if (conf_set(conf, "group.id", a->group, "-G"))
+            return -1;
+        if (a->start == KC_CLI_START_BEGINNING &&
+            conf_set(conf, "auto.offset.reset", "earliest", "-o"))
+            return -1;
+        if (a->start == KC_CLI_START_END && conf_set(conf, "auto.offset.reset", "latest", "-o"))
+            return -1;
+    } else if (conf_set(conf, "enable.auto.commit", "false", "-b")) {
+        return -1; /* no group, nothing to commit to */
+    }
+    if (a->workers) {
+        snprintf(num, sizeof num, "%d", a->workers);
+        if (conf_set(conf, "worker.threads", num, "--workers"))
+            return -1;
+    }
+    if (a->stats_ms) {
+        snprintf(num, sizeof num, "%" PRId64, a->stats_ms);
+        if (conf_set(conf, "statistics.interval.ms", num, "--stats"))
+            return -1;
+    }
+    for (size_t i = 0; i < a->n_conf; i++) {
+        char kv[1024], flag[1040];
+        snprintf(kv, sizeof kv, "%s", a->conf[i]);
+        char *eq = strchr(kv, '=');
+        *eq = 0;
+        snprintf(flag, sizeof flag, "-X %s", a->conf[i]);
+        if (conf_set(conf, kv, eq + 1, flag))
+            return -1;
+    }
+    kc_error_t e;
+    if (kc_conf_validate(conf, &e) != KC_OK) {
+        fprintf(stderr, "kconsume: configuration: %s\n", e.msg);
+        return -1;
+    }
+    if (kc_conf_get(conf, "client.id", client_id, &len) != KC_OK)
+        snprintf(client_id, len, "kconsume");
+    return 0;
+}
