@@ -226,6 +226,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.request_timeout_ms = (int)kc_conf_int(f, KC_CONF_REQUEST_TIMEOUT_MS);
         kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
+        if (k->rc == KC_OK)
+            kc_consumer_stats_start(c, loop);
         break;
     }
     case KC_COP_ADD:
@@ -291,6 +293,7 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
+        kc_consumer_stats_stop(c, loop);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
             kc_engine_free(c->e);
@@ -354,6 +357,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     c->cbs = *cbs;
     const char *g = kc_conf_str(conf, KC_CONF_GROUP_ID);
     c->group = *g ? strdup(g) : NULL;
+    pthread_mutex_init(&c->ext_mu, NULL);
     c->wake_cmd.fn = wake_run;
     c->wake_cmd.opaque = c;
     kc_loop_backend_t be;
@@ -440,6 +444,7 @@ KC_API void kc_destroy(kc_consumer_t *c)
         free(c->parts[i].topic);
     free(c->parts);
     free(c->group);
+    kc_consumer_ext_free(c);
     kc_conf_destroy(c->conf);
     free(c);
 }

@@ -13,6 +13,11 @@
 #include "engine.h"
 #include "netthread.h"
 
+/* A group module's "group" object for the stats JSON: writes it (names per the contract:
+ * protocol, state, member_id, epoch, assignment [[topic, partition], ...], rebalances) into buf
+ * like snprintf (cap 0: only measure) and returns its length. Called on the network thread. */
+typedef size_t (*kc_consumer_group_stats_fn)(void *opaque, char *buf, size_t cap);
+
 typedef struct kc_cpart {
     char *topic;
     int32_t partition;
@@ -34,6 +39,14 @@ struct kc_consumer {
     kc_loop_cmd_t wake_cmd;
     kc_rt_batch_decoder_conf_t dec_conf; /* outlives the dispatcher (decode_batch.c) */
     atomic_int closed;
+    /* consumer_query.c: the member id (group modules set it), and ids it replaced */
+    _Atomic(char *) member_id;
+    pthread_mutex_t ext_mu;
+    struct kc_old_id *old_ids;
+    /* stats_json.c (network thread): the timer, and the group module's part of the JSON */
+    kc_loop_timer_t stats_timer;
+    kc_consumer_group_stats_fn group_stats;
+    void *group_stats_opaque;
 };
 
 typedef struct kc_ccall {
@@ -73,5 +86,18 @@ enum {
 kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
 /* Same, then waits for the engine's callback (commit, committed). */
 kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
+
+/* consumer_query.c. Group modules call this (any thread, usually the network thread) when the
+ * coordinator assigns or changes the member id; NULL or "" clears it. kc_member_id reads it
+ * without waiting. */
+void kc_consumer_set_member_id(kc_consumer_t *c, const char *id);
+/* stats_json.c, network thread. A group module installs its hook by setting c->group_stats and
+ * c->group_stats_opaque there; without one the group object says protocol "none", state
+ * "manual". The JSON is malloc'd (NULL when out of memory). */
+char *kc_consumer_stats_json(kc_consumer_t *c);
+void kc_consumer_stats_start(kc_consumer_t *c, kc_loop_t *loop);
+void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop);
+/* kc_destroy: frees the member ids. */
+void kc_consumer_ext_free(kc_consumer_t *c);
 
 #endif
