@@ -241,6 +241,8 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_SEEK:
         k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
                                &k->err);
+        if (k->rc == KC_OK && (i = find(c, k->topic, k->partition)) >= 0)
+            kc_rt_part_seek(c->parts[i].rtp); /* runtime/seek.c: drop stale, reset the floor */
         break;
     case KC_COP_PAUSE:
     case KC_COP_RESUME:

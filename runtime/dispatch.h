@@ -115,6 +115,9 @@ typedef struct kc_rt_part {
     bool have_cur; /* `cur` holds a dequeued batch not yet fully delivered */
     kc_rt_bref_t cur;
     int64_t next_deliver; /* records below this offset are skipped (retry, start) */
+    uint32_t seen_gen;    /* the seek generation the worker last applied (seek.c) */
+    /* Owner: network thread writes (release), workers read (acquire); see seek.c. */
+    _Atomic uint32_t seek_gen;
     /* Owner: network thread. */
     bool fetch_blocked; /* backpressure hysteresis state */
     bool is_control;    /* the group-event pseudo-partition */
@@ -158,6 +161,10 @@ int64_t kc_rt_part_committable(const kc_rt_part_t *p);
 /* Manual store. Any thread. */
 void kc_rt_part_store(kc_rt_part_t *p, int64_t offset);
 
+/* A seek moved the partition's position (network thread, right after the engine's seek): batches
+ * pushed before it are dropped, and the delivery floor is reset so a backward seek re-delivers
+ * (seek.c). */
+void kc_rt_part_seek(kc_rt_part_t *p);
 /* Backpressure (network thread). May the fetcher ask for p now? Hysteresis: a partition stops
  * at its share (cap / partitions) and restarts below half of it; all stop while the total is at
  * the cap and restart below 3/4 of it — so a partition hovering at the limit does not flip in

@@ -70,4 +70,8 @@ void kc_rt_event_free(kc_rt_event_t *e);
 /* Per-partition share of queued.max.bytes. */
 int64_t kc_rt_share(const kc_rt_t *rt);
 
+/* seek.c, worker side: applies a pending seek (drops the current batch, resets the delivery
+ * floor); true when there was one. Called by the worker running p. */
+bool kc_rt_part_apply_seek(kc_rt_worker_t *w, kc_rt_part_t *p);
+
 #endif
