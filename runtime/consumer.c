@@ -226,8 +226,10 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.request_timeout_ms = (int)kc_conf_int(f, KC_CONF_REQUEST_TIMEOUT_MS);
         kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
-        if (k->rc == KC_OK)
+        if (k->rc == KC_OK) {
             kc_consumer_stats_start(c, loop);
+            kc_consumer_autocommit_start(c, loop);
+        }
         break;
     }
     case KC_COP_ADD:
@@ -296,6 +298,7 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         kc_consumer_stats_stop(c, loop);
+        kc_consumer_autocommit_stop(c, loop);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
             kc_engine_free(c->e);

@@ -47,6 +47,10 @@ struct kc_consumer {
     kc_loop_timer_t stats_timer;
     kc_consumer_group_stats_fn group_stats;
     void *group_stats_opaque;
+    /* commit_async.c (network thread): the auto-commit timer and its counters */
+    kc_loop_timer_t ac_timer;
+    int ac_inflight;
+    uint64_t ac_commits, ac_failures;
 };
 
 typedef struct kc_ccall {
@@ -97,6 +101,9 @@ void kc_consumer_set_member_id(kc_consumer_t *c, const char *id);
 char *kc_consumer_stats_json(kc_consumer_t *c);
 void kc_consumer_stats_start(kc_consumer_t *c, kc_loop_t *loop);
 void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop);
+/* commit_async.c, network thread: the enable.auto.commit timer (no-op without group.id). */
+void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop);
+void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
 /* kc_destroy: frees the member ids. */
 void kc_consumer_ext_free(kc_consumer_t *c);
 

@@ -158,6 +158,7 @@ void kc_rt_free(kc_rt_t *rt)
     }
     for (unsigned i = 0; i < rt->ev_len; i++)
         kc_rt_event_free(&rt->evq[(rt->ev_head + i) % KC_RT_EVQ]);
+    kc_rt_calls_free(rt);
     pthread_mutex_destroy(&rt->ev_mu);
     kc_rt_runq_fini(&rt->rq);
     free(rt->w);

@@ -182,6 +182,10 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
  * Any thread. KC_ERR_QUEUE_FULL when too many are pending (the caller may retry later). */
 kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev);
 
+/* Runs fn(arg) on a worker, serialised with on_event (the control pseudo-partition), e.g. the
+ * kc_commit_async result callback. Never dropped (an unbounded list, unlike events). Any thread.
+ * If the dispatcher is freed first, fn is called with run = 0 there so arg can be freed. */
+kc_err_t kc_rt_post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg);
 /* max.poll.interval.ms detection: reports (once per callback) each callback running longer
  * via an error event and the poll_exceeded flag. Network thread, from a timer. Returns the
  * number of callbacks over the limit now. */
