@@ -352,9 +352,9 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
         return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
-    if (!cbs || !cbs->on_records)
-        return kc_fail(err, KC_ERR_UNSUPPORTED,
-                       "kc_consumer_new: on_records is required (pull mode is not implemented)");
+    kc_callbacks_t none = {0};
+    if (!cbs)
+        cbs = &none; /* pull mode with no callbacks at all */
     kc_consumer_t *c = calloc(1, sizeof *c);
     if (!c)
         return kc_fail(err, KC_ERR_NOMEM, "kc_consumer_new: out of memory");
@@ -377,6 +377,15 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.ring_slots = 256;
     o.quantum = 4;
     o.cbs = *cbs;
+    if (!cbs->on_records) { /* pull mode (pull.c): the runtime's callback hands views to kc_poll */
+        o.cbs.on_records = kc_pull_on_records;
+        if ((rc = kc_pull_new(c, o.workers)) != KC_OK) {
+            kc_netthread_stop(c->nt);
+            free(c->group);
+            free(c);
+            return kc_fail(err, rc, "kc_consumer_new: out of memory");
+        }
+    }
     c->dec_conf.check_crcs = kc_conf_bool(conf, KC_CONF_CHECK_CRCS);
     c->dec_conf.decompress_max_bytes = (size_t)kc_conf_int(conf, KC_CONF_DECOMPRESS_MAX_BYTES);
     o.decoder = kc_rt_batch_decoder(&c->dec_conf);
@@ -384,6 +393,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.wake_ctx = c;
     if ((rc = kc_rt_new(&o, &c->rt, err)) != KC_OK) {
         kc_netthread_stop(c->nt);
+        kc_pull_free(c);
         free(c->group);
         free(c);
         return rc;
@@ -394,6 +404,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         kc_rt_shutdown(c->rt, false, 1000);
         kc_rt_free(c->rt);
         kc_netthread_stop(c->nt);
+        kc_pull_free(c);
         free(c->group);
         free(c);
         return rc;
@@ -409,6 +420,7 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
     if (atomic_exchange(&c->closed, 1))
         return KC_OK;
     kc_err_t rc = KC_OK;
+    kc_pull_close(c); /* workers waiting for a kc_records_release give up (RETRY) */
     if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
         kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = timeout_ms};
         kc_error_t e2;
@@ -450,6 +462,7 @@ KC_API void kc_destroy(kc_consumer_t *c)
     free(c->parts);
     free(c->group);
     kc_consumer_ext_free(c);
+    kc_pull_free(c);
     kc_conf_destroy(c->conf);
     free(c);
 }

@@ -24,6 +24,8 @@ typedef struct kc_cpart {
     kc_rt_part_t *rtp;
 } kc_cpart_t;
 
+typedef struct kc_pull kc_pull_t; /* pull.c */
+
 struct kc_consumer {
     kc_conf_t *conf;
     kc_callbacks_t cbs;
@@ -51,6 +53,7 @@ struct kc_consumer {
     kc_loop_timer_t ac_timer;
     int ac_inflight;
     uint64_t ac_commits, ac_failures;
+    kc_pull_t *pull; /* pull.c: non-NULL in pull mode (no on_records) */
 };
 
 typedef struct kc_ccall {
@@ -104,6 +107,12 @@ void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop);
 /* commit_async.c, network thread: the enable.auto.commit timer (no-op without group.id). */
 void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop);
 void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
+/* pull.c: pull mode. new before the dispatcher starts; close wakes workers waiting for a
+ * release (call first thing in kc_close); free in kc_destroy. */
+kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b);
+kc_err_t kc_pull_new(kc_consumer_t *c, unsigned workers);
+void kc_pull_close(kc_consumer_t *c);
+void kc_pull_free(kc_consumer_t *c);
 /* kc_destroy: frees the member ids. */
 void kc_consumer_ext_free(kc_consumer_t *c);
 
