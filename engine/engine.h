@@ -159,6 +159,7 @@ typedef struct kc_engine_stats {
     uint64_t truncations;
     uint64_t malformed_batches;
     uint64_t stale_dropped; /* response partitions dropped as stale */
+    uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetcher.c) */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 
