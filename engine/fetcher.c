@@ -222,7 +222,13 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
     }
     kc_error_t err;
     kc_arena_reset(&b->fetch_arena);
-    if (kc_fetch_codec_request(&b->fetch_msg, &s->req, &e->fset, &b->fetch_arena, &err) != KC_OK) {
+    kc_fetch_settings_t fs = e->fset;
+    if (e->sink.budget) {
+        int64_t left = e->sink.budget(e->sink.opaque) / (int64_t)(e->n_brokers ? e->n_brokers : 1);
+        if (left < fs.max_bytes)
+            fs.max_bytes = left > 0 ? (int32_t)left : 1;
+    }
+    if (kc_fetch_codec_request(&b->fetch_msg, &s->req, &fs, &b->fetch_arena, &err) != KC_OK) {
         kc_log(KC_LOG_ERROR, "fetch", "broker %d: %s", id, err.msg);
         kc_fetch_plan_on_failure(&e->plan, id, now);
         return;

@@ -53,6 +53,12 @@ static int sink_may_fetch(void *opaque, void *user)
     return kc_rt_may_fetch(c->rt, user);
 }
 
+static int64_t sink_budget(void *opaque)
+{
+    kc_consumer_t *c = opaque;
+    return kc_rt_fetch_budget(c->rt);
+}
+
 static ssize_t find(const kc_consumer_t *c, const char *topic, int32_t partition)
 {
     for (size_t i = 0; i < c->n; i++)
@@ -224,7 +230,7 @@ static void on_net(kc_loop_t *loop, void *arg)
                                                           : KC_RESET_LATEST;
         ec.metadata_max_age_ms = kc_conf_int(f, KC_CONF_METADATA_MAX_AGE_MS);
         ec.request_timeout_ms = (int)kc_conf_int(f, KC_CONF_REQUEST_TIMEOUT_MS);
-        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c};
+        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         if (k->rc == KC_OK) {
             kc_consumer_stats_start(c, loop);
