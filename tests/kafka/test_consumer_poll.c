@@ -24,7 +24,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t next_off[NP];
 static _Atomic int holding[NP];
 static _Atomic int64_t total, disorder, overlap, views;
-static _Atomic int retried, retry_first = -1, redelivered, stop;
+static _Atomic int retried, retry_first = -1, retry_part = -1, redelivered, stop;
 static _Atomic int closed_seen;
 
 static void *poller(void *arg)
@@ -46,14 +46,17 @@ static void *poller(void *arg)
             atomic_fetch_add(&overlap, 1);
         atomic_fetch_add(&views, 1);
         int64_t first = kc_records_first_offset(b);
-        if (pi == 2 && first > 0 && !atomic_exchange(&retried, 1)) {
+        /* the first view not at a partition's start (the producer spreads records unevenly, so
+         * no particular partition is sure to have one) */
+        if (first > 0 && !atomic_exchange(&retried, 1)) {
             /* not processed: the same records must come again */
             atomic_store(&retry_first, (int)first);
+            atomic_store(&retry_part, pi);
             atomic_store(&holding[pi], 0);
             kc_records_release(cons, b, KC_CB_RETRY);
             continue;
         }
-        if (pi == 2 && first == atomic_load(&retry_first))
+        if (pi == atomic_load(&retry_part) && first == atomic_load(&retry_first))
             atomic_store(&redelivered, 1);
         const kc_record_t *r;
         pthread_mutex_lock(&mu);
