@@ -44,6 +44,10 @@ typedef struct kc_engine_sink {
     /* Backpressure: may the partition be fetched now? NULL = always. */
     int (*may_fetch)(void *opaque, void *part_user);
     void *opaque;
+    /* Backpressure: bytes the sink can still take (queued.max.bytes minus what is buffered);
+     * each Fetch asks for at most this divided by the number of brokers (Kafka still returns a
+     * first batch larger than max_bytes, so progress never stops). NULL = fetch.max.bytes. */
+    int64_t (*budget)(void *opaque);
 } kc_engine_sink_t;
 
 /* Settings, with Kafka's names. Copied by kc_engine_new (strings too). */
@@ -159,6 +163,7 @@ typedef struct kc_engine_stats {
     uint64_t truncations;
     uint64_t malformed_batches;
     uint64_t stale_dropped; /* response partitions dropped as stale */
+    uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetcher.c) */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 

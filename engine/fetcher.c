@@ -13,11 +13,13 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "batch/batch.h"
+#include "batch/compress/compress.h"
 #include "engine_int.h"
 #include "proto/kafka_errors.h"
 
@@ -38,13 +40,30 @@ static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 
 /* Hands each complete batch of one partition to the sink, in offset order, and advances the
  * position past every batch the sink took; the first refusal (a full ring) stops the walk and
- * the next request asks again from there. */
-static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec)
+ * the next request asks again from there.
+ *
+ * read_committed: the response's aborted_transactions are applied HERE, on the network thread,
+ * because the list belongs to this one response while the sink sees one batch at a time. The
+ * filter (io/batch txn.c) reads only batch headers and the markers of control batches (which
+ * are never compressed), so no decompression happens on this thread. Aborted batches are never
+ * handed to the sink: the position just moves past them. */
+static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec,
+                    const kc_fetch_response_aborted_transaction_t *aborted, int32_t n_aborted)
 {
     kc_partition_t *p = &e->parts[i];
     kc_eng_pinfo_t *in = &e->info[i];
     if (rec.len <= 0)
         return;
+    kc_txn_filter_t txf;
+    kc_decode_ctx_t dctx;
+    kc_aborted_txn_t *ab = NULL;
+    if (e->conf.isolation_level == 1 && n_aborted > 0 &&
+        (ab = malloc((size_t)n_aborted * sizeof *ab)) != NULL) {
+        for (int32_t k = 0; k < n_aborted; k++)
+            ab[k] = (kc_aborted_txn_t){aborted[k].producer_id, aborted[k].first_offset};
+        kc_decode_ctx_init(&dctx, 0);
+        kc_txn_filter_init(&txf, ab, (size_t)n_aborted, &dctx);
+    }
     const uint8_t *base = rec.ptr;
     size_t len = (size_t)rec.len, pos = 0;
     while (len - pos >= KC_BATCH_HEADER_SIZE) {
@@ -69,23 +88,45 @@ static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec)
                 p->position++;
             }
             kc_eng_report(e, i, &err);
-            return;
+            break;
         }
         size_t size = (size_t)KC_BATCH_LOG_OVERHEAD + (size_t)h.batch_length;
         if (size > len - pos)
-            return; /* the broker cut the last batch at the size limit: normal */
+            break; /* the broker cut the last batch at the size limit: normal */
+        if (ab) {
+            kc_batch_t bt = {.h = h,
+                             .header_ok = true,
+                             .data = base + pos,
+                             .size = size,
+                             .records = base + pos + KC_BATCH_HEADER_SIZE,
+                             .records_len = size - KC_BATCH_HEADER_SIZE,
+                             .topic = in->topic,
+                             .partition = in->partition};
+            if (kc_txn_filter_skip(&txf, &bt)) {
+                if (last >= p->position) {
+                    p->position = last + 1;
+                    e->stats.aborted_skipped++;
+                }
+                pos += size;
+                continue;
+            }
+        }
         if (last >= p->position) {
             int64_t first = h.base_offset > p->position ? h.base_offset : p->position;
             kc_slice_t s = kc_slice_make(frame, base + pos, size);
             if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, &s, first,
                                 last + 1) != KC_OK) {
                 kc_slice_release(&s);
-                return; /* not taken: the next request asks again from here */
+                break; /* not taken: the next request asks again from here */
             }
             p->position = last + 1;
             p->position_epoch = h.partition_leader_epoch;
         }
         pos += size;
+    }
+    if (ab) {
+        kc_decode_ctx_destroy(&dctx);
+        free(ab);
     }
 }
 
@@ -161,7 +202,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
                 e->stats.stale_dropped++;
                 continue;
             }
-            deliver(e, (size_t)i, frame, pr.records);
+            deliver(e, (size_t)i, frame, pr.records, pr.aborted, pr.n_aborted);
             kc_partition_on_fetch_ok(&e->parts[i], pr.high_watermark, pr.last_stable_offset,
                                      pr.log_start_offset, pr.preferred_read_replica,
                                      &e->plan.conf.part, now);
@@ -186,7 +227,13 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
     }
     kc_error_t err;
     kc_arena_reset(&b->fetch_arena);
-    if (kc_fetch_codec_request(&b->fetch_msg, &s->req, &e->fset, &b->fetch_arena, &err) != KC_OK) {
+    kc_fetch_settings_t fs = e->fset;
+    if (e->sink.budget) {
+        int64_t left = e->sink.budget(e->sink.opaque) / (int64_t)(e->n_brokers ? e->n_brokers : 1);
+        if (left < fs.max_bytes)
+            fs.max_bytes = left > 0 ? (int32_t)left : 1;
+    }
+    if (kc_fetch_codec_request(&b->fetch_msg, &s->req, &fs, &b->fetch_arena, &err) != KC_OK) {
         kc_log(KC_LOG_ERROR, "fetch", "broker %d: %s", id, err.msg);
         kc_fetch_plan_on_failure(&e->plan, id, now);
         return;

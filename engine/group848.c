@@ -656,6 +656,11 @@ void kc_g848_free(kc_g848_t *g)
     free(g);
 }
 
+const char *kc_g848_member_id(const kc_g848_t *g)
+{
+    return g->gc.member_id;
+}
+
 size_t kc_g848_stats_json(const kc_g848_t *g, char *buf, size_t cap)
 {
     size_t n = 0;

@@ -72,4 +72,8 @@ void kc_g848_free(kc_g848_t *g);
  * {"protocol","state","member_id","epoch","assignment":[["topic",p],...],"rebalances",...}. */
 size_t kc_g848_stats_json(const kc_g848_t *g, char *buf, size_t cap);
 
+/* The member id the coordinator knows us by ("" before the first join). Network thread; valid
+ * until the next heartbeat response. */
+const char *kc_g848_member_id(const kc_g848_t *g);
+
 #endif

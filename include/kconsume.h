@@ -307,13 +307,12 @@ typedef struct kc_topic_partition {
  *
  * Status of this contract: kc_conf_*, kc_record_* and kc_records_* accessors are implemented
  * (runtime/). Manual assignment is implemented (runtime/consumer*.c over engine/): kc_consumer_new
- * (push mode: on_records required), kc_assign, kc_incremental_assign, kc_unassign, kc_seek,
- * kc_pause, kc_resume, kc_committed, kc_commit, kc_store_offset and kc_position (both wait for
- * one network-thread round trip), kc_close, kc_destroy. Not yet: a backward kc_seek re-delivering
- * records already delivered (the runtime's per-partition delivery floor only moves forward).
- * kc_subscribe, kc_commit_async, kc_poll, kc_records_release, kc_topic_partitions,
- * kc_query_watermarks and kc_member_id are declared only: linking a program that calls them fails
- * rather than running a stub.
+ * (push mode with on_records, pull mode without), kc_assign, kc_incremental_assign, kc_unassign,
+ * kc_seek (backward seeks re-deliver), kc_pause, kc_resume, kc_committed, kc_commit,
+ * kc_commit_async, kc_store_offset and kc_position (both wait for one network-thread round trip),
+ * kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks, kc_member_id, kc_close,
+ * kc_destroy; auto-commit and the stats event. kc_subscribe comes with the group modules: until
+ * then linking a program that calls it fails rather than running a stub.
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
@@ -359,7 +358,9 @@ KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t
 /* Commits: tps == NULL commits every partition's committable offset; otherwise the given
  * offsets. kc_commit blocks up to timeout_ms (app threads only, never callback context).
  * kc_commit_async returns at once; `cb` runs on a worker, serialised with on_event, with the
- * result; `tps` is copied. Both are valid from callback context only in the async form. */
+ * result (exactly once; a commit still unanswered at kc_destroy gets KC_ERR_CLOSED on the
+ * destroying thread); `tps` is copied. Both are valid from callback context only in the async
+ * form. */
 KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                           int timeout_ms, kc_error_t *err);
 typedef void (*kc_commit_cb)(void *opaque, kc_err_t result, const kc_error_t *err);

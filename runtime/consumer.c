@@ -54,6 +54,12 @@ static int sink_may_fetch(void *opaque, void *user)
     return kc_rt_may_fetch(c->rt, user);
 }
 
+static int64_t sink_budget(void *opaque)
+{
+    kc_consumer_t *c = opaque;
+    return kc_rt_fetch_budget(c->rt);
+}
+
 static ssize_t find(const kc_consumer_t *c, const char *topic, int32_t partition)
 {
     for (size_t i = 0; i < c->n; i++)
@@ -227,8 +233,12 @@ static void on_net(kc_loop_t *loop, void *arg)
                                                           : KC_RESET_LATEST;
         ec.metadata_max_age_ms = kc_conf_int(f, KC_CONF_METADATA_MAX_AGE_MS);
         ec.request_timeout_ms = (int)kc_conf_int(f, KC_CONF_REQUEST_TIMEOUT_MS);
-        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c};
+        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
+        if (k->rc == KC_OK) {
+            kc_consumer_stats_start(c, loop);
+            kc_consumer_autocommit_start(c, loop);
+        }
         break;
     }
     case KC_COP_ADD:
@@ -244,6 +254,8 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_SEEK:
         k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
                                &k->err);
+        if (k->rc == KC_OK && (i = find(c, k->topic, k->partition)) >= 0)
+            kc_rt_part_seek(c->parts[i].rtp); /* runtime/seek.c: drop stale, reset the floor */
         break;
     case KC_COP_PAUSE:
     case KC_COP_RESUME:
@@ -300,8 +312,11 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
+        kc_consumer_stats_stop(c, loop);
+        kc_consumer_autocommit_stop(c, loop);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
+            c->group_stats = NULL; /* the hook's opaque is the group freed here */
             kc_cg_free(c->grp);
             c->grp = NULL;
             kc_engine_free(c->e);
@@ -356,9 +371,9 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
         return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
-    if (!cbs || !cbs->on_records)
-        return kc_fail(err, KC_ERR_UNSUPPORTED,
-                       "kc_consumer_new: on_records is required (pull mode is not implemented)");
+    kc_callbacks_t none = {0};
+    if (!cbs)
+        cbs = &none; /* pull mode with no callbacks at all */
     kc_consumer_t *c = calloc(1, sizeof *c);
     if (!c)
         return kc_fail(err, KC_ERR_NOMEM, "kc_consumer_new: out of memory");
@@ -366,6 +381,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     c->cbs = *cbs;
     const char *g = kc_conf_str(conf, KC_CONF_GROUP_ID);
     c->group = *g ? strdup(g) : NULL;
+    pthread_mutex_init(&c->ext_mu, NULL);
     c->wake_cmd.fn = wake_run;
     c->wake_cmd.opaque = c;
     kc_loop_backend_t be;
@@ -380,6 +396,15 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.ring_slots = 256;
     o.quantum = 4;
     o.cbs = *cbs;
+    if (!cbs->on_records) { /* pull mode (pull.c): the runtime's callback hands views to kc_poll */
+        o.cbs.on_records = kc_pull_on_records;
+        if ((rc = kc_pull_new(c, o.workers)) != KC_OK) {
+            kc_netthread_stop(c->nt);
+            free(c->group);
+            free(c);
+            return kc_fail(err, rc, "kc_consumer_new: out of memory");
+        }
+    }
     c->dec_conf.check_crcs = kc_conf_bool(conf, KC_CONF_CHECK_CRCS);
     c->dec_conf.decompress_max_bytes = (size_t)kc_conf_int(conf, KC_CONF_DECOMPRESS_MAX_BYTES);
     o.decoder = kc_rt_batch_decoder(&c->dec_conf);
@@ -387,6 +412,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.wake_ctx = c;
     if ((rc = kc_rt_new(&o, &c->rt, err)) != KC_OK) {
         kc_netthread_stop(c->nt);
+        kc_pull_free(c);
         free(c->group);
         free(c);
         return rc;
@@ -397,6 +423,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         kc_rt_shutdown(c->rt, false, 1000);
         kc_rt_free(c->rt);
         kc_netthread_stop(c->nt);
+        kc_pull_free(c);
         free(c->group);
         free(c);
         return rc;
@@ -411,7 +438,10 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
         return KC_OK;
     if (atomic_exchange(&c->closed, 1))
         return KC_OK;
-    kc_err_t rc = kc_cg_close_wait(c, timeout_ms, err); /* a group member leaves first */
+    kc_err_t rc = KC_OK;
+    kc_pull_close(c); /* workers waiting for a kc_records_release give up (RETRY), so a group's
+                         revoke below is not stuck behind a view the app will never release */
+    rc = kc_cg_close_wait(c, timeout_ms, err); /* a group member leaves first */
     if (c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
         kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = timeout_ms};
         kc_error_t e2;
@@ -452,6 +482,8 @@ KC_API void kc_destroy(kc_consumer_t *c)
         free(c->parts[i].topic);
     free(c->parts);
     free(c->group);
+    kc_consumer_ext_free(c);
+    kc_pull_free(c);
     kc_conf_destroy(c->conf);
     free(c);
 }

@@ -37,7 +37,8 @@ struct kc_cgroup {
     gpart_t *p;
     size_t n, cap;
     bool failed;
-    int64_t stats_every_ms, next_stats_ms;
+    kc_consumer_t *c;       /* the consumer this group belongs to (member id, stats hook) */
+    char member_id[128];    /* the id last given to kc_consumer_set_member_id */
 };
 
 static gpart_t *find(kc_cgroup_t *cg, const char *topic, int32_t partition)
@@ -141,23 +142,25 @@ static void h_error(void *o, const kc_error_t *e, bool fatal)
     post_error(o, e, fatal);
 }
 
-/* Called at every group drive (at least every 100 ms): the watchdog, and the periodic stats. */
+/* Called at every group drive (at least every 100 ms): the watchdog, and keeping the consumer's
+ * member id (kc_member_id, the CLI's %M) in step with the coordinator's. The stats JSON is not
+ * posted from here: stats_json.c builds one object per interval and asks this module for its
+ * "group" part through the consumer's group_stats hook (kc_cg_stats_hook). */
 static unsigned h_poll_over(void *o)
 {
     kc_cgroup_t *cg = o;
-    int64_t now = kc_now_ms();
-    if (cg->stats_every_ms > 0 && now >= cg->next_stats_ms) {
-        cg->next_stats_ms = now + cg->stats_every_ms;
-        char buf[8192];
-        int k = snprintf(buf, sizeof buf, "{\"ts_ms\":%lld,\"group\":", (long long)now);
-        size_t need = kc_g848_stats_json(cg->g, buf + k, sizeof buf - (size_t)k - 2);
-        if ((size_t)k + need + 2 < sizeof buf) {
-            strcat(buf, "}");
-            kc_event_t ev = {.type = KC_EVENT_STATS, .json = buf};
-            (void)kc_rt_post_event(cg->rt, &ev);
-        }
+    const char *id = kc_g848_member_id(cg->g);
+    if (cg->c && id && strncmp(id, cg->member_id, sizeof cg->member_id) != 0) {
+        snprintf(cg->member_id, sizeof cg->member_id, "%s", id);
+        kc_consumer_set_member_id(cg->c, id);
     }
     return kc_rt_watchdog_check(cg->rt, kc_now_ns());
+}
+
+/* consumer_int.h's group_stats hook: the "group" object of the stats JSON, snprintf-style. */
+static size_t cg_stats_hook(void *opaque, char *buf, size_t cap)
+{
+    return kc_g848_stats_json(((kc_cgroup_t *)opaque)->g, buf, cap);
 }
 
 kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf_t *conf,
@@ -168,7 +171,6 @@ kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
     cg->e = e;
     cg->rt = rt;
-    cg->stats_every_ms = kc_conf_int(conf, KC_CONF_STATISTICS_INTERVAL_MS);
     kc_g848_conf_t gc = {0};
     gc.group_id = kc_conf_str(conf, KC_CONF_GROUP_ID);
     gc.group_instance_id = kc_conf_str(conf, KC_CONF_GROUP_INSTANCE_ID);
@@ -251,8 +253,14 @@ void kc_cg_call(kc_consumer_t *c, struct kc_ccall *k,
     if (k->op == KC_COP_SUBSCRIBE) {
         if (c->n)
             k->rc = kc_fail(&k->err, KC_ERR_STATE, "subscribe: manual assignment is in use");
-        else if (!c->grp)
+        else if (!c->grp) {
             k->rc = kc_cg_new(&c->grp, c->e, c->rt, c->conf, &k->err);
+            if (k->rc == KC_OK) {
+                c->grp->c = c;
+                c->group_stats = cg_stats_hook;
+                c->group_stats_opaque = c->grp;
+            }
+        }
         if (k->rc == KC_OK)
             k->rc =
                 kc_cg_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n, &k->err);

@@ -13,11 +13,18 @@
 #include "engine.h"
 #include "netthread.h"
 
+/* A group module's "group" object for the stats JSON: writes it (names per the contract:
+ * protocol, state, member_id, epoch, assignment [[topic, partition], ...], rebalances) into buf
+ * like snprintf (cap 0: only measure) and returns its length. Called on the network thread. */
+typedef size_t (*kc_consumer_group_stats_fn)(void *opaque, char *buf, size_t cap);
+
 typedef struct kc_cpart {
     char *topic;
     int32_t partition;
     kc_rt_part_t *rtp;
 } kc_cpart_t;
+
+typedef struct kc_pull kc_pull_t; /* pull.c */
 
 struct kc_consumer {
     kc_conf_t *conf;
@@ -36,6 +43,19 @@ struct kc_consumer {
     atomic_int closed;
     struct kc_cgroup *grp; /* group.protocol=consumer after kc_subscribe (consumer_group.c);
                               network thread */
+    /* consumer_query.c: the member id (group modules set it), and ids it replaced */
+    _Atomic(char *) member_id;
+    pthread_mutex_t ext_mu;
+    struct kc_old_id *old_ids;
+    /* stats_json.c (network thread): the timer, and the group module's part of the JSON */
+    kc_loop_timer_t stats_timer;
+    kc_consumer_group_stats_fn group_stats;
+    void *group_stats_opaque;
+    /* commit_async.c (network thread): the auto-commit timer and its counters */
+    kc_loop_timer_t ac_timer;
+    int ac_inflight;
+    uint64_t ac_commits, ac_failures;
+    kc_pull_t *pull; /* pull.c: non-NULL in pull mode (no on_records) */
 };
 
 typedef struct kc_ccall {
@@ -77,5 +97,27 @@ enum {
 kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
 /* Same, then waits for the engine's callback (commit, committed). */
 kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
+
+/* consumer_query.c. Group modules call this (any thread, usually the network thread) when the
+ * coordinator assigns or changes the member id; NULL or "" clears it. kc_member_id reads it
+ * without waiting. */
+void kc_consumer_set_member_id(kc_consumer_t *c, const char *id);
+/* stats_json.c, network thread. A group module installs its hook by setting c->group_stats and
+ * c->group_stats_opaque there; without one the group object says protocol "none", state
+ * "manual". The JSON is malloc'd (NULL when out of memory). */
+char *kc_consumer_stats_json(kc_consumer_t *c);
+void kc_consumer_stats_start(kc_consumer_t *c, kc_loop_t *loop);
+void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop);
+/* commit_async.c, network thread: the enable.auto.commit timer (no-op without group.id). */
+void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop);
+void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
+/* pull.c: pull mode. new before the dispatcher starts; close wakes workers waiting for a
+ * release (call first thing in kc_close); free in kc_destroy. */
+kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b);
+kc_err_t kc_pull_new(kc_consumer_t *c, unsigned workers);
+void kc_pull_close(kc_consumer_t *c);
+void kc_pull_free(kc_consumer_t *c);
+/* kc_destroy: frees the member ids. */
+void kc_consumer_ext_free(kc_consumer_t *c);
 
 #endif

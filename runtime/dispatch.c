@@ -158,6 +158,7 @@ void kc_rt_free(kc_rt_t *rt)
     }
     for (unsigned i = 0; i < rt->ev_len; i++)
         kc_rt_event_free(&rt->evq[(rt->ev_head + i) % KC_RT_EVQ]);
+    kc_rt_calls_free(rt);
     pthread_mutex_destroy(&rt->ev_mu);
     kc_rt_runq_fini(&rt->rq);
     free(rt->w);
@@ -198,7 +199,10 @@ kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
     /* Counted before the push so a worker's subtraction never precedes the addition. */
     atomic_fetch_add_explicit(&p->buffered, n, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->rt->buffered, n, memory_order_relaxed);
-    if (!kc_rt_bring_push(&p->ring, b)) {
+    kc_rt_bref_t st = *b;
+    /* network thread: the only writer of seek_gen, so relaxed reads its own value */
+    st.seek_gen = atomic_load_explicit(&p->seek_gen, memory_order_relaxed);
+    if (!kc_rt_bring_push(&p->ring, &st)) {
         atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
         atomic_fetch_sub_explicit(&p->rt->buffered, n, memory_order_relaxed);
         return KC_ERR_QUEUE_FULL;

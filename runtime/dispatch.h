@@ -115,6 +115,9 @@ typedef struct kc_rt_part {
     bool have_cur; /* `cur` holds a dequeued batch not yet fully delivered */
     kc_rt_bref_t cur;
     int64_t next_deliver; /* records below this offset are skipped (retry, start) */
+    uint32_t seen_gen;    /* the seek generation the worker last applied (seek.c) */
+    /* Owner: network thread writes (release), workers read (acquire); see seek.c. */
+    _Atomic uint32_t seek_gen;
     /* Owner: network thread. */
     bool fetch_blocked; /* backpressure hysteresis state */
     bool is_control;    /* the group-event pseudo-partition */
@@ -158,6 +161,10 @@ int64_t kc_rt_part_committable(const kc_rt_part_t *p);
 /* Manual store. Any thread. */
 void kc_rt_part_store(kc_rt_part_t *p, int64_t offset);
 
+/* A seek moved the partition's position (network thread, right after the engine's seek): batches
+ * pushed before it are dropped, and the delivery floor is reset so a backward seek re-delivers
+ * (seek.c). */
+void kc_rt_part_seek(kc_rt_part_t *p);
 /* Backpressure (network thread). May the fetcher ask for p now? Hysteresis: a partition stops
  * at its share (cap / partitions) and restarts below half of it; all stop while the total is at
  * the cap and restart below 3/4 of it — so a partition hovering at the limit does not flip in
@@ -175,6 +182,10 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
  * Any thread. KC_ERR_QUEUE_FULL when too many are pending (the caller may retry later). */
 kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev);
 
+/* Runs fn(arg) on a worker, serialised with on_event (the control pseudo-partition), e.g. the
+ * kc_commit_async result callback. Never dropped (an unbounded list, unlike events). Any thread.
+ * If the dispatcher is freed first, fn is called with run = 0 there so arg can be freed. */
+kc_err_t kc_rt_post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg);
 /* max.poll.interval.ms detection: reports (once per callback) each callback running longer
  * via an error event and the poll_exceeded flag. Network thread, from a timer. Returns the
  * number of callbacks over the limit now. */

@@ -60,11 +60,60 @@ kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev)
     return KC_OK;
 }
 
+typedef struct kc_rt_call {
+    struct kc_rt_call *next;
+    void (*fn)(void *arg, int run);
+    void *arg;
+} kc_rt_call_t;
+
+kc_err_t kc_rt_post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg)
+{
+    kc_rt_call_t *k = malloc(sizeof *k);
+    if (!k)
+        return KC_ERR_NOMEM;
+    *k = (kc_rt_call_t){NULL, fn, arg};
+    pthread_mutex_lock(&rt->ev_mu);
+    if (rt->calls_tail)
+        rt->calls_tail->next = k;
+    else
+        rt->calls_head = k;
+    rt->calls_tail = k;
+    pthread_mutex_unlock(&rt->ev_mu);
+    kc_rt_kick(&rt->control);
+    return KC_OK;
+}
+
+static kc_rt_call_t *pop_call(kc_rt_t *rt)
+{
+    pthread_mutex_lock(&rt->ev_mu);
+    kc_rt_call_t *k = rt->calls_head;
+    if (k && !(rt->calls_head = k->next))
+        rt->calls_tail = NULL;
+    pthread_mutex_unlock(&rt->ev_mu);
+    return k;
+}
+
+/* kc_rt_free: calls never run are told so (run = 0), so their owners' memory is freed. */
+void kc_rt_calls_free(kc_rt_t *rt)
+{
+    kc_rt_call_t *k;
+    while ((k = pop_call(rt))) {
+        k->fn(k->arg, 0);
+        free(k);
+    }
+}
+
 void kc_rt_run_events(kc_rt_worker_t *w)
 {
     kc_rt_t *rt = w->rt;
     for (;;) {
         kc_rt_event_t e;
+        kc_rt_call_t *k = pop_call(rt);
+        if (k) {
+            k->fn(k->arg, 1);
+            free(k);
+            continue;
+        }
         pthread_mutex_lock(&rt->ev_mu);
         if (rt->ev_len == 0) {
             pthread_mutex_unlock(&rt->ev_mu);

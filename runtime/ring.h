@@ -46,6 +46,7 @@ typedef struct kc_rt_bref {
     kc_slice_t raw;
     int64_t base_offset;
     int64_t last_offset;
+    uint32_t seek_gen; /* the partition's seek generation when pushed (seek.c) */
 } kc_rt_bref_t;
 
 typedef enum kc_rt_cmpl_type {

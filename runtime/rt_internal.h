@@ -55,6 +55,8 @@ struct kc_rt {
     kc_rt_event_t evq[KC_RT_EVQ];
     unsigned ev_head, ev_len;
     kc_rt_part_t control;
+    /* Calls for the control worker (kc_rt_post_call), FIFO, unbounded: guarded by ev_mu. */
+    struct kc_rt_call *calls_head, *calls_tail;
 };
 
 void *kc_rt_worker_main(void *arg);
@@ -69,5 +71,12 @@ void kc_rt_run_events(kc_rt_worker_t *w);
 void kc_rt_event_free(kc_rt_event_t *e);
 /* Per-partition share of queued.max.bytes. */
 int64_t kc_rt_share(const kc_rt_t *rt);
+
+/* seek.c, worker side: applies a pending seek (drops the current batch, resets the delivery
+ * floor); true when there was one. Called by the worker running p. */
+bool kc_rt_part_apply_seek(kc_rt_worker_t *w, kc_rt_part_t *p);
+
+/* events.c: kc_rt_free's half of kc_rt_post_call. */
+void kc_rt_calls_free(kc_rt_t *rt);
 
 #endif

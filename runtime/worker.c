@@ -10,7 +10,7 @@
 #include "base/err.h"
 #include "rt_internal.h"
 
-typedef enum { DONE, YIELD, REQUEUE } step_t;
+typedef enum { DONE, YIELD, REQUEUE, SEEKED } step_t;
 
 void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_err_t code,
                 int64_t offset)
@@ -112,6 +112,9 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     cb_exit(w);
     atomic_fetch_and_explicit(&p->life, ~KC_RT_INCB, memory_order_acq_rel);
     atomic_fetch_add_explicit(&w->records, b->returned, memory_order_relaxed);
+    /* kc_seek from inside the callback: nothing more of this view or batch, no advance */
+    if (atomic_load_explicit(&p->seek_gen, memory_order_acquire) != p->seen_gen)
+        return SEEKED;
     if (res == KC_CB_RETRY)
         return REQUEUE; /* next_deliver unchanged: the same records come again */
     if (res == KC_CB_STOP) {
@@ -151,12 +154,16 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
         advance(p, p->cur.last_offset + 1);
         return DONE;
     }
-    while (peek_first(b, p->next_deliver)) {
+    /* The engine's first offset: a batch fetched after a seek into its middle starts before the
+     * position, and those records are not delivered. */
+    int64_t from = p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset;
+    while (peek_first(b, from)) {
         step_t s = deliver_view(w, p, b);
         if (s != DONE)
             return s;
         if (b->err != KC_OK)
             break;
+        from = p->next_deliver;
     }
     if (b->err != KC_OK) {
         report(rt, &b->errinfo);
@@ -197,12 +204,19 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
     for (unsigned n = 0; n < rt->o.quantum; n++) {
+        kc_rt_part_apply_seek(w, p);
         if (!p->have_cur) {
             if (!kc_rt_bring_pop(&p->ring, &p->cur))
                 return DONE;
+            if (p->cur.seek_gen != p->seen_gen) { /* fetched before the last seek */
+                kc_rt_release_bref(w, p, &p->cur);
+                continue;
+            }
             p->have_cur = true;
         }
         step_t s = deliver_batch(w, p);
+        if (s == SEEKED)
+            continue; /* the next turn applies it */
         if (s != DONE)
             return s;
         kc_rt_release_bref(w, p, &p->cur);

@@ -1,0 +1,202 @@
+/*
+ * Pull mode (kc_poll / kc_records_release), built on the same dispatcher: when the application
+ * gives no on_records, the runtime's record callback is pull_on_records below. It runs on the
+ * worker that owns the partition (so per-partition order, one view per partition at a time, the
+ * rebalance gate and max.poll.interval.ms detection all hold unchanged), queues the view for the
+ * application's kc_poll and waits until kc_records_release hands back the result, which it
+ * returns to the worker as if a push callback had returned it: the committable offset advances
+ * on release with KC_CB_CONTINUE, RETRY redelivers, PAUSE/STOP as documented. A view pulled by an
+ * app thread is decoded there (kc_records_next): the worker that owns the decoder context is
+ * blocked meanwhile, and the mutex hand-off orders the two.
+ *
+ * At most worker.threads views are out at once (each holds a worker). kc_close first wakes every
+ * waiting worker (pull_close): views not released then return KC_CB_RETRY (not processed, so
+ * not committed).
+ *
+ * Threads: pull_on_records on workers; kc_poll / kc_records_release on app threads; all shared
+ * state under pull.mu.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "consumer_int.h"
+#include "rt_internal.h"
+
+typedef struct pull_slot {
+    struct pull_slot *next; /* FIFO of views not yet polled */
+    kc_records_t *b;
+    kc_cb_result_t res;
+    int polled, released;
+    pthread_cond_t cv; /* the worker waits here for release */
+} pull_slot_t;
+
+struct kc_pull {
+    pthread_mutex_t mu;
+    pthread_cond_t ready; /* pollers wait here */
+    pull_slot_t *head, *tail;
+    pull_slot_t **out; /* polled, not released (at most one per worker) */
+    size_t n_out, cap_out;
+    int closing;
+};
+
+static kc_consumer_t *consumer_of(kc_part_t *p)
+{
+    /* kc_part_t is the first member of kc_rt_part_t; the consumer is the dispatcher's wake_ctx */
+    return ((kc_rt_part_t *)p)->rt->o.wake_ctx;
+}
+
+kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
+{
+    (void)opaque;
+    kc_pull_t *q = consumer_of(p)->pull;
+    pull_slot_t s = {.b = b, .res = KC_CB_RETRY};
+    pthread_cond_init(&s.cv, NULL);
+    pthread_mutex_lock(&q->mu);
+    if (!q->closing) {
+        if (q->tail)
+            q->tail->next = &s;
+        else
+            q->head = &s;
+        q->tail = &s;
+        pthread_cond_signal(&q->ready);
+        while (!s.released && !q->closing)
+            pthread_cond_wait(&s.cv, &q->mu);
+        if (!s.polled) { /* closing before anyone took it: unlink */
+            pull_slot_t **pp = &q->head;
+            q->tail = NULL;
+            while (*pp && *pp != &s)
+                pp = &(*pp)->next;
+            if (*pp)
+                *pp = s.next;
+            for (pull_slot_t *t = q->head; t; t = t->next)
+                q->tail = t;
+        } else if (!s.released) { /* polled, never released: forget it */
+            for (size_t i = 0; i < q->n_out; i++)
+                if (q->out[i] == &s) {
+                    q->out[i] = q->out[--q->n_out];
+                    break;
+                }
+        }
+    }
+    kc_cb_result_t res = s.released ? s.res : KC_CB_RETRY;
+    pthread_mutex_unlock(&q->mu);
+    pthread_cond_destroy(&s.cv);
+    return res;
+}
+
+kc_err_t kc_pull_new(kc_consumer_t *c, unsigned workers)
+{
+    kc_pull_t *q = calloc(1, sizeof *q);
+    if (!q || !(q->out = calloc(workers ? workers : 1, sizeof *q->out))) {
+        free(q);
+        return KC_ERR_NOMEM;
+    }
+    q->cap_out = workers ? workers : 1;
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->ready, &ca);
+    pthread_condattr_destroy(&ca);
+    c->pull = q;
+    return KC_OK;
+}
+
+void kc_pull_close(kc_consumer_t *c)
+{
+    kc_pull_t *q = c->pull;
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->closing = 1;
+    for (pull_slot_t *s = q->head; s; s = s->next)
+        pthread_cond_signal(&s->cv);
+    for (size_t i = 0; i < q->n_out; i++)
+        pthread_cond_signal(&q->out[i]->cv);
+    pthread_cond_broadcast(&q->ready);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void kc_pull_free(kc_consumer_t *c)
+{
+    kc_pull_t *q = c->pull;
+    if (!q)
+        return;
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->ready);
+    free(q->out);
+    free(q);
+    c->pull = NULL;
+}
+
+/* The out array holds one entry per blocked worker; grown rather than trusted to a count (the
+ * old array is kept on failure). Under q->mu. */
+static int grow(kc_pull_t *q)
+{
+    pull_slot_t **n = realloc(q->out, q->cap_out * 2 * sizeof *n);
+    if (!n)
+        return 0;
+    q->out = n;
+    q->cap_out *= 2;
+    return 1;
+}
+
+KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc_error_t *err)
+{
+    if (!c || !out)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_poll: consumer and out are required");
+    *out = NULL;
+    kc_pull_t *q = c->pull;
+    if (!q)
+        return kc_fail(err, KC_ERR_STATE, "kc_poll: the consumer has on_records (push mode)");
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    if (timeout_ms > 0) {
+        int64_t ns = dl.tv_nsec + (int64_t)(timeout_ms % 1000) * 1000000;
+        dl.tv_sec += timeout_ms / 1000 + ns / 1000000000;
+        dl.tv_nsec = ns % 1000000000;
+    }
+    kc_err_t rc = KC_OK;
+    pthread_mutex_lock(&q->mu);
+    while (!q->head && !q->closing && timeout_ms != 0) {
+        if (timeout_ms < 0)
+            pthread_cond_wait(&q->ready, &q->mu);
+        else if (pthread_cond_timedwait(&q->ready, &q->mu, &dl) == ETIMEDOUT)
+            break;
+    }
+    if (q->closing) {
+        rc = kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
+    } else if (q->head && q->n_out == q->cap_out && !grow(q)) {
+        rc = kc_fail(err, KC_ERR_NOMEM, "kc_poll: out of memory");
+    } else if (q->head) {
+        pull_slot_t *s = q->head;
+        if (!(q->head = s->next))
+            q->tail = NULL;
+        s->polled = 1;
+        q->out[q->n_out++] = s;
+        *out = s->b;
+    }
+    pthread_mutex_unlock(&q->mu);
+    return rc;
+}
+
+KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t result)
+{
+    if (!c || !c->pull || !b)
+        return;
+    kc_pull_t *q = c->pull;
+    pthread_mutex_lock(&q->mu);
+    for (size_t i = 0; i < q->n_out; i++) {
+        pull_slot_t *s = q->out[i];
+        if (s->b == b) {
+            q->out[i] = q->out[--q->n_out];
+            s->res = result;
+            s->released = 1;
+            pthread_cond_signal(&s->cv);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+}

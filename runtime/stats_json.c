@@ -1,0 +1,174 @@
+/*
+ * The consumer's stats JSON (issue 6's public contract: names are added, never renamed), built
+ * every statistics.interval.ms on the network thread from the engine's counters, the runtime's
+ * per-partition and per-worker counters and a group hook, then handed to on_event as a
+ * KC_EVENT_STATS through the runtime's event queue, so it reaches the app on a worker,
+ * serialised with every other on_event, exactly as kconsume.h documents.
+ *
+ * Owner: the network thread (timer, the part table, the engine). The runtime counters it reads
+ * are atomics (relaxed: a snapshot needs untorn values, not ordering).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "consumer_int.h"
+
+typedef struct sbuf {
+    char *p;
+    size_t n, cap;
+    int oom;
+} sbuf_t;
+
+static void put(sbuf_t *b, const char *fmt, ...)
+{
+    for (int tries = 0; tries < 2 && !b->oom; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+            b->oom = 1;
+            return;
+        }
+        if (b->p && b->n + (size_t)k < b->cap) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)k;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->oom = 1;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+}
+
+/* JSON string body: topics and ids are printable in practice, but escape anyway. */
+static void put_str(sbuf_t *b, const char *s)
+{
+    put(b, "\"");
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            put(b, "\\%c", ch);
+        else if (ch < 0x20)
+            put(b, "\\u%04x", ch);
+        else
+            put(b, "%c", ch);
+    }
+    put(b, "\"");
+}
+
+static void put_group(kc_consumer_t *c, sbuf_t *b)
+{
+    if (c->group_stats) {
+        /* the group module writes the whole object, names as in the contract */
+        size_t need = c->group_stats(c->group_stats_opaque, NULL, 0);
+        put(b, "%*s", (int)need, "");
+        if (!b->oom && b->n >= need)
+            c->group_stats(c->group_stats_opaque, b->p + b->n - need, need + 1);
+        return;
+    }
+    put(b, "{\"protocol\":\"none\",\"state\":\"manual\",\"member_id\":\"\",\"epoch\":-1,"
+           "\"assignment\":[");
+    for (size_t i = 0; i < c->n; i++) {
+        put(b, i ? ",[" : "[");
+        put_str(b, c->parts[i].topic);
+        put(b, ",%d]", c->parts[i].partition);
+    }
+    put(b, "],\"rebalances\":0}");
+}
+
+char *kc_consumer_stats_json(kc_consumer_t *c)
+{
+    sbuf_t b = {0};
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    put(&b, "{\"ts_ms\":%lld,\"brokers\":[",
+        (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (c->e) {
+        kc_engine_broker_stats_t bs[64];
+        size_t nb = kc_engine_broker_stats(c->e, bs, 64);
+        for (size_t i = 0; i < nb && i < 64; i++)
+            put(&b,
+                "%s{\"id\":%d,\"state\":\"%s\",\"fetch_requests\":%" PRIu64
+                ",\"fetch_request_bytes\":%" PRIu64 ",\"fetch_partitions_sent\":%" PRIu64
+                ",\"fetch_forgotten_sent\":%" PRIu64 ",\"fetch_responses\":%" PRIu64
+                ",\"fetch_errors\":%" PRIu64 ",\"fetch_session_id\":%d,\"fetch_session_epoch\":%d,"
+                "\"io_backend\":\"%s\"}",
+                i ? "," : "", bs[i].broker_id, bs[i].fetch_session_id > 0 ? "session" : "up",
+                bs[i].fetch_requests, bs[i].fetch_request_bytes, bs[i].fetch_partitions_sent,
+                bs[i].fetch_forgotten_sent, bs[i].fetch_responses, bs[i].fetch_errors,
+                bs[i].fetch_session_id, bs[i].fetch_session_epoch,
+                bs[i].io_backend ? bs[i].io_backend : "");
+    }
+    put(&b, "],\"partitions\":[");
+    for (size_t i = 0; i < c->n; i++) {
+        kc_engine_part_stats_t ps = {.position = -1, .committed = -1, .high_watermark = -1, .lag = -1};
+        if (c->e)
+            (void)kc_engine_part_stats(c->e, c->parts[i].topic, c->parts[i].partition, &ps, NULL);
+        kc_rt_part_t *p = c->parts[i].rtp;
+        /* position: the next record to deliver (what the app saw), not what was fetched */
+        int64_t pos = kc_rt_part_committable(p);
+        int64_t hw = ps.high_watermark;
+        put(&b, i ? ",{\"topic\":" : "{\"topic\":");
+        put_str(&b, c->parts[i].topic);
+        put(&b,
+            ",\"partition\":%d,\"position\":%lld,\"fetch_position\":%lld,\"committed\":%lld,"
+            "\"high_watermark\":%lld,\"lag\":%lld,\"buffered_bytes\":%lld,\"worker\":%d}",
+            c->parts[i].partition, (long long)pos, (long long)ps.position,
+            (long long)ps.committed, (long long)hw,
+            (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
+            (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
+            atomic_load_explicit(&p->last_worker, memory_order_relaxed));
+    }
+    put(&b, "],\"group\":");
+    put_group(c, &b);
+    put(&b, ",\"buffered_bytes\":%lld,\"workers\":", (long long)kc_rt_buffered_bytes(c->rt));
+    size_t need = kc_rt_stats_workers(c->rt, NULL, 0);
+    put(&b, "%*s", (int)need, "");
+    if (!b.oom)
+        kc_rt_stats_workers(c->rt, b.p + b.n - need, need + 1);
+    put(&b, "}");
+    if (b.oom) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+static void tick(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    kc_consumer_t *c = t->opaque;
+    if (!atomic_load_explicit(&c->rt_live, memory_order_acquire) || !c->e)
+        return;
+    char *json = kc_consumer_stats_json(c);
+    if (json) {
+        kc_event_t ev = {.type = KC_EVENT_STATS, .json = json};
+        (void)kc_rt_post_event(c->rt, &ev); /* copied; a full queue drops this one snapshot */
+        free(json);
+    }
+    kc_loop_timer_start(loop, t, kc_conf_int(c->conf, KC_CONF_STATISTICS_INTERVAL_MS));
+}
+
+void kc_consumer_stats_start(kc_consumer_t *c, kc_loop_t *loop)
+{
+    int64_t ms = kc_conf_int(c->conf, KC_CONF_STATISTICS_INTERVAL_MS);
+    if (ms <= 0 || !c->cbs.on_event)
+        return;
+    c->stats_timer.cb = tick;
+    c->stats_timer.opaque = c;
+    kc_loop_timer_start(loop, &c->stats_timer, ms);
+}
+
+void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop)
+{
+    if (kc_loop_timer_armed(&c->stats_timer))
+        kc_loop_timer_stop(loop, &c->stats_timer);
+}

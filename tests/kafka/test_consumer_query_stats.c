@@ -1,0 +1,150 @@
+/* kc-test-label: threads */
+/* Against the suite's cluster: kc_topic_partitions (count, unknown topic → KC_ERR_NOT_FOUND),
+ * kc_query_watermarks (low 0, the highs add up to what was produced, a partition that does not
+ * exist → KC_ERR_NOT_FOUND, an unassigned partition works), and the stats JSON on an idle
+ * assignment (from the end): fetch_requests keeps growing while fetch_partitions_sent stays flat
+ * (KIP-227 incremental sessions send nothing for unchanged partitions), and every object matches
+ * the contract (tests/support/check_stats.py). Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR. */
+#include "kc_test.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kconsume.h"
+
+#define NP   3
+#define RECS 600
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static FILE *out;
+static char last[16384];
+static int n_stats;
+
+static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
+{
+    (void)o, (void)p;
+    while (kc_records_next(b))
+        ;
+    return KC_CB_CONTINUE;
+}
+
+static void on_event(void *o, const kc_event_t *ev)
+{
+    (void)o;
+    if (ev->type != KC_EVENT_STATS)
+        return;
+    pthread_mutex_lock(&mu);
+    fprintf(out, "%s\n", ev->json);
+    snprintf(last, sizeof last, "%s", ev->json);
+    n_stats++;
+    pthread_mutex_unlock(&mu);
+}
+
+static void run(const char *cmd)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
+             kc_test_env("KC_CLUSTER_DIR"));
+    if (system(line) != 0)
+        fail_msg("failed: %s", line);
+}
+
+/* Sums a broker counter over the "brokers" array of one stats object. */
+static unsigned long long broker_sum(const char *json, const char *name)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *end = strstr(json, "\"partitions\":");
+    unsigned long long s = 0;
+    for (const char *p = strstr(json, key); p && (!end || p < end); p = strstr(p + 1, key))
+        s += strtoull(p + strlen(key), NULL, 10);
+    return s;
+}
+
+static void snapshot(char *dst, size_t cap)
+{
+    pthread_mutex_lock(&mu);
+    snprintf(dst, cap, "%s", last);
+    pthread_mutex_unlock(&mu);
+}
+
+static void query_and_idle_stats(void **state)
+{
+    (void)state;
+    char topic[64], cmd[256];
+    snprintf(topic, sizeof topic, "kc-query-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
+    run(cmd);
+    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 50", topic, RECS);
+    run(cmd);
+
+    char path[] = "/tmp/kc-stats-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    out = fdopen(fd, "w");
+    kc_conf_t *conf = kc_conf_new();
+    kc_error_t err;
+    assert_int_equal(kc_conf_set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"), &err),
+                     KC_OK);
+    assert_int_equal(kc_conf_set(conf, "statistics.interval.ms", "250", &err), KC_OK);
+    assert_int_equal(kc_conf_set(conf, "fetch.max.wait.ms", "100", &err), KC_OK);
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_consumer_t *c;
+    if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
+        fail_msg("kc_consumer_new: %s", err.msg);
+
+    int32_t n = 0;
+    if (kc_topic_partitions(c, topic, &n, 10000, &err) != KC_OK)
+        fail_msg("kc_topic_partitions: %s", err.msg);
+    assert_int_equal(n, NP);
+    assert_int_equal(kc_topic_partitions(c, "kc-no-such-topic-xyz", &n, 10000, &err),
+                     KC_ERR_NOT_FOUND);
+    int64_t sum = 0;
+    for (int p = 0; p < NP; p++) {
+        int64_t lo = -5, hi = -5;
+        if (kc_query_watermarks(c, topic, p, &lo, &hi, 10000, &err) != KC_OK)
+            fail_msg("kc_query_watermarks %d: %s", p, err.msg);
+        assert_int_equal(lo, 0);
+        assert_true(hi >= 0);
+        sum += hi;
+    }
+    printf("# watermarks: highs add up to %lld\n", (long long)sum);
+    assert_int_equal(sum, RECS);
+    assert_int_equal(kc_query_watermarks(c, topic, NP + 4, NULL, NULL, 10000, &err),
+                     KC_ERR_NOT_FOUND);
+
+    kc_topic_partition_t tps[NP];
+    for (int p = 0; p < NP; p++)
+        tps[p] = (kc_topic_partition_t){topic, p, KC_OFFSET_END};
+    assert_int_equal(kc_assign(c, tps, NP, &err), KC_OK);
+    sleep(2); /* sessions established */
+    char a[16384], b[16384];
+    snapshot(a, sizeof a);
+    sleep(3);
+    snapshot(b, sizeof b);
+    unsigned long long ra = broker_sum(a, "fetch_requests"), rb = broker_sum(b, "fetch_requests");
+    unsigned long long pa = broker_sum(a, "fetch_partitions_sent"),
+                       pb = broker_sum(b, "fetch_partitions_sent");
+    printf("# idle 3 s: fetch_requests %llu -> %llu, fetch_partitions_sent %llu -> %llu\n", ra, rb,
+           pa, pb);
+    assert_true(rb >= ra + 5);
+    assert_true(pa >= NP); /* the session's first request listed them */
+    assert_true(pb == pa);
+    assert_int_equal(kc_close(c, 5000, &err), KC_OK);
+    kc_destroy(c);
+    fclose(out);
+    snprintf(cmd, sizeof cmd, "python3 %s %s", kc_test_src_path("tests/support/check_stats.py"),
+             path);
+    int rc = system(cmd);
+    unlink(path);
+    assert_int_equal(rc, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(query_and_idle_stats)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Checks stats JSON lines (one object per line, argv[1]) against issue 6's public contract: every
+contracted name present with the right JSON type. Exit 0 when all lines pass; prints what failed."""
+import json
+import sys
+
+TOP = {"ts_ms": int, "brokers": list, "partitions": list, "group": dict, "workers": list}
+BROKER = {"id": int, "state": str, "fetch_requests": int, "fetch_request_bytes": int,
+          "fetch_partitions_sent": int, "fetch_forgotten_sent": int, "fetch_session_id": int,
+          "fetch_session_epoch": int, "io_backend": str}
+PART = {"topic": str, "partition": int, "position": int, "committed": int,
+        "high_watermark": int, "lag": int, "buffered_bytes": int, "worker": int}
+GROUP = {"protocol": str, "state": str, "member_id": str, "epoch": int, "assignment": list,
+         "rebalances": int}
+WORKER = {"id": int, "callbacks": int, "records": int, "busy_ns": int}
+
+
+def check(obj, spec, where):
+    for k, t in spec.items():
+        if k not in obj:
+            raise ValueError(f"{where}: missing {k!r}")
+        if not isinstance(obj[k], t) or (t is int and isinstance(obj[k], bool)):
+            raise ValueError(f"{where}.{k}: {type(obj[k]).__name__}, want {t.__name__}")
+
+
+def main():
+    lines = [ln for ln in open(sys.argv[1]) if ln.strip()]
+    if not lines:
+        print("no stats lines")
+        return 1
+    for i, ln in enumerate(lines):
+        o = json.loads(ln)
+        check(o, TOP, f"line {i}")
+        for b in o["brokers"]:
+            check(b, BROKER, f"line {i} broker")
+        for p in o["partitions"]:
+            check(p, PART, f"line {i} partition")
+        check(o["group"], GROUP, f"line {i} group")
+        for a in o["group"]["assignment"]:
+            if not (isinstance(a, list) and len(a) == 2 and isinstance(a[0], str)
+                    and isinstance(a[1], int)):
+                raise ValueError(f"line {i}: assignment entry {a!r}")
+        for w in o["workers"]:
+            check(w, WORKER, f"line {i} worker")
+    print(f"{len(lines)} stats objects match the contract")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
