@@ -22,7 +22,6 @@
 #include <string.h>
 
 #include "base/err.h"
-#include "batch_decoder.h"
 #include "consumer_int.h"
 #include "coordinator.h"
 
@@ -279,6 +278,17 @@ static void on_net(kc_loop_t *loop, void *arg)
         kc_rt_drain_completions(c->rt, on_cmpl, c);
         k->done = c->revoking == 0;
         break;
+    case KC_COP_POSITION:
+    case KC_COP_STORE:
+        if ((i = find(c, k->topic, k->partition)) < 0) {
+            k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
+                            k->partition);
+        } else if (k->op == KC_COP_STORE) {
+            kc_rt_part_store(c->parts[i].rtp, k->value);
+        } else {
+            k->value = kc_rt_part_committable(c->parts[i].rtp);
+        }
+        break;
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         if (c->e) {
@@ -358,7 +368,9 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.ring_slots = 256;
     o.quantum = 4;
     o.cbs = *cbs;
-    o.decoder = kc_batch_decoder(kc_conf_bool(conf, KC_CONF_CHECK_CRCS));
+    c->dec_conf.check_crcs = kc_conf_bool(conf, KC_CONF_CHECK_CRCS);
+    c->dec_conf.decompress_max_bytes = (size_t)kc_conf_int(conf, KC_CONF_DECOMPRESS_MAX_BYTES);
+    o.decoder = kc_rt_batch_decoder(&c->dec_conf);
     o.wake = wake_hook;
     o.wake_ctx = c;
     if ((rc = kc_rt_new(&o, &c->rt, err)) != KC_OK) {

@@ -130,16 +130,26 @@ KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, siz
     return kc_consumer_call_wait(c, &k, err);
 }
 
+/* Both look the partition up on the network thread (the part table lives there), so unlike the
+ * header's "no waiting" they wait for one command round trip; the offset itself is the runtime's
+ * atomic committable offset. */
 KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t partition,
                                 int64_t offset, kc_error_t *err)
 {
-    (void)c, (void)topic, (void)partition, (void)offset;
-    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_store_offset: not wired to the runtime yet");
+    if (!c || !topic || offset < 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "store_offset: bad arguments");
+    kc_ccall_t k = {.op = KC_COP_STORE, .topic = topic, .partition = partition, .value = offset};
+    return kc_consumer_call(c, &k, err);
 }
 
 KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
                             kc_error_t *err)
 {
-    (void)c, (void)topic, (void)partition, (void)offset;
-    return kc_fail(err, KC_ERR_UNSUPPORTED, "kc_position: not wired to the runtime yet");
+    if (!c || !topic || !offset)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "position: bad arguments");
+    kc_ccall_t k = {.op = KC_COP_POSITION, .topic = topic, .partition = partition};
+    kc_err_t rc = kc_consumer_call(c, &k, err);
+    if (rc == KC_OK)
+        *offset = k.value >= 0 ? k.value : KC_OFFSET_INVALID;
+    return rc;
 }

@@ -32,6 +32,7 @@ struct kc_consumer {
     atomic_int wake_pending;
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
+    kc_rt_batch_decoder_conf_t dec_conf; /* outlives the dispatcher (decode_batch.c) */
     atomic_int closed;
 };
 
@@ -63,7 +64,9 @@ enum {
     KC_COP_COMMIT,
     KC_COP_COMMITTED,
     KC_COP_CLOSE,
-    KC_COP_RT_DEAD
+    KC_COP_RT_DEAD,
+    KC_COP_POSITION, /* value <- the partition's committable offset */
+    KC_COP_STORE,    /* the partition's committable offset <- value */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */

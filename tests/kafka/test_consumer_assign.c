@@ -1,8 +1,8 @@
 /* The public API end to end with manual assignment (runtime/consumer.c): kc_consumer_new,
  * kc_assign from the beginning, per-partition on_records on the workers, every record delivered
- * exactly once in offset order per partition, kc_commit of the processed offsets (anonymous
- * form), kc_committed reading them back, kc_unassign → on_revoke per partition, kc_close.
- * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
+ * exactly once in offset order per partition, kc_position, kc_commit of the processed offsets
+ * (anonymous form), kc_committed reading them back, kc_unassign → on_revoke per partition,
+ * kc_close. Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
 #include <stdatomic.h>
@@ -99,6 +99,11 @@ static void consume_commit_close(void **state)
     assert_int_equal(atomic_load(&disorder), 0);
     assert_int_equal(atomic_load(&assigned), NP);
 
+    for (int i = 0; i < NP; i++) {
+        int64_t pos;
+        assert_int_equal(kc_position(c, topic, i, &pos, &err), KC_OK);
+        assert_int_equal(pos, next_off[i] ? next_off[i] : KC_OFFSET_INVALID);
+    }
     if (kc_commit(c, NULL, 0, 30000, &err) != KC_OK)
         fail_msg("kc_commit: %s", err.msg);
     kc_topic_partition_t got[NP];

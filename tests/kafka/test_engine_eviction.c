@@ -152,8 +152,10 @@ static int cluster_try(const char *args, char *out, size_t cap)
     char buf[512];
     while (fgets(buf, sizeof buf, f))
         if (out && strncmp(buf, "BOOTSTRAP=", 10) == 0) {
-            snprintf(out, cap, "%s", buf + 10);
-            out[strcspn(out, "\n")] = '\0';
+            size_t l = strcspn(buf + 10, "\n");
+            l = l < cap ? l : cap - 1;
+            memcpy(out, buf + 10, l);
+            out[l] = '\0';
         }
     return pclose(f);
 }
