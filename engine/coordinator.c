@@ -39,7 +39,7 @@ struct kc_coord {
     kc_engine_coord_stats_t st;
 };
 
-enum { OP_COMMIT = 1, OP_FETCH = 2 };
+enum { OP_COMMIT = 1, OP_FETCH = 2, OP_FIND = 3 };
 
 struct coord_op {
     kc_engine_t *e;
@@ -413,6 +413,9 @@ static void op_step(coord_op_t *op)
                                     fc_done,
                                     op};
         c->st.find_coordinator++;
+    } else if (op->kind == OP_FIND) {
+        op_finish(op, KC_OK, NULL); /* known now: the caller takes kc_engine_coord_conn */
+        return;
     } else {
         conn = conn_for(e, ce->addr);
         if (op->kind == OP_COMMIT)
@@ -443,7 +446,7 @@ static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char
 {
     if (e->closing)
         return kc_fail(err, KC_ERR_CLOSED, "engine closing");
-    if (!group || !*group || n == 0)
+    if (!group || !*group || (n == 0 && kind != OP_FIND))
         return kc_fail(err, KC_ERR_INVALID_ARG, "offsets: a group and partitions are needed");
     if (!coord(e))
         return kc_fail(err, KC_ERR_NOMEM, "offsets: out of memory");
@@ -456,7 +459,7 @@ static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char
     op->member_id = strdup(member_id ? member_id : "");
     op->instance_id = instance_id ? strdup(instance_id) : NULL;
     op->generation = generation;
-    op->ents = calloc(n, sizeof *op->ents);
+    op->ents = calloc(n ? n : 1, sizeof *op->ents);
     op->n = n;
     op->cb = cb;
     op->opaque = opaque;
@@ -483,7 +486,7 @@ static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char
     e->coord->ops = op;
     if (kind == OP_COMMIT)
         e->coord->st.commits++;
-    else
+    else if (kind == OP_FETCH)
         e->coord->st.offset_fetches++;
     op_step(op);
     return KC_OK;
@@ -507,6 +510,39 @@ kc_err_t kc_engine_committed(kc_engine_t *e, const char *group, const kc_engine_
                              kc_error_t *err)
 {
     return op_start(e, OP_FETCH, group, "", -1, NULL, offs, n, timeout_ms, cb, opaque, err);
+}
+
+kc_err_t kc_engine_find_coordinator(kc_engine_t *e, const char *group, int timeout_ms,
+                                    kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
+{
+    return op_start(e, OP_FIND, group, "", -1, NULL, NULL, 0, timeout_ms, cb, opaque, err);
+}
+
+kc_conn_t *kc_engine_coord_conn(kc_engine_t *e, const char *group)
+{
+    if (e->closed || !coord(e))
+        return NULL;
+    coord_entry_t *ce = cache_get(e->coord, group);
+    return ce && ce->valid ? conn_for(e, ce->addr) : NULL;
+}
+
+void kc_engine_coord_invalidate(kc_engine_t *e, const char *group)
+{
+    if (!coord(e))
+        return;
+    coord_entry_t *ce = cache_get(e->coord, group);
+    if (ce && ce->valid) {
+        ce->valid = 0;
+        e->coord->st.rediscoveries++;
+    }
+}
+
+int32_t kc_engine_coord_node(kc_engine_t *e, const char *group)
+{
+    if (!coord(e))
+        return -1;
+    coord_entry_t *ce = cache_get(e->coord, group);
+    return ce && ce->valid ? ce->node_id : -1;
 }
 
 void kc_engine_coord_stats(const kc_engine_t *e, kc_engine_coord_stats_t *out)

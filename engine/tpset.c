@@ -4,14 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kc_tp_cmp(const kc_tp_t *a, const kc_tp_t *b)
-{
-    int c = memcmp(a->topic_id, b->topic_id, 16);
-    if (c)
-        return c;
-    return (a->partition > b->partition) - (a->partition < b->partition);
-}
-
 void kc_tpset_free(kc_tpset_t *s)
 {
     free(s->items);

@@ -14,12 +14,10 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "partition.h"
 
-/* Owner: whoever holds it (a value). */
-typedef struct kc_tp {
-    uint8_t topic_id[16];
-    int32_t partition;
-} kc_tp_t;
+/* kc_tp_t (topic id, partition) and kc_tp_cmp come from partition.h: one definition shared
+ * with the fetch sessions, so group code can include both. */
 
 /* Owner: the holder of the set; in engine/ the network thread. Not thread-safe. */
 typedef struct kc_tpset {
@@ -27,7 +25,6 @@ typedef struct kc_tpset {
     size_t n, cap;
 } kc_tpset_t;
 
-int kc_tp_cmp(const kc_tp_t *a, const kc_tp_t *b);
 void kc_tpset_free(kc_tpset_t *s);
 static inline void kc_tpset_clear(kc_tpset_t *s)
 {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "consumer_group.h"
 #include "consumer_int.h"
 #include "coordinator.h"
 
@@ -67,6 +68,8 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     kc_rt_part_t *p = m->part;
     switch (m->type) {
     case KC_RT_CMPL_REVOKE_DONE:
+        if (c->grp && kc_cg_on_revoke_done(c->grp, p))
+            break; /* the group's: freed after its commit and drop steps */
         kc_rt_part_free(p);
         if (c->revoking)
             c->revoking--;
@@ -229,6 +232,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     }
     case KC_COP_ADD:
+        if (c->grp)
+            k->rc = kc_fail(&k->err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
         for (size_t j = 0; j < k->n && k->rc == KC_OK; j++)
             k->rc = add_one(c, &k->tps[j], &k->err);
         break;
@@ -289,10 +294,16 @@ static void on_net(kc_loop_t *loop, void *arg)
             k->value = kc_rt_part_committable(c->parts[i].rtp);
         }
         break;
+    case KC_COP_SUBSCRIBE:
+    case KC_COP_GROUP_CLOSE:
+        kc_cg_call(c, k, on_cmpl);
+        break;
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
+            kc_cg_free(c->grp);
+            c->grp = NULL;
             kc_engine_free(c->e);
             c->e = NULL;
         }
@@ -303,7 +314,8 @@ static void on_net(kc_loop_t *loop, void *arg)
 kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
     k->c = c;
-    if (atomic_load(&c->closed) && k->op != KC_COP_CLOSE && k->op != KC_COP_RT_DEAD)
+    if (atomic_load(&c->closed) && k->op != KC_COP_CLOSE && k->op != KC_COP_RT_DEAD &&
+        k->op != KC_COP_GROUP_CLOSE)
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     kc_netthread_call(c->nt, on_net, k);
     if (k->rc != KC_OK && err)
@@ -399,8 +411,8 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
         return KC_OK;
     if (atomic_exchange(&c->closed, 1))
         return KC_OK;
-    kc_err_t rc = KC_OK;
-    if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
+    kc_err_t rc = kc_cg_close_wait(c, timeout_ms, err); /* a group member leaves first */
+    if (c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
         kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = timeout_ms};
         kc_error_t e2;
         if (kc_consumer_call_wait(c, &k, &e2) != KC_OK && err)

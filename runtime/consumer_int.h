@@ -34,6 +34,8 @@ struct kc_consumer {
     kc_loop_cmd_t wake_cmd;
     kc_rt_batch_decoder_conf_t dec_conf; /* outlives the dispatcher (decode_batch.c) */
     atomic_int closed;
+    struct kc_cgroup *grp; /* group.protocol=consumer after kc_subscribe (consumer_group.c);
+                              network thread */
 };
 
 typedef struct kc_ccall {
@@ -67,6 +69,8 @@ enum {
     KC_COP_RT_DEAD,
     KC_COP_POSITION, /* value <- the partition's committable offset */
     KC_COP_STORE,    /* the partition's committable offset <- value */
+    KC_COP_SUBSCRIBE,   /* consumer_group.c: out = the topic names, n */
+    KC_COP_GROUP_CLOSE, /* consumer_group.c: revoke, commit, leave; done when left */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */

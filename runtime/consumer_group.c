@@ -1,0 +1,299 @@
+/*
+ * group.protocol=consumer for the public consumer: implements engine/group848's hooks over the
+ * dispatcher (dispatch.h) and the engine, and keeps the group's partitions.
+ *
+ * Why the partitions live here and not in consumer.c's manual-assignment table: a revoked
+ * partition must stay alive after its REVOKE_DONE until the reconciliation's COMMIT step has
+ * read its committable offset and the DROP step has taken it out of the fetch session (the
+ * engine's sink still names it as `user` until then). consumer.c asks kc_cg_on_revoke_done first
+ * and frees only what the group does not claim.
+ *
+ * Owner: network thread (every function; the hooks are called there by group848.c). The stats
+ * event is posted from there too (kc_rt_post_event is any-thread).
+ */
+#include "consumer_group.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "conf.h"
+#include "consumer_int.h"
+#include "group848.h"
+
+typedef struct gpart {
+    char *topic;
+    int32_t partition;
+    kc_rt_part_t *rtp;
+    bool revoking, revoked, dropped;
+} gpart_t;
+
+struct kc_cgroup {
+    kc_engine_t *e;
+    kc_rt_t *rt;
+    kc_g848_t *g;
+    gpart_t *p;
+    size_t n, cap;
+    bool failed;
+    int64_t stats_every_ms, next_stats_ms;
+};
+
+static gpart_t *find(kc_cgroup_t *cg, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < cg->n; i++)
+        if (cg->p[i].partition == partition && strcmp(cg->p[i].topic, topic) == 0)
+            return &cg->p[i];
+    return NULL;
+}
+
+static void forget(kc_cgroup_t *cg, gpart_t *gp)
+{
+    free(gp->topic);
+    *gp = cg->p[--cg->n];
+}
+
+static int h_revoke(void *o, const char *topic, int32_t partition, bool lost)
+{
+    kc_cgroup_t *cg = o;
+    gpart_t *gp = find(cg, topic, partition);
+    if (!gp || gp->revoked)
+        return 0;
+    if (!gp->revoking) {
+        gp->revoking = true;
+        /* Stop fetching too: the ring refuses its batches from now on. */
+        kc_engine_pause(cg->e, topic, partition, 1, NULL);
+        kc_rt_part_revoke(gp->rtp, lost);
+    }
+    return 1; /* its REVOKE_DONE is still to come */
+}
+
+static int64_t h_committable(void *o, const char *topic, int32_t partition)
+{
+    kc_cgroup_t *cg = o;
+    gpart_t *gp = find(cg, topic, partition);
+    return gp ? kc_rt_part_committable(gp->rtp) : -1;
+}
+
+static void h_drop(void *o, const char *topic, int32_t partition)
+{
+    kc_cgroup_t *cg = o;
+    gpart_t *gp = find(cg, topic, partition);
+    if (!gp)
+        return;
+    kc_engine_remove(cg->e, topic, partition, NULL);
+    if (gp->revoked) {
+        kc_rt_part_free(gp->rtp);
+        forget(cg, gp);
+    } else {
+        gp->dropped = true; /* freed when its REVOKE_DONE arrives */
+    }
+}
+
+static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t start,
+                         kc_error_t *err)
+{
+    kc_cgroup_t *cg = o;
+    gpart_t *old = find(cg, topic, partition);
+    if (old && !old->revoking)
+        return KC_OK;
+    if (old) /* the previous incarnation is still finishing its revoke: it keeps its slot */
+        return kc_fail(err, KC_ERR_STATE, "%s[%d] assigned again before its revoke finished",
+                       topic, partition);
+    if (cg->n == cg->cap) {
+        size_t cap = cg->cap ? cg->cap * 2 : 16;
+        gpart_t *np = realloc(cg->p, cap * sizeof *np);
+        if (!np)
+            return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+        cg->p = np;
+        cg->cap = cap;
+    }
+    kc_rt_part_t *rtp = kc_rt_part_add(cg->rt, topic, partition, start >= 0 ? start : 0);
+    char *t = strdup(topic);
+    if (!rtp || !t) {
+        free(t);
+        return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+    }
+    gpart_t *gp = &cg->p[cg->n++];
+    *gp = (gpart_t){t, partition, rtp, false, false, false};
+    kc_err_t rc = kc_engine_add(cg->e, topic, partition, start, rtp, err);
+    if (rc != KC_OK) {
+        gp->revoking = gp->dropped = true; /* freed at its REVOKE_DONE */
+        kc_rt_part_revoke(rtp, false);
+    }
+    return rc;
+}
+
+static void post_error(kc_cgroup_t *cg, const kc_error_t *e, bool fatal)
+{
+    kc_error_t copy = *e;
+    if (fatal) {
+        cg->failed = true;
+        copy.code = KC_ERR_FATAL;
+    }
+    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = &copy};
+    (void)kc_rt_post_event(cg->rt, &ev);
+}
+
+static void h_error(void *o, const kc_error_t *e, bool fatal)
+{
+    post_error(o, e, fatal);
+}
+
+/* Called at every group drive (at least every 100 ms): the watchdog, and the periodic stats. */
+static unsigned h_poll_over(void *o)
+{
+    kc_cgroup_t *cg = o;
+    int64_t now = kc_now_ms();
+    if (cg->stats_every_ms > 0 && now >= cg->next_stats_ms) {
+        cg->next_stats_ms = now + cg->stats_every_ms;
+        char buf[8192];
+        int k = snprintf(buf, sizeof buf, "{\"ts_ms\":%lld,\"group\":", (long long)now);
+        size_t need = kc_g848_stats_json(cg->g, buf + k, sizeof buf - (size_t)k - 2);
+        if ((size_t)k + need + 2 < sizeof buf) {
+            strcat(buf, "}");
+            kc_event_t ev = {.type = KC_EVENT_STATS, .json = buf};
+            (void)kc_rt_post_event(cg->rt, &ev);
+        }
+    }
+    return kc_rt_watchdog_check(cg->rt, kc_now_ns());
+}
+
+kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf_t *conf,
+                   kc_error_t *err)
+{
+    kc_cgroup_t *cg = calloc(1, sizeof *cg);
+    if (!cg)
+        return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+    cg->e = e;
+    cg->rt = rt;
+    cg->stats_every_ms = kc_conf_int(conf, KC_CONF_STATISTICS_INTERVAL_MS);
+    kc_g848_conf_t gc = {0};
+    gc.group_id = kc_conf_str(conf, KC_CONF_GROUP_ID);
+    gc.group_instance_id = kc_conf_str(conf, KC_CONF_GROUP_INSTANCE_ID);
+    gc.rack_id = kc_conf_str(conf, KC_CONF_CLIENT_RACK);
+    gc.server_assignor = kc_conf_str(conf, KC_CONF_GROUP_REMOTE_ASSIGNOR);
+    int64_t mp = kc_conf_int(conf, KC_CONF_MAX_POLL_INTERVAL_MS);
+    gc.rebalance_timeout_ms = mp > INT32_MAX ? INT32_MAX : (int32_t)mp;
+    gc.auto_commit = kc_conf_bool(conf, KC_CONF_ENABLE_AUTO_COMMIT);
+    gc.auto_commit_interval_ms = kc_conf_int(conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS);
+    gc.commit_timeout_ms = kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
+    gc.coordinator_timeout_ms = kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
+    kc_g848_hooks_t h = {h_revoke, h_committable, h_drop, h_assign, h_poll_over, h_error, cg};
+    kc_err_t rc = kc_g848_new(&cg->g, e, &gc, &h, err);
+    if (rc != KC_OK) {
+        free(cg);
+        return rc;
+    }
+    *out = cg;
+    return KC_OK;
+}
+
+kc_err_t kc_cg_subscribe(kc_cgroup_t *cg, const char *const *topics, size_t n, kc_error_t *err)
+{
+    /* One entry starting with '^' is a regular expression, evaluated by the broker (KIP-848's
+     * subscribed_topic_regex, RE2/J syntax) — the convention other Kafka clients use. */
+    if (n == 1 && topics[0][0] == '^')
+        return kc_g848_subscribe(cg->g, NULL, 0, topics[0], err);
+    return kc_g848_subscribe(cg->g, topics, n, NULL, err);
+}
+
+bool kc_cg_on_revoke_done(kc_cgroup_t *cg, kc_rt_part_t *p)
+{
+    for (size_t i = 0; i < cg->n; i++) {
+        gpart_t *gp = &cg->p[i];
+        if (gp->rtp != p)
+            continue;
+        gp->revoked = true;
+        if (gp->dropped) {
+            kc_rt_part_free(p);
+            forget(cg, gp);
+            return true;
+        }
+        kc_g848_revoked(cg->g);
+        return true;
+    }
+    return false;
+}
+
+void kc_cg_close(kc_cgroup_t *cg)
+{
+    kc_g848_close(cg->g);
+}
+
+bool kc_cg_closed(const kc_cgroup_t *cg)
+{
+    return kc_g848_closed(cg->g);
+}
+
+void kc_cg_free(kc_cgroup_t *cg)
+{
+    if (!cg)
+        return;
+    kc_g848_free(cg->g);
+    for (size_t i = 0; i < cg->n; i++)
+        free(cg->p[i].topic); /* the runtime frees the partitions themselves (kc_rt_free) */
+    free(cg->p);
+    free(cg);
+}
+
+size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap)
+{
+    return kc_g848_stats_json(cg->g, buf, cap);
+}
+
+/* ---- consumer.c's hooks --------------------------------------------------------------------- */
+
+void kc_cg_call(kc_consumer_t *c, struct kc_ccall *k,
+                void (*drain)(void *ctx, const kc_rt_cmpl_t *m))
+{
+    if (k->op == KC_COP_SUBSCRIBE) {
+        if (c->n)
+            k->rc = kc_fail(&k->err, KC_ERR_STATE, "subscribe: manual assignment is in use");
+        else if (!c->grp)
+            k->rc = kc_cg_new(&c->grp, c->e, c->rt, c->conf, &k->err);
+        if (k->rc == KC_OK)
+            k->rc = kc_cg_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n,
+                                    &k->err);
+        return;
+    }
+    /* KC_COP_GROUP_CLOSE: start the leave once; each call drains completions (REVOKE_DONE) and
+     * says whether the member has left. */
+    if (c->grp) {
+        kc_cg_close(c->grp);
+        kc_rt_drain_completions(c->rt, drain, c);
+    }
+    k->done = !c->grp || kc_cg_closed(c->grp);
+}
+
+kc_err_t kc_cg_close_wait(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
+{
+    for (int64_t waited = 0;; waited += 10) {
+        kc_ccall_t k = {.op = KC_COP_GROUP_CLOSE};
+        kc_consumer_call(c, &k, NULL);
+        if (k.done)
+            return KC_OK;
+        if (waited >= timeout_ms)
+            return kc_fail(err, KC_ERR_TIMEOUT, "close: the group did not finish leaving in %d ms",
+                           timeout_ms);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
+                             kc_error_t *err)
+{
+    if (!c || !topics || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: topics are required");
+    for (size_t i = 0; i < n; i++)
+        if (!topics[i] || !*topics[i])
+            return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: empty topic name");
+    if (strcmp(kc_conf_str(c->conf, KC_CONF_GROUP_PROTOCOL), "consumer") != 0)
+        return kc_fail(err, KC_ERR_UNSUPPORTED,
+                       "subscribe: group.protocol=classic is not implemented; use consumer");
+    kc_ccall_t k = {.op = KC_COP_SUBSCRIBE, .out = (kc_topic_partition_t *)(uintptr_t)topics,
+                    .n = n};
+    return kc_consumer_call(c, &k, err);
+}

@@ -1,0 +1,36 @@
+/*
+ * The public consumer's KIP-848 group (consumer_group.c): glue between engine/group848 and the
+ * dispatcher. Every function runs on the network thread (consumer.c calls them from its
+ * commands and from its completion drain).
+ */
+#ifndef KC_RUNTIME_CONSUMER_GROUP_H
+#define KC_RUNTIME_CONSUMER_GROUP_H
+
+#include <stdbool.h>
+
+#include "dispatch.h"
+#include "engine.h"
+
+typedef struct kc_cgroup kc_cgroup_t;
+
+kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf_t *conf,
+                   kc_error_t *err);
+/* Topic names, or exactly one entry starting with '^': a broker-evaluated regex. */
+kc_err_t kc_cg_subscribe(kc_cgroup_t *cg, const char *const *topics, size_t n, kc_error_t *err);
+/* A REVOKE_DONE completion: true when the partition is the group's (then the group frees it). */
+bool kc_cg_on_revoke_done(kc_cgroup_t *cg, kc_rt_part_t *p);
+void kc_cg_close(kc_cgroup_t *cg);
+bool kc_cg_closed(const kc_cgroup_t *cg);
+/* After the engine was closed (its coordinator work finished), before it is freed. */
+void kc_cg_free(kc_cgroup_t *cg);
+size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
+
+/* consumer.c's hooks. kc_cg_call runs KC_COP_SUBSCRIBE / KC_COP_GROUP_CLOSE on the network
+ * thread (`drain` is consumer.c's completion handler). kc_cg_close_wait (app thread, from
+ * kc_close) revokes, commits and leaves, waiting up to timeout_ms; KC_OK without a group. */
+struct kc_ccall;
+void kc_cg_call(kc_consumer_t *c, struct kc_ccall *k,
+                void (*drain)(void *ctx, const kc_rt_cmpl_t *m));
+kc_err_t kc_cg_close_wait(kc_consumer_t *c, int timeout_ms, kc_error_t *err);
+
+#endif
