@@ -25,6 +25,12 @@ bool kc_cg_closed(const kc_cgroup_t *cg);
 void kc_cg_free(kc_cgroup_t *cg);
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
 
+/* group.protocol=classic (consumer_group_classic.c): engine/classic_drive from the config. */
+struct kc_gcl;
+struct kc_g848_hooks;
+kc_err_t kc_cg_new_classic(struct kc_gcl **out, kc_engine_t *e, const kc_conf_t *conf,
+                           const struct kc_g848_hooks *hooks, kc_error_t *err);
+
 /* consumer.c's hooks. kc_cg_call runs KC_COP_SUBSCRIBE / KC_COP_GROUP_CLOSE on the network
  * thread (`drain` is consumer.c's completion handler). kc_cg_close_wait (app thread, from
  * kc_close) revokes, commits and leaves, waiting up to timeout_ms; KC_OK without a group. */
