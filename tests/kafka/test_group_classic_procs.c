@@ -626,6 +626,133 @@ static void mixed_java_coop(void **state)
     mixed("mixcoop", "cooperative-sticky", "CooperativeStickyAssignor");
 }
 
+/* The group's TYPE in GroupsCommand --list ("Classic" / "Consumer"), "" when not listed. */
+static void group_type(char *out, size_t cap)
+{
+    char path[400], cmd[1200], line[512];
+    snprintf(path, sizeof path, "%s/groups.txt", dir);
+    snprintf(cmd, sizeof cmd,
+             "%s tool org.apache.kafka.tools.GroupsCommand --bootstrap-server %s --list --dir %s > "
+             "%s 2>&1",
+             kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), kc_test_env("KC_CLUSTER_DIR"),
+             path);
+    *out = 0;
+    if (system(cmd) != 0)
+        return;
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char g[128], t[64];
+        if (sscanf(line, "%127s %63s", g, t) == 2 && strcmp(g, group) == 0)
+            snprintf(out, cap, "%s", t);
+    }
+    if (f)
+        fclose(f);
+}
+
+/* ---- rolling upgrade classic -> consumer -> classic ------------------------------------------ */
+
+static void rolling_upgrade(void **state)
+{
+    (void)state;
+    const int NP = 6, N = 9;
+    setup("roll", NP);
+    const char *classic = "group.protocol=classic;partition.assignment.strategy=cooperative-sticky";
+    const char *consumer = "group.protocol=consumer";
+    const long total = 36000;
+    pid_t prod = produce_bg(total, 600);
+    int64_t t_start = kc_gm_now_ns();
+    int64_t death[9];
+    pid_t m[9];
+    char type_upgraded[64] = "", type_back[64] = "";
+    for (int i = 0; i < N; i++)
+        death[i] = INT64_MAX;
+    for (int i = 0; i < 3; i++)
+        m[i] = spawn(i, classic, NULL);
+    sleep(8);
+    /* members 0-2 (classic) replaced one by one by 3-5 (consumer), then those by 6-8 (classic) */
+    for (int i = 3; i < N; i++) {
+        int old = i - 3;
+        int st = kc_gm_stop(m[old]);
+        death[old] = kc_gm_now_ns();
+        assert_int_equal(st, 0);
+        m[i] = spawn(i, i < 6 ? consumer : classic, NULL);
+        sleep(7);
+        if (i == 2 + 3) /* every member speaks the consumer protocol now */
+            group_type(type_upgraded, sizeof type_upgraded);
+    }
+    group_type(type_back, sizeof type_back);
+    int pst = 0;
+    waitpid(prod, &pst, 0);
+    kc_gm_log_t lg = {0};
+    long distinct = 0, dups = 0;
+    for (int i = 0; i < 150; i++) {
+        load_all(&lg, N);
+        count(&lg, NP, &distinct, &dups);
+        if (distinct >= total)
+            break;
+        usleep(200 * 1000);
+    }
+    int64_t t_end = kc_gm_now_ns();
+    int st_end = 0;
+    for (int i = 6; i < N; i++) {
+        st_end |= kc_gm_stop(m[i]);
+        death[i] = kc_gm_now_ns();
+    }
+    load_all(&lg, N);
+    count(&lg, NP, &distinct, &dups);
+    kc_gm_sample_result_t r = kc_gm_sample(&lg, N, death, parts, NP, t_start, t_end, 5000000,
+                                           INT64_MAX);
+    char why[400] = "";
+    long overlaps = kc_gm_overlaps(&lg, why, sizeof why);
+    /* The longest pause of any partition (callbacks by anyone) while the producer ran. */
+    int64_t max_gap = 0;
+    int gap_p = -1;
+    for (int p = 0; p < NP; p++) {
+        int64_t prev = -1;
+        for (int64_t t = t_start; t < t_end; t += 50000000) { /* 50 ms buckets */
+            bool any = false;
+            for (size_t i = 0; i < lg.n && !any; i++)
+                any = lg.ev[i].kind == 'R' && lg.ev[i].partition == p && lg.ev[i].start >= t &&
+                      lg.ev[i].start < t + 50000000;
+            if (!any)
+                continue;
+            if (prev >= 0 && t - prev > max_gap) {
+                max_gap = t - prev;
+                gap_p = p;
+            }
+            prev = t;
+        }
+    }
+    /* generations/epochs seen in the stats, by protocol */
+    long classic_stats = 0, consumer_stats = 0;
+    for (size_t i = 0; i < lg.n; i++)
+        if (lg.ev[i].kind == 'S') {
+            classic_stats += strstr(lg.ev[i].text, "\"protocol\":\"classic\"") != NULL;
+            consumer_stats += strstr(lg.ev[i].text, "\"protocol\":\"consumer\"") != NULL;
+        }
+    long errs = errors_of(&lg);
+    print_message("# rolling classic -> consumer -> classic: %ld samples, max intersection %d, "
+                  "overlaps %ld; processed %ld of %ld, duplicates %ld; longest pause of a "
+                  "partition %.0f ms (partition %d); stats lines classic %ld consumer %ld; group type "
+                  "all-consumer '%s', back '%s'; producer rc %d; exits %d; errors %ld\n",
+                  r.samples, r.max_intersection, overlaps, distinct, total, dups, max_gap / 1e6,
+                  gap_p, classic_stats, consumer_stats, type_upgraded, type_back, WIFEXITED(pst) ? WEXITSTATUS(pst) : -1,
+                  st_end, errs);
+    if (r.max_intersection)
+        print_message("# first conflict: %s\n", r.first_conflict);
+    if (overlaps)
+        print_message("# first overlap: %s\n", why);
+    assert_int_equal(distinct, total);
+    assert_true(max_gap < 45000000000LL); /* never stopped longer than a session timeout */
+    assert_int_equal(r.max_intersection, 0);
+    assert_int_equal(overlaps, 0);
+    assert_int_equal(st_end, 0);
+    assert_true(consumer_stats > 0 && classic_stats > 0);
+    assert_string_equal(type_upgraded, "Consumer"); /* converted once the last classic left */
+    assert_string_equal(type_back, "Classic");      /* and back */
+    kc_gm_free(&lg);
+}
+
 int main(int argc, char **argv)
 {
     kc_gm_maybe_member(argc, argv);
@@ -633,7 +760,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(partitions_grow),  cmocka_unit_test(static_restart),
         cmocka_unit_test(scaleout_coop),    cmocka_unit_test(scaleout_eager),
         cmocka_unit_test(mixed_java_range), cmocka_unit_test(mixed_java_roundrobin),
-        cmocka_unit_test(mixed_java_coop)};
+        cmocka_unit_test(mixed_java_coop),  cmocka_unit_test(rolling_upgrade)};
     if (getenv("KC_TEST_FILTER")) /* one test while developing, e.g. KC_TEST_FILTER=static* */
         cmocka_set_test_filter(getenv("KC_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
