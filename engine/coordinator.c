@@ -418,6 +418,13 @@ static void op_step(coord_op_t *op)
         return;
     } else {
         conn = conn_for(e, ce->addr);
+        /* A coordinator whose broker died leaves this connection reconnecting to a dead address,
+         * and a request queued there waits out request.timeout.ms: once a connect attempt has
+         * failed, ask FindCoordinator again instead (the group moves to another broker). */
+        if (conn && kc_conn_state(conn) != KC_CONN_READY && kc_conn_failures(conn) > 0) {
+            op_again(op, 1, "coordinator unreachable");
+            return;
+        }
         if (op->kind == OP_COMMIT)
             spec = (kc_conn_req_spec_t){
                 KC_OFFSET_COMMIT_REQUEST_API_KEY, 2, 9, oc_encode, oc_done, op};

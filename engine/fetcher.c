@@ -103,6 +103,9 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
     if (rc != KC_OK) {
         b->st.fetch_errors++;
         kc_fetch_plan_on_failure(&e->plan, b->id, now);
+        /* A broker that stopped answering may have lost its leaderships: a dead leader sends
+         * no NOT_LEADER, so only fresh metadata moves its partitions to the new leaders. */
+        e->md_wanted = 1;
         kc_eng_drive(e);
         return;
     }
@@ -174,7 +177,9 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
     int64_t now = kc_now_ms();
     kc_eng_broker_t *b = kc_eng_broker_get(e, id);
     kc_conn_t *c = b ? kc_eng_broker_conn(e, id) : NULL;
-    if (!c) {
+    /* Also a connection reconnecting after a failed attempt: a request queued there would wait
+     * out request.timeout.ms while the broker is gone (killed leader). */
+    if (!c || (kc_conn_state(c) != KC_CONN_READY && kc_conn_failures(c) > 0)) {
         kc_fetch_plan_on_failure(&e->plan, id, now);
         e->md_wanted = 1;
         return;

@@ -113,8 +113,8 @@ static kc_err_t hb_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_consumer_group_heartbeat_request_encode(&g->req, version, out, &e);
 }
 
-static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     kc_g848_t *g = opaque;
@@ -242,12 +242,8 @@ static void maybe_heartbeat(kc_g848_t *g, int64_t now)
         g->h.error(g->h.opaque, &e, true);
         return;
     }
-    kc_conn_req_spec_t s = {KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY,
-                            (int16_t)v,
-                            (int16_t)v,
-                            hb_encode,
-                            hb_done,
-                            g};
+    kc_conn_req_spec_t s = {
+        KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, (int16_t)v, (int16_t)v, hb_encode, hb_done, g};
     if (kc_conn_send(conn, &s, &e) != KC_OK) {
         kc_gc_on_heartbeat_failure(&g->gc, now, &e);
         return;
@@ -271,8 +267,8 @@ static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_metadata_request_encode(&m, version, out, &e);
 }
 
-static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     kc_g848_t *g = opaque;
@@ -388,8 +384,8 @@ static kc_err_t commit_parts(kc_g848_t *g, const kc_tpset_t *parts, int kind, ui
         g_op_t *op = op_new(g, kind, seq);
         rc = op ? kc_gc_commit_identity(&g->gc, &who, &err) : KC_ERR_NOMEM;
         if (rc == KC_OK)
-            rc = kc_engine_commit(g->e, &who, offs, m, (int)g->conf.commit_timeout_ms,
-                                  commit_done, op, &err);
+            rc = kc_engine_commit(g->e, &who, offs, m, (int)g->conf.commit_timeout_ms, commit_done,
+                                  op, &err);
         if (rc == KC_OK)
             *sent = true;
         else if (op)
@@ -413,8 +409,8 @@ static void fetch_done(void *opaque, kc_err_t rc, const kc_error_t *err,
         g->h.error(g->h.opaque, err, false);
     }
     for (size_t i = 0; i < n; i++) {
-        int64_t start = res[i].error == 0 && res[i].offset >= 0 ? res[i].offset
-                                                                 : KC_ENGINE_START_RESET;
+        int64_t start =
+            res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_ENGINE_START_RESET;
         kc_error_t e;
         if (g->h.assign(g->h.opaque, res[i].topic, res[i].partition, start, &e) != KC_OK)
             g->h.error(g->h.opaque, &e, false);
@@ -528,8 +524,11 @@ static void drive(kc_g848_t *g)
         kc_gc_action_t a;
         while (kc_gc_next_action(&g->gc, now, &a))
             act(g, &a, now);
+        bool ac_inflight = false; /* one auto-commit at a time: a slow one is not piled onto */
+        for (g_op_t *o = g->ops; o; o = o->next)
+            ac_inflight |= o->kind == 3;
         if (g->conf.auto_commit && g->gc.state == KC_GC_STABLE && now >= g->next_auto_commit &&
-            !g->closing) {
+            !g->closing && !ac_inflight) {
             g->next_auto_commit = now + g->conf.auto_commit_interval_ms;
             bool sent;
             (void)commit_parts(g, NULL, 3, 0, &sent);
@@ -580,8 +579,8 @@ kc_err_t kc_g848_new(kc_g848_t **out, kc_engine_t *e, const kc_g848_conf_t *conf
     c.retry_backoff_max_ms = e->conf.retry_backoff_max_ms;
     c.lookup = lookup;
     c.lookup_ctx = g;
-    kc_err_t rc = g->group ? kc_gc_init(&g->gc, &c, err)
-                           : kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+    kc_err_t rc =
+        g->group ? kc_gc_init(&g->gc, &c, err) : kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
     if (rc != KC_OK) {
         free(g->group);
         free(g->instance);
@@ -657,8 +656,8 @@ size_t kc_g848_stats_json(const kc_g848_t *g, char *buf, size_t cap)
     size_t n = 0;
 #define OUT(...)                                                                                   \
     do {                                                                                           \
-        int w_ = snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0,           \
-                          __VA_ARGS__);                                                            \
+        int w_ =                                                                                   \
+            snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0, __VA_ARGS__);  \
         if (w_ > 0)                                                                                \
             n += (size_t)w_;                                                                       \
     } while (0)

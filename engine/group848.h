@@ -46,7 +46,7 @@ typedef struct kc_g848_conf {
     const char *group_id;
     const char *group_instance_id; /* NULL / "": dynamic */
     const char *rack_id;
-    const char *server_assignor; /* NULL / "": the broker's default */
+    const char *server_assignor;  /* NULL / "": the broker's default */
     int32_t rebalance_timeout_ms; /* max.poll.interval.ms */
     bool auto_commit;             /* enable.auto.commit: also commit on revoke */
     int64_t auto_commit_interval_ms;

@@ -101,8 +101,8 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     if (old && !old->revoking)
         return KC_OK;
     if (old) /* the previous incarnation is still finishing its revoke: it keeps its slot */
-        return kc_fail(err, KC_ERR_STATE, "%s[%d] assigned again before its revoke finished",
-                       topic, partition);
+        return kc_fail(err, KC_ERR_STATE, "%s[%d] assigned again before its revoke finished", topic,
+                       partition);
     if (cg->n == cg->cap) {
         size_t cap = cg->cap ? cg->cap * 2 : 16;
         gpart_t *np = realloc(cg->p, cap * sizeof *np);
@@ -267,8 +267,8 @@ void kc_cg_call(kc_consumer_t *c, struct kc_ccall *k,
         else if (!c->grp)
             k->rc = kc_cg_new(&c->grp, c->e, c->rt, c->conf, &k->err);
         if (k->rc == KC_OK)
-            k->rc = kc_cg_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n,
-                                    &k->err);
+            k->rc =
+                kc_cg_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n, &k->err);
         return;
     }
     /* KC_COP_GROUP_CLOSE: start the leave once; each call drains completions (REVOKE_DONE) and
@@ -295,15 +295,14 @@ kc_err_t kc_cg_close_wait(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
     }
 }
 
-KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
-                             kc_error_t *err)
+KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n, kc_error_t *err)
 {
     if (!c || !topics || !n)
         return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: topics are required");
     for (size_t i = 0; i < n; i++)
         if (!topics[i] || !*topics[i])
             return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: empty topic name");
-    kc_ccall_t k = {.op = KC_COP_SUBSCRIBE, .out = (kc_topic_partition_t *)(uintptr_t)topics,
-                    .n = n};
+    kc_ccall_t k = {
+        .op = KC_COP_SUBSCRIBE, .out = (kc_topic_partition_t *)(uintptr_t)topics, .n = n};
     return kc_consumer_call(c, &k, err);
 }

@@ -4,6 +4,9 @@
  *                     past its session and replaced is fenced when it comes back (fatal error,
  *                     on_lost, no commit);
  *  regex_new_topic    a '^' regex subscription picks up a topic created after the join;
+ *  max_poll_leave     a callback overrunning max.poll.interval.ms: the member reports it, leaves
+ *                     (its partitions go to the other member, on_lost here once the callback
+ *                     returned) and rejoins when the callback returns;
  *  coordinator_failover  the coordinator's broker is killed: members rediscover it, go on
  *                     consuming, and no error reaches them; the broker is restarted after.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
@@ -183,9 +186,10 @@ static void static_member(void **state)
     char e3[600];
     long nerr3 = 0;
     errors_of(3, e3, sizeof e3, &nerr3);
-    print_message("# fencing: thawed instance: %ld error(s), first: %s; on_lost %ld, on_revoke %ld; "
-                  "the new instance: %ld error(s)\n",
-                  nerr, err, lost, revoked, nerr3);
+    print_message(
+        "# fencing: thawed instance: %ld error(s), first: %s; on_lost %ld, on_revoke %ld; "
+        "the new instance: %ld error(s)\n",
+        nerr, err, lost, revoked, nerr3);
     assert_true(nerr >= 1);
     assert_true(strstr(err, "FENCED_INSTANCE_ID") || strstr(err, "UNRELEASED_INSTANCE_ID"));
     assert_true(lost >= 1);
@@ -229,6 +233,70 @@ static void regex_new_topic(void **state)
     assert_int_equal(kc_gm_stop(m), 0);
 }
 
+static const char *cmd_keyed(const char *t, int n)
+{
+    static char cmd[300];
+    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 64 --keys 32", t, n);
+    return cmd;
+}
+
+static void max_poll_leave(void **state)
+{
+    (void)state;
+    setup_dir("maxpoll");
+    char t[64], g[64], p0[400], p1[400];
+    snprintf(t, sizeof t, "kc-g848m-%d", (int)getpid());
+    snprintf(g, sizeof g, "kc-g848m-%d", (int)getpid());
+    topic(t, 4);
+    lpath(p0, sizeof p0, 0);
+    lpath(p1, sizeof p1, 1);
+    setenv("KC_GM_SLOW_MS", "6000", 1);
+    setenv("KC_GM_MAX_POLL_MS", "2000", 1);
+    pid_t slow = kc_gm_spawn(g, t, p0, NULL);
+    unsetenv("KC_GM_SLOW_MS");
+    unsetenv("KC_GM_MAX_POLL_MS");
+    assert_true(wait_stable(0, 30));
+    pid_t other = kc_gm_spawn(g, t, p1, NULL);
+    assert_true(wait_stable(1, 30));
+    int64_t t0 = kc_gm_now_ns();
+    /* Keyed: every partition gets records, so the slow member's first callback starts (and
+     * sleeps 6 s) whichever partitions it holds. */
+    assert_int_equal(kc_gm_testkit(cmd_keyed(t, 400)), 0);
+    long slow_done = 0, reassigned = 0, lost = 0, back = 0;
+    for (int i = 0; i < 300; i++) {
+        usleep(100 * 1000);
+        slow_done = count_kind(0, 'W', NULL, 0, NULL);
+        lost = count_kind(0, 'L', NULL, t0, NULL);
+        reassigned = count_kind(1, 'A', NULL, t0, NULL);
+        char a[2048];
+        int64_t ts = 0;
+        back = slow_done && last_stats(0, a, sizeof a, NULL, &ts) && strstr(a, "[\"") ? 1 : 0;
+        if (slow_done && lost && back && reassigned)
+            break;
+    }
+    char e0[600];
+    long n0 = 0;
+    errors_of(0, e0, sizeof e0, &n0);
+    long r0 = 0, r1 = 0;
+    for (int i = 0; i < 100 && r0 + r1 < 400; i++) {
+        usleep(100 * 1000);
+        count_kind(0, 'R', t, 0, &r0);
+        count_kind(1, 'R', t, 0, &r1);
+    }
+    print_message("# max.poll: slow callback returned %ld, error events %ld (first: %s), on_lost "
+                  "%ld, the other member assigned %ld partition(s) meanwhile, rejoined and "
+                  "stable with partitions: %ld; records %ld + %ld of 400 (at least once)\n",
+                  slow_done, n0, e0, lost, reassigned, back, r0, r1);
+    assert_int_equal(slow_done, 1);
+    assert_true(n0 >= 1 && strstr(e0, "max.poll.interval.ms"));
+    assert_true(lost >= 1);
+    assert_true(reassigned >= 1);
+    assert_int_equal(back, 1);
+    assert_true(r0 + r1 >= 400);
+    assert_int_equal(kc_gm_stop(slow), 0);
+    assert_int_equal(kc_gm_stop(other), 0);
+}
+
 static void coordinator_failover(void **state)
 {
     (void)state;
@@ -243,7 +311,7 @@ static void coordinator_failover(void **state)
     pid_t m1 = kc_gm_spawn(g, t, p1, NULL);
     assert_true(wait_stable(0, 30));
     assert_true(wait_stable(1, 30));
-    produce(t, 500);
+    assert_int_equal(kc_gm_testkit(cmd_keyed(t, 500)), 0);
     int coord = -1;
     char as[2048];
     last_stats(0, as, sizeof as, &coord, NULL);
@@ -264,9 +332,9 @@ static void coordinator_failover(void **state)
                 took[m] = (ts - t_kill) / 1e9;
         }
     }
-    produce(t, 500);
+    assert_int_equal(kc_gm_testkit(cmd_keyed(t, 500)), 0);
     long r0 = 0, r1 = 0;
-    for (int i = 0; i < 300 && r0 + r1 < 1000; i++) {
+    for (int i = 0; i < 600 && r0 + r1 < 1000; i++) {
         usleep(100 * 1000);
         count_kind(0, 'R', t, 0, &r0);
         count_kind(1, 'R', t, 0, &r1);
@@ -275,9 +343,10 @@ static void coordinator_failover(void **state)
     long n0, n1;
     errors_of(0, e0, sizeof e0, &n0);
     errors_of(1, e1, sizeof e1, &n1);
+    double all = (kc_gm_now_ns() - t_kill) / 1e9;
     print_message("# failover: coordinator node %d killed; rediscovered after %.1f s / %.1f s; "
-                  "records processed %ld of 1000; errors %ld %ld %s%s\n",
-                  coord, took[0], took[1], r0 + r1, n0, n1, e0, e1);
+                  "records processed %ld of 1000 (%.1f s after the kill); errors %ld %ld %s%s\n",
+                  coord, took[0], took[1], r0 + r1, all, n0, n1, e0, e1);
     snprintf(cmd, sizeof cmd, "start-broker %d", coord);
     int restarted = kc_gm_testkit(cmd);
     int s0 = kc_gm_stop(m0), s1 = kc_gm_stop(m1);
@@ -293,9 +362,12 @@ static void coordinator_failover(void **state)
 int main(int argc, char **argv)
 {
     kc_gm_maybe_member(argc, argv);
+    if (getenv("KC_TEST_FILTER")) /* e.g. KC_TEST_FILTER=coordinator_failover */
+        cmocka_set_test_filter(getenv("KC_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(static_member),
         cmocka_unit_test(regex_new_topic),
+        cmocka_unit_test(max_poll_leave),
         cmocka_unit_test(coordinator_failover),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

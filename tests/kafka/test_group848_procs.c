@@ -92,7 +92,8 @@ static void group_churn(void **state)
     snprintf(sub, sizeof sub, "%s,%s", t1, t2);
     const char *topics[2] = {t1, t2};
     for (int t = 0; t < 2; t++) {
-        snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topics[t], NPT);
+        snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topics[t],
+                 NPT);
         assert_int_equal(kc_gm_testkit(cmd), 0);
     }
     char parts[2 * NPT][96];
@@ -159,11 +160,12 @@ static void group_churn(void **state)
     /* kafka-consumer-groups --describe while members 2 and 3 hold everything. */
     char out[400];
     snprintf(out, sizeof out, "%s/describe.txt", dir);
-    snprintf(cmd, sizeof cmd,
-             "%s tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "
-             "%s --describe --group %s --dir %s > %s 2>&1",
-             kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
-             kc_test_env("KC_CLUSTER_DIR"), out);
+    snprintf(
+        cmd, sizeof cmd,
+        "%s tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "
+        "%s --describe --group %s --dir %s > %s 2>&1",
+        kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
+        kc_test_env("KC_CLUSTER_DIR"), out);
     int drc = system(cmd);
     int rows = 0, lag0 = 0, with_member = 0;
     FILE *f = fopen(out, "r");

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,16 @@ static kc_cb_result_t m_records(void *o, kc_part_t *p, kc_records_t *b)
         last = off;
         n++;
     }
+    /* KC_GM_SLOW_MS: the first callback of the process overruns (max.poll.interval.ms test). */
+    static _Atomic int slowed;
+    const char *slow = getenv("KC_GM_SLOW_MS");
+    if (slow && !atomic_exchange(&slowed, 1)) {
+        long ms = atol(slow);
+        struct timespec st = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&st, NULL);
+        logline("W %s %d %lld %lld\n", p->topic, (int)p->partition, (long long)t0,
+                (long long)kc_gm_now_ns());
+    }
     /* Some work, so callbacks have a width the overlap check can catch. */
     struct timespec ts = {0, 2 * 1000 * 1000};
     nanosleep(&ts, NULL);
@@ -102,8 +113,7 @@ static void m_event(void *o, const kc_event_t *ev)
 {
     (void)o;
     if (ev->type == KC_EVENT_ERROR)
-        logline("E %d %lld %s\n", (int)ev->error->code, (long long)kc_gm_now_ns(),
-                ev->error->msg);
+        logline("E %d %lld %s\n", (int)ev->error->code, (long long)kc_gm_now_ns(), ev->error->msg);
     else if (ev->type == KC_EVENT_STATS)
         logline("S %lld %s\n", (long long)kc_gm_now_ns(), ev->json);
 }
@@ -143,6 +153,8 @@ void kc_gm_maybe_member(int argc, char **argv)
     setc(conf, "enable.auto.commit", "true");
     setc(conf, "auto.commit.interval.ms", "500");
     setc(conf, "callback.batch.max.records", "100"); /* more, shorter callbacks to check */
+    if (getenv("KC_GM_MAX_POLL_MS"))
+        setc(conf, "max.poll.interval.ms", getenv("KC_GM_MAX_POLL_MS"));
     if (argc > 6 && *argv[6])
         setc(conf, "group.instance.id", argv[6]);
     /* KC_GM_CONF="k=v;k=v" overrides the above (group.protocol=classic, its assignors). */
@@ -255,6 +267,7 @@ void kc_gm_load(kc_gm_log_t *lg, const char *path, int member)
         case 'A':
         case 'V':
         case 'L':
+        case 'W':
             if (sscanf(line + 2, "%95s %d %lld %lld", e.topic, &p, &a, &b) != 4)
                 continue;
             break;

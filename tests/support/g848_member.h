@@ -10,6 +10,8 @@
  *   V topic p start end / L ...         on_revoke / on_lost
  *   E code start msg                    an error event;  S ts json   a stats event
  *   X rc                                kc_close returned rc (SIGTERM ends the member)
+ *   W topic p start end                 the one slow callback (env KC_GM_SLOW_MS) returned
+ * Env KC_GM_MAX_POLL_MS sets max.poll.interval.ms.
  * The parent reads the logs back (kc_gm_load) and checks ownership, overlap and delivery.
  * Owner: the test's thread (parent); the member's callbacks write with O_APPEND from workers. */
 #ifndef KC_TEST_G848_MEMBER_H
