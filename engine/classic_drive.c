@@ -498,6 +498,9 @@ static void auto_commit(kc_gcl_t *g, int64_t now)
         return;
     if (g->m.state != KC_CLASSIC_ST_STABLE || g->m.pstep != KC_CLASSIC_P_IDLE)
         return;
+    for (g_op_t *o = g->ops; o; o = o->next)
+        if (o->kind == 3)
+            return; /* one auto-commit at a time: a slow coordinator must not pile them up */
     g->next_auto_commit = now + g->conf.auto_commit_interval_ms;
     kc_commit_identity_t who;
     kc_error_t err;

@@ -1,5 +1,6 @@
 /*
- * group.protocol=consumer for the public consumer: implements engine/group848's hooks over the
+ * group.protocol=consumer (engine/group848) and =classic (engine/classic_drive, configured in
+ * consumer_group_classic.c) for the public consumer: implements their common hooks over the
  * dispatcher (dispatch.h) and the engine, and keeps the group's partitions.
  *
  * Why the partitions live here and not in consumer.c's manual-assignment table: a revoked

@@ -1,6 +1,7 @@
 /*
- * The public consumer's KIP-848 group (consumer_group.c): glue between engine/group848 and the
- * dispatcher. Every function runs on the network thread (consumer.c calls them from its
+ * The public consumer's group (consumer_group.c): glue between the dispatcher and the group
+ * module group.protocol names, engine/group848 (consumer) or engine/classic_drive (classic); both
+ * take the same kc_g848_hooks_t. Every function runs on the network thread (consumer.c calls them from its
  * commands and from its completion drain).
  */
 #ifndef KC_RUNTIME_CONSUMER_GROUP_H
