@@ -134,8 +134,8 @@ static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return rc;
 }
 
-static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     kc_gcl_t *g = opaque;
@@ -249,8 +249,8 @@ static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_find_coordinator_request_encode(&m, version, out, &err);
 }
 
-static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
-                    int16_t version, void *opaque)
+static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
 {
     (void)conn;
     kc_gcl_t *g = opaque;
@@ -374,15 +374,18 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
 
 static void send_group(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
 {
-    static const int16_t key[] = {
-        [KC_CLASSIC_SEND_JOIN] = KC_JOIN_GROUP_REQUEST_API_KEY,
-        [KC_CLASSIC_SEND_SYNC] = KC_SYNC_GROUP_REQUEST_API_KEY,
-        [KC_CLASSIC_SEND_HEARTBEAT] = KC_HEARTBEAT_REQUEST_API_KEY,
-        [KC_CLASSIC_SEND_LEAVE] = KC_LEAVE_GROUP_REQUEST_API_KEY};
-    static const int16_t lo[] = {[KC_CLASSIC_SEND_JOIN] = 2, [KC_CLASSIC_SEND_SYNC] = 0,
-                                 [KC_CLASSIC_SEND_HEARTBEAT] = 0, [KC_CLASSIC_SEND_LEAVE] = 0};
-    static const int16_t hi[] = {[KC_CLASSIC_SEND_JOIN] = 9, [KC_CLASSIC_SEND_SYNC] = 5,
-                                 [KC_CLASSIC_SEND_HEARTBEAT] = 4, [KC_CLASSIC_SEND_LEAVE] = 5};
+    static const int16_t key[] = {[KC_CLASSIC_SEND_JOIN] = KC_JOIN_GROUP_REQUEST_API_KEY,
+                                  [KC_CLASSIC_SEND_SYNC] = KC_SYNC_GROUP_REQUEST_API_KEY,
+                                  [KC_CLASSIC_SEND_HEARTBEAT] = KC_HEARTBEAT_REQUEST_API_KEY,
+                                  [KC_CLASSIC_SEND_LEAVE] = KC_LEAVE_GROUP_REQUEST_API_KEY};
+    static const int16_t lo[] = {[KC_CLASSIC_SEND_JOIN] = 2,
+                                 [KC_CLASSIC_SEND_SYNC] = 0,
+                                 [KC_CLASSIC_SEND_HEARTBEAT] = 0,
+                                 [KC_CLASSIC_SEND_LEAVE] = 0};
+    static const int16_t hi[] = {[KC_CLASSIC_SEND_JOIN] = 9,
+                                 [KC_CLASSIC_SEND_SYNC] = 5,
+                                 [KC_CLASSIC_SEND_HEARTBEAT] = 4,
+                                 [KC_CLASSIC_SEND_LEAVE] = 5};
     int k = o->kind;
     if (!g->conn || kc_conn_state(g->conn) != KC_CONN_READY) {
         kc_classic_coordinator_lost(&g->m, now);
@@ -473,8 +476,8 @@ static kc_err_t commit_parts(kc_gcl_t *g, const kc_ctps_t *parts, const kc_commi
     for (size_t i = 0; i < parts->n; i++) {
         int64_t o = g->h.committable(g->h.opaque, parts->items[i].topic, parts->items[i].partition);
         if (o >= 0)
-            offs[m++] =
-                (kc_engine_offset_t){parts->items[i].topic, parts->items[i].partition, o, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){
+                parts->items[i].topic, parts->items[i].partition, o, -1, NULL, 0};
     }
     kc_err_t rc = KC_OK;
     if (m) {
@@ -578,8 +581,8 @@ static void act(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
                     p->cancelled = true;
         int wait = 0;
         for (size_t i = 0; i < o->parts->n; i++)
-            wait += g->h.revoke(g->h.opaque, o->parts->items[i].topic,
-                                o->parts->items[i].partition, lost);
+            wait += g->h.revoke(g->h.opaque, o->parts->items[i].topic, o->parts->items[i].partition,
+                                lost);
         g->revoke_seq = o->seq;
         g->revoke_wait = wait;
         g->revoke_active = wait > 0;
@@ -631,9 +634,8 @@ static void drive(kc_gcl_t *g)
             /* The leader's assignors need the partition counts: join once they are known. */
             kc_error_t err;
             g->subscribed = true;
-            if (!g->closing &&
-                kc_classic_subscribe(&g->m, (const char *const *)g->topics, g->n_topics, &err) !=
-                    KC_OK)
+            if (!g->closing && kc_classic_subscribe(&g->m, (const char *const *)g->topics,
+                                                    g->n_topics, &err) != KC_OK)
                 g->h.error(g->h.opaque, &err, true);
             g->find_retry_ms = 0;
         }
@@ -665,7 +667,8 @@ static void drive(kc_gcl_t *g)
     kc_loop_timer_start(g->e->loop, &g->timer, wake < 1 ? 1 : wake);
 }
 
-/* ---- lifecycle -------------------------------------------------------------------------------- */
+/* ---- lifecycle --------------------------------------------------------------------------------
+ */
 
 static char *dup_or_null(const char *s)
 {
@@ -801,7 +804,7 @@ void kc_gcl_free(kc_gcl_t *g)
 static const char *state_name(kc_classic_state_t s)
 {
     static const char *const n[] = {"idle",   "unjoined", "joining", "syncing",
-                                     "stable", "closing",  "closed",  "fatal"};
+                                    "stable", "closing",  "closed",  "fatal"};
     return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "?";
 }
 
@@ -810,8 +813,8 @@ size_t kc_gcl_stats_json(const kc_gcl_t *g, char *buf, size_t cap)
     size_t n = 0;
 #define OUT(...)                                                                                   \
     do {                                                                                           \
-        int w_ = snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0,           \
-                          __VA_ARGS__);                                                            \
+        int w_ =                                                                                   \
+            snprintf(buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0, __VA_ARGS__);  \
         if (w_ > 0)                                                                                \
             n += (size_t)w_;                                                                       \
     } while (0)

@@ -241,13 +241,14 @@ static void scaleout(const char *name, const char *assignor, bool coop)
     }
     int64_t rebalance = t_assigned - t_join;
     long errs = errors_of(&lg);
-    print_message("# %s (%s): %ld samples, max intersection %d, uncovered after settle %ld, "
-                  "overlaps %ld; processed %ld of %ld, duplicates %ld; rebalance (join -> first "
-                  "on_assign of the new member) %.0f ms; %d unmoved partitions (%d revoked meanwhile), "
-                  "their max callback gap %.0f ms; producer rc %d; exits %d %d %d; errors %ld\n",
-                  name, assignor, r.samples, r.max_intersection, r.uncovered_after_settle,
-                  overlaps, distinct, total, dups, rebalance / 1e6, unmoved, stopped, max_gap / 1e6,
-                  WIFEXITED(pst) ? WEXITSTATUS(pst) : -1, st[0], st[1], st[2], errs);
+    print_message(
+        "# %s (%s): %ld samples, max intersection %d, uncovered after settle %ld, "
+        "overlaps %ld; processed %ld of %ld, duplicates %ld; rebalance (join -> first "
+        "on_assign of the new member) %.0f ms; %d unmoved partitions (%d revoked meanwhile), "
+        "their max callback gap %.0f ms; producer rc %d; exits %d %d %d; errors %ld\n",
+        name, assignor, r.samples, r.max_intersection, r.uncovered_after_settle, overlaps, distinct,
+        total, dups, rebalance / 1e6, unmoved, stopped, max_gap / 1e6,
+        WIFEXITED(pst) ? WEXITSTATUS(pst) : -1, st[0], st[1], st[2], errs);
     if (r.max_intersection)
         print_message("# first conflict: %s\n", r.first_conflict);
     if (overlaps)
@@ -458,11 +459,12 @@ static int describe(int np, int *owners, const char *kc_member, int *kc_parts)
 {
     char out[400], cmd[1400];
     snprintf(out, sizeof out, "%s/describe.txt", dir);
-    snprintf(cmd, sizeof cmd,
-             "%s tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "
-             "%s --describe --group %s --dir %s > %s 2>&1",
-             kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
-             kc_test_env("KC_CLUSTER_DIR"), out);
+    snprintf(
+        cmd, sizeof cmd,
+        "%s tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "
+        "%s --describe --group %s --dir %s > %s 2>&1",
+        kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
+        kc_test_env("KC_CLUSTER_DIR"), out);
     if (system(cmd) != 0)
         return -1;
     FILE *f = fopen(out, "r");
@@ -703,8 +705,8 @@ static void rolling_upgrade(void **state)
     }
     load_all(&lg, N);
     count(&lg, NP, &distinct, &dups);
-    kc_gm_sample_result_t r = kc_gm_sample(&lg, N, death, parts, NP, t_start, t_end, 5000000,
-                                           INT64_MAX);
+    kc_gm_sample_result_t r =
+        kc_gm_sample(&lg, N, death, parts, NP, t_start, t_end, 5000000, INT64_MAX);
     char why[400] = "";
     long overlaps = kc_gm_overlaps(&lg, why, sizeof why);
     /* The longest pause of any partition (callbacks by anyone) while the producer ran. */
@@ -734,13 +736,14 @@ static void rolling_upgrade(void **state)
             consumer_stats += strstr(lg.ev[i].text, "\"protocol\":\"consumer\"") != NULL;
         }
     long errs = errors_of(&lg);
-    print_message("# rolling classic -> consumer -> classic: %ld samples, max intersection %d, "
-                  "overlaps %ld; processed %ld of %ld, duplicates %ld; longest pause of a "
-                  "partition %.0f ms (partition %d); stats lines classic %ld consumer %ld; group type "
-                  "all-consumer '%s', back '%s'; producer rc %d; exits %d; errors %ld\n",
-                  r.samples, r.max_intersection, overlaps, distinct, total, dups, max_gap / 1e6,
-                  gap_p, classic_stats, consumer_stats, type_upgraded, type_back, WIFEXITED(pst) ? WEXITSTATUS(pst) : -1,
-                  st_end, errs);
+    print_message(
+        "# rolling classic -> consumer -> classic: %ld samples, max intersection %d, "
+        "overlaps %ld; processed %ld of %ld, duplicates %ld; longest pause of a "
+        "partition %.0f ms (partition %d); stats lines classic %ld consumer %ld; group type "
+        "all-consumer '%s', back '%s'; producer rc %d; exits %d; errors %ld\n",
+        r.samples, r.max_intersection, overlaps, distinct, total, dups, max_gap / 1e6, gap_p,
+        classic_stats, consumer_stats, type_upgraded, type_back,
+        WIFEXITED(pst) ? WEXITSTATUS(pst) : -1, st_end, errs);
     if (r.max_intersection)
         print_message("# first conflict: %s\n", r.first_conflict);
     if (overlaps)
