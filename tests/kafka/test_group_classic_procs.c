@@ -534,7 +534,12 @@ static void mixed(const char *name, const char *kc_assignor, const char *java_cl
             j = java_member(java_cls, 0);
         } else {
             kc_gm_stop(k);
-            sleep(6);
+            /* Java alone (and so its leader) before kconsume comes back */
+            for (int i = 0, owners = 0, kcp = 0; i < 40; i++) {
+                sleep(1);
+                if (describe(NP, &owners, "none", &kcp) == NP && owners == 1)
+                    break;
+            }
             k = spawn(1, conf, NULL);
         }
         int rows = -1, owners = 0, kcp = 0, kcs = -1;
