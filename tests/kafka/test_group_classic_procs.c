@@ -423,6 +423,8 @@ static void partitions_grow(void **state)
 
 /* ---- mixed group with a Java member ---------------------------------------------------------- */
 
+static pid_t g_java = -1; /* the Java member, killed by the teardown if an assert skipped it */
+
 static pid_t java_member(const char *cls, int n)
 {
     pid_t pid = fork();
@@ -442,6 +444,7 @@ static pid_t java_member(const char *cls, int n)
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
+    g_java = pid;
     return pid;
 }
 
@@ -450,6 +453,15 @@ static void java_stop(pid_t pid)
     kill(-pid, SIGTERM);
     int st;
     waitpid(pid, &st, 0);
+    g_java = -1;
+}
+
+static int java_teardown(void **state)
+{
+    (void)state;
+    if (g_java > 0)
+        java_stop(g_java);
+    return 0;
 }
 
 /* ConsumerGroupCommand --describe: per partition the owner's consumer id. Returns the number of
@@ -768,10 +780,14 @@ int main(int argc, char **argv)
 {
     kc_gm_maybe_member(argc, argv);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(partitions_grow),  cmocka_unit_test(static_restart),
-        cmocka_unit_test(scaleout_coop),    cmocka_unit_test(scaleout_eager),
-        cmocka_unit_test(mixed_java_range), cmocka_unit_test(mixed_java_roundrobin),
-        cmocka_unit_test(mixed_java_coop),  cmocka_unit_test(rolling_upgrade)};
+        cmocka_unit_test(partitions_grow),
+        cmocka_unit_test(static_restart),
+        cmocka_unit_test(scaleout_coop),
+        cmocka_unit_test(scaleout_eager),
+        cmocka_unit_test_teardown(mixed_java_range, java_teardown),
+        cmocka_unit_test_teardown(mixed_java_roundrobin, java_teardown),
+        cmocka_unit_test_teardown(mixed_java_coop, java_teardown),
+        cmocka_unit_test(rolling_upgrade)};
     if (getenv("KC_TEST_FILTER")) /* one test while developing, e.g. KC_TEST_FILTER=static* */
         cmocka_set_test_filter(getenv("KC_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
