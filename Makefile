@@ -14,7 +14,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
-.PHONY: all deps build build-asan build-tsan test test-unit test-kafka test-long soak demo perf \
+.PHONY: all deps build build-asan build-tsan build-fuzz test test-unit test-kafka test-long soak demo perf \
         fuzz install codegen format clean
 
 all: build
@@ -36,7 +36,11 @@ build-tsan: deps
 
 # The one command CI runs. Unit tests first (fast, no network), then one cluster for every
 # integration suite; tests/run-suite tears the cluster down on any exit.
-test: build-asan build-tsan
+# The short fuzz pass: FUZZ_SHORT_SECONDS per target over the committed corpora, then the suites
+# (whose last line is the "N passed, N failed" total).
+FUZZ_SHORT_SECONDS ?= 15
+test: build-asan build-tsan build-fuzz
+	tests/fuzz/run build/fuzz $(FUZZ_SHORT_SECONDS)
 	tests/run-suite --build build/asan --labels "unit kafka interop" --tsan build/tsan
 
 test-unit: build-asan
@@ -51,12 +55,14 @@ soak: build
 demo: build
 	tools/demo.sh build/release
 
-perf: deps
+perf: build
 	perf/run
 
-fuzz: deps
+build-fuzz: deps
 	CC=clang cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=Debug -DKC_FUZZ=ON -DKC_SANITIZE=address
 	cmake --build build/fuzz -j $(JOBS)
+
+fuzz: build-fuzz
 	tests/fuzz/run build/fuzz $(FUZZ_SECONDS)
 
 install: build

@@ -351,9 +351,14 @@ static void commit_done(void *opaque, kc_err_t rc, const kc_error_t *err,
     }
     if (kind == 2) {
         kc_gc_on_commit_result(&g->gc, seq, code, kc_now_ms());
+    } else if (code == 113) {
+        /* STALE_MEMBER_EPOCH: the epoch moved while the commit was on its way (a rebalance).
+         * Not an error: asked again shortly, under the epoch the next heartbeat brings. */
+        int64_t soon = kc_now_ms() + 200;
+        if (soon < g->next_auto_commit)
+            g->next_auto_commit = soon;
     } else if (code) {
-        /* Auto-commit: reported, never silent; the next interval commits again (with the epoch
-         * a heartbeat refreshed in between when it was STALE_MEMBER_EPOCH). */
+        /* Auto-commit: reported, never silent; the next interval commits again. */
         kc_error_t e;
         kc_fail_kafka(&e, code, "group %s: auto-commit of %zu partition(s) refused", g->group, n);
         g->h.error(g->h.opaque, &e, false);

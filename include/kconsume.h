@@ -311,8 +311,9 @@ typedef struct kc_topic_partition {
  * kc_pause, kc_resume, kc_committed, kc_commit, kc_store_offset and kc_position (both wait for
  * one network-thread round trip), kc_close, kc_destroy. Not yet: a backward kc_seek re-delivering
  * records already delivered (the runtime's per-partition delivery floor only moves forward).
- * kc_subscribe, kc_commit_async, kc_poll and kc_records_release are declared only: linking a
- * program that calls them fails rather than running a stub.
+ * kc_subscribe, kc_commit_async, kc_poll, kc_records_release, kc_topic_partitions,
+ * kc_query_watermarks and kc_member_id are declared only: linking a program that calls them fails
+ * rather than running a stub.
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
@@ -380,6 +381,27 @@ KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t par
  */
 KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc_error_t *err);
 KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t result);
+
+/*
+ * Cluster facts an application needs before it assigns by hand (the CLI's "all partitions of -t"
+ * and its -e end marks). Both block the caller up to timeout_ms while the network thread asks the
+ * cluster: app threads only, never callback context. Implemented by the engine.
+ *
+ * kc_topic_partitions: the partition count of `topic` from metadata (a cached answer younger than
+ * metadata.max.age.ms may be used). KC_ERR_NOT_FOUND when the cluster does not know the topic.
+ * kc_query_watermarks: the partition's log start (*low) and end (*high) from its leader
+ * (ListOffsets earliest and latest). Under isolation.level=read_committed *high is the last stable
+ * offset, which is where consumption of the partition currently ends. The partition need not be
+ * assigned to this consumer. Either pointer may be NULL.
+ */
+KC_API kc_err_t kc_topic_partitions(kc_consumer_t *c, const char *topic, int32_t *count,
+                                    int timeout_ms, kc_error_t *err);
+KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t partition,
+                                    int64_t *low, int64_t *high, int timeout_ms, kc_error_t *err);
+/* The group member id the coordinator gave this consumer, NUL-terminated into buf ("" before the
+ * first join and without group.id). Any thread, callback context included; no waiting.
+ * KC_ERR_TOO_LARGE when buf (len bytes) is too small (buf then holds ""). */
+KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
 
 /*
  * Orderly stop: stop fetching, let in-flight callbacks finish (bounded by timeout_ms; callbacks

@@ -97,9 +97,13 @@ void kc_conn_finish_reset(kc_conn_t *c)
     }
     c->secured = 0;
     if (c->closing) {
+        if (c->resolving)
+            kc_resolve_cancel(c->resolving);
         kc_loop_timer_stop(c->loop, &c->t_connect);
         kc_loop_timer_stop(c->loop, &c->t_backoff);
         kc_loop_timer_stop(c->loop, &c->t_request);
+        kc_loop_timer_stop(c->loop, &c->t_reauth);
+        kc_loop_timer_stop(c->loop, &c->t_close);
         kc_wbuf_free(&c->out);
         kc_wbuf_free(&c->sending);
         free(c->stage);
@@ -132,6 +136,13 @@ void kc_conn_reset(kc_conn_t *c, kc_err_t code, const char *why)
     c->st.resets++;
     set_state(c, KC_CONN_RESETTING, &e);
     kc_loop_timer_stop(c->loop, &c->t_connect);
+    kc_loop_timer_stop(c->loop, &c->t_reauth); /* the session dies with the socket */
+    kc_loop_timer_stop(c->loop, &c->t_close);
+    c->reauth = 0;
+    if (c->resolving) { /* a lookup nobody wants any more */
+        kc_resolve_cancel(c->resolving);
+        c->resolving = NULL;
+    }
     /* shutdown() ends pending recv/send/connect in the kernel on every kernel version; the
      * cancels are for io_uring ops still waiting in poll. Their callbacks finish the reset. */
     if (c->fd >= 0)
@@ -207,7 +218,8 @@ static kc_err_t submit(kc_conn_t *c, const kc_conn_req_spec_t *spec, int interna
         return kc_fail(err, KC_ERR_NOMEM, "request: out of memory");
     r->spec = *spec;
     r->deadline_ns = kc_now_ns() + (int64_t)c->o.request_timeout_ms * 1000000LL;
-    if (internal || c->state == KC_CONN_READY) {
+    /* During a re-authentication only the exchange itself may go on the wire (kc_conn.h). */
+    if (internal || (c->state == KC_CONN_READY && !c->reauth)) {
         kc_err_t rc = dispatch(c, r, err);
         if (rc != KC_OK) {
             free(r);
@@ -272,6 +284,10 @@ int kc_conn_deliver(kc_conn_t *c, kc_buf_t *frame)
     int32_t corr;
     size_t body_off;
     kc_error_t e;
+    if (c->goodbye) { /* closing: every request has been failed; late answers are dropped */
+        kc_buf_unref(frame);
+        return 1;
+    }
     if (!r) {
         kc_buf_unref(frame);
         kc_conn_reset(c, KC_ERR_MALFORMED, "response with no request in flight");
@@ -299,10 +315,9 @@ int kc_conn_deliver(kc_conn_t *c, kc_buf_t *frame)
 
 /* ---- handshake ------------------------------------------------------------------------------- */
 
-static void become_ready(kc_conn_t *c)
+/* Puts every request that waited (for READY, or for a re-authentication) on the wire. */
+static void drain_pending(kc_conn_t *c)
 {
-    c->failures = 0;
-    set_state(c, KC_CONN_READY, NULL);
     req_q p = c->pending;
     c->pending.head = c->pending.tail = NULL;
     req_t *r;
@@ -316,6 +331,13 @@ static void become_ready(kc_conn_t *c)
             fail_req(c, r, e.code);
     }
     arm_request_timer(c);
+}
+
+static void become_ready(kc_conn_t *c)
+{
+    c->failures = 0;
+    set_state(c, KC_CONN_READY, NULL);
+    drain_pending(c);
 }
 
 void kc_conn_fail_final(kc_conn_t *c, const kc_error_t *why)
@@ -337,6 +359,17 @@ void kc_conn_fail_final(kc_conn_t *c, const kc_error_t *why)
 
 void kc_conn_auth_done(kc_conn_t *c, const kc_error_t *result)
 {
+    if (c->reauth && c->state == KC_CONN_READY) {
+        c->reauth = 0;
+        if (result && result->code != KC_OK) {
+            kc_conn_fail_final(c, result);
+            return;
+        }
+        c->st.reauths++;
+        kc_log(KC_LOG_DEBUG, "conn", "%s: re-authenticated", kc_conn_peer(c));
+        drain_pending(c);
+        return;
+    }
     if (c->state != KC_CONN_AUTH)
         return;
     if (result && result->code != KC_OK) {
@@ -345,6 +378,28 @@ void kc_conn_auth_done(kc_conn_t *c, const kc_error_t *result)
         return;
     }
     become_ready(c);
+}
+
+void kc_conn_schedule_reauth(kc_conn_t *c, int64_t delay_ms)
+{
+    if (c->closing || (c->state != KC_CONN_AUTH && c->state != KC_CONN_READY))
+        return;
+    kc_loop_timer_start(c->loop, &c->t_reauth, delay_ms < 1000 ? 1000 : delay_ms);
+}
+
+int kc_conn_reauthenticating(const kc_conn_t *c)
+{
+    return c->reauth;
+}
+
+static void on_reauth_timer(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    (void)loop;
+    kc_conn_t *c = t->opaque;
+    if (c->closing || c->state != KC_CONN_READY || c->reauth || !c->o.authenticate)
+        return;
+    c->reauth = 1;
+    c->o.authenticate(c, c->o.auth_opaque);
 }
 
 static kc_err_t encode_apiversions(kc_wbuf_t *out, int16_t version, void *opaque)
@@ -446,20 +501,41 @@ static void on_connect_timer(kc_loop_t *loop, kc_loop_timer_t *t)
     kc_conn_reset(t->opaque, KC_ERR_TIMEOUT, "connect timed out");
 }
 
+/* The resolver thread answered (on the network thread, through the loop's command queue). */
+static void on_resolved(kc_err_t rc, const kc_addr_t *addrs, int n, const kc_error_t *err,
+                        void *opaque)
+{
+    kc_conn_t *c = opaque;
+    c->resolving = NULL;
+    if (rc != KC_OK) {
+        kc_log(KC_LOG_WARN, "conn", "%s", err->msg);
+        c->naddrs = 0;
+        c->cur_addr = -1;
+        c->state = KC_CONN_RESETTING; /* -> DOWN and a backoff, like a failed connect */
+        kc_conn_finish_reset(c);
+        return;
+    }
+    c->naddrs = n > MAX_ADDRS ? MAX_ADDRS : n;
+    memcpy(c->addrs, addrs, (size_t)c->naddrs * sizeof *addrs);
+    c->next_addr = 0;
+    connect_next(c);
+}
+
 static void connect_next(kc_conn_t *c)
 {
     kc_error_t e;
     if (c->next_addr >= c->naddrs) {
-        /* Re-resolve on every pass over the list: broker addresses may move. */
-        c->next_addr = 0;
-        if (kc_addr_resolve(c->servers, c->addrs, MAX_ADDRS, &c->naddrs, &e) != KC_OK) {
-            c->naddrs = 0;
+        /* Re-resolve on every pass over the list (broker addresses may move), on the loop's
+         * resolver thread: getaddrinfo may block for seconds (io/resolver.h). */
+        kc_resolver_t *r = kc_loop_resolver(c->loop, &e);
+        set_state(c, KC_CONN_CONNECTING, NULL);
+        if (!r || kc_resolve_start(r, c->servers, on_resolved, c, &c->resolving, &e) != KC_OK) {
             kc_log(KC_LOG_WARN, "conn", "%s", e.msg);
             c->cur_addr = -1;
             c->state = KC_CONN_RESETTING;
             kc_conn_finish_reset(c);
-            return;
         }
+        return;
     }
     c->cur_addr = c->next_addr++;
     kc_addr_t *a = &c->addrs[c->cur_addr];
@@ -478,6 +554,12 @@ static void on_backoff_timer(kc_loop_t *loop, kc_loop_timer_t *t)
 {
     (void)loop;
     connect_next(t->opaque);
+}
+
+static void on_close_timer(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    (void)loop;
+    kc_conn_reset(t->opaque, KC_ERR_CLOSED, "closed (close_notify not sent in time)");
 }
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
@@ -524,6 +606,8 @@ kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opt
     c->t_connect = (kc_loop_timer_t){.cb = on_connect_timer, .opaque = c};
     c->t_backoff = (kc_loop_timer_t){.cb = on_backoff_timer, .opaque = c};
     c->t_request = (kc_loop_timer_t){.cb = on_request_timer, .opaque = c};
+    c->t_reauth = (kc_loop_timer_t){.cb = on_reauth_timer, .opaque = c};
+    c->t_close = (kc_loop_timer_t){.cb = on_close_timer, .opaque = c};
     *out = c;
     return KC_OK;
 }
@@ -546,12 +630,20 @@ void kc_conn_close(kc_conn_t *c)
     kc_loop_timer_stop(c->loop, &c->t_backoff);
     kc_loop_timer_stop(c->loop, &c->t_request);
     kc_loop_timer_stop(c->loop, &c->t_connect);
+    kc_loop_timer_stop(c->loop, &c->t_reauth);
     fail_queue(c, &c->pending, KC_ERR_CLOSED);
     fail_queue(c, &c->inflight, KC_ERR_CLOSED);
     c->closing = 1;
     if (c->state == KC_CONN_DOWN || c->state == KC_CONN_RESETTING || c->state == KC_CONN_FAILED) {
         c->state = KC_CONN_RESETTING;
         kc_conn_finish_reset(c);
+        return;
+    }
+    /* TLS: say goodbye first (a broker logs an abrupt close as an error; close_notify also
+     * tells it no truncation happened), bounded by t_close. Either way the reset below shuts
+     * the socket down on both backends and the fd is closed once every op has come back. */
+    if (kc_conn_io_goodbye(c)) {
+        kc_loop_timer_start(c->loop, &c->t_close, KC_CONN_GOODBYE_MS);
         return;
     }
     kc_conn_reset(c, KC_ERR_CLOSED, "closed");

@@ -3,11 +3,13 @@
  * there, and every callback is called there.
  *
  * Lifecycle: kc_conn_new() then kc_conn_start(): resolve `servers` (each "host:port", IPv4/IPv6,
- * "[v6]:port"), connect (connect_timeout_ms), ApiVersions handshake, the optional auth hook, READY.
- * Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT (retriable; the caller
- * decides), the socket closes once the loop has returned every op, and the next address is tried
- * after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms). Requests sent while not
- * READY wait for READY or their request timeout, whichever comes first. Nothing waits forever.
+ * "[v6]:port") on the loop's resolver thread (io/resolver.h; the answer comes back through the
+ * loop's command queue, a close cancels it), connect (connect_timeout_ms), ApiVersions handshake,
+ * the optional auth hook, READY. Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT
+ * (retriable; the caller decides), the socket closes once the loop has returned every op, and the
+ * next address is tried after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms).
+ * Requests sent while not READY wait for READY or their request timeout, whichever comes first.
+ * Nothing waits forever.
  *
  * Transport hook (TLS): with opts.transport_new NULL, bytes go straight between the socket and
  * the frame buffers. Otherwise, after each TCP connect, transport_new() makes a transport (the
@@ -65,6 +67,9 @@ typedef struct kc_conn_transport_vt {
     kc_err_t (*feed)(void *t, const uint8_t *data, size_t len, kc_error_t *err); /* copies */
     kc_err_t (*read)(void *t, void *buf, size_t cap, size_t *n, kc_error_t *err);
     void (*free)(void *t);
+    /* Optional (NULL: none): queue the goodbye (TLS close_notify) into the output. Called once,
+     * by kc_conn_close() on a secured connection; nothing is written after it. */
+    kc_err_t (*shutdown)(void *t, kc_error_t *err);
 } kc_conn_transport_vt;
 
 typedef kc_err_t (*kc_conn_transport_new_fn)(void *opaque, const char *host,
@@ -94,13 +99,17 @@ typedef struct kc_conn_opts {
 
 typedef struct kc_conn_stats {
     uint64_t connects, resets, requests, responses, bytes_in, bytes_out, frames_staged,
-        frames_direct;
+        frames_direct, reauths;
 } kc_conn_stats_t;
+
+#define KC_CONN_GOODBYE_MS 200
 
 kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opts, kc_error_t *err);
 void kc_conn_start(kc_conn_t *conn);
 /* Fails every request with KC_ERR_CLOSED and frees the connection once the loop has returned its
- * ops (keep running the loop). Do not call from inside this connection's callbacks. */
+ * ops (keep running the loop). With a secured transport (TLS) it first sends the transport's
+ * goodbye (close_notify), best effort: at most KC_CONN_GOODBYE_MS, then the socket is shut down
+ * either way. Do not call from inside this connection's callbacks. */
 void kc_conn_close(kc_conn_t *conn);
 
 /* Queues a request. KC_OK: spec->cb will be called exactly once. Otherwise no callback. */
@@ -111,6 +120,16 @@ kc_err_t kc_conn_send(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_
  * kc_conn_send() returns it until kc_conn_start() is called again. */
 kc_err_t kc_conn_send_internal(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_t *err);
 void kc_conn_auth_done(kc_conn_t *conn, const kc_error_t *result);
+/* KIP-368, for the auth hook: run the hook again on this live connection in `delay_ms` (at least
+ * 1000: brokers refuse a re-authentication sooner than 1 s after the previous one). While the
+ * hook runs again the connection stays READY and requests already in flight keep going, but
+ * new kc_conn_send() requests wait in the pending queue until kc_conn_auth_done(): a broker
+ * reads everything after a SaslHandshake as part of the exchange, so nothing else may be
+ * interleaved. Success counts in stats.reauths; failure is final like a first auth failure.
+ * The timer dies with the socket (any reset); a new connection authenticates from scratch. */
+void kc_conn_schedule_reauth(kc_conn_t *conn, int64_t delay_ms);
+/* True while a re-authentication exchange runs (the hook is called again for it). */
+int kc_conn_reauthenticating(const kc_conn_t *conn);
 /* Forces a reset (as on a protocol error). */
 void kc_conn_reset(kc_conn_t *conn, kc_err_t code, const char *why);
 

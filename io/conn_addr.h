@@ -1,6 +1,5 @@
-/* Bootstrap address resolution for a connection. Owner: the caller's thread; pure except for
- * getaddrinfo(). NOTE: getaddrinfo blocks the calling (network) thread for a DNS lookup; fine
- * for literal addresses and /etc/hosts, a resolver thread is the fix if DNS latency shows up. */
+/* Bootstrap address resolution. Any thread; pure except for getaddrinfo(), which blocks: so the
+ * network thread never calls this itself, it asks the loop's resolver thread (io/resolver.h). */
 #ifndef KC_IO_CONN_ADDR_H
 #define KC_IO_CONN_ADDR_H
 

@@ -7,6 +7,7 @@
 
 #include "conn.h"
 #include "conn_addr.h"
+#include "resolver.h"
 
 #define STAGE_CAP (64 * 1024)
 #define MAX_ADDRS 32
@@ -31,10 +32,12 @@ struct kc_conn {
     kc_conn_state_t state;
     int closing;
     int auth_failed;     /* the reset in progress ends in FAILED, not in a backoff */
+    int reauth;          /* KIP-368 re-authentication running on this READY connection */
     kc_error_t fail_err; /* why we are FAILED */
     int fd;
     kc_addr_t addrs[MAX_ADDRS];
     int naddrs, next_addr, cur_addr;
+    kc_resolve_job_t *resolving; /* a lookup of `servers` on the loop's resolver thread */
     int failures;
     int64_t last_backoff;
     uint64_t rng;
@@ -51,9 +54,10 @@ struct kc_conn {
     const kc_conn_transport_vt *tvt;
     void *tr;
     int secured;   /* transport handshake done */
+    int goodbye;   /* closing: the transport's close_notify is being sent (t_close bounds it) */
     uint8_t *cbuf; /* transport mode: ciphertext receive buffer (STAGE_CAP) */
     kc_loop_op_t op_connect, op_send, op_recv;
-    kc_loop_timer_t t_connect, t_backoff, t_request;
+    kc_loop_timer_t t_connect, t_backoff, t_request, t_reauth, t_close;
     kc_conn_stats_t st;
 };
 
@@ -66,6 +70,7 @@ void kc_conn_fail_final(kc_conn_t *c, const kc_error_t *why); /* TLS/auth: no re
 /* conn_io.c */
 void kc_conn_io_start(kc_conn_t *c); /* after connect: transport handshake or first recv */
 void kc_conn_io_flush(kc_conn_t *c);
+int kc_conn_io_goodbye(kc_conn_t *c); /* 1: close_notify is on its way, the reset follows */
 void kc_conn_io_on_send(kc_loop_t *loop, kc_loop_op_t *op, int res);
 void kc_conn_io_on_recv(kc_loop_t *loop, kc_loop_op_t *op, int res);
 

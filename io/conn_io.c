@@ -82,10 +82,39 @@ void kc_conn_io_on_send(kc_loop_t *loop, kc_loop_op_t *op, int res)
         c->tvt->out_consume(c->tr, (size_t)res);
     else
         c->sending.len = 0;
+    if (c->goodbye) {
+        const uint8_t *p;
+        if (c->tvt->out_peek(c->tr, &p) == 0) { /* close_notify is out: now shut down */
+            kc_conn_reset(c, KC_ERR_CLOSED, "closed");
+            return;
+        }
+        tx_pump(c);
+        return;
+    }
     if (c->state == KC_CONN_SECURING)
         tx_pump(c); /* handshake records */
     else
         kc_conn_io_flush(c);
+}
+
+/* kc_conn_close() on a secured transport: queue the goodbye (TLS close_notify) behind whatever
+ * the transport still holds and send it through the loop like any other bytes (a send op may be
+ * running; its completion carries on). Returns 1 when the caller should wait for on_send (or its
+ * bound, t_close) to reset; 0 when there is nothing to say goodbye on. */
+int kc_conn_io_goodbye(kc_conn_t *c)
+{
+    if (!c->tvt || !c->tvt->shutdown || !c->secured || !live(c))
+        return 0;
+    kc_error_t e;
+    c->out.len = 0; /* requests encoded but not handed to the transport were failed already */
+    if (c->tvt->shutdown(c->tr, &e) != KC_OK)
+        return 0;
+    c->goodbye = 1;
+    const uint8_t *p;
+    if (!c->op_send.pending && c->tvt->out_peek(c->tr, &p) == 0)
+        return 0; /* nothing to send after all */
+    tx_pump(c);
+    return 1;
 }
 
 /* ---- framing --------------------------------------------------------------------------------- */

@@ -101,8 +101,13 @@ static void on_authenticate(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off,
         rc = kc_sasl_authenticate_result(cs->s, &resp, kc_conn_peer(c), kc_now_ms(),
                                          (uint32_t)(kc_backoff_rand(&cs->rng) * 4294967296.0),
                                          &cs->out, &cs->out_len, &e);
-    if (rc == KC_OK && kc_sasl_done(cs->s))
+    if (rc == KC_OK && kc_sasl_done(cs->s)) {
         cs->lifetime_ms = resp.session_lifetime_ms;
+        /* KIP-368: a lifetime means the broker will close the connection when it ends unless we
+         * re-authenticate first; io/sasl.c picks the jittered 85..95% point. */
+        if (cs->lifetime_ms > 0)
+            kc_conn_schedule_reauth(c, kc_sasl_reauth_deadline_ms(cs->s) - kc_now_ms());
+    }
     kc_arena_free(&a);
     kc_buf_unref(f);
     if (rc != KC_OK || kc_sasl_done(cs->s)) {
@@ -139,7 +144,9 @@ static void on_handshake(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, in
 void kc_conn_sasl_authenticate(kc_conn_t *c, void *opaque)
 {
     kc_conn_sasl_t *cs = opaque;
-    kc_sasl_reset(cs->s); /* every connection starts a fresh exchange */
+    /* Every connection, and every re-authentication of one (same mechanism: a broker closes the
+     * connection on a switch), starts a fresh exchange with a fresh nonce. */
+    kc_sasl_reset(cs->s);
     /* SaslHandshake v1+ means SaslAuthenticate requests carry the tokens (KIP-152). */
     kc_conn_req_spec_t s = {.api_key = KC_SASL_HANDSHAKE_REQUEST_API_KEY,
                             .min_version = 1,

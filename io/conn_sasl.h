@@ -5,7 +5,10 @@
  * kc_conn_sasl_t made by kc_conn_sasl_new() (one per connection: it holds the exchange state).
  * Failures are final (KC_ERR_AUTH naming mechanism and broker; the connection goes FAILED).
  * Credentials stay inside kc_sasl_t and never reach a log or an error message.
- * Owner: the network thread. KIP-368 re-authentication is not driven yet.
+ * KIP-368: when SaslAuthenticate returns session_lifetime_ms > 0 the hook schedules itself again
+ * (kc_conn_schedule_reauth) at the jittered point io/sasl.c picks, and re-runs the exchange on the
+ * live connection; a failed re-authentication fails the connection with KC_ERR_AUTH.
+ * Owner: the network thread.
  */
 #ifndef KC_IO_CONN_SASL_H
 #define KC_IO_CONN_SASL_H

@@ -37,8 +37,13 @@ static void t_free(void *t)
     kc_tls_free(t);
 }
 
+static kc_err_t t_shutdown(void *t, kc_error_t *err)
+{
+    return kc_tls_shutdown(t, err);
+}
+
 static const kc_conn_transport_vt tls_vt = {t_handshake, t_write, t_out_peek, t_out_consume,
-                                            t_feed,      t_read,  t_free};
+                                            t_feed,      t_read,  t_free,     t_shutdown};
 
 kc_err_t kc_conn_tls_transport_new(void *opaque, const char *host, const kc_conn_transport_vt **vt,
                                    void **t, kc_error_t *err)

@@ -37,6 +37,7 @@ struct kc_loop {
     size_t ops_out; /* ops started and not yet completed (the wake read excluded) */
     unsigned uring_flags;
     pthread_t owner; /* the creating thread; debug builds check every owner-only call */
+    struct kc_resolver *resolver; /* name lookups (io/resolver.h); created on first use */
     struct {
         _Atomic uint64_t submissions, completions, enters, wakeups, wake_writes, commands, timers;
     } st;

@@ -89,6 +89,10 @@ static kc_conn_state_t open_conn(setup *s, kc_loop_backend_t b, const char *serv
 
 static void close_setup(setup *s)
 {
+    kc_loop_stats_t ls;
+    kc_loop_get_stats(s->loop, &ls);
+    if (!strcmp(kc_loop_backend_name(s->loop), "io_uring"))
+        assert_true(ls.submissions > 0); /* the ring really carried this connection */
     kc_conn_close(s->c);
     for (int i = 0; i < 20; i++)
         kc_loop_run_once(s->loop, 5);

@@ -44,16 +44,8 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int connect_first(const char *bootstrap)
+static int connect_host(const char *host, const char *port)
 {
-    char host[256], port[16];
-    const char *colon = strrchr(bootstrap, ':');
-    const char *comma = strchr(bootstrap, ',');
-    if (!colon || (comma && comma < colon) || (size_t)(colon - bootstrap) >= sizeof host)
-        return -1;
-    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
-    host[colon - bootstrap] = 0;
-    snprintf(port, sizeof port, "%.*s", comma ? (int)(comma - colon - 1) : 15, colon + 1);
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
     if (getaddrinfo(host, port, &hints, &res) != 0)
         return -1;
@@ -67,6 +59,23 @@ static int connect_first(const char *bootstrap)
     }
     freeaddrinfo(res);
     return fd;
+}
+
+/* The first host:port of a bootstrap list ("a:1,b:2,c:3" -> a:1). */
+static int connect_first(const char *bootstrap)
+{
+    char first[256], port[16];
+    size_t n = strcspn(bootstrap, ",");
+    if (n >= sizeof first)
+        return -1;
+    memcpy(first, bootstrap, n);
+    first[n] = 0;
+    char *colon = strrchr(first, ':');
+    if (!colon)
+        return -1;
+    *colon = 0;
+    snprintf(port, sizeof port, "%s", colon + 1);
+    return connect_host(first, port);
 }
 
 static int io_full(int fd, uint8_t *p, size_t n, int writing)
@@ -143,11 +152,13 @@ typedef struct member {
     bool closed;
 } member_t;
 
-/* FindCoordinator (v4) until the broker names one, as the engine's coordinator module will. On a
- * fresh cluster this is also what creates __consumer_offsets: until then every group request is
- * answered NOT_COORDINATOR. One broker, so the coordinator is the broker we are connected to. */
-static void find_coordinator(const char *group)
+/* FindCoordinator (v4) until the broker names one, as the engine's coordinator module will, and a
+ * connection to it. On a fresh cluster this is also what creates __consumer_offsets: until then
+ * every group request is answered NOT_COORDINATOR. With several brokers the coordinator is
+ * whichever one owns the group's __consumer_offsets partition, so connect to the one named. */
+static int coordinator_fd(const char *group)
 {
+    char host[256] = "", port[16] = "";
     int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
     assert_true(fd >= 0);
     int64_t end = now_ms() + 60000;
@@ -168,6 +179,11 @@ static void find_coordinator(const char *group)
         assert_int_equal(kc_find_coordinator_response_decode(&fr, 4, &r, &a, &e), KC_OK);
         assert_int_equal(fr.coordinators.count, 1);
         code = fr.coordinators.items[0].error_code;
+        if (code == 0) {
+            const kc_str_t *h = &fr.coordinators.items[0].host;
+            snprintf(host, sizeof host, "%.*s", (int)h->len, (const char *)h->ptr);
+            snprintf(port, sizeof port, "%d", (int)fr.coordinators.items[0].port);
+        }
         kc_arena_free(&a);
         free(frame);
         if (code != 0)
@@ -175,6 +191,9 @@ static void find_coordinator(const char *group)
     }
     close(fd);
     assert_int_equal(code, 0);
+    int cfd = connect_host(host, port);
+    assert_true(cfd >= 0);
+    return cfd;
 }
 
 static void member_start_static(member_t *mb, const char *group, kc_assignor_t a,
@@ -197,10 +216,8 @@ static void member_start_static(member_t *mb, const char *group, kc_assignor_t a
     assert_int_equal(kc_classic_init(&mb->m, &c, lookup, NULL, &e), KC_OK);
     const char *topics[] = {topic_name};
     assert_int_equal(kc_classic_subscribe(&mb->m, topics, 1, &e), KC_OK);
-    mb->fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
-    assert_true(mb->fd >= 0);
+    mb->fd = coordinator_fd(group);
     mb->key = -1;
-    find_coordinator(group);
     kc_classic_coordinator_known(&mb->m, now_ms());
 }
 
@@ -254,7 +271,9 @@ static void drive(member_t *mb, int64_t now)
             kc_classic_commit_result(&mb->m, o.seq, 0, now);
             break;
         case KC_CLASSIC_REDISCOVER:
-            find_coordinator(mb->m.cfg.group_id);
+            close(mb->fd);
+            mb->fd = coordinator_fd(mb->m.cfg.group_id);
+            mb->key = -1;
             kc_classic_coordinator_known(&mb->m, now_ms());
             break;
         case KC_CLASSIC_CLOSED:
@@ -379,8 +398,7 @@ static void make_topic(const char *tag)
 static bool describe(const char *group, size_t want, kc_ctps_t *out, char ids[][128],
                      int64_t within_ms)
 {
-    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
-    assert_true(fd >= 0);
+    int fd = coordinator_fd(group);
     int64_t end = now_ms() + within_ms;
     bool ok = false;
     while (!ok && now_ms() < end) {

@@ -4,6 +4,7 @@
 #include "kc_test.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -27,6 +28,7 @@ typedef struct server {
     int xor ;   /* speak the test transport: "KCHELLO\n" / "OK\n", then bytes XOR 0x5A */
     int refuse; /* with xor: answer the hello with "NO\n" */
     atomic_int stop, accepted;
+    atomic_int byes; /* test transport goodbyes (close_notify stand-ins) received */
     pthread_t th;
 } server;
 
@@ -98,6 +100,10 @@ static void serve(server *s, int fd)
     int mute = 0; /* after a -1, stay silent: a later answer would overtake the stalled one */
     while (!atomic_load(&s->stop) && srv_read(s, fd, hdr, 4)) {
         uint32_t n = get32(hdr);
+        if (n == 0xFFFFFFFFu) { /* the test transport's goodbye */
+            atomic_fetch_add(&s->byes, 1);
+            break;
+        }
         uint8_t *req = malloc(n);
         if (!srv_read(s, fd, req, n)) {
             free(req);
@@ -321,8 +327,15 @@ static void xt_free(void *t)
     free(x);
 }
 
+/* The close_notify stand-in: four 0xFF bytes, a frame size no request has. */
+static kc_err_t xt_shutdown(void *t, kc_error_t *err)
+{
+    static const uint8_t bye[4] = {0xFF, 0xFF, 0xFF, 0xFF};
+    return xt_write(t, bye, 4, err);
+}
+
 static const kc_conn_transport_vt xt_vt = {xt_handshake, xt_write, xt_peek, xt_consume,
-                                           xt_feed,      xt_read,  xt_free};
+                                           xt_feed,      xt_read,  xt_free, xt_shutdown};
 
 static kc_err_t xt_new(void *opaque, const char *host, const kc_conn_transport_vt **vt, void **t,
                        kc_error_t *err)
@@ -664,6 +677,113 @@ static void auth_fail_is_final(kc_loop_backend_t b)
     auth_hook_gates_ready(b, 1);
 }
 
+/* KIP-368 re-authentication: the hook schedules itself again; the second run happens on the
+ * same READY connection >= 1 s later, requests sent meanwhile wait for its end (nothing may be
+ * interleaved with the exchange), and a refused re-authentication is final. */
+typedef struct reauth_ctx {
+    int calls, fail_second;
+    int64_t ready_ns, second_ns;
+    call probe, held;
+} reauth_ctx;
+
+static void reauth_probe_done(kc_conn_t *c, kc_err_t err, kc_buf_t *f, size_t off, int16_t v,
+                              void *op)
+{
+    reauth_ctx *a = op;
+    on_resp(c, err, f, off, v, &a->probe);
+    kc_error_t e = {0};
+    if (a->calls == 1)
+        kc_conn_schedule_reauth(c, 10); /* asks for 10 ms: at least 1 s is what it gets */
+    else if (a->fail_second)
+        kc_fail(&e, KC_ERR_AUTH, "SASL PLAIN authentication to broker test failed: expired");
+    kc_conn_auth_done(c, &e);
+}
+
+static void reauth_hook(kc_conn_t *c, void *opaque)
+{
+    reauth_ctx *a = opaque;
+    a->calls++;
+    if (a->calls == 1) {
+        assert_int_equal(kc_conn_state(c), KC_CONN_AUTH);
+    } else {
+        a->second_ns = kc_now_ns();
+        assert_int_equal(kc_conn_state(c), KC_CONN_READY);
+        assert_true(kc_conn_reauthenticating(c));
+        /* A plain request now must wait for the exchange to end. */
+        kc_conn_stats_t st;
+        kc_conn_get_stats(c, &st);
+        a->held = (call){.want = 7};
+        send_want(c, &a->held);
+        kc_conn_stats_t st2;
+        kc_conn_get_stats(c, &st2);
+        assert_int_equal(st2.requests, st.requests);
+    }
+    a->probe = (call){.want = 4};
+    kc_conn_req_spec_t s = {.api_key = 3,
+                            .min_version = 12,
+                            .max_version = 12,
+                            .encode = enc,
+                            .cb = reauth_probe_done,
+                            .opaque = a};
+    assert_int_equal(kc_conn_send_internal(c, &s, NULL), KC_OK);
+}
+
+static void reauth_on_live_conn(kc_loop_backend_t b, int fail_second)
+{
+    server s;
+    server_start(&s);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_loop_t *loop = mkloop(b);
+    reauth_ctx a = {.fail_second = fail_second};
+    kc_conn_opts_t o = {.servers = addr,
+                        .request_timeout_ms = 5000,
+                        .reconnect_backoff_ms = 20,
+                        .reconnect_backoff_max_ms = 50,
+                        .authenticate = reauth_hook,
+                        .auth_opaque = &a};
+    kc_conn_t *c = NULL;
+    assert_int_equal(kc_conn_new(&c, loop, &o, NULL), KC_OK);
+    kc_conn_start(c);
+    call x = {.want = 9};
+    send_want(c, &x);
+    assert_true(run_until(loop, &x.done, 5000));
+    assert_int_equal(x.err, KC_OK);
+    a.ready_ns = kc_now_ns();
+    assert_true(run_until(loop, &a.held.done, 5000));
+    kc_conn_stats_t st;
+    kc_conn_get_stats(c, &st);
+    assert_int_equal(a.calls, 2);
+    assert_true(a.second_ns - a.ready_ns >= 990000000LL);
+    assert_int_equal(st.connects, 1);
+    if (!fail_second) {
+        assert_int_equal(a.held.err, KC_OK);
+        assert_int_equal(st.reauths, 1);
+        assert_int_equal(kc_conn_state(c), KC_CONN_READY);
+        assert_false(kc_conn_reauthenticating(c));
+    } else {
+        assert_int_equal(a.held.err, KC_ERR_AUTH);
+        assert_int_equal(st.reauths, 0);
+        int never = 0;
+        run_until(loop, &never, 200);
+        assert_int_equal(kc_conn_state(c), KC_CONN_FAILED);
+        assert_int_equal(atomic_load(&s.accepted), 1);
+    }
+    close_conn(loop, c);
+    kc_loop_free(loop);
+    server_stop(&s);
+}
+
+static void reauth_ok(kc_loop_backend_t b)
+{
+    reauth_on_live_conn(b, 0);
+}
+
+static void reauth_refused_is_final(kc_loop_backend_t b)
+{
+    reauth_on_live_conn(b, 1);
+}
+
 /* A listener whose accept queue is full drops our SYN: the connect hangs until our timer ends
  * it; the pending connect op must come back (ASan would report the leaked conn otherwise). */
 static void connect_timeout_then_close(kc_loop_backend_t b)
@@ -863,6 +983,52 @@ static void bad_bootstrap_is_config_error(void **state)
     assert_string_equal(out[1].name, "127.0.0.2:2");
 }
 
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* kc_conn_close() on a secured transport sends its goodbye (TLS close_notify) before shutting
+ * the socket down, with requests still in flight; afterwards no fd is left behind. */
+static void transport_goodbye_on_close(kc_loop_backend_t b)
+{
+    int fds0 = count_fds();
+    server s;
+    next_xor = 1;
+    server_start(&s);
+    next_xor = 0;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_loop_t *loop = mkloop(b);
+    use_transport = 1;
+    kc_conn_t *c = open_conn(loop, addr, 5000);
+    use_transport = 0;
+    call x = {.want = 100}, stuck = {.want = -1};
+    send_want(c, &x);
+    assert_true(run_until(loop, &x.done, 3000));
+    assert_int_equal(x.err, KC_OK);
+    send_want(c, &stuck); /* never answered: in flight at close */
+    int never = 0;
+    run_until(loop, &never, 50);
+    kc_conn_close(c);
+    assert_true(stuck.done);
+    assert_int_equal(stuck.err, KC_ERR_CLOSED);
+    for (int i = 0; i < 100 && atomic_load(&s.byes) == 0; i++)
+        kc_loop_run_once(loop, 10);
+    for (int i = 0; i < 20; i++)
+        kc_loop_run_once(loop, 5);
+    assert_int_equal(atomic_load(&s.byes), 1);
+    kc_loop_free(loop);
+    server_stop(&s);
+    assert_int_equal(count_fds(), fds0);
+}
+
 #define BOTH(fn)                                                                                   \
     static void fn##_uring(void **s)                                                               \
     {                                                                                              \
@@ -885,11 +1051,20 @@ BOTH(connect_timeout_then_close)
 BOTH(bootstrap_list_and_ipv6)
 BOTH(transport_frames)
 BOTH(transport_refused_is_final)
+BOTH(transport_goodbye_on_close)
+BOTH(reauth_ok)
+BOTH(reauth_refused_is_final)
 BOTH(netthread_drives_conn)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reauth_ok_uring),
+        cmocka_unit_test(reauth_ok_epoll),
+        cmocka_unit_test(reauth_refused_is_final_uring),
+        cmocka_unit_test(reauth_refused_is_final_epoll),
+        cmocka_unit_test(transport_goodbye_on_close_uring),
+        cmocka_unit_test(transport_goodbye_on_close_epoll),
         cmocka_unit_test(big_frames_and_pipelining_uring),
         cmocka_unit_test(big_frames_and_pipelining_epoll),
         cmocka_unit_test(timeout_resets_and_reconnects_uring),
