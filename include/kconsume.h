@@ -311,8 +311,12 @@ typedef struct kc_topic_partition {
  * kc_seek (backward seeks re-deliver), kc_pause, kc_resume, kc_committed, kc_commit,
  * kc_commit_async, kc_store_offset and kc_position (both wait for one network-thread round trip),
  * kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks, kc_member_id, kc_close,
- * kc_destroy; auto-commit and the stats event. kc_subscribe comes with the group modules: until
- * then linking a program that calls it fails rather than running a stub.
+ * kc_destroy; auto-commit and the stats event. kc_subscribe joins a group with
+ * group.protocol=consumer (KIP-848, runtime/consumer_group.c over engine/group848.c) or
+ * group.protocol=classic (engine/classic_drive.c). Known gaps: with a group, kc_commit,
+ * kc_commit_async and kc_committed still use the anonymous form (refused by a group with live
+ * members) — auto-commit and the commit at revocation carry the member identity; a classic member
+ * does not yet leave the group when a callback exceeds max.poll.interval.ms (KIP-848 does).
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics

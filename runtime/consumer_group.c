@@ -1,5 +1,6 @@
 /*
- * group.protocol=consumer for the public consumer: implements engine/group848's hooks over the
+ * group.protocol=consumer (engine/group848) and =classic (engine/classic_drive, configured in
+ * consumer_group_classic.c) for the public consumer: implements their common hooks over the
  * dispatcher (dispatch.h) and the engine, and keeps the group's partitions.
  *
  * Why the partitions live here and not in consumer.c's manual-assignment table: a revoked
@@ -21,6 +22,7 @@
 #include "base/clock.h"
 #include "conf.h"
 #include "consumer_int.h"
+#include "classic_drive.h"
 #include "group848.h"
 
 typedef struct gpart {
@@ -34,6 +36,7 @@ struct kc_cgroup {
     kc_engine_t *e;
     kc_rt_t *rt;
     kc_g848_t *g;
+    kc_gcl_t *cl; /* group.protocol=classic instead of g (engine/classic_drive.c) */
     gpart_t *p;
     size_t n, cap;
     bool failed;
@@ -149,7 +152,7 @@ static void h_error(void *o, const kc_error_t *e, bool fatal)
 static unsigned h_poll_over(void *o)
 {
     kc_cgroup_t *cg = o;
-    const char *id = kc_g848_member_id(cg->g);
+    const char *id = cg->cl ? kc_gcl_member_id(cg->cl) : kc_g848_member_id(cg->g);
     if (cg->c && id && strncmp(id, cg->member_id, sizeof cg->member_id) != 0) {
         snprintf(cg->member_id, sizeof cg->member_id, "%s", id);
         kc_consumer_set_member_id(cg->c, id);
@@ -160,7 +163,7 @@ static unsigned h_poll_over(void *o)
 /* consumer_int.h's group_stats hook: the "group" object of the stats JSON, snprintf-style. */
 static size_t cg_stats_hook(void *opaque, char *buf, size_t cap)
 {
-    return kc_g848_stats_json(((kc_cgroup_t *)opaque)->g, buf, cap);
+    return kc_cg_stats_json(opaque, buf, cap);
 }
 
 kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf_t *conf,
@@ -183,7 +186,9 @@ kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf
     gc.commit_timeout_ms = kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
     gc.coordinator_timeout_ms = kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
     kc_g848_hooks_t h = {h_revoke, h_committable, h_drop, h_assign, h_poll_over, h_error, cg};
-    kc_err_t rc = kc_g848_new(&cg->g, e, &gc, &h, err);
+    kc_err_t rc = strcmp(kc_conf_str(conf, KC_CONF_GROUP_PROTOCOL), "classic") == 0
+                      ? kc_cg_new_classic(&cg->cl, e, conf, &h, err)
+                      : kc_g848_new(&cg->g, e, &gc, &h, err);
     if (rc != KC_OK) {
         free(cg);
         return rc;
@@ -196,6 +201,8 @@ kc_err_t kc_cg_subscribe(kc_cgroup_t *cg, const char *const *topics, size_t n, k
 {
     /* One entry starting with '^' is a regular expression, evaluated by the broker (KIP-848's
      * subscribed_topic_regex, RE2/J syntax) — the convention other Kafka clients use. */
+    if (cg->cl)
+        return kc_gcl_subscribe(cg->cl, topics, n, err);
     if (n == 1 && topics[0][0] == '^')
         return kc_g848_subscribe(cg->g, NULL, 0, topics[0], err);
     return kc_g848_subscribe(cg->g, topics, n, NULL, err);
@@ -213,7 +220,10 @@ bool kc_cg_on_revoke_done(kc_cgroup_t *cg, kc_rt_part_t *p)
             forget(cg, gp);
             return true;
         }
-        kc_g848_revoked(cg->g);
+        if (cg->cl)
+            kc_gcl_revoked(cg->cl);
+        else
+            kc_g848_revoked(cg->g);
         return true;
     }
     return false;
@@ -221,12 +231,15 @@ bool kc_cg_on_revoke_done(kc_cgroup_t *cg, kc_rt_part_t *p)
 
 void kc_cg_close(kc_cgroup_t *cg)
 {
-    kc_g848_close(cg->g);
+    if (cg->cl)
+        kc_gcl_close(cg->cl);
+    else
+        kc_g848_close(cg->g);
 }
 
 bool kc_cg_closed(const kc_cgroup_t *cg)
 {
-    return kc_g848_closed(cg->g);
+    return cg->cl ? kc_gcl_closed(cg->cl) : kc_g848_closed(cg->g);
 }
 
 void kc_cg_free(kc_cgroup_t *cg)
@@ -234,6 +247,7 @@ void kc_cg_free(kc_cgroup_t *cg)
     if (!cg)
         return;
     kc_g848_free(cg->g);
+    kc_gcl_free(cg->cl);
     for (size_t i = 0; i < cg->n; i++)
         free(cg->p[i].topic); /* the runtime frees the partitions themselves (kc_rt_free) */
     free(cg->p);
@@ -242,7 +256,7 @@ void kc_cg_free(kc_cgroup_t *cg)
 
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap)
 {
-    return kc_g848_stats_json(cg->g, buf, cap);
+    return cg->cl ? kc_gcl_stats_json(cg->cl, buf, cap) : kc_g848_stats_json(cg->g, buf, cap);
 }
 
 /* ---- consumer.c's hooks --------------------------------------------------------------------- */
@@ -297,9 +311,6 @@ KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t
     for (size_t i = 0; i < n; i++)
         if (!topics[i] || !*topics[i])
             return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: empty topic name");
-    if (strcmp(kc_conf_str(c->conf, KC_CONF_GROUP_PROTOCOL), "consumer") != 0)
-        return kc_fail(err, KC_ERR_UNSUPPORTED,
-                       "subscribe: group.protocol=classic is not implemented; use consumer");
     kc_ccall_t k = {
         .op = KC_COP_SUBSCRIBE, .out = (kc_topic_partition_t *)(uintptr_t)topics, .n = n};
     return kc_consumer_call(c, &k, err);

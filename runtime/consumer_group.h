@@ -1,6 +1,7 @@
 /*
- * The public consumer's KIP-848 group (consumer_group.c): glue between engine/group848 and the
- * dispatcher. Every function runs on the network thread (consumer.c calls them from its
+ * The public consumer's group (consumer_group.c): glue between the dispatcher and the group
+ * module group.protocol names, engine/group848 (consumer) or engine/classic_drive (classic); both
+ * take the same kc_g848_hooks_t. Every function runs on the network thread (consumer.c calls them from its
  * commands and from its completion drain).
  */
 #ifndef KC_RUNTIME_CONSUMER_GROUP_H
@@ -24,6 +25,12 @@ bool kc_cg_closed(const kc_cgroup_t *cg);
 /* After the engine was closed (its coordinator work finished), before it is freed. */
 void kc_cg_free(kc_cgroup_t *cg);
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
+
+/* group.protocol=classic (consumer_group_classic.c): engine/classic_drive from the config. */
+struct kc_gcl;
+struct kc_g848_hooks;
+kc_err_t kc_cg_new_classic(struct kc_gcl **out, kc_engine_t *e, const kc_conf_t *conf,
+                           const struct kc_g848_hooks *hooks, kc_error_t *err);
 
 /* consumer.c's hooks. kc_cg_call runs KC_COP_SUBSCRIBE / KC_COP_GROUP_CLOSE on the network
  * thread (`drain` is consumer.c's completion handler). kc_cg_close_wait (app thread, from

@@ -173,6 +173,17 @@ void kc_gm_maybe_member(int argc, char **argv)
         setc(conf, "max.poll.interval.ms", getenv("KC_GM_MAX_POLL_MS"));
     if (argc > 6 && *argv[6])
         setc(conf, "group.instance.id", argv[6]);
+    /* KC_GM_CONF="k=v;k=v" overrides the above (group.protocol=classic, its assignors). */
+    char *extra = getenv("KC_GM_CONF") ? strdup(getenv("KC_GM_CONF")) : NULL;
+    char *save = NULL;
+    for (char *kv = extra ? strtok_r(extra, ";", &save) : NULL; kv; kv = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(kv, '=');
+        if (eq) {
+            *eq = 0;
+            setc(conf, kv, eq + 1);
+        }
+    }
+    free(extra);
     kc_callbacks_t cbs = {m_assign, m_records, m_revoke, m_lost, m_event, NULL};
     kc_consumer_t *c = NULL;
     kc_error_t err;

@@ -1,0 +1,69 @@
+/*
+ * engine/classic_drive.c and classic_drive_io.c share this: the driver's state. Owner: the
+ * network thread (see classic_drive.h).
+ */
+#ifndef KC_ENGINE_CLASSIC_DRIVE_INT_H
+#define KC_ENGINE_CLASSIC_DRIVE_INT_H
+
+#include "classic_drive.h"
+#include "engine_int.h"
+#include "group_classic.h"
+
+#define MD_REFRESH_MS 3000
+
+typedef struct g_op {
+    kc_gcl_t *g;
+    uint64_t seq;
+    int kind; /* 1 assign (OffsetFetch), 2 reconcile commit, 3 auto-commit */
+    bool cancelled;
+    struct g_op *next;
+} g_op_t;
+
+struct kc_gcl {
+    kc_engine_t *e;
+    kc_gcl_conf_t conf;
+    char *group, *instance, *rack;
+    kc_gcl_hooks_t h;
+    kc_classic_t m;
+    kc_loop_timer_t timer;
+    char **topics;
+    int32_t *counts; /* partition count per subscribed topic, 0 = unknown */
+    size_t n_topics;
+    bool md_known, subscribed, md_inflight;
+    int64_t next_md_ms;
+    /* coordinator */
+    kc_conn_t *conn;
+    char coord_addr[300];
+    int32_t coord_node;
+    bool finding, want_known;
+    int64_t find_retry_ms;
+    /* the group request in flight on `conn` (encoded at once: views die at the next poll) */
+    int req_kind; /* 0 none, else the out kind */
+    kc_wbuf_t req;
+    int64_t req_sent_ms;
+    /* revoke */
+    uint64_t revoke_seq;
+    int revoke_wait;
+    bool revoke_active;
+    g_op_t *ops;
+    int64_t next_auto_commit;
+    int32_t last_generation;
+    uint64_t rebalances, heartbeats, hb_errors, commits, commit_failures, rediscoveries;
+    bool driving, again, closing, closed_out, dead;
+};
+
+/* classic_drive.c: pulls the state machine's outputs and acts on them; re-arms the timer. */
+void kc_gcl_drive(kc_gcl_t *g);
+
+static inline bool kc_gcl_gone(const kc_gcl_t *g)
+{
+    return g->dead || g->e->closed;
+}
+
+/* classic_drive_io.c: the subscription's partition counts (Metadata), the coordinator (own
+ * FindCoordinator, own connection), and the group requests on that connection. */
+void kc_gcl_md_maybe_send(kc_gcl_t *g, int64_t now);
+void kc_gcl_find_maybe_send(kc_gcl_t *g, int64_t now);
+void kc_gcl_send_group(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now);
+
+#endif
