@@ -582,3 +582,16 @@ void kc_eng_coord_free(kc_engine_t *e)
     free(c);
     e->coord = NULL;
 }
+
+int16_t kc_engine_commit_code(kc_err_t rc, const kc_error_t *err, const kc_engine_offset_t *res,
+                              size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (res[i].error)
+            return res[i].error;
+    if (rc == KC_OK)
+        return 0;
+    if (err && err->kafka_code)
+        return (int16_t)err->kafka_code;
+    return 7; /* REQUEST_TIMED_OUT: transport or deadline, retriable */
+}

@@ -321,19 +321,6 @@ static void md_send(kc_g848_t *g)
 /* ---- offsets ------------------------------------------------------------------------------- */
 
 /* The first non-zero Kafka code of an OffsetCommit answer (0 when all went through). */
-static int16_t commit_code(kc_err_t rc, const kc_error_t *err, const kc_engine_offset_t *res,
-                           size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (res[i].error)
-            return res[i].error;
-    if (rc == KC_OK)
-        return 0;
-    if (err && err->kafka_code)
-        return (int16_t)err->kafka_code;
-    return 7; /* REQUEST_TIMED_OUT: transport or deadline, retriable */
-}
-
 static void commit_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                         const kc_engine_offset_t *res, size_t n)
 {
@@ -343,7 +330,7 @@ static void commit_done(void *opaque, kc_err_t rc, const kc_error_t *err,
     kc_g848_t *g = op_end(op);
     if (!g || rc == KC_ERR_CLOSED)
         return;
-    int16_t code = commit_code(rc, err, res, n);
+    int16_t code = kc_engine_commit_code(rc, err, res, n);
     g->commits++;
     if (code) {
         g->commit_failures++;
