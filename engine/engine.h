@@ -131,6 +131,7 @@ typedef struct kc_engine_broker_stats {
     uint64_t fetch_session_resets;
     uint64_t fetch_session_fallbacks; /* answers that left the broker sessionless */
     uint64_t fetch_errors;
+    uint64_t fetch_record_bytes; /* record batch bytes handed to the sink from this broker */
     int32_t fetch_session_id;
     int32_t fetch_session_epoch;
     uint64_t last_request_bytes;
@@ -162,8 +163,10 @@ typedef struct kc_engine_stats {
     uint64_t validations;
     uint64_t truncations;
     uint64_t malformed_batches;
-    uint64_t stale_dropped; /* response partitions dropped as stale */
+    uint64_t stale_dropped;   /* response partitions dropped as stale */
     uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetcher.c) */
+    uint64_t
+        replica_fallbacks; /* KIP-392: partitions sent back to the leader by a failed replica */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 
