@@ -299,6 +299,9 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
     ssize_t i = kc_eng_find_part(e, topic, partition);
     if (i < 0)
         return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    if ((kind == KC_ENGINE_SEEK_OFFSET || kind == KC_ENGINE_SEEK_TIMESTAMP) && value < 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative %s",
+                       kind == KC_ENGINE_SEEK_OFFSET ? "offset" : "timestamp");
     kc_partition_t *p = &e->parts[i];
     kc_eng_pinfo_t *in = &e->info[i];
     in->gen = ++e->gen; /* answers to requests about the old position are stale now */
@@ -306,8 +309,6 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
     in->lo_retry_at = 0;
     switch (kind) {
     case KC_ENGINE_SEEK_OFFSET:
-        if (value < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative offset");
         kc_partition_seek(p, value);
         break;
     case KC_ENGINE_SEEK_BEGINNING:
@@ -316,8 +317,6 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
         in->reset_ts = kind == KC_ENGINE_SEEK_BEGINNING ? -2
                        : kind == KC_ENGINE_SEEK_END     ? -1
                                                         : value;
-        if (kind == KC_ENGINE_SEEK_TIMESTAMP && value < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative timestamp");
         p->state = KC_FS_AWAIT_RESET;
         p->position_epoch = KC_NO_EPOCH;
         break;

@@ -340,6 +340,10 @@ typedef enum kc_seek_kind {
     KC_SEEK_END = 2,       /* the high watermark (or LSO under read_committed) */
     KC_SEEK_TIMESTAMP = 3, /* first record with timestamp >= `value` (ms since the epoch) */
 } kc_seek_kind_t;
+/* KC_SEEK_TIMESTAMP asks the leader (ListOffsets by timestamp) for the first offset whose record
+ * timestamp is >= `value`. A time before the first record gives the log start; a time after the
+ * last record gives the END (high watermark, LSO under read_committed), as in librdkafka, where
+ * Java's offsetsForTimes returns null: the next record produced is the first delivered. */
 /* Moves the position of one assigned partition. Buffered records of it are dropped; the next
  * on_records starts at the new position. Any app thread, or the partition's own callbacks
  * (on_assign, on_records: then no further record of the current view is delivered). */
