@@ -93,6 +93,31 @@ kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id)
     return b->conn;
 }
 
+const char *kc_engine_conn_state_name(int have_conn, kc_conn_state_t st, int failures)
+{
+    if (!have_conn)
+        return "idle";
+    switch (st) {
+    case KC_CONN_DOWN:
+        return failures > 0 ? "backoff" : "down";
+    case KC_CONN_CONNECTING:
+        return "connecting";
+    case KC_CONN_SECURING:
+        return "tls";
+    case KC_CONN_HANDSHAKE:
+        return "apiversions";
+    case KC_CONN_AUTH:
+        return "auth";
+    case KC_CONN_READY:
+        return "up";
+    case KC_CONN_RESETTING:
+        return "down";
+    case KC_CONN_FAILED:
+        return "failed";
+    }
+    return "down";
+}
+
 kc_conn_t *kc_eng_any_conn(kc_engine_t *e)
 {
     for (size_t i = 0; i < e->n_brokers; i++) {

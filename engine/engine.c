@@ -339,8 +339,12 @@ kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, i
 size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *out, size_t max)
 {
     for (size_t i = 0; i < e->n_brokers && i < max; i++) {
-        out[i] = e->brokers[i]->st;
+        const kc_eng_broker_t *b = e->brokers[i];
+        out[i] = b->st;
         out[i].io_backend = kc_loop_backend_name(e->loop);
+        out[i].state = kc_engine_conn_state_name(b->conn != NULL,
+                                                 b->conn ? kc_conn_state(b->conn) : KC_CONN_DOWN,
+                                                 b->conn ? kc_conn_failures(b->conn) : 0);
     }
     return e->n_brokers;
 }
