@@ -21,7 +21,7 @@ kc_eng_broker_t *kc_eng_broker_get(kc_engine_t *e, int32_t id)
     return NULL;
 }
 
-static kc_conn_t *conn_open(kc_engine_t *e, const char *servers)
+kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
 {
     kc_conn_opts_t o = {0};
     o.servers = servers;
@@ -89,7 +89,7 @@ kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id)
     if (!b || e->closed)
         return NULL;
     if (!b->conn)
-        b->conn = conn_open(e, b->addr);
+        b->conn = kc_eng_conn_open(e, b->addr);
     return b->conn;
 }
 
@@ -126,7 +126,7 @@ kc_conn_t *kc_eng_any_conn(kc_engine_t *e)
             return c;
     }
     if (!e->bootstrap_conn)
-        e->bootstrap_conn = conn_open(e, e->bootstrap);
+        e->bootstrap_conn = kc_eng_conn_open(e, e->bootstrap);
     return e->bootstrap_conn;
 }
 

@@ -142,15 +142,7 @@ static void use_coordinator(kc_gcl_t *g, const char *addr, int32_t node)
 
 static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
-    kc_gcl_t *g = opaque;
-    kc_find_coordinator_request_t m;
-    kc_find_coordinator_request_init(&m);
-    kc_str_t key = kc_str(g->group);
-    m.key_type = 0;
-    m.coordinator_keys.count = 1;
-    m.coordinator_keys.items = &key;
-    kc_error_t err;
-    return kc_find_coordinator_request_encode(&m, version, out, &err);
+    return kc_eng_fc_encode(out, version, ((kc_gcl_t *)opaque)->group);
 }
 
 static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
@@ -165,22 +157,12 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     g->finding = false;
     bool ok = false;
     if (rc == KC_OK) {
-        kc_arena_t a = {0};
-        kc_error_t err;
-        kc_find_coordinator_response_t m;
-        kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
-        if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) == KC_OK &&
-            m.coordinators.count >= 1 && m.coordinators.items[0].error_code == 0) {
-            const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
-            char addr[300];
-            int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
-            snprintf(addr, sizeof addr,
-                     memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
-                     (const char *)k->host.ptr, k->port);
-            use_coordinator(g, addr, k->node_id);
+        char addr[300];
+        int32_t node = -1;
+        if (kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node) == 0) {
+            use_coordinator(g, addr, node);
             ok = true;
         }
-        kc_arena_free(&a);
         kc_buf_unref(frame);
     }
     if (!ok) /* a fresh cluster answers NOT_COORDINATOR until __consumer_offsets exists */

@@ -92,18 +92,9 @@ static kc_conn_t *conn_for(kc_engine_t *e, const char *addr)
     if (!n)
         return NULL;
     c->conns = n;
-    kc_conn_opts_t o = {0};
-    o.servers = addr;
-    o.client_id = e->client_id;
-    o.connect_timeout_ms = 10000;
-    o.request_timeout_ms = e->conf.request_timeout_ms;
-    o.reconnect_backoff_ms = 50;
-    o.reconnect_backoff_max_ms = 1000;
-    kc_conn_t *conn = NULL;
-    kc_error_t err;
-    if (kc_conn_new(&conn, e->loop, &o, &err) != KC_OK)
+    kc_conn_t *conn = kc_eng_conn_open(e, addr);
+    if (!conn)
         return NULL;
-    kc_conn_start(conn);
     snprintf(c->conns[c->n_conns].addr, sizeof c->conns[0].addr, "%s", addr);
     c->conns[c->n_conns++].conn = conn;
     return conn;
@@ -171,12 +162,11 @@ static void op_again(coord_op_t *op, int rediscover, const char *why)
 
 /* ---- FindCoordinator ------------------------------------------------------------------------ */
 
-static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group)
 {
-    coord_op_t *op = opaque;
     kc_find_coordinator_request_t m;
     kc_find_coordinator_request_init(&m);
-    kc_str_t key = kc_str(op->group);
+    kc_str_t key = kc_str(group);
     m.key_type = 0;
     m.coordinator_keys.count = 1;
     m.coordinator_keys.items = &key;
@@ -184,49 +174,81 @@ static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_find_coordinator_request_encode(&m, version, out, &err);
 }
 
+int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, char *addr,
+                     size_t cap, int32_t *node_id)
+{
+    kc_arena_t a = {0};
+    kc_error_t err;
+    kc_find_coordinator_response_t m;
+    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+    int rc;
+    if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) != KC_OK) {
+        rc = -1;
+    } else if (m.coordinators.count < 1) {
+        rc = -2;
+    } else {
+        const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
+        rc = k->error_code;
+        if (!rc) {
+            int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
+            snprintf(addr, cap, memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
+                     (const char *)k->host.ptr, k->port);
+            *node_id = k->node_id;
+        }
+    }
+    kc_arena_free(&a);
+    return rc;
+}
+
+static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+{
+    return kc_eng_fc_encode(out, version, ((coord_op_t *)opaque)->group);
+}
+
+/* The start of every answer: the op is no longer in flight; a closed engine ends it; a failed
+ * request is asked again (`rediscover`: forget the coordinator first). 1: decode the frame. */
+static int op_answered(coord_op_t *op, kc_err_t rc, kc_buf_t *frame, int rediscover)
+{
+    op->inflight = 0;
+    if (op->e->closed) {
+        kc_buf_unref(frame);
+        op_finish(op, KC_ERR_CLOSED, NULL);
+        return 0;
+    }
+    if (rc != KC_OK) {
+        op_again(op, rediscover, kc_err_name(rc));
+        return 0;
+    }
+    return 1;
+}
+
 static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
     (void)conn;
     coord_op_t *op = opaque;
-    op->inflight = 0;
-    if (op->e->closed) {
-        kc_buf_unref(frame);
-        op_finish(op, KC_ERR_CLOSED, NULL);
+    if (!op_answered(op, rc, frame, 0))
         return;
-    }
-    if (rc != KC_OK) {
-        op_again(op, 0, kc_err_name(rc));
-        return;
-    }
-    kc_arena_t a = {0};
-    kc_error_t err;
-    kc_find_coordinator_response_t m;
-    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+    char addr[sizeof((coord_entry_t *)0)->addr];
+    int32_t node = -1;
+    int code = kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node);
+    kc_buf_unref(frame);
     const char *why = NULL;
-    if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) != KC_OK) {
+    if (code == -1) {
         why = "undecodable FindCoordinator";
-    } else if (m.coordinators.count < 1) {
+    } else if (code == -2) {
         why = "FindCoordinator named no coordinator";
+    } else if (code) {
+        kc_fail_kafka(&op->last, (int16_t)code, "FindCoordinator");
+        why = kc_kafka_err_name((int16_t)code);
     } else {
-        const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
-        if (k->error_code) {
-            kc_fail_kafka(&op->last, k->error_code, "FindCoordinator");
-            why = kc_kafka_err_name(k->error_code);
-        } else {
-            coord_entry_t *ce = cache_get(coord(op->e), op->group);
-            if (ce) {
-                int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
-                snprintf(ce->addr, sizeof ce->addr,
-                         memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
-                         (const char *)k->host.ptr, k->port);
-                ce->node_id = k->node_id;
-                ce->valid = 1;
-            }
+        coord_entry_t *ce = cache_get(coord(op->e), op->group);
+        if (ce) {
+            snprintf(ce->addr, sizeof ce->addr, "%s", addr);
+            ce->node_id = node;
+            ce->valid = 1;
         }
     }
-    kc_arena_free(&a);
-    kc_buf_unref(frame);
     if (why)
         op_again(op, 0, why);
     else
@@ -305,17 +327,8 @@ static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
 {
     (void)conn;
     coord_op_t *op = opaque;
-    op->inflight = 0;
-    if (op->e->closed) {
-        kc_buf_unref(frame);
-        op_finish(op, KC_ERR_CLOSED, NULL);
+    if (!op_answered(op, rc, frame, 1)) /* a failed connection: the coordinator may have moved */
         return;
-    }
-    if (rc != KC_OK) {
-        /* The coordinator's connection failed: it may have moved. */
-        op_again(op, 1, kc_err_name(rc));
-        return;
-    }
     kc_arena_t a = {0};
     kc_error_t err;
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);

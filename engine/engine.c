@@ -73,6 +73,19 @@ kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_
     return KC_OK;
 }
 
+/* Runs the loop until no Fetch is in flight or the deadline passes. */
+static void wait_fetches(kc_engine_t *e, int64_t deadline)
+{
+    for (;;) {
+        int busy = 0;
+        for (size_t i = 0; i < e->plan.n; i++)
+            busy |= e->plan.f[i]->in_flight;
+        if (!busy || kc_now_ms() >= deadline)
+            return;
+        kc_loop_run_once(e->loop, 50);
+    }
+}
+
 void kc_engine_close(kc_engine_t *e, int timeout_ms)
 {
     if (e->closing)
@@ -82,26 +95,12 @@ void kc_engine_close(kc_engine_t *e, int timeout_ms)
     int64_t deadline = kc_now_ms() + timeout_ms;
     /* Wait for fetches in flight (a session with a request pending cannot be closed), then
      * close every open session with (S, -1) so the broker frees its cache slot. */
-    for (;;) {
-        int busy = 0;
-        for (size_t i = 0; i < e->plan.n; i++)
-            busy |= e->plan.f[i]->in_flight;
-        if (!busy || kc_now_ms() >= deadline)
-            break;
-        kc_loop_run_once(e->loop, 50);
-    }
+    wait_fetches(e, deadline);
     kc_fetch_send_t sends[MAX_SENDS];
     size_t n = kc_fetch_plan_close(&e->plan, sends, MAX_SENDS);
     for (size_t i = 0; i < n; i++)
         kc_eng_fetch_send(e, &sends[i]);
-    for (;;) {
-        int busy = 0;
-        for (size_t i = 0; i < e->plan.n; i++)
-            busy |= e->plan.f[i]->in_flight;
-        if (!busy || kc_now_ms() >= deadline)
-            break;
-        kc_loop_run_once(e->loop, 50);
-    }
+    wait_fetches(e, deadline);
     e->closed = 1;
     kc_eng_brokers_free(e);
     kc_eng_coord_free(e);
