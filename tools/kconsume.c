@@ -292,6 +292,12 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         atomic_store_explicit(&p->pos, rec.offset + 1, memory_order_relaxed);
         atomic_store_explicit(&p->worker, w->id, memory_order_relaxed);
     }
+    /* --work-us: the record's "processing", after its line is out and before the callback
+     * returns, so the offset becomes committable only once the work is done, as in a real app. */
+    if (g.a.work_us > 0 && n > 0) {
+        int64_t us = g.a.work_us * n;
+        nanosleep(&(struct timespec){us / 1000000, (us % 1000000) * 1000}, NULL);
+    }
     /* Counted after the write: once printed reaches COUNT, every counted line is out. */
     if (atomic_fetch_add(&g.printed, n) + n >= g.a.count && g.a.count)
         request_stop(KC_CLI_EXIT_OK);
