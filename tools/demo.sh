@@ -150,7 +150,7 @@ echo "demo: group '$group' (KIP-848): members a and b start; c joins at 15% read
 tg=$(date +%s.%N)
 member a
 member b
-python3 "$root/tools/demo_live.py" --interval 0.5 "$dir" 12 a b c &
+KC_DEMO_T0=$tg python3 "$root/tools/demo_live.py" --interval 0.5 "$dir" 12 a b c &
 viewer=$!
 pids+=("$viewer")
 fail=
@@ -189,7 +189,7 @@ cat "$dir"/err-{a,b,c} | awk -v secs="$secs" -v work="$work_us" '
         f = "demo: group: %d records, %.1f MB, %.2f s, %.0f records/s, %.2f CPU s per million"
         f = f " records (%.2f CPU s over the three members; the %d us/record of simulated work"
         f = f " is sleep, not CPU)\n"
-        printf f, n, mb, secs, secs > 0 ? n / secs : 0, n ? cpu * 1e6 / n : 0, cpu, work
+        printf f, n, mb, secs, (secs > 0 ? n / secs : 0), (n ? cpu * 1e6 / n : 0), cpu, work
     }'
 for m in a b c; do printf '%s ' "$m=$(wc -l <"$dir/out-$m")"; done | sed 's/^/demo: printed per member: /;s/ $/\n/'
 [[ -z $fail ]] || { echo "demo: FAILED: $fail"; rc=1; }

@@ -56,7 +56,10 @@ class View:
         self.seen = {}  # partition -> (ts_ms, position) of the last report used for the rate
         self.last_owner = {}  # partition -> row of the last running member that reported it
         self.owner_seen = {}  # member -> tuple of partitions last reported (change lines)
-        self.t0 = time.monotonic()
+        # seconds since the demo started its members (KC_DEMO_T0, wall clock), so the view's
+        # times and demo.sh's read alike; else since the view started
+        self.t0 = time.time() if "KC_DEMO_T0" not in os.environ else float(
+            os.environ["KC_DEMO_T0"])
 
     def read(self):
         """(member status lines, partition -> row)."""
@@ -110,7 +113,9 @@ class View:
     def progress(self):
         total = sum(self.end.get(k, 0) for k in range(self.n))
         done = sum(min(self.best.get(k, 0), self.end.get(k, 0)) for k in range(self.n))
-        complete = all(self.end.get(k, -1) >= 0 and self.best.get(k, -1) >= self.end[k]
+        # an empty partition (end 0) reports position -1: nothing was delivered from it
+        complete = all(self.end.get(k, -1) == 0 or
+                       self.end.get(k, -1) >= 0 and self.best.get(k, -1) >= self.end[k]
                        for k in range(self.n))
         return (done / total if total else 0.0), complete
 
@@ -167,10 +172,10 @@ def main(argv):
     view = View(argv[0], int(argv[1]), argv[2:])
     done = os.path.join(argv[0], "members-done")
     tty = sys.stderr.isatty()
-    last_lines, last_line_t = 0, 0.0
+    last_lines, last_line_t = 0, 0.0  # wall clock
     while True:
         running = not os.path.exists(done)
-        now = time.monotonic()
+        now = time.time()
         status, rows = view.read()
         view.write_progress(status)
         lines = view.table(status, rows, now)
