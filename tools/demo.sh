@@ -122,10 +122,10 @@ member() { # member NAME
     pid_of[$1]=$!
     pids+=($!)
 }
-# Stops a member by the pid of the kconsume process itself (the subshell's child).
+# Stops a member by the pid of the kconsume process itself (the only child of its subshell).
 stop_member() { # stop_member NAME
     local cpid
-    cpid=$(pgrep -P "${pid_of[$1]}" -x kconsume || true)
+    cpid=$(pgrep -P "${pid_of[$1]}" || true)
     [[ -n $cpid ]] && kill -TERM "$cpid" 2>/dev/null || true
 }
 progress() { # progress: prints "FRACTION COMPLETE OWNED..." from the live view, or "0 0"
