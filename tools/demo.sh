@@ -131,6 +131,12 @@ stop_member() { # stop_member NAME
 progress() { # progress: prints "FRACTION COMPLETE OWNED..." from the live view, or "0 0"
     cat "$dir/progress" 2>/dev/null || echo "0 0"
 }
+# Events of the group run. On a terminal the live view redraws its table in place on stderr, so
+# lines printed in between would tear it: there the events go to DIR/events, which the view
+# shows above the table; otherwise they are printed as they happen.
+say() {
+    if [[ -t 2 ]]; then echo "$*" >>"$dir/events"; else echo "$*"; fi
+}
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 # wait_for AWK_CONDITION: waits until the condition holds on the progress line ($1 fraction, $2
 # complete, $3.. owned counts), or every member exited, or the timeout; 0 when the condition held.
@@ -139,7 +145,7 @@ wait_for() {
         progress | awk "{ exit !($1) }" && return 0
         [[ -e $dir/exited-a && -e $dir/exited-b && -e $dir/exited-c ]] && return 1
         if awk -v s="$(since "$tg")" -v t="$timeout" 'BEGIN { exit !(s > t) }'; then
-            echo "demo: timeout after ${timeout}s"
+            say "demo: timeout after ${timeout}s"
             return 1
         fi
         sleep 0.2
@@ -155,15 +161,15 @@ viewer=$!
 pids+=("$viewer")
 fail=
 wait_for '$1 >= 0.15' || fail="the group stopped before 15% was read"
-echo "demo: $(since "$tg") s: member c joins"
+say "demo: $(since "$tg") s: member c joins"
 member c
 # b leaves once half is read and c owns partitions (so three members did share the topic), or
 # at 70% read if c never got any (the summary then says so).
 wait_for '$1 >= 0.5 && $0 ~ /c=[1-9]/ || $1 >= 0.7' || fail=${fail:-"the group stopped before b's leave"}
-echo "demo: $(since "$tg") s: member b leaves (SIGTERM: clean close, commits what it printed)"
+say "demo: $(since "$tg") s: member b leaves (SIGTERM: clean close, commits what it printed)"
 stop_member b
 wait_for '$2 == 1' || fail=${fail:-"the group did not read the whole topic"}
-echo "demo: $(since "$tg") s: every partition read to its end; stopping a and c (SIGTERM)"
+say "demo: $(since "$tg") s: every partition read to its end; stopping a and c (SIGTERM)"
 stop_member a
 stop_member c
 for m in a b c; do wait "${pid_of[$m]}" || true; done

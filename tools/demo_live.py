@@ -18,6 +18,7 @@ reported, COMPLETE is 1 once every partition's highest position reached its high
 (so the union of what the members printed covers the whole topic), and OWNED is MEMBER=N for
 each member still running. demo.sh uses it to time the late join, the early leave and the stop.
 A member is treated as gone once DIR/exited-MEMBER exists (demo.sh writes it when it exits).
+On a terminal, the lines of DIR/events (demo.sh's join/leave/stop messages) head the table.
 The view ends when DIR/members-done exists. Positions only move forward between owners when
 revocation commits what was printed; the view takes the highest one seen per partition.
 """
@@ -120,7 +121,13 @@ class View:
         return (done / total if total else 0.0), complete
 
     def table(self, status, rows, now):
-        out = ["member %s: %s" % (m, s) for m, s, _ in status]
+        out = []
+        try:  # demo.sh's events (terminal mode only; see say() there)
+            with open(os.path.join(self.dir, "events")) as f:
+                out += [line.rstrip("\n") for line in f]
+        except OSError:
+            pass
+        out += ["member %s: %s" % (m, s) for m, s, _ in status]
         out.append("%-10s %-12s %9s %9s %8s %10s %6s  %s" % (
             "partition", "owner", "position", "end", "lag", "records/s", "worker", "progress"))
         total_rate = 0.0
