@@ -4,7 +4,8 @@
  * assignment), and kc_position answers for them; kconsume's group demo reads both. Once the
  * member has consumed everything, each listed partition's position equals its high watermark
  * and kc_position agrees (keyed records, so that every partition has some: a partition nothing
- * was delivered from has position -1 when it started from auto.offset.reset). Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
+ * was delivered from has position -1 when it started from auto.offset.reset). Needs KC_BOOTSTRAP,
+ * KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
 #include <pthread.h>
@@ -127,8 +128,8 @@ static void group_partitions_in_stats(void **state)
         assert_int_equal(pos, hw);
         sum += hw;
     }
-    printf("# group stats: %d partitions listed, positions at the high watermarks (sum %lld)\n",
-           NP, sum);
+    printf("# group stats: %d partitions listed, positions at the high watermarks (sum %lld)\n", NP,
+           sum);
     assert_int_equal(sum, RECS);
     assert_int_equal(kc_position(c, topic, NP + 3, &(int64_t){0}, &err), KC_ERR_NOT_FOUND);
     assert_int_equal(kc_close(c, 10000, &err), KC_OK);

@@ -190,7 +190,7 @@ static void flags_ok(void **state)
                           "-t",       "y",         "-p",  "3",       "-o",
                           "@1700",    "-c",        "10",  "-e",      "-X",
                           "a.b=c=d",  "--workers", "4",   "--stats", "500:/t/s:1.jsonl",
-                          "-q",       "--work-us", "50", NULL};
+                          "-q",       "--work-us", "50",  NULL};
     assert_int_equal(parse(&a, why, argv), KC_CLI_EXIT_OK);
     assert_string_equal(a.brokers, "h:1");
     assert_int_equal(a.n_topics, 2);
