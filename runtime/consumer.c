@@ -298,8 +298,15 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_POSITION:
     case KC_COP_STORE:
         if ((i = find(c, k->topic, k->partition)) < 0) {
-            k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
-                            k->partition);
+            /* a partition the group assigned (consumer_group.c keeps those) */
+            kc_rt_part_t *gp = k->op == KC_COP_POSITION && c->grp
+                                   ? kc_cg_find(c->grp, k->topic, k->partition)
+                                   : NULL;
+            if (gp)
+                k->value = kc_rt_part_committable(gp);
+            else
+                k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
+                                k->partition);
         } else if (k->op == KC_COP_STORE) {
             kc_rt_part_store(c->parts[i].rtp, k->value);
         } else {

@@ -259,6 +259,28 @@ size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap)
     return cg->cl ? kc_gcl_stats_json(cg->cl, buf, cap) : kc_g848_stats_json(cg->g, buf, cap);
 }
 
+bool kc_cg_part_at(const kc_cgroup_t *cg, size_t i, const char **topic, int32_t *partition,
+                   kc_rt_part_t **rtp)
+{
+    /* revoking entries are skipped but still take an index: callers walk i = 0.. until false */
+    if (!cg || i >= cg->n)
+        return false;
+    const gpart_t *gp = &cg->p[i];
+    *topic = gp->topic;
+    *partition = gp->partition;
+    *rtp = gp->revoking ? NULL : gp->rtp;
+    return true;
+}
+
+kc_rt_part_t *kc_cg_find(const kc_cgroup_t *cg, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; cg && i < cg->n; i++)
+        if (!cg->p[i].revoking && cg->p[i].partition == partition &&
+            strcmp(cg->p[i].topic, topic) == 0)
+            return cg->p[i].rtp;
+    return NULL;
+}
+
 /* ---- consumer.c's hooks --------------------------------------------------------------------- */
 
 void kc_cg_call(kc_consumer_t *c, struct kc_ccall *k,

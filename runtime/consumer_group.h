@@ -25,6 +25,12 @@ bool kc_cg_closed(const kc_cgroup_t *cg);
 /* After the engine was closed (its coordinator work finished), before it is freed. */
 void kc_cg_free(kc_cgroup_t *cg);
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
+/* The group's i-th owned partition (not being revoked), for the stats JSON's "partitions" and
+ * kc_position: false past the end. Network thread. */
+bool kc_cg_part_at(const kc_cgroup_t *cg, size_t i, const char **topic, int32_t *partition,
+                   kc_rt_part_t **rtp);
+/* The owned (not revoking) partition's runtime state, or NULL. Network thread. */
+kc_rt_part_t *kc_cg_find(const kc_cgroup_t *cg, const char *topic, int32_t partition);
 
 /* group.protocol=classic (consumer_group_classic.c): engine/classic_drive from the config. */
 struct kc_gcl;
