@@ -22,8 +22,9 @@
  *   committable  offset after the last processed record, -1 when none.
  *   drop         forget the partition (engine remove; free it).
  *   assign       add the partition (on_assign on its worker before records; fetch from `start`).
- *   poll_over    callbacks past max.poll.interval.ms (only drives the stats here: the classic
- *                member reports poll expiry through its rebalance timeout at the broker).
+ *   poll_over    callbacks past max.poll.interval.ms (the watchdog): while > 0 the member
+ *                is out of the group (kc_classic_poll_expired: lose, LeaveGroup), and it joins
+ *                again when it drops to 0.
  *   error        an error for the application (fatal: the member stopped for good).
  *
  * Owner: network thread, everything (hooks are called there too).

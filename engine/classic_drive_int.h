@@ -48,7 +48,8 @@ struct kc_gcl {
     g_op_t *ops;
     int64_t next_auto_commit;
     int32_t last_generation;
-    uint64_t rebalances, heartbeats, hb_errors, commits, commit_failures, rediscoveries;
+    bool poll_expired; /* the watchdog reported a callback past max.poll.interval.ms */
+    uint64_t poll_leaves, rebalances, heartbeats, hb_errors, commits, commit_failures, rediscoveries;
     bool driving, again, closing, closed_out, dead;
 };
 

@@ -105,6 +105,7 @@ void kc_classic_free(kc_classic_t *m)
     free((char *)m->cfg.instance_id);
     free((char *)m->cfg.rack);
     free(m->member_id);
+    free(m->leave_id);
     free(m->protocol);
     free_topics(m);
     kc_classic_snapshot_free(m);
@@ -177,7 +178,7 @@ void kc_classic_coordinator_lost(kc_classic_t *m, int64_t now_ms)
         m->state = m->state == KC_CLASSIC_ST_FATAL ? m->state : KC_CLASSIC_ST_UNJOINED;
     if (m->inflight == KC_CLASSIC_IF_SYNC)
         m->prepared = true; /* the round was prepared already: no second revoke */
-    if (m->inflight == KC_CLASSIC_IF_LEAVE)
+    if (m->inflight == KC_CLASSIC_IF_LEAVE && m->state == KC_CLASSIC_ST_CLOSING)
         m->closed_pending = true;
     m->inflight = KC_CLASSIC_IF_NONE;
 }
@@ -195,6 +196,29 @@ void kc_classic_coordinator_known(kc_classic_t *m, int64_t now_ms)
 void kc_classic_request_failed(kc_classic_t *m, int64_t now_ms)
 {
     kc_classic_coordinator_lost(m, now_ms);
+}
+
+/* ---- max.poll.interval.ms ----------------------------------------------------------------- */
+
+void kc_classic_poll_expired(kc_classic_t *m, int64_t now_ms)
+{
+    (void)now_ms;
+    if (m->poll_expired || m->state < KC_CLASSIC_ST_UNJOINED || m->state > KC_CLASSIC_ST_STABLE)
+        return;
+    m->poll_expired = true;
+    m->leave_due = true;
+    /* Stop dispatching now, before the LeaveGroup hands the partitions on. A reconciliation
+     * under way finishes first; the join-prepare after the leave (generation gone) loses the
+     * rest. */
+    if (m->owned.n && m->pstep == KC_CLASSIC_P_IDLE)
+        kc_classic_pend_start(m, &m->owned, NULL, true);
+}
+
+void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms)
+{
+    (void)now_ms;
+    /* A leave not sent yet still goes out: the partitions are already being lost. */
+    m->poll_expired = false;
 }
 
 /* ---- rejoin ------------------------------------------------------------------------------- */

@@ -165,6 +165,10 @@ typedef struct kc_classic {
 
     int64_t next_heartbeat_ms, last_heartbeat_ok_ms, retry_at_ms;
     bool describe_due;
+    /* max.poll.interval.ms: a callback overran (poll_expired until it returns); leave_due until
+     * the LeaveGroup for it went out; leave_id keeps the id that LeaveGroup names. */
+    bool poll_expired, leave_due;
+    char *leave_id;
     int16_t fatal_code;
     bool fatal_pending, closed_pending;
     kc_error_t fatal;
@@ -204,6 +208,16 @@ void kc_classic_leave_response(kc_classic_t *m, int16_t code, int64_t now_ms);
 /* DescribeGroups for the INCONSISTENT_GROUP_PROTOCOL text: the group's protocol type and
  * protocol (NULL when unknown or the describe failed). */
 void kc_classic_describe_result(kc_classic_t *m, const char *protocol_type, const char *protocol);
+
+/* max.poll.interval.ms, reported by the runtime's watchdog through the driver (the classic twin
+ * of kc_gc_poll_expired). Expired: what the member holds is lost at once (dispatch stops; on_lost
+ * runs for the overrunning partition when its callback returns), a LeaveGroup goes out as soon
+ * as no other group request is in flight (static members too, naming their instance id: the
+ * partitions must go to a member that makes progress, the rule the KIP-848 path follows), the
+ * generation and member id are dropped, and no JoinGroup is sent until resumed (the callback
+ * returned); then the member joins again as a new member. */
+void kc_classic_poll_expired(kc_classic_t *m, int64_t now_ms);
+void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms);
 
 /* Completions of REVOKE/LOSE/DROP/ASSIGN; stale seqs are ignored. */
 void kc_classic_action_done(kc_classic_t *m, uint64_t seq, int64_t now_ms);

@@ -192,7 +192,8 @@ void kc_classic_leave_response(kc_classic_t *m, int16_t code, int64_t now_ms)
     if (m->inflight != KC_CLASSIC_IF_LEAVE)
         return;
     m->inflight = KC_CLASSIC_IF_NONE;
-    m->closed_pending = true;
+    if (m->state == KC_CLASSIC_ST_CLOSING) /* else the leave of a max.poll overrun */
+        m->closed_pending = true;
 }
 
 void kc_classic_app_commit_error(kc_classic_t *m, int16_t code, int64_t now_ms)
