@@ -358,6 +358,7 @@ kc_err_t kc_gcl_new(kc_gcl_t **out, kc_engine_t *e, const kc_gcl_conf_t *conf,
         free(g);
         return rc;
     }
+    kc_classic_set_racks(&g->m, kc_gcl_racks_of);
     g->timer.cb = on_timer;
     g->timer.opaque = g;
     *out = g;
@@ -418,6 +419,7 @@ void kc_gcl_free(kc_gcl_t *g)
     for (g_op_t *o = g->ops; o; o = o->next)
         o->g = NULL;
     kc_classic_free(&g->m);
+    kc_gcl_racks_free(g); /* before the topics: it walks them */
     for (size_t i = 0; i < g->n_topics; i++)
         free(g->topics[i]);
     free(g->topics);

@@ -69,6 +69,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                         g->counts[j] = n;
                 }
             }
+            kc_gcl_racks_update(g, &m);
         }
         kc_arena_free(&a);
         kc_buf_unref(frame);

@@ -79,6 +79,11 @@ kc_err_t kc_classic_init(kc_classic_t *m, const kc_classic_config_t *cfg,
     return KC_OK;
 }
 
+void kc_classic_set_racks(kc_classic_t *m, kc_classic_racks_fn racks)
+{
+    m->racks = racks;
+}
+
 void kc_classic_free_sync(kc_classic_t *m)
 {
     for (size_t i = 0; i < m->n_sync; i++)
@@ -258,7 +263,7 @@ void kc_classic_pend_start(kc_classic_t *m, const kc_ctps_t *revoke, const kc_ct
                                : KC_CLASSIC_P_IDLE;
 }
 
-static bool topic_subscribed(const kc_classic_t *m, const char *t)
+bool kc_classic_subscribed(const kc_classic_t *m, const char *t)
 {
     for (size_t i = 0; i < m->n_topics; i++)
         if (strcmp(m->topics[i], t) == 0)
@@ -283,7 +288,7 @@ void kc_classic_join_prepare(kc_classic_t *m)
     }
     kc_ctps_t gone = {0};
     for (size_t i = 0; i < m->owned.n; i++)
-        if (!topic_subscribed(m, m->owned.items[i].topic))
+        if (!kc_classic_subscribed(m, m->owned.items[i].topic))
             kc_ctps_add(&gone, m->owned.items[i].topic, -1, m->owned.items[i].partition);
     if (gone.n)
         kc_classic_pend_start(m, &gone, NULL, false);
