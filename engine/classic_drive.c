@@ -455,13 +455,12 @@ size_t kc_gcl_stats_json(const kc_gcl_t *g, char *buf, size_t cap)
     for (size_t i = 0; i < g->m.owned.n; i++)
         OUT("%s[\"%s\",%d]", i ? "," : "", g->m.owned.items[i].topic,
             (int)g->m.owned.items[i].partition);
-    OUT("],\"poll_leaves\":%llu,\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,\"commits\":%llu,"
-        "\"commit_failures\":%llu,\"rediscoveries\":%llu,\"coordinator\":%d}",
-        (unsigned long long)g->poll_leaves, (unsigned long long)g->rebalances,
-        (unsigned long long)g->heartbeats,
+    OUT("],\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,\"commits\":%llu,"
+        "\"commit_failures\":%llu,\"rediscoveries\":%llu,\"poll_leaves\":%llu,\"coordinator\":%d}",
+        (unsigned long long)g->rebalances, (unsigned long long)g->heartbeats,
         (unsigned long long)g->hb_errors, (unsigned long long)g->commits,
         (unsigned long long)g->commit_failures, (unsigned long long)g->rediscoveries,
-        (int)g->coord_node);
+        (unsigned long long)g->poll_leaves, (int)g->coord_node);
 #undef OUT
     return n;
 }

@@ -61,7 +61,8 @@ struct kc_gcl {
     int64_t next_auto_commit;
     int32_t last_generation;
     bool poll_expired; /* the watchdog reported a callback past max.poll.interval.ms */
-    uint64_t poll_leaves, rebalances, heartbeats, hb_errors, commits, commit_failures, rediscoveries;
+    uint64_t poll_leaves, rebalances, heartbeats, hb_errors, commits, commit_failures,
+        rediscoveries;
     bool driving, again, closing, closed_out, dead;
 };
 

@@ -235,8 +235,7 @@ static void describe_done(kc_gcl_t *g, const kc_describe_groups_response_t *m)
     else
         snprintf(proto, sizeof proto, "none chosen yet, group state %.*s, %d member(s)",
                  d->group_state.len > 0 ? (int)d->group_state.len : 0,
-                 d->group_state.ptr ? (const char *)d->group_state.ptr : "",
-                 (int)d->members.count);
+                 d->group_state.ptr ? (const char *)d->group_state.ptr : "", (int)d->members.count);
     kc_classic_describe_result(&g->m, type, proto);
 }
 

@@ -82,8 +82,8 @@ static inline meta_t take_meta(const kc_classic_out_t *o, size_t i)
 }
 
 static inline kc_join_group_response_t join_ok(int32_t gen, const char *proto, const char *leader,
-                                        const char *me, kc_join_group_response_member_t *mb,
-                                        int32_t n)
+                                               const char *me, kc_join_group_response_member_t *mb,
+                                               int32_t n)
 {
     kc_join_group_response_t r;
     kc_join_group_response_init(&r);
@@ -136,7 +136,7 @@ static inline void assert_parts(const kc_ctps_t *s, const int32_t *want, size_t 
 
 /* Join as the only member and take `parts`; returns with ASSIGN done (stable, owning parts). */
 static inline void join_alone(kc_classic_t *m, const char *id, const int32_t *parts, int32_t n,
-                       int64_t now)
+                              int64_t now)
 {
     expect(m, now, KC_CLASSIC_SEND_JOIN);
     kc_join_group_response_t jr =
