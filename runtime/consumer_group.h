@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 
+#include "coordinator.h"
 #include "dispatch.h"
 #include "engine.h"
 
@@ -25,6 +26,24 @@ bool kc_cg_closed(const kc_cgroup_t *cg);
 /* After the engine was closed (its coordinator work finished), before it is freed. */
 void kc_cg_free(kc_cgroup_t *cg);
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
+
+/* The application's kc_commit / kc_commit_async / kc_committed under a group: every request
+ * carries the member's identity as it is when the request is built (KIP-848: member id + the
+ * current member epoch, STALE_MEMBER_EPOCH asked again with the fresh one; classic: member id +
+ * generation + group.instance.id), never the anonymous form a group with members refuses.
+ * kc_cg_commit: offs NULL = every held (not revoking) partition's committable offset; *none is
+ * set when nothing was processed yet (nothing sent, cb not called). kc_cg_committed: KIP-848
+ * names the member on OffsetFetch (v9+); classic sends the anonymous form, which the broker
+ * accepts from anyone. Network thread. */
+kc_err_t kc_cg_commit(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                      kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err);
+kc_err_t kc_cg_committed(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n,
+                         int timeout_ms, kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
+/* An application commit's answer, before it reaches the caller (network thread): says what a
+ * membership refusal means in `err` (rc != KC_OK), and lets a classic member whose generation is
+ * gone rejoin, as its own auto-commit does. */
+void kc_cg_commit_result(kc_cgroup_t *cg, kc_err_t rc, kc_error_t *err,
+                         const kc_engine_offset_t *res, size_t n);
 
 /* group.protocol=classic (consumer_group_classic.c): engine/classic_drive from the config. */
 struct kc_gcl;
