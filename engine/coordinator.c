@@ -344,11 +344,17 @@ static kc_engine_offset_t *find_ent(coord_op_t *op, const kc_str_t *topic, int32
 
 /* The refusal, naming each refused partition and its code (as many as the message holds), so a
  * caller learns which partitions failed and why, not only the first code. */
-static void fail_message(coord_op_t *op, kc_error_t *err, size_t n_failed)
+static void fail_message(coord_op_t *op, kc_error_t *err, int16_t first_error)
 {
     int16_t first = 0;
-    for (size_t i = 0; i < op->n && !first; i++)
-        first = op->ents[i].error > 0 ? op->ents[i].error : 0;
+    size_t n_failed = 0;
+    for (size_t i = 0; i < op->n; i++) {
+        if (!first && op->ents[i].error > 0)
+            first = op->ents[i].error;
+        n_failed += op->ents[i].error != 0;
+    }
+    if (!first)
+        first = first_error;
     char who[96] = "";
     if (op->kind == OP_COMMIT || *op->member_id)
         snprintf(who, sizeof who, " as member '%.40s' epoch/generation %d",
@@ -469,7 +475,7 @@ static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     default:
         break;
     }
-    fail_message(op, &err, res.n_failed);
+    fail_message(op, &err, res.first_error);
     op_finish(op, KC_ERR_BROKER, &err);
 }
 
