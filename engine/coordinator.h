@@ -6,7 +6,9 @@
  * OffsetFetch), so this module reads them, invalidates the cached coordinator and asks again.
  *
  * Identity (engine/offsets.h): a consumer without membership commits anonymously (member id "",
- * generation -1); group modules pass their member identity. Coordinator traffic uses its own
+ * generation -1); group modules pass their member identity, fixed per call (kc_engine_commit:
+ * their state machines handle STALE_MEMBER_EPOCH themselves) or read afresh for every request
+ * (kc_engine_commit_member: the application's commits). Coordinator traffic uses its own
  * connection per coordinator, never a fetch connection: a broker answers a connection's
  * requests in order, so a commit behind a long-polling Fetch would wait fetch.max.wait.ms, and
  * a classic JoinGroup would block the fetches behind it.
