@@ -250,8 +250,8 @@ static kc_err_t op_read_identity(coord_op_t *op, kc_error_t *err)
     kc_err_t rc = op->who_fn(op->who_ctx, &who, err);
     if (rc != KC_OK)
         return rc;
-    const char *inst = who.group_instance_id && *who.group_instance_id ? who.group_instance_id
-                                                                        : NULL;
+    const char *inst =
+        who.group_instance_id && *who.group_instance_id ? who.group_instance_id : NULL;
     char *m = strdup(who.member_id ? who.member_id : "");
     char *i = inst ? strdup(inst) : NULL;
     if (!m || (inst && !i)) {
@@ -360,16 +360,15 @@ static void fail_message(coord_op_t *op, kc_error_t *err, int16_t first_error)
         snprintf(who, sizeof who, " as member '%.40s' epoch/generation %d",
                  *op->member_id ? op->member_id : "", (int)op->generation);
     kc_fail_kafka(err, first, "%s for group %s%s refused for %zu partition(s):",
-                  op->kind == OP_COMMIT ? "OffsetCommit" : "OffsetFetch", op->group, who,
-                  n_failed);
+                  op->kind == OP_COMMIT ? "OffsetCommit" : "OffsetFetch", op->group, who, n_failed);
     size_t len = strlen(err->msg);
     for (size_t i = 0; i < op->n && len + 1 < sizeof err->msg; i++) {
         if (op->ents[i].error == 0)
             continue;
-        int w = snprintf(err->msg + len, sizeof err->msg - len, " %s[%d] %s", op->ents[i].topic,
-                         (int)op->ents[i].partition,
-                         op->ents[i].error > 0 ? kc_kafka_err_name(op->ents[i].error)
-                                               : "unanswered");
+        int w =
+            snprintf(err->msg + len, sizeof err->msg - len, " %s[%d] %s", op->ents[i].topic,
+                     (int)op->ents[i].partition,
+                     op->ents[i].error > 0 ? kc_kafka_err_name(op->ents[i].error) : "unanswered");
         if (w < 0 || (size_t)w >= sizeof err->msg - len) {
             len = sizeof err->msg - 1;
             break;
@@ -540,8 +539,7 @@ static int ent_cmp(const void *a, const void *b)
 
 static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char *member_id,
                          int32_t generation, const char *instance_id, kc_engine_identity_fn who_fn,
-                         void *who_ctx,
-                         const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         void *who_ctx, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
                          kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
 {
     if (e->closing)
@@ -611,7 +609,8 @@ kc_err_t kc_engine_committed(kc_engine_t *e, const char *group, const kc_engine_
                              size_t n, int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
                              kc_error_t *err)
 {
-    return op_start(e, OP_FETCH, group, "", -1, NULL, NULL, NULL, offs, n, timeout_ms, cb, opaque, err);
+    return op_start(e, OP_FETCH, group, "", -1, NULL, NULL, NULL, offs, n, timeout_ms, cb, opaque,
+                    err);
 }
 
 /* Starts a member's call: the identity is read once now (a non-member fails at once, with the
@@ -655,7 +654,8 @@ kc_err_t kc_engine_committed_member(kc_engine_t *e, const char *group, kc_engine
 kc_err_t kc_engine_find_coordinator(kc_engine_t *e, const char *group, int timeout_ms,
                                     kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
 {
-    return op_start(e, OP_FIND, group, "", -1, NULL, NULL, NULL, NULL, 0, timeout_ms, cb, opaque, err);
+    return op_start(e, OP_FIND, group, "", -1, NULL, NULL, NULL, NULL, 0, timeout_ms, cb, opaque,
+                    err);
 }
 
 kc_conn_t *kc_engine_coord_conn(kc_engine_t *e, const char *group)

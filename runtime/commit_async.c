@@ -105,12 +105,12 @@ static void start_member(acommit_t *a)
         return;
     }
     for (size_t i = 0; a->tps && i < a->n; i++)
-        offs[i] = (kc_engine_offset_t){a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1,
-                                       NULL, 0};
+        offs[i] = (kc_engine_offset_t){
+            a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
     bool none = false;
     int timeout = (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS);
-    kc_err_t rc = kc_cg_commit(c->grp, a->tps ? offs : NULL, a->n, timeout, engine_done, a, &none,
-                               &a->err);
+    kc_err_t rc =
+        kc_cg_commit(c->grp, a->tps ? offs : NULL, a->n, timeout, engine_done, a, &none, &a->err);
     free(offs);
     if (rc != KC_OK || none) { /* none: nothing processed yet, nothing to commit: a success */
         a->rc = rc;
@@ -142,8 +142,8 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
     }
     for (size_t i = 0; i < n; i++) {
         if (a->tps) {
-            offs[m++] = (kc_engine_offset_t){a->tps[i].topic, a->tps[i].partition,
-                                             a->tps[i].offset, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){
+                a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
         } else {
             int64_t o = kc_rt_part_committable(c->parts[i].rtp);
             if (o >= 0)

@@ -300,10 +300,10 @@ static void on_net(kc_loop_t *loop, void *arg)
         }
         for (size_t j = 0; j < k->n; j++)
             offs[j] = (kc_engine_offset_t){k->tps[j].topic, k->tps[j].partition, -1, -1, NULL, 0};
-        k->rc = c->grp ? kc_cg_committed(c->grp, offs, k->n, k->timeout_ms, finish_later, k,
-                                         &k->err)
-                       : kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms,
-                                             finish_later, k, &k->err);
+        k->rc = c->grp
+                    ? kc_cg_committed(c->grp, offs, k->n, k->timeout_ms, finish_later, k, &k->err)
+                    : kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms, finish_later,
+                                          k, &k->err);
         free(offs);
         break;
     }

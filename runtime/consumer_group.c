@@ -40,9 +40,9 @@ struct kc_cgroup {
     gpart_t *p;
     size_t n, cap;
     bool failed;
-    kc_consumer_t *c;       /* the consumer this group belongs to (member id, stats hook) */
-    char member_id[128];    /* the id last given to kc_consumer_set_member_id */
-    const char *group;      /* group.id: the consumer's conf string, which outlives us */
+    kc_consumer_t *c;    /* the consumer this group belongs to (member id, stats hook) */
+    char member_id[128]; /* the id last given to kc_consumer_set_member_id */
+    const char *group;   /* group.id: the consumer's conf string, which outlives us */
 };
 
 static gpart_t *find(kc_cgroup_t *cg, const char *topic, int32_t partition)
@@ -296,8 +296,8 @@ kc_err_t kc_cg_commit(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n,
              * step, in order with the acknowledgement); committing it here could race it. */
             int64_t o = cg->p[i].revoking ? -1 : kc_rt_part_committable(cg->p[i].rtp);
             if (o >= 0)
-                held[n++] = (kc_engine_offset_t){cg->p[i].topic, cg->p[i].partition, o, -1, NULL,
-                                                 0};
+                held[n++] =
+                    (kc_engine_offset_t){cg->p[i].topic, cg->p[i].partition, o, -1, NULL, 0};
         }
         offs = held;
     }
@@ -305,17 +305,17 @@ kc_err_t kc_cg_commit(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n,
     if (n == 0)
         *none = true;
     else
-        rc = kc_engine_commit_member(cg->e, cg->group, commit_who, cg, offs, n,
-                                     timeout_ms, cb, opaque, err);
+        rc = kc_engine_commit_member(cg->e, cg->group, commit_who, cg, offs, n, timeout_ms, cb,
+                                     opaque, err);
     free(held);
     return rc;
 }
 
-kc_err_t kc_cg_committed(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n,
-                         int timeout_ms, kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
+kc_err_t kc_cg_committed(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
 {
-    return kc_engine_committed_member(cg->e, cg->group, fetch_who, cg, offs, n,
-                                      timeout_ms, cb, opaque, err);
+    return kc_engine_committed_member(cg->e, cg->group, fetch_who, cg, offs, n, timeout_ms, cb,
+                                      opaque, err);
 }
 
 void kc_cg_commit_result(kc_cgroup_t *cg, kc_err_t rc, kc_error_t *err,

@@ -1,8 +1,8 @@
 /*
  * The public consumer's group (consumer_group.c): glue between the dispatcher and the group
  * module group.protocol names, engine/group848 (consumer) or engine/classic_drive (classic); both
- * take the same kc_g848_hooks_t. Every function runs on the network thread (consumer.c calls them from its
- * commands and from its completion drain).
+ * take the same kc_g848_hooks_t. Every function runs on the network thread (consumer.c calls them
+ * from its commands and from its completion drain).
  */
 #ifndef KC_RUNTIME_CONSUMER_GROUP_H
 #define KC_RUNTIME_CONSUMER_GROUP_H
@@ -37,8 +37,8 @@ size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
  * accepts from anyone. Network thread. */
 kc_err_t kc_cg_commit(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
                       kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err);
-kc_err_t kc_cg_committed(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n,
-                         int timeout_ms, kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
+kc_err_t kc_cg_committed(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
 /* An application commit's answer, before it reaches the caller (network thread): says what a
  * membership refusal means in `err` (rc != KC_OK), and lets a classic member whose generation is
  * gone rejoin, as its own auto-commit does. */

@@ -110,8 +110,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     }
     case OP_COMMIT_MEMBER:
-        c->rc =
-            kc_engine_commit_member(eng, group, who, &src, offs, 2, 20000, on_result, c->r, &c->err);
+        c->rc = kc_engine_commit_member(eng, group, who, &src, offs, 2, 20000, on_result, c->r,
+                                        &c->err);
         break;
     case OP_FETCH_MEMBER:
         c->rc = kc_engine_committed_member(eng, group, who, &src, offs, 2, 20000, on_result, c->r,

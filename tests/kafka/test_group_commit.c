@@ -91,7 +91,8 @@ static void on_event(void *o, const kc_event_t *ev)
         return;
     if (atomic_fetch_add(&errors, 1) == 0) {
         snprintf(first_error_msg, sizeof first_error_msg, "%s", ev->error->msg);
-        atomic_store_explicit(&first_error_kafka, ev->error->kafka_code ? ev->error->kafka_code : -1,
+        atomic_store_explicit(&first_error_kafka,
+                              ev->error->kafka_code ? ev->error->kafka_code : -1,
                               memory_order_release);
     }
 }
