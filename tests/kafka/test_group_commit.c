@@ -9,7 +9,13 @@
  *    from a group with a live member; a KIP-848 commit without the current epoch,
  *    STALE_MEMBER_EPOCH);
  *  - kafka-consumer-groups --describe (ConsumerGroupCommand) shows the committed offsets at the
- *    log end, lag 0.
+ *    log end, lag 0;
+ *  - commits racing a rebalance: the app thread commits every 20 ms while a second member joins
+ *    and the group rebalances. KIP-848: every commit succeeds (the epoch moves under them; a
+ *    STALE_MEMBER_EPOCH is asked again with the fresh one, never surfaced). Classic: a refusal is
+ *    only REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID (KC_ERR_BROKER) or "not
+ *    a member" (KC_ERR_STATE) while rejoining, each with the explanation appended, and commits
+ *    succeed again once the group settled.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
@@ -47,6 +53,21 @@ static void run(const char *cmd)
              kc_test_env("KC_CLUSTER_DIR"));
     if (system(line) != 0)
         fail_msg("failed: %s", line);
+}
+
+/* One topic for every case (each has its own group): created once, RECS records spread by key. */
+static char topic[64];
+
+static int make_topic(void **state)
+{
+    (void)state;
+    char cmd[256];
+    snprintf(topic, sizeof topic, "kc-gcommit-%d", (int)getpid());
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
+    run(cmd);
+    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100 --keys 60", topic, RECS);
+    run(cmd);
+    return 0;
 }
 
 static void on_inrec(void *opaque, kc_err_t rc, const kc_error_t *err)
@@ -98,11 +119,11 @@ static void on_event(void *o, const kc_event_t *ev)
 }
 
 /* Committed offsets of all NP partitions (KC_OFFSET_INVALID when none). */
-static void committed(kc_consumer_t *c, const char *topic, int64_t out[NP])
+static void committed(kc_consumer_t *c, const char *t, int64_t out[NP])
 {
     kc_topic_partition_t tps[NP];
     for (int i = 0; i < NP; i++)
-        tps[i] = (kc_topic_partition_t){topic, i, 0};
+        tps[i] = (kc_topic_partition_t){t, i, 0};
     kc_error_t err;
     if (kc_committed(c, tps, NP, 10000, &err) != KC_OK)
         fail_msg("kc_committed: %s", err.msg);
@@ -119,7 +140,7 @@ static int at_end(const int64_t got[NP], const int64_t hi[NP])
 }
 
 /* ConsumerGroupCommand --describe: rows for `topic` whose CURRENT-OFFSET equals LOG-END-OFFSET. */
-static int describe_at_end(const char *group, const char *topic, int *rows)
+static int describe_at_end(const char *group, int *rows)
 {
     char out[256], cmd[1024];
     snprintf(out, sizeof out, "%s/describe-%s.txt", kc_test_env("KC_CLUSTER_DIR"), group);
@@ -158,13 +179,8 @@ static void member_commits(const char *protocol)
     atomic_store(&inrec_done, 0);
     atomic_store(&async_done, 0);
     atomic_store(&errors, 0);
-    char topic[64], group[64], cmd[256];
-    snprintf(topic, sizeof topic, "kc-gcommit-%s-%d", protocol, (int)getpid());
+    char group[64];
     snprintf(group, sizeof group, "kc-gcommit-g-%s-%d", protocol, (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100 --keys 60", topic, RECS);
-    run(cmd);
 
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;
@@ -239,7 +255,7 @@ static void member_commits(const char *protocol)
     committed(c, topic, got);
     assert_true(at_end(got, hi));
 
-    int rows, at = describe_at_end(group, topic, &rows);
+    int rows, at = describe_at_end(group, &rows);
     printf("# %s: describe: %d rows, %d at the log end\n", protocol, rows, at);
     assert_int_equal(rows, NP);
     assert_int_equal(at, NP);
@@ -250,6 +266,116 @@ static void member_commits(const char *protocol)
                  atomic_load_explicit(&first_error_kafka, memory_order_acquire), first_error_msg);
     assert_int_equal(kc_close(c, 10000, &err), KC_OK);
     kc_destroy(c);
+}
+
+static _Atomic int b_assigns;
+
+static void b_on_assign(void *o, kc_part_t *p)
+{
+    (void)o, (void)p;
+    atomic_fetch_add(&b_assigns, 1);
+}
+
+static kc_cb_result_t b_on_records(void *o, kc_part_t *p, kc_records_t *b)
+{
+    (void)o, (void)p;
+    while (kc_records_next(b))
+        ;
+    return KC_CB_CONTINUE;
+}
+
+static kc_consumer_t *new_member(const char *group, const char *protocol, const kc_callbacks_t *cbs)
+{
+    kc_conf_t *conf = kc_conf_new();
+    kc_error_t err;
+    const char *kv[][2] = {{"bootstrap.servers", kc_test_env("KC_BOOTSTRAP")},
+                           {"group.id", group},
+                           {"group.protocol", protocol},
+                           {"enable.auto.commit", "false"},
+                           {"auto.offset.reset", "earliest"},
+                           {"worker.threads", "1"}};
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
+        if (kc_conf_set(conf, kv[i][0], kv[i][1], &err) != KC_OK)
+            fail_msg("%s: %s", kv[i][0], err.msg);
+    kc_consumer_t *c;
+    if (kc_consumer_new(conf, cbs, &c, &err) != KC_OK)
+        fail_msg("kc_consumer_new: %s", err.msg);
+    const char *sub[] = {topic};
+    if (kc_subscribe(c, sub, 1, &err) != KC_OK)
+        fail_msg("kc_subscribe: %s", err.msg);
+    return c;
+}
+
+static void commits_during_rebalance(const char *protocol)
+{
+    atomic_store(&total, 0);
+    atomic_store(&errors, 0);
+    atomic_store(&b_assigns, 0);
+    char group[64];
+    snprintf(group, sizeof group, "kc-grace-g-%s-%d", protocol, (int)getpid());
+    kc_callbacks_t ca = {.on_records = on_records, .on_event = on_event};
+    kc_callbacks_t cb = {.on_assign = b_on_assign, .on_records = b_on_records};
+    for (int i = 0; i < NP; i++)
+        atomic_store(&inrec_sent[i], 1); /* no commits from A's callbacks here */
+    kc_consumer_t *a = new_member(group, protocol, &ca);
+    int64_t t0 = now_ms();
+    while (now_ms() - t0 < 30000 && atomic_load(&total) < RECS)
+        usleep(20 * 1000);
+    assert_int_equal(atomic_load(&total), RECS);
+
+    kc_consumer_t *b = new_member(group, protocol, &cb);
+    int ok = 0, refused = 0, state = 0, other = 0;
+    int64_t settled_at = -1, t1 = now_ms();
+    kc_error_t err, last_refusal = {0};
+    while (now_ms() - t1 < 40000) {
+        kc_err_t rc = kc_commit(a, NULL, 0, 10000, &err);
+        if (rc == KC_OK) {
+            ok++;
+        } else if (rc == KC_ERR_BROKER &&
+                   (err.kafka_code == 27 || err.kafka_code == 22 || err.kafka_code == 25) &&
+                   strstr(err.msg, " (")) {
+            refused++;
+            last_refusal = err;
+        } else if (rc == KC_ERR_STATE && strstr(err.msg, "member")) {
+            state++;
+            last_refusal = err;
+        } else {
+            other++;
+            fprintf(stderr, "# %s: unexpected commit result %s: %s\n", protocol, kc_err_name(rc),
+                    err.msg);
+        }
+        if (settled_at < 0 && atomic_load(&b_assigns) > 0)
+            settled_at = now_ms();
+        if (settled_at >= 0 && now_ms() - settled_at > 2000 && rc == KC_OK)
+            break;
+        usleep(20 * 1000);
+    }
+    printf("# %s: commits while a member joined: %d ok, %d refused by the broker, %d while "
+           "rejoining, %d other; second member assigned after %lld ms%s%s\n",
+           protocol, ok, refused, state, other, (long long)(settled_at >= 0 ? settled_at - t1 : -1),
+           refused + state ? "; last: " : "", refused + state ? last_refusal.msg : "");
+    assert_true(settled_at >= 0);
+    assert_int_equal(other, 0);
+    if (strcmp(protocol, "consumer") == 0)
+        assert_int_equal(refused + state, 0);
+    /* The last commit, after the group settled, succeeded (the loop ends only on one). */
+    assert_true(now_ms() - t1 < 40000);
+    assert_int_equal(kc_close(b, 10000, &err), KC_OK);
+    kc_destroy(b);
+    assert_int_equal(kc_close(a, 10000, &err), KC_OK);
+    kc_destroy(a);
+}
+
+static void kip848_commits_during_rebalance(void **state)
+{
+    (void)state;
+    commits_during_rebalance("consumer");
+}
+
+static void classic_commits_during_rebalance(void **state)
+{
+    (void)state;
+    commits_during_rebalance("classic");
 }
 
 static void kip848_member_commits(void **state)
@@ -269,6 +395,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kip848_member_commits),
         cmocka_unit_test(classic_member_commits),
+        cmocka_unit_test(kip848_commits_during_rebalance),
+        cmocka_unit_test(classic_commits_during_rebalance),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, make_topic, NULL);
 }
