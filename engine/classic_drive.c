@@ -469,3 +469,24 @@ const char *kc_gcl_member_id(const kc_gcl_t *g)
 {
     return g->m.member_id ? g->m.member_id : "";
 }
+
+kc_err_t kc_gcl_commit_identity(void *gp, kc_commit_identity_t *who, kc_error_t *err)
+{
+    kc_gcl_t *g = gp;
+    if (kc_gcl_gone(g) || g->closed_out)
+        return kc_fail(err, KC_ERR_STATE, "group %s: the member has left the group", g->group);
+    if (!g->m.member_id || !*g->m.member_id || g->m.generation < 0)
+        return kc_fail(err, KC_ERR_STATE,
+                       "group %s: not a member yet (no generation: joining or rejoining)",
+                       g->group);
+    return kc_offsets_identity_member(who, g->group, g->m.member_id, g->m.generation, g->instance,
+                                      err);
+}
+
+void kc_gcl_app_commit_result(kc_gcl_t *g, int16_t code)
+{
+    if (!code || kc_gcl_gone(g))
+        return;
+    kc_classic_app_commit_error(&g->m, code, kc_now_ms());
+    kc_gcl_drive(g);
+}

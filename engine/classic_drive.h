@@ -81,4 +81,14 @@ size_t kc_gcl_stats_json(const kc_gcl_t *g, char *buf, size_t cap);
  * valid until the next JoinGroup response. */
 const char *kc_gcl_member_id(const kc_gcl_t *g);
 
+/* The identity the application's commits go under right now (coordinator.h's
+ * kc_engine_identity_fn): member id + the CURRENT generation + group.instance.id; KC_ERR_STATE
+ * before the first JoinGroup answer and after leaving. During a rebalance the broker answers
+ * REBALANCE_IN_PROGRESS, which the caller reports. Network thread. */
+kc_err_t kc_gcl_commit_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
+/* The Kafka code of an application commit's answer (0 ok): ILLEGAL_GENERATION /
+ * UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID mean our membership is gone, so the member rejoins, as
+ * for its own auto-commit (and as the Java client does). Network thread. */
+void kc_gcl_app_commit_result(kc_gcl_t *g, int16_t code);
+
 #endif

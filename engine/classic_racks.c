@@ -43,22 +43,25 @@ static const char *rack_of(const kc_gcl_t *g, const kc_metadata_response_t *m, i
 static bool topic_racks(kc_gcl_t *g, kc_gcl_racks_t *tr, const kc_metadata_response_t *m,
                         const kc_metadata_response_topic_t *t)
 {
-    int32_t np = t->partitions.count;
+    /* a decoded count is never negative, but say so: GCC's range analysis cannot see it */
+    if (t->partitions.count <= 0)
+        return false;
+    size_t np = (size_t)t->partitions.count;
     size_t total = 0;
-    for (int32_t i = 0; i < np; i++)
+    for (size_t i = 0; i < np; i++)
         total += t->partitions.items[i].replica_nodes.count > 0
                      ? (size_t)t->partitions.items[i].replica_nodes.count
                      : 0;
-    tr->per_part = calloc((size_t)np, sizeof *tr->per_part);
-    tr->n_per_part = calloc((size_t)np, sizeof *tr->n_per_part);
+    tr->per_part = calloc(np, sizeof *tr->per_part);
+    tr->n_per_part = calloc(np, sizeof *tr->n_per_part);
     tr->flat = calloc(total ? total : 1, sizeof *tr->flat);
-    bool *seen = calloc((size_t)np, sizeof *seen);
+    bool *seen = calloc(np, sizeof *seen);
     bool ok = tr->per_part && tr->n_per_part && tr->flat && seen;
     size_t k = 0;
-    for (int32_t i = 0; ok && i < np; i++) {
+    for (size_t i = 0; ok && i < np; i++) {
         const kc_metadata_response_partition_t *p = &t->partitions.items[i];
         int32_t idx = p->partition_index;
-        if (idx < 0 || idx >= np || seen[idx]) {
+        if (idx < 0 || (size_t)idx >= np || seen[idx]) {
             ok = false;
             break;
         }

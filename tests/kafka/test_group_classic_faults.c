@@ -103,7 +103,7 @@ static void max_poll_leave(void **state)
     int no = 0;
     for (int p = 0; p < NP; p++)
         if (!(p == wpart && strcmp(wtopic, topic) == 0))
-            snprintf(others[no++], 96, "%s", parts[p]);
+            snprintf(others[no++], 96, "%.95s", parts[p]);
     kc_gm_sample_result_t r =
         kc_gm_sample(&lg, 2, death, others, no, t0, t_end, 5000000, INT64_MAX);
     long errs = errors_of(&lg);
