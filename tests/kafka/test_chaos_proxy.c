@@ -128,5 +128,6 @@ int main(void)
         cmocka_unit_test(corrupt),
         cmocka_unit_test(truncate_garbage),
     };
+    kc_chaos_filter();
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -37,7 +37,7 @@ struct kc_chaos_member {
     kc_chaos_t *ch;
     int idx;
     kc_consumer_t *c;
-    _Atomic int owned, lost, assigns, slow_ms;
+    _Atomic int owned, lost, assigns, slow_ms, slow_left;
     _Atomic long rebalances, records;
 };
 
@@ -78,6 +78,12 @@ kc_chaos_scale_t kc_chaos_scale(void)
     if (s && !strcmp(s, "long"))
         return KC_CHAOS_LONG;
     return KC_CHAOS_SHORT;
+}
+
+void kc_chaos_filter(void)
+{
+    if (getenv("KC_CHAOS_ONLY"))
+        cmocka_set_test_filter(getenv("KC_CHAOS_ONLY"));
 }
 
 int64_t kc_chaos_now_ms(void)
@@ -278,7 +284,7 @@ static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
     atomic_fetch_add(&ch->delivered, n);
     atomic_fetch_add(&m->records, n);
     int slow = atomic_load(&m->slow_ms);
-    if (slow > 0)
+    if (slow > 0 && atomic_fetch_sub(&m->slow_left, 1) > 0)
         usleep((useconds_t)slow * 1000);
     return KC_CB_CONTINUE;
 }
@@ -385,8 +391,9 @@ void kc_chaos_member_close(kc_chaos_member_t *m)
     m->c = NULL;
 }
 
-void kc_chaos_member_set_slow(kc_chaos_member_t *m, int ms)
+void kc_chaos_member_set_slow(kc_chaos_member_t *m, int ms, int count)
 {
+    atomic_store(&m->slow_left, count);
     atomic_store(&m->slow_ms, ms);
 }
 
@@ -475,8 +482,16 @@ void kc_chaos_finish(kc_chaos_t *ch, long requested, int64_t max_stall_ms)
         part_t *p = &ch->p[i];
         int64_t end = atomic_load(&p->end);
         produced += end;
+        long pd = 0;
+        int64_t dlo = -1, dhi = -1;
         for (int64_t o = 0; o < end; o++) {
             uint16_t n = atomic_load(&p->count[o]);
+            if (n > 1) {
+                pd += n - 1;
+                dhi = o;
+                if (dlo < 0)
+                    dlo = o;
+            }
             consumed += n;
             if (n == 0 && is_skipped(ch, i, o))
                 skipped++;
@@ -485,6 +500,9 @@ void kc_chaos_finish(kc_chaos_t *ch, long requested, int64_t max_stall_ms)
             else
                 dup += n - 1;
         }
+        if (pd)
+            printf("# partition %d: %ld duplicate deliveries within offsets %lld..%lld of %lld\n",
+                   i, pd, (long long)dlo, (long long)dhi, (long long)end);
         if (atomic_load(&p->max_stall_ms) > stall) {
             stall = atomic_load(&p->max_stall_ms);
             stall_part = i;

@@ -6,9 +6,11 @@
  *
  *   - every record in the log (offsets [0, end) of every partition) delivered at least once;
  *   - a duplicate only inside the documented window: a record delivered twice by the same member
- *     within one assignment of its partition is a violation (at-least-once redelivery happens
- *     only when a partition changes hands, from the last committed offset); with manual
- *     assignment that means no duplicate at all;
+ *     within one assignment of its partition is a violation. At-least-once redelivery happens
+ *     only across members or assignments: when a partition changes hands the new owner starts
+ *     at the last committed offset, and a member cut off from its coordinator keeps delivering
+ *     its old partitions until it learns it was fenced (KIP-848: its commits are then refused
+ *     by member epoch). With manual assignment that means no duplicate at all;
  *   - no partition stalls longer than the bound the test gives (the session timeout): a sampler
  *     thread tracks, per partition, how long records were waiting (end offset > contiguous
  *     delivered frontier) without the frontier moving;
@@ -35,6 +37,8 @@ typedef struct kc_chaos_member kc_chaos_member_t;
 typedef enum { KC_CHAOS_SHORT = 0, KC_CHAOS_LONG = 1, KC_CHAOS_SOAK = 2 } kc_chaos_scale_t;
 kc_chaos_scale_t kc_chaos_scale(void);
 int64_t kc_chaos_now_ms(void);
+/* KC_CHAOS_ONLY=pattern runs only the matching tests of a suite (cmocka's filter). */
+void kc_chaos_filter(void);
 
 /* Creates topic "kc-chaos-FAULT-<pid>" with `partitions` and `replication`; `cap` bounds the
  * records per partition the tables hold. Starts the sampler. */
@@ -56,8 +60,8 @@ kc_chaos_member_t *kc_chaos_member_new(kc_chaos_t *ch, const char *bootstrap, co
 /* kc_close (orderly: commit, leave) and kc_destroy. A member that should vanish without leaving
  * is cut off by the proxy instead. */
 void kc_chaos_member_close(kc_chaos_member_t *m);
-/* Every on_records sleeps ms (slow callbacks). */
-void kc_chaos_member_set_slow(kc_chaos_member_t *m, int ms);
+/* The next `count` on_records calls (with records) each sleep ms: slow callbacks. */
+void kc_chaos_member_set_slow(kc_chaos_member_t *m, int ms, int count);
 /* The group's "rebalances" from the member's last stats event (-1 before one). */
 long kc_chaos_member_rebalances(kc_chaos_member_t *m);
 /* Partitions assigned now (on_assign minus on_revoke/on_lost), and on_lost calls so far. */
