@@ -69,6 +69,12 @@ static bool settled(kc_chaos_member_t **m, int n, int parts, int timeout_ms)
             return true;
         usleep(100 * 1000);
     }
+    for (int i = 0; i < n; i++)
+        printf("# not settled: member %d owns %d (on_lost %d, rebalances %ld)\n", i,
+               kc_chaos_member_owned(m[i]), kc_chaos_member_lost(m[i]),
+               kc_chaos_member_rebalances(m[i]));
+    for (int i = 0; i < n; i++)
+        kc_chaos_member_print_group(m[i]);
     return false;
 }
 
@@ -126,19 +132,17 @@ static void coordinator_errors_classic(void **state)
                        "Heartbeat");
 }
 
-static void blackhole(void **state)
+static void blackhole(const char *fault, const char *conf)
 {
-    (void)state;
     long n = is_long() ? 100000 : 16000;
-    kc_chaos_t *ch = kc_chaos_new("blackhole_member", 4, 1, n);
+    kc_chaos_t *ch = kc_chaos_new(fault, 4, 1, n);
     /* The cut-off member is told when it could not reach its coordinator for longer than the
      * coordinator deadline (engine/group_consumer_hb.c), and when an auto-commit of its old
      * partitions fails: the errors this fault may raise, all from member A. */
     kc_chaos_allow_error(ch, KC_ERR_TIMEOUT);
     kc_chaos_allow_error(ch, KC_ERR_BROKER);
     char group[128];
-    group_name(group, sizeof group, "blackhole");
-    const char *conf = "group.protocol=consumer";
+    group_name(group, sizeof group, fault);
     kc_chaos_member_t *m[2] = {kc_chaos_member_new(ch, kc_fp_bootstrap(g_fp), group, conf),
                                kc_chaos_member_new(ch, kc_test_env("KC_BOOTSTRAP"), group, conf)};
     assert_true(settled(m, 2, 4, 30000));
@@ -174,6 +178,29 @@ static void blackhole(void **state)
     kc_chaos_member_close(m[1]);
     /* A's partitions wait out the session (6 s) and B's reconciliation (a heartbeat or two). */
     kc_chaos_finish(ch, n, SESSION_MS + 3000);
+}
+
+/* request.timeout.ms 10 s: the cut-off member's unanswered heartbeat fails after it, which is
+ * when it learns (on reconnecting) that it was fenced. */
+static void blackhole_848(void **state)
+{
+    (void)state;
+    blackhole("blackhole_member_848", "group.protocol=consumer;request.timeout.ms=10000");
+}
+
+static void blackhole_classic(void **state)
+{
+    (void)state;
+    if (!is_long()) {
+        printf("# blackhole_classic runs in the long version only (make test-long)\n");
+        skip();
+    }
+    /* A JoinGroup waits at the coordinator for the rebalance, so its request timeout is the
+     * rebalance timeout + 5 s (as in Java): one sent into the black hole holds the member that
+     * long after the proxy lets it through again. rebalance.timeout.ms=10000 keeps that short. */
+    blackhole("blackhole_member_classic", "group.protocol=classic;session.timeout.ms=6000;"
+                                          "heartbeat.interval.ms=500;request.timeout.ms=10000;"
+                                          "rebalance.timeout.ms=10000");
 }
 
 static void slow_callbacks(void **state)
@@ -213,9 +240,8 @@ static void slow_callbacks(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(coordinator_errors_848),
-        cmocka_unit_test(coordinator_errors_classic),
-        cmocka_unit_test(blackhole),
+        cmocka_unit_test(coordinator_errors_848), cmocka_unit_test(coordinator_errors_classic),
+        cmocka_unit_test(blackhole_848),          cmocka_unit_test(blackhole_classic),
         cmocka_unit_test(slow_callbacks),
     };
     kc_chaos_filter();

@@ -39,12 +39,15 @@ struct kc_chaos_member {
     kc_consumer_t *c;
     _Atomic int owned, lost, assigns, slow_ms, slow_left;
     _Atomic long rebalances, records;
+    pthread_mutex_t mu;
+    char group_json[1024]; /* the "group" part of the last stats event, for failure reports */
 };
 
 /* Per assigned partition, what the callbacks need; kc_part_t.app points here. */
 typedef struct assignment {
     kc_chaos_member_t *m;
     int32_t tag;
+    bool started;
 } assignment_t;
 
 struct kc_chaos {
@@ -55,6 +58,7 @@ struct kc_chaos {
     kc_chaos_member_t *members[MAX_MEMBERS];
     _Atomic int nmembers;
     _Atomic long delivered, beyond, bad_dups, dups_total;
+    _Atomic long dup_pair[4][4]; /* [earlier member][later member] of duplicate deliveries */
     _Atomic long errors_allowed, errors_bad;
     kc_err_t allowed[MAX_ALLOWED];
     int nallowed;
@@ -260,6 +264,13 @@ static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
     int32_t tag = a ? a->tag : -1;
     if (!a)
         bad(ch, "on_records of %s/%d without on_assign", kp->topic, (int)kp->partition);
+    if (a && !a->started) {
+        a->started = true;
+        if (getenv("KC_CHAOS_VERBOSE"))
+            printf("# member %d: partition %d (assignment %d) starts at offset %lld\n", m->idx,
+                   (int)kp->partition, (int)(a->tag & 0xffff),
+                   (long long)kc_records_first_offset(b));
+    }
     const kc_record_t *r;
     long n = 0;
     while ((r = kc_records_next(b))) {
@@ -272,6 +283,9 @@ static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
         part_t *p = &ch->p[kp->partition];
         if (atomic_fetch_add(&p->count[off], 1) > 0) {
             atomic_fetch_add(&ch->dups_total, 1);
+            int32_t prev = atomic_load(&p->tag[off]);
+            if (prev >= 0 && (prev >> 16) < 4 && m->idx < 4)
+                atomic_fetch_add(&ch->dup_pair[prev >> 16][m->idx], 1);
             /* Same member, same assignment: a redelivery no rebalance explains. */
             if (atomic_load(&p->tag[off]) == tag) {
                 atomic_fetch_add(&ch->bad_dups, 1);
@@ -310,7 +324,9 @@ static void on_event(void *o, const kc_event_t *ev)
     if (ev->type == KC_EVENT_ERROR) {
         for (int i = 0; i < ch->nallowed; i++)
             if (ev->error->code == ch->allowed[i]) {
-                atomic_fetch_add(&ch->errors_allowed, 1);
+                if (atomic_fetch_add(&ch->errors_allowed, 1) < 20)
+                    printf("# member %d, allowed error event %s: %s\n", m->idx,
+                           kc_err_name(ev->error->code), ev->error->msg);
                 const char *at = ev->error->code == KC_ERR_CRC ? strstr(ev->error->msg, "[") : NULL;
                 int pn;
                 long long lo, hi;
@@ -329,6 +345,12 @@ static void on_event(void *o, const kc_event_t *ev)
         const char *g = strstr(ev->json, "\"rebalances\":");
         if (g)
             atomic_store(&m->rebalances, atol(g + 13));
+        const char *gj = strstr(ev->json, "\"group\":");
+        if (gj) {
+            pthread_mutex_lock(&m->mu);
+            snprintf(m->group_json, sizeof m->group_json, "%s", gj);
+            pthread_mutex_unlock(&m->mu);
+        }
     }
 }
 
@@ -342,6 +364,7 @@ kc_chaos_member_t *kc_chaos_member_new(kc_chaos_t *ch, const char *bootstrap, co
     m->ch = ch;
     m->idx = idx;
     m->rebalances = -1;
+    pthread_mutex_init(&m->mu, NULL);
     ch->members[idx] = m;
     kc_conf_t *conf = kc_conf_new();
     setc(conf, "bootstrap.servers", bootstrap);
@@ -410,6 +433,13 @@ int kc_chaos_member_owned(kc_chaos_member_t *m)
 int kc_chaos_member_lost(kc_chaos_member_t *m)
 {
     return atomic_load(&m->lost);
+}
+
+void kc_chaos_member_print_group(kc_chaos_member_t *m)
+{
+    pthread_mutex_lock(&m->mu);
+    printf("# member %d stats: %.600s\n", m->idx, m->group_json);
+    pthread_mutex_unlock(&m->mu);
 }
 
 long kc_chaos_member_records(kc_chaos_member_t *m)
@@ -514,6 +544,11 @@ void kc_chaos_finish(kc_chaos_t *ch, long requested, int64_t max_stall_ms)
            (long long)stall, stall_part, atomic_load(&ch->errors_allowed),
            atomic_load(&ch->errors_bad), requested);
     fflush(stdout);
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            if (atomic_load(&ch->dup_pair[a][b]))
+                printf("# duplicates first delivered by member %d, again by member %d: %ld\n", a, b,
+                       atomic_load(&ch->dup_pair[a][b]));
     if (ch->first_bad_set)
         printf("# first violation: %s\n", ch->first_bad);
     kc_destroy(ch->probe);

@@ -67,6 +67,8 @@ long kc_chaos_member_rebalances(kc_chaos_member_t *m);
 /* Partitions assigned now (on_assign minus on_revoke/on_lost), and on_lost calls so far. */
 int kc_chaos_member_owned(kc_chaos_member_t *m);
 int kc_chaos_member_lost(kc_chaos_member_t *m);
+/* Prints the group part of the member's last stats event (failure reports). */
+void kc_chaos_member_print_group(kc_chaos_member_t *m);
 /* Records this member delivered. */
 long kc_chaos_member_records(kc_chaos_member_t *m);
 
