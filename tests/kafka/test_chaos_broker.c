@@ -60,6 +60,11 @@ static void kill_restart(void **state)
     long n = lng ? 240000 : 30000;
     int rate = 3000;
     kc_chaos_t *ch = kc_chaos_new("broker_kill", 6, 3, n);
+    /* A member fenced while its coordinator fails over (seen in the long run: UNKNOWN_MEMBER_ID
+     * after the coordinator's node was killed) gets on_lost, and the auto-commit of what it
+     * held is refused and reported (kconsume.h, redelivery window). The figures line and the
+     * on_lost counts below show how often; other errors stay violations. */
+    kc_chaos_allow_error(ch, KC_ERR_BROKER);
     char group[128];
     snprintf(group, sizeof group, "kc-chaos-kill-%d", (int)getpid());
     const char *conf = "group.protocol=consumer";
