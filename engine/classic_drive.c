@@ -267,7 +267,11 @@ void kc_gcl_drive(kc_gcl_t *g)
                 g->h.error(g->h.opaque, &err, true);
             g->find_retry_ms = 0;
         }
-        if (g->subscribed && !g->conn && !g->closing)
+        /* Also while the machine has lost its coordinator and no new connection is on its way:
+         * the machine asks for one lookup per loss (KC_CLASSIC_REDISCOVER), and a lookup that
+         * failed (unanswered past the request timeout: a partitioned network) must be retried
+         * here, or the member waits for a coordinator forever. find_retry_ms paces it. */
+        if (g->subscribed && !g->closing && (!g->conn || (!g->m.coord_known && !g->want_known)))
             kc_gcl_find_maybe_send(g, now);
         if (g->req_kind && g->req_kind != KC_CLASSIC_SEND_JOIN && g->conn) {
             /* A coordinator killed mid-request would hold the answer for the whole (rebalance-

@@ -179,6 +179,11 @@ KC_API int kc_records_timestamp_type(const kc_records_t *b);
  * What on_records returns. The committable offset of a partition is the offset after the last
  * record whose callback returned KC_CB_CONTINUE or KC_CB_PAUSE; auto-commit commits only that,
  * so committed offsets always trail work a callback finished (at-least-once).
+ * Redelivery window: with manual assignment a record is delivered once (unless you seek back or
+ * return KC_CB_RETRY). In a group, a partition that changes hands restarts at the group's
+ * committed offset, so records its previous owner processed after its last commit are delivered
+ * again; and a member cut off from its coordinator keeps delivering the partitions it holds until
+ * it learns it was fenced (its commits are then refused), which the new owner delivers too.
  *
  *  KC_CB_CONTINUE  The view is processed; the committable offset advances to its end (in manual
  *                  store mode, enable.auto.offset.store=false, only kc_store_offset advances it).

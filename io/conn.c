@@ -118,6 +118,13 @@ void kc_conn_finish_reset(kc_conn_t *c)
         set_state(c, KC_CONN_FAILED, &c->fail_err);
         return;
     }
+    /* A broker that was up and no longer answers on any of its addresses is dead for now:
+     * requests queued behind it learn that at once (KC_ERR_TRANSPORT, retriable) instead of
+     * sitting out request.timeout.ms, so the caller can go to the new leader or coordinator.
+     * A connection that never came up (start-up, broker still booting) keeps waiting: there
+     * the request timeout is the right bound (conn.h). */
+    if (c->was_ready && c->next_addr >= c->naddrs)
+        fail_queue(c, &c->pending, KC_ERR_TRANSPORT);
     c->failures++;
     c->last_backoff = kc_backoff_ms(c->o.reconnect_backoff_ms, c->o.reconnect_backoff_max_ms,
                                     c->failures, kc_backoff_rand(&c->rng));
@@ -336,6 +343,7 @@ static void drain_pending(kc_conn_t *c)
 static void become_ready(kc_conn_t *c)
 {
     c->failures = 0;
+    c->was_ready = 1;
     set_state(c, KC_CONN_READY, NULL);
     drain_pending(c);
 }

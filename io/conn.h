@@ -8,8 +8,9 @@
  * the optional auth hook, READY. Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT
  * (retriable; the caller decides), the socket closes once the loop has returned every op, and the
  * next address is tried after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms).
- * Requests sent while not READY wait for READY or their request timeout, whichever comes first.
- * Nothing waits forever.
+ * Requests sent while not READY wait for READY or their request timeout, whichever comes first;
+ * but once the connection has been READY, a pass over its addresses that fails (the broker
+ * died) fails the waiting requests at once with KC_ERR_TRANSPORT. Nothing waits forever.
  *
  * Transport hook (TLS): with opts.transport_new NULL, bytes go straight between the socket and
  * the frame buffers. Otherwise, after each TCP connect, transport_new() makes a transport (the

@@ -39,6 +39,7 @@ struct kc_conn {
     int naddrs, next_addr, cur_addr;
     kc_resolve_job_t *resolving; /* a lookup of `servers` on the loop's resolver thread */
     int failures;
+    int was_ready; /* READY at least once: the broker existed, so a failed pass means it died */
     int64_t last_backoff;
     uint64_t rng;
     int16_t av_version; /* ApiVersions version being tried */

@@ -235,6 +235,16 @@ static void sessions_evicted_consumption_completes(void **state)
     printf("# requests %" PRIu64 ", session resets (evicted) %" PRIu64
            ", sessionless answers %" PRIu64 "\n",
            s.requests, s.resets, s.fallbacks);
+    /* The chaos figures line (issue 10): every consumer's partitions, summed. */
+    int64_t produced = 0, consumed = 0;
+    for (int k = 0; k < NCONS; k++) {
+        produced += s.want[k];
+        consumed += s.records[k]; /* duplicates included */
+    }
+    int64_t lost = produced - (consumed - s.dups);
+    printf("chaos: fetch_session_evict produced=%" PRId64 " consumed=%" PRId64 " dup=%" PRId64
+           " lost=%" PRId64 " evicted=%" PRIu64 "\n",
+           produced, consumed, s.dups, lost > 0 ? lost : 0, s.resets);
     c.op = 2;
     kc_netthread_call(nt, on_net, &c);
     kc_netthread_stop(nt);

@@ -32,13 +32,18 @@ typedef struct server {
     pthread_t th;
 } server;
 
+static atomic_int srv_kill; /* every server drops its connections (a broker dying) */
+
 static int read_full(int fd, void *p, size_t n)
 {
     size_t d = 0;
     while (d < n) {
         struct pollfd pf = {fd, POLLIN, 0};
-        if (poll(&pf, 1, 100) == 0)
+        if (poll(&pf, 1, 100) == 0) {
+            if (atomic_load(&srv_kill))
+                return 0;
             continue;
+        }
         ssize_t r = read(fd, (char *)p + d, n - d);
         if (r <= 0)
             return 0;
@@ -543,6 +548,40 @@ static void peer_close_fails_inflight(kc_loop_backend_t b)
     server_stop(&s);
 }
 
+/* The broker was up, then died: a request queued while the connection is down (the caller's
+ * retry, or a request for the partition's old leader) fails with KC_ERR_TRANSPORT at the next
+ * failed connect, not after request.timeout.ms (10 s here). */
+static void dead_broker_fails_queued_at_once(kc_loop_backend_t b)
+{
+    server s;
+    next_xor = use_transport;
+    server_start(&s);
+    next_xor = 0;
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_loop_t *loop = mkloop(b);
+    kc_conn_t *c = open_conn(loop, addr, 10000);
+    call first = {.want = 10};
+    send_want(c, &first);
+    assert_true(run_until(loop, &first.done, 5000));
+    assert_int_equal(first.err, KC_OK);
+    atomic_store(&srv_kill, 1);
+    server_stop(&s); /* closes the served socket and the listener: connects are refused */
+    atomic_store(&srv_kill, 0);
+    int64_t end = kc_now_ns() + 5000000000LL;
+    while (kc_conn_state(c) == KC_CONN_READY && kc_now_ns() < end)
+        kc_loop_run_once(loop, 20);
+    assert_true(kc_conn_state(c) != KC_CONN_READY);
+    call queued = {.want = 10};
+    send_want(c, &queued); /* not READY: it waits in the pending queue */
+    int64_t t0 = kc_now_ns();
+    assert_true(run_until(loop, &queued.done, 9000));
+    assert_int_equal(queued.err, KC_ERR_TRANSPORT);
+    assert_true(kc_now_ns() - t0 < 2000000000LL);
+    close_conn(loop, c);
+    kc_loop_free(loop);
+}
+
 static void backoff_against_closed_port(kc_loop_backend_t b)
 {
     /* A port nobody listens on: every connect is refused; failures and delays must grow. */
@@ -1045,6 +1084,7 @@ BOTH(big_frames_and_pipelining)
 BOTH(timeout_resets_and_reconnects)
 BOTH(peer_close_fails_inflight)
 BOTH(backoff_against_closed_port)
+BOTH(dead_broker_fails_queued_at_once)
 BOTH(auth_ok)
 BOTH(auth_fail_is_final)
 BOTH(connect_timeout_then_close)
@@ -1073,6 +1113,8 @@ int main(void)
         cmocka_unit_test(peer_close_fails_inflight_epoll),
         cmocka_unit_test(backoff_against_closed_port_uring),
         cmocka_unit_test(backoff_against_closed_port_epoll),
+        cmocka_unit_test(dead_broker_fails_queued_at_once_uring),
+        cmocka_unit_test(dead_broker_fails_queued_at_once_epoll),
         cmocka_unit_test(auth_ok_uring),
         cmocka_unit_test(auth_ok_epoll),
         cmocka_unit_test(auth_fail_is_final_uring),
