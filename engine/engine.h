@@ -135,6 +135,8 @@ typedef struct kc_engine_broker_stats {
     int32_t fetch_session_epoch;
     uint64_t last_request_bytes;
     uint64_t last_request_parts;
+    uint64_t fetch_request_bytes_min; /* smallest / largest Fetch sent (perf: incremental size) */
+    uint64_t fetch_request_bytes_max;
     const char *io_backend;
 } kc_engine_broker_stats_t;
 
@@ -162,7 +164,7 @@ typedef struct kc_engine_stats {
     uint64_t validations;
     uint64_t truncations;
     uint64_t malformed_batches;
-    uint64_t stale_dropped; /* response partitions dropped as stale */
+    uint64_t stale_dropped;   /* response partitions dropped as stale */
     uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetcher.c) */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);

@@ -90,8 +90,7 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
     sbuf_t b = {0};
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    put(&b, "{\"ts_ms\":%lld,\"brokers\":[",
-        (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    put(&b, "{\"ts_ms\":%lld,\"brokers\":[", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     if (c->e) {
         kc_engine_broker_stats_t bs[64];
         size_t nb = kc_engine_broker_stats(c->e, bs, 64);
@@ -101,16 +100,20 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
                 ",\"fetch_request_bytes\":%" PRIu64 ",\"fetch_partitions_sent\":%" PRIu64
                 ",\"fetch_forgotten_sent\":%" PRIu64 ",\"fetch_responses\":%" PRIu64
                 ",\"fetch_errors\":%" PRIu64 ",\"fetch_session_id\":%d,\"fetch_session_epoch\":%d,"
-                "\"io_backend\":\"%s\"}",
+                "\"fetch_request_bytes_min\":%" PRIu64 ",\"fetch_request_bytes_max\":%" PRIu64
+                ",\"fetch_request_bytes_last\":%" PRIu64 ",\"fetch_request_parts_last\":%" PRIu64
+                ",\"io_backend\":\"%s\"}",
                 i ? "," : "", bs[i].broker_id, bs[i].fetch_session_id > 0 ? "session" : "up",
                 bs[i].fetch_requests, bs[i].fetch_request_bytes, bs[i].fetch_partitions_sent,
                 bs[i].fetch_forgotten_sent, bs[i].fetch_responses, bs[i].fetch_errors,
-                bs[i].fetch_session_id, bs[i].fetch_session_epoch,
+                bs[i].fetch_session_id, bs[i].fetch_session_epoch, bs[i].fetch_request_bytes_min,
+                bs[i].fetch_request_bytes_max, bs[i].last_request_bytes, bs[i].last_request_parts,
                 bs[i].io_backend ? bs[i].io_backend : "");
     }
     put(&b, "],\"partitions\":[");
     for (size_t i = 0; i < c->n; i++) {
-        kc_engine_part_stats_t ps = {.position = -1, .committed = -1, .high_watermark = -1, .lag = -1};
+        kc_engine_part_stats_t ps = {
+            .position = -1, .committed = -1, .high_watermark = -1, .lag = -1};
         if (c->e)
             (void)kc_engine_part_stats(c->e, c->parts[i].topic, c->parts[i].partition, &ps, NULL);
         kc_rt_part_t *p = c->parts[i].rtp;
@@ -122,9 +125,8 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
         put(&b,
             ",\"partition\":%d,\"position\":%lld,\"fetch_position\":%lld,\"committed\":%lld,"
             "\"high_watermark\":%lld,\"lag\":%lld,\"buffered_bytes\":%lld,\"worker\":%d}",
-            c->parts[i].partition, (long long)pos, (long long)ps.position,
-            (long long)ps.committed, (long long)hw,
-            (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
+            c->parts[i].partition, (long long)pos, (long long)ps.position, (long long)ps.committed,
+            (long long)hw, (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
             (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
             atomic_load_explicit(&p->last_worker, memory_order_relaxed));
     }
