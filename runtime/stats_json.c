@@ -87,7 +87,13 @@ static void put_group(kc_consumer_t *c, sbuf_t *b)
 
 char *kc_consumer_stats_json(kc_consumer_t *c)
 {
+    /* Sized for the usual object up front (a partition entry is ~230 bytes): one allocation per
+     * snapshot instead of a realloc chain that doubled from 4 KiB (7 at 1,000 partitions, seen
+     * by perf/alloc_count.so). */
     sbuf_t b = {0};
+    b.cap = 4096 + 256 * c->n;
+    if (!(b.p = malloc(b.cap)))
+        return NULL;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     put(&b, "{\"ts_ms\":%lld,\"brokers\":[", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
