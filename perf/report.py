@@ -42,6 +42,22 @@ def deep(obj, key, combine):
     return combine(found) if found else None
 
 
+def symbolize(line):
+    """'count module+0xOFF sym' from alloc_count.so: names the function with addr2line when the
+    module has no dynamic symbol for it (the static library inside the consumer)."""
+    parts = line.split()
+    if len(parts) == 3 and parts[2] == "?" and "+0x" in parts[1]:
+        mod, off = parts[1].rsplit("+", 1)
+        try:
+            fn = subprocess.run(["addr2line", "-f", "-e", mod, off], capture_output=True,
+                                text=True, timeout=10).stdout.split("\n")[0]
+            if fn and fn != "??":
+                return f"{parts[0]} {fn} ({parts[1]})"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return line
+
+
 def parse_java(text):
     """ConsumerPerformance: a CSV header and one data line, then --print-metrics lines
     'group:name:{tags} : value'."""
@@ -119,7 +135,7 @@ def cmd_record(a):
             row["brokers_fetched"] = sum(1 for b in st.get("brokers", []) if b.get("fetch_requests"))
         sites = read("alloc-sites")
         if sites:
-            row["alloc_sites_top"] = sites.splitlines()[:8]
+            row["alloc_sites_top"] = [symbolize(l) for l in sites.splitlines()[1:9]]
     if row.get("records") != a.expect:
         row["error"] = f"read {row.get('records')} records, expected {a.expect}"
     w = row.get("wall_s")
@@ -233,6 +249,13 @@ def cmd_report(a):
     tmd, tlist = targets(summary["cases"], figs)
     summary["targets"] = tlist
     md[md.index("<<TARGETS>>")] = "\n".join(tmd)
+    # Where the worst kconsume row allocated in its steady-state window (alloc_count.so).
+    worst = max((r for r in runs if r.get("alloc_sites_top") and r.get("allocs_per_record") is not None),
+                key=lambda r: r["allocs_per_record"], default=None)
+    if worst:
+        md += [f"## Heap allocations by call site ({worst['case']} {worst['consumer']} run {worst['run']}: "
+               f"{worst.get('allocs_window')} in the window of {worst.get('allocs_window_records')} records)",
+               "", "```", *worst["alloc_sites_top"], "```", ""]
     if fig_text.strip():
         md += ["## Machine figures (build/release/perf/bench_decode, one core)", "", "```",
                fig_text.rstrip(), "```", ""]
