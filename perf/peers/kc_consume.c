@@ -80,6 +80,9 @@ static struct {
     double t_done;
     int stats_fd;
     _Atomic int64_t stats_events; /* stats lines written (on_event, serialised) */
+    /* Set by main before kc_close: stats taken while closing would count the session-closing
+     * Fetch (it forgets every partition) as the run's last request. */
+    atomic_int closing;
 } g = {.done_mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER, .stats_fd = -1};
 
 static void die(const char *what, const char *detail)
@@ -173,7 +176,7 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
 static void on_event(void *opaque, const kc_event_t *ev)
 {
     (void)opaque;
-    if (ev->type == KC_EVENT_STATS && ev->json && g.stats_fd >= 0) {
+    if (ev->type == KC_EVENT_STATS && ev->json && g.stats_fd >= 0 && !atomic_load(&g.closing)) {
         /* Two writes, no allocation: the app itself must not add to the allocation count. The
          * file is read after the process exits, so a line written in two parts is fine. */
         ssize_t w1 = write(g.stats_fd, ev->json, strlen(ev->json));
@@ -355,6 +358,7 @@ int main(int argc, char **argv)
     if (g.stats_fd >= 0)
         wait_stats(linger > 0 ? atomic_load(&g.stats_events) : ev0, 3.0);
 
+    atomic_store(&g.closing, 1);
     if (kc_close(c, 10000, &e) != KC_OK)
         fprintf(stderr, "kc_consume: close: %s\n", e.msg);
     kc_destroy(c);
