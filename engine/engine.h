@@ -138,6 +138,8 @@ typedef struct kc_engine_broker_stats {
     int32_t fetch_session_epoch;
     uint64_t last_request_bytes;
     uint64_t last_request_parts;
+    uint64_t fetch_request_bytes_min; /* smallest / largest Fetch sent (perf: incremental size) */
+    uint64_t fetch_request_bytes_max;
     const char *io_backend;
 } kc_engine_broker_stats_t;
 

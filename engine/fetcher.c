@@ -30,8 +30,13 @@ static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     kc_error_t err;
     kc_err_t rc = kc_fetch_request_encode(&b->fetch_msg, version, out, &err);
     if (rc == KC_OK) {
-        b->st.last_request_bytes = out->len - before;
-        b->st.fetch_request_bytes += out->len - before;
+        uint64_t n = out->len - before;
+        b->st.last_request_bytes = n;
+        b->st.fetch_request_bytes += n;
+        if (!b->st.fetch_request_bytes_min || n < b->st.fetch_request_bytes_min)
+            b->st.fetch_request_bytes_min = n;
+        if (n > b->st.fetch_request_bytes_max)
+            b->st.fetch_request_bytes_max = n;
     } else {
         kc_log(KC_LOG_ERROR, "fetch", "broker %d: encode: %s", b->id, err.msg);
     }

@@ -1,6 +1,7 @@
 /*
  * Decode micro-benchmark for io/batch, one core:
  *   - CRC32C GB/s: slice-by-8 table, SSE4.2 single stream, SSE4.2 3-way interleave
+ *   - memcpy GB/s: 1 MiB (in cache, like a batch just received) and 64 MiB (main memory)
  *   - uncompressed records/s through splitter + iterator (100-byte values), with and without CRC
  *   - decode MB/s (of decompressed output) for gzip, snappy (xerial), lz4, zstd on batches of
  *     JSON-like 1 KiB values, including the iteration over the decoded records
@@ -69,6 +70,28 @@ static void bench_crc(const char *name, crc_fn f)
     printf("crc32c %-14s %8.2f GB/s                 (cpu share %.2f)\n", name,
            (double)bytes / t / 1e9, cpu_share(t));
     free(buf);
+}
+
+static void bench_memcpy(size_t n)
+{
+    uint8_t *src = malloc(n), *dst = malloc(n);
+    if (!src || !dst)
+        abort();
+    for (size_t i = 0; i < n; i++)
+        src[i] = (uint8_t)rnd();
+    memcpy(dst, src, n); /* fault the pages in before the clock starts */
+    uint64_t bytes = 0;
+    wall0 = wall();
+    double t0 = now(), t;
+    do {
+        memcpy(dst, src, n);
+        sink += dst[bytes % n];
+        bytes += n;
+    } while ((t = now() - t0) < secs);
+    printf("memcpy %4zu MiB        %8.2f GB/s                 (cpu share %.2f)\n", n >> 20,
+           (double)bytes / t / 1e9, cpu_share(t));
+    free(src);
+    free(dst);
 }
 
 /* A JSON-ish document of about `size` bytes: field names repeat, values vary. */
@@ -179,6 +202,8 @@ int main(int argc, char **argv)
     } else {
         printf("crc32c sse4.2: not available on this CPU\n");
     }
+    bench_memcpy((size_t)1 << 20);
+    bench_memcpy((size_t)64 << 20);
     kc_decode_ctx_t ctx;
     kc_decode_ctx_init(&ctx, 0);
     bench_records(&ctx, false);

@@ -42,6 +42,22 @@ def deep(obj, key, combine):
     return combine(found) if found else None
 
 
+def symbolize(line):
+    """'count module+0xOFF sym' from alloc_count.so: names the function with addr2line when the
+    module has no dynamic symbol for it (the static library inside the consumer)."""
+    parts = line.split()
+    if len(parts) == 3 and parts[2] == "?" and "+0x" in parts[1]:
+        mod, off = parts[1].rsplit("+", 1)
+        try:
+            fn = subprocess.run(["addr2line", "-f", "-e", mod, off], capture_output=True,
+                                text=True, timeout=10).stdout.split("\n")[0]
+            if fn and fn != "??":
+                return f"{parts[0]} {fn} ({parts[1]})"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return line
+
+
 def parse_java(text):
     """ConsumerPerformance: a CSV header and one data line, then --print-metrics lines
     'group:name:{tags} : value'."""
@@ -101,19 +117,25 @@ def cmd_record(a):
         return
     row.update({k: v for k, v in res.items() if k not in row})
     if a.consumer.startswith("kconsume"):
-        row["wall_s"] = row.get("elapsed_s")  # process wall: the CLI prints no timing of its own
         st = last_json(read("kc-stats"))
         if st:
-            # The stats object may keep counters per broker: sum them wherever they are nested.
-            row["kc_stats"] = st
-            for k in ("fetch_requests", "fetch_request_bytes", "allocs_per_record"):
+            # Fetch counters are kept per broker: sum them; the extremes over the brokers. The
+            # last request's size (after the run's idle linger, T3) is the steady-state
+            # incremental Fetch: the largest over the brokers is reported.
+            row["kc_stats_brokers"] = st.get("brokers")
+            for k in ("fetch_requests", "fetch_request_bytes"):
                 v = deep(st, k, sum)
                 if v is not None:
                     row[k] = v
-            for k, f in (("fetch_request_bytes_min", min), ("fetch_request_bytes_max", max)):
+            for k, f in (("fetch_request_bytes_min", min), ("fetch_request_bytes_max", max),
+                         ("fetch_request_bytes_last", max)):
                 v = deep(st, k, f)
                 if v is not None:
                     row[k] = v
+            row["brokers_fetched"] = sum(1 for b in st.get("brokers", []) if b.get("fetch_requests"))
+        sites = read("alloc-sites")
+        if sites:
+            row["alloc_sites_top"] = [symbolize(l) for l in sites.splitlines()[1:9]]
     if row.get("records") != a.expect:
         row["error"] = f"read {row.get('records')} records, expected {a.expect}"
     w = row.get("wall_s")
@@ -134,7 +156,16 @@ COLS = [("rec_s", "records/s", "{:,.0f}"), ("mb_s", "MB/s", "{:.1f}"),
         ("cpu_s_per_mrec", "CPU s / M rec", "{:.3f}"), ("maxrss_mib", "peak RSS MiB", "{:.0f}"),
         ("fetch_requests", "Fetch requests", "{:,.0f}"), ("bytes_per_fetch", "bytes / Fetch req", "{:,.0f}"),
         ("wall_s", "wall s", "{:.2f}"), ("fetch_request_bytes_min", "smallest Fetch B", "{:,.0f}"),
-        ("fetch_request_bytes_max", "largest Fetch B", "{:,.0f}")]
+        ("fetch_request_bytes_max", "largest Fetch B", "{:,.0f}"),
+        ("fetch_request_bytes_last", "last Fetch B", "{:,.0f}"),
+        ("allocs_per_record", "allocs / rec", "{:.6f}")]
+
+
+def kc_ref(consumer):
+    """The kconsume row a peer is compared with: same mode (group, or assign for the peers'
+    assign/direct modes), 1 worker, io_uring."""
+    group = consumer.endswith("-group") or consumer.startswith("kconsume-group")
+    return "kconsume-group-w1-io_uring" if group else "kconsume-assign-w1-io_uring"
 
 
 def med(rows, key):
@@ -161,8 +192,13 @@ def cmd_report(a):
              "was running, so these numbers are not comparable with a run on a quiet machine.**"]
             if float(machine["loadavg_at_start"][0]) > 0.5 * machine["cores"] else []),
           f"Scale {a.scale} (PERF_SCALE), whole run {a.elapsed} s. Medians over the runs; "
-          "ratio = kconsume (w1, io_uring) ÷ peer in CPU per record. "
+          "ratio = kconsume (same mode — group, or assign for assign/direct — 1 worker, io_uring) "
+          "÷ peer in CPU per record. "
           "Settings and method: perf/README.md.", ""]
+    if a.quick == "1":
+        md[1:1] = ["", "**PERF_QUICK=1: tiny topics and one run, to check the harness end to end. "
+                   "These figures mean nothing; run `make perf` on a quiet machine for the report.**"]
+    md += ["<<TARGETS>>", ""]
     for case in cases:
         rows = [r for r in runs if r["case"] == case]
         if case == "latency":
@@ -181,13 +217,12 @@ def cmd_report(a):
         for c in consumers:
             ok = [r for r in rows if r["consumer"] == c and "error" not in r]
             bad = [r for r in rows if r["consumer"] == c and "error" in r]
-            agg[c] = {k: med(ok, k) for k, _, _ in COLS}
+            agg[c] = {k: med(ok, k) for k in [k for k, _, _ in COLS] + ["brokers_fetched"]}
             agg[c]["runs_ok"], agg[c]["runs"] = len(ok), len(ok) + len(bad)
             agg[c]["bytes_per_fetch_approx"] = any(r.get("bytes_per_fetch_approx") for r in ok)
             agg[c]["note"] = bad[0]["error"] if bad else ""
-        ref = agg.get("kconsume-w1-io_uring", {})
         for c in consumers:
-            x = agg[c]
+            x, ref = agg[c], agg.get(kc_ref(c), {})
             if ref.get("cpu_s_per_mrec") and x.get("cpu_s_per_mrec"):
                 x["kc_cpu_ratio"] = round(ref["cpu_s_per_mrec"] / x["cpu_s_per_mrec"], 2)
             if ref.get("rec_s") and x.get("rec_s"):
@@ -208,14 +243,142 @@ def cmd_report(a):
         chart(a.out, case, consumers, agg)
         if os.path.exists(os.path.join(a.out, f"{case}.png")):
             md += [f"![{case}]({case}.png)", ""]
-    if a.figures and os.path.exists(a.figures) and os.path.getsize(a.figures) > 0:
+    fig_text = open(a.figures).read() if a.figures and os.path.exists(a.figures) else ""
+    figs = machine_figures(fig_text)
+    summary["machine_figures"] = figs
+    tmd, tlist = targets(summary["cases"], figs)
+    summary["targets"] = tlist
+    md[md.index("<<TARGETS>>")] = "\n".join(tmd)
+    # Where the worst kconsume row allocated in its steady-state window (alloc_count.so).
+    worst = max((r for r in runs if r.get("alloc_sites_top") and r.get("allocs_per_record") is not None),
+                key=lambda r: r["allocs_per_record"], default=None)
+    if worst:
+        md += [f"## Heap allocations by call site ({worst['case']} {worst['consumer']} run {worst['run']}: "
+               f"{worst.get('allocs_window')} in the window of {worst.get('allocs_window_records')} records)",
+               "", "```", *worst["alloc_sites_top"], "```", ""]
+    if fig_text.strip():
         md += ["## Machine figures (build/release/perf/bench_decode, one core)", "", "```",
-               open(a.figures).read().rstrip(), "```", ""]
-        summary["machine_figures"] = open(a.figures).read()
+               fig_text.rstrip(), "```", ""]
     md += ["Raw runs: latest.json (`runs`).", ""]
     summary["runs"] = runs
     open(os.path.join(a.out, "LATEST.md"), "w").write("\n".join(md))
     json.dump(summary, open(os.path.join(a.out, "latest.json"), "w"), indent=1)
+
+
+def machine_figures(text):
+    """The physical limits bench_decode measured (one core): CRC32C, memcpy, codec decode."""
+    f = {}
+    for key, rx in (("crc32c_gb_s", r"crc32c sse4\.2 x3\s+([\d.]+) GB/s"),
+                    ("crc32c_table_gb_s", r"crc32c table\s+([\d.]+) GB/s"),
+                    ("memcpy_cache_gb_s", r"memcpy\s+1 MiB\s+([\d.]+) GB/s"),
+                    ("memcpy_mem_gb_s", r"memcpy\s+64 MiB\s+([\d.]+) GB/s"),
+                    ("zstd_decode_mb_s", r"decode zstd\s+([\d.]+) MB/s"),
+                    ("lz4_decode_mb_s", r"decode lz4\s+([\d.]+) MB/s"),
+                    ("gzip_decode_mb_s", r"decode gzip\s+([\d.]+) MB/s"),
+                    ("records_iter_m_s", r"records 100B iter only\s+([\d.]+) M records/s")):
+        m = re.search(rx, text)
+        if m:
+            f[key] = float(m.group(1))
+    return f
+
+
+def targets(cases, figs):
+    """The issue's targets, each PASS / FAIL with the measured gap, or n/a when a figure is
+    missing. Returns (markdown lines, list of dicts)."""
+    out = []
+
+    def get(case, who, key):
+        v = cases.get(case, {})
+        return v.get(who, {}).get(key) if isinstance(v, dict) else None
+
+    def add(what, measured, bound, ok, note=""):
+        out.append({"target": what, "measured": measured, "bound": bound,
+                    "result": "n/a" if ok is None else "PASS" if ok else "FAIL", "note": note})
+
+    def ratio_target(case, peer, bound, label):
+        kc = kc_ref(peer)
+        a, b = get(case, kc, "cpu_s_per_mrec"), get(case, peer, "cpu_s_per_mrec")
+        if a is None or b is None:
+            add(f"{label}: {kc} ÷ {peer}", None, f"≤ {bound}", None, "a row is missing")
+            return
+        r = a / b
+        add(f"{label}: {kc} ÷ {peer}", f"{r:.2f} ({a:.3f} vs {b:.3f} CPU s/M rec)", f"≤ {bound}",
+            r <= bound, "" if r <= bound else f"gap {r / bound:.2f}× the bound")
+
+    for peer, bound in (("librdkafka-group", 0.3), ("librdkafka-assign", 0.3),
+                        ("franz-go-group", 0.5), ("franz-go-direct", 0.5), ("java-group", 0.5)):
+        ratio_target("T1", peer, bound, "T1 CPU/rec")
+    w1 = get("MEM-T2-zstd", "kconsume-assign-w1-io_uring", "rec_s")
+    w2 = get("MEM-T2-zstd", "kconsume-assign-w2-io_uring", "rec_s")
+    if w1 and w2:
+        add("MEM-T2-zstd records/s, 2 workers ÷ 1 worker", f"{w2 / w1:.2f} ({w2:,.0f} vs {w1:,.0f})",
+            "≥ 1.5", w2 / w1 >= 1.5)
+    else:
+        add("MEM-T2-zstd records/s, 2 workers ÷ 1 worker", None, "≥ 1.5", None, "a row is missing")
+    for peer in ("librdkafka-group", "librdkafka-assign"):
+        ratio_target("T2-zstd", peer, 0.7, "T2-zstd CPU/rec")
+    for case, nb in (("T3", 3), ("MEM-T3", 3)):
+        for kc in ("kconsume-assign-w1-io_uring", "kconsume-group-w1-io_uring"):
+            if case == "MEM-T3" and "group" in kc:
+                continue
+            bf = get(case, kc, "brokers_fetched")
+            req = get(case, kc, "fetch_requests")
+            add(f"{case} {kc}: brokers fetched from (one Fetch in flight each)",
+                None if bf is None else f"{bf:.0f} brokers, {req:,.0f} requests" if req else f"{bf:.0f}",
+                f"= {nb}", None if bf is None else bf == nb)
+            last = get(case, kc, "fetch_request_bytes_last")
+            rd = get(case, "librdkafka-assign" if "assign" in kc else "librdkafka-group",
+                     "fetch_request_bytes_last")
+            add(f"{case} {kc}: steady-state incremental Fetch request bytes (1,000 partitions)",
+                None if last is None else f"{last:,.0f} B (librdkafka: "
+                + (f"{rd:,.0f} B" if rd else "n/a") + ")", "≤ 200", None if last is None else last <= 200,
+                "" if last is None or last <= 200 else f"gap {last - 200:,.0f} B")
+    allocs = [(c, case, x.get("allocs_per_record")) for case, v in cases.items() if isinstance(v, dict)
+              for c, x in v.items() if c.startswith("kconsume") and x.get("allocs_per_record") is not None]
+    if allocs:
+        c, case, worst = max(allocs, key=lambda t: t[2])
+        add("heap allocations per record (worst kconsume row)", f"{worst:.6f} ({case} {c})", "≤ 0.001",
+            worst <= 0.001)
+    else:
+        add("heap allocations per record", None, "≤ 0.001", None, "no counts (alloc_count.so missing?)")
+    rss = [(c, x.get("maxrss_mib")) for c, x in cases.get("T3", {}).items()
+           if c.startswith("kconsume") and x.get("maxrss_mib")] if isinstance(cases.get("T3"), dict) else []
+    if rss:
+        c, worst = max(rss, key=lambda t: t[1])
+        add("T3 peak RSS (worst kconsume row)", f"{worst:.0f} MiB ({c})",
+            "≤ queued.max.bytes (256 MiB) + 32 MiB", worst <= 288)
+    else:
+        add("T3 peak RSS", None, "≤ 288 MiB", None, "no T3 kconsume rows")
+    lat = {r["consumer"]: r for r in cases.get("latency", [])} if isinstance(cases.get("latency"), list) else {}
+    k, l = lat.get("kconsume-w1", {}).get("lat_p99_ms"), lat.get("librdkafka-assign", {}).get("lat_p99_ms")
+    add("latency p99, kconsume (1 worker) vs librdkafka",
+        None if k is None or l is None else f"{k} ms vs {l} ms", "kconsume ≤ librdkafka",
+        None if k is None or l is None else k <= l)
+    md = ["## Targets (issue 9)", "", "| target | measured | bound | result | note |", "|---|---|---|---|---|"]
+    for t in out:
+        md.append(f"| {t['target']} | {t['measured'] if t['measured'] is not None else 'n/a'} | "
+                  f"{t['bound']} | **{t['result']}** | {t['note']} |")
+    # The ceiling next to the machine's own limits (no bound: context for the figures above).
+    md += ["", "Memory-served ceiling (kconsume, best row) next to the machine (one core, "
+           "bench_decode):", "", "| case | records/s | value GB/s | machine |", "|---|---|---|---|"]
+    for case, note in (("MEM-T1", "memcpy {memcpy_cache_gb_s} GB/s in cache, {memcpy_mem_gb_s} GB/s "
+                                  "from memory; CRC32C {crc32c_gb_s} GB/s"),
+                       ("MEM-T2-zstd", "zstd decode {zstd_decode_mb_s} MB/s per core"),
+                       ("MEM-T2-lz4", "lz4 decode {lz4_decode_mb_s} MB/s per core"),
+                       ("MEM-T2-gzip", "gzip decode {gzip_decode_mb_s} MB/s per core")):
+        v = cases.get(case, {})
+        rows = [(c, x) for c, x in v.items() if c.startswith("kconsume") and x.get("rec_s")] \
+            if isinstance(v, dict) else []
+        try:
+            mtext = note.format(**figs)
+        except KeyError:
+            mtext = "n/a (bench_decode figures missing)"
+        if rows:
+            c, x = max(rows, key=lambda t: t[1]["rec_s"])
+            md.append(f"| {case} | {x['rec_s']:,.0f} ({c}) | {x['mb_s'] / 1000:.3f} | {mtext} |")
+        else:
+            md.append(f"| {case} | n/a | n/a | {mtext} |")
+    return md, out
 
 
 def chart(out, case, consumers, agg):
@@ -248,25 +411,6 @@ unset multiplot
         os.unlink(dat)
 
 
-def cmd_latency_reader(a):
-    """kconsume latency: one record timestamp (ms) per stdin line, latency = arrival - stamp."""
-    import time
-    lat = []
-    for line in sys.stdin:
-        now_ms = time.time() * 1000
-        try:
-            lat.append(now_ms - float(line.split()[0]))
-        except (ValueError, IndexError):
-            continue
-        if len(lat) >= a.records:
-            break
-    lat.sort()
-    res = {"records": len(lat)}
-    if lat:
-        res.update(lat_p50_ms=round(lat[len(lat) // 2], 2), lat_p99_ms=round(lat[len(lat) * 99 // 100], 2))
-    print(json.dumps(res))
-
-
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -279,10 +423,9 @@ def main():
     for k in ("runs", "machine", "scale", "elapsed", "out"):
         s.add_argument("--" + k, required=True)
     s.add_argument("--figures", help="bench_decode output to quote, if any")
-    lr = sub.add_parser("latency-reader")
-    lr.add_argument("--records", type=int, required=True)
+    s.add_argument("--quick", default="0")
     a = p.parse_args()
-    {"record": cmd_record, "report": cmd_report, "latency-reader": cmd_latency_reader}[a.cmd](a)
+    {"record": cmd_record, "report": cmd_report}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,10 @@
 
 typedef struct kc_buf {
     atomic_uint refcnt;
-    size_t len;       /* bytes of data[] in use */
-    size_t cap;       /* bytes allocated for data[] */
-    uint8_t data[];   /* the frame body, 8-byte aligned by malloc */
+    size_t len;     /* bytes of data[] in use */
+    size_t cap;     /* bytes asked for: the frame's size (the receive path fills data[] to cap) */
+    size_t alloc;   /* bytes allocated for data[], >= cap (pooled buffers come in size classes) */
+    uint8_t data[]; /* the frame body, 8-byte aligned by malloc */
 } kc_buf_t;
 
 /* A view into a kc_buf_t that holds one reference. Owned by whoever holds the slice. */
@@ -33,15 +34,28 @@ typedef struct kc_slice {
     size_t len;
 } kc_slice_t;
 
+/* Buffers of at least this many bytes come from and go back to a small process-wide cache
+ * (buf_pool.c: big frames would otherwise be a fresh mmap, page-faulted byte by byte, each time).
+ * take: a buffer with cap >= `cap` and one reference, NULL when out of memory. give: keeps `b`
+ * for reuse or frees it. drain: frees every idle buffer. idle_bytes: what the cache holds. */
+#define KC_BUF_POOL_MIN ((size_t)256 << 10)
+kc_buf_t *kc_buf_pool_take(size_t cap);
+void kc_buf_pool_give(kc_buf_t *b);
+void kc_buf_pool_drain(void);
+size_t kc_buf_pool_idle_bytes(void);
+
 /* A buffer of `cap` bytes with one reference, or NULL when out of memory. */
 static inline kc_buf_t *kc_buf_new(size_t cap)
 {
+    if (cap >= KC_BUF_POOL_MIN)
+        return kc_buf_pool_take(cap);
     kc_buf_t *b = malloc(sizeof *b + cap);
     if (!b)
         return NULL;
     atomic_init(&b->refcnt, 1);
     b->len = 0;
     b->cap = cap;
+    b->alloc = cap;
     return b;
 }
 
@@ -53,8 +67,12 @@ static inline kc_buf_t *kc_buf_ref(kc_buf_t *b)
 
 static inline void kc_buf_unref(kc_buf_t *b)
 {
-    if (b && atomic_fetch_sub_explicit(&b->refcnt, 1, memory_order_acq_rel) == 1)
-        free(b);
+    if (b && atomic_fetch_sub_explicit(&b->refcnt, 1, memory_order_acq_rel) == 1) {
+        if (b->alloc >= KC_BUF_POOL_MIN)
+            kc_buf_pool_give(b);
+        else
+            free(b);
+    }
 }
 
 /* A slice of `b` taking its own reference. `ptr..ptr+len` must lie inside b->data. */

@@ -15,15 +15,29 @@ typedef struct cursor {
     const uint8_t *p, *end;
 } cursor_t;
 
+/* The readers below run several times per record: always inlined, so reading a record makes no
+ * calls (callgrind, 100-byte records: 332 -> 202 instructions per record with the two-byte fast
+ * path below; perf/README.md "Profile"). */
+#define HOT static inline __attribute__((always_inline))
+
 /* Zigzag varlong of at most `max_bytes` bytes; false on overrun or an over-long encoding. */
-static inline bool rd_varint(cursor_t *c, int max_bytes, int64_t *out)
+HOT bool rd_varint(cursor_t *c, int max_bytes, int64_t *out)
 {
-    /* Fast path: most fields (attributes-adjacent deltas, small lengths, header counts) fit in
-     * one byte. */
-    if (c->p < c->end && !(*c->p & 0x80)) {
-        uint8_t v1 = *c->p++;
-        *out = (int64_t)(v1 >> 1) ^ -(int64_t)(v1 & 1);
-        return true;
+    /* Fast paths: in records of up to a few KiB every field (lengths, deltas, counts) takes one
+     * or two bytes; the loop below is for the rest. */
+    if (c->end - c->p >= 2) {
+        uint64_t b0 = c->p[0], b1 = c->p[1];
+        if (!(b0 & 0x80)) {
+            c->p++;
+            *out = (int64_t)(b0 >> 1) ^ -(int64_t)(b0 & 1);
+            return true;
+        }
+        if (!(b1 & 0x80)) {
+            uint64_t v = (b0 & 0x7f) | b1 << 7;
+            c->p += 2;
+            *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+            return true;
+        }
     }
     uint64_t v = 0;
     for (int i = 0; i < max_bytes; i++) {
@@ -39,7 +53,7 @@ static inline bool rd_varint(cursor_t *c, int max_bytes, int64_t *out)
     return false;
 }
 
-static bool rd_i32(cursor_t *c, int32_t *out)
+HOT bool rd_i32(cursor_t *c, int32_t *out)
 {
     int64_t v;
     if (!rd_varint(c, 5, &v) || v < INT32_MIN || v > INT32_MAX)
@@ -49,7 +63,7 @@ static bool rd_i32(cursor_t *c, int32_t *out)
 }
 
 /* A length-prefixed byte field: length -1 is null when `nullable`. */
-static bool rd_bytes(cursor_t *c, bool nullable, const uint8_t **ptr, int32_t *len)
+HOT bool rd_bytes(cursor_t *c, bool nullable, const uint8_t **ptr, int32_t *len)
 {
     int32_t n;
     if (!rd_i32(c, &n))

@@ -3,13 +3,14 @@
  * end, touching every record's value (its bytes are summed, so nothing can skip decoding), and
  * prints one JSON line {client, mode, records, bytes, wall_s, fetch_requests, ...}.
  *
- *   rdkafka_consume -b BROKERS -t TOPIC [-m group|assign] [-l N] [-X key=value]...
+ *   rdkafka_consume -b BROKERS -t TOPIC [-m group|assign] [-l N] [-L SECONDS] [-X key=value]...
  *
  * group:  subscribe + rd_kafka_consumer_poll (the usual deployment; fresh group id each run).
  * assign: rd_kafka_assign of every partition at OFFSET_BEGINNING, same poll loop, no group.
  * The end is the partition-EOF event (enable.partition.eof=true): the run stops once every
  * partition reported EOF. -l N (latency mode) instead reads N records of a topic being produced
- * and reports p50/p99 of (poll time - record CreateTime).
+ * and reports p50/p99 of (poll time - record CreateTime). -L keeps the client fetching idle for
+ * that many seconds after the end, so the last Fetch it sent is a steady-state one (T3).
  * Settings are in perf/README.md ("librdkafka"); -X overrides any of them.
  *
  * Threads: librdkafka's own threads fetch and decode; all state below is the main thread's,
@@ -50,8 +51,8 @@ static int64_t real_us(void)
  * so the cost is small. The log callback runs on librdkafka's broker threads: hence the mutex. */
 static struct {
     pthread_mutex_t lock;
-    long long n, bytes, lo, hi;
-} fetches = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0};
+    long long n, bytes, lo, hi, last;
+} fetches = {PTHREAD_MUTEX_INITIALIZER, 0, 0, 0, 0, 0};
 
 static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
@@ -67,6 +68,7 @@ static void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char 
             fetches.lo = b;
         if (b > fetches.hi)
             fetches.hi = b;
+        fetches.last = b;
         pthread_mutex_unlock(&fetches.lock);
     } else if (level <= 4) {
         fprintf(stderr, "rdkafka_consume: %s\n", buf); /* warnings and errors stay visible */
@@ -95,30 +97,50 @@ int main(int argc, char **argv)
 {
     const char *brokers = "127.0.0.1:18092", *topic = NULL, *mode = "group";
     long latency_n = 0;
+    double linger = 0;
     char errstr[512], group[128];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
 
     snprintf(group, sizeof group, "perf-rdkafka-%d-%lld", (int)getpid(), (long long)real_us());
     /* Documented high-throughput consumer settings; the why of each is in perf/README.md. */
     static const char *defaults[] = {
-        "enable.partition.eof=true",        "auto.offset.reset=earliest",
-        "enable.auto.commit=false",         "fetch.min.bytes=1048576",
-        "fetch.wait.max.ms=100",            "fetch.max.bytes=52428800",
-        "max.partition.fetch.bytes=8388608", "queued.min.messages=1000000",
-        "queued.max.messages.kbytes=131072", "debug=protocol",
+        "enable.partition.eof=true",
+        "auto.offset.reset=earliest",
+        "enable.auto.commit=false",
+        "fetch.min.bytes=1048576",
+        "fetch.wait.max.ms=100",
+        "fetch.max.bytes=52428800",
+        "max.partition.fetch.bytes=8388608",
+        "queued.min.messages=1000000",
+        "queued.max.messages.kbytes=131072",
+        "debug=protocol",
     };
     for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
         set(conf, defaults[i]);
 
     int opt;
-    while ((opt = getopt(argc, argv, "b:t:m:l:X:")) != -1) {
+    while ((opt = getopt(argc, argv, "b:t:m:l:L:X:")) != -1) {
         switch (opt) {
-        case 'b': brokers = optarg; break;
-        case 't': topic = optarg; break;
-        case 'm': mode = optarg; break;
-        case 'l': latency_n = atol(optarg); break;
-        case 'X': set(conf, optarg); break;
-        default: die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N] [-X k=v]...");
+        case 'b':
+            brokers = optarg;
+            break;
+        case 't':
+            topic = optarg;
+            break;
+        case 'm':
+            mode = optarg;
+            break;
+        case 'l':
+            latency_n = atol(optarg);
+            break;
+        case 'L':
+            linger = atof(optarg);
+            break;
+        case 'X':
+            set(conf, optarg);
+            break;
+        default:
+            die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N] [-X k=v]...");
         }
     }
     int group_mode = strcmp(mode, "group") == 0;
@@ -198,15 +220,21 @@ int main(int argc, char **argv)
         rd_kafka_message_destroy(m);
     }
     double wall = mono_s() - t0;
+    for (double t1 = mono_s(); mono_s() - t1 < linger;) { /* idle fetches, records none */
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
+        if (m)
+            rd_kafka_message_destroy(m);
+    }
 
     pthread_mutex_lock(&fetches.lock); /* librdkafka's threads still run until destroy */
     printf("{\"client\":\"librdkafka\",\"version\":\"%s\",\"mode\":\"%s\",\"topic\":\"%s\","
            "\"partitions\":%d,\"records\":%lld,\"bytes\":%lld,\"value_sum\":%llu,"
            "\"wall_s\":%.3f,\"polls\":%lld,\"fetch_requests\":%lld,\"fetch_request_bytes\":%lld,"
-           "\"fetch_request_bytes_min\":%lld,\"fetch_request_bytes_max\":%lld",
+           "\"fetch_request_bytes_min\":%lld,\"fetch_request_bytes_max\":%lld,"
+           "\"fetch_request_bytes_last\":%lld",
            rd_kafka_version_str(), mode, topic, nparts, records, bytes,
            (unsigned long long)value_sum, wall, polls, fetches.n, fetches.bytes, fetches.lo,
-           fetches.hi);
+           fetches.hi, fetches.last);
     pthread_mutex_unlock(&fetches.lock);
     if (lat && records > 0) {
         qsort(lat, (size_t)records, sizeof *lat, cmp_i64);

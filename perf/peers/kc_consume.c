@@ -1,0 +1,400 @@
+/*
+ * kconsume's own peer for the benchmark (perf/run): the public API only, as an application would
+ * use it. Reads a topic from the beginning to the end offsets listed at start, touching every
+ * record's value (its bytes are summed, so nothing can skip decode), and prints one JSON line like
+ * the other peers: {client, mode, records, bytes, value_sum, wall_s, allocs..., lat...}.
+ *
+ *   kc_consume -b BROKERS -t TOPIC [-m assign|group] [-w WORKERS] [-s STATS-FILE] [-n RECORDS]
+ *              [-l N] [-L LINGER-S] [-X key=value]...
+ *
+ * assign: every partition at the beginning (kc_assign), no group. group: kc_subscribe with a fresh
+ * group.id (group.protocol as configured; the default is KIP-848). The clock starts before the
+ * assignment (group join included, like the other peers) and stops when every partition's last
+ * record reached the callback. -n RECORDS (what perf/run counted in the topic) ends the run at that
+ * many records instead of asking every partition's watermarks first: at 1,000 partitions those
+ * 2,000 ListOffsets round trips would cost more CPU than the records. -l N (latency) instead reads
+ * N records of a topic being produced and reports p50/p99 of (callback time - record CreateTime).
+ * -L keeps fetching idle for that many seconds after the end (T3: the steady-state incremental
+ * Fetch), then takes the stats. Settings are in perf/README.md ("kconsume"); -X overrides any of
+ * them.
+ *
+ * Heap allocations: when perf/alloc_count.so is preloaded, its counter is read (dlsym) once 10%
+ * of the records arrived and again at the end; allocs_per_record is the steady-state figure.
+ *
+ * Threads: the main thread sets up, waits on `done_cv` and prints. Workers run on_records; the
+ * per-partition state (part_t) is owned by the worker running that partition (kconsume runs a
+ * partition on one worker at a time, happens-before between consecutive callbacks) and read by
+ * main after kc_close joined every worker. Shared counters are atomics, noted where declared.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kconsume.h"
+
+#define MAX_X           64
+#define STEADY_FRACTION 10 /* the allocation window opens after 1/10 of the records */
+
+typedef struct part {
+    int64_t end;      /* high watermark at start; written by main before the assignment */
+    int64_t next;     /* next offset expected; owner: the partition's worker */
+    uint64_t records; /* owner: the partition's worker */
+    uint64_t bytes;   /* value bytes; owner: the partition's worker */
+    uint64_t sum;     /* sum of every value byte; owner: the partition's worker */
+    int done;         /* owner: the partition's worker */
+} part_t;
+
+static struct {
+    part_t *parts;
+    int32_t nparts;
+    int64_t total;     /* records to read; written by main before the assignment */
+    int by_count;      /* -n: the end is `total` records, not each partition's watermark */
+    int64_t latency_n; /* -l */
+    int64_t *lat_us;   /* -l: preallocated, slot claimed with lat_next */
+    _Atomic int64_t lat_next;
+    _Atomic int64_t seen;  /* records delivered so far (one add per batch) */
+    atomic_int parts_done; /* partitions whose end reached the callback */
+    /* Allocation window: opened by the worker whose batch crosses total/10 (CAS on win_open). */
+    atomic_int win_open;
+    _Atomic int64_t win_seen0;
+    _Atomic uint64_t win_allocs0;
+    uint64_t (*alloc_count)(void); /* from the preloaded shim; NULL without it */
+    void (*alloc_window)(int on);  /* the shim's per-call-site window */
+    /* done: set once by the worker that finished the last partition (or the -l quota), under
+     * done_mu; main waits on done_cv. */
+    pthread_mutex_t done_mu;
+    pthread_cond_t done_cv;
+    int done;
+    double t_done;
+    int stats_fd;
+    _Atomic int64_t stats_events; /* stats lines written (on_event, serialised) */
+    /* Set by main before kc_close: stats taken while closing would count the session-closing
+     * Fetch (it forgets every partition) as the run's last request. */
+    atomic_int closing;
+} g = {.done_mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER, .stats_fd = -1};
+
+static void die(const char *what, const char *detail)
+{
+    fprintf(stderr, "kc_consume: %s: %s\n", what, detail);
+    exit(1);
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t real_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void finish(void)
+{
+    pthread_mutex_lock(&g.done_mu);
+    if (!g.done) {
+        g.done = 1;
+        g.t_done = mono_s();
+        pthread_cond_broadcast(&g.done_cv);
+    }
+    pthread_mutex_unlock(&g.done_mu);
+}
+
+static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batch)
+{
+    (void)opaque;
+    if (kp->partition < 0 || kp->partition >= g.nparts)
+        return KC_CB_CONTINUE;
+    part_t *p = &g.parts[kp->partition];
+    uint64_t n = 0, bytes = 0, sum = 0;
+    int64_t next = p->next;
+    int64_t now_us = g.latency_n ? real_us() : 0;
+    const kc_record_t *r;
+    while ((r = kc_records_next(batch)) != NULL) {
+        size_t len;
+        const unsigned char *v = kc_record_value(r, &len);
+        uint64_t s = 0;
+        for (size_t i = 0; i < len; i++) /* touch every byte: decode cannot be skipped */
+            s += v[i];
+        sum += s;
+        bytes += len;
+        n++;
+        next = kc_record_offset(r) + 1;
+        if (g.latency_n) {
+            int64_t slot = atomic_fetch_add_explicit(&g.lat_next, 1, memory_order_relaxed);
+            if (slot < g.latency_n)
+                g.lat_us[slot] = now_us - kc_record_timestamp(r) * 1000;
+        }
+    }
+    p->records += n;
+    p->bytes += bytes;
+    p->sum += sum;
+    p->next = next;
+    /* acq_rel: pairs with the main thread's acquire after `done` (it reads the totals only after
+     * kc_close, which joins the workers, so this is for the window figures only). */
+    int64_t seen =
+        atomic_fetch_add_explicit(&g.seen, (int64_t)n, memory_order_acq_rel) + (int64_t)n;
+    if (g.alloc_count && seen >= g.total / STEADY_FRACTION && !atomic_load(&g.win_open)) {
+        int exp = 0;
+        if (atomic_compare_exchange_strong(&g.win_open, &exp, 1)) {
+            atomic_store(&g.win_allocs0, g.alloc_count());
+            atomic_store(&g.win_seen0, seen);
+            if (g.alloc_window)
+                g.alloc_window(1);
+        }
+    }
+    if (g.latency_n) {
+        if (atomic_load_explicit(&g.lat_next, memory_order_relaxed) >= g.latency_n)
+            finish();
+    } else if (g.by_count) {
+        if (seen >= g.total)
+            finish();
+    } else if (!p->done && next >= p->end) {
+        p->done = 1;
+        if (atomic_fetch_add(&g.parts_done, 1) + 1 == g.nparts)
+            finish();
+    }
+    return KC_CB_CONTINUE;
+}
+
+static void on_event(void *opaque, const kc_event_t *ev)
+{
+    (void)opaque;
+    if (ev->type == KC_EVENT_STATS && ev->json && g.stats_fd >= 0 && !atomic_load(&g.closing)) {
+        /* Two writes, no allocation: the app itself must not add to the allocation count. The
+         * file is read after the process exits, so a line written in two parts is fine. */
+        ssize_t w1 = write(g.stats_fd, ev->json, strlen(ev->json));
+        ssize_t w2 = write(g.stats_fd, "\n", 1);
+        (void)w1, (void)w2; /* best effort: the run's figures do not depend on it */
+        atomic_fetch_add(&g.stats_events, 1);
+    } else if (ev->type == KC_EVENT_ERROR && ev->error) {
+        fprintf(stderr, "kc_consume: %s: %s\n", kc_err_name(ev->error->code), ev->error->msg);
+        if (ev->error->code == KC_ERR_FATAL)
+            exit(1);
+    }
+}
+
+static void set(kc_conf_t *conf, const char *key, const char *value)
+{
+    kc_error_t e;
+    if (kc_conf_set(conf, key, value, &e) != KC_OK)
+        die(key, e.msg);
+}
+
+static void set_kv(kc_conf_t *conf, const char *kv)
+{
+    char key[256];
+    const char *eq = strchr(kv, '=');
+    if (!eq || (size_t)(eq - kv) >= sizeof key)
+        die("bad -X (want key=value)", kv);
+    memcpy(key, kv, (size_t)(eq - kv));
+    key[eq - kv] = '\0';
+    set(conf, key, eq + 1);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Waits until a stats line written after `since` is on file (the stats timer runs every
+ * statistics.interval.ms), so the Fetch counters cover the whole run. */
+static void wait_stats(int64_t since, double timeout_s)
+{
+    double t0 = mono_s();
+    while (atomic_load(&g.stats_events) <= since && mono_s() - t0 < timeout_s)
+        nanosleep(&(struct timespec){0, 20 * 1000000}, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    const char *brokers = "127.0.0.1:9092", *topic = NULL, *mode = "assign", *stats = NULL;
+    const char *xs[MAX_X];
+    int nx = 0, workers = 1;
+    double linger = 0;
+    int opt;
+    while ((opt = getopt(argc, argv, "b:t:m:w:s:n:l:L:X:")) != -1) {
+        switch (opt) {
+        case 'b':
+            brokers = optarg;
+            break;
+        case 't':
+            topic = optarg;
+            break;
+        case 'm':
+            mode = optarg;
+            break;
+        case 'w':
+            workers = atoi(optarg);
+            break;
+        case 's':
+            stats = optarg;
+            break;
+        case 'l':
+            g.latency_n = atol(optarg);
+            break;
+        case 'n':
+            g.total = atoll(optarg);
+            g.by_count = g.total > 0;
+            break;
+        case 'L':
+            linger = atof(optarg);
+            break;
+        case 'X':
+            if (nx == MAX_X)
+                die("-X", "too many");
+            xs[nx++] = optarg;
+            break;
+        default:
+            die("usage", "-b BROKERS -t TOPIC [-m assign|group] [-w N] [-s STATS] [-l N] "
+                         "[-L SECONDS] [-X k=v]...");
+        }
+    }
+    int group_mode = strcmp(mode, "group") == 0;
+    if (!topic || (!group_mode && strcmp(mode, "assign") != 0) || workers < 1)
+        die("usage", "-b BROKERS -t TOPIC [-m assign|group] [-w N] [-s STATS] [-l N] [-L S]");
+    *(void **)&g.alloc_count = dlsym(RTLD_DEFAULT, "kc_perf_alloc_count");
+    *(void **)&g.alloc_window = dlsym(RTLD_DEFAULT, "kc_perf_alloc_window");
+
+    kc_conf_t *conf = kc_conf_new();
+    if (!conf)
+        die("kc_conf_new", "out of memory");
+    char wbuf[16], group[128];
+    snprintf(wbuf, sizeof wbuf, "%d", workers);
+    snprintf(group, sizeof group, "perf-kconsume-%d-%lld", (int)getpid(), (long long)real_us());
+    /* The same high-throughput fetch settings as the librdkafka peer (perf/README.md). */
+    set(conf, "bootstrap.servers", brokers);
+    set(conf, "worker.threads", wbuf);
+    set(conf, "auto.offset.reset", "earliest");
+    set(conf, "enable.auto.commit", "false");
+    set(conf, "fetch.min.bytes", g.latency_n ? "1" : "1048576");
+    set(conf, "fetch.max.wait.ms", g.latency_n ? "10" : "100");
+    set(conf, "max.partition.fetch.bytes", "8388608");
+    set(conf, "statistics.interval.ms", "500");
+    if (group_mode)
+        set(conf, "group.id", group);
+    for (int i = 0; i < nx; i++)
+        set_kv(conf, xs[i]);
+    if (stats && (g.stats_fd = open(stats, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        die(stats, strerror(errno));
+    if (g.latency_n > 0 && !(g.lat_us = malloc(sizeof *g.lat_us * (size_t)g.latency_n)))
+        die("latency", "out of memory");
+
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_consumer_t *c;
+    kc_error_t e;
+    if (kc_consumer_new(conf, &cbs, &c, &e) != KC_OK)
+        die("kc_consumer_new", e.msg);
+
+    /* End offsets before the clock starts (as the franz-go peer lists them with kadm). */
+    if (kc_topic_partitions(c, topic, &g.nparts, 30000, &e) != KC_OK)
+        die("partitions", e.msg);
+    if (!(g.parts = calloc((size_t)g.nparts, sizeof *g.parts)))
+        die("partitions", "out of memory");
+    for (int32_t i = 0; i < g.nparts && !g.by_count; i++) {
+        int64_t low = 0, high = 0;
+        if (!g.latency_n && kc_query_watermarks(c, topic, i, &low, &high, 30000, &e) != KC_OK)
+            die("watermarks", e.msg);
+        g.parts[i].end = high;
+        g.parts[i].next = low;
+        g.total += high - low;
+        if (!g.latency_n && high <= low) { /* nothing to read: done before it starts */
+            g.parts[i].done = 1;
+            atomic_fetch_add(&g.parts_done, 1);
+        }
+    }
+    if (!g.latency_n && !g.by_count && atomic_load(&g.parts_done) == g.nparts)
+        die("topic", "empty");
+
+    double t0 = mono_s();
+    if (group_mode) {
+        const char *topics[1] = {topic};
+        if (kc_subscribe(c, topics, 1, &e) != KC_OK)
+            die("subscribe", e.msg);
+    } else {
+        kc_topic_partition_t *tps = calloc((size_t)g.nparts, sizeof *tps);
+        if (!tps)
+            die("assign", "out of memory");
+        for (int32_t i = 0; i < g.nparts; i++)
+            tps[i] = (kc_topic_partition_t){topic, i, KC_OFFSET_BEGINNING};
+        if (kc_assign(c, tps, (size_t)g.nparts, &e) != KC_OK)
+            die("assign", e.msg);
+        free(tps);
+    }
+
+    pthread_mutex_lock(&g.done_mu);
+    while (!g.done)
+        pthread_cond_wait(&g.done_cv, &g.done_mu);
+    double wall = g.t_done - t0;
+    pthread_mutex_unlock(&g.done_mu);
+    /* The window closes here, before the linger and close (whose allocations are not steady
+     * state). */
+    uint64_t allocs1 = g.alloc_count ? g.alloc_count() : 0;
+    if (g.alloc_window)
+        g.alloc_window(0);
+    int64_t seen1 = atomic_load(&g.seen);
+    int64_t ev0 = atomic_load(&g.stats_events);
+    if (linger > 0)
+        nanosleep(
+            &(struct timespec){(time_t)linger, (long)((linger - (double)(time_t)linger) * 1e9)},
+            NULL);
+    if (g.stats_fd >= 0)
+        wait_stats(linger > 0 ? atomic_load(&g.stats_events) : ev0, 3.0);
+
+    atomic_store(&g.closing, 1);
+    if (kc_close(c, 10000, &e) != KC_OK)
+        fprintf(stderr, "kc_consume: close: %s\n", e.msg);
+    kc_destroy(c);
+
+    uint64_t records = 0, bytes = 0, sum = 0;
+    for (int32_t i = 0; i < g.nparts; i++) {
+        records += g.parts[i].records;
+        bytes += g.parts[i].bytes;
+        sum += g.parts[i].sum;
+    }
+    printf("{\"client\":\"kconsume\",\"version\":\"%s\",\"mode\":\"%s\",\"workers\":%d,"
+           "\"topic\":\"%s\",\"partitions\":%d,\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
+           ",\"value_sum\":%" PRIu64 ",\"wall_s\":%.3f",
+           kc_version(), mode, workers, topic, g.nparts, records, bytes, sum, wall);
+    if (g.alloc_count && atomic_load(&g.win_open) && seen1 > atomic_load(&g.win_seen0)) {
+        uint64_t a = allocs1 - atomic_load(&g.win_allocs0);
+        int64_t r = seen1 - atomic_load(&g.win_seen0);
+        printf(",\"allocs_window\":%" PRIu64 ",\"allocs_window_records\":%" PRId64
+               ",\"allocs_per_record\":%.6f",
+               a, r, (double)a / (double)r);
+    }
+    if (g.latency_n > 0) {
+        int64_t n = atomic_load(&g.lat_next);
+        if (n > g.latency_n)
+            n = g.latency_n;
+        if (n > 0) {
+            qsort(g.lat_us, (size_t)n, sizeof *g.lat_us, cmp_i64);
+            printf(",\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f", (double)g.lat_us[n / 2] / 1000.0,
+                   (double)g.lat_us[n * 99 / 100] / 1000.0);
+        }
+    }
+    printf("}\n");
+    fflush(stdout);
+    free(g.parts);
+    free(g.lat_us);
+    if (g.stats_fd >= 0)
+        close(g.stats_fd);
+    return 0;
+}
