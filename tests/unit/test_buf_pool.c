@@ -85,7 +85,7 @@ static void two_threads(void **state)
     assert_null(r1);
     assert_null(r2);
     kc_buf_unref(handoff);
-    assert_true(kc_buf_pool_idle_bytes() <= (size_t)256 << 20);
+    assert_true(kc_buf_pool_idle_bytes() <= (size_t)32 << 20);
     kc_buf_pool_drain();
 }
 
