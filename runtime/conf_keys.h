@@ -8,6 +8,8 @@
  *            LIST (comma-separated; each element one of `allowed` when it is not NULL)
  *   default  the value as a user would write it; "" = unset
  *   flags    SECRET: never printed, read back redacted. HOSTPORT: list elements are host:port.
+ *            EMPTY_OK: an ENUM also takes "" (Java's spelling of "off"). MEMBER_ID: a STR holding
+ *            a static member id (Java's character and length rules).
  *
  * isolation.level defaults to read_committed (the Java client defaults to read_uncommitted): a
  * consumer that never sees transactions pays nothing for it (the LSO equals the high watermark),
@@ -31,7 +33,7 @@
       "Consumer group; needed by kc_subscribe and for committing offsets")                         \
     X(GROUP_PROTOCOL, "group.protocol", ENUM, "consumer", 0, 0, "classic|consumer", 0,             \
       "consumer = KIP-848 (broker computes the assignment); classic = JoinGroup/SyncGroup")        \
-    X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, 0,                              \
+    X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, MEMBER_ID,                              \
       "Static membership id: a restart within the session timeout keeps the assignment")           \
     X(GROUP_REMOTE_ASSIGNOR, "group.remote.assignor", STR, "", 0, 0, NULL, 0,                      \
       "Server-side assignor for group.protocol=consumer (empty: the broker's default)")            \
@@ -95,8 +97,9 @@
     X(SSL_KEY_PASSWORD, "ssl.key.password", STR, "", 0, 0, NULL, SECRET,                           \
       "Password of ssl.key.location")                                                              \
     X(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM, "ssl.endpoint.identification.algorithm", ENUM,        \
-      "https", 0, 0, "https|none", 0,                                                              \
-      "https: the broker certificate must match its host name; none: skip (testing only)")         \
+      "https", 0, 0, "https|none", EMPTY_OK,                                                       \
+      "https: the broker certificate must match its host name; none or empty (Java's way): skip " \
+      "the name check, the chain is still verified (testing only)")         \
     X(SASL_MECHANISM, "sasl.mechanism", ENUM, "PLAIN", 0, 0, "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512",  \
       0, "SASL mechanism (security.protocol SASL_*)")                                              \
     X(SASL_USERNAME, "sasl.username", STR, "", 0, 0, NULL, 0, "SASL user name")                    \
