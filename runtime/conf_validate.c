@@ -93,7 +93,7 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "mutual TLS needs both ssl.certificate.location and "
                        "ssl.key.location");
-    if (SET(SSL_KEY_PASSWORD) && !SET(SSL_KEY_LOCATION))
+    if (STR(SSL_KEY_PASSWORD)[0] && !STR(SSL_KEY_LOCATION)[0])
         return kc_fail(err, KC_ERR_CONFIG,
                        "ssl.key.password is set but ssl.key.location is not: the password "
                        "decrypts that key file");

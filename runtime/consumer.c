@@ -401,6 +401,13 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
         return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
+    /* io/ speaks TLS and SASL, but the engine's connections do not use them yet: refuse rather
+     * than connect in plaintext to a user who asked for encryption or authentication. */
+    if (strcmp(kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL), "PLAINTEXT") != 0)
+        return kc_fail(err, KC_ERR_UNSUPPORTED,
+                       "security.protocol=%s: the consumer does not connect with TLS or SASL yet "
+                       "(only PLAINTEXT); refused rather than sending in the clear",
+                       kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL));
     kc_callbacks_t none = {0};
     if (!cbs)
         cbs = &none; /* pull mode with no callbacks at all */
