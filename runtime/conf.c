@@ -16,15 +16,15 @@
 
 enum { T_INT, T_BOOL, T_STR, T_ENUM, T_LIST };
 enum { F_SECRET = 1, F_HOSTPORT = 2, F_EMPTY_OK = 4, F_MEMBER_ID = 8 };
-#define TYPE_INT      T_INT
-#define TYPE_BOOL     T_BOOL
-#define TYPE_STR      T_STR
-#define TYPE_ENUM     T_ENUM
-#define TYPE_LIST     T_LIST
-#define FLAG_0        0
-#define FLAG_SECRET   F_SECRET
-#define FLAG_HOSTPORT F_HOSTPORT
-#define FLAG_EMPTY_OK F_EMPTY_OK
+#define TYPE_INT       T_INT
+#define TYPE_BOOL      T_BOOL
+#define TYPE_STR       T_STR
+#define TYPE_ENUM      T_ENUM
+#define TYPE_LIST      T_LIST
+#define FLAG_0         0
+#define FLAG_SECRET    F_SECRET
+#define FLAG_HOSTPORT  F_HOSTPORT
+#define FLAG_EMPTY_OK  F_EMPTY_OK
 #define FLAG_MEMBER_ID F_MEMBER_ID
 
 typedef struct key_def {
@@ -243,9 +243,8 @@ static kc_err_t check_value(const key_def_t *k, const char *v, kc_error_t *err)
         return KC_OK;
     case T_ENUM:
         if (!in_allowed(k->allowed, v, strlen(v)) && !(!v[0] && (k->flags & F_EMPTY_OK)))
-            return kc_fail(err, KC_ERR_CONFIG, "%s: \"%s\" is not allowed; allowed: %s%s",
-                           k->name, shown, k->allowed,
-                           (k->flags & F_EMPTY_OK) ? " or empty" : "");
+            return kc_fail(err, KC_ERR_CONFIG, "%s: \"%s\" is not allowed; allowed: %s%s", k->name,
+                           shown, k->allowed, (k->flags & F_EMPTY_OK) ? " or empty" : "");
         return KC_OK;
     case T_STR:
         if (k->flags & F_MEMBER_ID)

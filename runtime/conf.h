@@ -24,7 +24,13 @@ bool kc_conf_is_set(const kc_conf_t *c, kc_conf_id_t id);
 const char *kc_conf_name(kc_conf_id_t id);
 
 /* The table's facts about one key (tests audit every key through this; tools may print it). */
-typedef enum { KC_CONF_T_INT, KC_CONF_T_BOOL, KC_CONF_T_STR, KC_CONF_T_ENUM, KC_CONF_T_LIST } kc_conf_type_t;
+typedef enum {
+    KC_CONF_T_INT,
+    KC_CONF_T_BOOL,
+    KC_CONF_T_STR,
+    KC_CONF_T_ENUM,
+    KC_CONF_T_LIST
+} kc_conf_type_t;
 typedef struct kc_conf_key_info {
     const char *name, *def, *allowed; /* allowed: '|'-separated words or NULL */
     kc_conf_type_t type;

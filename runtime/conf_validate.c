@@ -49,8 +49,8 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "partition.assignment.strategy applies to group.protocol=classic only; with "
                        "consumer (KIP-848) the broker assigns: use group.remote.assignor");
-    if (!classic && (SET(SESSION_TIMEOUT_MS) || SET(HEARTBEAT_INTERVAL_MS) ||
-                     SET(REBALANCE_TIMEOUT_MS)))
+    if (!classic &&
+        (SET(SESSION_TIMEOUT_MS) || SET(HEARTBEAT_INTERVAL_MS) || SET(REBALANCE_TIMEOUT_MS)))
         return kc_fail(err, KC_ERR_CONFIG,
                        "%s is a classic-protocol setting; with group.protocol=consumer the broker "
                        "sets it (group.consumer.* broker configs)",
@@ -104,8 +104,8 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *path = kc_conf_str(c, files[i]);
         if (path[0] && access(path, R_OK) != 0)
-            return kc_fail(err, KC_ERR_CONFIG, "%s: cannot read \"%s\": %s",
-                           kc_conf_name(files[i]), path, strerror(errno));
+            return kc_fail(err, KC_ERR_CONFIG, "%s: cannot read \"%s\": %s", kc_conf_name(files[i]),
+                           path, strerror(errno));
     }
     return KC_OK;
 }

@@ -368,8 +368,8 @@ kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
  * deadline or at close). */
 kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
-    kc_err_t g = kc_consumer_guard(c, k->op == KC_COP_COMMITTED ? "kc_committed" : "kc_commit",
-                                   true, err);
+    kc_err_t g =
+        kc_consumer_guard(c, k->op == KC_COP_COMMITTED ? "kc_committed" : "kc_commit", true, err);
     if (g != KC_OK)
         return g;
     pthread_mutex_init(&k->mu, NULL);

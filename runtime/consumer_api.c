@@ -41,8 +41,8 @@ static kc_err_t check_tps(const char *fn, const kc_topic_partition_t *tps, size_
         if (!tps[i].topic || !tps[i].topic[0])
             return kc_fail(err, KC_ERR_INVALID_ARG, "%s: entry %zu has no topic name", fn, i);
         if (tps[i].partition < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG, "%s: entry %zu (%s): partition %d < 0", fn,
-                           i, tps[i].topic, (int)tps[i].partition);
+            return kc_fail(err, KC_ERR_INVALID_ARG, "%s: entry %zu (%s): partition %d < 0", fn, i,
+                           tps[i].topic, (int)tps[i].partition);
     }
     return KC_OK;
 }

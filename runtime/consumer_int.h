@@ -87,8 +87,8 @@ enum {
     KC_COP_COMMITTED,
     KC_COP_CLOSE,
     KC_COP_RT_DEAD,
-    KC_COP_POSITION, /* value <- the partition's committable offset */
-    KC_COP_STORE,    /* the partition's committable offset <- value */
+    KC_COP_POSITION,    /* value <- the partition's committable offset */
+    KC_COP_STORE,       /* the partition's committable offset <- value */
     KC_COP_SUBSCRIBE,   /* consumer_group.c: out = the topic names, n */
     KC_COP_GROUP_CLOSE, /* consumer_group.c: revoke, commit, leave; done when left */
 };

@@ -128,8 +128,7 @@ static void name_not_in_san_is_refused_unless_identification_is_off(void **state
     by_host(servers, sizeof servers, name);
     tconn_t t;
     kc_error_t e;
-    assert_int_equal(connect_tls(&t, servers, kc_test_env("KC_CA_FILE"), NULL, &e),
-                     KC_CONN_FAILED);
+    assert_int_equal(connect_tls(&t, servers, kc_test_env("KC_CA_FILE"), NULL, &e), KC_CONN_FAILED);
     print_message("# by %s, default verification: %s\n", servers, e.msg);
     assert_int_equal(e.code, KC_ERR_TLS);
     assert_non_null(strstr(e.msg, "hostname mismatch"));

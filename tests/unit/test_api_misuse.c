@@ -219,8 +219,8 @@ static void blocking_calls_from_a_callback_are_refused(void **state)
     int done = x.done;
     pthread_mutex_unlock(&x.mu);
     assert_true(done);
-    static const char *fns[] = {"kc_close",           "kc_commit",          "kc_committed",
-                                "kc_poll",            "kc_topic_partitions", "kc_query_watermarks"};
+    static const char *fns[] = {"kc_close", "kc_commit",           "kc_committed",
+                                "kc_poll",  "kc_topic_partitions", "kc_query_watermarks"};
     for (int i = 0; i < 6; i++) {
         expect(x.rc[i], &x.err[i], KC_ERR_STATE, fns[i]);
         expect(x.rc[i], &x.err[i], KC_ERR_STATE, "from a kconsume callback");
