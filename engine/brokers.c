@@ -21,7 +21,7 @@ kc_eng_broker_t *kc_eng_broker_get(kc_engine_t *e, int32_t id)
     return NULL;
 }
 
-static kc_conn_t *conn_open(kc_engine_t *e, const char *servers)
+kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
 {
     kc_conn_opts_t o = {0};
     o.servers = servers;
@@ -89,8 +89,33 @@ kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id)
     if (!b || e->closed)
         return NULL;
     if (!b->conn)
-        b->conn = conn_open(e, b->addr);
+        b->conn = kc_eng_conn_open(e, b->addr);
     return b->conn;
+}
+
+const char *kc_engine_conn_state_name(int have_conn, kc_conn_state_t st, int failures)
+{
+    if (!have_conn)
+        return "idle";
+    switch (st) {
+    case KC_CONN_DOWN:
+        return failures > 0 ? "backoff" : "down";
+    case KC_CONN_CONNECTING:
+        return "connecting";
+    case KC_CONN_SECURING:
+        return "tls";
+    case KC_CONN_HANDSHAKE:
+        return "apiversions";
+    case KC_CONN_AUTH:
+        return "auth";
+    case KC_CONN_READY:
+        return "up";
+    case KC_CONN_RESETTING:
+        return "down";
+    case KC_CONN_FAILED:
+        return "failed";
+    }
+    return "down";
 }
 
 kc_conn_t *kc_eng_any_conn(kc_engine_t *e)
@@ -101,7 +126,7 @@ kc_conn_t *kc_eng_any_conn(kc_engine_t *e)
             return c;
     }
     if (!e->bootstrap_conn)
-        e->bootstrap_conn = conn_open(e, e->bootstrap);
+        e->bootstrap_conn = kc_eng_conn_open(e, e->bootstrap);
     return e->bootstrap_conn;
 }
 

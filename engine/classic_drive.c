@@ -182,8 +182,9 @@ static void act(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
         kc_gcl_send_group(g, o, now);
         break;
     case KC_CLASSIC_DESCRIBE:
-        /* Only feeds the text of INCONSISTENT_GROUP_PROTOCOL; the error is raised without it. */
-        kc_classic_describe_result(&g->m, NULL, NULL);
+        /* Asks the coordinator which protocol the group runs, for the text of
+         * INCONSISTENT_GROUP_PROTOCOL; any failure raises the error without it. */
+        kc_gcl_send_group(g, o, now);
         break;
     case KC_CLASSIC_REDISCOVER:
         g->rediscoveries++;
@@ -245,8 +246,17 @@ void kc_gcl_drive(kc_gcl_t *g)
     do {
         g->again = false;
         now = kc_now_ms();
-        if (g->h.poll_over)
-            (void)g->h.poll_over(g->h.opaque); /* stats ride on it */
+        /* max.poll.interval.ms: the runtime's watchdog decides, as on the KIP-848 path; the
+         * member leaves while a callback overruns and joins again once it returned. */
+        unsigned over = g->h.poll_over ? g->h.poll_over(g->h.opaque) : 0;
+        if (over && !g->poll_expired) {
+            g->poll_expired = true;
+            g->poll_leaves++;
+            kc_classic_poll_expired(&g->m, now);
+        } else if (!over && g->poll_expired) {
+            g->poll_expired = false;
+            kc_classic_poll_resumed(&g->m, now);
+        }
         kc_gcl_md_maybe_send(g, now);
         if (!g->subscribed && (g->md_known || g->closing)) {
             /* The leader's assignors need the partition counts: join once they are known. */
@@ -348,6 +358,7 @@ kc_err_t kc_gcl_new(kc_gcl_t **out, kc_engine_t *e, const kc_gcl_conf_t *conf,
         free(g);
         return rc;
     }
+    kc_classic_set_racks(&g->m, kc_gcl_racks_of);
     g->timer.cb = on_timer;
     g->timer.opaque = g;
     *out = g;
@@ -408,6 +419,7 @@ void kc_gcl_free(kc_gcl_t *g)
     for (g_op_t *o = g->ops; o; o = o->next)
         o->g = NULL;
     kc_classic_free(&g->m);
+    kc_gcl_racks_free(g); /* before the topics: it walks them */
     for (size_t i = 0; i < g->n_topics; i++)
         free(g->topics[i]);
     free(g->topics);
@@ -444,11 +456,11 @@ size_t kc_gcl_stats_json(const kc_gcl_t *g, char *buf, size_t cap)
         OUT("%s[\"%s\",%d]", i ? "," : "", g->m.owned.items[i].topic,
             (int)g->m.owned.items[i].partition);
     OUT("],\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,\"commits\":%llu,"
-        "\"commit_failures\":%llu,\"rediscoveries\":%llu,\"coordinator\":%d}",
+        "\"commit_failures\":%llu,\"rediscoveries\":%llu,\"poll_leaves\":%llu,\"coordinator\":%d}",
         (unsigned long long)g->rebalances, (unsigned long long)g->heartbeats,
         (unsigned long long)g->hb_errors, (unsigned long long)g->commits,
         (unsigned long long)g->commit_failures, (unsigned long long)g->rediscoveries,
-        (int)g->coord_node);
+        (unsigned long long)g->poll_leaves, (int)g->coord_node);
 #undef OUT
     return n;
 }
@@ -456,4 +468,25 @@ size_t kc_gcl_stats_json(const kc_gcl_t *g, char *buf, size_t cap)
 const char *kc_gcl_member_id(const kc_gcl_t *g)
 {
     return g->m.member_id ? g->m.member_id : "";
+}
+
+kc_err_t kc_gcl_commit_identity(void *gp, kc_commit_identity_t *who, kc_error_t *err)
+{
+    kc_gcl_t *g = gp;
+    if (kc_gcl_gone(g) || g->closed_out)
+        return kc_fail(err, KC_ERR_STATE, "group %s: the member has left the group", g->group);
+    if (!g->m.member_id || !*g->m.member_id || g->m.generation < 0)
+        return kc_fail(err, KC_ERR_STATE,
+                       "group %s: not a member yet (no generation: joining or rejoining)",
+                       g->group);
+    return kc_offsets_identity_member(who, g->group, g->m.member_id, g->m.generation, g->instance,
+                                      err);
+}
+
+void kc_gcl_app_commit_result(kc_gcl_t *g, int16_t code)
+{
+    if (!code || kc_gcl_gone(g))
+        return;
+    kc_classic_app_commit_error(&g->m, code, kc_now_ms());
+    kc_gcl_drive(g);
 }

@@ -10,7 +10,11 @@
  *    request is encoded at once at the version negotiated there (views from kc_classic_poll do
  *    not outlive the next poll).
  *  - the partition counts of the subscribed topics (its own Metadata request, refreshed every
- *    3 s): the leader's assignors need them, and a change calls kc_classic_metadata_changed.
+ *    3 s): the leader's assignors need them, and a change calls kc_classic_metadata_changed;
+ *    from the same answers the replica racks (classic_racks.c) for rack-aware assignment.
+ *  - max.poll.interval.ms: the watchdog's count (poll_over hook) drives
+ *    kc_classic_poll_expired / kc_classic_poll_resumed, as group848.c drives kc_gc_poll_*.
+ *  - DescribeGroups on its connection when INCONSISTENT_GROUP_PROTOCOL needs the group's side.
  *  - OffsetFetch for ASSIGN (committed offset, else auto.offset.reset), OffsetCommit for COMMIT
  *    and the periodic auto-commit under the member's identity (member id, generation, instance
  *    id), through engine/coordinator.h.
@@ -22,8 +26,9 @@
  *   committable  offset after the last processed record, -1 when none.
  *   drop         forget the partition (engine remove; free it).
  *   assign       add the partition (on_assign on its worker before records; fetch from `start`).
- *   poll_over    callbacks past max.poll.interval.ms (only drives the stats here: the classic
- *                member reports poll expiry through its rebalance timeout at the broker).
+ *   poll_over    callbacks past max.poll.interval.ms (the watchdog): while > 0 the member
+ *                is out of the group (kc_classic_poll_expired: lose, LeaveGroup), and it joins
+ *                again when it drops to 0.
  *   error        an error for the application (fatal: the member stopped for good).
  *
  * Owner: network thread, everything (hooks are called there too).
@@ -75,5 +80,15 @@ size_t kc_gcl_stats_json(const kc_gcl_t *g, char *buf, size_t cap);
 /* The member id the coordinator gave us ("" before the first JoinGroup answer). Network thread;
  * valid until the next JoinGroup response. */
 const char *kc_gcl_member_id(const kc_gcl_t *g);
+
+/* The identity the application's commits go under right now (coordinator.h's
+ * kc_engine_identity_fn): member id + the CURRENT generation + group.instance.id; KC_ERR_STATE
+ * before the first JoinGroup answer and after leaving. During a rebalance the broker answers
+ * REBALANCE_IN_PROGRESS, which the caller reports. Network thread. */
+kc_err_t kc_gcl_commit_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
+/* The Kafka code of an application commit's answer (0 ok): ILLEGAL_GENERATION /
+ * UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID mean our membership is gone, so the member rejoins, as
+ * for its own auto-commit (and as the Java client does). Network thread. */
+void kc_gcl_app_commit_result(kc_gcl_t *g, int16_t code);
 
 #endif

@@ -19,6 +19,15 @@ typedef struct g_op {
     struct g_op *next;
 } g_op_t;
 
+/* One subscribed topic's replica racks (classic_racks.c): per_part[p] → n_per_part[p] racks,
+ * pointing into flat, whose strings are the driver's rack_names. */
+typedef struct kc_gcl_racks {
+    int32_t n_parts; /* 0: unknown */
+    const char *const **per_part;
+    size_t *n_per_part;
+    const char **flat;
+} kc_gcl_racks_t;
+
 struct kc_gcl {
     kc_engine_t *e;
     kc_gcl_conf_t conf;
@@ -29,6 +38,9 @@ struct kc_gcl {
     char **topics;
     int32_t *counts; /* partition count per subscribed topic, 0 = unknown */
     size_t n_topics;
+    kc_gcl_racks_t *racks; /* per subscribed topic (same index), from the last Metadata */
+    char **rack_names;     /* per broker of that answer (its order), NULL: no rack */
+    size_t n_rack_names;
     bool md_known, subscribed, md_inflight;
     int64_t next_md_ms;
     /* coordinator */
@@ -48,7 +60,9 @@ struct kc_gcl {
     g_op_t *ops;
     int64_t next_auto_commit;
     int32_t last_generation;
-    uint64_t rebalances, heartbeats, hb_errors, commits, commit_failures, rediscoveries;
+    bool poll_expired; /* the watchdog reported a callback past max.poll.interval.ms */
+    uint64_t poll_leaves, rebalances, heartbeats, hb_errors, commits, commit_failures,
+        rediscoveries;
     bool driving, again, closing, closed_out, dead;
 };
 
@@ -65,5 +79,12 @@ static inline bool kc_gcl_gone(const kc_gcl_t *g)
 void kc_gcl_md_maybe_send(kc_gcl_t *g, int64_t now);
 void kc_gcl_find_maybe_send(kc_gcl_t *g, int64_t now);
 void kc_gcl_send_group(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now);
+
+/* classic_racks.c: replica racks for the leader's assignors (kc_classic_racks_fn). */
+struct kc_metadata_response;
+void kc_gcl_racks_update(kc_gcl_t *g, const struct kc_metadata_response *m);
+bool kc_gcl_racks_of(void *ctx, const char *topic, int32_t n_partitions,
+                     const char *const *const **racks, const size_t **n);
+void kc_gcl_racks_free(kc_gcl_t *g);
 
 #endif

@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "classic_drive_int.h"
 #include "engine_int.h"
+#include "proto/describe_groups.gen.h"
 #include "proto/find_coordinator.gen.h"
 #include "proto/kafka_errors.h"
 #include "proto/metadata.gen.h"
@@ -68,6 +69,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                         g->counts[j] = n;
                 }
             }
+            kc_gcl_racks_update(g, &m);
         }
         kc_arena_free(&a);
         kc_buf_unref(frame);
@@ -142,15 +144,7 @@ static void use_coordinator(kc_gcl_t *g, const char *addr, int32_t node)
 
 static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
-    kc_gcl_t *g = opaque;
-    kc_find_coordinator_request_t m;
-    kc_find_coordinator_request_init(&m);
-    kc_str_t key = kc_str(g->group);
-    m.key_type = 0;
-    m.coordinator_keys.count = 1;
-    m.coordinator_keys.items = &key;
-    kc_error_t err;
-    return kc_find_coordinator_request_encode(&m, version, out, &err);
+    return kc_eng_fc_encode(out, version, ((kc_gcl_t *)opaque)->group);
 }
 
 static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
@@ -165,22 +159,12 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     g->finding = false;
     bool ok = false;
     if (rc == KC_OK) {
-        kc_arena_t a = {0};
-        kc_error_t err;
-        kc_find_coordinator_response_t m;
-        kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
-        if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) == KC_OK &&
-            m.coordinators.count >= 1 && m.coordinators.items[0].error_code == 0) {
-            const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
-            char addr[300];
-            int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
-            snprintf(addr, sizeof addr,
-                     memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
-                     (const char *)k->host.ptr, k->port);
-            use_coordinator(g, addr, k->node_id);
+        char addr[300];
+        int32_t node = -1;
+        if (kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node) == 0) {
+            use_coordinator(g, addr, node);
             ok = true;
         }
-        kc_arena_free(&a);
         kc_buf_unref(frame);
     }
     if (!ok) /* a fresh cluster answers NOT_COORDINATOR until __consumer_offsets exists */
@@ -215,6 +199,28 @@ static kc_err_t req_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return KC_OK;
 }
 
+/* INCONSISTENT_GROUP_PROTOCOL's text: the protocol the group runs (DescribeGroups names only the
+ * one chosen for the current generation; a group between generations has none yet). */
+static void describe_done(kc_gcl_t *g, const kc_describe_groups_response_t *m)
+{
+    if (m->groups.count < 1 || m->groups.items[0].error_code != 0) {
+        kc_classic_describe_result(&g->m, NULL, NULL);
+        return;
+    }
+    const kc_describe_groups_response_described_group_t *d = &m->groups.items[0];
+    char type[128], proto[200];
+    snprintf(type, sizeof type, "%.*s", d->protocol_type.len > 0 ? (int)d->protocol_type.len : 0,
+             d->protocol_type.ptr ? (const char *)d->protocol_type.ptr : "");
+    if (d->protocol_data.len > 0)
+        snprintf(proto, sizeof proto, "%.*s", (int)d->protocol_data.len,
+                 (const char *)d->protocol_data.ptr);
+    else
+        snprintf(proto, sizeof proto, "none chosen yet, group state %.*s, %d member(s)",
+                 d->group_state.len > 0 ? (int)d->group_state.len : 0,
+                 d->group_state.ptr ? (const char *)d->group_state.ptr : "", (int)d->members.count);
+    kc_classic_describe_result(&g->m, type, proto);
+}
+
 static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
                      int16_t version, void *opaque)
 {
@@ -230,6 +236,8 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
     if (rc != KC_OK) {
         if (kind == KC_CLASSIC_SEND_HEARTBEAT)
             g->hb_errors++;
+        if (kind == KC_CLASSIC_DESCRIBE) /* the error goes out without the group's side */
+            kc_classic_describe_result(&g->m, NULL, NULL);
         kc_classic_request_failed(&g->m, now);
         kc_gcl_drive(g);
         return;
@@ -266,10 +274,18 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
             kc_classic_leave_response(&g->m, m.error_code, now);
         break;
     }
+    case KC_CLASSIC_DESCRIBE: {
+        kc_describe_groups_response_t m;
+        if ((drc = kc_describe_groups_response_decode(&m, version, &r, &a, &e)) == KC_OK)
+            describe_done(g, &m);
+        break;
+    }
     default:
         break;
     }
-    if (drc != KC_OK)
+    if (drc != KC_OK && kind == KC_CLASSIC_DESCRIBE)
+        kc_classic_describe_result(&g->m, NULL, NULL);
+    else if (drc != KC_OK)
         kc_classic_request_failed(&g->m, now);
     kc_arena_free(&a);
     kc_buf_unref(frame);
@@ -281,22 +297,33 @@ void kc_gcl_send_group(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
     static const int16_t key[] = {[KC_CLASSIC_SEND_JOIN] = KC_JOIN_GROUP_REQUEST_API_KEY,
                                   [KC_CLASSIC_SEND_SYNC] = KC_SYNC_GROUP_REQUEST_API_KEY,
                                   [KC_CLASSIC_SEND_HEARTBEAT] = KC_HEARTBEAT_REQUEST_API_KEY,
-                                  [KC_CLASSIC_SEND_LEAVE] = KC_LEAVE_GROUP_REQUEST_API_KEY};
+                                  [KC_CLASSIC_SEND_LEAVE] = KC_LEAVE_GROUP_REQUEST_API_KEY,
+                                  [KC_CLASSIC_DESCRIBE] = KC_DESCRIBE_GROUPS_REQUEST_API_KEY};
     static const int16_t lo[] = {[KC_CLASSIC_SEND_JOIN] = 2,
                                  [KC_CLASSIC_SEND_SYNC] = 0,
                                  [KC_CLASSIC_SEND_HEARTBEAT] = 0,
-                                 [KC_CLASSIC_SEND_LEAVE] = 0};
+                                 [KC_CLASSIC_SEND_LEAVE] = 0,
+                                 [KC_CLASSIC_DESCRIBE] = 0};
     static const int16_t hi[] = {[KC_CLASSIC_SEND_JOIN] = 9,
                                  [KC_CLASSIC_SEND_SYNC] = 5,
                                  [KC_CLASSIC_SEND_HEARTBEAT] = 4,
-                                 [KC_CLASSIC_SEND_LEAVE] = 5};
+                                 [KC_CLASSIC_SEND_LEAVE] = 5,
+                                 [KC_CLASSIC_DESCRIBE] = 6};
     int k = o->kind;
-    if (!g->conn || kc_conn_state(g->conn) != KC_CONN_READY) {
-        kc_classic_coordinator_lost(&g->m, now);
+    bool describe = k == KC_CLASSIC_DESCRIBE;
+    if (!g->conn || kc_conn_state(g->conn) != KC_CONN_READY || (describe && g->req_kind)) {
+        if (describe) /* a fatal error is never held back for its text */
+            kc_classic_describe_result(&g->m, NULL, NULL);
+        else
+            kc_classic_coordinator_lost(&g->m, now);
         return;
     }
     int v = kc_conn_pick_version(g->conn, key[k], lo[k], hi[k]);
     kc_error_t e;
+    if (describe && v < 0) {
+        kc_classic_describe_result(&g->m, NULL, NULL);
+        return;
+    }
     if (v < 0 || (k == KC_CLASSIC_SEND_JOIN && g->instance && v < 5)) {
         kc_fail(&e, KC_ERR_UNSUPPORTED, "group %s: the coordinator's group API versions %s",
                 g->group, v < 0 ? "do not overlap ours" : "predate static membership (v5)");
@@ -315,6 +342,15 @@ void kc_gcl_send_group(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
     case KC_CLASSIC_SEND_HEARTBEAT:
         rc = kc_heartbeat_request_encode(&o->req.heartbeat, (int16_t)v, &g->req, &e);
         break;
+    case KC_CLASSIC_DESCRIBE: {
+        kc_describe_groups_request_t d;
+        kc_describe_groups_request_init(&d);
+        kc_str_t id = kc_str(g->group);
+        d.groups.count = 1;
+        d.groups.items = &id;
+        rc = kc_describe_groups_request_encode(&d, (int16_t)v, &g->req, &e);
+        break;
+    }
     default:
         rc = kc_leave_group_request_encode(&o->req.leave, (int16_t)v, &g->req, &e);
         break;
@@ -323,7 +359,10 @@ void kc_gcl_send_group(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
     if (rc == KC_OK)
         rc = kc_conn_send(g->conn, &s, &e);
     if (rc != KC_OK) {
-        kc_classic_request_failed(&g->m, now);
+        if (describe)
+            kc_classic_describe_result(&g->m, NULL, NULL);
+        else
+            kc_classic_request_failed(&g->m, now);
         return;
     }
     g->req_kind = k;

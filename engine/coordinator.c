@@ -5,6 +5,7 @@
  * Owner: network thread. An op lives from the call until its callback; it is either waiting on
  * its timer, or has exactly one request in flight (`inflight`), never both.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,12 @@ struct coord_op {
     kc_engine_offsets_cb cb;
     void *opaque;
     kc_error_t last;
+    /* A member's call (kc_engine_commit_member): the identity is read at each encode; when that
+     * read fails the request fails, and who_err says why. */
+    kc_engine_identity_fn who_fn;
+    void *who_ctx;
+    bool who_failed;
+    kc_error_t who_err;
     coord_op_t *next;
 };
 
@@ -92,18 +99,9 @@ static kc_conn_t *conn_for(kc_engine_t *e, const char *addr)
     if (!n)
         return NULL;
     c->conns = n;
-    kc_conn_opts_t o = {0};
-    o.servers = addr;
-    o.client_id = e->client_id;
-    o.connect_timeout_ms = 10000;
-    o.request_timeout_ms = e->conf.request_timeout_ms;
-    o.reconnect_backoff_ms = 50;
-    o.reconnect_backoff_max_ms = 1000;
-    kc_conn_t *conn = NULL;
-    kc_error_t err;
-    if (kc_conn_new(&conn, e->loop, &o, &err) != KC_OK)
+    kc_conn_t *conn = kc_eng_conn_open(e, addr);
+    if (!conn)
         return NULL;
-    kc_conn_start(conn);
     snprintf(c->conns[c->n_conns].addr, sizeof c->conns[0].addr, "%s", addr);
     c->conns[c->n_conns++].conn = conn;
     return conn;
@@ -171,12 +169,11 @@ static void op_again(coord_op_t *op, int rediscover, const char *why)
 
 /* ---- FindCoordinator ------------------------------------------------------------------------ */
 
-static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group)
 {
-    coord_op_t *op = opaque;
     kc_find_coordinator_request_t m;
     kc_find_coordinator_request_init(&m);
-    kc_str_t key = kc_str(op->group);
+    kc_str_t key = kc_str(group);
     m.key_type = 0;
     m.coordinator_keys.count = 1;
     m.coordinator_keys.items = &key;
@@ -184,49 +181,81 @@ static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_find_coordinator_request_encode(&m, version, out, &err);
 }
 
+int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, char *addr,
+                     size_t cap, int32_t *node_id)
+{
+    kc_arena_t a = {0};
+    kc_error_t err;
+    kc_find_coordinator_response_t m;
+    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+    int rc;
+    if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) != KC_OK) {
+        rc = -1;
+    } else if (m.coordinators.count < 1) {
+        rc = -2;
+    } else {
+        const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
+        rc = k->error_code;
+        if (!rc) {
+            int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
+            snprintf(addr, cap, memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
+                     (const char *)k->host.ptr, k->port);
+            *node_id = k->node_id;
+        }
+    }
+    kc_arena_free(&a);
+    return rc;
+}
+
+static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+{
+    return kc_eng_fc_encode(out, version, ((coord_op_t *)opaque)->group);
+}
+
+/* The start of every answer: the op is no longer in flight; a closed engine ends it; a failed
+ * request is asked again (`rediscover`: forget the coordinator first). 1: decode the frame. */
+static int op_answered(coord_op_t *op, kc_err_t rc, kc_buf_t *frame, int rediscover)
+{
+    op->inflight = 0;
+    if (op->e->closed) {
+        kc_buf_unref(frame);
+        op_finish(op, KC_ERR_CLOSED, NULL);
+        return 0;
+    }
+    if (rc != KC_OK) {
+        op_again(op, rediscover, kc_err_name(rc));
+        return 0;
+    }
+    return 1;
+}
+
 static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
     (void)conn;
     coord_op_t *op = opaque;
-    op->inflight = 0;
-    if (op->e->closed) {
-        kc_buf_unref(frame);
-        op_finish(op, KC_ERR_CLOSED, NULL);
+    if (!op_answered(op, rc, frame, 0))
         return;
-    }
-    if (rc != KC_OK) {
-        op_again(op, 0, kc_err_name(rc));
-        return;
-    }
-    kc_arena_t a = {0};
-    kc_error_t err;
-    kc_find_coordinator_response_t m;
-    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+    char addr[sizeof((coord_entry_t *)0)->addr];
+    int32_t node = -1;
+    int code = kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node);
+    kc_buf_unref(frame);
     const char *why = NULL;
-    if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) != KC_OK) {
+    if (code == -1) {
         why = "undecodable FindCoordinator";
-    } else if (m.coordinators.count < 1) {
+    } else if (code == -2) {
         why = "FindCoordinator named no coordinator";
+    } else if (code) {
+        kc_fail_kafka(&op->last, (int16_t)code, "FindCoordinator");
+        why = kc_kafka_err_name((int16_t)code);
     } else {
-        const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
-        if (k->error_code) {
-            kc_fail_kafka(&op->last, k->error_code, "FindCoordinator");
-            why = kc_kafka_err_name(k->error_code);
-        } else {
-            coord_entry_t *ce = cache_get(coord(op->e), op->group);
-            if (ce) {
-                int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
-                snprintf(ce->addr, sizeof ce->addr,
-                         memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
-                         (const char *)k->host.ptr, k->port);
-                ce->node_id = k->node_id;
-                ce->valid = 1;
-            }
+        coord_entry_t *ce = cache_get(coord(op->e), op->group);
+        if (ce) {
+            snprintf(ce->addr, sizeof ce->addr, "%s", addr);
+            ce->node_id = node;
+            ce->valid = 1;
         }
     }
-    kc_arena_free(&a);
-    kc_buf_unref(frame);
     if (why)
         op_again(op, 0, why);
     else
@@ -235,12 +264,41 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
 
 /* ---- OffsetCommit / OffsetFetch ------------------------------------------------------------- */
 
+/* A member's op takes its identity now (kc_engine_identity_fn): the member id, the epoch or
+ * generation of this moment, the instance id. */
+static kc_err_t op_read_identity(coord_op_t *op, kc_error_t *err)
+{
+    kc_commit_identity_t who;
+    kc_err_t rc = op->who_fn(op->who_ctx, &who, err);
+    if (rc != KC_OK)
+        return rc;
+    const char *inst =
+        who.group_instance_id && *who.group_instance_id ? who.group_instance_id : NULL;
+    char *m = strdup(who.member_id ? who.member_id : "");
+    char *i = inst ? strdup(inst) : NULL;
+    if (!m || (inst && !i)) {
+        free(m);
+        free(i);
+        return kc_fail(err, KC_ERR_NOMEM, "offsets: out of memory");
+    }
+    free(op->member_id);
+    free(op->instance_id);
+    op->member_id = m;
+    op->instance_id = i;
+    op->generation = who.generation_or_epoch;
+    return KC_OK;
+}
+
 static kc_err_t oc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
     coord_op_t *op = opaque;
     kc_error_t err;
     kc_arena_t a = {0};
     kc_err_t rc;
+    if (op->who_fn && op_read_identity(op, &op->who_err) != KC_OK) {
+        op->who_failed = true;
+        return op->who_err.code;
+    }
     if (op->kind == OP_COMMIT) {
         kc_commit_entry_t *ce = calloc(op->n, sizeof *ce);
         if (!ce)
@@ -277,7 +335,13 @@ static kc_err_t oc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
             }
             kc_offset_fetch_request_t m;
             kc_offset_fetch_request_init(&m);
-            kc_offset_fetch_request_group_t g = {kc_str(op->group), KC_STR_NULL, -1, {nt + 1, ts}};
+            /* A member (KIP-848) names itself so the broker can check it still belongs (v9+);
+             * anyone else sends null/-1, the form the broker accepts from non-members. */
+            bool member = *op->member_id && op->generation >= 0;
+            kc_offset_fetch_request_group_t g = {kc_str(op->group),
+                                                 member ? kc_str(op->member_id) : KC_STR_NULL,
+                                                 member ? op->generation : -1,
+                                                 {nt + 1, ts}};
             m.groups.count = 1;
             m.groups.items = &g;
             m.require_stable = true;
@@ -300,22 +364,54 @@ static kc_engine_offset_t *find_ent(coord_op_t *op, const kc_str_t *topic, int32
     return NULL;
 }
 
+/* The refusal, naming each refused partition and its code (as many as the message holds), so a
+ * caller learns which partitions failed and why, not only the first code. */
+static void fail_message(coord_op_t *op, kc_error_t *err, int16_t first_error)
+{
+    int16_t first = 0;
+    size_t n_failed = 0;
+    for (size_t i = 0; i < op->n; i++) {
+        if (!first && op->ents[i].error > 0)
+            first = op->ents[i].error;
+        n_failed += op->ents[i].error != 0;
+    }
+    if (!first)
+        first = first_error;
+    char who[96] = "";
+    if (op->kind == OP_COMMIT || *op->member_id)
+        snprintf(who, sizeof who, " as member '%.40s' epoch/generation %d",
+                 *op->member_id ? op->member_id : "", (int)op->generation);
+    kc_fail_kafka(err, first, "%s for group %s%s refused for %zu partition(s):",
+                  op->kind == OP_COMMIT ? "OffsetCommit" : "OffsetFetch", op->group, who, n_failed);
+    size_t len = strlen(err->msg);
+    for (size_t i = 0; i < op->n && len + 1 < sizeof err->msg; i++) {
+        if (op->ents[i].error == 0)
+            continue;
+        int w =
+            snprintf(err->msg + len, sizeof err->msg - len, " %s[%d] %s", op->ents[i].topic,
+                     (int)op->ents[i].partition,
+                     op->ents[i].error > 0 ? kc_kafka_err_name(op->ents[i].error) : "unanswered");
+        if (w < 0 || (size_t)w >= sizeof err->msg - len) {
+            len = sizeof err->msg - 1;
+            break;
+        }
+        len += (size_t)w;
+    }
+}
+
 static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
     (void)conn;
     coord_op_t *op = opaque;
-    op->inflight = 0;
-    if (op->e->closed) {
+    if (op->who_failed && !op->e->closed) { /* no identity to send: the member left or rejoins */
+        op->inflight = 0;
         kc_buf_unref(frame);
-        op_finish(op, KC_ERR_CLOSED, NULL);
+        op_finish(op, op->who_err.code, &op->who_err);
         return;
     }
-    if (rc != KC_OK) {
-        /* The coordinator's connection failed: it may have moved. */
-        op_again(op, 1, kc_err_name(rc));
+    if (!op_answered(op, rc, frame, 1)) /* a failed connection: the coordinator may have moved */
         return;
-    }
     kc_arena_t a = {0};
     kc_error_t err;
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
@@ -378,6 +474,12 @@ static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     case KC_OFFSETS_OK:
         op_finish(op, KC_OK, NULL);
         return;
+    case KC_OFFSETS_RETRY_FRESH_EPOCH:
+        /* Only a member's call re-reads its identity; a fixed identity would be refused again,
+         * so its owner (a group module's state machine) gets the code instead. */
+        if (!op->who_fn)
+            break;
+        /* fall through */
     case KC_OFFSETS_REDISCOVER:
     case KC_OFFSETS_RETRY:
         kc_fail_kafka(&op->last, res.first_error, "group %s", op->group);
@@ -386,8 +488,7 @@ static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     default:
         break;
     }
-    kc_fail_kafka(&err, res.first_error, "%s for group %s refused for %zu partition(s)",
-                  op->kind == OP_COMMIT ? "OffsetCommit" : "OffsetFetch", op->group, res.n_failed);
+    fail_message(op, &err, res.first_error);
     op_finish(op, KC_ERR_BROKER, &err);
 }
 
@@ -433,6 +534,10 @@ static void op_step(coord_op_t *op)
                 (kc_conn_req_spec_t){KC_OFFSET_FETCH_REQUEST_API_KEY, 8, 9, oc_encode, oc_done, op};
     }
     if (!conn || kc_conn_send(conn, &spec, &err) != KC_OK) {
+        if (op->who_failed) { /* encoded at once and found no identity */
+            op_finish(op, op->who_err.code, &op->who_err);
+            return;
+        }
         op_again(op, ce->valid, "no connection");
         return;
     }
@@ -447,8 +552,8 @@ static int ent_cmp(const void *a, const void *b)
 }
 
 static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char *member_id,
-                         int32_t generation, const char *instance_id,
-                         const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         int32_t generation, const char *instance_id, kc_engine_identity_fn who_fn,
+                         void *who_ctx, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
                          kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
 {
     if (e->closing)
@@ -466,6 +571,8 @@ static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char
     op->member_id = strdup(member_id ? member_id : "");
     op->instance_id = instance_id ? strdup(instance_id) : NULL;
     op->generation = generation;
+    op->who_fn = who_fn;
+    op->who_ctx = who_ctx;
     op->ents = calloc(n ? n : 1, sizeof *op->ents);
     op->n = n;
     op->cb = cb;
@@ -509,20 +616,60 @@ kc_err_t kc_engine_commit(kc_engine_t *e, const kc_commit_identity_t *who,
     if (kc_offsets_build_commit(&probe, who, &one, 1, err) != KC_OK)
         return err ? err->code : KC_ERR_INVALID_ARG;
     return op_start(e, OP_COMMIT, who->group_id, who->member_id, who->generation_or_epoch,
-                    who->group_instance_id, offs, n, timeout_ms, cb, opaque, err);
+                    who->group_instance_id, NULL, NULL, offs, n, timeout_ms, cb, opaque, err);
 }
 
 kc_err_t kc_engine_committed(kc_engine_t *e, const char *group, const kc_engine_offset_t *offs,
                              size_t n, int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
                              kc_error_t *err)
 {
-    return op_start(e, OP_FETCH, group, "", -1, NULL, offs, n, timeout_ms, cb, opaque, err);
+    return op_start(e, OP_FETCH, group, "", -1, NULL, NULL, NULL, offs, n, timeout_ms, cb, opaque,
+                    err);
+}
+
+/* Starts a member's call: the identity is read once now (a non-member fails at once, with the
+ * reason), then again at every encode. */
+static kc_err_t member_start(kc_engine_t *e, int kind, const char *group, kc_engine_identity_fn who,
+                             void *ctx, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                             kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
+{
+    kc_commit_identity_t w;
+    if (!who)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "offsets: no identity source");
+    kc_err_t rc = who(ctx, &w, err);
+    if (rc != KC_OK)
+        return rc;
+    if (kind == OP_COMMIT) {
+        kc_commit_req_t probe;
+        kc_commit_entry_t one = {offs && n ? offs[0].topic : "", {0}, 0, 0, -1, NULL};
+        if (kc_offsets_build_commit(&probe, &w, &one, 1, err) != KC_OK)
+            return err ? err->code : KC_ERR_INVALID_ARG;
+    }
+    return op_start(e, kind, group, w.member_id, w.generation_or_epoch, w.group_instance_id, who,
+                    ctx, offs, n, timeout_ms, cb, opaque, err);
+}
+
+kc_err_t kc_engine_commit_member(kc_engine_t *e, const char *group, kc_engine_identity_fn who,
+                                 void *ctx, const kc_engine_offset_t *offs, size_t n,
+                                 int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
+                                 kc_error_t *err)
+{
+    return member_start(e, OP_COMMIT, group, who, ctx, offs, n, timeout_ms, cb, opaque, err);
+}
+
+kc_err_t kc_engine_committed_member(kc_engine_t *e, const char *group, kc_engine_identity_fn who,
+                                    void *ctx, const kc_engine_offset_t *offs, size_t n,
+                                    int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
+                                    kc_error_t *err)
+{
+    return member_start(e, OP_FETCH, group, who, ctx, offs, n, timeout_ms, cb, opaque, err);
 }
 
 kc_err_t kc_engine_find_coordinator(kc_engine_t *e, const char *group, int timeout_ms,
                                     kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
 {
-    return op_start(e, OP_FIND, group, "", -1, NULL, NULL, 0, timeout_ms, cb, opaque, err);
+    return op_start(e, OP_FIND, group, "", -1, NULL, NULL, NULL, NULL, 0, timeout_ms, cb, opaque,
+                    err);
 }
 
 kc_conn_t *kc_engine_coord_conn(kc_engine_t *e, const char *group)

@@ -6,7 +6,9 @@
  * OffsetFetch), so this module reads them, invalidates the cached coordinator and asks again.
  *
  * Identity (engine/offsets.h): a consumer without membership commits anonymously (member id "",
- * generation -1); group modules pass their member identity. Coordinator traffic uses its own
+ * generation -1); group modules pass their member identity, fixed per call (kc_engine_commit:
+ * their state machines handle STALE_MEMBER_EPOCH themselves) or read afresh for every request
+ * (kc_engine_commit_member: the application's commits). Coordinator traffic uses its own
  * connection per coordinator, never a fetch connection: a broker answers a connection's
  * requests in order, so a commit behind a long-polling Fetch would wait fetch.max.wait.ms, and
  * a classic JoinGroup would block the fetches behind it.
@@ -41,6 +43,27 @@ typedef void (*kc_engine_offsets_cb)(void *opaque, kc_err_t rc, const kc_error_t
 kc_err_t kc_engine_commit(kc_engine_t *e, const kc_commit_identity_t *who,
                           const kc_engine_offset_t *offs, size_t n, int timeout_ms,
                           kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
+
+/* A group member's identity, read when each request is built (network thread), never when the
+ * call starts: the member epoch / generation moves with every rebalance, and a commit retried
+ * after a coordinator move or a STALE_MEMBER_EPOCH must carry the current one. KC_OK fills *who
+ * (its strings need only last until the next loop turn); an error (not a member right now) ends
+ * the call with that error. */
+typedef kc_err_t (*kc_engine_identity_fn)(void *ctx, kc_commit_identity_t *who, kc_error_t *err);
+
+/* OffsetCommit / OffsetFetch of `group` under the identity `who(ctx)` gives at each attempt
+ * (`ctx` must outlive the call: the engine's close finishes it). Differences from the fixed-
+ * identity calls: STALE_MEMBER_EPOCH is asked again (with the epoch read afresh) until the
+ * deadline; OffsetFetch carries the member id and epoch (v9+) when `who` gives a member. The
+ * identity is checked once at the call, so "not a member" fails at once. */
+kc_err_t kc_engine_commit_member(kc_engine_t *e, const char *group, kc_engine_identity_fn who,
+                                 void *ctx, const kc_engine_offset_t *offs, size_t n,
+                                 int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
+                                 kc_error_t *err);
+kc_err_t kc_engine_committed_member(kc_engine_t *e, const char *group, kc_engine_identity_fn who,
+                                    void *ctx, const kc_engine_offset_t *offs, size_t n,
+                                    int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
+                                    kc_error_t *err);
 
 /* OffsetFetch of `group` for `offs` (topic, partition); results in res[i].offset. */
 kc_err_t kc_engine_committed(kc_engine_t *e, const char *group, const kc_engine_offset_t *offs,

@@ -73,6 +73,19 @@ kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_
     return KC_OK;
 }
 
+/* Runs the loop until no Fetch is in flight or the deadline passes. */
+static void wait_fetches(kc_engine_t *e, int64_t deadline)
+{
+    for (;;) {
+        int busy = 0;
+        for (size_t i = 0; i < e->plan.n; i++)
+            busy |= e->plan.f[i]->in_flight;
+        if (!busy || kc_now_ms() >= deadline)
+            return;
+        kc_loop_run_once(e->loop, 50);
+    }
+}
+
 void kc_engine_close(kc_engine_t *e, int timeout_ms)
 {
     if (e->closing)
@@ -82,26 +95,12 @@ void kc_engine_close(kc_engine_t *e, int timeout_ms)
     int64_t deadline = kc_now_ms() + timeout_ms;
     /* Wait for fetches in flight (a session with a request pending cannot be closed), then
      * close every open session with (S, -1) so the broker frees its cache slot. */
-    for (;;) {
-        int busy = 0;
-        for (size_t i = 0; i < e->plan.n; i++)
-            busy |= e->plan.f[i]->in_flight;
-        if (!busy || kc_now_ms() >= deadline)
-            break;
-        kc_loop_run_once(e->loop, 50);
-    }
+    wait_fetches(e, deadline);
     kc_fetch_send_t sends[MAX_SENDS];
     size_t n = kc_fetch_plan_close(&e->plan, sends, MAX_SENDS);
     for (size_t i = 0; i < n; i++)
         kc_eng_fetch_send(e, &sends[i]);
-    for (;;) {
-        int busy = 0;
-        for (size_t i = 0; i < e->plan.n; i++)
-            busy |= e->plan.f[i]->in_flight;
-        if (!busy || kc_now_ms() >= deadline)
-            break;
-        kc_loop_run_once(e->loop, 50);
-    }
+    wait_fetches(e, deadline);
     e->closed = 1;
     kc_eng_brokers_free(e);
     kc_eng_coord_free(e);
@@ -299,6 +298,9 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
     ssize_t i = kc_eng_find_part(e, topic, partition);
     if (i < 0)
         return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    if ((kind == KC_ENGINE_SEEK_OFFSET || kind == KC_ENGINE_SEEK_TIMESTAMP) && value < 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative %s",
+                       kind == KC_ENGINE_SEEK_OFFSET ? "offset" : "timestamp");
     kc_partition_t *p = &e->parts[i];
     kc_eng_pinfo_t *in = &e->info[i];
     in->gen = ++e->gen; /* answers to requests about the old position are stale now */
@@ -306,8 +308,6 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
     in->lo_retry_at = 0;
     switch (kind) {
     case KC_ENGINE_SEEK_OFFSET:
-        if (value < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative offset");
         kc_partition_seek(p, value);
         break;
     case KC_ENGINE_SEEK_BEGINNING:
@@ -316,8 +316,6 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
         in->reset_ts = kind == KC_ENGINE_SEEK_BEGINNING ? -2
                        : kind == KC_ENGINE_SEEK_END     ? -1
                                                         : value;
-        if (kind == KC_ENGINE_SEEK_TIMESTAMP && value < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG, "seek: negative timestamp");
         p->state = KC_FS_AWAIT_RESET;
         p->position_epoch = KC_NO_EPOCH;
         break;
@@ -340,8 +338,12 @@ kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, i
 size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *out, size_t max)
 {
     for (size_t i = 0; i < e->n_brokers && i < max; i++) {
-        out[i] = e->brokers[i]->st;
+        const kc_eng_broker_t *b = e->brokers[i];
+        out[i] = b->st;
         out[i].io_backend = kc_loop_backend_name(e->loop);
+        out[i].state = kc_engine_conn_state_name(b->conn != NULL,
+                                                 b->conn ? kc_conn_state(b->conn) : KC_CONN_DOWN,
+                                                 b->conn ? kc_conn_failures(b->conn) : 0);
     }
     return e->n_brokers;
 }

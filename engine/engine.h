@@ -21,6 +21,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "conn.h"
 #include "loop.h"
 #include "partition.h"
 
@@ -123,6 +124,7 @@ int32_t kc_engine_topic_partitions(const kc_engine_t *e, const char *topic);
 
 typedef struct kc_engine_broker_stats {
     int32_t broker_id;
+    const char *state; /* its data connection now: kc_engine_conn_state_name(); static string */
     uint64_t fetch_requests;
     uint64_t fetch_request_bytes;
     uint64_t fetch_partitions_sent;
@@ -131,12 +133,19 @@ typedef struct kc_engine_broker_stats {
     uint64_t fetch_session_resets;
     uint64_t fetch_session_fallbacks; /* answers that left the broker sessionless */
     uint64_t fetch_errors;
+    uint64_t fetch_record_bytes; /* record batch bytes handed to the sink from this broker */
     int32_t fetch_session_id;
     int32_t fetch_session_epoch;
     uint64_t last_request_bytes;
     uint64_t last_request_parts;
     const char *io_backend;
 } kc_engine_broker_stats_t;
+
+/* The stats name of a broker connection's state: "idle" (known from metadata, no connection
+ * opened: nothing needed it yet), "connecting", "tls" (TLS handshake), "apiversions", "auth"
+ * (SASL), "up", "backoff" (down after `failures` failed attempts, waiting to reconnect), "down"
+ * (closed or resetting), "failed" (TLS or authentication refused: no reconnects). Pure. */
+const char *kc_engine_conn_state_name(int have_conn, kc_conn_state_t st, int failures);
 
 /* Fills up to `max` brokers (those ever connected); returns the number of brokers known. */
 size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *out, size_t max);
@@ -162,8 +171,10 @@ typedef struct kc_engine_stats {
     uint64_t validations;
     uint64_t truncations;
     uint64_t malformed_batches;
-    uint64_t stale_dropped; /* response partitions dropped as stale */
+    uint64_t stale_dropped;   /* response partitions dropped as stale */
     uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetcher.c) */
+    uint64_t
+        replica_fallbacks; /* KIP-392: partitions sent back to the leader by a failed replica */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 

@@ -101,7 +101,17 @@ int kc_eng_broker_update(kc_engine_t *e, int32_t id, const char *host, int32_t p
 kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id);
 /* Any connection that can answer metadata (a ready broker, else the bootstrap one). */
 kc_conn_t *kc_eng_any_conn(kc_engine_t *e);
+/* A new, started connection to `servers` with the engine's settings (client id, timeouts,
+ * reconnect backoff); NULL (logged) on failure. The caller owns it. */
+kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers);
 void kc_eng_brokers_free(kc_engine_t *e);
+
+/* coordinator.c: FindCoordinator for one group (key type 0), shared by the offsets calls and the
+ * classic group driver. decode: 0 with "host:port" ("[v6]:port") in addr and the node id; a
+ * Kafka error code (> 0) the coordinator entry carries; -1 undecodable; -2 none named. */
+kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group);
+int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, char *addr,
+                     size_t cap, int32_t *node_id);
 
 /* metadata.c */
 void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms);

@@ -47,7 +47,7 @@ static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
  * filter (io/batch txn.c) reads only batch headers and the markers of control batches (which
  * are never compressed), so no decompression happens on this thread. Aborted batches are never
  * handed to the sink: the position just moves past them. */
-static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec,
+static void deliver(kc_engine_t *e, kc_eng_broker_t *b, size_t i, kc_buf_t *frame, kc_bytes_t rec,
                     const kc_fetch_response_aborted_transaction_t *aborted, int32_t n_aborted)
 {
     kc_partition_t *p = &e->parts[i];
@@ -121,6 +121,7 @@ static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec,
             }
             p->position = last + 1;
             p->position_epoch = h.partition_leader_epoch;
+            b->st.fetch_record_bytes += size;
         }
         pos += size;
     }
@@ -128,6 +129,25 @@ static void deliver(kc_engine_t *e, size_t i, kc_buf_t *frame, kc_bytes_t rec,
         kc_decode_ctx_destroy(&dctx);
         free(ab);
     }
+}
+
+/* A Fetch to broker `id` failed as a whole (see each caller). The broker backs off; partitions
+ * that read from it as their KIP-392 preferred replica go back to their leaders now, so a dead
+ * or unreachable follower does not hold them for the rest of the replica's lifetime. */
+static void replicas_to_leaders(kc_engine_t *e, int32_t id)
+{
+    for (size_t i = 0; i < e->n_parts; i++)
+        if (kc_partition_on_broker_failure(&e->parts[i], id)) {
+            e->stats.replica_fallbacks++;
+            kc_log(KC_LOG_DEBUG, "fetch", "%s[%d]: read replica %d failed; back to leader %d",
+                   e->info[i].topic, e->info[i].partition, id, e->parts[i].leader_id);
+        }
+}
+
+static void fetch_failed(kc_engine_t *e, int32_t id, int64_t now)
+{
+    kc_fetch_plan_on_failure(&e->plan, id, now);
+    replicas_to_leaders(e, id);
 }
 
 static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
@@ -143,7 +163,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
     }
     if (rc != KC_OK) {
         b->st.fetch_errors++;
-        kc_fetch_plan_on_failure(&e->plan, b->id, now);
+        fetch_failed(e, b->id, now);
         /* A broker that stopped answering may have lost its leaderships: a dead leader sends
          * no NOT_LEADER, so only fresh metadata moves its partitions to the new leaders. */
         e->md_wanted = 1;
@@ -157,7 +177,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
     if (kc_fetch_response_decode(&m, version, &r, &b->fetch_arena, &err) != KC_OK) {
         kc_log(KC_LOG_WARN, "fetch", "broker %d: %s", b->id, err.msg);
         b->st.fetch_errors++;
-        kc_fetch_plan_on_failure(&e->plan, b->id, now);
+        fetch_failed(e, b->id, now);
         kc_buf_unref(frame);
         kc_eng_drive(e);
         return;
@@ -179,6 +199,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         b->st.fetch_errors++;
         kc_log(KC_LOG_WARN, "fetch", "broker %d: Fetch failed: %s", b->id,
                kc_kafka_err_name(m.error_code));
+        replicas_to_leaders(e, b->id); /* the plan already backed the broker off */
     }
     if ((o == KC_SESSION_OK || o == KC_SESSION_FALLBACK) && f && !e->closing) {
         kc_fetch_codec_iter_t it = {&m, 0, 0};
@@ -202,7 +223,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
                 e->stats.stale_dropped++;
                 continue;
             }
-            deliver(e, (size_t)i, frame, pr.records, pr.aborted, pr.n_aborted);
+            deliver(e, b, (size_t)i, frame, pr.records, pr.aborted, pr.n_aborted);
             kc_partition_on_fetch_ok(&e->parts[i], pr.high_watermark, pr.last_stable_offset,
                                      pr.log_start_offset, pr.preferred_read_replica,
                                      &e->plan.conf.part, now);
@@ -221,7 +242,7 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
     /* Also a connection reconnecting after a failed attempt: a request queued there would wait
      * out request.timeout.ms while the broker is gone (killed leader). */
     if (!c || (kc_conn_state(c) != KC_CONN_READY && kc_conn_failures(c) > 0)) {
-        kc_fetch_plan_on_failure(&e->plan, id, now);
+        fetch_failed(e, id, now);
         e->md_wanted = 1;
         return;
     }
@@ -235,7 +256,7 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
     }
     if (kc_fetch_codec_request(&b->fetch_msg, &s->req, &fs, &b->fetch_arena, &err) != KC_OK) {
         kc_log(KC_LOG_ERROR, "fetch", "broker %d: %s", id, err.msg);
-        kc_fetch_plan_on_failure(&e->plan, id, now);
+        fetch_failed(e, id, now);
         return;
     }
     b->fetch_close = s->req.close;
@@ -247,7 +268,7 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
                                fetch_done,
                                b};
     if (kc_conn_send(c, &spec, &err) != KC_OK) {
-        kc_fetch_plan_on_failure(&e->plan, id, now);
+        fetch_failed(e, id, now);
         return;
     }
     b->st.fetch_requests++;

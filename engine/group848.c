@@ -648,6 +648,14 @@ const char *kc_g848_member_id(const kc_g848_t *g)
     return g->gc.member_id;
 }
 
+kc_err_t kc_g848_commit_identity(void *gp, kc_commit_identity_t *who, kc_error_t *err)
+{
+    kc_g848_t *g = gp;
+    if (g->closing && g->gc.epoch <= 0)
+        return kc_fail(err, KC_ERR_STATE, "group %s: the member has left the group", g->group);
+    return kc_gc_commit_identity(&g->gc, who, err);
+}
+
 size_t kc_g848_stats_json(const kc_g848_t *g, char *buf, size_t cap)
 {
     size_t n = 0;

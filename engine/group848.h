@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "offsets.h"
 
 typedef struct kc_g848 kc_g848_t;
 
@@ -75,5 +76,10 @@ size_t kc_g848_stats_json(const kc_g848_t *g, char *buf, size_t cap);
 /* The member id the coordinator knows us by ("" before the first join). Network thread; valid
  * until the next heartbeat response. */
 const char *kc_g848_member_id(const kc_g848_t *g);
+
+/* The identity the application's commits go under right now (coordinator.h's
+ * kc_engine_identity_fn): member id + the CURRENT member epoch + instance id; KC_ERR_STATE while
+ * the member holds no epoch (joining, rejoining after a fence, left). Network thread. */
+kc_err_t kc_g848_commit_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
 
 #endif

@@ -79,6 +79,11 @@ kc_err_t kc_classic_init(kc_classic_t *m, const kc_classic_config_t *cfg,
     return KC_OK;
 }
 
+void kc_classic_set_racks(kc_classic_t *m, kc_classic_racks_fn racks)
+{
+    m->racks = racks;
+}
+
 void kc_classic_free_sync(kc_classic_t *m)
 {
     for (size_t i = 0; i < m->n_sync; i++)
@@ -105,6 +110,7 @@ void kc_classic_free(kc_classic_t *m)
     free((char *)m->cfg.instance_id);
     free((char *)m->cfg.rack);
     free(m->member_id);
+    free(m->leave_id);
     free(m->protocol);
     free_topics(m);
     kc_classic_snapshot_free(m);
@@ -177,7 +183,7 @@ void kc_classic_coordinator_lost(kc_classic_t *m, int64_t now_ms)
         m->state = m->state == KC_CLASSIC_ST_FATAL ? m->state : KC_CLASSIC_ST_UNJOINED;
     if (m->inflight == KC_CLASSIC_IF_SYNC)
         m->prepared = true; /* the round was prepared already: no second revoke */
-    if (m->inflight == KC_CLASSIC_IF_LEAVE)
+    if (m->inflight == KC_CLASSIC_IF_LEAVE && m->state == KC_CLASSIC_ST_CLOSING)
         m->closed_pending = true;
     m->inflight = KC_CLASSIC_IF_NONE;
 }
@@ -195,6 +201,29 @@ void kc_classic_coordinator_known(kc_classic_t *m, int64_t now_ms)
 void kc_classic_request_failed(kc_classic_t *m, int64_t now_ms)
 {
     kc_classic_coordinator_lost(m, now_ms);
+}
+
+/* ---- max.poll.interval.ms ----------------------------------------------------------------- */
+
+void kc_classic_poll_expired(kc_classic_t *m, int64_t now_ms)
+{
+    (void)now_ms;
+    if (m->poll_expired || m->state < KC_CLASSIC_ST_UNJOINED || m->state > KC_CLASSIC_ST_STABLE)
+        return;
+    m->poll_expired = true;
+    m->leave_due = true;
+    /* Stop dispatching now, before the LeaveGroup hands the partitions on. A reconciliation
+     * under way finishes first; the join-prepare after the leave (generation gone) loses the
+     * rest. */
+    if (m->owned.n && m->pstep == KC_CLASSIC_P_IDLE)
+        kc_classic_pend_start(m, &m->owned, NULL, true);
+}
+
+void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms)
+{
+    (void)now_ms;
+    /* A leave not sent yet still goes out: the partitions are already being lost. */
+    m->poll_expired = false;
 }
 
 /* ---- rejoin ------------------------------------------------------------------------------- */
@@ -234,7 +263,7 @@ void kc_classic_pend_start(kc_classic_t *m, const kc_ctps_t *revoke, const kc_ct
                                : KC_CLASSIC_P_IDLE;
 }
 
-static bool topic_subscribed(const kc_classic_t *m, const char *t)
+bool kc_classic_subscribed(const kc_classic_t *m, const char *t)
 {
     for (size_t i = 0; i < m->n_topics; i++)
         if (strcmp(m->topics[i], t) == 0)
@@ -259,7 +288,7 @@ void kc_classic_join_prepare(kc_classic_t *m)
     }
     kc_ctps_t gone = {0};
     for (size_t i = 0; i < m->owned.n; i++)
-        if (!topic_subscribed(m, m->owned.items[i].topic))
+        if (!kc_classic_subscribed(m, m->owned.items[i].topic))
             kc_ctps_add(&gone, m->owned.items[i].topic, -1, m->owned.items[i].partition);
     if (gone.n)
         kc_classic_pend_start(m, &gone, NULL, false);

@@ -63,6 +63,13 @@ typedef struct kc_classic_config {
 
 /* Partition count of a topic from the engine's metadata (0 = unknown). */
 typedef int32_t (*kc_classic_partitions_fn)(void *ctx, const char *topic);
+/* Replica racks of a topic's partitions from live metadata, for rack-aware assignment (KIP-881,
+ * used by the assignors when members have a client.rack, as Java's leader does): (*racks)[p]
+ * lists the racks of partition p's replicas ((*n)[p] entries; NULL for a broker without a rack)
+ * for exactly n_partitions partitions. false when not known for that count: the assignors then
+ * see no racks. The views only need to live for the call (same ctx as the partitions lookup). */
+typedef bool (*kc_classic_racks_fn)(void *ctx, const char *topic, int32_t n_partitions,
+                                    const char *const *const **racks, const size_t **n);
 
 typedef enum kc_classic_out_kind {
     KC_CLASSIC_SEND_JOIN = 1,  /* req.join → kc_classic_join_response / request_failed */
@@ -126,6 +133,7 @@ typedef enum kc_classic_inflight {
 typedef struct kc_classic {
     kc_classic_config_t cfg;
     kc_classic_partitions_fn partitions;
+    kc_classic_racks_fn racks; /* NULL: no replica racks known */
     void *partitions_ctx;
     bool cooperative; /* every configured assignor is cooperative (Java's rule) */
 
@@ -165,6 +173,11 @@ typedef struct kc_classic {
 
     int64_t next_heartbeat_ms, last_heartbeat_ok_ms, retry_at_ms;
     bool describe_due;
+    /* max.poll.interval.ms: a callback overran (poll_expired until it returns); leave_due until
+     * the LeaveGroup for it went out; leave_id keeps the id that LeaveGroup names. */
+    bool poll_expired, leave_due;
+    char *leave_id;
+    uint64_t mismatched_assignments; /* SyncGroup answers naming unsubscribed topics */
     int16_t fatal_code;
     bool fatal_pending, closed_pending;
     kc_error_t fatal;
@@ -183,6 +196,8 @@ typedef struct kc_classic {
 kc_err_t kc_classic_init(kc_classic_t *m, const kc_classic_config_t *cfg,
                          kc_classic_partitions_fn partitions, void *ctx, kc_error_t *err);
 void kc_classic_free(kc_classic_t *m);
+/* Feeds the leader's assignors replica racks (ctx: the partitions lookup's). */
+void kc_classic_set_racks(kc_classic_t *m, kc_classic_racks_fn racks);
 
 /* App commands. subscribe() with a changed topic list triggers a rejoin. */
 kc_err_t kc_classic_subscribe(kc_classic_t *m, const char *const *topics, size_t n,
@@ -204,6 +219,16 @@ void kc_classic_leave_response(kc_classic_t *m, int16_t code, int64_t now_ms);
 /* DescribeGroups for the INCONSISTENT_GROUP_PROTOCOL text: the group's protocol type and
  * protocol (NULL when unknown or the describe failed). */
 void kc_classic_describe_result(kc_classic_t *m, const char *protocol_type, const char *protocol);
+
+/* max.poll.interval.ms, reported by the runtime's watchdog through the driver (the classic twin
+ * of kc_gc_poll_expired). Expired: what the member holds is lost at once (dispatch stops; on_lost
+ * runs for the overrunning partition when its callback returns), a LeaveGroup goes out as soon
+ * as no other group request is in flight (static members too, naming their instance id: the
+ * partitions must go to a member that makes progress, the rule the KIP-848 path follows), the
+ * generation and member id are dropped, and no JoinGroup is sent until resumed (the callback
+ * returned); then the member joins again as a new member. */
+void kc_classic_poll_expired(kc_classic_t *m, int64_t now_ms);
+void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms);
 
 /* Completions of REVOKE/LOSE/DROP/ASSIGN; stale seqs are ignored. */
 void kc_classic_action_done(kc_classic_t *m, uint64_t seq, int64_t now_ms);

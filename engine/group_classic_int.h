@@ -28,6 +28,7 @@ enum {
 bool kc_classic_is_coord_error(int16_t c);
 void kc_classic_set_str(char **dst, const char *p, int32_t len);
 bool kc_classic_str_eq(kc_str_t s, const char *c);
+bool kc_classic_subscribed(const kc_classic_t *m, const char *topic);
 void kc_classic_free_sync(kc_classic_t *m);
 /* Records the first fatal cause: fmt gets (group id, Kafka error name or "", detail or ""). */
 void kc_classic_fatal(kc_classic_t *m, int16_t code, const char *fmt, const char *detail);

@@ -283,6 +283,15 @@ static kc_err_t topic_table(kc_classic_t *m, const kc_assign_member_t *mb, size_
             return KC_ERR_NOMEM;
         m->snap_counts[q] = t[q].n_partitions;
         m->n_snap = q + 1;
+        /* KIP-881: Java's leader hands its assignors every partition's replica racks from its
+         * metadata; they decide whether the members' racks make it rack-aware. */
+        const char *const *const *rr;
+        const size_t *nr;
+        if (t[q].n_partitions > 0 && m->racks &&
+            m->racks(m->partitions_ctx, t[q].name, t[q].n_partitions, &rr, &nr)) {
+            t[q].replica_racks = rr;
+            t[q].n_replica_racks = nr;
+        }
     }
     *out = t;
     *n_out = k;

@@ -210,6 +210,39 @@ static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
     return true;
 }
 
+/* The LeaveGroup of a max.poll.interval.ms overrun (kc_classic_poll_expired). Java's
+ * maybeLeaveGroup: leave, then forget generation and member id so the next join is a new one. */
+static bool poll_leave(kc_classic_t *m, kc_classic_out_t *out)
+{
+    m->leave_due = false;
+    bool send = m->member_id[0] && m->coord_known;
+    if (send) {
+        free(m->leave_id); /* the request's views must outlive the member id reset below */
+        m->leave_id = m->member_id;
+        m->member_id = NULL;
+        kc_leave_group_request_t *l = &out->req.leave;
+        kc_leave_group_request_init(l);
+        l->group_id = kc_str(m->cfg.group_id);
+        l->member_id = kc_str(m->leave_id); /* v0-2 */
+        m->leave_member.member_id = kc_str(m->leave_id);
+        m->leave_member.group_instance_id =
+            m->cfg.instance_id ? kc_str(m->cfg.instance_id) : KC_STR_NULL;
+        m->leave_member.reason = kc_str("consumer poll timeout has expired");
+        l->members.count = 1; /* v3+ */
+        l->members.items = &m->leave_member;
+        out->kind = KC_CLASSIC_SEND_LEAVE;
+        m->inflight = KC_CLASSIC_IF_LEAVE;
+    }
+    kc_classic_set_str(&m->member_id, "", 0);
+    m->generation = -1;
+    m->is_leader = false;
+    m->prepared = false; /* the join-prepare loses whatever is still held */
+    m->state = KC_CLASSIC_ST_UNJOINED;
+    m->rejoin_needed = false;
+    kc_classic_free_sync(m);
+    return send;
+}
+
 bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -266,6 +299,9 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
         if (close_poll(m, now_ms, out))
             return true;
     }
+    if (m->leave_due && m->inflight == KC_CLASSIC_IF_NONE && m->state >= KC_CLASSIC_ST_UNJOINED &&
+        m->state <= KC_CLASSIC_ST_STABLE && poll_leave(m, out))
+        return true;
     /* A session with no answered heartbeat for session.timeout.ms: the coordinator is gone. */
     if (m->coord_known && m->state == KC_CLASSIC_ST_STABLE &&
         now_ms - m->last_heartbeat_ok_ms >= m->cfg.session_timeout_ms) {
@@ -283,7 +319,9 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
             if (pend_poll(m, now_ms, out))
                 return true;
         }
-        if (m->pstep == KC_CLASSIC_P_IDLE && m->coord_known && now_ms >= m->retry_at_ms)
+        /* Out of the group until the overrunning callback returns (max.poll.interval.ms). */
+        if (m->pstep == KC_CLASSIC_P_IDLE && m->coord_known && now_ms >= m->retry_at_ms &&
+            !m->poll_expired && !m->leave_due)
             return send_join(m, out);
     }
     if (m->state == KC_CLASSIC_ST_SYNCING && m->inflight == KC_CLASSIC_IF_NONE && m->coord_known) {

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+
 /* ---- responses ---------------------------------------------------------------------------- */
 
 /* Shared by every response: coordinator errors mean "ask again in a moment" (rediscover within
@@ -152,7 +154,28 @@ void kc_classic_sync_response(kc_classic_t *m, const kc_sync_group_response_t *r
             kc_classic_fatal(m, 0, "group %s:%s undecodable assignment: %s", e.msg);
             return;
         }
-        on_assignment(m, &assigned, now_ms);
+        const char *stray = NULL;
+        for (size_t i = 0; i < assigned.n && !stray; i++)
+            if (!kc_classic_subscribed(m, assigned.items[i].topic))
+                stray = assigned.items[i].topic;
+        if (stray) {
+            /* Java's onJoinComplete: an assignment naming a topic we no longer subscribe to
+             * (the subscription changed after we joined, or a leader assigned on a stale view)
+             * is not applied; the member stays in the generation and joins again with its
+             * current subscription. */
+            kc_log(KC_LOG_INFO, "group",
+                   "group %s: the assignment of generation %d names topic '%s', not in the "
+                   "subscription; joining again",
+                   m->cfg.group_id, (int)m->generation, stray);
+            m->mismatched_assignments++;
+            m->state = KC_CLASSIC_ST_STABLE;
+            m->prepared = false;
+            m->rejoin_needed = true;
+            m->last_heartbeat_ok_ms = now_ms;
+            m->next_heartbeat_ms = now_ms + m->cfg.heartbeat_interval_ms;
+        } else {
+            on_assignment(m, &assigned, now_ms);
+        }
         kc_ctps_free(&assigned);
         return;
     }
@@ -192,7 +215,8 @@ void kc_classic_leave_response(kc_classic_t *m, int16_t code, int64_t now_ms)
     if (m->inflight != KC_CLASSIC_IF_LEAVE)
         return;
     m->inflight = KC_CLASSIC_IF_NONE;
-    m->closed_pending = true;
+    if (m->state == KC_CLASSIC_ST_CLOSING) /* else the leave of a max.poll overrun */
+        m->closed_pending = true;
 }
 
 void kc_classic_app_commit_error(kc_classic_t *m, int16_t code, int64_t now_ms)

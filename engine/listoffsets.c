@@ -200,10 +200,16 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                             retry_later(e, (size_t)i, now, rp->error_code);
                             continue;
                         }
-                        /* A timestamp past the last record answers offset -1: the end. */
                         int64_t off = rp->offset;
-                        if (off < 0) {
+                        if (off < 0 && x->ts >= 0) {
+                            /* No record at or after the timestamp (Java's offsetsForTimes says
+                             * null): the position becomes the end, as in librdkafka, so the
+                             * next record produced is the first delivered. Asked at once. */
                             e->info[i].reset_ts = -1;
+                            e->info[i].lo_retry_at = 0;
+                            continue;
+                        }
+                        if (off < 0) {
                             retry_later(e, (size_t)i, now, 0);
                             continue;
                         }

@@ -145,6 +145,15 @@ void kc_partition_on_fetch_ok(kc_partition_t *p, int64_t high_watermark, int64_t
     }
 }
 
+int kc_partition_on_broker_failure(kc_partition_t *p, int32_t broker_id)
+{
+    if (p->preferred_replica == KC_NO_BROKER || p->preferred_replica != broker_id ||
+        broker_id == p->leader_id)
+        return 0;
+    p->preferred_replica = KC_NO_BROKER;
+    return 1;
+}
+
 int kc_partition_on_metadata(kc_partition_t *p, int32_t leader_id, int32_t leader_epoch)
 {
     int moved = leader_id != p->leader_id || leader_epoch > p->leader_epoch;

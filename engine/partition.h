@@ -137,6 +137,13 @@ void kc_partition_on_fetch_ok(kc_partition_t *p, int64_t high_watermark, int64_t
                               int64_t log_start, int32_t preferred_replica,
                               const kc_partition_conf_t *conf, int64_t now_ms);
 
+/* A whole Fetch to `broker_id` failed (transport error, timeout, undecodable answer, top-level
+ * error). A partition reading from that broker as its KIP-392 preferred read replica goes back
+ * to its leader at once: waiting for the choice to expire (metadata.max.age.ms) would stall it
+ * behind a dead follower for minutes. The leader may name the replica again later. Returns 1
+ * when `p` moved back to its leader. */
+int kc_partition_on_broker_failure(kc_partition_t *p, int32_t broker_id);
+
 /* Metadata named a leader (KC_NO_BROKER: unknown) and its epoch. A leader change with a known
  * position epoch needs OffsetForLeaderEpoch validation before fetching again (KIP-320).
  * Returns 1 when the partition now awaits validation. */

@@ -316,10 +316,8 @@ typedef struct kc_topic_partition {
  * kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks, kc_member_id, kc_close,
  * kc_destroy; auto-commit and the stats event. kc_subscribe joins a group with
  * group.protocol=consumer (KIP-848, runtime/consumer_group.c over engine/group848.c) or
- * group.protocol=classic (engine/classic_drive.c). Known gaps: with a group, kc_commit,
- * kc_commit_async and kc_committed still use the anonymous form (refused by a group with live
- * members) — auto-commit and the commit at revocation carry the member identity; a classic member
- * does not yet leave the group when a callback exceeds max.poll.interval.ms (KIP-848 does).
+ * group.protocol=classic (engine/classic_drive.c). Known gap: a classic member does not yet
+ * leave the group when a callback exceeds max.poll.interval.ms (KIP-848 does).
  */
 
 /*
@@ -362,6 +360,10 @@ typedef enum kc_seek_kind {
     KC_SEEK_END = 2,       /* the high watermark (or LSO under read_committed) */
     KC_SEEK_TIMESTAMP = 3, /* first record with timestamp >= `value` (ms since the epoch) */
 } kc_seek_kind_t;
+/* KC_SEEK_TIMESTAMP asks the leader (ListOffsets by timestamp) for the first offset whose record
+ * timestamp is >= `value`. A time before the first record gives the log start; a time after the
+ * last record gives the END (high watermark, LSO under read_committed), as in librdkafka, where
+ * Java's offsetsForTimes returns null: the next record produced is the first delivered. */
 /* Moves the position of one assigned partition. Buffered records of it are dropped; the next
  * on_records starts at the new position. Any app thread, or the partition's own callbacks
  * (on_assign, on_records: then no further record of the current view is delivered). */
@@ -378,7 +380,9 @@ KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size
 KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                           kc_error_t *err);
 /* Fetches the group's committed offsets into tps[i].offset (KC_OFFSET_INVALID when none).
- * Blocks the caller up to timeout_ms: app threads only, never callback context. */
+ * Blocks the caller up to timeout_ms: app threads only, never callback context. A KIP-848 member
+ * asks as itself (member id + current epoch, which the broker checks); otherwise, and always
+ * with group.protocol=classic, the anonymous form every client may use. */
 KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n, int timeout_ms,
                              kc_error_t *err);
 /* Commits: tps == NULL commits every partition's committable offset; otherwise the given
@@ -386,7 +390,21 @@ KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t
  * kc_commit_async returns at once; `cb` runs on a worker, serialised with on_event, with the
  * result (exactly once; a commit still unanswered at kc_destroy gets KC_ERR_CLOSED on the
  * destroying thread); `tps` is copied. Both are valid from callback context only in the async
- * form. */
+ * form.
+ * Which identity a commit carries:
+ *  - after kc_subscribe (a group member): the member's own, read on the network thread when
+ *    each request is built — KIP-848: member id + the CURRENT member epoch (a
+ *    STALE_MEMBER_EPOCH answer, the epoch having moved in a rebalance, is asked again with the
+ *    fresh one until timeout); classic: member id + generation + group.instance.id. tps == NULL
+ *    then means the member's partitions (not those it is revoking: their offsets are committed
+ *    by the revocation itself). While the member holds no membership (joining, rejoining after
+ *    a fence, closed) the call fails with KC_ERR_STATE. Refusals come back as KC_ERR_BROKER with
+ *    the Kafka code and a message naming each refused partition: REBALANCE_IN_PROGRESS (classic:
+ *    commit again after on_assign), ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID (the generation is
+ *    over; the member rejoins), FENCED_INSTANCE_ID. A partition the member no longer owns gets
+ *    whatever the broker answers for it (brokers check the member, not the partition).
+ *  - manual assignment with group.id: the anonymous form (member id "", generation -1), which
+ *    the broker accepts only while the group has no members. */
 KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                           int timeout_ms, kc_error_t *err);
 typedef void (*kc_commit_cb)(void *opaque, kc_err_t result, const kc_error_t *err);

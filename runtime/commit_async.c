@@ -22,6 +22,7 @@
 
 #include "base/err.h"
 #include "consumer_int.h"
+#include "consumer_group.h"
 #include "coordinator.h"
 
 typedef struct acommit {
@@ -78,7 +79,7 @@ static void answered(acommit_t *a)
 static void engine_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                         const kc_engine_offset_t *res, size_t n)
 {
-    (void)res, (void)n; /* rc already says KC_ERR_BROKER with the first code when some failed */
+    /* rc already says KC_ERR_BROKER, the message names each refused partition */
     acommit_t *a = opaque;
     a->rc = rc;
     if (rc != KC_OK) {
@@ -87,7 +88,34 @@ static void engine_done(void *opaque, kc_err_t rc, const kc_error_t *err,
         else
             kc_fail(&a->err, rc, "commit failed");
     }
+    if (a->c->grp) /* network thread: the group reads the answer (and explains refusals) */
+        kc_cg_commit_result(a->c->grp, rc, rc != KC_OK ? &a->err : NULL, res, n);
     answered(a);
+}
+
+/* A group member's commit: under its identity as of the moment the request is built
+ * (consumer_group.h), the group's held partitions when no list was given. */
+static void start_member(acommit_t *a)
+{
+    kc_consumer_t *c = a->c;
+    kc_engine_offset_t *offs = calloc(a->n ? a->n : 1, sizeof *offs);
+    if (!offs) {
+        a->rc = kc_fail(&a->err, KC_ERR_NOMEM, "commit: out of memory");
+        answered(a);
+        return;
+    }
+    for (size_t i = 0; a->tps && i < a->n; i++)
+        offs[i] = (kc_engine_offset_t){
+            a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
+    bool none = false;
+    int timeout = (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS);
+    kc_err_t rc =
+        kc_cg_commit(c->grp, a->tps ? offs : NULL, a->n, timeout, engine_done, a, &none, &a->err);
+    free(offs);
+    if (rc != KC_OK || none) { /* none: nothing processed yet, nothing to commit: a success */
+        a->rc = rc;
+        answered(a);
+    }
 }
 
 static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
@@ -101,6 +129,10 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
         answered(a);
         return;
     }
+    if (c->grp) {
+        start_member(a);
+        return;
+    }
     size_t n = a->tps ? a->n : c->n, m = 0;
     kc_engine_offset_t *offs = calloc(n ? n : 1, sizeof *offs);
     if (!offs) {
@@ -110,8 +142,8 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
     }
     for (size_t i = 0; i < n; i++) {
         if (a->tps) {
-            offs[m++] = (kc_engine_offset_t){a->tps[i].topic, a->tps[i].partition,
-                                             a->tps[i].offset, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){
+                a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
         } else {
             int64_t o = kc_rt_part_committable(c->parts[i].rtp);
             if (o >= 0)

@@ -114,10 +114,15 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
                          const kc_engine_offset_t *res, size_t n)
 {
     kc_ccall_t *k = opaque;
+    kc_error_t why;
+    if (err)
+        why = *err;
+    if (k->op == KC_COP_COMMIT && k->c->grp) /* network thread: the group reads the answer */
+        kc_cg_commit_result(k->c->grp, rc, err ? &why : NULL, res, n);
     pthread_mutex_lock(&k->mu);
     k->rc = rc;
     if (err)
-        k->err = *err;
+        k->err = why;
     for (size_t i = 0; k->out && i < n; i++) {
         ssize_t j = -1;
         for (size_t t = 0; t < k->n && j < 0; t++)
@@ -197,9 +202,20 @@ static kc_err_t commit_all(kc_ccall_t *k)
         }
     }
     kc_err_t rc = KC_OK;
-    if (m == 0) {
+    if (c->grp) {
+        /* A group member commits under its own identity, read by the group module when the
+         * request is built (consumer_group.h); the manual table above is empty then, so
+         * tps == NULL means the group's held partitions. */
+        bool none = false;
+        rc = kc_cg_commit(c->grp, k->tps ? offs : NULL, m, k->timeout_ms, finish_later, k, &none,
+                          &k->err);
+        if (rc == KC_OK && none)
+            k->done = 1;
+    } else if (m == 0) {
         k->done = 1; /* nothing processed yet: nothing to commit */
     } else {
+        /* No membership: the anonymous form (engine/offsets.h), which the broker honours while
+         * the group has no members. */
         kc_commit_identity_t who;
         rc = kc_offsets_identity_anonymous(&who, c->group, &k->err);
         if (rc == KC_OK)
@@ -291,8 +307,10 @@ static void on_net(kc_loop_t *loop, void *arg)
         }
         for (size_t j = 0; j < k->n; j++)
             offs[j] = (kc_engine_offset_t){k->tps[j].topic, k->tps[j].partition, -1, -1, NULL, 0};
-        k->rc = kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms, finish_later, k,
-                                    &k->err);
+        k->rc = c->grp
+                    ? kc_cg_committed(c->grp, offs, k->n, k->timeout_ms, finish_later, k, &k->err)
+                    : kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms, finish_later,
+                                          k, &k->err);
         free(offs);
         break;
     }
@@ -305,8 +323,15 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_POSITION:
     case KC_COP_STORE:
         if ((i = find(c, k->topic, k->partition)) < 0) {
-            k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
-                            k->partition);
+            /* a partition the group assigned (consumer_group.c keeps those) */
+            kc_rt_part_t *gp = k->op == KC_COP_POSITION && c->grp
+                                   ? kc_cg_find(c->grp, k->topic, k->partition)
+                                   : NULL;
+            if (gp)
+                k->value = kc_rt_part_committable(gp);
+            else
+                k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
+                                k->partition);
         } else if (k->op == KC_COP_STORE) {
             kc_rt_part_store(c->parts[i].rtp, k->value);
         } else {

@@ -40,8 +40,9 @@ struct kc_cgroup {
     gpart_t *p;
     size_t n, cap;
     bool failed;
-    kc_consumer_t *c;       /* the consumer this group belongs to (member id, stats hook) */
-    char member_id[128];    /* the id last given to kc_consumer_set_member_id */
+    kc_consumer_t *c;    /* the consumer this group belongs to (member id, stats hook) */
+    char member_id[128]; /* the id last given to kc_consumer_set_member_id */
+    const char *group;   /* group.id: the consumer's conf string, which outlives us */
 };
 
 static gpart_t *find(kc_cgroup_t *cg, const char *topic, int32_t partition)
@@ -174,6 +175,7 @@ kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
     cg->e = e;
     cg->rt = rt;
+    cg->group = kc_conf_str(conf, KC_CONF_GROUP_ID);
     kc_g848_conf_t gc = {0};
     gc.group_id = kc_conf_str(conf, KC_CONF_GROUP_ID);
     gc.group_instance_id = kc_conf_str(conf, KC_CONF_GROUP_INSTANCE_ID);
@@ -257,6 +259,116 @@ void kc_cg_free(kc_cgroup_t *cg)
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap)
 {
     return cg->cl ? kc_gcl_stats_json(cg->cl, buf, cap) : kc_g848_stats_json(cg->g, buf, cap);
+}
+
+bool kc_cg_part_at(const kc_cgroup_t *cg, size_t i, const char **topic, int32_t *partition,
+                   kc_rt_part_t **rtp)
+{
+    /* revoking entries are skipped but still take an index: callers walk i = 0.. until false */
+    if (!cg || i >= cg->n)
+        return false;
+    const gpart_t *gp = &cg->p[i];
+    *topic = gp->topic;
+    *partition = gp->partition;
+    *rtp = gp->revoking ? NULL : gp->rtp;
+    return true;
+}
+
+kc_rt_part_t *kc_cg_find(const kc_cgroup_t *cg, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; cg && i < cg->n; i++)
+        if (!cg->p[i].revoking && cg->p[i].partition == partition &&
+            strcmp(cg->p[i].topic, topic) == 0)
+            return cg->p[i].rtp;
+    return NULL;
+}
+
+/* ---- the application's commits (network thread) --------------------------------------------- */
+
+static kc_err_t commit_who(void *ctx, kc_commit_identity_t *who, kc_error_t *err)
+{
+    kc_cgroup_t *cg = ctx;
+    return cg->cl ? kc_gcl_commit_identity(cg->cl, who, err)
+                  : kc_g848_commit_identity(cg->g, who, err);
+}
+
+/* OffsetFetch: a KIP-848 member names itself once it holds an epoch (the broker then checks it);
+ * before that, and always for classic (whose OffsetFetch has no member fields the broker reads),
+ * the anonymous form. */
+static kc_err_t fetch_who(void *ctx, kc_commit_identity_t *who, kc_error_t *err)
+{
+    kc_cgroup_t *cg = ctx;
+    if (!cg->cl && kc_g848_commit_identity(cg->g, who, NULL) == KC_OK)
+        return KC_OK;
+    return kc_offsets_identity_anonymous(who, cg->group, err);
+}
+
+kc_err_t kc_cg_commit(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                      kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err)
+{
+    *none = false;
+    kc_engine_offset_t *held = NULL;
+    if (!offs) {
+        held = calloc(cg->n ? cg->n : 1, sizeof *held);
+        if (!held)
+            return kc_fail(err, KC_ERR_NOMEM, "commit: out of memory");
+        n = 0;
+        for (size_t i = 0; i < cg->n; i++) {
+            /* A revoking partition's offset is the reconciliation's to commit (at its COMMIT
+             * step, in order with the acknowledgement); committing it here could race it. */
+            int64_t o = cg->p[i].revoking ? -1 : kc_rt_part_committable(cg->p[i].rtp);
+            if (o >= 0)
+                held[n++] =
+                    (kc_engine_offset_t){cg->p[i].topic, cg->p[i].partition, o, -1, NULL, 0};
+        }
+        offs = held;
+    }
+    kc_err_t rc = KC_OK;
+    if (n == 0)
+        *none = true;
+    else
+        rc = kc_engine_commit_member(cg->e, cg->group, commit_who, cg, offs, n, timeout_ms, cb,
+                                     opaque, err);
+    free(held);
+    return rc;
+}
+
+kc_err_t kc_cg_committed(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
+{
+    return kc_engine_committed_member(cg->e, cg->group, fetch_who, cg, offs, n, timeout_ms, cb,
+                                      opaque, err);
+}
+
+void kc_cg_commit_result(kc_cgroup_t *cg, kc_err_t rc, kc_error_t *err,
+                         const kc_engine_offset_t *res, size_t n)
+{
+    int16_t code = rc == KC_OK ? 0 : kc_engine_commit_code(rc, err, res, n);
+    if (cg->cl)
+        kc_gcl_app_commit_result(cg->cl, code);
+    if (rc == KC_OK || !err)
+        return;
+    const char *why = NULL;
+    switch (code) {
+    case 27: /* REBALANCE_IN_PROGRESS */
+        why = "the group is rebalancing: commit again after on_assign (revoked partitions are "
+              "committed at revocation)";
+        break;
+    case 22: /* ILLEGAL_GENERATION */
+    case 25: /* UNKNOWN_MEMBER_ID */
+        why = "this member's generation is over; it rejoins, and its partitions may have moved";
+        break;
+    case 82: /* FENCED_INSTANCE_ID */
+        why = "another instance with this group.instance.id took the member's place";
+        break;
+    case 110: /* FENCED_MEMBER_EPOCH */
+        why = "the member was fenced; it rejoins and its partitions are lost";
+        break;
+    }
+    if (why) {
+        size_t len = strlen(err->msg);
+        snprintf(err->msg + len, sizeof err->msg - len, " (%s)", why);
+    }
 }
 
 /* ---- consumer.c's hooks --------------------------------------------------------------------- */

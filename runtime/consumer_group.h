@@ -1,14 +1,15 @@
 /*
  * The public consumer's group (consumer_group.c): glue between the dispatcher and the group
  * module group.protocol names, engine/group848 (consumer) or engine/classic_drive (classic); both
- * take the same kc_g848_hooks_t. Every function runs on the network thread (consumer.c calls them from its
- * commands and from its completion drain).
+ * take the same kc_g848_hooks_t. Every function runs on the network thread (consumer.c calls them
+ * from its commands and from its completion drain).
  */
 #ifndef KC_RUNTIME_CONSUMER_GROUP_H
 #define KC_RUNTIME_CONSUMER_GROUP_H
 
 #include <stdbool.h>
 
+#include "coordinator.h"
 #include "dispatch.h"
 #include "engine.h"
 
@@ -25,6 +26,30 @@ bool kc_cg_closed(const kc_cgroup_t *cg);
 /* After the engine was closed (its coordinator work finished), before it is freed. */
 void kc_cg_free(kc_cgroup_t *cg);
 size_t kc_cg_stats_json(const kc_cgroup_t *cg, char *buf, size_t cap);
+/* The group's i-th owned partition (not being revoked), for the stats JSON's "partitions" and
+ * kc_position: false past the end. Network thread. */
+bool kc_cg_part_at(const kc_cgroup_t *cg, size_t i, const char **topic, int32_t *partition,
+                   kc_rt_part_t **rtp);
+/* The owned (not revoking) partition's runtime state, or NULL. Network thread. */
+kc_rt_part_t *kc_cg_find(const kc_cgroup_t *cg, const char *topic, int32_t partition);
+
+/* The application's kc_commit / kc_commit_async / kc_committed under a group: every request
+ * carries the member's identity as it is when the request is built (KIP-848: member id + the
+ * current member epoch, STALE_MEMBER_EPOCH asked again with the fresh one; classic: member id +
+ * generation + group.instance.id), never the anonymous form a group with members refuses.
+ * kc_cg_commit: offs NULL = every held (not revoking) partition's committable offset; *none is
+ * set when nothing was processed yet (nothing sent, cb not called). kc_cg_committed: KIP-848
+ * names the member on OffsetFetch (v9+); classic sends the anonymous form, which the broker
+ * accepts from anyone. Network thread. */
+kc_err_t kc_cg_commit(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                      kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err);
+kc_err_t kc_cg_committed(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
+/* An application commit's answer, before it reaches the caller (network thread): says what a
+ * membership refusal means in `err` (rc != KC_OK), and lets a classic member whose generation is
+ * gone rejoin, as its own auto-commit does. */
+void kc_cg_commit_result(kc_cgroup_t *cg, kc_err_t rc, kc_error_t *err,
+                         const kc_engine_offset_t *res, size_t n);
 
 /* group.protocol=classic (consumer_group_classic.c): engine/classic_drive from the config. */
 struct kc_gcl;

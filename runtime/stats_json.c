@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "consumer_group.h"
 #include "consumer_int.h"
 
 typedef struct sbuf {
@@ -85,13 +86,33 @@ static void put_group(kc_consumer_t *c, sbuf_t *b)
     put(b, "],\"rebalances\":0}");
 }
 
+/* One entry of "partitions": the n-th (comma before all but the first). */
+static void put_part(kc_consumer_t *c, sbuf_t *b, size_t n, const char *topic, int32_t partition,
+                     kc_rt_part_t *p)
+{
+    kc_engine_part_stats_t ps = {.position = -1, .committed = -1, .high_watermark = -1, .lag = -1};
+    if (c->e)
+        (void)kc_engine_part_stats(c->e, topic, partition, &ps, NULL);
+    /* position: the next record to deliver (what the app saw), not what was fetched */
+    int64_t pos = kc_rt_part_committable(p);
+    int64_t hw = ps.high_watermark;
+    put(b, n ? ",{\"topic\":" : "{\"topic\":");
+    put_str(b, topic);
+    put(b,
+        ",\"partition\":%d,\"position\":%lld,\"fetch_position\":%lld,\"committed\":%lld,"
+        "\"high_watermark\":%lld,\"lag\":%lld,\"buffered_bytes\":%lld,\"worker\":%d}",
+        partition, (long long)pos, (long long)ps.position, (long long)ps.committed, (long long)hw,
+        (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
+        (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
+        atomic_load_explicit(&p->last_worker, memory_order_relaxed));
+}
+
 char *kc_consumer_stats_json(kc_consumer_t *c)
 {
     sbuf_t b = {0};
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    put(&b, "{\"ts_ms\":%lld,\"brokers\":[",
-        (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    put(&b, "{\"ts_ms\":%lld,\"brokers\":[", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     if (c->e) {
         kc_engine_broker_stats_t bs[64];
         size_t nb = kc_engine_broker_stats(c->e, bs, 64);
@@ -100,34 +121,26 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
                 "%s{\"id\":%d,\"state\":\"%s\",\"fetch_requests\":%" PRIu64
                 ",\"fetch_request_bytes\":%" PRIu64 ",\"fetch_partitions_sent\":%" PRIu64
                 ",\"fetch_forgotten_sent\":%" PRIu64 ",\"fetch_responses\":%" PRIu64
-                ",\"fetch_errors\":%" PRIu64 ",\"fetch_session_id\":%d,\"fetch_session_epoch\":%d,"
+                ",\"fetch_errors\":%" PRIu64 ",\"fetch_record_bytes\":%" PRIu64
+                ",\"fetch_session_id\":%d,\"fetch_session_epoch\":%d,"
                 "\"io_backend\":\"%s\"}",
-                i ? "," : "", bs[i].broker_id, bs[i].fetch_session_id > 0 ? "session" : "up",
+                i ? "," : "", bs[i].broker_id, bs[i].state ? bs[i].state : "down",
                 bs[i].fetch_requests, bs[i].fetch_request_bytes, bs[i].fetch_partitions_sent,
                 bs[i].fetch_forgotten_sent, bs[i].fetch_responses, bs[i].fetch_errors,
-                bs[i].fetch_session_id, bs[i].fetch_session_epoch,
+                bs[i].fetch_record_bytes, bs[i].fetch_session_id, bs[i].fetch_session_epoch,
                 bs[i].io_backend ? bs[i].io_backend : "");
     }
     put(&b, "],\"partitions\":[");
-    for (size_t i = 0; i < c->n; i++) {
-        kc_engine_part_stats_t ps = {.position = -1, .committed = -1, .high_watermark = -1, .lag = -1};
-        if (c->e)
-            (void)kc_engine_part_stats(c->e, c->parts[i].topic, c->parts[i].partition, &ps, NULL);
-        kc_rt_part_t *p = c->parts[i].rtp;
-        /* position: the next record to deliver (what the app saw), not what was fetched */
-        int64_t pos = kc_rt_part_committable(p);
-        int64_t hw = ps.high_watermark;
-        put(&b, i ? ",{\"topic\":" : "{\"topic\":");
-        put_str(&b, c->parts[i].topic);
-        put(&b,
-            ",\"partition\":%d,\"position\":%lld,\"fetch_position\":%lld,\"committed\":%lld,"
-            "\"high_watermark\":%lld,\"lag\":%lld,\"buffered_bytes\":%lld,\"worker\":%d}",
-            c->parts[i].partition, (long long)pos, (long long)ps.position,
-            (long long)ps.committed, (long long)hw,
-            (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
-            (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
-            atomic_load_explicit(&p->last_worker, memory_order_relaxed));
-    }
+    size_t np = 0;
+    for (size_t i = 0; i < c->n; i++)
+        put_part(c, &b, np++, c->parts[i].topic, c->parts[i].partition, c->parts[i].rtp);
+    /* a group's partitions live in consumer_group.c, not in the manual table */
+    const char *gt;
+    int32_t gpn;
+    kc_rt_part_t *grtp;
+    for (size_t i = 0; c->grp && kc_cg_part_at(c->grp, i, &gt, &gpn, &grtp); i++)
+        if (grtp)
+            put_part(c, &b, np++, gt, gpn, grtp);
     put(&b, "],\"group\":");
     put_group(c, &b);
     put(&b, ",\"buffered_bytes\":%lld,\"workers\":", (long long)kc_rt_buffered_bytes(c->rt));

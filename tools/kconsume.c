@@ -292,6 +292,12 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         atomic_store_explicit(&p->pos, rec.offset + 1, memory_order_relaxed);
         atomic_store_explicit(&p->worker, w->id, memory_order_relaxed);
     }
+    /* --work-us: the record's "processing", after its line is out and before the callback
+     * returns, so the offset becomes committable only once the work is done, as in a real app. */
+    if (g.a.work_us > 0 && n > 0) {
+        int64_t us = g.a.work_us * n;
+        nanosleep(&(struct timespec){us / 1000000, (us % 1000000) * 1000}, NULL);
+    }
     /* Counted after the write: once printed reaches COUNT, every counted line is out. */
     if (atomic_fetch_add(&g.printed, n) + n >= g.a.count && g.a.count)
         request_stop(KC_CLI_EXIT_OK);
@@ -404,6 +410,30 @@ static int assign_all(void)
     return 0;
 }
 
+/* -G: partitions handed to this member whose delivery position is still unknown (nothing
+ * delivered yet: the library resolved the start from the group's committed offset, and
+ * kc_position answers only after a delivery). A partition handed over already at its end never
+ * delivers a record, so its committed offset is asked instead (one batched, blocking question at
+ * most once a second, main thread). Committed at or past the end: nothing below the end is left
+ * for anyone, and nothing past it is printed. */
+static void committed_ends(part_t **ps, size_t n)
+{
+    static uint64_t last;
+    kc_topic_partition_t tps[256];
+    if (n == 0 || now_ns() - last < 1000000000u)
+        return;
+    last = now_ns();
+    if (n > sizeof tps / sizeof *tps)
+        n = sizeof tps / sizeof *tps;
+    for (size_t i = 0; i < n; i++)
+        tps[i] = (kc_topic_partition_t){ps[i]->topic, ps[i]->partition, KC_OFFSET_INVALID};
+    if (kc_committed(g.c, tps, n, META_TIMEOUT_MS, NULL) != KC_OK)
+        return; /* asked again in a second */
+    for (size_t i = 0; i < n; i++)
+        if (tps[i].offset >= 0 && tps[i].offset >= atomic_load(&ps[i]->end))
+            atomic_store(&ps[i]->done, 1);
+}
+
 /* Returns 1 when every assigned partition is done and at least one is assigned. Asks the
  * watermarks of newly assigned partitions (blocking, so here on the main thread and never in a
  * callback). */
@@ -415,7 +445,8 @@ static int all_at_end(void)
     for (part_t *p = g.parts; p && n < sizeof snap / sizeof *snap; p = p->next)
         snap[n++] = p; /* entries are never freed while running: safe to use unlocked */
     pthread_mutex_unlock(&g.reg_mu);
-    size_t assigned = 0, done = 0;
+    size_t assigned = 0, done = 0, n_unknown = 0;
+    part_t *unknown[256];
     for (size_t i = 0; i < n; i++) {
         part_t *p = snap[i];
         if (!atomic_load(&p->assigned))
@@ -427,13 +458,18 @@ static int all_at_end(void)
         }
         if (atomic_load(&p->end) < 0 && learn_end(p))
             continue;
-        int64_t pos;
+        int64_t pos = -1;
         if (!atomic_load(&p->done) &&
             kc_position(g.c, p->topic, p->partition, &pos, NULL) == KC_OK && pos >= 0 &&
             pos >= atomic_load(&p->end))
             atomic_store(&p->done, 1);
+        else if (g.a.group && pos < 0 && atomic_load(&p->end) >= 0 &&
+                 n_unknown < sizeof unknown / sizeof *unknown)
+            unknown[n_unknown++] = p;
         done += (size_t)atomic_load(&p->done);
     }
+    if (done < assigned)
+        committed_ends(unknown, n_unknown);
     return assigned > 0 && done == assigned;
 }
 

@@ -2,7 +2,8 @@
 # The kconsume CLI against the suite's cluster (tests/run-suite sets KC_*): a 12-partition topic
 # read to the end with -e is checked record by record (every offset of every partition exactly
 # once, in order per partition, every produced value once, the same records kcat reads), then
-# -o end, -p with -o OFFSET, -c COUNT, SIGINT, a bad flag (exit 2) and an unknown -X key (exit 3).
+# -o end, -p with -o OFFSET, -p with -o @MS (seek to timestamp), -c COUNT, SIGINT, a bad flag
+# (exit 2) and an unknown -X key (exit 3).
 set -euo pipefail
 for v in KC_BOOTSTRAP KC_TESTKIT KC_CLUSTER_DIR KC_BUILD_DIR; do
     [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set (run under tests/run-suite)" >&2; exit 1; }
@@ -68,6 +69,25 @@ timeout 60 "$cli" -b "$KC_BOOTSTRAP" -t "$topic" -p 3 -o "$from" -e -f '%p %o %s
 awk -v from="$from" '$1 == 3 && $2 >= from' "$tmp/all" | cmp -s - "$tmp/p3" ||
     fail "-p 3 -o $from: not exactly partition 3's records $from..$((p3_end - 1)) in order"
 echo "ok: -p 3 -o $from printed offsets $from..$((p3_end - 1)) of partition 3, nothing else"
+
+# --- 3b. -p 3 -o @MS -e: from the first record whose timestamp is >= MS ------------------------
+# The producer stamps CreateTime itself, so the times come from a run with %T; T is taken at a
+# change of timestamp (offset k > 0 whose time exceeds its predecessor's) when there is one, so
+# a seek that ignored MS and started at the beginning would print more.
+timeout 60 "$cli" -b "$KC_BOOTSTRAP" -t "$topic" -p 3 -o beginning -e -f '%o %T\n' \
+    >"$tmp/p3t" 2>"$tmp/p3t.err" || fail "-p 3 %T run exited $? ($(cat "$tmp/p3t.err"))"
+read -r k ts < <(awk 'NR > 1 && $2 > prev { print $1, $2; found = 1; exit }
+                      { prev = $2; if (NR == 1) { o0 = $1; t0 = $2 } }
+                      END { if (!found) print o0, t0 }' "$tmp/p3t")
+last_ts=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$tmp/p3t")
+timeout 60 "$cli" -b "$KC_BOOTSTRAP" -t "$topic" -p 3 -o "@$ts" -e -f '%o\n' \
+    >"$tmp/p3at" 2>"$tmp/p3at.err" || fail "-o @$ts exited $? ($(cat "$tmp/p3at.err"))"
+seq "$k" $((p3_end - 1)) | cmp -s - "$tmp/p3at" ||
+    fail "-o @$ts: not exactly offsets $k..$((p3_end - 1)) (got $(head -1 "$tmp/p3at")..., $(wc -l <"$tmp/p3at") lines)"
+timeout 60 "$cli" -b "$KC_BOOTSTRAP" -t "$topic" -p 3 -o "@$((last_ts + 1))" -e -f '%o\n' \
+    >"$tmp/p3late" 2>"$tmp/p3late.err" || fail "-o @after-last exited $? ($(cat "$tmp/p3late.err"))"
+[[ ! -s $tmp/p3late ]] || fail "-o @after-last printed $(wc -l <"$tmp/p3late") records"
+echo "ok: -p 3 -o @$ts printed offsets $k..$((p3_end - 1)); a time after the last record prints nothing"
 
 # --- 4. -c COUNT: exactly COUNT records, each a prefix of its partition ------------------------
 timeout 60 "$cli" -b "$KC_BOOTSTRAP" -t "$topic" -o beginning -c 777 -f '%p %o %s\n' --workers 4 \

@@ -3,8 +3,9 @@
  * kc_query_watermarks (low 0, the highs add up to what was produced, a partition that does not
  * exist → KC_ERR_NOT_FOUND, an unassigned partition works), and the stats JSON on an idle
  * assignment (from the end): fetch_requests keeps growing while fetch_partitions_sent stays flat
- * (KIP-227 incremental sessions send nothing for unchanged partitions), and every object matches
- * the contract (tests/support/check_stats.py). Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR. */
+ * (KIP-227 incremental sessions send nothing for unchanged partitions), every broker fetched
+ * from has state "up" (its connection's), and every object matches the contract
+ * (tests/support/check_stats.py). Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR. */
 #include "kc_test.h"
 
 #include <pthread.h>
@@ -62,6 +63,31 @@ static unsigned long long broker_sum(const char *json, const char *name)
     for (const char *p = strstr(json, key); p && (!end || p < end); p = strstr(p + 1, key))
         s += strtoull(p + strlen(key), NULL, 10);
     return s;
+}
+
+/* Every broker of one stats object: a broker fetched from is "up" (its connection is ready on an
+ * idle, healthy cluster) and the others "idle" (never needed); returns how many are up. */
+static int brokers_up(const char *json)
+{
+    const char *end = strstr(json, "\"partitions\":");
+    int up = 0;
+    for (const char *p = strstr(json, "{\"id\":"); p && (!end || p < end);
+         p = strstr(p + 1, "{\"id\":")) {
+        const char *st = strstr(p, "\"state\":\""), *fr = strstr(p, "\"fetch_requests\":");
+        assert_non_null(st);
+        assert_non_null(fr);
+        st += strlen("\"state\":\"");
+        unsigned long long requests = strtoull(fr + strlen("\"fetch_requests\":"), NULL, 10);
+        int is_up = strncmp(st, "up\"", 3) == 0;
+        printf("# broker %d: state %.*s, fetch_requests %llu\n", atoi(p + 6),
+               (int)strcspn(st, "\""), st, requests);
+        if (requests > 0)
+            assert_true(is_up);
+        else
+            assert_true(is_up || strncmp(st, "idle\"", 5) == 0);
+        up += is_up;
+    }
+    return up;
 }
 
 static void snapshot(char *dst, size_t cap)
@@ -133,6 +159,7 @@ static void query_and_idle_stats(void **state)
     assert_true(rb >= ra + 5);
     assert_true(pa >= NP); /* the session's first request listed them */
     assert_true(pb == pa);
+    assert_true(brokers_up(b) >= 1);
     assert_int_equal(kc_close(c, 5000, &err), KC_OK);
     kc_destroy(c);
     fclose(out);

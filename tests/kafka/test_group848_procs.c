@@ -1,3 +1,4 @@
+/* kc-test-label: threads */
 /* KIP-848 acceptance (issue 7) with the public consumer, members as separate processes
  * (tests/support/g848_member: this binary re-executes itself as a member).
  *

@@ -12,6 +12,8 @@
  *   change, and the new partitions are assigned exactly once;
  * - a static member closed (no LeaveGroup) and restarted with the same group.instance.id gets
  *   its partitions back while the other member stays in its generation (no rebalance);
+ * - a subscription changed while JoinGroup is in flight: the SyncGroup assignment names the old
+ *   topic, which is not applied; the member joins again and gets the new topic's partitions;
  * - a mixed group with Java's kafka-console-consumer (group.protocol=classic), each side joining
  *   first in turn (so each is leader once): the assignments the broker relays (DescribeGroups,
  *   decoded) cover the topic exactly once, and ours equals what our member holds.
@@ -136,12 +138,12 @@ static uint8_t *recv_resp(int fd, int16_t key, int16_t v, int32_t corr, kc_rbuf_
 }
 
 static int32_t n_parts_of_topic = NPART;
-static char topic_name[64];
+static char topic_name[64], topic_b[80]; /* topic_b: a second topic, 3 partitions, when set */
 
 static int32_t lookup(void *ctx, const char *t)
 {
     (void)ctx;
-    return strcmp(t, topic_name) == 0 ? n_parts_of_topic : 0;
+    return strcmp(t, topic_name) == 0 ? n_parts_of_topic : strcmp(t, topic_b) == 0 ? 3 : 0;
 }
 
 typedef struct member {
@@ -150,6 +152,7 @@ typedef struct member {
     int16_t key, ver; /* in flight; key -1 = none */
     int32_t corr;
     bool closed;
+    long stray_assigns; /* ASSIGN outputs naming a topic outside the member's subscription */
 } member_t;
 
 /* FindCoordinator (v4) until the broker names one, as the engine's coordinator module will, and a
@@ -261,10 +264,18 @@ static void drive(member_t *mb, int64_t now)
             send_req(mb->fd, 13, 5, mb->corr = corr++, &o.req.leave,
                      (encode_fn)kc_leave_group_request_encode);
             break;
+        case KC_CLASSIC_ASSIGN:
+            for (size_t i = 0; i < o.parts->n; i++) {
+                bool sub = false;
+                for (size_t t = 0; t < mb->m.n_topics; t++)
+                    sub = sub || strcmp(mb->m.topics[t], o.parts->items[i].topic) == 0;
+                mb->stray_assigns += !sub;
+            }
+            kc_classic_action_done(&mb->m, o.seq, now);
+            break;
         case KC_CLASSIC_REVOKE:
         case KC_CLASSIC_LOSE:
         case KC_CLASSIC_DROP:
-        case KC_CLASSIC_ASSIGN:
             kc_classic_action_done(&mb->m, o.seq, now);
             break;
         case KC_CLASSIC_COMMIT:
@@ -708,9 +719,54 @@ static void mixed_cooperative_kconsume_leader(void **state)
           "org.apache.kafka.clients.consumer.CooperativeStickyAssignor", false, "mck");
 }
 
+/* A member's subscription changes while its JoinGroup is in flight: the leader assigns on the
+ * old subscription, and the SyncGroup answer names a topic the member no longer subscribes to.
+ * Asserted: that happened (counted by the member), nothing of it was applied (no ASSIGN outside
+ * the subscription), and after the member joined again the group settles with each member on
+ * its own topic. */
+static void stale_assignment_rejoins(void **state)
+{
+    (void)state;
+    make_topic("stale");
+    snprintf(topic_b, sizeof topic_b, "%s-b", topic_name);
+    char cmd[256], group[96];
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions 3", topic_b);
+    run(cmd);
+    snprintf(group, sizeof group, "g-%s", topic_name);
+    member_t ms[2];
+    member_start(&ms[0], group, KC_ASSIGNOR_RANGE);
+    assert_true(pump(ms, 1, 30000, 1000, NPART));
+    member_start(&ms[1], group, KC_ASSIGNOR_RANGE);
+    /* Until the JoinGroup that carries the member id (after MEMBER_ID_REQUIRED) is out. */
+    int64_t end = now_ms() + 20000;
+    while (!(ms[1].m.inflight == KC_CLASSIC_IF_JOIN && ms[1].m.member_id[0]) && now_ms() < end)
+        pump(ms, 2, 5, 100000, 0);
+    assert_true(ms[1].m.inflight == KC_CLASSIC_IF_JOIN && ms[1].m.member_id[0]);
+    const char *now_topics[] = {topic_b};
+    kc_error_t e;
+    assert_int_equal(kc_classic_subscribe(&ms[1].m, now_topics, 1, &e), KC_OK);
+    bool ok = pump(ms, 2, 60000, 2000, NPART + 3);
+    print_message("# stale assignment: member 1 got %llu assignment(s) naming an unsubscribed "
+                  "topic, applied %ld partition(s) of them; settled %s with %zu + %zu partitions\n",
+                  (unsigned long long)ms[1].m.mismatched_assignments, ms[1].stray_assigns,
+                  ok ? "yes" : "no", ms[0].m.owned.n, ms[1].m.owned.n);
+    assert_true(ok);
+    assert_true(ms[1].m.mismatched_assignments >= 1);
+    assert_int_equal(ms[1].stray_assigns + ms[0].stray_assigns, 0);
+    assert_int_equal(ms[0].m.owned.n, NPART);
+    assert_int_equal(ms[1].m.owned.n, 3);
+    for (size_t i = 0; i < ms[1].m.owned.n; i++)
+        assert_string_equal(ms[1].m.owned.items[i].topic, topic_b);
+    member_free(&ms[0]);
+    member_free(&ms[1]);
+    topic_b[0] = 0;
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    if (getenv("KC_TEST_FILTER")) /* one case by name */
+        cmocka_set_test_filter(getenv("KC_TEST_FILTER"));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(two_members_range),
         cmocka_unit_test(two_members_roundrobin),
@@ -718,6 +774,7 @@ int main(void)
         cmocka_unit_test(cooperative_scale_out_two_to_three),
         cmocka_unit_test(partition_count_increase_is_assigned),
         cmocka_unit_test(static_member_restart_without_rebalance),
+        cmocka_unit_test(stale_assignment_rejoins),
         cmocka_unit_test(mixed_range_java_leader),
         cmocka_unit_test(mixed_range_kconsume_leader),
         cmocka_unit_test(mixed_cooperative_java_leader),

@@ -13,6 +13,9 @@ PART = {"topic": str, "partition": int, "position": int, "committed": int,
 GROUP = {"protocol": str, "state": str, "member_id": str, "epoch": int, "assignment": list,
          "rebalances": int}
 WORKER = {"id": int, "callbacks": int, "records": int, "busy_ns": int}
+# A broker's state is its data connection's (engine/brokers.c kc_engine_conn_state_name).
+BROKER_STATES = {"idle", "connecting", "tls", "apiversions", "auth", "up", "backoff", "down",
+                 "failed"}
 
 
 def check(obj, spec, where):
@@ -33,6 +36,8 @@ def main():
         check(o, TOP, f"line {i}")
         for b in o["brokers"]:
             check(b, BROKER, f"line {i} broker")
+            if b["state"] not in BROKER_STATES:
+                raise ValueError(f"line {i} broker {b['id']}: state {b['state']!r}")
         for p in o["partitions"]:
             check(p, PART, f"line {i} partition")
         check(o["group"], GROUP, f"line {i} group")

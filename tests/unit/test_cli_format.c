@@ -190,7 +190,7 @@ static void flags_ok(void **state)
                           "-t",       "y",         "-p",  "3",       "-o",
                           "@1700",    "-c",        "10",  "-e",      "-X",
                           "a.b=c=d",  "--workers", "4",   "--stats", "500:/t/s:1.jsonl",
-                          "-q",       NULL};
+                          "-q",       "--work-us", "50",  NULL};
     assert_int_equal(parse(&a, why, argv), KC_CLI_EXIT_OK);
     assert_string_equal(a.brokers, "h:1");
     assert_int_equal(a.n_topics, 2);
@@ -206,6 +206,7 @@ static void flags_ok(void **state)
     assert_int_equal(a.stats_ms, 500);
     assert_string_equal(a.stats_file, "/t/s:1.jsonl"); /* only the first ':' splits */
     assert_true(a.quiet);
+    assert_int_equal(a.work_us, 50);
     assert_string_equal(a.format, "%s\\n");
     kc_cli_args_free(&a);
 
@@ -232,6 +233,7 @@ static void flags_bad(void **state)
         {{"kconsume", "-b", "h", "-t", "x", "-X", "novalue", NULL}, "-X novalue"},
         {{"kconsume", "-b", "h", "-t", "x", "--stats", "fast", NULL}, "--stats fast"},
         {{"kconsume", "-b", "h", "-t", "x", "--workers", "0", NULL}, "--workers 0"},
+        {{"kconsume", "-b", "h", "-t", "x", "--work-us", "-1", NULL}, "--work-us -1"},
         {{"kconsume", "-b", "h", "-t", "x", "-Z", NULL}, "'-Z'"},
         {{"kconsume", "-b", "h", "-t", "x", "--frobnicate", NULL}, "'--frobnicate'"},
         {{"kconsume", "-b", "h", "-t", NULL}, "-t needs a value"},

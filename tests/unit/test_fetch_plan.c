@@ -390,6 +390,39 @@ static void preferred_replica_with_rack_expires_to_leader(void **state)
     assert_int_equal(p[0].lag, 1000);
 }
 
+static void failed_replica_sends_its_partitions_to_the_leader(void **state)
+{
+    (void)state;
+    kc_fetch_plan_conf_t c = conf();
+    c.part.has_rack = 1;
+    kc_fetch_plan_t plan;
+    kc_fetch_plan_init(&plan, &c);
+    kc_partition_t p[12];
+    twelve(p); /* p[0] and p[3] lead on broker 1 */
+    kc_partition_on_fetch_ok(&p[0], 1000, 1000, 0, 2, &c.part, NOW);
+    kc_partition_on_fetch_ok(&p[3], 1000, 1000, 0, 3, &c.part, NOW);
+    kc_error_t e;
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    kc_fetch_send_t s[16];
+    size_t n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
+    assert_int_equal(send_for(s, n, 1)->req.n_parts, 2); /* 4 led, 2 read elsewhere */
+    assert_int_equal(send_for(s, n, 2)->req.n_parts, 5);
+    /* Broker 2's Fetch fails: only the partition reading from it as a replica moves; broker
+     * 2's own leaderships stay (metadata moves those), and p[3] keeps replica 3. */
+    kc_fetch_plan_on_failure(&plan, 2, NOW);
+    int moved = 0;
+    for (int i = 0; i < 12; i++)
+        moved += kc_partition_on_broker_failure(&p[i], 2);
+    assert_int_equal(moved, 1);
+    assert_int_equal(kc_partition_fetch_target(&p[0], &c.part, NOW), 1);
+    assert_int_equal(kc_partition_fetch_target(&p[3], &c.part, NOW), 3);
+    assert_int_equal(kc_partition_fetch_target(&p[1], &c.part, NOW), 2);
+    /* The leader is never "failed away" from. */
+    assert_int_equal(kc_partition_on_broker_failure(&p[1], 2), 0);
+    assert_int_equal(kc_partition_fetch_target(&p[1], &c.part, NOW), 2);
+    kc_fetch_plan_free(&plan);
+}
+
 static void stale_response_records_dropped(void **state)
 {
     (void)state;
@@ -434,6 +467,7 @@ int main(void)
         cmocka_unit_test(out_of_range_applies_reset_policy),
         cmocka_unit_test(storage_error_backs_off_that_partition_only),
         cmocka_unit_test(preferred_replica_with_rack_expires_to_leader),
+        cmocka_unit_test(failed_replica_sends_its_partitions_to_the_leader),
         cmocka_unit_test(stale_response_records_dropped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

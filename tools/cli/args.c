@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_WORKERS = 1000, OPT_STATS, OPT_SUMMARY, OPT_LIVE, OPT_HELP, OPT_VERSION };
+enum { OPT_WORKERS = 1000, OPT_STATS, OPT_SUMMARY, OPT_LIVE, OPT_WORK_US, OPT_HELP, OPT_VERSION };
 
 static const struct option longopts[] = {
     {"brokers", required_argument, NULL, 'b'},
@@ -26,6 +26,7 @@ static const struct option longopts[] = {
     {"stats", required_argument, NULL, OPT_STATS},
     {"summary", no_argument, NULL, OPT_SUMMARY},
     {"live", no_argument, NULL, OPT_LIVE},
+    {"work-us", required_argument, NULL, OPT_WORK_US},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -155,6 +156,10 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             break;
         case OPT_LIVE:
             a->live = 1;
+            break;
+        case OPT_WORK_US:
+            if (parse_i64(optarg, 0, 1000000, &a->work_us))
+                FAIL("--work-us %s: expected microseconds per record from 0 to 1000000", optarg);
             break;
         case OPT_HELP:
             a->help = 1;

@@ -44,6 +44,9 @@ typedef struct kc_cli_args {
     int quiet;
     int summary;
     int live; /* --live: per-partition table on stderr */
+    /* --work-us: simulated processing, each callback sleeps this many microseconds per record
+     * it printed (0: none). For demos of slow consumers: sleeping costs no CPU. */
+    int64_t work_us;
     int help, version;
 } kc_cli_args_t;
 
