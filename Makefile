@@ -3,7 +3,8 @@
 #
 #   make demo        boot a broker, fill a topic, consume it with kconsume (the main job)
 #   make test        deps, ASan+UBSan build, unit tests, boot the testkit cluster, integration tests
-#   make test-long   the long variants (chaos, rolling upgrades); make soak: hours of churn
+#   make test-long   the long variants (chaos, rolling upgrades) and valgrind; make soak: hours of churn
+#   make valgrind    every unit test under valgrind memcheck (plain Debug build in build/debug)
 #   make perf        the benchmark report in perf/results/
 #   make fuzz        each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make install     PREFIX=/usr/local DESTDIR= honoured
@@ -14,7 +15,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
-.PHONY: all deps build build-asan build-tsan build-fuzz test test-unit test-kafka test-long soak demo perf \
+.PHONY: all deps build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-kafka test-long soak demo perf \
         fuzz install codegen format clean
 
 all: build
@@ -29,6 +30,14 @@ build: deps
 build-asan: deps
 	cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DKC_SANITIZE=address
 	cmake --build build/asan -j $(JOBS)
+
+# No sanitizer: valgrind runs this one (tests/valgrind-unit).
+build-debug: deps
+	cmake -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug
+	cmake --build build/debug -j $(JOBS)
+
+valgrind: build-debug
+	tests/valgrind-unit build/debug
 
 build-tsan: deps
 	cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DKC_SANITIZE=thread
@@ -46,7 +55,7 @@ test: build-asan build-tsan build-fuzz
 test-unit: build-asan
 	cd build/asan && ctest -L unit --output-on-failure -j $(JOBS)
 
-test-long: build-asan build-tsan
+test-long: build-asan build-tsan valgrind
 	tests/run-suite --build build/asan --labels "unit kafka interop chaos long" --tsan build/tsan
 
 soak: build

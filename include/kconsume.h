@@ -290,6 +290,9 @@ KC_API void kc_conf_print_reference(void *out, int markdown);
  * Creates a consumer: validates `conf` (KC_ERR_CONFIG explains what is wrong), starts the
  * network thread and the workers. Takes ownership of `conf` on success only (on failure the
  * caller still owns it). `cbs` is copied. Any app thread. Implemented by the engine.
+ * security.protocol other than PLAINTEXT gives KC_ERR_UNSUPPORTED for now: io/ has TLS (chain and
+ * host name verified by default) and SASL, but the consumer's connections do not use them yet,
+ * and connecting in the clear instead would be worse than refusing.
  */
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
                                 kc_error_t *err);
@@ -320,6 +323,25 @@ typedef struct kc_topic_partition {
  * group.protocol=consumer (KIP-848, runtime/consumer_group.c over engine/group848.c) or
  * group.protocol=classic (engine/classic_drive.c). Known gap: a classic member does not yet
  * leave the group when a callback exceeds max.poll.interval.ms (KIP-848 does).
+ */
+
+/*
+ * Misuse. What can be detected cheaply gives an error value with a message, never a crash or a
+ * hang:
+ *  - a NULL consumer, list or topic name, an entry with an empty topic or a negative partition,
+ *    an unknown seek kind or a negative KC_SEEK_OFFSET: KC_ERR_INVALID_ARG naming the argument
+ *    (kc_destroy(NULL), kc_close(NULL) and kc_records_release with NULLs do nothing);
+ *  - any call after kc_close: KC_ERR_CLOSED (kc_close again: KC_OK). After kc_destroy the handle
+ *    is gone: using it is undefined, as with free();
+ *  - kc_subscribe after kc_assign, and kc_assign / kc_incremental_assign / kc_unassign while
+ *    subscribed: KC_ERR_STATE (one consumer has one owner of its assignment);
+ *  - from callback context (any kconsume callback, i.e. on a worker thread), the calls that wait
+ *    for the network thread — kc_close, kc_commit, kc_committed, kc_topic_partitions,
+ *    kc_query_watermarks, kc_poll with a timeout — return KC_ERR_STATE instead of deadlocking;
+ *    kc_destroy there is ignored and logged. kc_commit_async, kc_seek, kc_pause, kc_resume,
+ *    kc_store_offset, kc_position and kc_member_id are fine in callbacks.
+ * Not detected: a handle used after kc_destroy, or one app thread's kc_conf_t shared without
+ * locking.
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics

@@ -15,15 +15,17 @@
 #include "base/err.h"
 
 enum { T_INT, T_BOOL, T_STR, T_ENUM, T_LIST };
-enum { F_SECRET = 1, F_HOSTPORT = 2 };
-#define TYPE_INT      T_INT
-#define TYPE_BOOL     T_BOOL
-#define TYPE_STR      T_STR
-#define TYPE_ENUM     T_ENUM
-#define TYPE_LIST     T_LIST
-#define FLAG_0        0
-#define FLAG_SECRET   F_SECRET
-#define FLAG_HOSTPORT F_HOSTPORT
+enum { F_SECRET = 1, F_HOSTPORT = 2, F_EMPTY_OK = 4, F_MEMBER_ID = 8 };
+#define TYPE_INT       T_INT
+#define TYPE_BOOL      T_BOOL
+#define TYPE_STR       T_STR
+#define TYPE_ENUM      T_ENUM
+#define TYPE_LIST      T_LIST
+#define FLAG_0         0
+#define FLAG_SECRET    F_SECRET
+#define FLAG_HOSTPORT  F_HOSTPORT
+#define FLAG_EMPTY_OK  F_EMPTY_OK
+#define FLAG_MEMBER_ID F_MEMBER_ID
 
 typedef struct key_def {
     const char *name;
@@ -57,6 +59,21 @@ static const char *type_name(int t)
 const char *kc_conf_name(kc_conf_id_t id)
 {
     return keys[id].name;
+}
+
+void kc_conf_key_info(kc_conf_id_t id, kc_conf_key_info_t *out)
+{
+    static const kc_conf_type_t types[] = {KC_CONF_T_INT, KC_CONF_T_BOOL, KC_CONF_T_STR,
+                                           KC_CONF_T_ENUM, KC_CONF_T_LIST};
+    const key_def_t *k = &keys[id];
+    *out = (kc_conf_key_info_t){.name = k->name,
+                                .type = types[k->type],
+                                .def = k->def,
+                                .min = k->min,
+                                .max = k->max,
+                                .allowed = k->allowed,
+                                .secret = (k->flags & F_SECRET) != 0,
+                                .empty_ok = (k->flags & F_EMPTY_OK) != 0};
 }
 
 int kc_conf_edit_distance(const char *a, const char *b)
@@ -185,6 +202,25 @@ static kc_err_t check_list(const key_def_t *k, const char *v, kc_error_t *err)
     }
 }
 
+/* Java's rule for group.instance.id (the broker enforces the same and would answer
+ * INVALID_REQUEST much later, at the first join): at most 249 of [a-zA-Z0-9._-], not "." or "..".
+ * Empty means unset (dynamic membership). */
+static kc_err_t check_member_id(const key_def_t *k, const char *v, kc_error_t *err)
+{
+    size_t n = strlen(v);
+    if (n > 249)
+        return kc_fail(err, KC_ERR_CONFIG, "%s: %zu characters is too long (allowed: at most 249)",
+                       k->name, n);
+    if (strcmp(v, ".") == 0 || strcmp(v, "..") == 0)
+        return kc_fail(err, KC_ERR_CONFIG, "%s: \"%s\" is not allowed", k->name, v);
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)v[i]) && !strchr("._-", v[i]))
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "%s: \"%s\" has the character '%c' (allowed: a-z A-Z 0-9 . _ -)",
+                           k->name, v, isprint((unsigned char)v[i]) ? v[i] : '?');
+    return KC_OK;
+}
+
 /* The value check of one key. Secret values are never echoed back. */
 static kc_err_t check_value(const key_def_t *k, const char *v, kc_error_t *err)
 {
@@ -206,9 +242,13 @@ static kc_err_t check_value(const key_def_t *k, const char *v, kc_error_t *err)
                            k->name, shown);
         return KC_OK;
     case T_ENUM:
-        if (!in_allowed(k->allowed, v, strlen(v)))
-            return kc_fail(err, KC_ERR_CONFIG, "%s: \"%s\" is not allowed; allowed: %s", k->name,
-                           shown, k->allowed);
+        if (!in_allowed(k->allowed, v, strlen(v)) && !(!v[0] && (k->flags & F_EMPTY_OK)))
+            return kc_fail(err, KC_ERR_CONFIG, "%s: \"%s\" is not allowed; allowed: %s%s", k->name,
+                           shown, k->allowed, (k->flags & F_EMPTY_OK) ? " or empty" : "");
+        return KC_OK;
+    case T_STR:
+        if (k->flags & F_MEMBER_ID)
+            return check_member_id(k, v, err);
         return KC_OK;
     case T_LIST:
         return check_list(k, v, err);
@@ -339,7 +379,8 @@ void kc_conf_print_reference(void *out, int markdown)
         else if (k->type == T_BOOL)
             snprintf(allowed, sizeof allowed, "true|false");
         else if (k->allowed)
-            snprintf(allowed, sizeof allowed, "%s", k->allowed);
+            snprintf(allowed, sizeof allowed, "%s%s", k->allowed,
+                     (k->flags & F_EMPTY_OK) ? " or empty" : "");
         /* A secret key's default is empty by construction; print nothing for it regardless. */
         const char *def = (k->flags & F_SECRET) ? "(secret)" : k->def[0] ? k->def : "(unset)";
         if (markdown)

@@ -23,6 +23,23 @@ const char *kc_conf_str(const kc_conf_t *c, kc_conf_id_t id);
 bool kc_conf_is_set(const kc_conf_t *c, kc_conf_id_t id);
 const char *kc_conf_name(kc_conf_id_t id);
 
+/* The table's facts about one key (tests audit every key through this; tools may print it). */
+typedef enum {
+    KC_CONF_T_INT,
+    KC_CONF_T_BOOL,
+    KC_CONF_T_STR,
+    KC_CONF_T_ENUM,
+    KC_CONF_T_LIST
+} kc_conf_type_t;
+typedef struct kc_conf_key_info {
+    const char *name, *def, *allowed; /* allowed: '|'-separated words or NULL */
+    kc_conf_type_t type;
+    int64_t min, max; /* INT only */
+    bool secret;      /* never printed or echoed */
+    bool empty_ok;    /* ENUM: "" is also accepted (Java's "switched off") */
+} kc_conf_key_info_t;
+void kc_conf_key_info(kc_conf_id_t id, kc_conf_key_info_t *out);
+
 /* Levenshtein distance, bounded inputs (keys and enum values; longer strings are clipped). */
 int kc_conf_edit_distance(const char *a, const char *b);
 

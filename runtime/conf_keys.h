@@ -8,6 +8,8 @@
  *            LIST (comma-separated; each element one of `allowed` when it is not NULL)
  *   default  the value as a user would write it; "" = unset
  *   flags    SECRET: never printed, read back redacted. HOSTPORT: list elements are host:port.
+ *            EMPTY_OK: an ENUM also takes "" (Java's spelling of "off"). MEMBER_ID: a STR holding
+ *            a static member id (Java's character and length rules).
  *
  * isolation.level defaults to read_committed (the Java client defaults to read_uncommitted): a
  * consumer that never sees transactions pays nothing for it (the LSO equals the high watermark),
@@ -31,12 +33,12 @@
       "Consumer group; needed by kc_subscribe and for committing offsets")                         \
     X(GROUP_PROTOCOL, "group.protocol", ENUM, "consumer", 0, 0, "classic|consumer", 0,             \
       "consumer = KIP-848 (broker computes the assignment); classic = JoinGroup/SyncGroup")        \
-    X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, 0,                              \
+    X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, MEMBER_ID,                      \
       "Static membership id: a restart within the session timeout keeps the assignment")           \
     X(GROUP_REMOTE_ASSIGNOR, "group.remote.assignor", STR, "", 0, 0, NULL, 0,                      \
       "Server-side assignor for group.protocol=consumer (empty: the broker's default)")            \
-    X(PARTITION_ASSIGNMENT_STRATEGY, "partition.assignment.strategy", LIST, "range,cooperative-sticky", \
-      0, 0, "range|roundrobin|cooperative-sticky", 0,                                              \
+    X(PARTITION_ASSIGNMENT_STRATEGY, "partition.assignment.strategy", LIST,                        \
+      "range,cooperative-sticky", 0, 0, "range|roundrobin|cooperative-sticky", 0,                  \
       "Client-side assignors for group.protocol=classic, in preference order")                     \
     X(SESSION_TIMEOUT_MS, "session.timeout.ms", INT, "45000", 1000, 3600000, NULL, 0,              \
       "Classic protocol: the member is removed when no heartbeat arrives for this long")           \
@@ -50,8 +52,8 @@
       "Commit each partition's committable offset every auto.commit.interval.ms and on revoke")    \
     X(AUTO_COMMIT_INTERVAL_MS, "auto.commit.interval.ms", INT, "5000", 1, KC_I32MAX, NULL, 0,      \
       "Period of auto-commit")                                                                     \
-    X(ENABLE_AUTO_OFFSET_STORE, "enable.auto.offset.store", BOOL, "true", 0, 0, NULL, 0,          \
-      "true: a returned on_records callback advances the committable offset; false: only "        \
+    X(ENABLE_AUTO_OFFSET_STORE, "enable.auto.offset.store", BOOL, "true", 0, 0, NULL, 0,           \
+      "true: a returned on_records callback advances the committable offset; false: only "         \
       "kc_store_offset does")                                                                      \
     X(AUTO_OFFSET_RESET, "auto.offset.reset", ENUM, "latest", 0, 0, "earliest|latest|none", 0,     \
       "Where to start without a committed offset, or when it is out of range; none = error")       \
@@ -86,7 +88,7 @@
       3600000, NULL, 0, "Connect, TLS and SASL must finish within this")                           \
     X(SECURITY_PROTOCOL, "security.protocol", ENUM, "PLAINTEXT", 0, 0,                             \
       "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL", 0, "Transport to the brokers")                      \
-    X(SSL_CA_LOCATION, "ssl.ca.location", STR, "", 0, 0, NULL, 0,                                 \
+    X(SSL_CA_LOCATION, "ssl.ca.location", STR, "", 0, 0, NULL, 0,                                  \
       "CA bundle (PEM file) that verifies brokers; empty = system default")                        \
     X(SSL_CERTIFICATE_LOCATION, "ssl.certificate.location", STR, "", 0, 0, NULL, 0,                \
       "Client certificate (PEM) for mutual TLS")                                                   \
@@ -95,8 +97,9 @@
     X(SSL_KEY_PASSWORD, "ssl.key.password", STR, "", 0, 0, NULL, SECRET,                           \
       "Password of ssl.key.location")                                                              \
     X(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM, "ssl.endpoint.identification.algorithm", ENUM,        \
-      "https", 0, 0, "https|none", 0,                                                              \
-      "https: the broker certificate must match its host name; none: skip (testing only)")         \
+      "https", 0, 0, "https|none", EMPTY_OK,                                                       \
+      "https: the broker certificate must match its host name; none or empty (Java's way): skip "  \
+      "the name check, the chain is still verified (testing only)")                                \
     X(SASL_MECHANISM, "sasl.mechanism", ENUM, "PLAIN", 0, 0, "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512",  \
       0, "SASL mechanism (security.protocol SASL_*)")                                              \
     X(SASL_USERNAME, "sasl.username", STR, "", 0, 0, NULL, 0, "SASL user name")                    \

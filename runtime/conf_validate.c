@@ -3,7 +3,9 @@
  * conflict, each explained with what to change. Run at kc_consumer_new. No shared state: the
  * kc_conf_t belongs to the calling thread.
  */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "base/err.h"
@@ -24,6 +26,13 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "group.instance.id is set but group.id is not: static "
                        "membership is membership of a group; set group.id");
+    /* Java refuses the same ("enable.auto.commit cannot be set to true when default group id
+     * (null) is used"): without a group there is nothing to commit to. The default (true) alone
+     * is not an error: it simply has no effect then. */
+    if (SET(ENABLE_AUTO_COMMIT) && kc_conf_bool(c, KC_CONF_ENABLE_AUTO_COMMIT) && !STR(GROUP_ID)[0])
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "enable.auto.commit=true needs group.id: offsets are committed to a group; "
+                       "set group.id or enable.auto.commit=false");
     if (!kc_conf_bool(c, KC_CONF_ENABLE_AUTO_OFFSET_STORE) &&
         kc_conf_bool(c, KC_CONF_ENABLE_AUTO_COMMIT))
         return kc_fail(
@@ -40,11 +49,14 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "partition.assignment.strategy applies to group.protocol=classic only; with "
                        "consumer (KIP-848) the broker assigns: use group.remote.assignor");
-    if (!classic && (SET(SESSION_TIMEOUT_MS) || SET(HEARTBEAT_INTERVAL_MS)))
+    if (!classic &&
+        (SET(SESSION_TIMEOUT_MS) || SET(HEARTBEAT_INTERVAL_MS) || SET(REBALANCE_TIMEOUT_MS)))
         return kc_fail(err, KC_ERR_CONFIG,
                        "%s is a classic-protocol setting; with group.protocol=consumer the broker "
                        "sets it (group.consumer.* broker configs)",
-                       SET(SESSION_TIMEOUT_MS) ? "session.timeout.ms" : "heartbeat.interval.ms");
+                       SET(SESSION_TIMEOUT_MS)      ? "session.timeout.ms"
+                       : SET(HEARTBEAT_INTERVAL_MS) ? "heartbeat.interval.ms"
+                                                    : "rebalance.timeout.ms");
     if (classic && INT(HEARTBEAT_INTERVAL_MS) >= INT(SESSION_TIMEOUT_MS))
         return kc_fail(err, KC_ERR_CONFIG,
                        "heartbeat.interval.ms (%lld) must be lower than session.timeout.ms (%lld), "
@@ -81,6 +93,20 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "mutual TLS needs both ssl.certificate.location and "
                        "ssl.key.location");
+    if (STR(SSL_KEY_PASSWORD)[0] && !STR(SSL_KEY_LOCATION)[0])
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.key.password is set but ssl.key.location is not: the password "
+                       "decrypts that key file");
+    /* Files are checked here, at kc_consumer_new, as Java checks them when the client is built:
+     * a typo in a path should not surface as a TLS failure at the first connection. */
+    static const kc_conf_id_t files[] = {KC_CONF_SSL_CA_LOCATION, KC_CONF_SSL_CERTIFICATE_LOCATION,
+                                         KC_CONF_SSL_KEY_LOCATION};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        const char *path = kc_conf_str(c, files[i]);
+        if (path[0] && access(path, R_OK) != 0)
+            return kc_fail(err, KC_ERR_CONFIG, "%s: cannot read \"%s\": %s", kc_conf_name(files[i]),
+                           path, strerror(errno));
+    }
     return KC_OK;
 }
 

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "consumer_group.h"
 #include "consumer_int.h"
 #include "coordinator.h"
@@ -264,6 +265,12 @@ static void on_net(kc_loop_t *loop, void *arg)
             k->rc = add_one(c, &k->tps[j], &k->err);
         break;
     case KC_COP_UNASSIGN:
+        /* A group owns the assignment: manual calls would fight the coordinator's. */
+        if (c->grp) {
+            k->rc = kc_fail(&k->err, KC_ERR_STATE,
+                            "assign/unassign: the consumer is subscribed to a group");
+            break;
+        }
         while (c->n)
             remove_at(c, c->n - 1);
         break;
@@ -351,8 +358,27 @@ static void on_net(kc_loop_t *loop, void *arg)
     }
 }
 
+/* API misuse caught cheaply (include/kconsume.h, "Misuse"): a NULL handle, and a call that waits
+ * for the network thread made from callback context. The latter would hang, not crash: the
+ * network thread may itself be waiting for this very callback (a revoke, the close drain), and
+ * a worker blocked here is one fewer to run the partitions the wait depends on. */
+kc_err_t kc_consumer_guard(const kc_consumer_t *c, const char *fn, bool waits, kc_error_t *err)
+{
+    if (!c)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "%s: NULL consumer", fn);
+    if (waits && kc_rt_in_worker())
+        return kc_fail(err, KC_ERR_STATE,
+                       "%s called from a kconsume callback: it would wait for work that waits "
+                       "for this callback; call it from an app thread (in callbacks use "
+                       "kc_commit_async, kc_seek, kc_pause, kc_store_offset)",
+                       fn);
+    return KC_OK;
+}
+
 kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
+    if (!c)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "NULL consumer");
     k->c = c;
     if (atomic_load(&c->closed) && k->op != KC_COP_CLOSE && k->op != KC_COP_RT_DEAD &&
         k->op != KC_COP_GROUP_CLOSE)
@@ -367,6 +393,10 @@ kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
  * deadline or at close). */
 kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 {
+    kc_err_t g =
+        kc_consumer_guard(c, k->op == KC_COP_COMMITTED ? "kc_committed" : "kc_commit", true, err);
+    if (g != KC_OK)
+        return g;
     pthread_mutex_init(&k->mu, NULL);
     pthread_cond_init(&k->cv, NULL);
     kc_err_t rc = kc_consumer_call(c, k, err);
@@ -396,6 +426,13 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
         return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
+    /* io/ speaks TLS and SASL, but the engine's connections do not use them yet: refuse rather
+     * than connect in plaintext to a user who asked for encryption or authentication. */
+    if (strcmp(kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL), "PLAINTEXT") != 0)
+        return kc_fail(err, KC_ERR_UNSUPPORTED,
+                       "security.protocol=%s: the consumer does not connect with TLS or SASL yet "
+                       "(only PLAINTEXT); refused rather than sending in the clear",
+                       kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL));
     kc_callbacks_t none = {0};
     if (!cbs)
         cbs = &none; /* pull mode with no callbacks at all */
@@ -461,6 +498,9 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
 {
     if (!c)
         return KC_OK;
+    kc_err_t g = kc_consumer_guard(c, "kc_close", true, err);
+    if (g != KC_OK)
+        return g; /* checked before `closed` is set: an app thread can still close it */
     if (atomic_exchange(&c->closed, 1))
         return KC_OK;
     kc_err_t rc = KC_OK;
@@ -500,6 +540,13 @@ KC_API void kc_destroy(kc_consumer_t *c)
 {
     if (!c)
         return;
+    if (kc_rt_in_worker()) {
+        /* void: nothing to return the error in. Freeing the worker that runs us would crash;
+         * leaking the consumer and saying so is the lesser harm. */
+        kc_log(KC_LOG_ERROR, "consumer",
+               "kc_destroy called from a kconsume callback: ignored (call it from an app thread)");
+        return;
+    }
     kc_close(c, 0, NULL);
     kc_rt_free(c->rt);
     kc_netthread_stop(c->nt);

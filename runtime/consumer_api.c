@@ -30,11 +30,32 @@ static kc_err_t resolve_stored(kc_consumer_t *c, kc_topic_partition_t *tps, size
     return KC_OK;
 }
 
+/* Every entry names a topic and a partition >= 0 (caught here rather than on the network
+ * thread, where a NULL name would crash it). */
+static kc_err_t check_tps(const char *fn, const kc_topic_partition_t *tps, size_t n,
+                          kc_error_t *err)
+{
+    if (n && !tps)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "%s: NULL list of %zu partitions", fn, n);
+    for (size_t i = 0; i < n; i++) {
+        if (!tps[i].topic || !tps[i].topic[0])
+            return kc_fail(err, KC_ERR_INVALID_ARG, "%s: entry %zu has no topic name", fn, i);
+        if (tps[i].partition < 0)
+            return kc_fail(err, KC_ERR_INVALID_ARG, "%s: entry %zu (%s): partition %d < 0", fn, i,
+                           tps[i].topic, (int)tps[i].partition);
+    }
+    return KC_OK;
+}
+
 static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n, int replace,
                        kc_error_t *err)
 {
-    if (!c || (n && !tps))
-        return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad arguments");
+    const char *fn = replace ? "kc_assign" : "kc_incremental_assign";
+    kc_err_t g = kc_consumer_guard(c, fn, false, err);
+    if (g == KC_OK)
+        g = check_tps(fn, tps, n, err);
+    if (g != KC_OK)
+        return g;
     kc_topic_partition_t *copy = calloc(n ? n : 1, sizeof *copy);
     if (!copy)
         return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
@@ -85,6 +106,18 @@ KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err)
 KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
                         int64_t value, kc_error_t *err)
 {
+    kc_topic_partition_t tp = {topic, partition, 0};
+    kc_err_t g = kc_consumer_guard(c, "kc_seek", false, err);
+    if (g == KC_OK)
+        g = check_tps("kc_seek", &tp, 1, err);
+    if (g != KC_OK)
+        return g;
+    if (kind < KC_SEEK_OFFSET || kind > KC_SEEK_TIMESTAMP)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_seek: unknown kind %d", (int)kind);
+    if (kind == KC_SEEK_OFFSET && value < 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "kc_seek: offset %lld < 0 (use KC_SEEK_BEGINNING / KC_SEEK_END)",
+                       (long long)value);
     kc_ccall_t k = {.op = KC_COP_SEEK,
                     .topic = topic,
                     .partition = partition,
@@ -96,6 +129,11 @@ KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, 
 KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                          kc_error_t *err)
 {
+    kc_err_t g = kc_consumer_guard(c, "kc_pause", false, err);
+    if (g == KC_OK)
+        g = check_tps("kc_pause", tps, n, err);
+    if (g != KC_OK)
+        return g;
     kc_ccall_t k = {.op = KC_COP_PAUSE, .tps = tps, .n = n};
     return kc_consumer_call(c, &k, err);
 }
@@ -103,6 +141,11 @@ KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size
 KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                           kc_error_t *err)
 {
+    kc_err_t g = kc_consumer_guard(c, "kc_resume", false, err);
+    if (g == KC_OK)
+        g = check_tps("kc_resume", tps, n, err);
+    if (g != KC_OK)
+        return g;
     kc_ccall_t k = {.op = KC_COP_RESUME, .tps = tps, .n = n};
     return kc_consumer_call(c, &k, err);
 }
@@ -110,8 +153,13 @@ KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, siz
 KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n, int timeout_ms,
                              kc_error_t *err)
 {
-    if (!c || !tps || !n)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "committed: bad arguments");
+    kc_err_t g = kc_consumer_guard(c, "kc_committed", true, err);
+    if (g == KC_OK)
+        g = check_tps("kc_committed", tps, n, err);
+    if (g != KC_OK)
+        return g;
+    if (!tps || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_committed: no partitions given");
     if (!c->group)
         return kc_fail(err, KC_ERR_CONFIG, "committed needs group.id");
     for (size_t i = 0; i < n; i++)
@@ -124,8 +172,11 @@ KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t
 KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                           int timeout_ms, kc_error_t *err)
 {
-    if (!c)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "commit: no consumer");
+    kc_err_t g = kc_consumer_guard(c, "kc_commit", true, err);
+    if (g == KC_OK && tps)
+        g = check_tps("kc_commit", tps, n, err);
+    if (g != KC_OK)
+        return g;
     kc_ccall_t k = {.op = KC_COP_COMMIT, .tps = tps, .n = n, .timeout_ms = timeout_ms};
     return kc_consumer_call_wait(c, &k, err);
 }

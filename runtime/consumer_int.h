@@ -87,14 +87,16 @@ enum {
     KC_COP_COMMITTED,
     KC_COP_CLOSE,
     KC_COP_RT_DEAD,
-    KC_COP_POSITION, /* value <- the partition's committable offset */
-    KC_COP_STORE,    /* the partition's committable offset <- value */
+    KC_COP_POSITION,    /* value <- the partition's committable offset */
+    KC_COP_STORE,       /* the partition's committable offset <- value */
     KC_COP_SUBSCRIBE,   /* consumer_group.c: out = the topic names, n */
     KC_COP_GROUP_CLOSE, /* consumer_group.c: revoke, commit, leave; done when left */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */
 kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
+/* KC_ERR_INVALID_ARG for a NULL consumer; with `waits`, KC_ERR_STATE in callback context. */
+kc_err_t kc_consumer_guard(const kc_consumer_t *c, const char *fn, bool waits, kc_error_t *err);
 /* Same, then waits for the engine's callback (commit, committed). */
 kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
 

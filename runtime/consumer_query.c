@@ -69,8 +69,12 @@ static void start(kc_loop_t *loop, void *arg)
 static kc_err_t ask(kc_consumer_t *c, const char *topic, int32_t partition, int timeout_ms,
                     kc_engine_query_result_t *out, kc_error_t *err)
 {
-    if (!c || !topic || !*topic)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "query: consumer and topic are required");
+    kc_err_t g = kc_consumer_guard(c, partition < 0 ? "kc_topic_partitions" : "kc_query_watermarks",
+                                   true, err);
+    if (g != KC_OK)
+        return g;
+    if (!topic || !*topic)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "query: topic is required");
     if (atomic_load(&c->closed))
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     qwait_t *w = calloc(1, sizeof *w);

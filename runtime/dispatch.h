@@ -134,6 +134,9 @@ size_t kc_rt_stats_workers(const kc_rt_t *rt, char *buf, size_t cap);
 
 /* Lifecycle of the dispatcher. Network thread (or whoever owns the consumer). */
 kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err);
+/* True on a worker thread of any runtime, i.e. in callback context: the public API refuses the
+ * calls that would wait for the network thread from there (consumer.c, kc_consumer_guard). */
+bool kc_rt_in_worker(void);
 /* Stops the workers. drain: deliver everything queued first; else drop queued batches. Waits up
  * to timeout_ms for in-flight callbacks; KC_ERR_TIMEOUT if some still run (they are not killed:
  * kc_rt_free then waits for them, since freeing under a running callback would be a

@@ -148,6 +148,9 @@ KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc
     if (!c || !out)
         return kc_fail(err, KC_ERR_INVALID_ARG, "kc_poll: consumer and out are required");
     *out = NULL;
+    kc_err_t g = kc_consumer_guard(c, "kc_poll", timeout_ms != 0, err);
+    if (g != KC_OK)
+        return g;
     kc_pull_t *q = c->pull;
     if (!q)
         return kc_fail(err, KC_ERR_STATE, "kc_poll: the consumer has on_records (push mode)");

@@ -267,9 +267,19 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
     }
 }
 
+/* Set once on each worker thread, read only by the same thread: callbacks run only on workers,
+ * so "am I inside a callback" is "am I a worker" (kc_rt_in_worker). */
+static _Thread_local bool this_is_a_worker;
+
+bool kc_rt_in_worker(void)
+{
+    return this_is_a_worker;
+}
+
 void *kc_rt_worker_main(void *arg)
 {
     kc_rt_worker_t *w = arg;
+    this_is_a_worker = true;
     kc_rt_part_t *p;
     bool had = false;
     while ((p = kc_rt_runq_pop(&w->rt->rq, had))) {

@@ -21,3 +21,10 @@ const char *kc_test_src_path(const char *rel)
     snprintf(buf, sizeof buf, "%s/%s", root ? root : ".", rel);
     return buf;
 }
+
+int64_t kc_test_time_scale(void)
+{
+    const char *v = getenv("KC_TEST_TIME_SCALE");
+    long long n = v ? atoll(v) : 1;
+    return n >= 1 ? n : 1;
+}

@@ -15,4 +15,9 @@ const char *kc_test_env(const char *name);
 /* Path of a file under the source tree (KC_SOURCE_DIR), in a static buffer. */
 const char *kc_test_src_path(const char *rel);
 
+/* Multiplier for wall-clock bounds in tests (KC_TEST_TIME_SCALE, default 1): tests/valgrind-unit
+ * sets it, since code runs 20-50 times slower there. Only latency bounds scale by it, never a
+ * count or an ordering. */
+int64_t kc_test_time_scale(void);
+
 #endif

@@ -1,4 +1,5 @@
 /* Configuration: per-key validation, suggestions, conflicts, secrets, the printed reference. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,10 +80,13 @@ static void bad_values_name_key_value_and_allowed(void **state)
     assert_true(kc_conf_bool(C, KC_CONF_CHECK_CRCS));
 }
 
+static char last_conflict[256];
+
 static void conflict(const char *needle)
 {
     kc_error_t e;
     assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    snprintf(last_conflict, sizeof last_conflict, "%s", e.msg);
     if (!strstr(e.msg, needle))
         fail_msg("validate: \"%s\" lacks \"%s\"", e.msg, needle);
 }
@@ -180,6 +184,148 @@ static void secrets_never_printed(void **state)
     kc_conf_destroy(d);
 }
 
+/* Every key of the table, by its declared type: the default is accepted; values just outside
+ * the range, of the wrong type or not in the allowed set are refused with a message that names
+ * the key, the bad value (never a secret) and what is allowed. A key added to the table is
+ * audited here with no test to write. */
+static void every_key_is_validated(void **state)
+{
+    (void)state;
+    char bad[64], want[160];
+    for (int id = 0; id < KC_CONF__COUNT; id++) {
+        kc_conf_key_info_t k;
+        kc_conf_key_info((kc_conf_id_t)id, &k);
+        assert_non_null(k.name);
+        if (k.def[0] || k.type == KC_CONF_T_STR || k.empty_ok)
+            set_ok(k.name, k.def);
+        switch (k.type) {
+        case KC_CONF_T_INT:
+            snprintf(want, sizeof want, "%s: ", k.name);
+            expect_msg(k.name, "12x", want);
+            expect_msg(k.name, "12x", "is not an integer");
+            expect_msg(k.name, "", "is not an integer");
+            snprintf(want, sizeof want, "(allowed: %lld..%lld)", (long long)k.min,
+                     (long long)k.max);
+            if (k.min > INT64_MIN) {
+                snprintf(bad, sizeof bad, "%lld", (long long)k.min - 1);
+                expect_msg(k.name, bad, want);
+                expect_msg(k.name, bad, k.name);
+            }
+            if (k.max < INT64_MAX) {
+                snprintf(bad, sizeof bad, "%lld", (long long)k.max + 1);
+                expect_msg(k.name, bad, want);
+            } else {
+                expect_msg(k.name, "9223372036854775808", "is not an integer"); /* overflow */
+            }
+            snprintf(bad, sizeof bad, "%lld", (long long)k.min);
+            set_ok(k.name, bad);
+            snprintf(bad, sizeof bad, "%lld", (long long)k.max);
+            set_ok(k.name, bad);
+            break;
+        case KC_CONF_T_BOOL:
+            expect_msg(k.name, "yes", k.name);
+            expect_msg(k.name, "yes", "\"yes\" is not a boolean (allowed: true|false)");
+            set_ok(k.name, "true");
+            set_ok(k.name, "false");
+            break;
+        case KC_CONF_T_ENUM:
+        case KC_CONF_T_LIST:
+            if (!k.allowed) {
+                assert_int_equal(k.type, KC_CONF_T_LIST); /* an ENUM always lists its words */
+                break;
+            }
+            snprintf(want, sizeof want, "allowed: %s", k.allowed);
+            expect_msg(k.name, "no-such-value", want);
+            expect_msg(k.name, "no-such-value", k.name);
+            expect_msg(k.name, "no-such-value", "\"no-such-value\" is not allowed");
+            for (const char *p = k.allowed; *p;) {
+                size_t n = strcspn(p, "|");
+                snprintf(bad, sizeof bad, "%.*s", (int)n, p);
+                set_ok(k.name, bad);
+                p += n + (p[n] == '|');
+            }
+            if (k.type == KC_CONF_T_ENUM && !k.empty_ok)
+                expect_msg(k.name, "", want);
+            break;
+        case KC_CONF_T_STR:
+            break;
+        }
+    }
+}
+
+static void member_id_and_empty_identification(void **state)
+{
+    (void)state;
+    set_ok("group.instance.id", "host-1.pod_2");
+    set_ok("group.instance.id", ""); /* unset: dynamic membership */
+    expect_msg("group.instance.id", "a b", "has the character ' ' (allowed: a-z A-Z 0-9 . _ -)");
+    expect_msg("group.instance.id", "..", "\"..\" is not allowed");
+    char long_id[300];
+    memset(long_id, 'x', 250);
+    long_id[250] = '\0';
+    expect_msg("group.instance.id", long_id, "250 characters is too long (allowed: at most 249)");
+    long_id[249] = '\0';
+    set_ok("group.instance.id", long_id);
+    /* Java's way to switch the host name check off is the empty value */
+    set_ok("ssl.endpoint.identification.algorithm", "");
+    set_ok("ssl.endpoint.identification.algorithm", "none");
+    expect_msg("ssl.endpoint.identification.algorithm", "HTTPS", "allowed: https|none or empty");
+}
+
+static void more_conflicts_are_explained(void **state)
+{
+    (void)state;
+    kc_error_t e;
+    set_ok("bootstrap.servers", "h:1");
+    /* as Java: an explicit enable.auto.commit=true without a group has nothing to commit to */
+    set_ok("enable.auto.commit", "true");
+    conflict("enable.auto.commit=true needs group.id");
+    set_ok("group.id", "g");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    /* rebalance.timeout.ms is classic's JoinGroup field */
+    set_ok("rebalance.timeout.ms", "60000");
+    conflict("rebalance.timeout.ms is a classic-protocol setting");
+    set_ok("group.protocol", "classic");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    /* other ways to conflict, each explained */
+    set_ok("group.protocol", "consumer");
+    kc_conf_destroy(C);
+    C = kc_conf_new();
+    set_ok("bootstrap.servers", "h:1");
+    set_ok("group.id", "g");
+    set_ok("group.protocol", "consumer");
+    set_ok("partition.assignment.strategy", "range");
+    conflict("partition.assignment.strategy applies to group.protocol=classic only");
+    kc_conf_destroy(C);
+    C = kc_conf_new();
+    set_ok("bootstrap.servers", "h:1");
+    set_ok("fetch.min.bytes", "2000000");
+    set_ok("fetch.max.bytes", "1048576");
+    conflict("fetch.min.bytes (2000000) exceeds fetch.max.bytes (1048576)");
+    set_ok("fetch.min.bytes", "1");
+    set_ok("reconnect.backoff.ms", "5000");
+    conflict("reconnect.backoff.ms (5000) exceeds reconnect.backoff.max.ms (1000)");
+    set_ok("reconnect.backoff.ms", "50");
+    set_ok("fetch.max.wait.ms", "30000");
+    conflict("fetch.max.wait.ms (30000) must be below request.timeout.ms (30000)");
+    set_ok("fetch.max.wait.ms", "500");
+    /* TLS files: the password needs its key; a path must be readable at creation */
+    set_ok("security.protocol", "SSL");
+    set_ok("ssl.key.password", "s3cr3t-never-shown");
+    conflict("ssl.key.password is set but ssl.key.location is not");
+    assert_null(strstr(last_conflict, "s3cr3t"));
+    set_ok("ssl.certificate.location", "/nonexistent/kc-cert.pem");
+    conflict("mutual TLS needs both");
+    set_ok("ssl.key.location", "/nonexistent/kc-key.pem");
+    conflict("ssl.certificate.location: cannot read \"/nonexistent/kc-cert.pem\": No such file");
+    assert_null(strstr(last_conflict, "s3cr3t"));
+    set_ok("ssl.certificate.location", "/dev/null");
+    set_ok("ssl.key.location", "/dev/null");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    set_ok("ssl.ca.location", "/nonexistent/ca.pem");
+    conflict("ssl.ca.location: cannot read");
+}
+
 static void runtime_options_from_conf(void **state)
 {
     (void)state;
@@ -209,6 +355,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(conflicts_are_explained, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_never_printed, setup, teardown),
         cmocka_unit_test_setup_teardown(runtime_options_from_conf, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_key_is_validated, setup, teardown),
+        cmocka_unit_test_setup_teardown(member_id_and_empty_identification, setup, teardown),
+        cmocka_unit_test_setup_teardown(more_conflicts_are_explained, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

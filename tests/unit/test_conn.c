@@ -1068,10 +1068,21 @@ static void transport_goodbye_on_close(kc_loop_backend_t b)
     assert_int_equal(count_fds(), fds0);
 }
 
+/* io_uring refused here: skip before the test starts a server thread, which a skip() from
+ * inside would leave running on a dead stack frame. */
+static void uring_or_skip(void)
+{
+    kc_loop_t *l = NULL;
+    if (kc_loop_new(&l, KC_LOOP_URING, NULL) != KC_OK)
+        skip();
+    kc_loop_free(l);
+}
+
 #define BOTH(fn)                                                                                   \
     static void fn##_uring(void **s)                                                               \
     {                                                                                              \
         (void)s;                                                                                   \
+        uring_or_skip();                                                                           \
         fn(KC_LOOP_URING);                                                                         \
     }                                                                                              \
     static void fn##_epoll(void **s)                                                               \

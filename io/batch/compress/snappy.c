@@ -21,6 +21,12 @@ static kc_err_t raw_block(kc_decode_ctx_t *ctx, const uint8_t *in, size_t len, s
     size_t n;
     if (snappy_uncompressed_length((const char *)in, len, &n) != SNAPPY_OK)
         return kc_fail(err, KC_ERR_MALFORMED, "snappy: bad block header");
+    /* A claim no snappy block of this size can back (its densest op, a 3-byte copy, yields 64
+     * bytes) is refused before anything is allocated for it. */
+    if (n > len / 3 * 64 + 64)
+        return kc_fail(err, KC_ERR_MALFORMED,
+                       "snappy: block of %zu bytes claims %zu decompressed, more than it can hold",
+                       len, n);
     if (n > ctx->max_out - *produced)
         return kc_fail(err, KC_ERR_TOO_LARGE,
                        "snappy: block of %zu bytes would exceed the bound of %zu bytes", n,

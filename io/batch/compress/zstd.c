@@ -4,6 +4,7 @@
  * State: the DCtx lives in the worker's kc_decode_ctx_t (owner: that worker).
  */
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "batch/compress/compress.h"
 
@@ -11,10 +12,52 @@
  * 2^27 (128 MiB) is zstd's default limit for decoders and above what Kafka producers use. */
 #define WINDOW_LOG_MAX 27
 
+/* How far a frame header's content size is believed before real output backs it. */
+#define HINT_RATIO 32
+#define HINT_SLACK ((size_t)64 << 10)
+
 void kc_zstd_ctx_free(kc_decode_ctx_t *ctx)
 {
     ZSTD_freeDCtx(ctx->zstd);
     ctx->zstd = NULL;
+}
+
+/* The history window the first frame's header declares (0: not a parsable header). Streaming
+ * decompression allocates a buffer of this size inside the DCtx before reading any block. */
+static uint64_t declared_window(const uint8_t *in, size_t len)
+{
+    if (len < 6 || in[0] != 0x28 || in[1] != 0xb5 || in[2] != 0x2f || in[3] != 0xfd)
+        return 0;
+    uint8_t fhd = in[4];
+    if (fhd & 0x20) { /* single segment: the window is the content size */
+        unsigned long long fcs = ZSTD_getFrameContentSize(in, len);
+        return fcs == ZSTD_CONTENTSIZE_UNKNOWN || fcs == ZSTD_CONTENTSIZE_ERROR ? 0 : fcs;
+    }
+    uint8_t wd = in[5];
+    uint64_t base = (uint64_t)1 << (10 + (wd >> 3));
+    return base + base / 8 * (wd & 7);
+}
+
+/* One-shot decode straight into ctx->out, which then is the history window: zstd allocates no
+ * window of its own. Used when the header declares a window the frame's bytes cannot justify;
+ * the buffer doubles (re-decoding) only as far as real output needs, up to max_out. */
+static kc_err_t one_shot(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_len, size_t *out_len,
+                         kc_error_t *err)
+{
+    kc_err_t rc;
+    if (!ctx->out_cap && (rc = kc_decode_grow(ctx, 0, err)) != KC_OK)
+        return rc;
+    for (;;) {
+        size_t n = ZSTD_decompressDCtx(ctx->zstd, ctx->out, ctx->out_cap, in, in_len);
+        if (!ZSTD_isError(n)) {
+            *out_len = n;
+            return KC_OK;
+        }
+        if (ZSTD_getErrorCode(n) != ZSTD_error_dstSize_tooSmall)
+            return kc_fail(err, KC_ERR_MALFORMED, "zstd: %s", ZSTD_getErrorName(n));
+        if ((rc = kc_decode_grow(ctx, 0, err)) != KC_OK)
+            return rc;
+    }
 }
 
 kc_err_t kc_zstd_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_len, size_t *out_len,
@@ -29,10 +72,17 @@ kc_err_t kc_zstd_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_l
     } else {
         ZSTD_DCtx_reset(ctx->zstd, ZSTD_reset_session_only);
     }
-    /* Size the buffer from the frame header when it says, so most batches decode in one pass. */
+    uint64_t window = declared_window(in, in_len);
+    if (window > (uint64_t)in_len * HINT_RATIO + HINT_SLACK)
+        return one_shot(ctx, in, in_len, out_len, err);
+    /* Size the buffer from the frame header when it says, so most batches decode in one pass.
+     * The header is only a claim: believe it up to HINT_RATIO times the frame (typical record
+     * data compresses far less), and let real output grow the buffer past that. */
     unsigned long long hint = ZSTD_getFrameContentSize(in, in_len);
     if (hint != ZSTD_CONTENTSIZE_UNKNOWN && hint != ZSTD_CONTENTSIZE_ERROR && hint > 0) {
         size_t want = hint < ctx->max_out ? (size_t)hint : ctx->max_out;
+        if (want > in_len * HINT_RATIO + HINT_SLACK)
+            want = in_len * HINT_RATIO + HINT_SLACK;
         if ((rc = kc_decode_reserve(ctx, want, 0, err)) != KC_OK)
             return rc;
     }
