@@ -21,9 +21,22 @@ kc_eng_broker_t *kc_eng_broker_get(kc_engine_t *e, int32_t id)
     return NULL;
 }
 
+/* A connection that failed for good (TLS refused, SASL login refused: kc_conn does not retry
+ * those, as retrying a wrong password only locks accounts) is the caller's to hear about: a
+ * consumer with bad credentials would otherwise just never receive anything. */
+static void conn_state(kc_conn_t *conn, kc_conn_state_t st, const kc_error_t *why, void *opaque)
+{
+    (void)conn;
+    kc_engine_t *e = opaque;
+    if (st == KC_CONN_FAILED && why && e->sink.error)
+        e->sink.error(e->sink.opaque, NULL, NULL, -1, why);
+}
+
 kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
 {
     kc_conn_opts_t o = {0};
+    o.on_state = conn_state;
+    o.state_opaque = e;
     o.servers = servers;
     o.client_id = e->client_id;
     o.connect_timeout_ms = 10000;
@@ -32,7 +45,12 @@ kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
     o.reconnect_backoff_max_ms = 1000;
     kc_conn_t *c = NULL;
     kc_error_t err;
+    if (kc_conn_security_apply(e->conf.security, &o, &err) != KC_OK) {
+        kc_log(KC_LOG_ERROR, "engine", "connection to %s: %s", servers, err.msg);
+        return NULL;
+    }
     if (kc_conn_new(&c, e->loop, &o, &err) != KC_OK) {
+        kc_conn_security_discard(&o);
         kc_log(KC_LOG_ERROR, "engine", "connection to %s: %s", servers, err.msg);
         return NULL;
     }

@@ -133,7 +133,9 @@ static void use_coordinator(kc_gcl_t *g, const char *addr, int32_t node)
     o.on_state = conn_state;
     o.state_opaque = g;
     kc_error_t err;
-    if (kc_conn_new(&g->conn, g->e->loop, &o, &err) != KC_OK) {
+    if (kc_conn_security_apply(g->e->conf.security, &o, &err) != KC_OK ||
+        kc_conn_new(&g->conn, g->e->loop, &o, &err) != KC_OK) {
+        kc_conn_security_discard(&o);
         g->conn = NULL;
         g->find_retry_ms = kc_now_ms() + 500;
         return;

@@ -22,6 +22,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "conn.h"
+#include "conn_security.h"
 #include "loop.h"
 #include "partition.h"
 
@@ -66,6 +67,9 @@ typedef struct kc_engine_conf {
     int64_t retry_backoff_ms;     /* 100 */
     int64_t retry_backoff_max_ms; /* 1000 */
     int request_timeout_ms;       /* 30000 */
+    /* security.protocol for every connection the engine opens (NULL: PLAINTEXT); must outlive
+     * the engine and its connections (io/conn_security.h). */
+    const kc_conn_security_t *security;
 } kc_engine_conf_t;
 
 void kc_engine_conf_defaults(kc_engine_conf_t *c);

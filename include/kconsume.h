@@ -290,9 +290,13 @@ KC_API void kc_conf_print_reference(void *out, int markdown);
  * Creates a consumer: validates `conf` (KC_ERR_CONFIG explains what is wrong), starts the
  * network thread and the workers. Takes ownership of `conf` on success only (on failure the
  * caller still owns it). `cbs` is copied. Any app thread. Implemented by the engine.
- * security.protocol other than PLAINTEXT gives KC_ERR_UNSUPPORTED for now: io/ has TLS (chain and
- * host name verified by default) and SASL, but the consumer's connections do not use them yet,
- * and connecting in the clear instead would be worse than refusing.
+ * security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) applies to EVERY connection the
+ * consumer opens (bootstrap, brokers, coordinators, a classic member's own coordinator
+ * connection): TLS verifies the chain and the host name by default (ssl.ca.location, or the
+ * system store when unset; ssl.endpoint.identification.algorithm= turns the name check off, as in
+ * Java); SASL is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (sasl.mechanism, sasl.username,
+ * sasl.password) with KIP-368 re-authentication. TLS material that does not load fails here with
+ * KC_ERR_CONFIG; a refused login reaches the error callback as KC_ERR_AUTH (never the password).
  */
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
                                 kc_error_t *err);

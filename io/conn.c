@@ -110,6 +110,8 @@ void kc_conn_finish_reset(kc_conn_t *c)
         free(c->cbuf);
         free(c->servers);
         free(c->client_id);
+        if (c->o.auth_free)
+            c->o.auth_free(c->o.auth_opaque);
         free(c);
         return;
     }

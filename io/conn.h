@@ -89,6 +89,9 @@ typedef struct kc_conn_opts {
      * with kc_conn_auth_done(). NULL = none. */
     void (*authenticate)(kc_conn_t *conn, void *opaque);
     void *auth_opaque;
+    /* Frees auth_opaque when the connection is freed (it holds per-connection exchange state,
+     * e.g. kc_conn_sasl_t). NULL: the caller owns it and frees it after the connection. */
+    void (*auth_free)(void *opaque);
     /* Transport per TCP connection (TLS); NULL = plaintext. `host` is the configured host name
      * or IP literal (for SNI and certificate checks). */
     kc_conn_transport_new_fn transport_new;

@@ -250,6 +250,7 @@ static void on_net(kc_loop_t *loop, void *arg)
                                                           : KC_RESET_LATEST;
         ec.metadata_max_age_ms = kc_conf_int(f, KC_CONF_METADATA_MAX_AGE_MS);
         ec.request_timeout_ms = (int)kc_conf_int(f, KC_CONF_REQUEST_TIMEOUT_MS);
+        ec.security = c->sec;
         kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         if (k->rc == KC_OK) {
@@ -414,6 +415,13 @@ kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
     return rc;
 }
 
+/* An optional string setting: NULL when unset (empty), as io/tls.h reads "not given". */
+static const char *opt_str(const kc_conf_t *conf, kc_conf_id_t id)
+{
+    const char *v = kc_conf_str(conf, id);
+    return v && *v ? v : NULL;
+}
+
 /* ---- the public API ------------------------------------------------------------------------ */
 
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
@@ -426,19 +434,31 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
         return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
-    /* io/ speaks TLS and SASL, but the engine's connections do not use them yet: refuse rather
-     * than connect in plaintext to a user who asked for encryption or authentication. */
-    if (strcmp(kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL), "PLAINTEXT") != 0)
-        return kc_fail(err, KC_ERR_UNSUPPORTED,
-                       "security.protocol=%s: the consumer does not connect with TLS or SASL yet "
-                       "(only PLAINTEXT); refused rather than sending in the clear",
-                       kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL));
+    /* security.protocol: the TLS context and SASL credentials every connection of this
+     * consumer uses (io/conn_security.h); loaded now so bad material fails creation. */
+    kc_conn_security_t *sec = NULL;
+    kc_conn_security_conf_t scf = {
+        .protocol = kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL),
+        .tls = {.ca_location = opt_str(conf, KC_CONF_SSL_CA_LOCATION),
+                .cert_location = opt_str(conf, KC_CONF_SSL_CERTIFICATE_LOCATION),
+                .key_location = opt_str(conf, KC_CONF_SSL_KEY_LOCATION),
+                .key_password = opt_str(conf, KC_CONF_SSL_KEY_PASSWORD),
+                .endpoint_identification =
+                    kc_conf_str(conf, KC_CONF_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)},
+        .sasl_mechanism = kc_conf_str(conf, KC_CONF_SASL_MECHANISM),
+        .sasl_username = kc_conf_str(conf, KC_CONF_SASL_USERNAME),
+        .sasl_password = kc_conf_str(conf, KC_CONF_SASL_PASSWORD)};
+    if ((rc = kc_conn_security_new(&scf, &sec, err)) != KC_OK)
+        return rc;
     kc_callbacks_t none = {0};
     if (!cbs)
         cbs = &none; /* pull mode with no callbacks at all */
     kc_consumer_t *c = calloc(1, sizeof *c);
-    if (!c)
+    if (!c) {
+        kc_conn_security_free(sec);
         return kc_fail(err, KC_ERR_NOMEM, "kc_consumer_new: out of memory");
+    }
+    c->sec = sec;
     c->conf = conf;
     c->cbs = *cbs;
     const char *g = kc_conf_str(conf, KC_CONF_GROUP_ID);
@@ -450,6 +470,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     if ((rc = kc_loop_backend_parse(kc_conf_str(conf, KC_CONF_IO_BACKEND), &be, err)) != KC_OK ||
         (rc = kc_netthread_start(&c->nt, be, err)) != KC_OK) {
         free(c->group);
+        kc_conn_security_free(c->sec);
         free(c);
         return rc;
     }
@@ -463,6 +484,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         if ((rc = kc_pull_new(c, o.workers)) != KC_OK) {
             kc_netthread_stop(c->nt);
             free(c->group);
+            kc_conn_security_free(c->sec);
             free(c);
             return kc_fail(err, rc, "kc_consumer_new: out of memory");
         }
@@ -476,6 +498,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         kc_netthread_stop(c->nt);
         kc_pull_free(c);
         free(c->group);
+        kc_conn_security_free(c->sec);
         free(c);
         return rc;
     }
@@ -487,6 +510,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         kc_netthread_stop(c->nt);
         kc_pull_free(c);
         free(c->group);
+        kc_conn_security_free(c->sec);
         free(c);
         return rc;
     }
@@ -557,5 +581,6 @@ KC_API void kc_destroy(kc_consumer_t *c)
     kc_consumer_ext_free(c);
     kc_pull_free(c);
     kc_conf_destroy(c->conf);
+    kc_conn_security_free(c->sec); /* after the network thread: no connection uses it now */
     free(c);
 }

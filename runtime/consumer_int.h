@@ -28,6 +28,7 @@ typedef struct kc_pull kc_pull_t; /* pull.c */
 
 struct kc_consumer {
     kc_conf_t *conf;
+    kc_conn_security_t *sec; /* security.protocol; read by the network thread's connections */
     kc_callbacks_t cbs;
     kc_netthread_t *nt;
     kc_engine_t *e;
