@@ -132,7 +132,7 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
     size_t kept = 0, refused = 0;
     int16_t first = 0;
     const char *why = NULL;
-    char names[160] = "";
+    char names[96] = "";
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
         const char *t = res[i].topic;
@@ -177,12 +177,10 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
     if (refused) {
         kc_error_t e;
         kc_fail_kafka(&e, first,
-                      "group %s: the committed offset of %zu partition(s) cannot be read, so "
-                      "they stay assigned but are NOT consumed (starting them from "
-                      "auto.offset.reset could skip or re-read records); fix the cause (e.g. "
-                      "grant DESCRIBE on the group and the topic), then re-subscribe or restart "
-                      "the consumer:%s",
-                      group, refused, names);
+                      "group %s: committed offset unreadable for%s: these stay assigned but NOT "
+                      "consumed (auto.offset.reset could skip or re-read); fix the cause (e.g. "
+                      "ACLs), then re-subscribe or restart",
+                      group, names);
         h->error(h->opaque, &e, false);
     }
     if (kept) {
