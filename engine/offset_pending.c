@@ -124,8 +124,8 @@ bool kc_opend_retriable(kc_err_t rc, int16_t code)
     return v != KC_OFFSETS_OK && v != KC_OFFSETS_FAIL;
 }
 
-void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offset_t *res,
-                    size_t n, const kc_g848_hooks_t *h, const char *group, int64_t now)
+void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offset_t *res, size_t n,
+                    const kc_g848_hooks_t *h, const char *group, int64_t now)
 {
     if (retry)
         p->inflight = false;
@@ -150,8 +150,8 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
                 x->asked = false;
             else if (!keep(p, t, part)) {
                 kc_error_t e;
-                kc_fail(&e, KC_ERR_NOMEM, "group %s: %s[%d] not started: out of memory", group,
-                        t, (int)part);
+                kc_fail(&e, KC_ERR_NOMEM, "group %s: %s[%d] not started: out of memory", group, t,
+                        (int)part);
                 h->error(h->opaque, &e, false);
             }
             kept++;

@@ -61,8 +61,8 @@ void kc_opend_send_failed(kc_opend_t *p, int64_t now);
  * answer to kc_opend_take_due's request (clears `inflight`; partitions no longer asked are
  * skipped), else the first fetch of an assignment. Starts, keeps or reports each partition as
  * the header says, through h->assign / h->error. */
-void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offset_t *res,
-                    size_t n, const kc_g848_hooks_t *h, const char *group, int64_t now);
+void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offset_t *res, size_t n,
+                    const kc_g848_hooks_t *h, const char *group, int64_t now);
 
 /* Pure: may a partition's OffsetFetch outcome be asked again? `rc` the call's result, `code` the
  * partition's error (-1: the answer did not name it). */

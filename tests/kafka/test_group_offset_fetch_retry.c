@@ -96,12 +96,9 @@ static kc_consumer_t *consumer(const char *bootstrap, const char *group, const c
 {
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;
-    const char *kv[][2] = {{"bootstrap.servers", bootstrap},
-                           {"group.id", group},
-                           {"group.protocol", protocol},
-                           {"enable.auto.commit", "false"},
-                           {"auto.offset.reset", "latest"},
-                           {"request.timeout.ms", "1500"},
+    const char *kv[][2] = {{"bootstrap.servers", bootstrap}, {"group.id", group},
+                           {"group.protocol", protocol},     {"enable.auto.commit", "false"},
+                           {"auto.offset.reset", "latest"},  {"request.timeout.ms", "1500"},
                            {"worker.threads", "2"}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (kc_conf_set(conf, kv[i][0], kv[i][1], &err) != KC_OK)

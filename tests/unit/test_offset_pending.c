@@ -102,8 +102,7 @@ static void revoked_or_reassigned_during_retry(void **state)
     memset(&seen, 0, sizeof seen);
     kc_opend_t p;
     kc_opend_init(&p, 100, 1000);
-    kc_engine_offset_t r[2] = {ent(0, -1, 14 /* COORDINATOR_LOAD_IN_PROGRESS */),
-                               ent(1, -1, 14)};
+    kc_engine_offset_t r[2] = {ent(0, -1, 14 /* COORDINATOR_LOAD_IN_PROGRESS */), ent(1, -1, 14)};
     kc_opend_apply(&p, false, KC_ERR_BROKER, r, 2, &HOOKS, "g", 0);
     assert_int_equal(p.n, 2);
     kc_engine_offset_t *offs;
