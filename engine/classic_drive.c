@@ -134,22 +134,39 @@ static void auto_commit(kc_gcl_t *g, int64_t now)
 static void fetch_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                        const kc_engine_offset_t *res, size_t n)
 {
+    (void)err; /* each partition's outcome is in res[i] (offset_pending.c reads them) */
     g_op_t *op = opaque;
     uint64_t seq = op->seq;
+    bool retry = op->kind == 5;
     kc_gcl_t *g = op_end(op);
     if (!g || rc == KC_ERR_CLOSED)
         return;
-    if (rc != KC_OK && err) /* starting from auto.offset.reset may re-read or skip: reported */
-        g->h.error(g->h.opaque, err, false);
-    for (size_t i = 0; i < n; i++) {
-        int64_t start =
-            res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_ENGINE_START_RESET;
-        kc_error_t e;
-        if (g->h.assign(g->h.opaque, res[i].topic, res[i].partition, start, &e) != KC_OK)
-            g->h.error(g->h.opaque, &e, false);
-    }
-    kc_classic_action_done(&g->m, seq, kc_now_ms());
+    /* Unreadable committed offsets are asked again, never replaced by auto.offset.reset (see
+     * offset_pending.h); the assignment completes for the partitions that could start. */
+    kc_opend_apply(&g->pending, retry, rc, res, n, &g->h, g->group, kc_now_ms());
+    if (!retry)
+        kc_classic_action_done(&g->m, seq, kc_now_ms());
     kc_gcl_drive(g);
+}
+
+/* One OffsetFetch retry for the pending partitions at a time, never while closing. */
+static void retry_offsets(kc_gcl_t *g, int64_t now)
+{
+    if (g->closing)
+        return;
+    kc_engine_offset_t *offs;
+    size_t m = kc_opend_take_due(&g->pending, now, &offs);
+    if (!m)
+        return;
+    g_op_t *op = op_new(g, 5, 0);
+    kc_error_t err;
+    if (!op || kc_engine_committed(g->e, g->group, offs, m, (int)g->conf.commit_timeout_ms,
+                                   fetch_done, op, &err) != KC_OK) {
+        if (op)
+            op_end(op);
+        kc_opend_send_failed(&g->pending, now);
+    }
+    free(offs);
 }
 
 static void do_assign(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
@@ -200,6 +217,8 @@ static void act(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
                     p->cancelled = true;
         int wait = 0;
         for (size_t i = 0; i < o->parts->n; i++)
+            kc_opend_remove(&g->pending, o->parts->items[i].topic, o->parts->items[i].partition);
+        for (size_t i = 0; i < o->parts->n; i++)
             wait += g->h.revoke(g->h.opaque, o->parts->items[i].topic, o->parts->items[i].partition,
                                 lost);
         g->revoke_seq = o->seq;
@@ -214,8 +233,10 @@ static void act(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
             kc_classic_commit_result(&g->m, o->seq, 0, now); /* nothing processed: nothing due */
         break;
     case KC_CLASSIC_DROP:
-        for (size_t i = 0; i < o->parts->n; i++)
+        for (size_t i = 0; i < o->parts->n; i++) {
+            kc_opend_remove(&g->pending, o->parts->items[i].topic, o->parts->items[i].partition);
             g->h.drop(g->h.opaque, o->parts->items[i].topic, o->parts->items[i].partition);
+        }
         kc_classic_action_done(&g->m, o->seq, now);
         break;
     case KC_CLASSIC_ASSIGN:
@@ -286,6 +307,7 @@ void kc_gcl_drive(kc_gcl_t *g)
         kc_classic_out_t o;
         while (kc_classic_poll(&g->m, now, &o))
             act(g, &o, now);
+        retry_offsets(g, now);
         if (g->m.generation != g->last_generation && g->m.generation >= 0) {
             g->last_generation = g->m.generation;
             g->rebalances++;
@@ -363,6 +385,7 @@ kc_err_t kc_gcl_new(kc_gcl_t **out, kc_engine_t *e, const kc_gcl_conf_t *conf,
         return rc;
     }
     kc_classic_set_racks(&g->m, kc_gcl_racks_of);
+    kc_opend_init(&g->pending, e->conf.retry_backoff_ms, e->conf.retry_backoff_max_ms);
     g->timer.cb = on_timer;
     g->timer.opaque = g;
     *out = g;
@@ -400,6 +423,7 @@ void kc_gcl_close(kc_gcl_t *g)
     if (g->closing)
         return;
     g->closing = true;
+    kc_opend_clear(&g->pending); /* leaving: nothing more to start */
     kc_classic_close(&g->m);
     kc_gcl_drive(g);
 }
@@ -423,6 +447,7 @@ void kc_gcl_free(kc_gcl_t *g)
     for (g_op_t *o = g->ops; o; o = o->next)
         o->g = NULL;
     kc_classic_free(&g->m);
+    kc_opend_free(&g->pending);
     kc_gcl_racks_free(g); /* before the topics: it walks them */
     for (size_t i = 0; i < g->n_topics; i++)
         free(g->topics[i]);

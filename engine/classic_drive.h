@@ -15,7 +15,8 @@
  *  - max.poll.interval.ms: the watchdog's count (poll_over hook) drives
  *    kc_classic_poll_expired / kc_classic_poll_resumed, as group848.c drives kc_gc_poll_*.
  *  - DescribeGroups on its connection when INCONSISTENT_GROUP_PROTOCOL needs the group's side.
- *  - OffsetFetch for ASSIGN (committed offset, else auto.offset.reset), OffsetCommit for COMMIT
+ *  - OffsetFetch for ASSIGN (committed offset; auto.offset.reset only when none was committed;
+ *    an unreadable one is asked again, engine/offset_pending.h), OffsetCommit for COMMIT
  *    and the periodic auto-commit under the member's identity (member id, generation, instance
  *    id), through engine/coordinator.h.
  *

@@ -5,6 +5,7 @@
 #ifndef KC_ENGINE_CLASSIC_DRIVE_INT_H
 #define KC_ENGINE_CLASSIC_DRIVE_INT_H
 
+#include "offset_pending.h"
 #include "classic_drive.h"
 #include "engine_int.h"
 #include "group_classic.h"
@@ -58,6 +59,7 @@ struct kc_gcl {
     int revoke_wait;
     bool revoke_active;
     g_op_t *ops;
+    kc_opend_t pending; /* assigned partitions whose committed offset is still unread */
     int64_t next_auto_commit;
     int32_t last_generation;
     bool poll_expired; /* the watchdog reported a callback past max.poll.interval.ms */

@@ -19,6 +19,7 @@
 #include "coordinator.h"
 #include "engine_int.h"
 #include "group_consumer.h"
+#include "offset_pending.h"
 #include "proto/kafka_errors.h"
 
 typedef struct tname {
@@ -31,7 +32,7 @@ typedef struct tname {
 typedef struct g_op {
     kc_g848_t *g;
     uint64_t seq;
-    int kind; /* 1 assign, 2 reconcile commit, 3 auto-commit, 4 find */
+    int kind; /* 1 assign, 2 reconcile commit, 3 auto-commit, 4 find, 5 offsets retry */
     bool cancelled;
     struct g_op *next;
 } g_op_t;
@@ -54,6 +55,7 @@ struct kc_g848 {
     tname_t *names;
     size_t n_names;
     g_op_t *ops;
+    kc_opend_t pending; /* assigned partitions whose committed offset is still unread */
     int64_t next_auto_commit;
     uint64_t rebalances, heartbeats, hb_errors, commits, commit_failures, rediscoveries;
     int64_t last_error_code;
@@ -390,25 +392,40 @@ static kc_err_t commit_parts(kc_g848_t *g, const kc_tpset_t *parts, int kind, ui
 static void fetch_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                        const kc_engine_offset_t *res, size_t n)
 {
+    (void)err; /* each partition's outcome is in res[i] (offset_pending.c reads them) */
     g_op_t *op = opaque;
     uint64_t seq = op->seq;
+    bool retry = op->kind == 5;
     kc_g848_t *g = op_end(op);
     if (!g || rc == KC_ERR_CLOSED)
         return;
-    if (rc != KC_OK && err) {
-        /* Without the committed offsets the partitions start from auto.offset.reset: reported,
-         * because that may re-read or skip. */
-        g->h.error(g->h.opaque, err, false);
-    }
-    for (size_t i = 0; i < n; i++) {
-        int64_t start =
-            res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_ENGINE_START_RESET;
-        kc_error_t e;
-        if (g->h.assign(g->h.opaque, res[i].topic, res[i].partition, start, &e) != KC_OK)
-            g->h.error(g->h.opaque, &e, false);
-    }
-    kc_gc_action_done(&g->gc, seq, kc_now_ms());
+    /* A partition whose committed offset could not be read is not started from
+     * auto.offset.reset (that skips or re-reads): it is asked again, the others start now, and
+     * the assignment step completes for them (reconciliation does not wait for the retries). */
+    kc_opend_apply(&g->pending, retry, rc, res, n, &g->h, g->group, kc_now_ms());
+    if (!retry)
+        kc_gc_action_done(&g->gc, seq, kc_now_ms());
     drive(g);
+}
+
+/* One OffsetFetch retry for the pending partitions at a time, never while closing. */
+static void retry_offsets(kc_g848_t *g, int64_t now)
+{
+    if (g->closing)
+        return;
+    kc_engine_offset_t *offs;
+    size_t m = kc_opend_take_due(&g->pending, now, &offs);
+    if (!m)
+        return;
+    g_op_t *op = op_new(g, 5, 0);
+    kc_error_t err;
+    if (!op || kc_engine_committed(g->e, g->group, offs, m, (int)g->conf.commit_timeout_ms,
+                                   fetch_done, op, &err) != KC_OK) {
+        if (op)
+            op_end(op);
+        kc_opend_send_failed(&g->pending, now);
+    }
+    free(offs);
 }
 
 static void do_assign(kc_g848_t *g, const kc_gc_action_t *a, int64_t now)
@@ -446,8 +463,10 @@ static void act(kc_g848_t *g, const kc_gc_action_t *a, int64_t now)
         int wait = 0;
         for (size_t i = 0; i < a->parts->n; i++) {
             const char *t = lookup(g, a->parts->items[i].topic_id);
-            if (t)
+            if (t) {
+                kc_opend_remove(&g->pending, t, a->parts->items[i].partition);
                 wait += g->h.revoke(g->h.opaque, t, a->parts->items[i].partition, lost);
+            }
         }
         g->revoke_seq = a->seq;
         g->revoke_wait = wait;
@@ -465,8 +484,10 @@ static void act(kc_g848_t *g, const kc_gc_action_t *a, int64_t now)
     case KC_GC_ACT_DROP:
         for (size_t i = 0; i < a->parts->n; i++) {
             const char *t = lookup(g, a->parts->items[i].topic_id);
-            if (t)
+            if (t) {
+                kc_opend_remove(&g->pending, t, a->parts->items[i].partition);
                 g->h.drop(g->h.opaque, t, a->parts->items[i].partition);
+            }
         }
         kc_gc_action_done(&g->gc, a->seq, now);
         break;
@@ -516,6 +537,7 @@ static void drive(kc_g848_t *g)
         kc_gc_action_t a;
         while (kc_gc_next_action(&g->gc, now, &a))
             act(g, &a, now);
+        retry_offsets(g, now);
         bool ac_inflight = false; /* one auto-commit at a time: a slow one is not piled onto */
         for (g_op_t *o = g->ops; o; o = o->next)
             ac_inflight |= o->kind == 3;
@@ -583,6 +605,7 @@ kc_err_t kc_g848_new(kc_g848_t **out, kc_engine_t *e, const kc_g848_conf_t *conf
     }
     g->timer.cb = on_timer;
     g->timer.opaque = g;
+    kc_opend_init(&g->pending, e->conf.retry_backoff_ms, e->conf.retry_backoff_max_ms);
     *out = g;
     return KC_OK;
 }
@@ -612,6 +635,7 @@ void kc_g848_close(kc_g848_t *g)
     if (g->closing)
         return;
     g->closing = true;
+    kc_opend_clear(&g->pending); /* leaving: nothing more to start */
     kc_gc_close(&g->gc, kc_now_ms());
     drive(g);
 }
@@ -633,6 +657,7 @@ void kc_g848_free(kc_g848_t *g)
     for (g_op_t *o = g->ops; o; o = o->next)
         o->g = NULL;
     kc_gc_free(&g->gc);
+    kc_opend_free(&g->pending);
     for (size_t i = 0; i < g->n_names; i++)
         free(g->names[i].name);
     free(g->names);

@@ -3,8 +3,9 @@
  * the network thread. It owns the heartbeat timer, sends ConsumerGroupHeartbeat over the group's
  * coordinator connection (coordinator.h: FindCoordinator cache, REDISCOVER → invalidate and ask
  * again), resolves topic ids with its own all-topics Metadata request, fetches committed offsets
- * for newly assigned partitions, commits under the member's identity (member id + current epoch,
- * STALE_MEMBER_EPOCH retried by the state machine with the fresh epoch) and runs auto-commit.
+ * for newly assigned partitions (asked again while unreadable: offset_pending.h), commits under
+ * the member's identity (member id + current epoch, STALE_MEMBER_EPOCH retried by the state
+ * machine with the fresh epoch) and runs auto-commit.
  *
  * The engine knows nothing of workers (CONTRIBUTING: runtime → engine → io), so what touches
  * them goes through hooks the runtime implements (runtime/consumer_group.c):

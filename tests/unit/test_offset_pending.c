@@ -1,0 +1,149 @@
+/* engine/offset_pending: a group member's partitions whose committed offset could not be read
+ * are kept and asked again (never started from auto.offset.reset), non-retriable refusals are
+ * reported and not started, and answers for partitions revoked or assigned afresh meanwhile are
+ * ignored. */
+#include "kc_test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "offset_pending.h"
+
+/* What the hooks saw. */
+static struct {
+    char topic[8][16];
+    int32_t part[8];
+    int64_t start[8];
+    int n_assign, n_error;
+    int16_t error_code;
+    char error_msg[512];
+} seen;
+
+static kc_err_t assign(void *o, const char *topic, int32_t partition, int64_t start,
+                       kc_error_t *err)
+{
+    (void)o;
+    (void)err;
+    int i = seen.n_assign++;
+    snprintf(seen.topic[i], sizeof seen.topic[i], "%s", topic);
+    seen.part[i] = partition;
+    seen.start[i] = start;
+    return KC_OK;
+}
+
+static void error(void *o, const kc_error_t *e, bool fatal)
+{
+    (void)o;
+    assert_false(fatal);
+    seen.n_error++;
+    seen.error_code = e->kafka_code;
+    snprintf(seen.error_msg, sizeof seen.error_msg, "%s", e->msg);
+}
+
+static const kc_g848_hooks_t HOOKS = {.assign = assign, .error = error};
+
+static kc_engine_offset_t ent(int32_t p, int64_t off, int16_t code)
+{
+    return (kc_engine_offset_t){"t", p, off, -1, NULL, code};
+}
+
+static void first_fetch_sorts_partitions(void **state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    kc_opend_t p;
+    kc_opend_init(&p, 100, 1000);
+    /* 0: committed 42; 1: no commit (reset); 2: pending transaction; 3: not authorized;
+     * 4: not named by the answer. */
+    kc_engine_offset_t r[5] = {ent(0, 42, 0), ent(1, -1, 0), ent(2, -1, 88), ent(3, -1, 30),
+                               ent(4, -1, -1)};
+    kc_opend_apply(&p, false, KC_ERR_BROKER, r, 5, &HOOKS, "g", 1000);
+    assert_int_equal(seen.n_assign, 2);
+    assert_int_equal(seen.part[0], 0);
+    assert_int_equal(seen.start[0], 42);
+    assert_int_equal(seen.part[1], 1);
+    assert_int_equal(seen.start[1], KC_ENGINE_START_RESET);
+    assert_int_equal(seen.n_error, 1);
+    assert_int_equal(seen.error_code, 30); /* GROUP_AUTHORIZATION_FAILED */
+    assert_non_null(strstr(seen.error_msg, "t[3]"));
+    assert_non_null(strstr(seen.error_msg, "NOT consumed"));
+    assert_int_equal(p.n, 2); /* 2 and 4 are asked again */
+
+    /* Not before the backoff, then one retry at a time. */
+    kc_engine_offset_t *offs;
+    assert_int_equal(kc_opend_take_due(&p, 1050, &offs), 0);
+    assert_int_equal(kc_opend_take_due(&p, 1100, &offs), 2);
+    free(offs);
+    assert_int_equal(kc_opend_take_due(&p, 5000, &offs), 0);
+
+    /* The retry times out: both kept, the backoff doubled. */
+    kc_engine_offset_t t[2] = {ent(2, -1, 0), ent(4, -1, 0)};
+    kc_opend_apply(&p, true, KC_ERR_TIMEOUT, t, 2, &HOOKS, "g", 2000);
+    assert_int_equal(seen.n_assign, 2);
+    assert_int_equal(p.n, 2);
+    assert_int_equal(kc_opend_take_due(&p, 2150, &offs), 0);
+    assert_int_equal(kc_opend_take_due(&p, 2200, &offs), 2);
+    free(offs);
+
+    /* The answer: both start at their committed offsets. */
+    kc_engine_offset_t ok[2] = {ent(2, 7, 0), ent(4, 9, 0)};
+    kc_opend_apply(&p, true, KC_OK, ok, 2, &HOOKS, "g", 2300);
+    assert_int_equal(seen.n_assign, 4);
+    assert_int_equal(seen.start[2], 7);
+    assert_int_equal(seen.start[3], 9);
+    assert_int_equal(p.n, 0);
+    assert_false(p.inflight);
+    kc_opend_free(&p);
+}
+
+static void revoked_or_reassigned_during_retry(void **state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    kc_opend_t p;
+    kc_opend_init(&p, 100, 1000);
+    kc_engine_offset_t r[2] = {ent(0, -1, 14 /* COORDINATOR_LOAD_IN_PROGRESS */), ent(1, -1, 14)};
+    kc_opend_apply(&p, false, KC_ERR_BROKER, r, 2, &HOOKS, "g", 0);
+    assert_int_equal(p.n, 2);
+    kc_engine_offset_t *offs;
+    assert_int_equal(kc_opend_take_due(&p, 100, &offs), 2);
+    free(offs);
+    /* 0 revoked; 1 revoked and assigned afresh, its new first fetch failing too. */
+    kc_opend_remove(&p, "t", 0);
+    kc_opend_remove(&p, "t", 1);
+    kc_engine_offset_t again = ent(1, -1, 88);
+    kc_opend_apply(&p, false, KC_ERR_BROKER, &again, 1, &HOOKS, "g", 150);
+    /* The old retry's answer must start neither. */
+    kc_engine_offset_t old[2] = {ent(0, 5, 0), ent(1, 6, 0)};
+    kc_opend_apply(&p, true, KC_OK, old, 2, &HOOKS, "g", 200);
+    assert_int_equal(seen.n_assign, 0);
+    assert_int_equal(p.n, 1);
+    /* Closing: nothing more asked. */
+    kc_opend_clear(&p);
+    assert_int_equal(kc_opend_take_due(&p, 100000, &offs), 0);
+    kc_opend_free(&p);
+}
+
+static void retriable_verdicts(void **state)
+{
+    (void)state;
+    assert_true(kc_opend_retriable(KC_ERR_TIMEOUT, 0));
+    assert_true(kc_opend_retriable(KC_ERR_TRANSPORT, 0));
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, 88));  /* UNSTABLE_OFFSET_COMMIT */
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, 14));  /* COORDINATOR_LOAD_IN_PROGRESS */
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, 16));  /* NOT_COORDINATOR */
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, -1));  /* unanswered */
+    assert_false(kc_opend_retriable(KC_ERR_BROKER, 30)); /* GROUP_AUTHORIZATION_FAILED */
+    assert_false(kc_opend_retriable(KC_ERR_BROKER, 69)); /* GROUP_ID_NOT_FOUND */
+    assert_false(kc_opend_retriable(KC_OK, 0));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(first_fetch_sorts_partitions),
+        cmocka_unit_test(revoked_or_reassigned_during_retry),
+        cmocka_unit_test(retriable_verdicts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
