@@ -371,10 +371,11 @@ kc_chaos_member_t *kc_chaos_member_new(kc_chaos_t *ch, const char *bootstrap, co
     setc(conf, "worker.threads", "2");
     setc(conf, "statistics.interval.ms", "500");
     setc(conf, "auto.offset.reset", "earliest");
-    setc(conf, "enable.auto.commit", "true");
-    setc(conf, "auto.commit.interval.ms", "1000");
-    if (group)
+    if (group) { /* auto-commit needs a group (kc_conf_validate refuses it without one) */
         setc(conf, "group.id", group);
+        setc(conf, "enable.auto.commit", "true");
+        setc(conf, "auto.commit.interval.ms", "1000");
+    }
     char *extra = conf_s ? strdup(conf_s) : NULL, *save = NULL;
     for (char *kv = extra ? strtok_r(extra, ";", &save) : NULL; kv;
          kv = strtok_r(NULL, ";", &save)) {
@@ -386,8 +387,10 @@ kc_chaos_member_t *kc_chaos_member_new(kc_chaos_t *ch, const char *bootstrap, co
     free(extra);
     kc_callbacks_t cbs = {on_assign, on_records, on_gone, on_lost, on_event, m};
     kc_error_t e;
-    if (kc_consumer_new(conf, &cbs, &m->c, &e) != KC_OK)
+    if (kc_consumer_new(conf, &cbs, &m->c, &e) != KC_OK) {
+        kc_conf_destroy(conf); /* still ours on failure */
         fail_msg("kc_consumer_new: %s", e.msg);
+    }
     if (group) {
         const char *topics[1] = {ch->topic};
         if (kc_subscribe(m->c, topics, 1, &e) != KC_OK)
