@@ -462,8 +462,14 @@ static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         op_again(op, 1, "undecodable response");
         return;
     }
-    for (size_t i = 0; i < op->n; i++)
+    for (size_t i = 0; i < op->n; i++) {
         codes[i] = op->ents[i].error;
+        /* The broker stored this one: the partition's stats say so from now on (whichever
+         * commit it was: auto, revocation, the application's). */
+        if (op->kind == OP_COMMIT && op->ents[i].error == 0)
+            kc_engine_set_committed(op->e, op->ents[i].topic, op->ents[i].partition,
+                                    op->ents[i].offset);
+    }
     kc_offsets_result_t res;
     kc_offsets_classify_response(top, codes, op->n, NULL, &res);
     free(codes);

@@ -267,9 +267,19 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
     }
 }
 
+/* kc_worker_id: the id of the worker this thread is, -1 on every other thread. Set once when the
+ * thread starts and never changed: a thread-local, so reading it needs no synchronisation. */
+static _Thread_local int tl_worker_id = -1;
+
+KC_API int kc_worker_id(void)
+{
+    return tl_worker_id;
+}
+
 void *kc_rt_worker_main(void *arg)
 {
     kc_rt_worker_t *w = arg;
+    tl_worker_id = (int)w->id;
     kc_rt_part_t *p;
     bool had = false;
     while ((p = kc_rt_runq_pop(&w->rt->rq, had))) {

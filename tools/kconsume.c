@@ -74,7 +74,6 @@ static struct {
     pthread_mutex_t reg_mu; /* parts and workers lists */
     part_t *parts;
     worker_t *workers;
-    int next_worker;
 
     _Atomic int64_t reserved; /* -c: records claimed for printing (claim first, then print) */
     _Atomic int64_t printed;
@@ -137,7 +136,9 @@ static worker_t *this_worker(void)
     if (!w)
         return NULL;
     pthread_mutex_lock(&g.reg_mu);
-    w->id = g.next_worker++;
+    /* The library's worker id (kc_worker_id): the number stats report as workers[].id and
+     * partitions[].worker, so %w and --live agree with the stats file. */
+    w->id = kc_worker_id();
     w->next = g.workers;
     g.workers = w;
     pthread_mutex_unlock(&g.reg_mu);
