@@ -22,8 +22,8 @@
 #define RECS 600
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char last[16384]; /* the last stats JSON, under mu */
-static long consumed;    /* under mu */
+static char last[16384];     /* the last stats JSON, under mu */
+static long consumed;        /* under mu */
 static int64_t seen_end[NP]; /* offset after the last record seen per partition, under mu */
 static atomic_int hold;      /* phase 2: on_records waits while set */
 static atomic_int assigned;
@@ -100,6 +100,9 @@ static kc_consumer_t *member(const char *group)
                            {"enable.auto.offset.store", "false"},
                            {"enable.auto.commit", "false"},
                            {"statistics.interval.ms", "100"},
+                           /* phase 2 holds up to NP callbacks; stats reach on_event on a
+                            * free worker */
+                           {"worker.threads", "6"},
                            {"fetch.max.wait.ms", "100"}};
     for (size_t i = 0; i < sizeof kv / sizeof *kv; i++)
         if (kc_conf_set(conf, kv[i][0], kv[i][1], &err) != KC_OK)

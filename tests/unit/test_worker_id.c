@@ -7,7 +7,7 @@
 
 #include "rt_harness.h"
 
-#define NP 8
+#define NP      8
 #define WORKERS 3
 
 static _Atomic int out_of_range; /* callbacks whose id was not a worker's */
