@@ -1,6 +1,8 @@
 /*
- * FindCoordinator cache, coordinator connections, and the OffsetCommit / OffsetFetch calls
- * with deadline-bounded re-asking. See coordinator.h for the rules.
+ * FindCoordinator cache, coordinator connections, and the op machinery every coordinator call
+ * shares: find the coordinator, send the op's request to it, ask again until a deadline. The
+ * OffsetCommit / OffsetFetch requests themselves are in coordinator_offsets.c. See coordinator.h
+ * for the rules.
  *
  * Owner: network thread. An op lives from the call until its callback; it is either waiting on
  * its timer, or has exactly one request in flight (`inflight`), never both.
@@ -12,57 +14,9 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "coordinator.h"
-#include "engine_int.h"
+#include "coordinator_int.h"
 #include "offsets_codec.h"
 #include "proto/kafka_errors.h"
-
-typedef struct coord_entry {
-    char *group;
-    int32_t node_id;
-    char addr[300];
-    uint8_t valid;
-} coord_entry_t;
-
-typedef struct coord_conn {
-    char addr[300];
-    kc_conn_t *conn;
-} coord_conn_t;
-
-typedef struct coord_op coord_op_t;
-
-struct kc_coord {
-    coord_entry_t *cache;
-    size_t n_cache;
-    coord_conn_t *conns;
-    size_t n_conns;
-    coord_op_t *ops;
-    kc_engine_coord_stats_t st;
-};
-
-enum { OP_COMMIT = 1, OP_FETCH = 2, OP_FIND = 3 };
-
-struct coord_op {
-    kc_engine_t *e;
-    int kind;
-    char *group, *member_id, *instance_id;
-    int32_t generation;
-    kc_engine_offset_t *ents;
-    size_t n;
-    kc_retry_t retry;
-    kc_loop_timer_t timer;
-    uint8_t inflight, finding;
-    kc_engine_offsets_cb cb;
-    void *opaque;
-    kc_error_t last;
-    /* A member's call (kc_engine_commit_member): the identity is read at each encode; when that
-     * read fails the request fails, and who_err says why. */
-    kc_engine_identity_fn who_fn;
-    void *who_ctx;
-    bool who_failed;
-    kc_error_t who_err;
-    coord_op_t *next;
-};
 
 static struct kc_coord *coord(kc_engine_t *e)
 {
@@ -107,7 +61,7 @@ static kc_conn_t *conn_for(kc_engine_t *e, const char *addr)
     return conn;
 }
 
-static void op_finish(coord_op_t *op, kc_err_t rc, const kc_error_t *err)
+void kc_eng_coord_finish(coord_op_t *op, kc_err_t rc, const kc_error_t *err)
 {
     kc_engine_t *e = op->e;
     struct kc_coord *c = e->coord;
@@ -139,7 +93,7 @@ static void op_timer(kc_loop_t *loop, kc_loop_timer_t *t)
 }
 
 /* Ask again later, or give up at the deadline. `rediscover`: forget the coordinator first. */
-static void op_again(coord_op_t *op, int rediscover, const char *why)
+void kc_eng_coord_again(coord_op_t *op, int rediscover, const char *why)
 {
     kc_engine_t *e = op->e;
     if (rediscover) {
@@ -161,7 +115,7 @@ static void op_again(coord_op_t *op, int rediscover, const char *why)
             kc_fail(&out, KC_ERR_TIMEOUT, "group %s: no answer before the deadline (last: %s)",
                     op->group, why);
         out.code = KC_ERR_TIMEOUT;
-        op_finish(op, KC_ERR_TIMEOUT, &out);
+        kc_eng_coord_finish(op, KC_ERR_TIMEOUT, &out);
         return;
     }
     kc_loop_timer_start(e->loop, &op->timer, at - now);
@@ -214,16 +168,16 @@ static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 
 /* The start of every answer: the op is no longer in flight; a closed engine ends it; a failed
  * request is asked again (`rediscover`: forget the coordinator first). 1: decode the frame. */
-static int op_answered(coord_op_t *op, kc_err_t rc, kc_buf_t *frame, int rediscover)
+int kc_eng_coord_answered(coord_op_t *op, kc_err_t rc, kc_buf_t *frame, int rediscover)
 {
     op->inflight = 0;
     if (op->e->closed) {
         kc_buf_unref(frame);
-        op_finish(op, KC_ERR_CLOSED, NULL);
+        kc_eng_coord_finish(op, KC_ERR_CLOSED, NULL);
         return 0;
     }
     if (rc != KC_OK) {
-        op_again(op, rediscover, kc_err_name(rc));
+        kc_eng_coord_again(op, rediscover, kc_err_name(rc));
         return 0;
     }
     return 1;
@@ -234,7 +188,7 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
 {
     (void)conn;
     coord_op_t *op = opaque;
-    if (!op_answered(op, rc, frame, 0))
+    if (!kc_eng_coord_answered(op, rc, frame, 0))
         return;
     char addr[sizeof((coord_entry_t *)0)->addr];
     int32_t node = -1;
@@ -257,242 +211,11 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         }
     }
     if (why)
-        op_again(op, 0, why);
+        kc_eng_coord_again(op, 0, why);
     else
         op_step(op);
 }
 
-/* ---- OffsetCommit / OffsetFetch ------------------------------------------------------------- */
-
-/* A member's op takes its identity now (kc_engine_identity_fn): the member id, the epoch or
- * generation of this moment, the instance id. */
-static kc_err_t op_read_identity(coord_op_t *op, kc_error_t *err)
-{
-    kc_commit_identity_t who;
-    kc_err_t rc = op->who_fn(op->who_ctx, &who, err);
-    if (rc != KC_OK)
-        return rc;
-    const char *inst =
-        who.group_instance_id && *who.group_instance_id ? who.group_instance_id : NULL;
-    char *m = strdup(who.member_id ? who.member_id : "");
-    char *i = inst ? strdup(inst) : NULL;
-    if (!m || (inst && !i)) {
-        free(m);
-        free(i);
-        return kc_fail(err, KC_ERR_NOMEM, "offsets: out of memory");
-    }
-    free(op->member_id);
-    free(op->instance_id);
-    op->member_id = m;
-    op->instance_id = i;
-    op->generation = who.generation_or_epoch;
-    return KC_OK;
-}
-
-static kc_err_t oc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
-{
-    coord_op_t *op = opaque;
-    kc_error_t err;
-    kc_arena_t a = {0};
-    kc_err_t rc;
-    if (op->who_fn && op_read_identity(op, &op->who_err) != KC_OK) {
-        op->who_failed = true;
-        return op->who_err.code;
-    }
-    if (op->kind == OP_COMMIT) {
-        kc_commit_entry_t *ce = calloc(op->n, sizeof *ce);
-        if (!ce)
-            return KC_ERR_NOMEM;
-        for (size_t i = 0; i < op->n; i++)
-            ce[i] = (kc_commit_entry_t){op->ents[i].topic,        {0},
-                                        op->ents[i].partition,    op->ents[i].offset,
-                                        op->ents[i].leader_epoch, op->ents[i].metadata};
-        kc_commit_identity_t who = {op->group, op->member_id, op->generation, op->instance_id};
-        kc_commit_req_t req;
-        kc_offset_commit_request_t m;
-        rc = kc_offsets_build_commit(&req, &who, ce, op->n, &err);
-        if (rc == KC_OK)
-            rc = kc_offsets_codec_commit(&m, &req, version, &a, &err);
-        if (rc == KC_OK)
-            rc = kc_offset_commit_request_encode(&m, version, out, &err);
-        free(ce);
-    } else {
-        /* Entries are sorted by topic (kc_engine_committed), so a topic's partitions are
-         * adjacent. */
-        kc_offset_fetch_request_topics_t *ts = calloc(op->n, sizeof *ts);
-        int32_t *ps = calloc(op->n, sizeof *ps);
-        rc = KC_ERR_NOMEM;
-        if (ts && ps) {
-            int32_t nt = -1;
-            for (size_t i = 0; i < op->n; i++) {
-                if (i == 0 || strcmp(op->ents[i].topic, op->ents[i - 1].topic) != 0) {
-                    nt++;
-                    ts[nt].name = kc_str(op->ents[i].topic);
-                    ts[nt].partition_indexes.items = &ps[i];
-                }
-                ps[i] = op->ents[i].partition;
-                ts[nt].partition_indexes.count++;
-            }
-            kc_offset_fetch_request_t m;
-            kc_offset_fetch_request_init(&m);
-            /* A member (KIP-848) names itself so the broker can check it still belongs (v9+);
-             * anyone else sends null/-1, the form the broker accepts from non-members. */
-            bool member = *op->member_id && op->generation >= 0;
-            kc_offset_fetch_request_group_t g = {kc_str(op->group),
-                                                 member ? kc_str(op->member_id) : KC_STR_NULL,
-                                                 member ? op->generation : -1,
-                                                 {nt + 1, ts}};
-            m.groups.count = 1;
-            m.groups.items = &g;
-            m.require_stable = true;
-            rc = kc_offset_fetch_request_encode(&m, version, out, &err);
-        }
-        free(ts);
-        free(ps);
-    }
-    kc_arena_free(&a);
-    return rc;
-}
-
-static kc_engine_offset_t *find_ent(coord_op_t *op, const kc_str_t *topic, int32_t part)
-{
-    for (size_t i = 0; i < op->n; i++)
-        if (op->ents[i].partition == part && topic->len >= 0 &&
-            strlen(op->ents[i].topic) == (size_t)topic->len &&
-            memcmp(op->ents[i].topic, topic->ptr, (size_t)topic->len) == 0)
-            return &op->ents[i];
-    return NULL;
-}
-
-/* The refusal, naming each refused partition and its code (as many as the message holds), so a
- * caller learns which partitions failed and why, not only the first code. */
-static void fail_message(coord_op_t *op, kc_error_t *err, int16_t first_error)
-{
-    int16_t first = 0;
-    size_t n_failed = 0;
-    for (size_t i = 0; i < op->n; i++) {
-        if (!first && op->ents[i].error > 0)
-            first = op->ents[i].error;
-        n_failed += op->ents[i].error != 0;
-    }
-    if (!first)
-        first = first_error;
-    char who[96] = "";
-    if (op->kind == OP_COMMIT || *op->member_id)
-        snprintf(who, sizeof who, " as member '%.40s' epoch/generation %d",
-                 *op->member_id ? op->member_id : "", (int)op->generation);
-    kc_fail_kafka(err, first, "%s for group %s%s refused for %zu partition(s):",
-                  op->kind == OP_COMMIT ? "OffsetCommit" : "OffsetFetch", op->group, who, n_failed);
-    size_t len = strlen(err->msg);
-    for (size_t i = 0; i < op->n && len + 1 < sizeof err->msg; i++) {
-        if (op->ents[i].error == 0)
-            continue;
-        int w =
-            snprintf(err->msg + len, sizeof err->msg - len, " %s[%d] %s", op->ents[i].topic,
-                     (int)op->ents[i].partition,
-                     op->ents[i].error > 0 ? kc_kafka_err_name(op->ents[i].error) : "unanswered");
-        if (w < 0 || (size_t)w >= sizeof err->msg - len) {
-            len = sizeof err->msg - 1;
-            break;
-        }
-        len += (size_t)w;
-    }
-}
-
-static void oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
-                    void *opaque)
-{
-    (void)conn;
-    coord_op_t *op = opaque;
-    if (op->who_failed && !op->e->closed) { /* no identity to send: the member left or rejoins */
-        op->inflight = 0;
-        kc_buf_unref(frame);
-        op_finish(op, op->who_err.code, &op->who_err);
-        return;
-    }
-    if (!op_answered(op, rc, frame, 1)) /* a failed connection: the coordinator may have moved */
-        return;
-    kc_arena_t a = {0};
-    kc_error_t err;
-    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
-    int16_t top = 0;
-    int16_t *codes = calloc(op->n ? op->n : 1, sizeof *codes);
-    int decoded = 0;
-    for (size_t i = 0; i < op->n; i++)
-        op->ents[i].error = -1 /* until the response names it */;
-    if (codes && op->kind == OP_COMMIT) {
-        kc_offset_commit_response_t m;
-        if (kc_offset_commit_response_decode(&m, version, &r, &a, &err) == KC_OK) {
-            decoded = 1;
-            for (int32_t t = 0; t < m.topics.count; t++)
-                for (int32_t j = 0; j < m.topics.items[t].partitions.count; j++) {
-                    const kc_offset_commit_response_partition_t *p =
-                        &m.topics.items[t].partitions.items[j];
-                    kc_engine_offset_t *x =
-                        find_ent(op, &m.topics.items[t].name, p->partition_index);
-                    if (x)
-                        x->error = p->error_code;
-                }
-        }
-    } else if (codes) {
-        kc_offset_fetch_response_t m;
-        if (kc_offset_fetch_response_decode(&m, version, &r, &a, &err) == KC_OK &&
-            m.groups.count == 1) {
-            decoded = 1;
-            const kc_offset_fetch_response_group_t *g = &m.groups.items[0];
-            top = g->error_code;
-            for (int32_t t = 0; t < g->topics.count; t++)
-                for (int32_t j = 0; j < g->topics.items[t].partitions.count; j++) {
-                    const kc_offset_fetch_response_partitions_t *p =
-                        &g->topics.items[t].partitions.items[j];
-                    kc_engine_offset_t *x =
-                        find_ent(op, &g->topics.items[t].name, p->partition_index);
-                    if (x) {
-                        x->error = p->error_code;
-                        x->offset = p->committed_offset;
-                        x->leader_epoch = p->committed_leader_epoch;
-                    }
-                }
-        }
-    }
-    kc_arena_free(&a);
-    kc_buf_unref(frame);
-    if (!decoded) {
-        free(codes);
-        op_again(op, 1, "undecodable response");
-        return;
-    }
-    for (size_t i = 0; i < op->n; i++)
-        codes[i] = op->ents[i].error;
-    kc_offsets_result_t res;
-    kc_offsets_classify_response(top, codes, op->n, NULL, &res);
-    free(codes);
-    if (top)
-        for (size_t i = 0; i < op->n; i++)
-            op->ents[i].error = top;
-    switch (res.verdict) {
-    case KC_OFFSETS_OK:
-        op_finish(op, KC_OK, NULL);
-        return;
-    case KC_OFFSETS_RETRY_FRESH_EPOCH:
-        /* Only a member's call re-reads its identity; a fixed identity would be refused again,
-         * so its owner (a group module's state machine) gets the code instead. */
-        if (!op->who_fn)
-            break;
-        /* fall through */
-    case KC_OFFSETS_REDISCOVER:
-    case KC_OFFSETS_RETRY:
-        kc_fail_kafka(&op->last, res.first_error, "group %s", op->group);
-        op_again(op, res.verdict == KC_OFFSETS_REDISCOVER, kc_kafka_err_name(res.first_error));
-        return;
-    default:
-        break;
-    }
-    fail_message(op, &err, res.first_error);
-    op_finish(op, KC_ERR_BROKER, &err);
-}
-
-/* One step: find the coordinator if it is not cached, else send the call to it. */
 static void op_step(coord_op_t *op)
 {
     kc_engine_t *e = op->e;
@@ -500,7 +223,7 @@ static void op_step(coord_op_t *op)
     coord_entry_t *ce = cache_get(c, op->group);
     kc_error_t err;
     if (!ce) {
-        op_finish(op, KC_ERR_NOMEM, NULL);
+        kc_eng_coord_finish(op, KC_ERR_NOMEM, NULL);
         return;
     }
     kc_conn_t *conn;
@@ -515,7 +238,7 @@ static void op_step(coord_op_t *op)
                                     op};
         c->st.find_coordinator++;
     } else if (op->kind == OP_FIND) {
-        op_finish(op, KC_OK, NULL); /* known now: the caller takes kc_engine_coord_conn */
+        kc_eng_coord_finish(op, KC_OK, NULL); /* known now: the caller takes kc_engine_coord_conn */
         return;
     } else {
         conn = conn_for(e, ce->addr);
@@ -523,22 +246,22 @@ static void op_step(coord_op_t *op)
          * and a request queued there waits out request.timeout.ms: once a connect attempt has
          * failed, ask FindCoordinator again instead (the group moves to another broker). */
         if (conn && kc_conn_state(conn) != KC_CONN_READY && kc_conn_failures(conn) > 0) {
-            op_again(op, 1, "coordinator unreachable");
+            kc_eng_coord_again(op, 1, "coordinator unreachable");
             return;
         }
         if (op->kind == OP_COMMIT)
             spec = (kc_conn_req_spec_t){
-                KC_OFFSET_COMMIT_REQUEST_API_KEY, 2, 9, oc_encode, oc_done, op};
+                KC_OFFSET_COMMIT_REQUEST_API_KEY, 2, 9, kc_eng_oc_encode, kc_eng_oc_done, op};
         else
-            spec =
-                (kc_conn_req_spec_t){KC_OFFSET_FETCH_REQUEST_API_KEY, 8, 9, oc_encode, oc_done, op};
+            spec = (kc_conn_req_spec_t){
+                KC_OFFSET_FETCH_REQUEST_API_KEY, 8, 9, kc_eng_oc_encode, kc_eng_oc_done, op};
     }
     if (!conn || kc_conn_send(conn, &spec, &err) != KC_OK) {
         if (op->who_failed) { /* encoded at once and found no identity */
-            op_finish(op, op->who_err.code, &op->who_err);
+            kc_eng_coord_finish(op, op->who_err.code, &op->who_err);
             return;
         }
-        op_again(op, ce->valid, "no connection");
+        kc_eng_coord_again(op, ce->valid, "no connection");
         return;
     }
     op->inflight = 1;
@@ -551,10 +274,11 @@ static int ent_cmp(const void *a, const void *b)
     return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
 }
 
-static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char *member_id,
-                         int32_t generation, const char *instance_id, kc_engine_identity_fn who_fn,
-                         void *who_ctx, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
-                         kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
+kc_err_t kc_eng_coord_start(kc_engine_t *e, int kind, const char *group, const char *member_id,
+                            int32_t generation, const char *instance_id,
+                            kc_engine_identity_fn who_fn, void *who_ctx,
+                            const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                            kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
 {
     if (e->closing)
         return kc_fail(err, KC_ERR_CLOSED, "engine closing");
@@ -586,7 +310,7 @@ static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char
     }
     op->cb = NULL;
     if (!ok) {
-        op_finish(op, KC_ERR_NOMEM, NULL); /* not linked yet: only frees */
+        kc_eng_coord_finish(op, KC_ERR_NOMEM, NULL); /* not linked yet: only frees */
         return kc_fail(err, KC_ERR_NOMEM, "offsets: out of memory");
     }
     op->cb = cb;
@@ -606,70 +330,11 @@ static kc_err_t op_start(kc_engine_t *e, int kind, const char *group, const char
     return KC_OK;
 }
 
-kc_err_t kc_engine_commit(kc_engine_t *e, const kc_commit_identity_t *who,
-                          const kc_engine_offset_t *offs, size_t n, int timeout_ms,
-                          kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
-{
-    kc_commit_req_t probe;
-    kc_commit_entry_t one = {offs && n ? offs[0].topic : "", {0}, 0, 0, -1, NULL};
-    /* Refuse an illegal identity now, not inside the encoder (offsets.c checks both forms). */
-    if (kc_offsets_build_commit(&probe, who, &one, 1, err) != KC_OK)
-        return err ? err->code : KC_ERR_INVALID_ARG;
-    return op_start(e, OP_COMMIT, who->group_id, who->member_id, who->generation_or_epoch,
-                    who->group_instance_id, NULL, NULL, offs, n, timeout_ms, cb, opaque, err);
-}
-
-kc_err_t kc_engine_committed(kc_engine_t *e, const char *group, const kc_engine_offset_t *offs,
-                             size_t n, int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
-                             kc_error_t *err)
-{
-    return op_start(e, OP_FETCH, group, "", -1, NULL, NULL, NULL, offs, n, timeout_ms, cb, opaque,
-                    err);
-}
-
-/* Starts a member's call: the identity is read once now (a non-member fails at once, with the
- * reason), then again at every encode. */
-static kc_err_t member_start(kc_engine_t *e, int kind, const char *group, kc_engine_identity_fn who,
-                             void *ctx, const kc_engine_offset_t *offs, size_t n, int timeout_ms,
-                             kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
-{
-    kc_commit_identity_t w;
-    if (!who)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "offsets: no identity source");
-    kc_err_t rc = who(ctx, &w, err);
-    if (rc != KC_OK)
-        return rc;
-    if (kind == OP_COMMIT) {
-        kc_commit_req_t probe;
-        kc_commit_entry_t one = {offs && n ? offs[0].topic : "", {0}, 0, 0, -1, NULL};
-        if (kc_offsets_build_commit(&probe, &w, &one, 1, err) != KC_OK)
-            return err ? err->code : KC_ERR_INVALID_ARG;
-    }
-    return op_start(e, kind, group, w.member_id, w.generation_or_epoch, w.group_instance_id, who,
-                    ctx, offs, n, timeout_ms, cb, opaque, err);
-}
-
-kc_err_t kc_engine_commit_member(kc_engine_t *e, const char *group, kc_engine_identity_fn who,
-                                 void *ctx, const kc_engine_offset_t *offs, size_t n,
-                                 int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
-                                 kc_error_t *err)
-{
-    return member_start(e, OP_COMMIT, group, who, ctx, offs, n, timeout_ms, cb, opaque, err);
-}
-
-kc_err_t kc_engine_committed_member(kc_engine_t *e, const char *group, kc_engine_identity_fn who,
-                                    void *ctx, const kc_engine_offset_t *offs, size_t n,
-                                    int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
-                                    kc_error_t *err)
-{
-    return member_start(e, OP_FETCH, group, who, ctx, offs, n, timeout_ms, cb, opaque, err);
-}
-
 kc_err_t kc_engine_find_coordinator(kc_engine_t *e, const char *group, int timeout_ms,
                                     kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
 {
-    return op_start(e, OP_FIND, group, "", -1, NULL, NULL, NULL, NULL, 0, timeout_ms, cb, opaque,
-                    err);
+    return kc_eng_coord_start(e, OP_FIND, group, "", -1, NULL, NULL, NULL, NULL, 0, timeout_ms, cb,
+                              opaque, err);
 }
 
 kc_conn_t *kc_engine_coord_conn(kc_engine_t *e, const char *group)
@@ -721,24 +386,11 @@ void kc_eng_coord_free(kc_engine_t *e)
             kc_conn_close(conn);
     }
     while (c->ops)
-        op_finish(c->ops, KC_ERR_CLOSED, NULL);
+        kc_eng_coord_finish(c->ops, KC_ERR_CLOSED, NULL);
     for (size_t i = 0; i < c->n_cache; i++)
         free(c->cache[i].group);
     free(c->cache);
     free(c->conns);
     free(c);
     e->coord = NULL;
-}
-
-int16_t kc_engine_commit_code(kc_err_t rc, const kc_error_t *err, const kc_engine_offset_t *res,
-                              size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (res[i].error)
-            return res[i].error;
-    if (rc == KC_OK)
-        return 0;
-    if (err && err->kafka_code)
-        return (int16_t)err->kafka_code;
-    return 7; /* REQUEST_TIMED_OUT: transport or deadline, retriable */
 }

@@ -361,6 +361,13 @@ kc_err_t kc_engine_part_stats(const kc_engine_t *e, const char *topic, int32_t p
     return KC_OK;
 }
 
+void kc_engine_set_committed(kc_engine_t *e, const char *topic, int32_t partition, int64_t offset)
+{
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i >= 0)
+        e->info[i].committed = offset;
+}
+
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out)
 {
     *out = e->stats;

@@ -158,7 +158,9 @@ size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *ou
 
 typedef struct kc_engine_part_stats {
     int64_t position;
-    int64_t committed; /* -1 unknown (no commit through this engine) */
+    int64_t committed; /* -1 unknown: the last offset a commit through this engine stored for
+                          the partition (coordinator.c, any identity), or the committed offset
+                          its owner started from (kc_engine_set_committed) */
     int64_t high_watermark;
     int64_t last_stable_offset;
     int64_t lag;
@@ -168,6 +170,9 @@ typedef struct kc_engine_part_stats {
 
 kc_err_t kc_engine_part_stats(const kc_engine_t *e, const char *topic, int32_t partition,
                               kc_engine_part_stats_t *out, kc_error_t *err);
+/* Records `offset` as the partition's committed offset in its stats (an assigned partition
+ * only; others are ignored): for a start read from OffsetFetch. Network thread. */
+void kc_engine_set_committed(kc_engine_t *e, const char *topic, int32_t partition, int64_t offset);
 
 /* Engine-wide counters. */
 typedef struct kc_engine_stats {

@@ -379,7 +379,9 @@ typedef enum kc_seek_kind {
 KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
                         int64_t value, kc_error_t *err);
 /* The offset of the next record to be delivered to a callback (not fetched: delivered), from
- * the runtime's committable offset. Any thread, callback context included; no waiting. */
+ * the runtime's committable offset; before the first callback returned, the start when it is
+ * known (an explicit assign offset, or the group's committed offset for a group partition),
+ * else KC_OFFSET_INVALID. Any thread, callback context included; no waiting. */
 KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
                             kc_error_t *err);
 /* Stop / restart delivering and fetching these partitions. Buffered records are kept. Any app
@@ -421,7 +423,10 @@ KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tp
                                 kc_commit_cb cb, void *opaque, kc_error_t *err);
 /* Manual store (enable.auto.offset.store=false): marks `offset` (the next offset to read) as
  * committable for the partition. Any thread, usually the partition's own on_records. No
- * waiting: an atomic store the network thread reads at the next commit. */
+ * waiting: an atomic store the network thread reads at the next commit. After kc_subscribe it
+ * works for the partitions the member holds (kc_commit with tps == NULL, auto-commit and the
+ * revocation's commit then send it); a partition not held is KC_ERR_NOT_FOUND, and one whose
+ * revocation already ran its on_revoke is KC_ERR_STATE (a store from on_revoke still counts). */
 KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t partition,
                                 int64_t offset, kc_error_t *err);
 
@@ -456,6 +461,11 @@ KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t
  * first join and without group.id). Any thread, callback context included; no waiting.
  * KC_ERR_TOO_LARGE when buf (len bytes) is too small (buf then holds ""). */
 KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
+/* The id of the worker thread calling it (0 .. worker.threads-1), the same number the stats JSON
+ * shows as workers[].id and partitions[].worker; -1 on any thread that is not a kconsume worker
+ * (app threads, the network thread, a kc_poll caller). Ids are per consumer: two consumers in
+ * one process each have a worker 0. Any thread; no waiting. */
+KC_API int kc_worker_id(void);
 
 /*
  * Orderly stop: stop fetching, let in-flight callbacks finish (bounded by timeout_ms; callbacks

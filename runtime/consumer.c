@@ -69,6 +69,16 @@ static ssize_t find(const kc_consumer_t *c, const char *topic, int32_t partition
     return -1;
 }
 
+/* The runtime partition of an assigned partition: the manual table's, else the group's (not
+ * one being revoked); NULL when neither holds it. */
+static kc_rt_part_t *part_of(const kc_consumer_t *c, const char *topic, int32_t partition)
+{
+    ssize_t i = find(c, topic, partition);
+    if (i >= 0)
+        return c->parts[i].rtp;
+    return c->grp ? kc_cg_find(c->grp, topic, partition) : NULL;
+}
+
 static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
 {
     kc_consumer_t *c = ctx;
@@ -165,6 +175,8 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
         c->revoking++;
         return rc;
     }
+    if (start >= 0)
+        kc_rt_part_set_start(rtp, start); /* kc_position before the first delivery */
     kc_cpart_t *cp = &c->parts[c->n++];
     cp->topic = strdup(tp->topic);
     cp->partition = tp->partition;
@@ -230,6 +242,7 @@ static void on_net(kc_loop_t *loop, void *arg)
     kc_ccall_t *k = arg;
     kc_consumer_t *c = k->c;
     ssize_t i;
+    kc_rt_part_t *rp;
     k->rc = KC_OK;
     switch (k->op) {
     case KC_COP_NEW: {
@@ -278,21 +291,23 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_SEEK:
         k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
                                &k->err);
+        /* Manual table only: a group partition's runtime floor is not reset (left as it was;
+         * the CLI's -G -e relies on a seek inside on_records still advancing the view). */
         if (k->rc == KC_OK && (i = find(c, k->topic, k->partition)) >= 0)
             kc_rt_part_seek(c->parts[i].rtp); /* runtime/seek.c: drop stale, reset the floor */
         break;
     case KC_COP_PAUSE:
     case KC_COP_RESUME:
         for (size_t j = 0; j < k->n; j++) {
-            if ((i = find(c, k->tps[j].topic, k->tps[j].partition)) < 0) {
+            if (!(rp = part_of(c, k->tps[j].topic, k->tps[j].partition))) {
                 k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned",
                                 k->tps[j].topic, k->tps[j].partition);
                 continue;
             }
             if (k->op == KC_COP_PAUSE)
-                kc_rt_part_pause(c->parts[i].rtp);
+                kc_rt_part_pause(rp);
             else
-                kc_rt_part_resume(c->parts[i].rtp);
+                kc_rt_part_resume(rp);
             kc_engine_pause(c->e, k->tps[j].topic, k->tps[j].partition, k->op == KC_COP_PAUSE,
                             NULL);
         }
@@ -322,22 +337,20 @@ static void on_net(kc_loop_t *loop, void *arg)
         k->done = c->revoking == 0;
         break;
     case KC_COP_POSITION:
+        if ((rp = part_of(c, k->topic, k->partition)))
+            k->value = kc_rt_part_position(rp);
+        else
+            k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
+                            k->partition);
+        break;
     case KC_COP_STORE:
-        if ((i = find(c, k->topic, k->partition)) < 0) {
-            /* a partition the group assigned (consumer_group.c keeps those) */
-            kc_rt_part_t *gp = k->op == KC_COP_POSITION && c->grp
-                                   ? kc_cg_find(c->grp, k->topic, k->partition)
-                                   : NULL;
-            if (gp)
-                k->value = kc_rt_part_committable(gp);
-            else
-                k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
-                                k->partition);
-        } else if (k->op == KC_COP_STORE) {
+        if ((i = find(c, k->topic, k->partition)) >= 0)
             kc_rt_part_store(c->parts[i].rtp, k->value);
-        } else {
-            k->value = kc_rt_part_committable(c->parts[i].rtp);
-        }
+        else if (c->grp) /* the group's partitions (consumer_group.c), revoking ones included */
+            k->rc = kc_cg_store(c->grp, k->topic, k->partition, k->value, &k->err);
+        else
+            k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
+                            k->partition);
         break;
     case KC_COP_SUBSCRIBE:
     case KC_COP_GROUP_CLOSE:

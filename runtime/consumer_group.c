@@ -126,6 +126,11 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     if (rc != KC_OK) {
         gp->revoking = gp->dropped = true; /* freed at its REVOKE_DONE */
         kc_rt_part_revoke(rtp, false);
+    } else if (start >= 0) {
+        /* start >= 0 is the group's committed offset (OffsetFetch): kc_position and the stats
+         * report it before the first delivery, and the stats' "committed" starts there. */
+        kc_rt_part_set_start(rtp, start);
+        kc_engine_set_committed(cg->e, topic, partition, start);
     }
     return rc;
 }
@@ -281,6 +286,25 @@ kc_rt_part_t *kc_cg_find(const kc_cgroup_t *cg, const char *topic, int32_t parti
             strcmp(cg->p[i].topic, topic) == 0)
             return cg->p[i].rtp;
     return NULL;
+}
+
+kc_err_t kc_cg_store(kc_cgroup_t *cg, const char *topic, int32_t partition, int64_t offset,
+                     kc_error_t *err)
+{
+    gpart_t *gp = find(cg, topic, partition);
+    if (!gp)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "store_offset: %s[%d] is not assigned to this member",
+                       topic, partition);
+    /* Until its on_revoke returned (REVOKE_DONE, handled on this thread), a revoking partition's
+     * committable offset is still to be read by the revocation's commit, so a store from
+     * on_records/on_revoke lands in it. After that the commit may be on its way: refused. */
+    if (gp->revoked || gp->dropped)
+        return kc_fail(err, KC_ERR_STATE,
+                       "store_offset: %s[%d] was revoked from this member (its offset is "
+                       "committed by the revocation)",
+                       topic, partition);
+    kc_rt_part_store(gp->rtp, offset);
+    return KC_OK;
 }
 
 /* ---- the application's commits (network thread) --------------------------------------------- */

@@ -33,6 +33,12 @@ bool kc_cg_part_at(const kc_cgroup_t *cg, size_t i, const char **topic, int32_t 
 /* The owned (not revoking) partition's runtime state, or NULL. Network thread. */
 kc_rt_part_t *kc_cg_find(const kc_cgroup_t *cg, const char *topic, int32_t partition);
 
+/* kc_store_offset for a group partition: KC_ERR_NOT_FOUND when the member does not hold it,
+ * KC_ERR_STATE once its revocation passed on_revoke (the revocation commits what was stored
+ * before). Network thread. */
+kc_err_t kc_cg_store(kc_cgroup_t *cg, const char *topic, int32_t partition, int64_t offset,
+                     kc_error_t *err);
+
 /* The application's kc_commit / kc_commit_async / kc_committed under a group: every request
  * carries the member's identity as it is when the request is built (KIP-848: member id + the
  * current member epoch, STALE_MEMBER_EPOCH asked again with the fresh one; classic: member id +

@@ -181,6 +181,7 @@ kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
     p->pub.partition = partition;
     p->next_deliver = start_offset;
     atomic_init(&p->committable, -1);
+    atomic_init(&p->start_pos, -1);
     atomic_init(&p->last_worker, -1);
     p->all_next = rt->parts;
     if (rt->parts)
@@ -259,6 +260,17 @@ int64_t kc_rt_part_committable(const kc_rt_part_t *p)
 void kc_rt_part_store(kc_rt_part_t *p, int64_t offset)
 {
     atomic_store_explicit(&p->committable, offset, memory_order_release);
+}
+
+void kc_rt_part_set_start(kc_rt_part_t *p, int64_t offset)
+{
+    atomic_store_explicit(&p->start_pos, offset, memory_order_relaxed);
+}
+
+int64_t kc_rt_part_position(const kc_rt_part_t *p)
+{
+    int64_t c = kc_rt_part_committable(p);
+    return c >= 0 ? c : atomic_load_explicit(&p->start_pos, memory_order_relaxed);
 }
 
 /*

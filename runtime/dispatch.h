@@ -108,6 +108,8 @@ typedef struct kc_rt_part {
     _Atomic int64_t committable; /* written by the running worker (or kc_rt_part_store), read by
                                     the network thread for commits; release/acquire */
     _Atomic int64_t buffered;    /* bytes queued for this partition: + network, - worker */
+    _Atomic int64_t start_pos;   /* the known start offset (e.g. the group's committed offset),
+                                    -1 unknown; written by the network thread, read anywhere */
     _Atomic int last_worker;     /* id of the worker that last ran it (stats), -1 before */
     struct kc_rt_part *rq_next;  /* guarded by the run queue's mutex */
     /* Owner: the worker running the partition (handed over through `sched`). */
@@ -163,6 +165,11 @@ void kc_rt_part_resume(kc_rt_part_t *p);
 int64_t kc_rt_part_committable(const kc_rt_part_t *p);
 /* Manual store. Any thread. */
 void kc_rt_part_store(kc_rt_part_t *p, int64_t offset);
+/* Where delivery starts, once known (a committed offset or an explicit one): what position
+ * reports before the first callback returned (the committable offset is -1 until then).
+ * kc_rt_part_position: the committable offset, else that start, else -1. Any thread. */
+void kc_rt_part_set_start(kc_rt_part_t *p, int64_t offset);
+int64_t kc_rt_part_position(const kc_rt_part_t *p);
 
 /* A seek moved the partition's position (network thread, right after the engine's seek): batches
  * pushed before it are dropped, and the delivery floor is reset so a backward seek re-delivers

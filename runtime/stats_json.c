@@ -93,8 +93,9 @@ static void put_part(kc_consumer_t *c, sbuf_t *b, size_t n, const char *topic, i
     kc_engine_part_stats_t ps = {.position = -1, .committed = -1, .high_watermark = -1, .lag = -1};
     if (c->e)
         (void)kc_engine_part_stats(c->e, topic, partition, &ps, NULL);
-    /* position: the next record to deliver (what the app saw), not what was fetched */
-    int64_t pos = kc_rt_part_committable(p);
+    /* position: the next record to deliver (what the app saw), not what was fetched; before
+     * the first delivery, the start once known (e.g. the group's committed offset) */
+    int64_t pos = kc_rt_part_position(p);
     int64_t hw = ps.high_watermark;
     put(b, n ? ",{\"topic\":" : "{\"topic\":");
     put_str(b, topic);

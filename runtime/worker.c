@@ -267,19 +267,26 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
     }
 }
 
-/* Set once on each worker thread, read only by the same thread: callbacks run only on workers,
- * so "am I inside a callback" is "am I a worker" (kc_rt_in_worker). */
-static _Thread_local bool this_is_a_worker;
+/* kc_worker_id: the id of the worker this thread is, -1 on every other thread. Set once when the
+ * thread starts and never changed: a thread-local, so reading it needs no synchronisation.
+ * Callbacks run only on workers, so "am I inside a callback" is "am I a worker"
+ * (kc_rt_in_worker). */
+static _Thread_local int tl_worker_id = -1;
+
+KC_API int kc_worker_id(void)
+{
+    return tl_worker_id;
+}
 
 bool kc_rt_in_worker(void)
 {
-    return this_is_a_worker;
+    return tl_worker_id >= 0;
 }
 
 void *kc_rt_worker_main(void *arg)
 {
     kc_rt_worker_t *w = arg;
-    this_is_a_worker = true;
+    tl_worker_id = (int)w->id;
     kc_rt_part_t *p;
     bool had = false;
     while ((p = kc_rt_runq_pop(&w->rt->rq, had))) {

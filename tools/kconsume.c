@@ -5,12 +5,14 @@
  * Threads and ownership:
  *  - main thread: parses flags, builds the config, creates the consumer, assigns or subscribes,
  *    then loops (signals, -e end checks, periodic commits) until something asks it to stop; then
- *    closes. It owns `g.a`, `g.c` and the lifetime of every part_t.
+ *    closes. It owns `kc_app.a`, `kc_app.c` and the lifetime of every part_t.
  *  - workers (the library's): on_assign/on_records/on_revoke/on_lost/on_event. Each worker
  *    renders into its own buffer (worker_t, found through a thread-local) and writes each batch
  *    with one write(2) under out_mu, so lines of concurrent workers never interleave.
  *  - shared: the partition registry (reg_mu), the counters and the stop code (atomics, noted
- *    where they are declared).
+ *    where they are declared in tools/app/app.h).
+ * This file: callbacks, output, the registry and the main loop; tools/app/ends.c the start-up
+ * assignment and -e end checks; tools/app/view.c the --live view and the summary.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,61 +32,17 @@
 #include "cli/format.h"
 #include "cli/live.h"
 #include "cli/setup.h"
+#include "app/app.h"
 
-#define META_TIMEOUT_MS  15000 /* metadata and watermark questions at start-up */
-#define CLOSE_TIMEOUT_MS 10000 /* in-flight callbacks, final commit, leaving the group */
-#define FLUSH_BYTES      65536 /* a worker writes out mid-batch past this (at a line boundary) */
+#define FLUSH_BYTES 65536 /* a worker writes out mid-batch past this (at a line boundary) */
 
-/* One assigned (or once assigned) partition. Created by the main thread (manual assignment) or by
- * on_assign (group); never freed before the consumer is destroyed, so p->app stays valid. */
-typedef struct part {
-    char *topic;
-    int32_t partition;
-    /* -e end mark: the high watermark the main thread observed; -1 until known. Written by the
-     * main thread, read by the partition's worker (relaxed: the worker only compares). */
-    _Atomic int64_t end;
-    atomic_int done;     /* reached `end`: set by the worker or the main thread */
-    atomic_int assigned; /* 1 between on_assign and on_revoke/on_lost (manual: from kc_assign) */
-    /* --live: written by the partition's worker at the end of each batch, read by main
-     * (relaxed: a progress display needs untorn values, no ordering). */
-    _Atomic int64_t recs, pos;
-    atomic_int worker;
-    int64_t prev_recs; /* main thread: recs at the previous frame, for the rate */
-    struct part *next; /* registry list, under reg_mu */
-} part_t;
-
-/* One per worker thread that ran a callback. Owner: that worker; freed by main after close. */
-typedef struct worker {
-    kc_cli_buf_t buf;
-    int id;
-    struct worker *next; /* all workers, under reg_mu */
-} worker_t;
-
-static struct {
-    kc_cli_args_t a;
-    kc_cli_fmt_t fmt;
-    kc_consumer_t *c;
-    char client_id[256];
-
-    /* One writer of stdout at a time: no interleaving, even across partial writes. */
-    pthread_mutex_t out_mu;
-    int stats_fd;
-
-    pthread_mutex_t reg_mu; /* parts and workers lists */
-    part_t *parts;
-    worker_t *workers;
-    int next_worker;
-
-    _Atomic int64_t reserved; /* -c: records claimed for printing (claim first, then print) */
-    _Atomic int64_t printed;
-    _Atomic uint64_t bytes; /* key + value bytes of printed records */
-    atomic_int stop_code;   /* -1 running; else the exit code someone asked for */
-} g = {.out_mu = PTHREAD_MUTEX_INITIALIZER, .reg_mu = PTHREAD_MUTEX_INITIALIZER, .stats_fd = 2};
+kc_app_t kc_app = {
+    .out_mu = PTHREAD_MUTEX_INITIALIZER, .reg_mu = PTHREAD_MUTEX_INITIALIZER, .stats_fd = 2};
 
 static volatile sig_atomic_t g_signal;
 static _Thread_local worker_t *tl_worker;
 
-static uint64_t now_ns(void)
+uint64_t kc_app_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -93,10 +50,10 @@ static uint64_t now_ns(void)
 }
 
 /* First writer wins: a later, different reason to stop does not override the first. */
-static void request_stop(int code)
+void kc_app_request_stop(int code)
 {
     int exp = -1;
-    atomic_compare_exchange_strong(&g.stop_code, &exp, code);
+    atomic_compare_exchange_strong(&kc_app.stop_code, &exp, code);
 }
 
 static void on_signal(int sig)
@@ -110,7 +67,7 @@ static void on_signal(int sig)
 
 static void write_out(const char *p, size_t n)
 {
-    pthread_mutex_lock(&g.out_mu);
+    pthread_mutex_lock(&kc_app.out_mu);
     while (n > 0) {
         ssize_t w = write(STDOUT_FILENO, p, n);
         if (w < 0 && errno == EINTR)
@@ -120,13 +77,13 @@ static void write_out(const char *p, size_t n)
             int e = errno;
             if (e != EPIPE)
                 fprintf(stderr, "kconsume: writing the output: %s\n", strerror(e));
-            request_stop(e == EPIPE ? KC_CLI_EXIT_OK : KC_CLI_EXIT_RUNTIME);
+            kc_app_request_stop(e == EPIPE ? KC_CLI_EXIT_OK : KC_CLI_EXIT_RUNTIME);
             break;
         }
         p += w;
         n -= (size_t)w;
     }
-    pthread_mutex_unlock(&g.out_mu);
+    pthread_mutex_unlock(&kc_app.out_mu);
 }
 
 static worker_t *this_worker(void)
@@ -136,22 +93,24 @@ static worker_t *this_worker(void)
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    pthread_mutex_lock(&g.reg_mu);
-    w->id = g.next_worker++;
-    w->next = g.workers;
-    g.workers = w;
-    pthread_mutex_unlock(&g.reg_mu);
+    pthread_mutex_lock(&kc_app.reg_mu);
+    /* The library's worker id (kc_worker_id): the number stats report as workers[].id and
+     * partitions[].worker, so %w and --live agree with the stats file. */
+    w->id = kc_worker_id();
+    w->next = kc_app.workers;
+    kc_app.workers = w;
+    pthread_mutex_unlock(&kc_app.reg_mu);
     tl_worker = w;
     return w;
 }
 
 /* ---- the partition registry ------------------------------------------------------------------ */
 
-static part_t *part_get(const char *topic, int32_t partition)
+part_t *kc_app_part_get(const char *topic, int32_t partition)
 {
-    pthread_mutex_lock(&g.reg_mu);
+    pthread_mutex_lock(&kc_app.reg_mu);
     part_t *p;
-    for (p = g.parts; p; p = p->next)
+    for (p = kc_app.parts; p; p = p->next)
         if (p->partition == partition && !strcmp(p->topic, topic))
             break;
     if (!p) {
@@ -165,11 +124,11 @@ static part_t *part_get(const char *topic, int32_t partition)
             atomic_init(&p->end, -1);
             atomic_init(&p->pos, -1);
             atomic_init(&p->worker, -1);
-            p->next = g.parts;
-            g.parts = p;
+            p->next = kc_app.parts;
+            kc_app.parts = p;
         }
     }
-    pthread_mutex_unlock(&g.reg_mu);
+    pthread_mutex_unlock(&kc_app.reg_mu);
     return p;
 }
 
@@ -178,20 +137,21 @@ static part_t *part_get(const char *topic, int32_t partition)
 static void on_assign(void *opaque, kc_part_t *kp)
 {
     (void)opaque;
-    part_t *p = part_get(kp->topic, kp->partition);
+    part_t *p = kc_app_part_get(kp->topic, kp->partition);
     if (!p) {
         fprintf(stderr, "kconsume: out of memory\n");
-        request_stop(KC_CLI_EXIT_RUNTIME);
+        kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
         return;
     }
     kp->app = p;
     atomic_store(&p->assigned, 1);
-    if (g.a.start == KC_CLI_START_TIMESTAMP) {
+    if (kc_app.a.start == KC_CLI_START_TIMESTAMP) {
         kc_error_t e;
-        if (kc_seek(g.c, kp->topic, kp->partition, KC_SEEK_TIMESTAMP, g.a.start_value, &e)) {
+        if (kc_seek(kc_app.c, kp->topic, kp->partition, KC_SEEK_TIMESTAMP, kc_app.a.start_value,
+                    &e)) {
             fprintf(stderr, "kconsume: %s[%d]: seeking to @%" PRId64 ": %s\n", kp->topic,
-                    kp->partition, g.a.start_value, e.msg);
-            request_stop(KC_CLI_EXIT_RUNTIME);
+                    kp->partition, kc_app.a.start_value, e.msg);
+            kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
         }
     }
 }
@@ -217,33 +177,34 @@ static int hdr_next(const void *src, size_t *cursor, const char **name, size_t *
  * but not printed must not count as delivered. kc_seek from on_records ends the current view. */
 static kc_cb_result_t stop_before(kc_part_t *kp, int64_t next)
 {
-    if (g.a.group) /* only commits care, and without -G nothing is committed */
-        (void)kc_seek(g.c, kp->topic, kp->partition, KC_SEEK_OFFSET, next, NULL);
+    if (kc_app.a.group) /* only commits care, and without -G nothing is committed */
+        (void)kc_seek(kc_app.c, kp->topic, kp->partition, KC_SEEK_OFFSET, next, NULL);
     return KC_CB_PAUSE;
 }
 
 static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batch)
 {
     (void)opaque;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = kc_app_now_ns();
     part_t *p = kp->app;
     worker_t *w = this_worker();
     if (!w) {
         fprintf(stderr, "kconsume: out of memory\n");
-        request_stop(KC_CLI_EXIT_RUNTIME);
+        kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
         return KC_CB_RETRY; /* not delivered; the stop closes the consumer */
     }
     char member[256] = "";
-    if (kc_cli_fmt_uses(&g.fmt, KC_CLI_MEMBER) &&
-        (kc_member_id(g.c, member, sizeof member) != KC_OK || !member[0]))
-        snprintf(member, sizeof member, "%s", g.client_id);
+    if (kc_cli_fmt_uses(&kc_app.fmt, KC_CLI_MEMBER) &&
+        (kc_member_id(kc_app.c, member, sizeof member) != KC_OK || !member[0]))
+        snprintf(member, sizeof member, "%s", kc_app.client_id);
     kc_cli_rec_t rec = {.topic = kp->topic,
                         .partition = kp->partition,
                         .worker = w->id,
                         .member = member,
                         .cb_start_ns = t0,
-                        .hdr_next = kc_cli_fmt_uses(&g.fmt, KC_CLI_HEADERS) ? hdr_next : NULL};
-    int64_t end = p && g.a.exit_at_end ? atomic_load_explicit(&p->end, memory_order_relaxed) : -1;
+                        .hdr_next = kc_cli_fmt_uses(&kc_app.fmt, KC_CLI_HEADERS) ? hdr_next : NULL};
+    int64_t end =
+        p && kc_app.a.exit_at_end ? atomic_load_explicit(&p->end, memory_order_relaxed) : -1;
     int64_t n = 0;
     uint64_t bytes = 0;
     kc_cb_result_t res = KC_CB_CONTINUE;
@@ -256,7 +217,7 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
             break;
         }
         /* -c: claim a slot before printing, so exactly COUNT records are printed in total. */
-        if (g.a.count && atomic_fetch_add(&g.reserved, 1) >= g.a.count) {
+        if (kc_app.a.count && atomic_fetch_add(&kc_app.reserved, 1) >= kc_app.a.count) {
             res = stop_before(kp, rec.offset);
             break;
         }
@@ -264,9 +225,9 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         rec.key = kc_record_key(r, &rec.key_len);
         rec.value = kc_record_value(r, &rec.value_len);
         rec.hdr_src = r;
-        if (kc_cli_fmt_render(&g.fmt, &rec, &w->buf)) {
+        if (kc_cli_fmt_render(&kc_app.fmt, &rec, &w->buf)) {
             fprintf(stderr, "kconsume: out of memory formatting a record\n");
-            request_stop(KC_CLI_EXIT_RUNTIME);
+            kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
             res = stop_before(kp, rec.offset);
             break;
         }
@@ -286,7 +247,7 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         write_out(w->buf.p, w->buf.len);
         w->buf.len = 0;
     }
-    atomic_fetch_add(&g.bytes, bytes);
+    atomic_fetch_add(&kc_app.bytes, bytes);
     if (p && n > 0) {
         atomic_fetch_add_explicit(&p->recs, n, memory_order_relaxed);
         atomic_store_explicit(&p->pos, rec.offset + 1, memory_order_relaxed);
@@ -294,13 +255,13 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
     }
     /* --work-us: the record's "processing", after its line is out and before the callback
      * returns, so the offset becomes committable only once the work is done, as in a real app. */
-    if (g.a.work_us > 0 && n > 0) {
-        int64_t us = g.a.work_us * n;
+    if (kc_app.a.work_us > 0 && n > 0) {
+        int64_t us = kc_app.a.work_us * n;
         nanosleep(&(struct timespec){us / 1000000, (us % 1000000) * 1000}, NULL);
     }
     /* Counted after the write: once printed reaches COUNT, every counted line is out. */
-    if (atomic_fetch_add(&g.printed, n) + n >= g.a.count && g.a.count)
-        request_stop(KC_CLI_EXIT_OK);
+    if (atomic_fetch_add(&kc_app.printed, n) + n >= kc_app.a.count && kc_app.a.count)
+        kc_app_request_stop(KC_CLI_EXIT_OK);
     return res;
 }
 
@@ -314,239 +275,28 @@ static void on_event(void *opaque, const kc_event_t *ev)
         if (line) {
             memcpy(line, ev->json, len);
             line[len] = '\n';
-            ssize_t wr = write(g.stats_fd, line, len + 1);
+            ssize_t wr = write(kc_app.stats_fd, line, len + 1);
             (void)wr; /* stats are best effort: a full disk must not stop consumption */
             free(line);
         }
     } else if (ev->type == KC_EVENT_ERROR && ev->error) {
         int fatal = ev->error->code == KC_ERR_FATAL;
-        if (fatal || !g.a.quiet)
+        if (fatal || !kc_app.a.quiet)
             fprintf(stderr, "kconsume: %s%s: %s\n", fatal ? "fatal: " : "",
                     kc_err_name(ev->error->code), ev->error->msg);
         if (fatal)
-            request_stop(KC_CLI_EXIT_RUNTIME);
+            kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
     }
-}
-
-/* ---- start-up -------------------------------------------------------------------------------- */
-
-static int64_t start_offset(void)
-{
-    switch (g.a.start) {
-    case KC_CLI_START_BEGINNING:
-        return KC_OFFSET_BEGINNING;
-    case KC_CLI_START_OFFSET:
-        return g.a.start_value;
-    default:
-        return KC_OFFSET_END; /* default and end; @MS seeks in on_assign from there */
-    }
-}
-
-/* ---- -e: the main thread's end checks -------------------------------------------------------- */
-
-/* Asks p's watermarks (blocking: main thread only, never a callback) and sets its end mark. A
- * partition with nothing to read, or whose start is at or past the end, is done at once: no
- * callback will ever come for it. 0 ok, -1 not known yet (asked again later). */
-static int learn_end(part_t *p)
-{
-    int64_t low, high;
-    kc_error_t e;
-    if (kc_query_watermarks(g.c, p->topic, p->partition, &low, &high, META_TIMEOUT_MS, &e) !=
-        KC_OK) {
-        if (!g.a.quiet)
-            fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic,
-                    p->partition, e.msg);
-        return -1;
-    }
-    atomic_store(&p->end, high);
-    if (low >= high || g.a.start == KC_CLI_START_END ||
-        (g.a.start == KC_CLI_START_DEFAULT && !g.a.group) ||
-        (g.a.start == KC_CLI_START_OFFSET && g.a.start_value >= high))
-        atomic_store(&p->done, 1);
-    return 0;
-}
-
-/* Manual assignment: every partition of each -t (or -p's). With -e the end marks are learned
- * before the assignment, so no record past them can be printed before they are known. */
-static int assign_all(void)
-{
-    kc_topic_partition_t *tps = NULL;
-    size_t n = 0;
-    kc_error_t e;
-    for (size_t t = 0; t < g.a.n_topics; t++) {
-        int32_t count = 1, first = g.a.partition;
-        if (first < 0) {
-            first = 0;
-            if (kc_topic_partitions(g.c, g.a.topics[t], &count, META_TIMEOUT_MS, &e) != KC_OK) {
-                fprintf(stderr, "kconsume: topic '%s': %s\n", g.a.topics[t], e.msg);
-                free(tps);
-                return -1;
-            }
-        }
-        kc_topic_partition_t *more = realloc(tps, (n + (size_t)count) * sizeof *tps);
-        if (!more) {
-            free(tps);
-            return -1;
-        }
-        tps = more;
-        for (int32_t i = 0; i < count; i++) {
-            part_t *p = part_get(g.a.topics[t], first + i);
-            if (!p) {
-                free(tps);
-                return -1;
-            }
-            atomic_store(&p->assigned, 1);
-            if (g.a.exit_at_end)
-                (void)learn_end(p); /* on failure, all_at_end asks again */
-            tps[n++] = (kc_topic_partition_t){g.a.topics[t], first + i, start_offset()};
-        }
-    }
-    kc_err_t rc = kc_assign(g.c, tps, n, &e);
-    free(tps);
-    if (rc != KC_OK) {
-        fprintf(stderr, "kconsume: assign: %s\n", e.msg);
-        return -1;
-    }
-    return 0;
-}
-
-/* -G: partitions handed to this member whose delivery position is still unknown (nothing
- * delivered yet: the library resolved the start from the group's committed offset, and
- * kc_position answers only after a delivery). A partition handed over already at its end never
- * delivers a record, so its committed offset is asked instead (one batched, blocking question at
- * most once a second, main thread). Committed at or past the end: nothing below the end is left
- * for anyone, and nothing past it is printed. */
-static void committed_ends(part_t **ps, size_t n)
-{
-    static uint64_t last;
-    kc_topic_partition_t tps[256];
-    if (n == 0 || now_ns() - last < 1000000000u)
-        return;
-    last = now_ns();
-    if (n > sizeof tps / sizeof *tps)
-        n = sizeof tps / sizeof *tps;
-    for (size_t i = 0; i < n; i++)
-        tps[i] = (kc_topic_partition_t){ps[i]->topic, ps[i]->partition, KC_OFFSET_INVALID};
-    if (kc_committed(g.c, tps, n, META_TIMEOUT_MS, NULL) != KC_OK)
-        return; /* asked again in a second */
-    for (size_t i = 0; i < n; i++)
-        if (tps[i].offset >= 0 && tps[i].offset >= atomic_load(&ps[i]->end))
-            atomic_store(&ps[i]->done, 1);
-}
-
-/* Returns 1 when every assigned partition is done and at least one is assigned. Asks the
- * watermarks of newly assigned partitions (blocking, so here on the main thread and never in a
- * callback). */
-static int all_at_end(void)
-{
-    part_t *snap[4096];
-    size_t n = 0;
-    pthread_mutex_lock(&g.reg_mu);
-    for (part_t *p = g.parts; p && n < sizeof snap / sizeof *snap; p = p->next)
-        snap[n++] = p; /* entries are never freed while running: safe to use unlocked */
-    pthread_mutex_unlock(&g.reg_mu);
-    size_t assigned = 0, done = 0, n_unknown = 0;
-    part_t *unknown[256];
-    for (size_t i = 0; i < n; i++) {
-        part_t *p = snap[i];
-        if (!atomic_load(&p->assigned))
-            continue;
-        assigned++;
-        if (atomic_load(&p->done)) {
-            done++;
-            continue;
-        }
-        if (atomic_load(&p->end) < 0 && learn_end(p))
-            continue;
-        int64_t pos = -1;
-        if (!atomic_load(&p->done) &&
-            kc_position(g.c, p->topic, p->partition, &pos, NULL) == KC_OK && pos >= 0 &&
-            pos >= atomic_load(&p->end))
-            atomic_store(&p->done, 1);
-        else if (g.a.group && pos < 0 && atomic_load(&p->end) >= 0 &&
-                 n_unknown < sizeof unknown / sizeof *unknown)
-            unknown[n_unknown++] = p;
-        done += (size_t)atomic_load(&p->done);
-    }
-    if (done < assigned)
-        committed_ends(unknown, n_unknown);
-    return assigned > 0 && done == assigned;
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
-
-static int row_cmp(const void *a, const void *b)
-{
-    const kc_cli_live_row_t *x = a, *y = b;
-    int c = strcmp(x->topic, y->topic);
-    return c ? c : (x->partition > y->partition) - (x->partition < y->partition);
-}
-
-/* One --live frame on stderr. On a terminal it redraws in place (cursor up over the previous
- * frame); otherwise it prints a frame every 2 s so logs stay readable. */
-static void live_frame(uint64_t t0, int final)
-{
-    static int prev_lines, frames;
-    static uint64_t last;
-    int ansi = isatty(STDERR_FILENO);
-    if (!ansi && !final && frames++ % 4)
-        return;
-    uint64_t now = now_ns();
-    double dt = last ? (double)(now - last) / 1e9 : 0;
-    last = now;
-    kc_cli_live_row_t rows[1024];
-    size_t n = 0;
-    pthread_mutex_lock(&g.reg_mu);
-    for (part_t *p = g.parts; p && n < sizeof rows / sizeof *rows; p = p->next) {
-        if (!atomic_load(&p->assigned) && !final)
-            continue;
-        int64_t recs = atomic_load_explicit(&p->recs, memory_order_relaxed);
-        rows[n++] = (kc_cli_live_row_t){p->topic,
-                                        p->partition,
-                                        atomic_load_explicit(&p->pos, memory_order_relaxed),
-                                        atomic_load(&p->end),
-                                        recs,
-                                        dt > 0 ? (double)(recs - p->prev_recs) / dt : 0,
-                                        atomic_load_explicit(&p->worker, memory_order_relaxed)};
-        p->prev_recs = recs;
-    }
-    pthread_mutex_unlock(&g.reg_mu);
-    qsort(rows, n, sizeof *rows, row_cmp);
-    kc_cli_buf_t b = {0};
-    char up[32];
-    if (ansi && prev_lines)
-        kc_cli_buf_put(&b, up, (size_t)snprintf(up, sizeof up, "\x1b[%dA", prev_lines));
-    int lines = kc_cli_live_render(&b, rows, n, (double)(now_ns() - t0) / 1e9, ansi);
-    if (lines > 0) {
-        ssize_t wr = write(STDERR_FILENO, b.p, b.len);
-        (void)wr; /* a display: nothing to do if the terminal is gone */
-        prev_lines = lines;
-    }
-    kc_cli_buf_free(&b);
-}
-
-static void print_summary(uint64_t t0)
-{
-    double secs = (double)(now_ns() - t0) / 1e9;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-                 (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-    int64_t recs = atomic_load(&g.printed);
-    double mb = (double)atomic_load(&g.bytes) / 1e6;
-    fprintf(stderr,
-            "kconsume: %" PRId64 " records, %.1f MB, %.2f s, %.0f records/s, %.2f CPU s per "
-            "million records (%.2f CPU s)\n",
-            recs, mb, secs, secs > 0 ? (double)recs / secs : 0.0,
-            recs > 0 ? cpu * 1e6 / (double)recs : 0.0, cpu);
-}
 
 /* Orderly stop: in-flight callbacks finish (their lines are written), on_revoke, final commit
  * (group mode, auto-commit), leave the group. */
 static int shutdown_consumer(void)
 {
     kc_error_t e;
-    if (kc_close(g.c, CLOSE_TIMEOUT_MS, &e) != KC_OK) {
+    if (kc_close(kc_app.c, CLOSE_TIMEOUT_MS, &e) != KC_OK) {
         fprintf(stderr, "kconsume: close: %s\n", e.msg);
         return -1;
     }
@@ -555,22 +305,22 @@ static int shutdown_consumer(void)
 
 static void free_all(void)
 {
-    for (part_t *p = g.parts, *next; p; p = next) {
+    for (part_t *p = kc_app.parts, *next; p; p = next) {
         next = p->next;
         free(p->topic);
         free(p);
     }
-    for (worker_t *w = g.workers, *next; w; w = next) {
+    for (worker_t *w = kc_app.workers, *next; w; w = next) {
         next = w->next;
         kc_cli_buf_free(&w->buf);
         free(w);
     }
-    g.parts = NULL;
-    g.workers = NULL;
-    kc_cli_fmt_free(&g.fmt);
-    kc_cli_args_free(&g.a);
-    if (g.stats_fd > 2)
-        close(g.stats_fd);
+    kc_app.parts = NULL;
+    kc_app.workers = NULL;
+    kc_cli_fmt_free(&kc_app.fmt);
+    kc_cli_args_free(&kc_app.a);
+    if (kc_app.stats_fd > 2)
+        close(kc_app.stats_fd);
 }
 
 static int run(void)
@@ -581,7 +331,7 @@ static int run(void)
         fprintf(stderr, "kconsume: out of memory\n");
         return KC_CLI_EXIT_RUNTIME;
     }
-    if (kc_cli_build_conf(conf, &g.a, g.client_id, sizeof g.client_id)) {
+    if (kc_cli_build_conf(conf, &kc_app.a, kc_app.client_id, sizeof kc_app.client_id)) {
         kc_conf_destroy(conf);
         return KC_CLI_EXIT_CONFIG;
     }
@@ -590,75 +340,75 @@ static int run(void)
                           .on_revoke = on_gone,
                           .on_lost = on_gone,
                           .on_event = on_event};
-    kc_err_t rc = kc_consumer_new(conf, &cbs, &g.c, &e);
+    kc_err_t rc = kc_consumer_new(conf, &cbs, &kc_app.c, &e);
     if (rc != KC_OK) {
         kc_conf_destroy(conf);
         fprintf(stderr, "kconsume: %s\n", e.msg);
         return rc == KC_ERR_CONFIG ? KC_CLI_EXIT_CONFIG : KC_CLI_EXIT_RUNTIME;
     }
-    uint64_t t0 = now_ns();
-    if (g.a.group)
-        rc = kc_subscribe(g.c, g.a.topics, g.a.n_topics, &e);
+    uint64_t t0 = kc_app_now_ns();
+    if (kc_app.a.group)
+        rc = kc_subscribe(kc_app.c, kc_app.a.topics, kc_app.a.n_topics, &e);
     else
-        rc = assign_all() ? KC_ERR_NOT_FOUND : KC_OK;
+        rc = kc_app_assign_all() ? KC_ERR_NOT_FOUND : KC_OK;
     if (rc != KC_OK) {
-        if (g.a.group)
+        if (kc_app.a.group)
             fprintf(stderr, "kconsume: subscribe: %s\n", e.msg);
-        request_stop(KC_CLI_EXIT_RUNTIME);
+        kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
     }
 
     uint64_t next_frame = t0;
-    while (atomic_load(&g.stop_code) < 0 && !g_signal) {
+    while (atomic_load(&kc_app.stop_code) < 0 && !g_signal) {
         nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
-        if (g.a.exit_at_end && all_at_end())
-            request_stop(KC_CLI_EXIT_OK);
-        if (g.a.live && now_ns() >= next_frame) {
-            live_frame(t0, 0);
-            next_frame = now_ns() + 500000000u;
+        if (kc_app.a.exit_at_end && kc_app_all_at_end())
+            kc_app_request_stop(KC_CLI_EXIT_OK);
+        if (kc_app.a.live && kc_app_now_ns() >= next_frame) {
+            kc_app_live_frame(t0, 0);
+            next_frame = kc_app_now_ns() + 500000000u;
         }
     }
-    int code = g_signal ? 128 + g_signal : atomic_load(&g.stop_code);
+    int code = g_signal ? 128 + g_signal : atomic_load(&kc_app.stop_code);
     if (shutdown_consumer() && code == KC_CLI_EXIT_OK)
         code = KC_CLI_EXIT_RUNTIME;
-    if (g.a.live)
-        live_frame(t0, 1);
-    if (g.a.summary)
-        print_summary(t0);
-    kc_destroy(g.c);
-    g.c = NULL;
+    if (kc_app.a.live)
+        kc_app_live_frame(t0, 1);
+    if (kc_app.a.summary)
+        kc_app_print_summary(t0);
+    kc_destroy(kc_app.c);
+    kc_app.c = NULL;
     return code;
 }
 
 int main(int argc, char **argv)
 {
     char why[512];
-    atomic_init(&g.stop_code, -1);
-    if (kc_cli_args_parse(&g.a, argc, argv, why, sizeof why) != KC_CLI_EXIT_OK) {
+    atomic_init(&kc_app.stop_code, -1);
+    if (kc_cli_args_parse(&kc_app.a, argc, argv, why, sizeof why) != KC_CLI_EXIT_OK) {
         fprintf(stderr, "kconsume: %s\nTry 'kconsume --help' for the flags.\n", why);
-        kc_cli_args_free(&g.a);
+        kc_cli_args_free(&kc_app.a);
         return KC_CLI_EXIT_USAGE;
     }
-    if (g.a.help) {
+    if (kc_app.a.help) {
         kc_cli_usage(stdout);
         kc_conf_print_reference(stdout, 0);
-        kc_cli_args_free(&g.a);
+        kc_cli_args_free(&kc_app.a);
         return KC_CLI_EXIT_OK;
     }
-    if (g.a.version) {
+    if (kc_app.a.version) {
         printf("kconsume %s\n", kc_version());
-        kc_cli_args_free(&g.a);
+        kc_cli_args_free(&kc_app.a);
         return KC_CLI_EXIT_OK;
     }
-    if (kc_cli_fmt_compile(&g.fmt, g.a.format, why, sizeof why)) {
+    if (kc_cli_fmt_compile(&kc_app.fmt, kc_app.a.format, why, sizeof why)) {
         fprintf(stderr, "kconsume: -f: %s\nTry 'kconsume --help' for the flags.\n", why);
-        kc_cli_args_free(&g.a);
+        kc_cli_args_free(&kc_app.a);
         return KC_CLI_EXIT_USAGE;
     }
-    if (g.a.stats_file) {
-        g.stats_fd =
-            open(g.a.stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-        if (g.stats_fd < 0) {
-            fprintf(stderr, "kconsume: --stats: cannot open '%s': %s\n", g.a.stats_file,
+    if (kc_app.a.stats_file) {
+        kc_app.stats_fd =
+            open(kc_app.a.stats_file, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        if (kc_app.stats_fd < 0) {
+            fprintf(stderr, "kconsume: --stats: cannot open '%s': %s\n", kc_app.a.stats_file,
                     strerror(errno));
             free_all();
             return KC_CLI_EXIT_USAGE;

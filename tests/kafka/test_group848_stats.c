@@ -4,7 +4,8 @@
  * assignment), and kc_position answers for them; kconsume's group demo reads both. Once the
  * member has consumed everything, each listed partition's position equals its high watermark
  * and kc_position agrees (keyed records, so that every partition has some: a partition nothing
- * was delivered from has position -1 when it started from auto.offset.reset). Needs KC_BOOTSTRAP,
+ * was delivered from has position -1 when it started from auto.offset.reset). After kc_commit,
+ * each partition's "committed" equals its position. Needs KC_BOOTSTRAP,
  * KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
@@ -131,6 +132,26 @@ static void group_partitions_in_stats(void **state)
     printf("# group stats: %d partitions listed, positions at the high watermarks (sum %lld)\n", NP,
            sum);
     assert_int_equal(sum, RECS);
+
+    /* kc_commit (tps NULL) commits the positions; the stats' "committed" follows the commit
+     * (before it: the committed offset the partition started from, or -1). */
+    if (kc_commit(c, NULL, 0, 10000, &err) != KC_OK)
+        fail_msg("kc_commit: %s", err.msg);
+    ok = 0;
+    for (int i = 0; i < 50 && !ok; i++) { /* a stats object after the commit: up to 5 s */
+        usleep(100 * 1000);
+        pthread_mutex_lock(&mu);
+        snprintf(snap, sizeof snap, "%s", last);
+        pthread_mutex_unlock(&mu);
+        ok = 1;
+        for (int p = 0; p < NP && ok; p++) {
+            long long pos = part_field(snap, topic, p, "position");
+            ok = pos > 0 && part_field(snap, topic, p, "committed") == pos;
+        }
+    }
+    if (!ok)
+        fail_msg("committed != position after kc_commit; last stats: %.1500s",
+                 strstr(snap, "\"partitions\"") ? strstr(snap, "\"partitions\"") : snap);
     assert_int_equal(kc_position(c, topic, NP + 3, &(int64_t){0}, &err), KC_ERR_NOT_FOUND);
     assert_int_equal(kc_close(c, 10000, &err), KC_OK);
     kc_destroy(c);

@@ -18,7 +18,7 @@ typedef struct kc_cli_live_row {
     int64_t end;      /* -e end mark (high watermark at start); -1 unknown */
     int64_t records;  /* printed from this partition */
     double rate;      /* records/s over the last refresh */
-    int worker;       /* CLI worker that ran the last batch; -1 none yet */
+    int worker;       /* worker (kc_worker_id) that ran the last batch; -1 none */
 } kc_cli_live_row_t;
 
 /* Appends the table (a header, one line per row, a total line) to out; every line ends with

@@ -35,7 +35,7 @@ void kc_cli_usage(FILE *out)
         "                           %%t topic  %%p partition  %%o offset  %%k key  %%s value\n"
         "                           %%h headers (name=value,...)  %%T timestamp (ms)\n"
         "                           %%K key length  %%S value length (-1 for null)\n"
-        "                           %%w worker (0.. in order of first callback)\n"
+        "                           %%w worker id (as stats workers[].id)\n"
         "                           %%M group member id (client.id before joining)\n"
         "                           %%n CLOCK_MONOTONIC ns when the delivering callback started\n"
         "                           %%%% percent   \\n newline  \\t tab  \\r return  \\\\ "

@@ -1,0 +1,156 @@
+/*
+ * kconsume CLI: the start-up assignment (manual mode) and the -e end checks: each partition's end
+ * mark (its high watermark when assigned) and whether every assigned partition reached it.
+ *
+ * Owner: the main thread (every function here blocks on the consumer: never called from a
+ * callback). Part entries are shared with the workers through their atomics (app.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+
+static int64_t start_offset(void)
+{
+    switch (kc_app.a.start) {
+    case KC_CLI_START_BEGINNING:
+        return KC_OFFSET_BEGINNING;
+    case KC_CLI_START_OFFSET:
+        return kc_app.a.start_value;
+    default:
+        return KC_OFFSET_END; /* default and end; @MS seeks in on_assign from there */
+    }
+}
+
+/* ---- -e: the main thread's end checks -------------------------------------------------------- */
+
+/* Asks p's watermarks (blocking: main thread only, never a callback) and sets its end mark. A
+ * partition with nothing to read, or whose start is at or past the end, is done at once: no
+ * callback will ever come for it. 0 ok, -1 not known yet (asked again later). */
+static int learn_end(part_t *p)
+{
+    int64_t low, high;
+    kc_error_t e;
+    if (kc_query_watermarks(kc_app.c, p->topic, p->partition, &low, &high, META_TIMEOUT_MS, &e) !=
+        KC_OK) {
+        if (!kc_app.a.quiet)
+            fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic,
+                    p->partition, e.msg);
+        return -1;
+    }
+    atomic_store(&p->end, high);
+    if (low >= high || kc_app.a.start == KC_CLI_START_END ||
+        (kc_app.a.start == KC_CLI_START_DEFAULT && !kc_app.a.group) ||
+        (kc_app.a.start == KC_CLI_START_OFFSET && kc_app.a.start_value >= high))
+        atomic_store(&p->done, 1);
+    return 0;
+}
+
+/* Manual assignment: every partition of each -t (or -p's). With -e the end marks are learned
+ * before the assignment, so no record past them can be printed before they are known. */
+int kc_app_assign_all(void)
+{
+    kc_topic_partition_t *tps = NULL;
+    size_t n = 0;
+    kc_error_t e;
+    for (size_t t = 0; t < kc_app.a.n_topics; t++) {
+        int32_t count = 1, first = kc_app.a.partition;
+        if (first < 0) {
+            first = 0;
+            if (kc_topic_partitions(kc_app.c, kc_app.a.topics[t], &count, META_TIMEOUT_MS, &e) !=
+                KC_OK) {
+                fprintf(stderr, "kconsume: topic '%s': %s\n", kc_app.a.topics[t], e.msg);
+                free(tps);
+                return -1;
+            }
+        }
+        kc_topic_partition_t *more = realloc(tps, (n + (size_t)count) * sizeof *tps);
+        if (!more) {
+            free(tps);
+            return -1;
+        }
+        tps = more;
+        for (int32_t i = 0; i < count; i++) {
+            part_t *p = kc_app_part_get(kc_app.a.topics[t], first + i);
+            if (!p) {
+                free(tps);
+                return -1;
+            }
+            atomic_store(&p->assigned, 1);
+            if (kc_app.a.exit_at_end)
+                (void)learn_end(p); /* on failure, all_at_end asks again */
+            tps[n++] = (kc_topic_partition_t){kc_app.a.topics[t], first + i, start_offset()};
+        }
+    }
+    kc_err_t rc = kc_assign(kc_app.c, tps, n, &e);
+    free(tps);
+    if (rc != KC_OK) {
+        fprintf(stderr, "kconsume: assign: %s\n", e.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* -G: partitions handed to this member whose delivery position is still unknown (nothing
+ * delivered yet, and no committed offset to start from: kc_position reports a start read from
+ * the group's committed offset, but one resolved by auto.offset.reset only after a delivery). A
+ * partition handed over already at its end never delivers a record, so its committed offset is
+ * asked instead (one batched, blocking question at most once a second, main thread). Committed at
+ * or past the end: nothing below the end is left for anyone, and nothing past it is printed. */
+static void committed_ends(part_t **ps, size_t n)
+{
+    static uint64_t last;
+    kc_topic_partition_t tps[256];
+    if (n == 0 || kc_app_now_ns() - last < 1000000000u)
+        return;
+    last = kc_app_now_ns();
+    if (n > sizeof tps / sizeof *tps)
+        n = sizeof tps / sizeof *tps;
+    for (size_t i = 0; i < n; i++)
+        tps[i] = (kc_topic_partition_t){ps[i]->topic, ps[i]->partition, KC_OFFSET_INVALID};
+    if (kc_committed(kc_app.c, tps, n, META_TIMEOUT_MS, NULL) != KC_OK)
+        return; /* asked again in a second */
+    for (size_t i = 0; i < n; i++)
+        if (tps[i].offset >= 0 && tps[i].offset >= atomic_load(&ps[i]->end))
+            atomic_store(&ps[i]->done, 1);
+}
+
+/* Returns 1 when every assigned partition is done and at least one is assigned. Asks the
+ * watermarks of newly assigned partitions (blocking, so here on the main thread and never in a
+ * callback). */
+int kc_app_all_at_end(void)
+{
+    part_t *snap[4096];
+    size_t n = 0;
+    pthread_mutex_lock(&kc_app.reg_mu);
+    for (part_t *p = kc_app.parts; p && n < sizeof snap / sizeof *snap; p = p->next)
+        snap[n++] = p; /* entries are never freed while running: safe to use unlocked */
+    pthread_mutex_unlock(&kc_app.reg_mu);
+    size_t assigned = 0, done = 0, n_unknown = 0;
+    part_t *unknown[256];
+    for (size_t i = 0; i < n; i++) {
+        part_t *p = snap[i];
+        if (!atomic_load(&p->assigned))
+            continue;
+        assigned++;
+        if (atomic_load(&p->done)) {
+            done++;
+            continue;
+        }
+        if (atomic_load(&p->end) < 0 && learn_end(p))
+            continue;
+        int64_t pos = -1;
+        if (!atomic_load(&p->done) &&
+            kc_position(kc_app.c, p->topic, p->partition, &pos, NULL) == KC_OK && pos >= 0 &&
+            pos >= atomic_load(&p->end))
+            atomic_store(&p->done, 1);
+        else if (kc_app.a.group && pos < 0 && atomic_load(&p->end) >= 0 &&
+                 n_unknown < sizeof unknown / sizeof *unknown)
+            unknown[n_unknown++] = p;
+        done += (size_t)atomic_load(&p->done);
+    }
+    if (done < assigned)
+        committed_ends(unknown, n_unknown);
+    return assigned > 0 && done == assigned;
+}
