@@ -291,10 +291,13 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_SEEK:
         k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
                                &k->err);
-        /* Manual table only: a group partition's runtime floor is not reset (left as it was;
-         * the CLI's -G -e relies on a seek inside on_records still advancing the view). */
-        if (k->rc == KC_OK && (i = find(c, k->topic, k->partition)) >= 0)
-            kc_rt_part_seek(c->parts[i].rtp); /* runtime/seek.c: drop stale, reset the floor */
+        if (k->rc == KC_OK) { /* runtime/seek.c: drop stale batches, move the floor */
+            kc_rt_part_t *sp = (i = find(c, k->topic, k->partition)) >= 0 ? c->parts[i].rtp
+                               : c->grp ? kc_cg_find(c->grp, k->topic, k->partition)
+                                        : NULL;
+            if (sp)
+                kc_rt_part_seek(sp, k->kind == KC_SEEK_OFFSET ? k->value : -1);
+        }
         break;
     case KC_COP_PAUSE:
     case KC_COP_RESUME:

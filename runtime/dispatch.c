@@ -181,6 +181,7 @@ kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
     p->pub.partition = partition;
     p->next_deliver = start_offset;
     atomic_init(&p->committable, -1);
+    atomic_init(&p->seek_to, -1);
     atomic_init(&p->start_pos, -1);
     atomic_init(&p->last_worker, -1);
     p->all_next = rt->parts;

@@ -118,8 +118,10 @@ typedef struct kc_rt_part {
     kc_rt_bref_t cur;
     int64_t next_deliver; /* records below this offset are skipped (retry, start) */
     uint32_t seen_gen;    /* the seek generation the worker last applied (seek.c) */
-    /* Owner: network thread writes (release), workers read (acquire); see seek.c. */
+    /* Owner: network thread writes (release), workers read (acquire); see seek.c. seek_to is
+     * written before the generation bump that publishes it. */
     _Atomic uint32_t seek_gen;
+    _Atomic int64_t seek_to; /* an offset seek's target, -1 when the engine resolves it */
     /* Owner: network thread. */
     bool fetch_blocked; /* backpressure hysteresis state */
     bool is_control;    /* the group-event pseudo-partition */
@@ -173,8 +175,10 @@ int64_t kc_rt_part_position(const kc_rt_part_t *p);
 
 /* A seek moved the partition's position (network thread, right after the engine's seek): batches
  * pushed before it are dropped, and the delivery floor is reset so a backward seek re-delivers
- * (seek.c). */
-void kc_rt_part_seek(kc_rt_part_t *p);
+ * (seek.c). `to`: the target of an offset seek (then also the committable offset, as Java's
+ * position after seek() is what commitSync() commits), -1 when the engine resolves it
+ * (beginning, end, timestamp). */
+void kc_rt_part_seek(kc_rt_part_t *p, int64_t to);
 /* Backpressure (network thread). May the fetcher ask for p now? Hysteresis: a partition stops
  * at its share (cap / partitions) and restarts below half of it; all stop while the total is at
  * the cap and restart below 3/4 of it — so a partition hovering at the limit does not flip in

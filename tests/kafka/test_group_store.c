@@ -6,6 +6,9 @@
  *  2. A second member of the group then starts from those committed offsets: while its first
  *     on_records is held, kc_position and the stats already report the start (the committed
  *     offset), and the stats' "committed" shows it too.
+ *  3. The exactly-once pattern: a third member's on_assign seeks each partition to an offset
+ *     BELOW the committed one (as if kept in the app's own database): delivery starts exactly
+ *     there (the runtime's floor follows the seek) and runs to the end.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
@@ -27,10 +30,23 @@ static long consumed;        /* under mu */
 static int64_t seen_end[NP]; /* offset after the last record seen per partition, under mu */
 static atomic_int hold;      /* phase 2: on_records waits while set */
 static atomic_int assigned;
+static kc_consumer_t *seeker;        /* phase 3: the member whose on_assign seeks */
+static int64_t seek_target[NP];      /* phase 3: where on_assign seeks */
+static int64_t first_seen[NP];       /* phase 3: first offset delivered, under mu */
+static atomic_int seek_errors;
 
 static void on_assign(void *o, kc_part_t *p)
 {
-    (void)o, (void)p;
+    (void)o;
+    kc_consumer_t *c = seeker;
+    if (c && p->partition >= 0 && p->partition < NP) {
+        kc_error_t e;
+        if (kc_seek(c, p->topic, p->partition, KC_SEEK_OFFSET, seek_target[p->partition], &e) !=
+            KC_OK) {
+            fprintf(stderr, "kc_seek in on_assign: %s\n", e.msg);
+            atomic_fetch_add(&seek_errors, 1);
+        }
+    }
     atomic_fetch_add(&assigned, 1);
 }
 
@@ -42,11 +58,16 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     long n = 0;
     const kc_record_t *r;
     int64_t end = -1;
+    int64_t first = -1;
     while ((r = kc_records_next(b))) {
+        if (first < 0)
+            first = kc_record_offset(r);
         n++;
         end = kc_record_offset(r) + 1;
     }
     pthread_mutex_lock(&mu);
+    if (p->partition >= 0 && p->partition < NP && first_seen[p->partition] < 0)
+        first_seen[p->partition] = first;
     consumed += n;
     if (p->partition >= 0 && p->partition < NP && end > seen_end[p->partition])
         seen_end[p->partition] = end;
@@ -203,6 +224,44 @@ static void store_commit_restart(void **state)
     printf("# stored %lld/%lld/%lld committed exactly; the next member reports them as start\n",
            (long long)stored[0], (long long)stored[1], (long long)stored[2]);
     assert_int_equal(kc_close(c, 10000, &err), KC_OK);
+    kc_destroy(c);
+
+    /* 3: on_assign seeks below the committed offsets; delivery starts exactly there. */
+    int64_t want = 0;
+    pthread_mutex_lock(&mu);
+    consumed = 0;
+    for (int p = 0; p < NP; p++) {
+        seek_target[p] = stored[p] / 2;
+        first_seen[p] = -1;
+        want += seen_end[p] - seek_target[p];
+    }
+    pthread_mutex_unlock(&mu);
+    c = member(group);
+    seeker = c;
+    assert_int_equal(kc_subscribe(c, topics, 1, &err), KC_OK);
+    long got = 0;
+    for (int i = 0; i < 300 && got < want; i++) { /* up to 30 s */
+        usleep(100 * 1000);
+        pthread_mutex_lock(&mu);
+        got = consumed;
+        pthread_mutex_unlock(&mu);
+    }
+    usleep(300 * 1000);
+    pthread_mutex_lock(&mu);
+    printf("# on_assign seek below committed: first delivered %lld/%lld/%lld (targets "
+           "%lld/%lld/%lld, committed %lld/%lld/%lld), %ld records of %lld expected\n",
+           (long long)first_seen[0], (long long)first_seen[1], (long long)first_seen[2],
+           (long long)seek_target[0], (long long)seek_target[1], (long long)seek_target[2],
+           (long long)stored[0], (long long)stored[1], (long long)stored[2], consumed,
+           (long long)want);
+    for (int p = 0; p < NP; p++)
+        if (seen_end[p] > seek_target[p])
+            assert_int_equal(first_seen[p], seek_target[p]);
+    assert_int_equal(consumed, want);
+    pthread_mutex_unlock(&mu);
+    assert_int_equal(atomic_load(&seek_errors), 0);
+    assert_int_equal(kc_close(c, 10000, &err), KC_OK);
+    seeker = NULL;
     kc_destroy(c);
 }
 
