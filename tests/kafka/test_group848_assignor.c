@@ -1,4 +1,3 @@
-/* kc-test-label: threads */
 /* group.remote.assignor (KIP-848, the broker computes the assignment) with the public consumer:
  * two members in one process subscribed to two topics of 3 partitions each.
  *  - range: the broker's range assignor gives each member the same partition numbers of both

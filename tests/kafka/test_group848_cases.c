@@ -1,4 +1,3 @@
-/* kc-test-label: threads */
 /* KIP-848 acceptance (issue 7), members as separate processes (tests/support/g848_member):
  *  static_member      a static member closed (leave -2) and restarted within the session keeps
  *                     its partitions, nothing moves to the other member; an instance frozen
