@@ -12,6 +12,7 @@
  * KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,8 @@
 static char topic[64];
 static _Atomic int64_t total, dups, auth_errors, other_errors;
 static _Atomic int64_t next_off[NP];
-static char last_error[512];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_error[512]; /* under mu: written by on_event on a worker */
 
 static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
 {
@@ -53,7 +55,16 @@ static void on_event(void *o, const kc_event_t *ev)
         atomic_fetch_add(&auth_errors, 1);
     else
         atomic_fetch_add(&other_errors, 1);
+    pthread_mutex_lock(&mu);
     snprintf(last_error, sizeof last_error, "%s", ev->error->msg);
+    pthread_mutex_unlock(&mu);
+}
+
+static void copy_last_error(char *out, size_t cap)
+{
+    pthread_mutex_lock(&mu);
+    snprintf(out, cap, "%s", last_error);
+    pthread_mutex_unlock(&mu);
 }
 
 static int64_t now_ms(void)
@@ -99,7 +110,9 @@ static void reset_counts(void)
     atomic_store(&other_errors, 0);
     for (int i = 0; i < NP; i++)
         atomic_store(&next_off[i], 0);
+    pthread_mutex_lock(&mu);
     last_error[0] = 0;
+    pthread_mutex_unlock(&mu);
 }
 
 static kc_conf_t *base_conf(int sasl, const char *password)
@@ -132,9 +145,11 @@ static void wait_all(const char *what)
     for (int i = 0; i < 600 && atomic_load(&total) < RECS; i++)
         usleep(100 * 1000);
     usleep(300 * 1000);
+    char le[512];
+    copy_last_error(le, sizeof le);
     printf("# %s: delivered %lld of %d, dups %lld, errors %lld (%s)\n", what,
            (long long)atomic_load(&total), RECS, (long long)atomic_load(&dups),
-           (long long)(atomic_load(&auth_errors) + atomic_load(&other_errors)), last_error);
+           (long long)(atomic_load(&auth_errors) + atomic_load(&other_errors)), le);
     assert_int_equal(atomic_load(&total), RECS);
     assert_int_equal(atomic_load(&dups), 0);
     assert_int_equal(atomic_load(&auth_errors), 0);
@@ -226,11 +241,12 @@ static void sasl_wrong_password(void **state)
     assert_int_equal(kc_assign(c, tps, NP, &err), KC_OK);
     for (int i = 0; i < 150 && atomic_load(&auth_errors) == 0; i++)
         usleep(100 * 1000);
-    printf("# wrong password: %lld auth error(s): %s\n", (long long)atomic_load(&auth_errors),
-           last_error);
+    char le[512];
+    copy_last_error(le, sizeof le);
+    printf("# wrong password: %lld auth error(s): %s\n", (long long)atomic_load(&auth_errors), le);
     assert_true(atomic_load(&auth_errors) > 0);
-    assert_non_null(strstr(last_error, "SCRAM-SHA-512"));
-    assert_null(strstr(last_error, wrong));
+    assert_non_null(strstr(le, "SCRAM-SHA-512"));
+    assert_null(strstr(le, wrong));
     assert_int_equal(atomic_load(&total), 0);
     int64_t t0 = now_ms();
     (void)kc_close(c, 3000, &err);
