@@ -1,5 +1,6 @@
 /*
- * Backpressure: may the fetcher ask for a partition, and how many bytes may a response bring.
+ * Backpressure: may the fetcher ask for a partition, and how many bytes may a response bring
+ * (what the counters mean and why frames: frames.c).
  * Owner: the network thread (fetch_blocked, global_blocked). The byte counters are atomics that
  * workers decrement (worker.c: kc_rt_release_bref), read relaxed here: they are counts, they
  * publish nothing, and a slightly stale value only delays a decision by one fetch round.
@@ -19,20 +20,23 @@ int64_t kc_rt_buffered_bytes(const kc_rt_t *rt)
 
 bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p)
 {
-    int64_t cap = rt->o.queued_max_bytes, total = kc_rt_buffered_bytes(rt);
+    int64_t cap = rt->o.queued_max_bytes, total = kc_rt_frame_bytes(rt);
     int64_t share = kc_rt_share(rt);
     int64_t mine = atomic_load_explicit(&p->buffered, memory_order_relaxed);
+    int frames = atomic_load_explicit(&p->frames, memory_order_relaxed);
     if (atomic_load_explicit(&p->paused, memory_order_relaxed) ||
         (atomic_load_explicit(&p->life, memory_order_relaxed) & KC_RT_REVOKING))
         return false;
     /* Hysteresis: stop at the mark, restart only well below it, so a partition at its limit
      * does not enter and leave the fetch session (an altered-partitions entry each time) on
-     * every round. */
+     * every round. The global mark counts the frames kept alive (frames.c), the partition's
+     * marks its batch bytes (its fair share) and the frames it pins. */
     if (rt->global_blocked ? total < cap / 4 * 3 : total < cap)
         rt->global_blocked = false;
     else
         rt->global_blocked = true;
-    if (p->fetch_blocked ? mine < share / 2 : mine < share)
+    if (p->fetch_blocked ? mine < share / 2 && frames <= KC_RT_PART_RESUME_FRAMES
+                         : mine < share && frames < KC_RT_PART_MAX_FRAMES)
         p->fetch_blocked = false;
     else
         p->fetch_blocked = true;
@@ -41,6 +45,10 @@ bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p)
 
 int64_t kc_rt_fetch_budget(const kc_rt_t *rt)
 {
-    int64_t left = rt->o.queued_max_bytes - kc_rt_buffered_bytes(rt);
+    /* Idle pooled frame buffers are resident too (io/base/buf_pool.c): counting them here keeps
+     * charged frames plus idle ones within the cap, and the next frame is taken from them. */
+    int64_t left = rt->o.queued_max_bytes - kc_rt_frame_bytes(rt) - (int64_t)kc_buf_pool_idle_bytes();
+    if (rt->o.frame_max_bytes > 0 && left > rt->o.frame_max_bytes)
+        left = rt->o.frame_max_bytes;
     return left > 0 ? left : 0;
 }

@@ -204,7 +204,10 @@ kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
     kc_rt_bref_t st = *b;
     /* network thread: the only writer of seek_gen, so relaxed reads its own value */
     st.seek_gen = atomic_load_explicit(&p->seek_gen, memory_order_relaxed);
+    uint64_t prev_last = p->last_frame;
+    kc_rt_frame_charge(p->rt, p, &st);
     if (!kc_rt_bring_push(&p->ring, &st)) {
+        kc_rt_frame_uncharge(p, &st, prev_last);
         atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
         atomic_fetch_sub_explicit(&p->rt->buffered, n, memory_order_relaxed);
         return KC_ERR_QUEUE_FULL;
@@ -285,6 +288,12 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
                                  void *ctx)
 {
     unsigned n = 0;
+    if (atomic_exchange_explicit(&rt->frames_drained, false, memory_order_relaxed)) {
+        kc_rt_cmpl_t d = {.type = KC_RT_CMPL_DRAINED}; /* frames.c: memory freed by the last
+                                                          unref of a frame, on any thread */
+        fn(ctx, &d);
+        n++;
+    }
     for (;;) {
         kc_rt_cmpl_t c;
         for (unsigned i = 0; i < rt->o.workers; i++) {

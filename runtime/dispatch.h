@@ -84,6 +84,9 @@ typedef struct kc_rt_opts {
     uint32_t max_records; /* callback.batch.max.records */
     unsigned quantum;     /* batches a worker runs of one partition before re-queueing it */
     int64_t queued_max_bytes;
+    /* The largest response the fetch budget asks for (frames.c: a partition held back by a slow
+     * callback pins at most KC_RT_PART_MAX_FRAMES + 1 frames of this size). 0: no bound. */
+    int64_t frame_max_bytes;
     int64_t max_poll_interval_ms;
     bool auto_store; /* enable.auto.offset.store */
     kc_callbacks_t cbs;
@@ -108,6 +111,8 @@ typedef struct kc_rt_part {
     _Atomic int64_t committable; /* written by the running worker (or kc_rt_part_store), read by
                                     the network thread for commits; release/acquire */
     _Atomic int64_t buffered;    /* bytes queued for this partition: + network, - worker */
+    _Atomic int frames;          /* queued batches that start a response frame (frames.c):
+                                    + network, - worker */
     _Atomic int64_t start_pos;   /* the known start offset (e.g. the group's committed offset),
                                     -1 unknown; written by the network thread, read anywhere */
     _Atomic int last_worker;     /* id of the worker that last ran it (stats), -1 before */
@@ -124,6 +129,7 @@ typedef struct kc_rt_part {
     _Atomic int64_t seek_to; /* an offset seek's target, -1 when the engine resolves it */
     /* Owner: network thread. */
     bool fetch_blocked; /* backpressure hysteresis state */
+    uint64_t last_frame; /* seq of the frame this partition's last pushed batch came from */
     bool is_control;    /* the group-event pseudo-partition */
     struct kc_rt_part *all_next, *all_prev, *done_next;
 } kc_rt_part_t;
@@ -187,6 +193,9 @@ bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p);
 /* Bytes the next Fetch response may bring without passing the cap (its max_bytes). */
 int64_t kc_rt_fetch_budget(const kc_rt_t *rt);
 int64_t kc_rt_buffered_bytes(const kc_rt_t *rt);
+/* Bytes of the response frames the partitions' queued batches keep alive (frames.c): what the
+ * queued.max.bytes cap bounds. Any thread (relaxed). */
+int64_t kc_rt_frame_bytes(const kc_rt_t *rt);
 
 /* Completions from every worker; calls fn for each. Network thread. Returns the count. */
 unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_cmpl_t *c),

@@ -42,12 +42,15 @@ struct kc_rt {
     kc_rt_runq_t rq;
     kc_rt_worker_t *w;
     _Atomic int64_t buffered;   /* bytes queued in all rings: + network, - workers */
+    _Atomic int64_t frame_bytes; /* frames kept alive by queued batches (frames.c) */
+    _Atomic bool frames_drained; /* frame_bytes fell below the resume mark (frames.c) */
     _Atomic unsigned nparts;    /* written by network thread; read by workers (share) */
     _Atomic bool stopping;      /* set by shutdown(drop): no new callback starts */
     _Atomic bool closing;       /* set by shutdown (any mode): a full completion ring may drop */
     _Atomic bool poll_exceeded; /* set by the watchdog (network thread), read anywhere */
     /* Owner: network thread. */
     bool global_blocked;
+    uint64_t frame_seq; /* numbers the frames this dispatcher charged (frames.c) */
     kc_rt_part_t *parts; /* every partition not yet freed (list via all_next/prev) */
     kc_rt_part_t *done_new, *done_ready; /* REVOKE_DONE staging, see drain_completions */
     /* Group events: any thread posts, the worker running `control` consumes. */
@@ -69,6 +72,17 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b);
 /* Runs pending group events on worker w (the control pseudo-partition). */
 void kc_rt_run_events(kc_rt_worker_t *w);
 void kc_rt_event_free(kc_rt_event_t *e);
+/* frames.c. A partition with this many queued frame-starting batches is not fetched until it
+ * is down to KC_RT_PART_RESUME_FRAMES. */
+#define KC_RT_PART_MAX_FRAMES    3
+#define KC_RT_PART_RESUME_FRAMES 1
+/* Network thread, before pushing `b` for p: charges b's frame to the dispatcher the first time
+ * it is seen and marks the partition's first batch from it (b->frame_first). */
+void kc_rt_frame_charge(kc_rt_t *rt, kc_rt_part_t *p, kc_rt_bref_t *b);
+/* Network thread: undoes kc_rt_frame_charge's per-partition half when the push failed. */
+void kc_rt_frame_uncharge(kc_rt_part_t *p, const kc_rt_bref_t *b, uint64_t prev_last);
+/* Worker: b is being released; true when p just fell to the resume mark. */
+bool kc_rt_frame_release(kc_rt_part_t *p, const kc_rt_bref_t *b);
 /* Per-partition share of queued.max.bytes. */
 int64_t kc_rt_share(const kc_rt_t *rt);
 

@@ -157,7 +157,8 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
             put_part(c, &b, np++, gt, gpn, grtp);
     put(&b, "],\"group\":");
     put_group(c, &b);
-    put(&b, ",\"buffered_bytes\":%lld,\"workers\":", (long long)kc_rt_buffered_bytes(c->rt));
+    put(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",
+        (long long)kc_rt_buffered_bytes(c->rt), (long long)kc_rt_frame_bytes(c->rt));
     size_t need = kc_rt_stats_workers(c->rt, NULL, 0);
     put(&b, "%*s", (int)need, "");
     if (!b.oom)

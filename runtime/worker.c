@@ -36,15 +36,17 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
 {
     kc_rt_t *rt = w->rt;
     int64_t n = (int64_t)b->raw.len;
-    kc_slice_release(&b->raw);
-    int64_t share = kc_rt_share(rt), cap = rt->o.queued_max_bytes;
+    int64_t share = kc_rt_share(rt);
     int64_t pold = atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
-    int64_t gold = atomic_fetch_sub_explicit(&rt->buffered, n, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&rt->buffered, n, memory_order_relaxed);
     /* Tell the fetcher only when crossing a resume threshold (kc_rt_may_fetch's low marks), so
-     * the network thread is woken once per drain, not once per batch. */
-    bool p_cross = pold >= share / 2 && pold - n < share / 2;
-    bool g_cross = gold >= cap / 4 * 3 && gold - n < cap / 4 * 3;
-    if (cap > 0 && (p_cross || g_cross))
+     * the network thread is woken once per drain, not once per batch. The global mark counts
+     * frames: their free hook wakes the fetcher (frames.c). */
+    bool cross = kc_rt_frame_release(p, b);
+    if (rt->o.queued_max_bytes > 0 && pold >= share / 2 && pold - n < share / 2)
+        cross = true;
+    kc_slice_release(&b->raw); /* after the last read of b: the frame may be freed here */
+    if (cross)
         kc_rt_post(w, KC_RT_CMPL_DRAINED, NULL, KC_OK, 0);
 }
 

@@ -24,6 +24,13 @@ typedef struct kc_buf {
     size_t len;     /* bytes of data[] in use */
     size_t cap;     /* bytes asked for: the frame's size (the receive path fills data[] to cap) */
     size_t alloc;   /* bytes allocated for data[], >= cap (pooled buffers come in size classes) */
+    /* Memory accounting of whoever holds the buffer's slices (runtime/frames.c): set once by
+     * the thread that hands out the first slice, before any other thread can see the buffer;
+     * called by the last kc_buf_unref, on whichever thread, just before the buffer goes. NULL:
+     * nobody counts it. `seq` is that owner's number for the buffer. */
+    void (*on_free)(void *ctx, const struct kc_buf *b);
+    void *on_free_ctx;
+    uint64_t seq;
     uint8_t data[]; /* the frame body, 8-byte aligned by malloc */
 } kc_buf_t;
 
@@ -56,6 +63,9 @@ static inline kc_buf_t *kc_buf_new(size_t cap)
     b->len = 0;
     b->cap = cap;
     b->alloc = cap;
+    b->on_free = NULL;
+    b->on_free_ctx = NULL;
+    b->seq = 0;
     return b;
 }
 
@@ -68,6 +78,8 @@ static inline kc_buf_t *kc_buf_ref(kc_buf_t *b)
 static inline void kc_buf_unref(kc_buf_t *b)
 {
     if (b && atomic_fetch_sub_explicit(&b->refcnt, 1, memory_order_acq_rel) == 1) {
+        if (b->on_free)
+            b->on_free(b->on_free_ctx, b);
         if (b->alloc >= KC_BUF_POOL_MIN)
             kc_buf_pool_give(b);
         else

@@ -66,6 +66,9 @@ kc_buf_t *kc_buf_pool_take(size_t cap)
     atomic_init(&b->refcnt, 1);
     b->len = 0;
     b->cap = cap;
+    b->on_free = NULL;
+    b->on_free_ctx = NULL;
+    b->seq = 0;
     return b;
 }
 

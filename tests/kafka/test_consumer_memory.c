@@ -1,8 +1,10 @@
 /* kc-test-label: threads */
 /* queued.max.bytes against the suite's cluster: a 4-partition topic of ~16 MB read with slow
  * callbacks (20 ms per view, 2 workers) and queued.max.bytes = 1 MiB. The stats JSON (every
- * 20 ms) gives the runtime's buffered bytes; their peak must stay within the cap plus one Kafka
- * batch (~64 KiB here) per partition: each Fetch asks for at most the budget left
+ * 20 ms) gives the runtime's buffered bytes (queued batches) and frame bytes (the response
+ * frames those batches keep alive: what the cap bounds, runtime/frames.c); both peaks must stay
+ * within the cap plus one Kafka batch (~64 KiB here) per partition: each Fetch asks for at most
+ * the budget left
  * (kc_rt_fetch_budget, split over the brokers), but a broker always returns a partition's first
  * batch whole. Every record is delivered. Prints the peak.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR. */
@@ -22,7 +24,14 @@
 #define CAP  (1 << 20)
 #define MPFB (256 << 10)
 
-static _Atomic long long total, peak, samples;
+static _Atomic long long total, peak, peak_frames, samples;
+
+static void raise_to(_Atomic long long *m, long long v)
+{
+    long long old = atomic_load(m);
+    while (v > old && !atomic_compare_exchange_weak(m, &old, v))
+        ;
+}
 
 static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
 {
@@ -43,10 +52,10 @@ static void on_event(void *o, const kc_event_t *ev)
     const char *k = g ? strstr(g, "},\"buffered_bytes\":") : NULL;
     if (!k)
         return;
-    long long v = atoll(k + strlen("},\"buffered_bytes\":"));
-    long long old = atomic_load(&peak);
-    while (v > old && !atomic_compare_exchange_weak(&peak, &old, v))
-        ;
+    raise_to(&peak, atoll(k + strlen("},\"buffered_bytes\":")));
+    const char *f = strstr(k, ",\"frame_bytes\":");
+    if (f)
+        raise_to(&peak_frames, atoll(f + strlen(",\"frame_bytes\":")));
     atomic_fetch_add(&samples, 1);
 }
 
@@ -91,13 +100,16 @@ static void cap_respected(void **state)
     assert_int_equal(kc_close(c, 5000, &err), KC_OK);
     kc_destroy(c);
     long long bound = CAP + (long long)NP * (65536 + 4096);
-    printf("# %lld records; peak buffered %lld bytes (cap %d, bound %lld) over %lld samples\n",
-           (long long)atomic_load(&total), (long long)atomic_load(&peak), CAP, bound,
-           (long long)atomic_load(&samples));
+    printf("# %lld records; peak buffered %lld bytes, peak frame bytes %lld (cap %d, bound "
+           "%lld) over %lld samples\n",
+           (long long)atomic_load(&total), (long long)atomic_load(&peak),
+           (long long)atomic_load(&peak_frames), CAP, bound, (long long)atomic_load(&samples));
     assert_int_equal(atomic_load(&total), RECS);
     assert_true(atomic_load(&samples) >= 20);
     assert_true(atomic_load(&peak) > 0);
     assert_true(atomic_load(&peak) <= bound);
+    assert_true(atomic_load(&peak_frames) > 0);
+    assert_true(atomic_load(&peak_frames) <= bound);
 }
 
 int main(void)

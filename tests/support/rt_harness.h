@@ -190,6 +190,45 @@ static inline bool h_push(harness_t *h, int i, int count, uint32_t vlen)
     return true;
 }
 
+/* One Fetch response as the engine hands it over: one frame buffer holding `per` batches of
+ * `count` records (value `vlen`) for each partition i with want[i], each pushed as a slice of
+ * the frame (one reference each); the frame's own reference is dropped at the end, as the
+ * network thread does after decoding. A refused push stops that partition's batches (the next
+ * fetch asks again). Returns the frame's size; sets *pushed to the batches taken. */
+static inline size_t h_fetch(harness_t *h, const bool *want, int np, int per, int count,
+                             uint32_t vlen, int *pushed)
+{
+    size_t blen = (size_t)count * (12 + vlen), total = 0;
+    for (int i = 0; i < np; i++)
+        total += want[i] ? (size_t)per * blen : 0;
+    *pushed = 0;
+    if (total == 0)
+        return 0;
+    kc_buf_t *f = kc_buf_new(total);
+    f->len = total;
+    uint8_t *at = f->data;
+    for (int i = 0; i < np; i++) {
+        if (!want[i])
+            continue;
+        bool open = true;
+        for (int k = 0; k < per; k++, at += blen) {
+            kc_rt_bref_t b = fake_batch(h->next_push[i], count, vlen);
+            memcpy(at, b.raw.ptr, blen); /* the same bytes, now inside the shared frame */
+            kc_slice_release(&b.raw);
+            b.raw = kc_slice_make(f, at, blen);
+            if (!open || kc_rt_part_push(h->p[i], &b) != KC_OK) {
+                kc_slice_release(&b.raw);
+                open = false;
+                continue;
+            }
+            h->next_push[i] += count;
+            (*pushed)++;
+        }
+    }
+    kc_buf_unref(f);
+    return total;
+}
+
 /* Waits (draining completions) until cond(h) or timeout; returns cond's last value. */
 static inline bool h_wait(harness_t *h, bool (*cond)(harness_t *), int timeout_ms)
 {

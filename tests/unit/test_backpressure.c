@@ -1,66 +1,147 @@
 /* kc-test-label: threads */
 /*
- * Backpressure: a network side that asks kc_rt_may_fetch before each "fetch" and fetches no more
- * than kc_rt_fetch_budget keeps the buffered bytes under queued.max.bytes while callbacks are
- * slow, each partition near its share, and the hysteresis keeps a partition from flipping in and
- * out of the fetch set on every round.
+ * Backpressure with the engine's shape of data: each "fetch" is one frame holding batches of
+ * several partitions (h_fetch), so a frame stays alive until every partition's batches from it
+ * are done (runtime/frames.c).
+ *  - cap: a network side that asks kc_rt_may_fetch before each fetch and fetches no more than
+ *    kc_rt_fetch_budget keeps the frames kept alive under queued.max.bytes while callbacks are
+ *    slow; each partition stays near its share, and the hysteresis keeps a partition from
+ *    flipping in and out of the fetch set on every round.
+ *  - pinning: one partition whose callback is very slow keeps only a few frames alive, so the
+ *    other partitions keep flowing (counting batch bytes alone let it pin every frame).
  */
 #include <stdio.h>
 
 #include "rt_harness.h"
 
 #define NP   4
-#define CAP  (1 << 20)
 #define VLEN 4000 /* 4 records of ~4 KiB: a ~16 KiB batch */
 
-static void cap_respected_while_callbacks_are_slow(void **state)
+typedef struct run {
+    int64_t max_frames_bytes, max_part;
+    int pushes, stops, fetches;
+    size_t max_frame;
+} run_t;
+
+/* Fetch rounds for `ms`: every partition the dispatcher lets us fetch gets up to `per` batches
+ * in one frame, the frame no larger than the budget. */
+static void fetch_for(harness_t *h, int ms, int per, run_t *r)
 {
-    (void)state;
-    harness_t *h = calloc(1, sizeof *h);
-    assert_non_null(h);
-    kc_rt_opts_t o = h_opts(h, 2);
-    o.queued_max_bytes = CAP;
-    o.ring_slots = 1024; /* the ring must not be what limits: the byte cap must */
-    h_start(h, &o, NP);
-    for (int i = 0; i < NP; i++)
-        atomic_store(&h->hp[i].sleep_us, 3000);
-    int64_t share = CAP / NP, max_total = 0, max_part = 0, batch = 4 * (12 + VLEN);
-    int pushes = 0, stops = 0;
-    bool was[NP];
+    int64_t batch = 4 * (12 + VLEN);
+    bool was[NP], want[NP];
     for (int i = 0; i < NP; i++)
         was[i] = true;
-    int64_t end = h_now_ns() + 1500 * 1000000LL;
+    int64_t end = h_now_ns() + (int64_t)ms * 1000000LL;
     while (h_now_ns() < end) {
+        int nwant = 0;
         for (int i = 0; i < NP; i++) {
-            bool may = kc_rt_may_fetch(h->rt, h->p[i]);
-            if (was[i] && !may)
-                stops++;
-            was[i] = may;
-            if (may && kc_rt_fetch_budget(h->rt) >= batch && h_push(h, i, 4, VLEN))
-                pushes++;
-            int64_t t = kc_rt_buffered_bytes(h->rt), pb = atomic_load(&h->p[i]->buffered);
-            max_total = t > max_total ? t : max_total;
-            max_part = pb > max_part ? pb : max_part;
+            want[i] = kc_rt_may_fetch(h->rt, h->p[i]);
+            if (was[i] && !want[i])
+                r->stops++;
+            was[i] = want[i];
+            nwant += want[i];
+        }
+        int64_t budget = kc_rt_fetch_budget(h->rt);
+        int k = nwant ? (int)(budget / (nwant * batch)) : 0;
+        k = k < per ? k : per;
+        int pushed = 0;
+        if (k > 0) {
+            size_t n = h_fetch(h, want, NP, k, 4, VLEN, &pushed);
+            r->max_frame = n > r->max_frame ? n : r->max_frame;
+            r->fetches++;
+        }
+        r->pushes += pushed;
+        int64_t t = kc_rt_frame_bytes(h->rt);
+        r->max_frames_bytes = t > r->max_frames_bytes ? t : r->max_frames_bytes;
+        for (int i = 0; i < NP; i++) {
+            int64_t pb = atomic_load(&h->p[i]->buffered);
+            r->max_part = pb > r->max_part ? pb : r->max_part;
         }
         kc_rt_drain_completions(h->rt, h_cmpl, h);
         usleep(200);
     }
+}
+
+static bool all_freed(harness_t *h)
+{
+    return kc_rt_frame_bytes(h->rt) == 0 && kc_rt_buffered_bytes(h->rt) == 0;
+}
+
+static void cap_respected_while_callbacks_are_slow(void **state)
+{
+    (void)state;
+    const int64_t cap = 512 << 10, batch = 4 * (12 + VLEN);
+    harness_t *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    kc_rt_opts_t o = h_opts(h, 2);
+    o.queued_max_bytes = cap;
+    o.frame_max_bytes = 0;
+    o.ring_slots = 1024; /* the ring must not be what limits: the byte cap must */
+    h_start(h, &o, NP);
+    for (int i = 0; i < NP; i++)
+        atomic_store(&h->hp[i].sleep_us, 3000);
+    run_t r = {0};
+    fetch_for(h, 1500, 3, &r);
     long delivered = 0;
     for (int i = 0; i < NP; i++)
         delivered += atomic_load(&h->hp[i].records);
-    printf("backpressure: cap %d, max buffered %lld, max per partition %lld (share %lld), "
-           "%d pushes, %d stops, %d DRAINED wakes, %ld records delivered\n",
-           CAP, (long long)max_total, (long long)max_part, (long long)share, pushes, stops,
-           h->drained_cmpl, delivered);
-    assert_true(max_total <= CAP);
-    assert_true(max_part <= share + batch); /* stop at the share, overshoot by one fetch at most */
-    assert_true(max_total >= CAP / 2);      /* the cap, not something else, was the limit */
-    assert_true(delivered > 100);           /* and work kept flowing */
-    /* hysteresis: between two stops a partition drains to half its share (~8 batches here),
-     * so stops are far fewer than pushes; without it a stop would follow almost every push */
-    assert_true(stops > 0);
-    assert_true(stops * 4 <= pushes);
+    int64_t share = cap / NP;
+    printf("backpressure: cap %lld, max frame bytes alive %lld, largest frame %zu, max per "
+           "partition %lld (share %lld), %d fetches, %d batches, %d stops, %d DRAINED wakes, "
+           "%ld records delivered\n",
+           (long long)cap, (long long)r.max_frames_bytes, r.max_frame, (long long)r.max_part,
+           (long long)share, r.fetches, r.pushes, r.stops, h->drained_cmpl, delivered);
+    assert_true(r.max_frames_bytes <= cap);
+    assert_true(r.max_frames_bytes >= cap / 2); /* the cap, not something else, was the limit */
+    assert_true(r.max_part <= share + 3 * batch); /* stop at the share, overshoot one fetch */
+    assert_true(delivered > 100);                 /* and work kept flowing */
+    /* hysteresis: between two stops a partition drains to half its share or down to one frame,
+     * so stops are far fewer than batches; without it a stop would follow almost every fetch */
+    assert_true(r.stops > 0);
+    assert_true(r.stops * 4 <= r.pushes);
     assert_true(h->drained_cmpl > 0);
+    /* every frame is discharged when its last batch is done */
+    for (int i = 0; i < NP; i++)
+        atomic_store(&h->hp[i].sleep_us, 0);
+    assert_true(h_wait(h, all_freed, 5000));
+    assert_int_equal(atomic_load(&h->violations), 0);
+    kc_rt_shutdown(h->rt, false, 5000);
+    kc_rt_free(h->rt);
+    free(h);
+}
+
+static void slow_partition_pins_few_frames(void **state)
+{
+    (void)state;
+    const int64_t cap = 8 << 20;
+    harness_t *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    kc_rt_opts_t o = h_opts(h, 2);
+    o.queued_max_bytes = cap;
+    o.ring_slots = 1024;
+    h_start(h, &o, NP);
+    atomic_store(&h->hp[0].sleep_us, 300 * 1000); /* partition 0: 300 ms per callback */
+    run_t r = {0};
+    fetch_for(h, 1500, 2, &r);
+    long slow = atomic_load(&h->hp[0].records), fast = 0;
+    for (int i = 1; i < NP; i++)
+        fast += atomic_load(&h->hp[i].records);
+    int pinned = atomic_load(&h->p[0]->frames);
+    printf("pinning: cap %lld, max frame bytes alive %lld, largest frame %zu, %d fetches, "
+           "slow partition: %ld records, %d frame-starting batches queued; others: %ld records\n",
+           (long long)cap, (long long)r.max_frames_bytes, r.max_frame, r.fetches, slow, pinned,
+           fast);
+    /* The slow partition holds at most KC_RT_PART_MAX_FRAMES frames through its queue (plus
+     * the one it is in), and the fast ones about one each: far below the cap. Counting batch
+     * bytes alone, the slow partition's ~50 KiB share would have kept every frame alive until
+     * the cap stopped all fetching. */
+    assert_true(pinned <= KC_RT_PART_MAX_FRAMES);
+    assert_true(r.max_frames_bytes <= (int64_t)(KC_RT_PART_MAX_FRAMES + 1 + NP) *
+                                          (int64_t)r.max_frame);
+    assert_true(r.max_frames_bytes < cap / 4);
+    assert_true(fast > 50 * (slow + 1));
+    atomic_store(&h->hp[0].sleep_us, 0);
+    assert_true(h_wait(h, all_freed, 5000));
     assert_int_equal(atomic_load(&h->violations), 0);
     kc_rt_shutdown(h->rt, false, 5000);
     kc_rt_free(h->rt);
@@ -71,6 +152,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cap_respected_while_callbacks_are_slow),
+        cmocka_unit_test(slow_partition_pins_few_frames),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
