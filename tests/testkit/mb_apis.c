@@ -1,10 +1,11 @@
 /*
- * kc-memory-broker: every API but Fetch (ApiVersions, Metadata, ListOffsets, FindCoordinator,
- * OffsetCommit, OffsetFetch). Requests are decoded and responses encoded with the generated
- * codec; this file only decides the contents.
+ * kc-memory-broker: ApiVersions, Metadata, ListOffsets, FindCoordinator, OffsetCommit,
+ * OffsetFetch, and the dispatch of every API (Fetch: mb_fetch.c; groups: mb_group_apis.c).
+ * Requests are decoded and responses encoded with the generated codec; this file only decides
+ * the contents.
  *
- * Owner: the connection threads; the shared fields of mb_t are read-only here except
- * `committed`, which is written under mb_t.lock.
+ * Owner: the connection threads; the shared fields of mb_t are read-only here except the
+ * groups' committed offsets, which are read and written under mb_t.lock.
  */
 #include "mb.h"
 
@@ -13,6 +14,8 @@
 enum {
     ERR_UNKNOWN_TOPIC_OR_PARTITION = 3,
     ERR_NOT_LEADER_OR_FOLLOWER = 6,
+    ERR_COORDINATOR_NOT_AVAILABLE = 15,
+    ERR_INVALID_GROUP_ID = 24,
     ERR_UNSUPPORTED_VERSION = 35,
 };
 
@@ -21,7 +24,9 @@ static const int16_t served[] = {
     KC_API_VERSIONS_REQUEST_API_KEY,     KC_METADATA_REQUEST_API_KEY,
     KC_LIST_OFFSETS_REQUEST_API_KEY,     KC_FETCH_REQUEST_API_KEY,
     KC_FIND_COORDINATOR_REQUEST_API_KEY, KC_OFFSET_COMMIT_REQUEST_API_KEY,
-    KC_OFFSET_FETCH_REQUEST_API_KEY,
+    KC_OFFSET_FETCH_REQUEST_API_KEY,     KC_JOIN_GROUP_REQUEST_API_KEY,
+    KC_SYNC_GROUP_REQUEST_API_KEY,       KC_HEARTBEAT_REQUEST_API_KEY,
+    KC_LEAVE_GROUP_REQUEST_API_KEY,      KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY,
 };
 
 bool mb_api_range(int16_t key, int16_t *min, int16_t *max)
@@ -229,6 +234,12 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
         return kc_fail(err, KC_ERR_NOMEM, "OffsetCommit response");
     r.topics.count = q.topics.count;
     pthread_mutex_lock(&mb->lock);
+    /* Offsets are kept per group. The membership check is a sanity check (unknown member,
+     * wrong generation or member epoch); the anonymous form (no member, -1) always commits. */
+    mbg_group_t *g = q.group_id.len > 0 ? mbg_find(mb, q.group_id, true) : NULL;
+    int16_t gerr = q.group_id.len <= 0 ? ERR_INVALID_GROUP_ID
+                   : !g               ? ERR_COORDINATOR_NOT_AVAILABLE
+                                      : mbg_commit_check(g, q.member_id, q.generation_id_or_member_epoch);
     for (int32_t i = 0; i < q.topics.count; i++) {
         const kc_offset_commit_request_topic_t *qt = &q.topics.items[i];
         kc_offset_commit_response_topic_t *t = &r.topics.items[i];
@@ -240,8 +251,10 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
         for (int32_t j = 0; j < t->partitions.count; j++) {
             int32_t p = qt->partitions.items[j].partition_index;
             t->partitions.items[j].partition_index = p;
-            if (is_our_topic(mb, qt->name) && p >= 0 && p < mb->partitions)
-                mb->committed[p] = qt->partitions.items[j].committed_offset;
+            if (gerr)
+                t->partitions.items[j].error_code = gerr;
+            else if (is_our_topic(mb, qt->name) && p >= 0 && p < mb->partitions)
+                g->committed[p] = qt->partitions.items[j].committed_offset;
             else
                 t->partitions.items[j].error_code = ERR_UNKNOWN_TOPIC_OR_PARTITION;
         }
@@ -261,9 +274,11 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
     kc_offset_fetch_response_init(&r);
     int32_t np = mb->partitions;
     /* One topic (ours) with every partition, whatever was asked: enough for a consumer that
-     * reads its committed positions back, and a partition it did not ask for is ignored. */
+     * reads its committed positions back, and a partition it did not ask for is ignored.
+     * A group never seen has no offsets (-1). */
     pthread_mutex_lock(&mb->lock);
     if (v < 8) {
+        const mbg_group_t *g = mbg_find(mb, q.group_id, false);
         kc_offset_fetch_response_topic_t *t = kc_arena_calloc(a, 1, sizeof *t);
         kc_offset_fetch_response_partition_t *ps = kc_arena_calloc(a, (size_t)np, sizeof *ps);
         if (!t || !ps) {
@@ -272,7 +287,8 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
         }
         for (int32_t p = 0; p < np; p++)
             ps[p] = (kc_offset_fetch_response_partition_t){.partition_index = p,
-                                                           .committed_offset = mb->committed[p],
+                                                           .committed_offset =
+                                                               g ? g->committed[p] : -1,
                                                            .committed_leader_epoch = -1,
                                                            .metadata = kc_str("")};
         t->name = kc_str(mb->topic);
@@ -293,6 +309,7 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
             kc_offset_fetch_response_topics_t *t = kc_arena_calloc(a, 1, sizeof *t);
             kc_offset_fetch_response_partitions_t *ps = kc_arena_calloc(a, (size_t)np, sizeof *ps);
             rg->group_id = q.groups.items[g].group_id;
+            const mbg_group_t *grp = mbg_find(mb, rg->group_id, false);
             if (!t || !ps) {
                 rg->topics.count = 0;
                 continue;
@@ -300,7 +317,8 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
             for (int32_t p = 0; p < np; p++)
                 ps[p] =
                     (kc_offset_fetch_response_partitions_t){.partition_index = p,
-                                                            .committed_offset = mb->committed[p],
+                                                            .committed_offset =
+                                                                grp ? grp->committed[p] : -1,
                                                             .committed_leader_epoch = -1,
                                                             .metadata = kc_str("")};
             t->name = kc_str(mb->topic);
@@ -335,6 +353,12 @@ kc_err_t mb_handle(mb_t *mb, int16_t key, int16_t v, kc_rbuf_t *r, kc_wbuf_t *w,
         return offset_commit(mb, v, r, w, a, err);
     case KC_OFFSET_FETCH_REQUEST_API_KEY:
         return offset_fetch(mb, v, r, w, a, err);
+    case KC_JOIN_GROUP_REQUEST_API_KEY:
+    case KC_SYNC_GROUP_REQUEST_API_KEY:
+    case KC_HEARTBEAT_REQUEST_API_KEY:
+    case KC_LEAVE_GROUP_REQUEST_API_KEY:
+    case KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY:
+        return mb_group_handle(mb, key, v, r, w, a, err);
     case KC_FETCH_REQUEST_API_KEY: {
         kc_fetch_request_t q;
         kc_err_t rc = kc_fetch_request_decode(&q, v, r, a, err);

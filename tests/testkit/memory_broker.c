@@ -1,7 +1,7 @@
 /*
  * kc-memory-broker: a Kafka broker served from RAM, for benchmarks without the JVM and for
  * client tests that need exact control of what a broker says. One topic, pre-encoded batches,
- * fetch sessions, minimal offsets. Usage: tests/testkit/README.md.
+ * fetch sessions, per-group offsets, classic and KIP-848 group coordination. Usage: tests/testkit/README.md.
  *
  * Threads: the main thread accepts; one thread per connection answers that connection's
  * requests in order (as a Kafka broker does: one in flight per connection). Shared state is in
@@ -142,8 +142,11 @@ static void usage(void)
             "usage: kc-memory-broker [--port P] [--topic NAME] [--partitions P] [--records N]\n"
             "         [--size B] [--batch-records K] [--compression none|gzip|lz4|zstd|snappy]\n"
             "         [--node-id I --peers HOST:PORT,HOST:PORT,...] [--stats-file PATH]\n"
+            "         [--group-initial-delay-ms MS]\n"
             "  --records is per partition. With --peers (every node, in node-id order, this one\n"
-            "  included) node I leads the partitions p with p %% N == I.\n");
+            "  included) node I leads the partitions p with p %% N == I. Node 0 coordinates every\n"
+            "  group (classic and KIP-848); --group-initial-delay-ms is Kafka's\n"
+            "  group.initial.rebalance.delay.ms (default 0).\n");
 }
 
 int main(int argc, char **argv)
@@ -161,7 +164,8 @@ int main(int argc, char **argv)
         {"port", 1, 0, 'p'},          {"topic", 1, 0, 't'},   {"partitions", 1, 0, 'P'},
         {"records", 1, 0, 'n'},       {"size", 1, 0, 's'},    {"compression", 1, 0, 'c'},
         {"batch-records", 1, 0, 'k'}, {"node-id", 1, 0, 'i'}, {"peers", 1, 0, 'e'},
-        {"stats-file", 1, 0, 'S'},    {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+        {"stats-file", 1, 0, 'S'},    {"help", 0, 0, 'h'},    {"group-initial-delay-ms", 1, 0, 'D'},
+        {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (o) {
         case 'p':
@@ -194,6 +198,9 @@ int main(int argc, char **argv)
         case 'S':
             stats_file = optarg;
             break;
+        case 'D':
+            mb->group_initial_delay_ms = atoi(optarg);
+            break;
         default:
             usage();
             return 2;
@@ -201,7 +208,7 @@ int main(int argc, char **argv)
     }
     if (mb->partitions < 1 || mb->partitions > 100000 || mb->records < 0 || mb->value_size < 0 ||
         mb->value_size > (1 << 20) || mb->batch_records < 1 || mb->batch_records > 100000 ||
-        mb->codec < 0 || strlen(mb->topic) > 249) {
+        mb->codec < 0 || strlen(mb->topic) > 249 || mb->group_initial_delay_ms < 0) {
         usage();
         return 2;
     }
@@ -235,13 +242,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < 16; i++)
         mb->topic_id.b[i] = (uint8_t)(h >> (8 * (i % 8))) ^ (uint8_t)(i * 37 + 1);
     pthread_mutex_init(&mb->lock, NULL);
-    mb->committed = malloc((size_t)mb->partitions * sizeof *mb->committed);
-    if (!mb->committed || !mb_data_init(mb)) {
+    pthread_cond_init(&mb->group_cond, NULL);
+    srandom((unsigned)getpid() ^ (unsigned)kt_now_ms()); /* member ids */
+    if (!mb_data_init(mb)) {
         fprintf(stderr, "kc-memory-broker: out of memory building batches\n");
         return 1;
     }
-    for (int32_t p = 0; p < mb->partitions; p++)
-        mb->committed[p] = -1;
 
     int bound = 0;
     int lfd = kt_listen(port, &bound);
@@ -267,6 +273,11 @@ int main(int argc, char **argv)
         struct pollfd pfd = {.fd = lfd, .events = POLLIN};
         int n = poll(&pfd, 1, 200);
         reap(false);
+        /* Group timers (sessions, rebalance timeouts) run here, at least every 200 ms. */
+        pthread_mutex_lock(&mb->lock);
+        mbg_tick(mb, kt_now_ms());
+        pthread_cond_broadcast(&mb->group_cond);
+        pthread_mutex_unlock(&mb->lock);
         if (stats_file && kt_now_ms() - last_stats >= 1000) {
             dump_stats(stats_file);
             last_stats = kt_now_ms();
@@ -296,6 +307,5 @@ int main(int argc, char **argv)
     if (stats_file)
         write_stats(stderr);
     mb_data_free(mb);
-    free(mb->committed);
     return 0;
 }
