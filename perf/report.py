@@ -319,8 +319,6 @@ def targets(cases, figs):
         ratio_target("T2-zstd", peer, 0.7, "T2-zstd CPU/rec")
     for case, nb in (("T3", 3), ("MEM-T3", 3)):
         for kc in ("kconsume-assign-w1-io_uring", "kconsume-group-w1-io_uring"):
-            if case == "MEM-T3" and "group" in kc:
-                continue
             bf = get(case, kc, "brokers_fetched")
             req = get(case, kc, "fetch_requests")
             add(f"{case} {kc}: brokers fetched from (one Fetch in flight each)",

@@ -471,7 +471,10 @@ int16_t mbg_commit_check(const mbg_group_t *g, kc_str_t member_id, int32_t gen_o
         return gen_or_epoch == m->epoch ? 0 : ERR_STALE_MEMBER_EPOCH;
     if (gen_or_epoch != g->generation)
         return ERR_ILLEGAL_GENERATION;
-    return g->state == MBG_PREPARING ? ERR_REBALANCE_IN_PROGRESS : 0;
+    /* Kafka accepts commits while a round is open (members commit before they rejoin: that is
+     * what keeps a handed-over partition from being read twice) and refuses them between the
+     * join and the sync, when the member's generation is already the next one's. */
+    return g->state == MBG_COMPLETING ? ERR_REBALANCE_IN_PROGRESS : 0;
 }
 
 void mbg_tick(mb_t *mb, int64_t now)
