@@ -152,6 +152,8 @@ mbg_member_t *mbg_member_find(const mbg_group_t *g, kc_str_t id);
 /* Adds a member (id NULL: generated, "<prefix>-<seq>-<random>"); NULL when out of memory. */
 mbg_member_t *mbg_member_add(mb_t *mb, mbg_group_t *g, const char *id, int64_t now);
 void mbg_member_remove(mbg_group_t *g, mbg_member_t *m);
+/* Frees every group (at exit, once no connection thread runs). */
+void mbg_free_all(mb_t *mb);
 
 /* One JoinGroup's fields, as decoded. */
 typedef struct mbg_join_req {

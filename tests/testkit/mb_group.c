@@ -163,6 +163,25 @@ void mbg_member_remove(mbg_group_t *g, mbg_member_t *m)
     }
 }
 
+void mbg_free_all(mb_t *mb)
+{
+    for (int i = 0; i < mb->n_groups; i++) {
+        mbg_group_t *g = mb->groups[i];
+        while (g->n)
+            mbg_member_remove(g, g->m[g->n - 1]);
+        free(g->m);
+        free(g->id);
+        free(g->protocol_type);
+        free(g->protocol_name);
+        free(g->leader);
+        free(g->committed);
+        free(g);
+    }
+    free(mb->groups);
+    mb->groups = NULL;
+    mb->n_groups = mb->cap_groups = 0;
+}
+
 /* ---- classic ---------------------------------------------------------------------------------- */
 
 static int real_members(const mbg_group_t *g)

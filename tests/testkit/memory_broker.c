@@ -307,5 +307,6 @@ int main(int argc, char **argv)
     if (stats_file)
         write_stats(stderr);
     mb_data_free(mb);
+    mbg_free_all(mb);
     return 0;
 }

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# kc-memory-broker's group coordinators against real clients (needs no cluster):
+#  (a) the kconsume CLI in a KIP-848 group (its default) and in a classic group reads every
+#      record once; its commits are kept per group (the same group again reads nothing, another
+#      group everything);
+#  (b) Java's ConsumerPerformance (classic, as make perf runs it), Java's console consumer with
+#      group.protocol=consumer, and kcat's balanced consumer (librdkafka, classic) read it all;
+#  (c) two kconsume members of one classic group starting together (initial rebalance delay):
+#      each partition read by exactly one of them, every record exactly once;
+#  (d) two kconsume members of one KIP-848 group, the second joining while the first reads:
+#      partitions move by revocation, every record exactly once, both members read some.
+# The broker's request counts prove which group APIs were used.
+set -euo pipefail
+SRC=${KC_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+BUILD=${KC_BUILD_DIR:-$SRC/build/asan}
+MB=$BUILD/tests/testkit/kc-memory-broker
+CLI=$BUILD/kconsume
+for b in "$MB" "$CLI"; do [[ -x $b ]] || { echo "FAIL: $b not built"; exit 1; }; done
+command -v kcat >/dev/null || { echo "SKIP: kcat not installed"; exit 77; }
+KAFKA_LIBS=$("$SRC/tests/testkit/fetch-kafka")
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+fails=0
+check() { # name expected actual
+    if [[ $2 == "$3" ]]; then echo "ok   $1: $3"; else echo "FAIL $1: expected $2, got $3"; fails=$((fails + 1)); fi
+}
+# start NAME ARGS...: runs the broker, waits for its BOOTSTRAP line, sets $BS and $PID.
+start() {
+    local name=$1; shift
+    "$MB" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    PID=$!
+    PIDS+=("$PID")
+    for _ in $(seq 100); do
+        BS=$(sed -n 's/^BOOTSTRAP=//p' "$WORK/$name.out" 2>/dev/null || true)
+        [[ -n $BS ]] && return 0
+        sleep 0.1
+    done
+    echo "FAIL: $name did not start"; cat "$WORK/$name.err"; exit 1
+}
+# stop PID NAME: SIGTERM; the broker must exit 0 with no sanitizer report.
+stop() {
+    local rc=0
+    kill -TERM "$1"
+    wait "$1" || rc=$?
+    grep -qE 'Sanitizer|runtime error' "$WORK/$2.err" && rc=sanitizer
+    check "broker $2 exit" 0 "$rc"
+}
+# once FILES...: "partition offset" lines; prints "N DUPS" (distinct pairs, pairs seen twice).
+once() { cat "$@" | awk '{ n[$1 " " $2]++ } END { d = 0; for (k in n) if (n[k] > 1) d++; print length(n), d }'; }
+parts_of() { awk '{ print $1 }' "$1" | sort -un | tr '\n' ' ' | sed 's/ $//'; }
+kc() { timeout 60 "$CLI" -b "$BS" -t G -f '%p %o\n' -q "$@"; }
+
+ALL=$((4 * 2500))
+start mb --topic G --partitions 4 --records 2500 --size 20 --batch-records 100 --stats-file "$WORK/stats"
+MB_PID=$PID
+
+# (a) kconsume, KIP-848 then classic; commits per group.
+# -c stops at the count (-e, which also waits for the committed ends, takes seconds longer).
+kc -G a848 -o beginning -c "$ALL" >"$WORK/a848" 2>"$WORK/a848.err" || echo "kconsume a848 exited $?"
+check "kconsume KIP-848 group: distinct records, duplicates" "$ALL 0" "$(once "$WORK/a848")"
+kc -G a848 -o beginning -e >"$WORK/a848-again" 2>&1 || echo "kconsume a848 (again) exited $?"
+check "kconsume KIP-848 group again: committed at the end, nothing left" 0 "$(wc -l <"$WORK/a848-again")"
+kc -G aclassic -o beginning -c "$ALL" -X group.protocol=classic >"$WORK/acl" 2>"$WORK/acl.err" ||
+    echo "kconsume aclassic exited $?"
+check "kconsume classic group (another group id: own offsets)" "$ALL 0" "$(once "$WORK/acl")"
+
+# (b) Java (classic and KIP-848) and librdkafka (classic).
+timeout 60 java -Xmx256m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.ConsumerPerformance \
+    --bootstrap-server "$BS" --topic G --messages "$ALL" --timeout 30000 --group bjava \
+    >"$WORK/cperf" 2>"$WORK/cperf.err" || echo "ConsumerPerformance exited $?"
+check "Java ConsumerPerformance --group: records" "$ALL" \
+    "$(awk -F', ' 'NR == 2 { print $5 }' "$WORK/cperf")"
+timeout 60 java -Xmx256m -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.consumer.ConsoleConsumer \
+    --bootstrap-server "$BS" --topic G --group b848 --from-beginning --max-messages "$ALL" \
+    --timeout-ms 20000 --consumer-property group.protocol=consumer \
+    --property print.partition=true --property print.offset=true >"$WORK/b848" 2>"$WORK/b848.err" ||
+    echo "console consumer exited $?"
+sed -E 's/^Partition:([0-9]+)\tOffset:([0-9]+).*/\1 \2/' "$WORK/b848" >"$WORK/b848.po"
+check "Java console consumer, group.protocol=consumer" "$ALL 0" "$(once "$WORK/b848.po")"
+timeout 60 kcat -b "$BS" -G bkcat G -o beginning -e -q -f '%p %o\n' >"$WORK/bkcat" 2>"$WORK/bkcat.err" ||
+    echo "kcat exited $?"
+check "kcat balanced consumer (classic)" "$ALL 0" "$(once "$WORK/bkcat")"
+stop "$MB_PID" mb
+for api in JoinGroup SyncGroup LeaveGroup ConsumerGroupHeartbeat OffsetCommit; do
+    grep -q "^requests api=$api key=[0-9]* count=[1-9]" "$WORK/stats" && r=yes || r=no
+    check "the broker answered $api" yes "$r"
+done
+
+# (c) Two classic members starting together: one generation, disjoint partitions.
+start mbc --topic G --partitions 4 --records 2500 --size 20 --batch-records 100 \
+    --group-initial-delay-ms 1500
+MBC=$PID
+kc -G c2 -o beginning -e -X group.protocol=classic >"$WORK/c1" 2>"$WORK/c1.err" &
+C1=$!
+kc -G c2 -o beginning -e -X group.protocol=classic >"$WORK/c2" 2>"$WORK/c2.err" &
+C2=$!
+wait "$C1" || echo "member 1 exited $?"
+wait "$C2" || echo "member 2 exited $?"
+check "two classic members: distinct records, duplicates" "$ALL 0" "$(once "$WORK/c1" "$WORK/c2")"
+p1=$(parts_of "$WORK/c1") p2=$(parts_of "$WORK/c2")
+echo "     member 1 read partitions [$p1], member 2 [$p2]"
+check "two classic members: each partition read by exactly one, both used" "4 0 yes" \
+    "$(printf '%s\n%s\n' "$p1" "$p2" | tr ' ' '\n' | grep . | sort -n | uniq -c |
+        awk -v a="$p1" -v b="$p2" '{ n++; if ($1 > 1) d++ } END { print n + 0, d + 0, (a != "" && b != "") ? "yes" : "no" }')"
+stop "$MBC" mbc
+
+# (d) KIP-848: the second member joins while the first reads (slowed by --work-us); partitions
+# are revoked from the first before the second gets them, and the commits on revocation hand
+# over the exact position.
+start mbd --topic G --partitions 4 --records 2500 --size 20 --batch-records 100
+MBD=$PID
+kc -G d2 -o beginning -e --work-us 400 >"$WORK/d1" 2>"$WORK/d1.err" &
+D1=$!
+sleep 1
+kc -G d2 -o beginning -e --work-us 400 >"$WORK/d2" 2>"$WORK/d2.err" &
+D2=$!
+wait "$D1" || echo "member 1 exited $?"
+wait "$D2" || echo "member 2 exited $?"
+check "two KIP-848 members: distinct records, duplicates" "$ALL 0" "$(once "$WORK/d1" "$WORK/d2")"
+n1=$(wc -l <"$WORK/d1") n2=$(wc -l <"$WORK/d2")
+echo "     member 1 read $n1 records of partitions [$(parts_of "$WORK/d1")], member 2 $n2 of [$(parts_of "$WORK/d2")]"
+check "two KIP-848 members: both read records" yes "$([[ $n1 -gt 0 && $n2 -gt 0 ]] && echo yes || echo no)"
+stop "$MBD" mbd
+
+[[ $fails == 0 ]] || { echo "$fails check(s) failed"; exit 1; }
+echo "all checks passed"
