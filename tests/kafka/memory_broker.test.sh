@@ -74,8 +74,8 @@ kill -TERM "$N0" "$N1"; wait "$N0" || true; wait "$N1" || true
 grep -q '^served records=1000 ' "$WORK/n0" && grep -q '^served records=1000 ' "$WORK/n1" && r=yes || r=no
 check "each node served its half (1000 records)" yes "$r"
 
-# Java's consumer (Fetch v17, KIP-227 sessions: epoch 0 then incremental). Without a group
-# coordinator for classic groups, it reads one assigned partition per run.
+# Java's consumer (Fetch v17, KIP-227 sessions: epoch 0 then incremental), one assigned
+# partition per run (groups: memory_broker_groups.test.sh).
 KAFKA_LIBS=$("$SRC/tests/testkit/fetch-kafka")
 start mb-java --topic J --partitions 2 --records 1500 --size 100 --batch-records 100 --compression zstd \
     --stats-file "$WORK/java"

@@ -57,7 +57,9 @@ parts_of() { awk '{ print $1 }' "$1" | sort -un | tr '\n' ' ' | sed 's/ $//'; }
 kc() { timeout 60 "$CLI" -b "$BS" -t G -f '%p %o\n' -q "$@"; }
 
 ALL=$((4 * 2500))
-start mb --topic G --partitions 4 --records 2500 --size 20 --batch-records 100 --stats-file "$WORK/stats"
+# lz4 here: Java's reader accepts only independent LZ4 blocks (what Kafka's producer writes).
+start mb --topic G --partitions 4 --records 2500 --size 20 --batch-records 100 --compression lz4 \
+    --stats-file "$WORK/stats"
 MB_PID=$PID
 
 # (a) kconsume, KIP-848 then classic; commits per group.

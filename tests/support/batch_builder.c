@@ -150,14 +150,19 @@ void tb_compress(tb_buf_t *out, int codec, bool raw_snappy, const uint8_t *in, s
     case 2:
         raw_snappy ? snappy_raw(out, in, len) : snappy_xerial(out, in, len);
         break;
-    case 3:
-        n = LZ4F_compressFrameBound(len, NULL);
+    case 3: {
+        /* Independent blocks, as Kafka's producer writes them: Java's reader refuses linked
+         * ones ("Dependent block stream is unsupported"). */
+        LZ4F_preferences_t pref = {0};
+        pref.frameInfo.blockMode = LZ4F_blockIndependent;
+        n = LZ4F_compressFrameBound(len, &pref);
         reserve(out, n);
-        n = LZ4F_compressFrame(out->p + out->len, n, in, len, NULL);
+        n = LZ4F_compressFrame(out->p + out->len, n, in, len, &pref);
         if (LZ4F_isError(n))
             die("LZ4F_compressFrame");
         out->len += n;
         break;
+    }
     case 4:
         n = ZSTD_compressBound(len);
         reserve(out, n);

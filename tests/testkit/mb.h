@@ -81,9 +81,9 @@ typedef struct mbg_group {
     char *protocol_name; /* classic: of the current generation */
     char *leader;        /* classic: member id of the leader, NULL none */
     int64_t round_start_ms;
-    bool initial_round;  /* classic: the open round started from EMPTY (initial delay applies) */
+    bool initial_round; /* classic: the open round started from EMPTY (initial delay applies) */
     int n, cap;
-    mbg_member_t **m; /* in join order (KIP-848 spreads partitions in this order) */
+    mbg_member_t **m;   /* in join order (KIP-848 spreads partitions in this order) */
     int64_t *committed; /* per partition, -1 none */
 } mbg_group_t;
 
@@ -119,8 +119,8 @@ typedef struct mb {
     pthread_cond_t group_cond; /* with lock: see the groups' comment above */
     mbg_group_t **groups;      /* by group id; never freed before exit (a test tool) */
     int n_groups, cap_groups;
-    uint64_t member_seq;             /* makes generated member ids unique */
-    int32_t group_initial_delay_ms;  /* read-only after start: group.initial.rebalance.delay.ms */
+    uint64_t member_seq;            /* makes generated member ids unique */
+    int32_t group_initial_delay_ms; /* read-only after start: group.initial.rebalance.delay.ms */
 } mb_t;
 
 /* Builds the batch templates from the options; false with a message on stderr. */
@@ -180,8 +180,8 @@ typedef struct mbg_assignment {
     kc_str_t member_id;
     kc_bytes_t assignment;
 } mbg_assignment_t;
-int16_t mbg_sync(mbg_group_t *g, kc_str_t member_id, int32_t generation,
-                 const mbg_assignment_t *as, int n, int64_t now, bool *wait);
+int16_t mbg_sync(mbg_group_t *g, kc_str_t member_id, int32_t generation, const mbg_assignment_t *as,
+                 int n, int64_t now, bool *wait);
 int16_t mbg_heartbeat(mbg_group_t *g, kc_str_t member_id, int32_t generation, int64_t now);
 int16_t mbg_leave(mb_t *mb, mbg_group_t *g, kc_str_t member_id, int64_t now);
 /* Session expiry, rebalance timeouts, KIP-848 revocation timeouts: every group. */
@@ -192,9 +192,8 @@ int16_t mbg_commit_check(const mbg_group_t *g, kc_str_t member_id, int32_t gen_o
 
 /* KIP-848 ConsumerGroupHeartbeat (mb_g848.c). *out: the member after the call (NULL after a
  * leave), *send_assignment: the response carries its assignment. */
-int16_t mbg848_heartbeat(mb_t *mb, mbg_group_t *g,
-                         const kc_consumer_group_heartbeat_request_t *q, int64_t now,
-                         mbg_member_t **out, bool *send_assignment);
+int16_t mbg848_heartbeat(mb_t *mb, mbg_group_t *g, const kc_consumer_group_heartbeat_request_t *q,
+                         int64_t now, mbg_member_t **out, bool *send_assignment);
 /* Bumps the group epoch after a membership or subscription change. */
 void mbg848_bump(mbg_group_t *g);
 /* Fences members whose revocation outlived their rebalance timeout. */

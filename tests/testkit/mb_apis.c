@@ -238,8 +238,8 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
      * wrong generation or member epoch); the anonymous form (no member, -1) always commits. */
     mbg_group_t *g = q.group_id.len > 0 ? mbg_find(mb, q.group_id, true) : NULL;
     int16_t gerr = q.group_id.len <= 0 ? ERR_INVALID_GROUP_ID
-                   : !g               ? ERR_COORDINATOR_NOT_AVAILABLE
-                                      : mbg_commit_check(g, q.member_id, q.generation_id_or_member_epoch);
+                   : !g                ? ERR_COORDINATOR_NOT_AVAILABLE
+                        : mbg_commit_check(g, q.member_id, q.generation_id_or_member_epoch);
     for (int32_t i = 0; i < q.topics.count; i++) {
         const kc_offset_commit_request_topic_t *qt = &q.topics.items[i];
         kc_offset_commit_response_topic_t *t = &r.topics.items[i];
@@ -286,11 +286,11 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
             return kc_fail(err, KC_ERR_NOMEM, "OffsetFetch response");
         }
         for (int32_t p = 0; p < np; p++)
-            ps[p] = (kc_offset_fetch_response_partition_t){.partition_index = p,
-                                                           .committed_offset =
-                                                               g ? g->committed[p] : -1,
-                                                           .committed_leader_epoch = -1,
-                                                           .metadata = kc_str("")};
+            ps[p] =
+                (kc_offset_fetch_response_partition_t){.partition_index = p,
+                                                       .committed_offset = g ? g->committed[p] : -1,
+                                                       .committed_leader_epoch = -1,
+                                                       .metadata = kc_str("")};
         t->name = kc_str(mb->topic);
         t->partitions.items = ps;
         t->partitions.count = np;
@@ -315,12 +315,11 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
                 continue;
             }
             for (int32_t p = 0; p < np; p++)
-                ps[p] =
-                    (kc_offset_fetch_response_partitions_t){.partition_index = p,
-                                                            .committed_offset =
-                                                                grp ? grp->committed[p] : -1,
-                                                            .committed_leader_epoch = -1,
-                                                            .metadata = kc_str("")};
+                ps[p] = (kc_offset_fetch_response_partitions_t){.partition_index = p,
+                                                                .committed_offset =
+                                                                    grp ? grp->committed[p] : -1,
+                                                                .committed_leader_epoch = -1,
+                                                                .metadata = kc_str("")};
             t->name = kc_str(mb->topic);
             t->topic_id = mb->topic_id;
             t->partitions.items = ps;

@@ -182,7 +182,8 @@ void mbg_free_all(mb_t *mb)
     mb->n_groups = mb->cap_groups = 0;
 }
 
-/* ---- classic ---------------------------------------------------------------------------------- */
+/* ---- classic ----------------------------------------------------------------------------------
+ */
 
 static int real_members(const mbg_group_t *g)
 {
@@ -326,8 +327,7 @@ kc_bytes_t mbg_member_meta(const mbg_group_t *g, const mbg_member_t *m)
     return (kc_bytes_t){NULL, 0};
 }
 
-int16_t mbg_join(mb_t *mb, mbg_group_t *g, const mbg_join_req_t *q, int64_t now,
-                 mbg_member_t **out)
+int16_t mbg_join(mb_t *mb, mbg_group_t *g, const mbg_join_req_t *q, int64_t now, mbg_member_t **out)
 {
     *out = NULL;
     if (!g->id[0])
@@ -405,8 +405,8 @@ int16_t mbg_join(mb_t *mb, mbg_group_t *g, const mbg_join_req_t *q, int64_t now,
     return 0;
 }
 
-int16_t mbg_sync(mbg_group_t *g, kc_str_t member_id, int32_t generation,
-                 const mbg_assignment_t *as, int n, int64_t now, bool *wait)
+int16_t mbg_sync(mbg_group_t *g, kc_str_t member_id, int32_t generation, const mbg_assignment_t *as,
+                 int n, int64_t now, bool *wait)
 {
     *wait = false;
     mbg_member_t *m = mbg_member_find(g, member_id);

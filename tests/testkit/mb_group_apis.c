@@ -126,10 +126,10 @@ static kc_err_t join_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_
                     uint8_t *copy = kc_arena_calloc(a, (size_t)meta.len + 1, 1);
                     if (copy && meta.len)
                         memcpy(copy, meta.ptr, (size_t)meta.len);
-                    r.members.items[r.members.count++] = (kc_join_group_response_member_t){
-                        .member_id = arena_str(a, o->id),
-                        .group_instance_id = KC_STR_NULL,
-                        .metadata = {copy, meta.len}};
+                    r.members.items[r.members.count++] =
+                        (kc_join_group_response_member_t){.member_id = arena_str(a, o->id),
+                                                          .group_instance_id = KC_STR_NULL,
+                                                          .metadata = {copy, meta.len}};
                 }
             }
         }
@@ -153,8 +153,8 @@ static kc_err_t sync_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_
     if (!as)
         return kc_fail(err, KC_ERR_NOMEM, "SyncGroup");
     for (int i = 0; i < n; i++)
-        as[i] = (mbg_assignment_t){q.assignments.items[i].member_id,
-                                   q.assignments.items[i].assignment};
+        as[i] =
+            (mbg_assignment_t){q.assignments.items[i].member_id, q.assignments.items[i].assignment};
     kc_sync_group_response_t r;
     kc_sync_group_response_init(&r);
     r.protocol_type = r.protocol_name = KC_STR_NULL;
@@ -217,8 +217,8 @@ static kc_err_t heartbeat(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_a
     kc_heartbeat_response_init(&r);
     pthread_mutex_lock(&mb->lock);
     mbg_group_t *g = mbg_find(mb, q.group_id, false);
-    r.error_code = g ? mbg_heartbeat(g, q.member_id, q.generation_id, kt_now_ms())
-                     : ERR_UNKNOWN_MEMBER_ID;
+    r.error_code =
+        g ? mbg_heartbeat(g, q.member_id, q.generation_id, kt_now_ms()) : ERR_UNKNOWN_MEMBER_ID;
     pthread_mutex_unlock(&mb->lock);
     return kc_heartbeat_response_encode(&r, v, w, err);
 }
@@ -250,8 +250,8 @@ static kc_err_t leave_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc
             r.members.items[i] = (kc_leave_group_response_member_response_t){
                 .member_id = id->member_id,
                 .group_instance_id = id->group_instance_id,
-                .error_code = g ? mbg_leave(mb, g, id->member_id, kt_now_ms())
-                                : ERR_UNKNOWN_MEMBER_ID};
+                .error_code =
+                    g ? mbg_leave(mb, g, id->member_id, kt_now_ms()) : ERR_UNKNOWN_MEMBER_ID};
         }
         r.members.count = n;
     }
@@ -278,8 +278,8 @@ static kc_err_t consumer_group_heartbeat(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_
     mbg_group_t *g = group_of(mb, q.group_id);
     mbg_member_t *m = NULL;
     bool send = false;
-    r.error_code = g ? mbg848_heartbeat(mb, g, &q, kt_now_ms(), &m, &send)
-                     : ERR_COORDINATOR_NOT_AVAILABLE;
+    r.error_code =
+        g ? mbg848_heartbeat(mb, g, &q, kt_now_ms(), &m, &send) : ERR_COORDINATOR_NOT_AVAILABLE;
     if (r.error_code == 0 && m) {
         r.member_id = arena_str(a, m->id);
         r.member_epoch = m->epoch;

@@ -1,7 +1,8 @@
 /*
  * kc-memory-broker: a Kafka broker served from RAM, for benchmarks without the JVM and for
  * client tests that need exact control of what a broker says. One topic, pre-encoded batches,
- * fetch sessions, per-group offsets, classic and KIP-848 group coordination. Usage: tests/testkit/README.md.
+ * fetch sessions, per-group offsets, classic and KIP-848 group coordination. Usage:
+ * tests/testkit/README.md.
  *
  * Threads: the main thread accepts; one thread per connection answers that connection's
  * requests in order (as a Kafka broker does: one in flight per connection). Shared state is in
@@ -160,12 +161,19 @@ int main(int argc, char **argv)
     mb->n_nodes = 1;
     int port = 0;
     const char *peers = NULL, *stats_file = NULL;
-    static const struct option opts[] = {
-        {"port", 1, 0, 'p'},          {"topic", 1, 0, 't'},   {"partitions", 1, 0, 'P'},
-        {"records", 1, 0, 'n'},       {"size", 1, 0, 's'},    {"compression", 1, 0, 'c'},
-        {"batch-records", 1, 0, 'k'}, {"node-id", 1, 0, 'i'}, {"peers", 1, 0, 'e'},
-        {"stats-file", 1, 0, 'S'},    {"help", 0, 0, 'h'},    {"group-initial-delay-ms", 1, 0, 'D'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"port", 1, 0, 'p'},
+                                         {"topic", 1, 0, 't'},
+                                         {"partitions", 1, 0, 'P'},
+                                         {"records", 1, 0, 'n'},
+                                         {"size", 1, 0, 's'},
+                                         {"compression", 1, 0, 'c'},
+                                         {"batch-records", 1, 0, 'k'},
+                                         {"node-id", 1, 0, 'i'},
+                                         {"peers", 1, 0, 'e'},
+                                         {"stats-file", 1, 0, 'S'},
+                                         {"help", 0, 0, 'h'},
+                                         {"group-initial-delay-ms", 1, 0, 'D'},
+                                         {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (o) {
         case 'p':

@@ -43,7 +43,8 @@ static mbg_group_t *group(const char *id)
     return g;
 }
 
-/* ---- classic ---------------------------------------------------------------------------------- */
+/* ---- classic ----------------------------------------------------------------------------------
+ */
 
 typedef struct proto_set {
     int n;
@@ -146,7 +147,7 @@ static void test_classic_second_member_rebalance(void **state)
     assert_int_equal(g->generation, 2);
     assert_int_equal(ma->join_gen, 2);
     assert_int_equal(mb->join_gen, 2);
-    assert_string_equal(g->leader, a); /* the leader rejoined: it stays */
+    assert_string_equal(g->leader, a);                   /* the leader rejoined: it stays */
     assert_string_equal(g->protocol_name, "roundrobin"); /* A's first that B supports */
     assert_int_equal(mbg_member_meta(g, mb).len, (int32_t)strlen("roundrobin"));
     /* Between join and sync: commits refused as Kafka does, heartbeats fine. */
@@ -241,7 +242,8 @@ static void test_classic_initial_delay(void **state)
     free(b);
 }
 
-/* ---- KIP-848 ---------------------------------------------------------------------------------- */
+/* ---- KIP-848 ----------------------------------------------------------------------------------
+ */
 
 static int32_t owned_parts[NP];
 
