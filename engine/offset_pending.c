@@ -181,7 +181,8 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
         if (h->assign(h->opaque, t, part, start, &e) != KC_OK)
             h->error(h->opaque, &e, false);
     }
-    if (refused && (fresh_refusal || !p->reported_at || now - p->reported_at >= KC_OPEND_REPORT_MS)) {
+    if (refused &&
+        (fresh_refusal || !p->reported_at || now - p->reported_at >= KC_OPEND_REPORT_MS)) {
         p->reported_at = now > 0 ? now : 1;
         kc_error_t e;
         kc_fail_kafka(&e, first,

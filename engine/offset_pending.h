@@ -47,8 +47,8 @@ typedef struct kc_opend {
     size_t n, cap;
     int64_t next_at; /* when the next retry is due */
     int64_t backoff_ms, backoff_min_ms, backoff_max_ms;
-    bool inflight;    /* a retry is at the coordinator */
-    uint64_t retries; /* OffsetFetch retries sent (stats, tests) */
+    bool inflight;       /* a retry is at the coordinator */
+    uint64_t retries;    /* OffsetFetch retries sent (stats, tests) */
     int64_t reported_at; /* when a refusal was last reported; 0: never */
 } kc_opend_t;
 
