@@ -185,7 +185,8 @@ typedef struct kc_engine_stats {
     uint64_t stale_dropped;   /* response partitions dropped as stale */
     uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetcher.c) */
     uint64_t
-        replica_fallbacks; /* KIP-392: partitions sent back to the leader by a failed replica */
+        replica_fallbacks, /* KIP-392: partitions sent back to the leader by a failed replica */
+        replica_avoided;   /* KIP-392: a named replica passed over, its Fetch failed recently */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 

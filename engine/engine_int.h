@@ -25,8 +25,18 @@ typedef struct kc_eng_broker {
     kc_fetch_request_t fetch_msg;
     uint8_t fetch_close; /* the in-flight request closes the session */
     int32_t fetch_epoch; /* (id, epoch) of the in-flight request, for logs */
+    /* A Fetch to this broker failed at this time (0: never): as a KIP-392 read replica it is
+     * not used again until KC_ENG_REPLICA_AVOID_MS later (fetcher.c, replicas_to_leaders). */
+    int64_t replica_failed_ms;
     kc_engine_broker_stats_t st;
 } kc_eng_broker_t;
+
+/* How long a read replica whose Fetch failed is passed over when a leader names it again.
+ * Leaders keep naming a dead follower until it leaves the ISR (replica.lag.time.max.ms, 30 s by
+ * default; a few seconds when KRaft fences a killed broker); without this its partitions would
+ * bounce between the leader and the dead follower meanwhile. Java does the same through
+ * NetworkClient.isUnavailable(node) when it picks a read replica. */
+#define KC_ENG_REPLICA_AVOID_MS 30000
 
 typedef struct kc_eng_topic {
     char *name;

@@ -139,8 +139,11 @@ static void deliver(kc_engine_t *e, kc_eng_broker_t *b, size_t i, kc_buf_t *fram
 /* A Fetch to broker `id` failed as a whole (see each caller). The broker backs off; partitions
  * that read from it as their KIP-392 preferred replica go back to their leaders now, so a dead
  * or unreachable follower does not hold them for the rest of the replica's lifetime. */
-static void replicas_to_leaders(kc_engine_t *e, int32_t id)
+static void replicas_to_leaders(kc_engine_t *e, int32_t id, int64_t now)
 {
+    kc_eng_broker_t *b = kc_eng_broker_get(e, id);
+    if (b)
+        b->replica_failed_ms = now;
     for (size_t i = 0; i < e->n_parts; i++)
         if (kc_partition_on_broker_failure(&e->parts[i], id)) {
             e->stats.replica_fallbacks++;
@@ -149,10 +152,24 @@ static void replicas_to_leaders(kc_engine_t *e, int32_t id)
         }
 }
 
+/* The read replica a leader named, or -1 (stay on the leader) while that broker's last Fetch
+ * failure is recent (KC_ENG_REPLICA_AVOID_MS). */
+static int32_t usable_replica(kc_engine_t *e, int32_t replica, int64_t now)
+{
+    if (replica < 0)
+        return replica;
+    kc_eng_broker_t *r = kc_eng_broker_get(e, replica);
+    if (r && r->replica_failed_ms && now - r->replica_failed_ms < KC_ENG_REPLICA_AVOID_MS) {
+        e->stats.replica_avoided++;
+        return -1;
+    }
+    return replica;
+}
+
 static void fetch_failed(kc_engine_t *e, int32_t id, int64_t now)
 {
     kc_fetch_plan_on_failure(&e->plan, id, now);
-    replicas_to_leaders(e, id);
+    replicas_to_leaders(e, id, now);
 }
 
 static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
@@ -188,6 +205,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         return;
     }
     b->st.fetch_responses++;
+    b->replica_failed_ms = 0; /* it answers again: fit to be a read replica */
     kc_session_resp_t sr = kc_fetch_codec_session_resp(&m);
     kc_session_outcome_t o =
         kc_fetch_plan_on_response(&e->plan, b->id, &sr, m.throttle_time_ms, now);
@@ -204,7 +222,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         b->st.fetch_errors++;
         kc_log(KC_LOG_WARN, "fetch", "broker %d: Fetch failed: %s", b->id,
                kc_kafka_err_name(m.error_code));
-        replicas_to_leaders(e, b->id); /* the plan already backed the broker off */
+        replicas_to_leaders(e, b->id, now); /* the plan already backed the broker off */
     }
     if ((o == KC_SESSION_OK || o == KC_SESSION_FALLBACK) && f && !e->closing) {
         kc_fetch_codec_iter_t it = {&m, 0, 0};
@@ -229,9 +247,13 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
                 continue;
             }
             deliver(e, b, (size_t)i, frame, pr.records, pr.aborted, pr.n_aborted);
+            int32_t replica = usable_replica(e, pr.preferred_read_replica, now);
             kc_partition_on_fetch_ok(&e->parts[i], pr.high_watermark, pr.last_stable_offset,
-                                     pr.log_start_offset, pr.preferred_read_replica,
-                                     &e->plan.conf.part, now);
+                                     pr.log_start_offset, replica, &e->plan.conf.part, now);
+            /* A leader that names a replica answers at once and empty (Kafka does not wait
+             * fetch.max.wait.ms then): while we pass the replica over, pace the leader. */
+            if (replica < 0 && pr.preferred_read_replica >= 0 && pr.records.len <= 0)
+                kc_partition_hold(&e->parts[i], &e->plan.conf.part, now);
         }
     }
     kc_buf_unref(frame);

@@ -76,7 +76,7 @@ static bool keep(kc_opend_t *p, const char *topic, int32_t partition)
     char *t = strdup(topic);
     if (!t)
         return false;
-    p->items[p->n++] = (kc_opend_ent_t){t, partition, false};
+    p->items[p->n++] = (kc_opend_ent_t){t, partition, false, false};
     return true;
 }
 
@@ -130,9 +130,10 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
     if (retry)
         p->inflight = false;
     size_t kept = 0, refused = 0;
+    bool fresh_refusal = false;
     int16_t first = 0;
     const char *why = NULL;
-    char names[96] = "";
+    char names[256] = "";
     size_t len = 0;
     for (size_t i = 0; i < n; i++) {
         const char *t = res[i].topic;
@@ -142,24 +143,28 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
             continue; /* revoked, or assigned afresh, while this answer was on its way */
         int16_t code = rc == KC_OK ? 0 : res[i].error;
         bool ok = rc == KC_OK || (rc == KC_ERR_BROKER && code == 0);
-        if (!ok && kc_opend_retriable(rc, code)) {
-            if (!why)
-                why = rc == KC_ERR_BROKER ? (code < 0 ? "unanswered" : kc_kafka_err_name(code))
-                                          : kc_err_name(rc);
-            if (x)
-                x->asked = false;
-            else if (!keep(p, t, part)) {
+        if (!ok) {
+            /* Kept either way (see the header): a refusal is asked again too, only reported. */
+            bool hard = !kc_opend_retriable(rc, code);
+            if (!x && keep(p, t, part))
+                x = find(p, t, part);
+            if (!x) {
                 kc_error_t e;
                 kc_fail(&e, KC_ERR_NOMEM, "group %s: %s[%d] not started: out of memory", group, t,
                         (int)part);
                 h->error(h->opaque, &e, false);
+                continue;
             }
-            kept++;
-            continue;
-        }
-        if (x)
-            drop(p, x);
-        if (!ok) {
+            x->asked = false;
+            if (!hard) { /* `refused` stays: a timeout says nothing new about the refusal */
+                if (!why)
+                    why = rc == KC_ERR_BROKER ? (code < 0 ? "unanswered" : kc_kafka_err_name(code))
+                                              : kc_err_name(rc);
+                kept++;
+                continue;
+            }
+            fresh_refusal |= !x->refused;
+            x->refused = true;
             if (!first)
                 first = code;
             refused++;
@@ -168,26 +173,32 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
             len = w < 0 || (size_t)w >= sizeof names - len ? sizeof names - 1 : len + (size_t)w;
             continue;
         }
+        if (x)
+            drop(p, x);
         /* Only "no committed offset" (-1 with no error) applies auto.offset.reset. */
         int64_t start = res[i].offset >= 0 ? res[i].offset : KC_ENGINE_START_RESET;
         kc_error_t e;
         if (h->assign(h->opaque, t, part, start, &e) != KC_OK)
             h->error(h->opaque, &e, false);
     }
-    if (refused) {
+    if (refused &&
+        (fresh_refusal || !p->reported_at || now - p->reported_at >= KC_OPEND_REPORT_MS)) {
+        p->reported_at = now > 0 ? now : 1;
         kc_error_t e;
         kc_fail_kafka(&e, first,
-                      "group %s: committed offset unreadable for%s: these stay assigned but NOT "
-                      "consumed (auto.offset.reset could skip or re-read); fix the cause (e.g. "
-                      "ACLs), then re-subscribe or restart",
-                      group, names);
+                      "group %s: committed offset unreadable for%s: these stay assigned but are "
+                      "NOT consumed (auto.offset.reset could skip or re-read); asked again every "
+                      "%lld ms at most, consumption starts once it is readable (fix the cause, "
+                      "e.g. ACLs)",
+                      group, names, (long long)p->backoff_max_ms);
         h->error(h->opaque, &e, false);
     }
-    if (kept) {
-        kc_log(KC_LOG_WARN, "group",
-               "group %s: committed offset of %zu partition(s) not readable yet (%s): asked "
-               "again in %lld ms, they are not consumed until then",
-               group, kept, why, (long long)p->backoff_ms);
+    if (kept || refused) {
+        if (kept)
+            kc_log(KC_LOG_WARN, "group",
+                   "group %s: committed offset of %zu partition(s) not readable yet (%s): asked "
+                   "again in %lld ms, they are not consumed until then",
+                   group, kept, why, (long long)p->backoff_ms);
         backoff(p, now);
     } else if (retry && !p->n) {
         p->backoff_ms = p->backoff_min_ms;

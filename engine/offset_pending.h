@@ -11,8 +11,11 @@
  *   - keeps the ones refused for a retriable reason (deadline passed, transport error,
  *     UNSTABLE_OFFSET_COMMIT, COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR, ...) to be asked
  *     again after a backoff (retry.backoff.ms doubling up to retry.backoff.max.ms),
- *   - reports the others (authorization, GROUP_ID_NOT_FOUND, ...) through the error hook, once,
- *     and does not start them either: they stay assigned but unconsumed.
+ *   - reports the others (authorization, GROUP_ID_NOT_FOUND, ...) through the error hook and
+ *     keeps asking for them too, on the same backoff (which soon reaches retry.backoff.max.ms):
+ *     Java re-asks on every poll and raises the error each time, so a member whose ACL is fixed
+ *     starts consuming without being restarted. The report repeats when another partition is
+ *     refused and otherwise at most every KC_OPEND_REPORT_MS, not on every retry.
  * The driver removes a partition when it is revoked or lost, clears everything at close, and
  * sends one retry at a time (kc_opend_take_due); an answer for a partition removed or assigned
  * afresh meanwhile is ignored (`asked`).
@@ -29,10 +32,14 @@
 #include "coordinator.h"
 #include "group848.h"
 
+/* How often a refusal that lasts is reported again (the error callback, not a log line). */
+#define KC_OPEND_REPORT_MS 30000
+
 typedef struct kc_opend_ent {
     char *topic;
     int32_t partition;
-    bool asked; /* part of the retry now in flight */
+    bool asked;   /* part of the retry now in flight */
+    bool refused; /* the last answer refused it for a non-retriable reason (reported) */
 } kc_opend_ent_t;
 
 typedef struct kc_opend {
@@ -40,8 +47,9 @@ typedef struct kc_opend {
     size_t n, cap;
     int64_t next_at; /* when the next retry is due */
     int64_t backoff_ms, backoff_min_ms, backoff_max_ms;
-    bool inflight;    /* a retry is at the coordinator */
-    uint64_t retries; /* OffsetFetch retries sent (stats, tests) */
+    bool inflight;       /* a retry is at the coordinator */
+    uint64_t retries;    /* OffsetFetch retries sent (stats, tests) */
+    int64_t reported_at; /* when a refusal was last reported; 0: never */
 } kc_opend_t;
 
 void kc_opend_init(kc_opend_t *p, int64_t backoff_ms, int64_t backoff_max_ms);

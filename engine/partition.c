@@ -72,6 +72,12 @@ static void start_backoff(kc_partition_t *p, const kc_partition_conf_t *conf, in
         p->backoff_attempts++;
 }
 
+void kc_partition_hold(kc_partition_t *p, const kc_partition_conf_t *conf, int64_t now_ms)
+{
+    if (p->state == KC_FS_ACTIVE)
+        start_backoff(p, conf, now_ms);
+}
+
 /* auto.offset.reset, or a stop with an error for `none`. */
 static void apply_reset_policy(kc_partition_t *p, const kc_partition_conf_t *conf,
                                kc_partition_event_t *ev, const char *why)

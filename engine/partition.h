@@ -131,6 +131,11 @@ void kc_partition_on_fetch_error(kc_partition_t *p, int16_t kafka_code, int from
                                  const kc_partition_conf_t *conf, int64_t now_ms,
                                  kc_partition_event_t *ev);
 
+/* Not fetched again before retry.backoff.ms (growing while it repeats): a leader answered with
+ * no records and named a read replica we do not use right now (fetcher.c, usable_replica), and
+ * asking it again at once would only get the same empty answer at once. */
+void kc_partition_hold(kc_partition_t *p, const kc_partition_conf_t *conf, int64_t now_ms);
+
 /* A partition came back without error: offsets for lag/stats, and the preferred read replica
  * the broker named (-1 when none). Clears the error backoff. */
 void kc_partition_on_fetch_ok(kc_partition_t *p, int64_t high_watermark, int64_t last_stable,

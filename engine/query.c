@@ -134,8 +134,12 @@ static int send_lo(q_t *q, kc_conn_t *c, int64_t ts)
         return 0;
     l->q = q;
     l->ts = ts;
-    kc_conn_req_spec_t spec = {KC_LIST_OFFSETS_REQUEST_API_KEY, 1, KC_LIST_OFFSETS_REQUEST_MAX_VERSION,
-                               lo_encode, lo_done, l};
+    kc_conn_req_spec_t spec = {KC_LIST_OFFSETS_REQUEST_API_KEY,
+                               1,
+                               KC_LIST_OFFSETS_REQUEST_MAX_VERSION,
+                               lo_encode,
+                               lo_done,
+                               l};
     kc_error_t err;
     if (kc_conn_send(c, &spec, &err) != KC_OK) {
         free(l);
@@ -181,8 +185,8 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                 memcmp(m.topics.items[i].name.ptr, q->topic, strlen(q->topic)) == 0)
                 t = &m.topics.items[i];
         if (!t || t->error_code == 3 /* UNKNOWN_TOPIC_OR_PARTITION */) {
-            q->res.rc = kc_fail(&q->res.err, KC_ERR_NOT_FOUND, "topic %s is not known to the cluster",
-                                q->topic);
+            q->res.rc = kc_fail(&q->res.err, KC_ERR_NOT_FOUND,
+                                "topic %s is not known to the cluster", q->topic);
         } else if (t->error_code) {
             fail(q, KC_ERR_BROKER, t->error_code, "Metadata");
         } else {
@@ -233,7 +237,8 @@ kc_err_t kc_engine_query(kc_engine_t *e, const char *topic, int32_t partition,
     q->cb = cb;
     q->opaque = opaque;
     q->res.low = q->res.high = -1;
-    kc_conn_req_spec_t spec = {KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done, q};
+    kc_conn_req_spec_t spec = {
+        KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done, q};
     kc_err_t rc = kc_conn_send(c, &spec, err);
     if (rc != KC_OK) {
         free(q->topic);

@@ -14,10 +14,10 @@
 
 typedef struct kc_engine_query_result {
     kc_err_t rc;
-    kc_error_t err;  /* when rc != KC_OK */
-    int32_t count;   /* partitions of the topic */
-    int64_t low;     /* log start offset (watermarks only) */
-    int64_t high;    /* high watermark, or LSO under read_committed (watermarks only) */
+    kc_error_t err; /* when rc != KC_OK */
+    int32_t count;  /* partitions of the topic */
+    int64_t low;    /* log start offset (watermarks only) */
+    int64_t high;   /* high watermark, or LSO under read_committed (watermarks only) */
 } kc_engine_query_result_t;
 
 typedef void (*kc_engine_query_cb)(void *opaque, const kc_engine_query_result_t *res);

@@ -83,8 +83,7 @@ static void sasl_free(void *opaque)
     kc_conn_sasl_free(opaque);
 }
 
-kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opts,
-                                kc_error_t *err)
+kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opts, kc_error_t *err)
 {
     if (!s)
         return KC_OK;

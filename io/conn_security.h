@@ -22,8 +22,8 @@
 #include "tls.h"
 
 typedef struct kc_conn_security_conf {
-    const char *protocol; /* PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL */
-    kc_tls_conf_t tls;    /* read for SSL and SASL_SSL */
+    const char *protocol;       /* PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL */
+    kc_tls_conf_t tls;          /* read for SSL and SASL_SSL */
     const char *sasl_mechanism; /* PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512, for SASL_* */
     const char *sasl_username;
     const char *sasl_password;
@@ -40,8 +40,7 @@ void kc_conn_security_free(kc_conn_security_t *s);
 /* Sets opts' transport (TLS) and auth hook (SASL, with a fresh per-connection state that the
  * connection frees). `s` NULL: plaintext, nothing set. If kc_conn_new then fails, release the
  * state with kc_conn_security_discard(opts). */
-kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opts,
-                                kc_error_t *err);
+kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opts, kc_error_t *err);
 void kc_conn_security_discard(kc_conn_opts_t *opts);
 
 /* "SSL", "SASL_SSL"...: for logs and stats. */

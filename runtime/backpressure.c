@@ -47,7 +47,8 @@ int64_t kc_rt_fetch_budget(const kc_rt_t *rt)
 {
     /* Idle pooled frame buffers are resident too (io/base/buf_pool.c): counting them here keeps
      * charged frames plus idle ones within the cap, and the next frame is taken from them. */
-    int64_t left = rt->o.queued_max_bytes - kc_rt_frame_bytes(rt) - (int64_t)kc_buf_pool_idle_bytes();
+    int64_t left =
+        rt->o.queued_max_bytes - kc_rt_frame_bytes(rt) - (int64_t)kc_buf_pool_idle_bytes();
     if (rt->o.frame_max_bytes > 0 && left > rt->o.frame_max_bytes)
         left = rt->o.frame_max_bytes;
     return left > 0 ? left : 0;

@@ -71,7 +71,7 @@
     X(FETCH_MAX_WAIT_MS, "fetch.max.wait.ms", INT, "500", 0, 300000, NULL, 0,                      \
       "Longest the broker holds a Fetch waiting for fetch.min.bytes")                              \
     X(QUEUED_MAX_BYTES, "queued.max.bytes", INT, "268435456", 65536, KC_I64MAX, NULL, 0,           \
-      "Cap on fetched bytes buffered for workers; each partition gets a share")                    \
+      "Cap on fetched response memory held for workers; each partition gets a share")              \
     X(WORKER_THREADS, "worker.threads", INT, "0", 0, 1024, NULL, 0,                                \
       "Worker threads running callbacks; 0 = number of online CPUs")                               \
     X(CALLBACK_BATCH_MAX_RECORDS, "callback.batch.max.records", INT, "500", 1, 1000000, NULL, 0,   \

@@ -128,9 +128,9 @@ typedef struct kc_rt_part {
     _Atomic uint32_t seek_gen;
     _Atomic int64_t seek_to; /* an offset seek's target, -1 when the engine resolves it */
     /* Owner: network thread. */
-    bool fetch_blocked; /* backpressure hysteresis state */
+    bool fetch_blocked;  /* backpressure hysteresis state */
     uint64_t last_frame; /* seq of the frame this partition's last pushed batch came from */
-    bool is_control;    /* the group-event pseudo-partition */
+    bool is_control;     /* the group-event pseudo-partition */
     struct kc_rt_part *all_next, *all_prev, *done_next;
 } kc_rt_part_t;
 

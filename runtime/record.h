@@ -14,7 +14,6 @@
 /* struct kc_record (the public kc_record_t) is io/batch's record view: one type end to end. */
 #include "batch/batch.h"
 
-
 struct kc_rt_part;
 struct kc_rt_decoder;
 
@@ -23,7 +22,7 @@ struct kc_records {
     const struct kc_rt_decoder *dec;
     void *dctx;
     kc_record_t rec;   /* the one record view, reused by every kc_records_next */
-    int ts_type; /* of the open Kafka batch: 0 CreateTime, 1 LogAppendTime */
+    int ts_type;       /* of the open Kafka batch: 0 CreateTime, 1 LogAppendTime */
     bool peeked;       /* rec holds the view's first record, not yet returned */
     bool end;          /* the decoder reported the end of the batch (or an error) */
     uint32_t left;     /* records this view may still return */

@@ -41,16 +41,16 @@ struct kc_rt {
     kc_rt_opts_t o; /* read-only after kc_rt_new */
     kc_rt_runq_t rq;
     kc_rt_worker_t *w;
-    _Atomic int64_t buffered;   /* bytes queued in all rings: + network, - workers */
+    _Atomic int64_t buffered;    /* bytes queued in all rings: + network, - workers */
     _Atomic int64_t frame_bytes; /* frames kept alive by queued batches (frames.c) */
     _Atomic bool frames_drained; /* frame_bytes fell below the resume mark (frames.c) */
-    _Atomic unsigned nparts;    /* written by network thread; read by workers (share) */
-    _Atomic bool stopping;      /* set by shutdown(drop): no new callback starts */
-    _Atomic bool closing;       /* set by shutdown (any mode): a full completion ring may drop */
-    _Atomic bool poll_exceeded; /* set by the watchdog (network thread), read anywhere */
+    _Atomic unsigned nparts;     /* written by network thread; read by workers (share) */
+    _Atomic bool stopping;       /* set by shutdown(drop): no new callback starts */
+    _Atomic bool closing;        /* set by shutdown (any mode): a full completion ring may drop */
+    _Atomic bool poll_exceeded;  /* set by the watchdog (network thread), read anywhere */
     /* Owner: network thread. */
     bool global_blocked;
-    uint64_t frame_seq; /* numbers the frames this dispatcher charged (frames.c) */
+    uint64_t frame_seq;  /* numbers the frames this dispatcher charged (frames.c) */
     kc_rt_part_t *parts; /* every partition not yet freed (list via all_next/prev) */
     kc_rt_part_t *done_new, *done_ready; /* REVOKE_DONE staging, see drain_completions */
     /* Group events: any thread posts, the worker running `control` consumes. */

@@ -16,7 +16,7 @@
 
 #include "base/buf.h"
 
-#define POOL_SLOTS     8
+#define POOL_SLOTS 8
 /* Idle memory is resident memory the queued.max.bytes cap does not see: keep it within the fixed
  * overhead the memory contract allows (RSS <= queued.max.bytes + 32 MiB), not a multiple of it. */
 #define POOL_MAX_BYTES ((size_t)32 << 20)

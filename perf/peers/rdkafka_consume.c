@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "touch.h"
+
 static void die(const char *what, const char *detail)
 {
     fprintf(stderr, "rdkafka_consume: %s: %s\n", what, detail);
@@ -205,10 +207,7 @@ int main(int argc, char **argv)
             die("consume", rd_kafka_message_errstr(m));
         } else {
             const unsigned char *v = m->payload;
-            uint64_t s = 0;
-            for (size_t i = 0; i < m->len; i++)
-                s += v[i];
-            value_sum += s;
+            value_sum += perf_value_sum(v, m->len);
             bytes += (long long)m->len;
             if (lat && records < latency_n) {
                 rd_kafka_timestamp_type_t tt;

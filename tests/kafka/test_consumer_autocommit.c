@@ -25,7 +25,7 @@
 static _Atomic int64_t total;
 static _Atomic int cb_calls, cb_rc = 1, cb_on_app;
 static pthread_t app;
-static _Atomic int stop_part = -1; /* the partition whose callback stops at 100 */
+static _Atomic int stop_part = -1;      /* the partition whose callback stops at 100 */
 static _Atomic int64_t stopped_at = -1; /* the first offset of the view it stopped at */
 
 static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
@@ -93,7 +93,8 @@ static void autocommit_and_async(void **state)
     atomic_store(&stop_part, sp);
     int64_t hi1 = hi[op] > 0 ? hi[op] : KC_OFFSET_INVALID; /* nothing to commit when empty */
     assert_true(hi[sp] > 150);
-    kc_topic_partition_t tps[2] = {{topic, 0, KC_OFFSET_BEGINNING}, {topic, 1, KC_OFFSET_BEGINNING}};
+    kc_topic_partition_t tps[2] = {{topic, 0, KC_OFFSET_BEGINNING},
+                                   {topic, 1, KC_OFFSET_BEGINNING}};
     assert_int_equal(kc_assign(c, tps, 2, &err), KC_OK);
     kc_topic_partition_t got[2] = {{topic, 0, 0}, {topic, 1, 0}};
     int ok = 0;

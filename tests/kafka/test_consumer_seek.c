@@ -26,7 +26,7 @@ static kc_consumer_t *cons;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t *log_off; /* every delivered offset, in delivery order */
 static size_t n_log;
-static _Atomic int phase;       /* 3: seek to 777 from the callback once */
+static _Atomic int phase; /* 3: seek to 777 from the callback once */
 static _Atomic int in_cb_seeked;
 static _Atomic int64_t seek_rc = 1;
 

@@ -75,7 +75,8 @@ static void aborted_never_delivered(void **state)
     char topic[64], dir[] = "/tmp/kc-txn-XXXXXX", cmd[2048];
     snprintf(topic, sizeof topic, "kc-txn-%d", (int)getpid());
     assert_non_null(mkdtemp(dir));
-    snprintf(cmd, sizeof cmd, "%s topic create %s --partitions 1 --replication 3 --dir %s >/dev/null",
+    snprintf(cmd, sizeof cmd,
+             "%s topic create %s --partitions 1 --replication 3 --dir %s >/dev/null",
              kc_test_env("KC_TESTKIT"), topic, kc_test_env("KC_CLUSTER_DIR"));
     sh(cmd);
     char jars[1024];

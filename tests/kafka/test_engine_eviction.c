@@ -1,3 +1,4 @@
+/* kc-test-label: background */
 /* Fetch-session eviction: a separate 1-broker cluster with a small session cache, and more
  * consumers (engines) than it has slots. Kafka 4.1 splits max.incremental.fetch.session.cache.
  * slots over 8 shards and gives new sessions a shard round-robin, so slots=8 is one session per

@@ -297,8 +297,9 @@ static void reads_from_the_rack_replica_then_falls_back(void **state)
     snprintf(args, sizeof args, "produce %s --records %d --size 100 --keys 64", g_topic, N2);
     cluster(args);
     c = wait_records(N1 + N2, 60000);
-    printf("# phase 2: all records %" PRId64 " ms after the kill; replica fallbacks %" PRIu64 "\n",
-           kc_now_ms() - t0, c.es.replica_fallbacks);
+    printf("# phase 2: all records %" PRId64 " ms after the kill; replica fallbacks %" PRIu64
+           ", dead replica passed over %" PRIu64 " times\n",
+           kc_now_ms() - t0, c.es.replica_fallbacks, c.es.replica_avoided);
     print_brokers("phase 2", &c);
     c.op = OP_FREE;
     kc_netthread_call(nt, on_net, &c);
@@ -309,6 +310,10 @@ static void reads_from_the_rack_replica_then_falls_back(void **state)
     assert_int_equal(fin.gaps, 0);
     assert_int_equal(fin.errors, 0);
     assert_true(fin.es.replica_fallbacks >= 1);
+    /* Each partition leaves the dead follower once: while the leaders still name it (it is in
+     * the ISR for a few seconds more) it is passed over, not tried again (the old code bounced
+     * 8-10 times per run). */
+    assert_true(fin.es.replica_fallbacks <= NP);
     uint64_t survivors = 0;
     for (int b = 1; b <= NB; b++)
         if (b != f)

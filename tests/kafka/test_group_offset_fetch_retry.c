@@ -10,13 +10,16 @@
  * re-asking fits in one request deadline, so the first fetch of the assignment fails. Expected:
  * every partition's first record is its committed offset and exactly the records after it
  * arrive (the code before this fix started them at the log end: nothing delivered), the proxy
- * fired its injections, and no error event was raised (all refusals are retriable). Then, for
+ * fired its injections, and no error event was raised (all refusals are retriable). A KIP-848
+ * member refused with GROUP_AUTHORIZATION_FAILED (starts_at_committed's `refused`) starts there
+ * too once the refusals stop, having reported them. Then, for
  * both protocols, a close while the refusals go on (the driver's retries in flight) is clean.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "fault_proxy.h"
 #include "kc_test.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +114,11 @@ static kc_consumer_t *consumer(const char *bootstrap, const char *group, const c
     return c;
 }
 
-static void starts_at_committed(const char *protocol)
+/* refused: instead of retriable refusals, the first 5 answers refuse the whole group with
+ * GROUP_AUTHORIZATION_FAILED (as a missing ACL would): reported as error events, the partitions
+ * are not started meanwhile, they are asked again, and once the answers are good (the ACL
+ * fixed) they start exactly at their committed offsets, without a restart. */
+static void starts_at_committed(const char *protocol, bool refused)
 {
     char group[96], reply[256];
     snprintf(group, sizeof group, "kc-offretry-g-%s-%d", protocol, (int)getpid());
@@ -145,14 +152,21 @@ static void starts_at_committed(const char *protocol)
     /* The member, behind the proxy: its first OffsetFetch answers are refused. */
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "clear"), 0);
     long fired0 = kc_fp_stat(g_fp, "fired.inject");
-    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
-                               "inject api=OffsetFetch error=UNSTABLE_OFFSET_COMMIT "
-                               "scope=partition partition=1 count=14"),
-                     0);
-    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
-                               "inject api=OffsetFetch error=COORDINATOR_LOAD_IN_PROGRESS "
-                               "scope=top count=6"),
-                     0);
+    if (refused) {
+        assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
+                                   "inject api=OffsetFetch error=GROUP_AUTHORIZATION_FAILED "
+                                   "scope=top count=5"),
+                         0);
+    } else {
+        assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
+                                   "inject api=OffsetFetch error=UNSTABLE_OFFSET_COMMIT "
+                                   "scope=partition partition=1 count=14"),
+                         0);
+        assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
+                                   "inject api=OffsetFetch error=COORDINATOR_LOAD_IN_PROGRESS "
+                                   "scope=top count=6"),
+                         0);
+    }
     kc_consumer_t *c = consumer(kc_fp_bootstrap(g_fp), group, protocol);
     const char *sub[] = {topic};
     int64_t t0 = now_ms();
@@ -170,7 +184,9 @@ static void starts_at_committed(const char *protocol)
     }
     usleep(300 * 1000); /* anything extra (a re-read) would show now */
     long fired = kc_fp_stat(g_fp, "fired.inject") - fired0;
-    printf("# %s: %lld ms, %ld injected refusals\n", protocol, (long long)(now_ms() - t0), fired);
+    printf("# %s%s: %lld ms, %ld injected refusals, %d error events\n", protocol,
+           refused ? " (GROUP_AUTHORIZATION_FAILED)" : "", (long long)(now_ms() - t0), fired,
+           atomic_load(&errors));
     for (int i = 0; i < NP; i++)
         printf("#   p%d: committed %lld, end %lld, first delivered %lld, delivered %lld\n", i,
                (long long)mid[i], (long long)hi[i], (long long)atomic_load(&first_off[i]),
@@ -178,12 +194,16 @@ static void starts_at_committed(const char *protocol)
     assert_int_equal(kc_close(c, 10000, &err), KC_OK);
     kc_destroy(c);
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "clear"), 0);
-    assert_true(fired >= 10); /* the refusals outlasted one request deadline */
+    assert_true(fired >= (refused ? 5 : 10)); /* refused: every refusal was asked past; else
+                                                  the refusals outlasted one request deadline */
     for (int i = 0; i < NP; i++) {
         assert_int_equal(atomic_load(&first_off[i]), mid[i]);
         assert_int_equal(atomic_load(&count[i]), hi[i] - mid[i]);
     }
-    assert_int_equal(atomic_load(&errors), 0);
+    if (refused) /* reported (the first at once), not on every one of the 5 retries */
+        assert_true(atomic_load(&errors) >= 1 && atomic_load(&errors) <= 2);
+    else
+        assert_int_equal(atomic_load(&errors), 0);
 }
 
 /* Closing while the committed offsets are still being asked for: the retry in flight ends with
@@ -236,13 +256,19 @@ static void close_during_retry_classic(void **state)
 static void kip848_member(void **state)
 {
     (void)state;
-    starts_at_committed("consumer");
+    starts_at_committed("consumer", false);
 }
 
 static void classic_member(void **state)
 {
     (void)state;
-    starts_at_committed("classic");
+    starts_at_committed("classic", false);
+}
+
+static void kip848_member_refused_then_readable(void **state)
+{
+    (void)state;
+    starts_at_committed("consumer", true);
 }
 
 int main(void)
@@ -250,6 +276,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kip848_member),
         cmocka_unit_test(classic_member),
+        cmocka_unit_test(kip848_member_refused_then_readable),
         cmocka_unit_test(close_during_retry_848),
         cmocka_unit_test(close_during_retry_classic),
     };

@@ -30,9 +30,9 @@ static long consumed;        /* under mu */
 static int64_t seen_end[NP]; /* offset after the last record seen per partition, under mu */
 static atomic_int hold;      /* phase 2: on_records waits while set */
 static atomic_int assigned;
-static kc_consumer_t *seeker;        /* phase 3: the member whose on_assign seeks */
-static int64_t seek_target[NP];      /* phase 3: where on_assign seeks */
-static int64_t first_seen[NP];       /* phase 3: first offset delivered, under mu */
+static kc_consumer_t *seeker;   /* phase 3: the member whose on_assign seeks */
+static int64_t seek_target[NP]; /* phase 3: where on_assign seeks */
+static int64_t first_seen[NP];  /* phase 3: first offset delivered, under mu */
 static atomic_int seek_errors;
 
 static void on_assign(void *o, kc_part_t *p)

@@ -176,7 +176,8 @@ void kc_gm_maybe_member(int argc, char **argv)
     /* KC_GM_CONF="k=v;k=v" overrides the above (group.protocol=classic, its assignors). */
     char *extra = getenv("KC_GM_CONF") ? strdup(getenv("KC_GM_CONF")) : NULL;
     char *save = NULL;
-    for (char *kv = extra ? strtok_r(extra, ";", &save) : NULL; kv; kv = strtok_r(NULL, ";", &save)) {
+    for (char *kv = extra ? strtok_r(extra, ";", &save) : NULL; kv;
+         kv = strtok_r(NULL, ";", &save)) {
         char *eq = strchr(kv, '=');
         if (eq) {
             *eq = 0;

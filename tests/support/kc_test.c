@@ -7,8 +7,10 @@ const char *kc_test_env(const char *name)
 {
     const char *v = getenv(name);
     if (!v || !*v) {
-        fprintf(stderr, "%s is not set: kafka tests run under tests/run-suite, which boots the "
-                        "testkit cluster (or set KC_BOOTSTRAP to use an existing one)\n", name);
+        fprintf(stderr,
+                "%s is not set: kafka tests run under tests/run-suite, which boots the "
+                "testkit cluster (or set KC_BOOTSTRAP to use an existing one)\n",
+                name);
         fail();
     }
     return v;

@@ -221,7 +221,8 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
             fp->fired[r->kind]++;
         r->count--;
     }
-    /* close-after is per connection: the caller claims it once (claim_close_after() in fault_proxy.c). */
+    /* close-after is per connection: the caller claims it once (claim_close_after() in
+     * fault_proxy.c). */
     int j = 0;
     for (int i = 0; i < fp->n_rules; i++)
         if (fp->rules[i].count > 0)
@@ -307,9 +308,9 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
     case 2: { /* ListOffsets */
         kc_list_offsets_response_t *m = body;
         EACH(m->topics, t)
-        EACH(AT(m->topics, t)->partitions,
-             p) if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
-                                            r->partition) AT(AT(m->topics, t)->partitions, p)
+        EACH(AT(m->topics, t)->partitions, p)
+        if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
+                                    r->partition) AT(AT(m->topics, t)->partitions, p)
             ->error_code = e;
         return true;
     }
@@ -332,9 +333,9 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
     case 8: { /* OffsetCommit: errors are per partition only */
         kc_offset_commit_response_t *m = body;
         EACH(m->topics, t)
-        EACH(AT(m->topics, t)->partitions,
-             p) if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
-                                            r->partition) AT(AT(m->topics, t)->partitions, p)
+        EACH(AT(m->topics, t)->partitions, p)
+        if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
+                                    r->partition) AT(AT(m->topics, t)->partitions, p)
             ->error_code = e;
         return true;
     }
@@ -345,8 +346,8 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
                 m->error_code = e;
             else
                 EACH(m->topics, t)
-                EACH(AT(m->topics, t)->partitions, p) AT(AT(m->topics, t)->partitions, p)
-                    ->error_code = e;
+            EACH(AT(m->topics, t)->partitions, p)
+            AT(AT(m->topics, t)->partitions, p)->error_code = e;
         } else {
             EACH(m->groups, g)
             {
@@ -354,9 +355,8 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
                     AT(m->groups, g)->error_code = e;
                 else
                     EACH(AT(m->groups, g)->topics, t)
-                    EACH(AT(AT(m->groups, g)->topics, t)->partitions, p)
-                        AT(AT(AT(m->groups, g)->topics, t)->partitions, p)
-                            ->error_code = e;
+                EACH(AT(AT(m->groups, g)->topics, t)->partitions, p)
+                AT(AT(AT(m->groups, g)->topics, t)->partitions, p)->error_code = e;
             }
         }
         return true;

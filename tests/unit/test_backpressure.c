@@ -92,7 +92,7 @@ static void cap_respected_while_callbacks_are_slow(void **state)
            (long long)cap, (long long)r.max_frames_bytes, r.max_frame, (long long)r.max_part,
            (long long)share, r.fetches, r.pushes, r.stops, h->drained_cmpl, delivered);
     assert_true(r.max_frames_bytes <= cap);
-    assert_true(r.max_frames_bytes >= cap / 2); /* the cap, not something else, was the limit */
+    assert_true(r.max_frames_bytes >= cap / 2);   /* the cap, not something else, was the limit */
     assert_true(r.max_part <= share + 3 * batch); /* stop at the share, overshoot one fetch */
     assert_true(delivered > 100);                 /* and work kept flowing */
     /* hysteresis: between two stops a partition drains to half its share or down to one frame,
@@ -136,8 +136,8 @@ static void slow_partition_pins_few_frames(void **state)
      * bytes alone, the slow partition's ~50 KiB share would have kept every frame alive until
      * the cap stopped all fetching. */
     assert_true(pinned <= KC_RT_PART_MAX_FRAMES);
-    assert_true(r.max_frames_bytes <= (int64_t)(KC_RT_PART_MAX_FRAMES + 1 + NP) *
-                                          (int64_t)r.max_frame);
+    assert_true(r.max_frames_bytes <=
+                (int64_t)(KC_RT_PART_MAX_FRAMES + 1 + NP) * (int64_t)r.max_frame);
     assert_true(r.max_frames_bytes < cap / 4);
     assert_true(fast > 50 * (slow + 1));
     atomic_store(&h->hp[0].sleep_us, 0);

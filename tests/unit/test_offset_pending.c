@@ -1,7 +1,8 @@
 /* engine/offset_pending: a group member's partitions whose committed offset could not be read
- * are kept and asked again (never started from auto.offset.reset), non-retriable refusals are
- * reported and not started, and answers for partitions revoked or assigned afresh meanwhile are
- * ignored. */
+ * are kept and asked again (never started from auto.offset.reset); non-retriable refusals are
+ * reported (again only for a new refusal or after KC_OPEND_REPORT_MS), not started, and asked
+ * again too, so they start once readable; answers for partitions revoked or assigned afresh
+ * meanwhile are ignored. */
 #include "kc_test.h"
 
 #include <stdio.h>
@@ -67,32 +68,75 @@ static void first_fetch_sorts_partitions(void **state)
     assert_int_equal(seen.error_code, 30); /* GROUP_AUTHORIZATION_FAILED */
     assert_non_null(strstr(seen.error_msg, "t[3]"));
     assert_non_null(strstr(seen.error_msg, "NOT consumed"));
-    assert_int_equal(p.n, 2); /* 2 and 4 are asked again */
+    assert_int_equal(p.n, 3); /* 2, 3 and 4 are asked again */
 
     /* Not before the backoff, then one retry at a time. */
     kc_engine_offset_t *offs;
     assert_int_equal(kc_opend_take_due(&p, 1050, &offs), 0);
-    assert_int_equal(kc_opend_take_due(&p, 1100, &offs), 2);
+    assert_int_equal(kc_opend_take_due(&p, 1100, &offs), 3);
     free(offs);
     assert_int_equal(kc_opend_take_due(&p, 5000, &offs), 0);
 
-    /* The retry times out: both kept, the backoff doubled. */
-    kc_engine_offset_t t[2] = {ent(2, -1, 0), ent(4, -1, 0)};
-    kc_opend_apply(&p, true, KC_ERR_TIMEOUT, t, 2, &HOOKS, "g", 2000);
+    /* The retry times out: all kept, the backoff doubled, no new report. */
+    kc_engine_offset_t t[3] = {ent(2, -1, 0), ent(3, -1, 0), ent(4, -1, 0)};
+    kc_opend_apply(&p, true, KC_ERR_TIMEOUT, t, 3, &HOOKS, "g", 2000);
     assert_int_equal(seen.n_assign, 2);
-    assert_int_equal(p.n, 2);
+    assert_int_equal(seen.n_error, 1);
+    assert_int_equal(p.n, 3);
     assert_int_equal(kc_opend_take_due(&p, 2150, &offs), 0);
-    assert_int_equal(kc_opend_take_due(&p, 2200, &offs), 2);
+    assert_int_equal(kc_opend_take_due(&p, 2200, &offs), 3);
     free(offs);
 
-    /* The answer: both start at their committed offsets. */
-    kc_engine_offset_t ok[2] = {ent(2, 7, 0), ent(4, 9, 0)};
-    kc_opend_apply(&p, true, KC_OK, ok, 2, &HOOKS, "g", 2300);
+    /* 2 and 4 start at their committed offsets; 3 is still refused: kept, not reported again
+     * this soon (the same refusal 1.3 s after the report). */
+    kc_engine_offset_t ok[3] = {ent(2, 7, 0), ent(3, -1, 30), ent(4, 9, 0)};
+    kc_opend_apply(&p, true, KC_ERR_BROKER, ok, 3, &HOOKS, "g", 2300);
     assert_int_equal(seen.n_assign, 4);
     assert_int_equal(seen.start[2], 7);
     assert_int_equal(seen.start[3], 9);
-    assert_int_equal(p.n, 0);
+    assert_int_equal(seen.n_error, 1);
+    assert_int_equal(p.n, 1);
     assert_false(p.inflight);
+
+    /* Still refused KC_OPEND_REPORT_MS after the first report: reported again. */
+    int64_t now = 1000 + KC_OPEND_REPORT_MS;
+    assert_int_equal(kc_opend_take_due(&p, now, &offs), 1);
+    free(offs);
+    kc_engine_offset_t still = ent(3, -1, 30);
+    kc_opend_apply(&p, true, KC_ERR_BROKER, &still, 1, &HOOKS, "g", now);
+    assert_int_equal(seen.n_error, 2);
+    assert_non_null(strstr(seen.error_msg, "t[3] GROUP_AUTHORIZATION_FAILED"));
+
+    /* The ACL is fixed: the next retry (at most retry.backoff.max.ms later) starts it. */
+    assert_int_equal(kc_opend_take_due(&p, now + 100, &offs), 0);
+    assert_int_equal(kc_opend_take_due(&p, now + 1000, &offs), 1);
+    free(offs);
+    kc_engine_offset_t fixed = ent(3, 12, 0);
+    kc_opend_apply(&p, true, KC_ERR_BROKER, &fixed, 1, &HOOKS, "g", now + 1100);
+    assert_int_equal(seen.n_assign, 5);
+    assert_int_equal(seen.part[4], 3);
+    assert_int_equal(seen.start[4], 12);
+    assert_int_equal(seen.n_error, 2);
+    assert_int_equal(p.n, 0);
+    kc_opend_free(&p);
+}
+
+/* A refusal of a partition not refused before is reported at once, however recent the last
+ * report. */
+static void new_refusal_reported_at_once(void **state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    kc_opend_t p;
+    kc_opend_init(&p, 100, 1000);
+    kc_engine_offset_t a = ent(0, -1, 30);
+    kc_opend_apply(&p, false, KC_ERR_BROKER, &a, 1, &HOOKS, "g", 1000);
+    assert_int_equal(seen.n_error, 1);
+    kc_engine_offset_t b = ent(1, -1, 69 /* GROUP_ID_NOT_FOUND */);
+    kc_opend_apply(&p, false, KC_ERR_BROKER, &b, 1, &HOOKS, "g", 1010);
+    assert_int_equal(seen.n_error, 2);
+    assert_int_equal(seen.error_code, 69);
+    assert_int_equal(p.n, 2);
     kc_opend_free(&p);
 }
 
@@ -143,6 +187,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(first_fetch_sorts_partitions),
         cmocka_unit_test(revoked_or_reassigned_during_retry),
+        cmocka_unit_test(new_refusal_reported_at_once),
         cmocka_unit_test(retriable_verdicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,7 +89,8 @@ static void stats_contract(void **state)
     assert_non_null(strstr(assigned, "\"assignment\":[[\"stats-t\",0],[\"stats-t\",3]]"));
     assert_non_null(strstr(assigned, "{\"topic\":\"stats-t\",\"partition\":3,"));
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "python3 %s %s", kc_test_src_path("tests/support/check_stats.py"), path);
+    snprintf(cmd, sizeof cmd, "python3 %s %s", kc_test_src_path("tests/support/check_stats.py"),
+             path);
     int rc = system(cmd);
     unlink(path);
     assert_int_equal(rc, 0);
