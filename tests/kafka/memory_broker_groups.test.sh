@@ -96,7 +96,7 @@ done
 
 # (c) Two classic members starting together: one generation, disjoint partitions.
 start mbc --topic G --partitions 4 --records 2500 --size 20 --batch-records 100 \
-    --group-initial-delay-ms 1500
+    --group-initial-delay-ms 2500
 MBC=$PID
 kc -G c2 -o beginning -e -X group.protocol=classic >"$WORK/c1" 2>"$WORK/c1.err" &
 C1=$!
