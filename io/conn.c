@@ -141,7 +141,8 @@ void kc_conn_reset(kc_conn_t *c, kc_err_t code, const char *why)
         return;
     kc_error_t e;
     kc_fail(&e, code, "%s: %s", c->cur_addr >= 0 ? c->addrs[c->cur_addr].name : "?", why);
-    kc_log(KC_LOG_INFO, "conn", "reset: %s", e.msg);
+    /* Our own close is routine (DEBUG); a connection lost otherwise is worth a line. */
+    kc_log(c->closing ? KC_LOG_DEBUG : KC_LOG_INFO, "conn", "reset: %s", e.msg);
     c->st.resets++;
     set_state(c, KC_CONN_RESETTING, &e);
     kc_loop_timer_stop(c->loop, &c->t_connect);

@@ -438,6 +438,16 @@ static const char *opt_str(const kc_conf_t *conf, kc_conf_id_t id)
     return v && *v ? v : NULL;
 }
 
+/* log.level (validated: one of the enum's names) as io/base/log.h's level. */
+static int log_level(const char *name)
+{
+    if (strcmp(name, "error") == 0)
+        return KC_LOG_ERROR;
+    if (strcmp(name, "warn") == 0)
+        return KC_LOG_WARN;
+    return strcmp(name, "debug") == 0 ? KC_LOG_DEBUG : KC_LOG_INFO;
+}
+
 /* ---- the public API ------------------------------------------------------------------------ */
 
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
@@ -450,6 +460,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
         return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
+    kc_log_raise(log_level(kc_conf_str(conf, KC_CONF_LOG_LEVEL)));
     /* security.protocol: the TLS context and SASL credentials every connection of this
      * consumer uses (io/conn_security.h); loaded now so bad material fails creation. */
     kc_conn_security_t *sec = NULL;

@@ -347,6 +347,8 @@ static int run(void)
         return rc == KC_ERR_CONFIG ? KC_CLI_EXIT_CONFIG : KC_CLI_EXIT_RUNTIME;
     }
     uint64_t t0 = kc_app_now_ns();
+    if (kc_app.a.group && kc_app.a.exit_at_end)
+        kc_app_learn_group_ends();
     if (kc_app.a.group)
         rc = kc_subscribe(kc_app.c, kc_app.a.topics, kc_app.a.n_topics, &e);
     else

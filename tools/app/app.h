@@ -79,6 +79,8 @@ part_t *kc_app_part_get(const char *topic, int32_t partition);
  * (blocking questions: never from a callback). */
 int kc_app_assign_all(void);
 int kc_app_all_at_end(void);
+/* -G -e, before kc_subscribe: the end mark of every partition of the topics (ends.c). */
+void kc_app_learn_group_ends(void);
 
 /* tools/app/view.c, main thread: one --live frame on stderr (final: the last one), the summary. */
 void kc_app_live_frame(uint64_t t0, int final);

@@ -92,6 +92,27 @@ int kc_app_assign_all(void)
     return 0;
 }
 
+/* -G -e: the end marks of every partition of the subscribed topics, learned before joining.
+ * Later, with fetches in flight, a watermark question queues behind the long-poll Fetch on the
+ * leader's connection (a broker answers one request per connection at a time, so up to
+ * fetch.max.wait.ms each): asking per partition after the assignment took ~1 s a partition.
+ * "The end" is the high watermark at start anyway. A topic that cannot be asked now is left to
+ * all_at_end (per partition, as before). */
+void kc_app_learn_group_ends(void)
+{
+    kc_error_t e;
+    for (size_t t = 0; t < kc_app.a.n_topics; t++) {
+        int32_t count = 0;
+        if (kc_topic_partitions(kc_app.c, kc_app.a.topics[t], &count, META_TIMEOUT_MS, &e) != KC_OK)
+            continue;
+        for (int32_t i = 0; i < count; i++) {
+            part_t *p = kc_app_part_get(kc_app.a.topics[t], i);
+            if (p)
+                (void)learn_end(p);
+        }
+    }
+}
+
 /* -G: partitions handed to this member whose delivery position is still unknown (nothing
  * delivered yet, and no committed offset to start from: kc_position reports a start read from
  * the group's committed offset, but one resolved by auto.offset.reset only after a delivery). A
