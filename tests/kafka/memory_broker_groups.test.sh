@@ -63,7 +63,7 @@ start mb --topic G --partitions 4 --records 2500 --size 20 --batch-records 100 -
 MB_PID=$PID
 
 # (a) kconsume, KIP-848 then classic; commits per group.
-# -c stops at the count (-e, which also waits for the committed ends, takes seconds longer).
+# -c stops at the count; -e (below) stops at the ends learned before joining.
 kc -G a848 -o beginning -c "$ALL" >"$WORK/a848" 2>"$WORK/a848.err" || echo "kconsume a848 exited $?"
 check "kconsume KIP-848 group: distinct records, duplicates" "$ALL 0" "$(once "$WORK/a848")"
 kc -G a848 -o beginning -e >"$WORK/a848-again" 2>&1 || echo "kconsume a848 (again) exited $?"
