@@ -39,10 +39,10 @@ kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
     o.state_opaque = e;
     o.servers = servers;
     o.client_id = e->client_id;
-    o.connect_timeout_ms = 10000;
+    o.connect_timeout_ms = e->conf.connect_timeout_ms;
     o.request_timeout_ms = e->conf.request_timeout_ms;
-    o.reconnect_backoff_ms = 50;
-    o.reconnect_backoff_max_ms = 1000;
+    o.reconnect_backoff_ms = e->conf.reconnect_backoff_ms;
+    o.reconnect_backoff_max_ms = e->conf.reconnect_backoff_max_ms;
     kc_conn_t *c = NULL;
     kc_error_t err;
     if (kc_conn_security_apply(e->conf.security, &o, &err) != KC_OK) {

@@ -125,11 +125,11 @@ static void use_coordinator(kc_gcl_t *g, const char *addr, int32_t node)
     kc_conn_opts_t o = {0};
     o.servers = addr;
     o.client_id = g->e->client_id;
-    o.connect_timeout_ms = 10000;
+    o.connect_timeout_ms = g->e->conf.connect_timeout_ms;
     /* A JoinGroup is answered when the rebalance completes (up to the rebalance timeout). */
     o.request_timeout_ms = g->conf.rebalance_timeout_ms + 5000;
-    o.reconnect_backoff_ms = 50;
-    o.reconnect_backoff_max_ms = 1000;
+    o.reconnect_backoff_ms = g->e->conf.reconnect_backoff_ms;
+    o.reconnect_backoff_max_ms = g->e->conf.reconnect_backoff_max_ms;
     o.on_state = conn_state;
     o.state_opaque = g;
     kc_error_t err;

@@ -33,6 +33,9 @@ void kc_engine_conf_defaults(kc_engine_conf_t *c)
     c->retry_backoff_ms = 100;
     c->retry_backoff_max_ms = 1000;
     c->request_timeout_ms = 30000;
+    c->connect_timeout_ms = 10000;
+    c->reconnect_backoff_ms = 50;
+    c->reconnect_backoff_max_ms = 1000;
 }
 
 static void on_timer(kc_loop_t *loop, kc_loop_timer_t *t)

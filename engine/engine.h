@@ -67,6 +67,11 @@ typedef struct kc_engine_conf {
     int64_t retry_backoff_ms;     /* 100 */
     int64_t retry_backoff_max_ms; /* 1000 */
     int request_timeout_ms;       /* 30000 */
+    /* Every connection the engine opens (io/conn.h): socket.connection.setup.timeout.ms,
+     * reconnect.backoff.ms, reconnect.backoff.max.ms. */
+    int connect_timeout_ms;       /* 10000 */
+    int reconnect_backoff_ms;     /* 50 */
+    int reconnect_backoff_max_ms; /* 1000 */
     /* security.protocol for every connection the engine opens (NULL: PLAINTEXT); must outlive
      * the engine and its connections (io/conn_security.h). */
     const kc_conn_security_t *security;

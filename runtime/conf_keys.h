@@ -82,10 +82,14 @@
       "First delay before reconnecting to a broker")                                               \
     X(RECONNECT_BACKOFF_MAX_MS, "reconnect.backoff.max.ms", INT, "1000", 0, 3600000, NULL, 0,      \
       "Reconnect delay doubles (with jitter) up to this")                                          \
+    X(RETRY_BACKOFF_MS, "retry.backoff.ms", INT, "100", 0, 3600000, NULL, 0,                       \
+      "First delay before a failed request (metadata, offsets, group) is retried")                 \
+    X(RETRY_BACKOFF_MAX_MS, "retry.backoff.max.ms", INT, "1000", 0, 3600000, NULL, 0,              \
+      "Retry delay doubles (with jitter) up to this")                                              \
     X(METADATA_MAX_AGE_MS, "metadata.max.age.ms", INT, "300000", 1000, KC_I32MAX, NULL, 0,         \
       "Metadata is refreshed at least this often")                                                 \
     X(SOCKET_CONNECTION_SETUP_TIMEOUT_MS, "socket.connection.setup.timeout.ms", INT, "10000", 100, \
-      3600000, NULL, 0, "Connect, TLS and SASL must finish within this")                           \
+      3600000, NULL, 0, "TCP connect and TLS handshake must finish within this")                   \
     X(SECURITY_PROTOCOL, "security.protocol", ENUM, "PLAINTEXT", 0, 0,                             \
       "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL", 0, "Transport to the brokers")                      \
     X(SSL_CA_LOCATION, "ssl.ca.location", STR, "", 0, 0, NULL, 0,                                  \
@@ -109,7 +113,7 @@
     X(STATISTICS_INTERVAL_MS, "statistics.interval.ms", INT, "0", 0, 86400000, NULL, 0,            \
       "Stats JSON to on_event every this many ms; 0 = off")                                        \
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "error|warn|info|debug", 0,                      \
-      "Most verbose level logged to stderr; process-wide, the most verbose any consumer asks")   \
+      "Most verbose level logged to stderr; process-wide, the most verbose any consumer asks")     \
     X(DECOMPRESS_MAX_BYTES, "decompress.max.bytes", INT, "67108864", 4096, KC_I32MAX, NULL, 0,     \
       "Largest decompressed record batch accepted (bounds a decompression bomb)")
 

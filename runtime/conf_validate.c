@@ -126,6 +126,10 @@ static kc_err_t check_sizes(const kc_conf_t *c, kc_error_t *err)
                        "reconnect.backoff.ms (%lld) exceeds reconnect.backoff.max.ms (%lld)",
                        (long long)INT(RECONNECT_BACKOFF_MS),
                        (long long)INT(RECONNECT_BACKOFF_MAX_MS));
+    if (INT(RETRY_BACKOFF_MS) > INT(RETRY_BACKOFF_MAX_MS))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "retry.backoff.ms (%lld) exceeds retry.backoff.max.ms (%lld)",
+                       (long long)INT(RETRY_BACKOFF_MS), (long long)INT(RETRY_BACKOFF_MAX_MS));
     if (INT(FETCH_MAX_WAIT_MS) >= INT(REQUEST_TIMEOUT_MS))
         return kc_fail(err, KC_ERR_CONFIG,
                        "fetch.max.wait.ms (%lld) must be below request.timeout.ms (%lld), or every "

@@ -263,6 +263,11 @@ static void on_net(kc_loop_t *loop, void *arg)
                                                           : KC_RESET_LATEST;
         ec.metadata_max_age_ms = kc_conf_int(f, KC_CONF_METADATA_MAX_AGE_MS);
         ec.request_timeout_ms = (int)kc_conf_int(f, KC_CONF_REQUEST_TIMEOUT_MS);
+        ec.retry_backoff_ms = kc_conf_int(f, KC_CONF_RETRY_BACKOFF_MS);
+        ec.retry_backoff_max_ms = kc_conf_int(f, KC_CONF_RETRY_BACKOFF_MAX_MS);
+        ec.connect_timeout_ms = (int)kc_conf_int(f, KC_CONF_SOCKET_CONNECTION_SETUP_TIMEOUT_MS);
+        ec.reconnect_backoff_ms = (int)kc_conf_int(f, KC_CONF_RECONNECT_BACKOFF_MS);
+        ec.reconnect_backoff_max_ms = (int)kc_conf_int(f, KC_CONF_RECONNECT_BACKOFF_MAX_MS);
         ec.security = c->sec;
         kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);

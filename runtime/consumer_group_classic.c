@@ -19,7 +19,10 @@ kc_err_t kc_cg_new_classic(kc_gcl_t **out, kc_engine_t *e, const kc_conf_t *conf
     gc.assignors = kc_conf_str(conf, KC_CONF_PARTITION_ASSIGNMENT_STRATEGY);
     gc.session_timeout_ms = (int32_t)kc_conf_int(conf, KC_CONF_SESSION_TIMEOUT_MS);
     gc.heartbeat_interval_ms = (int32_t)kc_conf_int(conf, KC_CONF_HEARTBEAT_INTERVAL_MS);
-    int64_t mp = kc_conf_int(conf, KC_CONF_MAX_POLL_INTERVAL_MS);
+    /* rebalance.timeout.ms (librdkafka's key), 0 meaning max.poll.interval.ms as in Java. */
+    int64_t mp = kc_conf_int(conf, KC_CONF_REBALANCE_TIMEOUT_MS);
+    if (mp == 0)
+        mp = kc_conf_int(conf, KC_CONF_MAX_POLL_INTERVAL_MS);
     gc.rebalance_timeout_ms = mp > INT32_MAX - 5000 ? INT32_MAX - 5000 : (int32_t)mp;
     gc.auto_commit = kc_conf_bool(conf, KC_CONF_ENABLE_AUTO_COMMIT);
     gc.auto_commit_interval_ms = kc_conf_int(conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS);

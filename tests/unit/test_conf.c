@@ -306,6 +306,9 @@ static void more_conflicts_are_explained(void **state)
     set_ok("reconnect.backoff.ms", "5000");
     conflict("reconnect.backoff.ms (5000) exceeds reconnect.backoff.max.ms (1000)");
     set_ok("reconnect.backoff.ms", "50");
+    set_ok("retry.backoff.ms", "2000");
+    conflict("retry.backoff.ms (2000) exceeds retry.backoff.max.ms (1000)");
+    set_ok("retry.backoff.ms", "100");
     set_ok("fetch.max.wait.ms", "30000");
     conflict("fetch.max.wait.ms (30000) must be below request.timeout.ms (30000)");
     set_ok("fetch.max.wait.ms", "500");
