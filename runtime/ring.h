@@ -11,7 +11,10 @@
  * ck_ring orders slot writes before the index publish with ck_pr fences, which ThreadSanitizer
  * cannot see (inline asm). Under KC_TSAN we tell it the same happens-before edges explicitly:
  * producer release on the ring after writing the slot / consumer acquire before reading it, and
- * the reverse pair on slot reuse. These annotations change nothing outside TSan builds.
+ * the reverse pair on slot reuse. Each acquire comes after the index it depends on was seen
+ * (an entry present, a slot free): taken earlier it can miss the matching release and TSan
+ * reports a race that is not there (test_backpressure's frame writes did). These annotations
+ * change nothing outside TSan builds.
  */
 #ifndef KC_RUNTIME_RING_H
 #define KC_RUNTIME_RING_H
@@ -86,10 +89,10 @@ typedef struct kc_rt_cring {
 /* Producer side. false when full (nothing written). */
 static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
 {
-    KC_TSAN_ACQUIRE(&r->hb_slot); /* the consumer finished reading the slot we may reuse */
     struct kc_rt_bref *slot = ck_ring_enqueue_reserve_spsc_kc_bref(&r->ring, r->slots);
     if (!slot)
         return false;
+    KC_TSAN_ACQUIRE(&r->hb_slot); /* after the reserve saw the consumer free the slot */
     *slot = *e;
     KC_TSAN_RELEASE(&r->hb_data); /* pairs with the consumer's acquire in _pop */
     ck_ring_enqueue_commit_spsc(&r->ring);
@@ -99,6 +102,10 @@ static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
 /* Consumer side. false when empty. */
 static inline bool kc_rt_bring_pop(kc_rt_bring_t *r, kc_rt_bref_t *out)
 {
+    /* Acquire only once an entry is seen: an acquire taken while the ring still looked empty
+     * would not cover the producer's release for an entry committed just after it. */
+    if (ck_ring_size(&r->ring) == 0)
+        return false;
     KC_TSAN_ACQUIRE(&r->hb_data);
     if (!ck_ring_dequeue_spsc_kc_bref(&r->ring, r->slots, out))
         return false;
@@ -113,10 +120,10 @@ static inline unsigned kc_rt_bring_size(const kc_rt_bring_t *r)
 
 static inline bool kc_rt_cring_push(kc_rt_cring_t *r, const kc_rt_cmpl_t *e)
 {
-    KC_TSAN_ACQUIRE(&r->hb_slot);
     struct kc_rt_cmpl *slot = ck_ring_enqueue_reserve_spsc_kc_cmpl(&r->ring, r->slots);
     if (!slot)
         return false;
+    KC_TSAN_ACQUIRE(&r->hb_slot); /* after the reserve saw the consumer free the slot */
     *slot = *e;
     KC_TSAN_RELEASE(&r->hb_data);
     ck_ring_enqueue_commit_spsc(&r->ring);
@@ -125,6 +132,10 @@ static inline bool kc_rt_cring_push(kc_rt_cring_t *r, const kc_rt_cmpl_t *e)
 
 static inline bool kc_rt_cring_pop(kc_rt_cring_t *r, kc_rt_cmpl_t *out)
 {
+    /* Acquire only once an entry is seen: an acquire taken while the ring still looked empty
+     * would not cover the producer's release for an entry committed just after it. */
+    if (ck_ring_size(&r->ring) == 0)
+        return false;
     KC_TSAN_ACQUIRE(&r->hb_data);
     if (!ck_ring_dequeue_spsc_kc_cmpl(&r->ring, r->slots, out))
         return false;
