@@ -62,6 +62,9 @@ struct kc_gcl;
 struct kc_g848_hooks;
 kc_err_t kc_cg_new_classic(struct kc_gcl **out, kc_engine_t *e, const kc_conf_t *conf,
                            const struct kc_g848_hooks *hooks, kc_error_t *err);
+/* The translation alone (tests): kc_gcl_conf_t from classic_drive.h. Any thread; pure. */
+struct kc_gcl_conf;
+void kc_cg_classic_conf(const kc_conf_t *conf, struct kc_gcl_conf *out);
 
 /* consumer.c's hooks. kc_cg_call runs KC_COP_SUBSCRIBE / KC_COP_GROUP_CLOSE on the network
  * thread (`drain` is consumer.c's completion handler). kc_cg_close_wait (app thread, from

@@ -9,8 +9,7 @@
 #include "conf.h"
 #include "consumer_group.h"
 
-kc_err_t kc_cg_new_classic(kc_gcl_t **out, kc_engine_t *e, const kc_conf_t *conf,
-                           const kc_g848_hooks_t *hooks, kc_error_t *err)
+void kc_cg_classic_conf(const kc_conf_t *conf, kc_gcl_conf_t *out)
 {
     kc_gcl_conf_t gc = {0};
     gc.group_id = kc_conf_str(conf, KC_CONF_GROUP_ID);
@@ -29,5 +28,13 @@ kc_err_t kc_cg_new_classic(kc_gcl_t **out, kc_engine_t *e, const kc_conf_t *conf
     gc.request_timeout_ms = (int)kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
     gc.commit_timeout_ms = gc.request_timeout_ms;
     gc.coordinator_timeout_ms = gc.request_timeout_ms;
+    *out = gc;
+}
+
+kc_err_t kc_cg_new_classic(kc_gcl_t **out, kc_engine_t *e, const kc_conf_t *conf,
+                           const kc_g848_hooks_t *hooks, kc_error_t *err)
+{
+    kc_gcl_conf_t gc;
+    kc_cg_classic_conf(conf, &gc);
     return kc_gcl_new(out, e, &gc, hooks, err);
 }

@@ -6,7 +6,9 @@
 
 #include <unistd.h>
 
+#include "classic_drive.h"
 #include "conf.h"
+#include "consumer_group.h"
 #include "dispatch.h"
 #include "kc_test.h"
 
@@ -348,6 +350,29 @@ static void runtime_options_from_conf(void **state)
     assert_int_equal(o.queued_max_bytes, 1048576);
     assert_int_equal(o.max_poll_interval_ms, 1234);
     assert_false(o.auto_store);
+    /* frames.c's response bound: a thirty-second of the cap, never below one partition's. */
+    assert_int_equal(o.frame_max_bytes, 1048576);
+    set_ok("queued.max.bytes", "268435456");
+    kc_rt_opts_from_conf(C, &o);
+    assert_int_equal(o.frame_max_bytes, 8388608);
+}
+
+/* The classic member's JoinGroup rebalance timeout: rebalance.timeout.ms, or
+ * max.poll.interval.ms when it is 0 (the default). It was max.poll.interval.ms always. */
+static void classic_rebalance_timeout(void **state)
+{
+    (void)state;
+    set_ok("group.protocol", "classic");
+    kc_gcl_conf_t gc;
+    kc_cg_classic_conf(C, &gc);
+    assert_int_equal(gc.rebalance_timeout_ms, 300000);
+    set_ok("max.poll.interval.ms", "60000");
+    kc_cg_classic_conf(C, &gc);
+    assert_int_equal(gc.rebalance_timeout_ms, 60000);
+    set_ok("rebalance.timeout.ms", "20000");
+    kc_cg_classic_conf(C, &gc);
+    assert_int_equal(gc.rebalance_timeout_ms, 20000);
+    assert_int_equal(gc.session_timeout_ms, 45000);
 }
 
 int main(void)
@@ -358,6 +383,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(conflicts_are_explained, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_never_printed, setup, teardown),
         cmocka_unit_test_setup_teardown(runtime_options_from_conf, setup, teardown),
+        cmocka_unit_test_setup_teardown(classic_rebalance_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(every_key_is_validated, setup, teardown),
         cmocka_unit_test_setup_teardown(member_id_and_empty_identification, setup, teardown),
         cmocka_unit_test_setup_teardown(more_conflicts_are_explained, setup, teardown),
