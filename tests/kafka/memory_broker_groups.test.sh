@@ -18,31 +18,8 @@ CLI=$BUILD/kconsume
 for b in "$MB" "$CLI"; do [[ -x $b ]] || { echo "FAIL: $b not built"; exit 1; }; done
 command -v kcat >/dev/null || { echo "SKIP: kcat not installed"; exit 77; }
 KAFKA_LIBS=$("$SRC/tests/testkit/fetch-kafka")
-WORK=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-fails=0
-check() { # name expected actual
-    if [[ $2 == "$3" ]]; then echo "ok   $1: $3"; else echo "FAIL $1: expected $2, got $3"; fails=$((fails + 1)); fi
-}
-# start NAME ARGS...: runs the broker, waits for its BOOTSTRAP line, sets $BS and $PID.
-start() {
-    local name=$1; shift
-    "$MB" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
-    PID=$!
-    PIDS+=("$PID")
-    for _ in $(seq 100); do
-        BS=$(sed -n 's/^BOOTSTRAP=//p' "$WORK/$name.out" 2>/dev/null || true)
-        [[ -n $BS ]] && return 0
-        sleep 0.1
-    done
-    echo "FAIL: $name did not start"; cat "$WORK/$name.err"; exit 1
-}
+# shellcheck source=../support/mb_harness.sh
+source "$SRC/tests/support/mb_harness.sh"
 # stop PID NAME: SIGTERM; the broker must exit 0 with no sanitizer report.
 stop() {
     local rc=0
