@@ -408,24 +408,22 @@ static void fetch_done(void *opaque, kc_err_t rc, const kc_error_t *err,
     drive(g);
 }
 
+static void *retry_op_new(void *g)
+{
+    return op_new(g, 5, 0);
+}
+
+static void retry_op_drop(void *op)
+{
+    (void)op_end(op);
+}
+
 /* One OffsetFetch retry for the pending partitions at a time, never while closing. */
 static void retry_offsets(kc_g848_t *g, int64_t now)
 {
-    if (g->closing)
-        return;
-    kc_engine_offset_t *offs;
-    size_t m = kc_opend_take_due(&g->pending, now, &offs);
-    if (!m)
-        return;
-    g_op_t *op = op_new(g, 5, 0);
-    kc_error_t err;
-    if (!op || kc_engine_committed(g->e, g->group, offs, m, (int)g->conf.commit_timeout_ms,
-                                   fetch_done, op, &err) != KC_OK) {
-        if (op)
-            op_end(op);
-        kc_opend_send_failed(&g->pending, now);
-    }
-    free(offs);
+    if (!g->closing)
+        kc_opend_send_due(&g->pending, now, g->e, g->group, (int)g->conf.commit_timeout_ms,
+                          fetch_done, retry_op_new, retry_op_drop, g);
 }
 
 static void do_assign(kc_g848_t *g, const kc_gc_action_t *a, int64_t now)

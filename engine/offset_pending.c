@@ -112,6 +112,24 @@ void kc_opend_send_failed(kc_opend_t *p, int64_t now)
     backoff(p, now);
 }
 
+void kc_opend_send_due(kc_opend_t *p, int64_t now, kc_engine_t *e, const char *group,
+                       int timeout_ms, kc_engine_offsets_cb cb, void *(*op_new)(void *drv),
+                       void (*op_drop)(void *ctx), void *drv)
+{
+    kc_engine_offset_t *offs;
+    size_t m = kc_opend_take_due(p, now, &offs);
+    if (!m)
+        return;
+    void *op = op_new(drv);
+    kc_error_t err;
+    if (!op || kc_engine_committed(e, group, offs, m, timeout_ms, cb, op, &err) != KC_OK) {
+        if (op)
+            op_drop(op);
+        kc_opend_send_failed(p, now);
+    }
+    free(offs);
+}
+
 bool kc_opend_retriable(kc_err_t rc, int16_t code)
 {
     if (rc == KC_OK)

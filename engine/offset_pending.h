@@ -65,6 +65,14 @@ size_t kc_opend_take_due(kc_opend_t *p, int64_t now, kc_engine_offset_t **out);
 /* The retry could not be sent: ask again after the backoff. */
 void kc_opend_send_failed(kc_opend_t *p, int64_t now);
 
+/* The whole retry step both drivers run: when one is due (kc_opend_take_due), asks the
+ * coordinator with kc_engine_committed for `group`; `op_new(drv)` makes the request context
+ * `cb` will get (NULL: out of memory) and `op_drop(ctx)` ends one that was never sent. A failed
+ * send backs off (kc_opend_send_failed). The driver calls it only while not closing. */
+void kc_opend_send_due(kc_opend_t *p, int64_t now, kc_engine_t *e, const char *group,
+                       int timeout_ms, kc_engine_offsets_cb cb, void *(*op_new)(void *drv),
+                       void (*op_drop)(void *ctx), void *drv);
+
 /* One OffsetFetch answer (the engine's callback arguments, rc != KC_ERR_CLOSED). `retry`: the
  * answer to kc_opend_take_due's request (clears `inflight`; partitions no longer asked are
  * skipped), else the first fetch of an assignment. Starts, keeps or reports each partition as

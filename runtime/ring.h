@@ -102,11 +102,14 @@ static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
 /* Consumer side. false when empty. */
 static inline bool kc_rt_bring_pop(kc_rt_bring_t *r, kc_rt_bref_t *out)
 {
+#if defined(KC_TSAN)
     /* Acquire only once an entry is seen: an acquire taken while the ring still looked empty
-     * would not cover the producer's release for an entry committed just after it. */
+     * would not cover the producer's release for an entry committed just after it. (Only TSan
+     * needs this look ahead; the dequeue below checks emptiness itself.) */
     if (ck_ring_size(&r->ring) == 0)
         return false;
     KC_TSAN_ACQUIRE(&r->hb_data);
+#endif
     if (!ck_ring_dequeue_spsc_kc_bref(&r->ring, r->slots, out))
         return false;
     KC_TSAN_RELEASE(&r->hb_slot);
@@ -132,11 +135,14 @@ static inline bool kc_rt_cring_push(kc_rt_cring_t *r, const kc_rt_cmpl_t *e)
 
 static inline bool kc_rt_cring_pop(kc_rt_cring_t *r, kc_rt_cmpl_t *out)
 {
+#if defined(KC_TSAN)
     /* Acquire only once an entry is seen: an acquire taken while the ring still looked empty
-     * would not cover the producer's release for an entry committed just after it. */
+     * would not cover the producer's release for an entry committed just after it. (Only TSan
+     * needs this look ahead; the dequeue below checks emptiness itself.) */
     if (ck_ring_size(&r->ring) == 0)
         return false;
     KC_TSAN_ACQUIRE(&r->hb_data);
+#endif
     if (!ck_ring_dequeue_spsc_kc_cmpl(&r->ring, r->slots, out))
         return false;
     KC_TSAN_RELEASE(&r->hb_slot);

@@ -25,12 +25,12 @@ static char parts[MAXP][96];
 static inline void setup(const char *name, int nparts)
 {
     int pid = (int)getpid();
-    snprintf(dir, sizeof dir, "/tmp/kc-gcl-procs-%d-%s", pid, name);
+    char tag[96];
+    snprintf(tag, sizeof tag, "gcl-procs-%s", name);
+    snprintf(dir, sizeof dir, "%s", kc_test_tmpdir(tag)); /* members' logs; removed at exit */
     snprintf(topic, sizeof topic, "kc-gcl-%s-%d", name, pid);
     snprintf(group, sizeof group, "kc-gcl-%s-%d", name, pid);
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir);
-    assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, nparts);
     assert_int_equal(kc_gm_testkit(cmd), 0);
     for (int p = 0; p < nparts; p++)

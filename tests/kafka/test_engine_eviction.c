@@ -12,6 +12,7 @@
 #include "kc_test.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #define RECS  4000
 
 static char dir[256], bootstrap[256], topic[64];
+static bool cluster_is_up; /* main thread */
 static const int nparts[NCONS] = {1, 1, 1, 1, 1, 1, 1, 1, 4, 4};
 
 typedef struct pst {
@@ -170,7 +172,8 @@ static void cluster(const char *args, char *out, size_t cap)
 static void sessions_evicted_consumption_completes(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/kc-evict-%d", (int)getpid());
+    /* The cluster's data and logs: removed at exit, after `down` (here or in the teardown). */
+    snprintf(dir, sizeof dir, "%s", kc_test_tmpdir("evict"));
     char args[512];
     /* Its own ports: a few bases, since `up` refuses ports someone else holds. */
     int up = -1;
@@ -183,6 +186,7 @@ static void sessions_evicted_consumption_completes(void **state)
         up = cluster_try(args, bootstrap, sizeof bootstrap);
     }
     assert_int_equal(up, 0);
+    cluster_is_up = true;
     assert_true(bootstrap[0] != '\0');
     snprintf(topic, sizeof topic, "evict-%d", (int)getpid());
     snprintf(args, sizeof args, "topic create %s --partitions %d", topic, NP);
@@ -250,6 +254,7 @@ static void sessions_evicted_consumption_completes(void **state)
     kc_netthread_call(nt, on_net, &c);
     kc_netthread_stop(nt);
     cluster("down", NULL, 0);
+    cluster_is_up = false;
 
     assert_int_equal(small_sessions, 8);
     for (int k = 0; k < NCONS; k++) {
@@ -265,8 +270,17 @@ static void sessions_evicted_consumption_completes(void **state)
     assert_true(s.resets > 0);
 }
 
+/* A failed assertion leaves the test early: its brokers must not outlive it. */
+static int teardown(void **state)
+{
+    (void)state;
+    if (cluster_is_up)
+        (void)cluster_try("down", NULL, 0);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {cmocka_unit_test(sessions_evicted_consumption_completes)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, NULL, teardown);
 }

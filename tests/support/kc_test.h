@@ -20,4 +20,20 @@ const char *kc_test_src_path(const char *rel);
  * count or an ordering. */
 int64_t kc_test_time_scale(void);
 
+/* A scratch directory for this test process, $TMPDIR (default /tmp)/kc-<tag>-XXXXXX, created
+ * now and removed with everything in it when the process exits — after a failed assertion too
+ * (cmocka returns from a failing test, the process still exits normally), so keys, certificates
+ * and broker data never outlive the test. KC_TEST_KEEP_TMP=1 keeps them for a post-mortem. Fails
+ * the test when it cannot be created. The path stays valid until exit. */
+const char *kc_test_tmpdir(const char *tag);
+
+/* "<dir>/<name>" in a caller's buffer of `cap` bytes; fails the test rather than truncate. */
+const char *kc_test_path(char *buf, size_t cap, const char *dir, const char *name);
+
+/* A self-signed certificate with `cn`: <dir>/<name>.pem and <dir>/<name>.key (openssl). `ca`
+ * adds basicConstraints CA:TRUE; `key_password` encrypts the key (NULL: unencrypted). Fails the
+ * test when openssl does. */
+void kc_test_self_signed(const char *dir, const char *name, const char *cn, int ca,
+                         const char *key_password);
+
 #endif
