@@ -321,7 +321,7 @@ typedef struct kc_topic_partition {
  * (runtime/). Manual assignment is implemented (runtime/consumer*.c over engine/): kc_consumer_new
  * (push mode with on_records, pull mode without), kc_assign, kc_incremental_assign, kc_unassign,
  * kc_seek (backward seeks re-deliver), kc_pause, kc_resume, kc_committed, kc_commit,
- * kc_commit_async, kc_store_offset and kc_position (both wait for one network-thread round trip),
+ * kc_commit_async, kc_store_offset and kc_position,
  * kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks, kc_member_id, kc_close,
  * kc_destroy; auto-commit and the stats event. kc_subscribe joins a group with
  * group.protocol=consumer (KIP-848, runtime/consumer_group.c over engine/group848.c) or
@@ -335,8 +335,9 @@ typedef struct kc_topic_partition {
  *  - a NULL consumer, list or topic name, an entry with an empty topic or a negative partition,
  *    an unknown seek kind or a negative KC_SEEK_OFFSET: KC_ERR_INVALID_ARG naming the argument
  *    (kc_destroy(NULL), kc_close(NULL) and kc_records_release with NULLs do nothing);
- *  - any call after kc_close: KC_ERR_CLOSED (kc_close again: KC_OK). After kc_destroy the handle
- *    is gone: using it is undefined, as with free();
+ *  - any call after kc_close: KC_ERR_CLOSED (kc_close again: KC_OK); during kc_close, the
+ *    assignment changes and kc_poll (see kc_close). After kc_destroy the handle is gone: using it
+ *    is undefined, as with free();
  *  - kc_subscribe after kc_assign, and kc_assign / kc_incremental_assign / kc_unassign while
  *    subscribed: KC_ERR_STATE (one consumer has one owner of its assignment);
  *  - from callback context (any kconsume callback, i.e. on a worker thread), the calls that wait
@@ -381,7 +382,8 @@ KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, 
 /* The offset of the next record to be delivered to a callback (not fetched: delivered), from
  * the runtime's committable offset; before the first callback returned, the start when it is
  * known (an explicit assign offset, or the group's committed offset for a group partition),
- * else KC_OFFSET_INVALID. Any thread, callback context included; no waiting. */
+ * else KC_OFFSET_INVALID. Any thread, callback context included; from the partition's own
+ * callbacks no waiting (an atomic load), from other threads one network-thread round trip. */
 KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
                             kc_error_t *err);
 /* Stop / restart delivering and fetching these partitions. Buffered records are kept. Any app
@@ -422,8 +424,11 @@ typedef void (*kc_commit_cb)(void *opaque, kc_err_t result, const kc_error_t *er
 KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                                 kc_commit_cb cb, void *opaque, kc_error_t *err);
 /* Manual store (enable.auto.offset.store=false): marks `offset` (the next offset to read) as
- * committable for the partition. Any thread, usually the partition's own on_records. No
- * waiting: an atomic store the network thread reads at the next commit. After kc_subscribe it
+ * committable for the partition. Any thread, usually the partition's own on_records. From the
+ * partition's own callbacks no waiting: an atomic store the network thread reads at the next
+ * commit; from any other thread one round trip to the network thread (which never waits for I/O
+ * or a callback). With enable.auto.commit=true auto-commit and kc_close commit what was stored
+ * (librdkafka's at-least-once pattern: store after processing). After kc_subscribe it
  * works for the partitions the member holds (kc_commit with tps == NULL, auto-commit and the
  * revocation's commit then send it); a partition not held is KC_ERR_NOT_FOUND, and one whose
  * revocation already ran its on_revoke is KC_ERR_STATE (a store from on_revoke still counts). */
@@ -468,15 +473,29 @@ KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
 KC_API int kc_worker_id(void);
 
 /*
- * Orderly stop: stop fetching, let in-flight callbacks finish (bounded by timeout_ms; callbacks
- * still running then are abandoned and reported), run on_revoke for every partition, commit
- * final offsets (auto-commit), close fetch sessions, leave the group, join every thread. Blocks;
- * app threads only, never callback context. Returns KC_ERR_TIMEOUT when something had to be
- * cut short. Idempotent. Safe to call once from a signal-driven stop flag (not from inside a
- * signal handler).
+ * Orderly stop, in this order: assignment changes and kc_poll are refused from the start
+ * (KC_ERR_CLOSED); fetching stops; in-flight callbacks finish and views held by app threads are
+ * waited for (kc_records_release); on_revoke runs for every partition, and kc_store_offset,
+ * kc_commit_async and kc_commit still work there; the final commit (auto-commit) sends exactly
+ * what callbacks finished (enable.auto.offset.store=true) or what was stored
+ * (enable.auto.offset.store=false, on_revoke's stores included); fetch sessions close; the group
+ * is left; every thread is joined. After that every call but kc_close fails with KC_ERR_CLOSED.
+ * timeout_ms (>= 0; a negative one is KC_ERR_INVALID_ARG) bounds the whole call: what is still
+ * running then (a callback, a held view, the group's leave, the final commit) is cut short, the
+ * rest of the close goes on, and KC_ERR_TIMEOUT says what. A callback or view cut short is never
+ * interrupted and its partition is never revoked or committed past it; kc_destroy waits for
+ * such callbacks.
+ * Threads: app threads only, never callback context. Several threads may call it at once: one
+ * closes, the others return once that close is over (KC_OK) or at their own timeout
+ * (KC_ERR_TIMEOUT); kc_close again after that: KC_OK. A view polled by the closing thread itself
+ * and not released is taken back as KC_CB_RETRY (invalid once kc_close is called); a
+ * kc_records_release after kc_close returned is harmless. Safe to call from a signal-driven stop
+ * flag (not from inside a signal handler).
  */
 KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err);
-/* Frees the consumer (calls kc_close(c, 0) first when not closed). App threads only. */
+/* Frees the consumer: kc_close(c, 0) first when not closed, and when another thread's kc_close
+ * is still running, waits for it to finish, so kc_destroy after any returned kc_close is safe.
+ * Views still held are taken back and become invalid. App threads only. */
 KC_API void kc_destroy(kc_consumer_t *c);
 
 #ifdef __cplusplus

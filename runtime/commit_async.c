@@ -6,8 +6,9 @@
  * taken (the given ones, or every assigned partition's committable offset) and sent with
  * kc_engine_commit; the engine's answer (network thread) is handed to a worker with
  * kc_rt_post_call, so the application's callback runs on a worker serialised with on_event, as
- * kconsume.h documents. A commit still pending when kc_destroy frees the dispatcher gets its
- * callback there, on the destroying thread, with KC_ERR_CLOSED: every call gets one answer.
+ * kconsume.h documents. Every call gets one answer: a commit the broker had not answered when the
+ * engine closed (kc_close) ends with KC_ERR_CLOSED there; an answer the stopped workers could not
+ * run any more is run by kc_destroy, on the destroying thread, with its real result.
  *
  * Auto-commit (enable.auto.commit with group.id): a network-thread timer every
  * auto.commit.interval.ms commits the committable offsets (kc_rt_part_committable: the offset
@@ -45,12 +46,13 @@ static void ac_free(acommit_t *a)
     free(a);
 }
 
-/* Worker (run = 1), or kc_rt_free's thread (run = 0). */
+/* Worker (run = 1), or kc_rt_free's thread (run = 0). Every commit posted here was answered
+ * already (by the broker, or by the engine's close), so the result is the real one even when the
+ * workers stopped before they could run it. */
 static void deliver(void *arg, int run)
 {
     acommit_t *a = arg;
-    if (!run && a->rc == KC_OK)
-        a->rc = kc_fail(&a->err, KC_ERR_CLOSED, "commit: consumer destroyed before the answer");
+    (void)run;
     if (a->cb)
         a->cb(a->opaque, a->rc, a->rc == KC_OK ? NULL : &a->err);
     ac_free(a);
@@ -175,7 +177,8 @@ KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tp
         return kc_fail(err, KC_ERR_INVALID_ARG, "commit_async: bad arguments");
     if (!c->group)
         return kc_fail(err, KC_ERR_CONFIG, "commit needs group.id");
-    if (atomic_load(&c->closed))
+    /* Refused only once the close passed its final commit: on_revoke may still commit. */
+    if (atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED)
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     acommit_t *a = calloc(1, sizeof *a);
     if (!a)

@@ -33,13 +33,9 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "enable.auto.commit=true needs group.id: offsets are committed to a group; "
                        "set group.id or enable.auto.commit=false");
-    if (!kc_conf_bool(c, KC_CONF_ENABLE_AUTO_OFFSET_STORE) &&
-        kc_conf_bool(c, KC_CONF_ENABLE_AUTO_COMMIT))
-        return kc_fail(
-            err, KC_ERR_CONFIG,
-            "enable.auto.offset.store=false (manual store) with enable.auto.commit=true: "
-            "auto-commit's promise is that commits trail finished callbacks, which "
-            "manual store takes over; set enable.auto.commit=false and call kc_commit");
+    /* enable.auto.offset.store=false with enable.auto.commit=true is no conflict: it is the
+     * at-least-once pattern of librdkafka (store after processing, auto-commit what was stored),
+     * and the committable offset both read is the one kc_store_offset writes. */
     if (classic && SET(GROUP_REMOTE_ASSIGNOR))
         return kc_fail(err, KC_ERR_CONFIG,
                        "group.remote.assignor applies to group.protocol="

@@ -16,11 +16,15 @@
  * vs the command that clears it), rt_live (cleared on the network thread before the runtime is
  * freed; the wake command reads it there, so no completion drain can race kc_rt_free).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "consumer_group.h"
@@ -79,6 +83,17 @@ static kc_rt_part_t *part_of(const kc_consumer_t *c, const char *topic, int32_t 
     return c->grp ? kc_cg_find(c->grp, topic, partition) : NULL;
 }
 
+/* A partition kc_close revoked: its entry stays in the table, and its runtime part stays alive,
+ * until kc_destroy, so the final commit reads the offset its callbacks (and its on_revoke's
+ * kc_store_offset) left. */
+static bool kept_for_close(const kc_consumer_t *c, const kc_rt_part_t *p)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->parts[i].rtp == p)
+            return c->parts[i].closing;
+    return false;
+}
+
 static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
 {
     kc_consumer_t *c = ctx;
@@ -87,7 +102,8 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     case KC_RT_CMPL_REVOKE_DONE:
         if (c->grp && kc_cg_on_revoke_done(c->grp, p))
             break; /* the group's: freed after its commit and drop steps */
-        kc_rt_part_free(p);
+        if (!kept_for_close(c, p))
+            kc_rt_part_free(p); /* else kc_rt_free frees it, after the final commit */
         if (c->revoking)
             c->revoking--;
         break;
@@ -181,6 +197,7 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
     cp->topic = strdup(tp->topic);
     cp->partition = tp->partition;
     cp->rtp = rtp;
+    cp->closing = false;
     return cp->topic ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
 }
 
@@ -237,6 +254,33 @@ static kc_err_t commit_all(kc_ccall_t *k)
     return rc;
 }
 
+/* The network thread's half of the close gate (consumer_int.h, KC_PHASE_*): authoritative, since
+ * commands run in order here and the closing thread stores each phase before it posts the command
+ * that depends on it. */
+static bool past_close_gate(const kc_ccall_t *k)
+{
+    return k->internal || k->op == KC_COP_CLOSE || k->op == KC_COP_RT_DEAD ||
+           k->op == KC_COP_GROUP_CLOSE || k->op == KC_COP_NEW;
+}
+
+static bool refused_by_close(kc_consumer_t *c, kc_ccall_t *k)
+{
+    int phase = atomic_load_explicit(&c->phase, memory_order_relaxed);
+    bool assignment = k->op == KC_COP_ADD || k->op == KC_COP_UNASSIGN || k->op == KC_COP_SUBSCRIBE;
+    if (past_close_gate(k))
+        return false;
+    if (!c->e || phase == KC_PHASE_CLOSED) {
+        k->rc = kc_fail(&k->err, KC_ERR_CLOSED, "consumer is closed");
+        return true;
+    }
+    if (phase == KC_PHASE_CLOSING && assignment) {
+        k->rc = kc_fail(&k->err, KC_ERR_CLOSED,
+                        "consumer is closing: the assignment no longer changes");
+        return true;
+    }
+    return false;
+}
+
 static void on_net(kc_loop_t *loop, void *arg)
 {
     kc_ccall_t *k = arg;
@@ -244,6 +288,8 @@ static void on_net(kc_loop_t *loop, void *arg)
     ssize_t i;
     kc_rt_part_t *rp;
     k->rc = KC_OK;
+    if (refused_by_close(c, k))
+        return;
     switch (k->op) {
     case KC_COP_NEW: {
         kc_engine_conf_t ec;
@@ -339,8 +385,17 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     }
     case KC_COP_CLOSE:
-        while (c->n)
-            remove_at(c, c->n - 1);
+        /* Stop fetching every partition and start its revocation (on_revoke after its in-flight
+         * callback returns); the entries stay for the final commit (kept_for_close). */
+        for (size_t j = 0; j < c->n; j++) {
+            kc_cpart_t *cp = &c->parts[j];
+            if (cp->closing)
+                continue;
+            cp->closing = true;
+            kc_engine_remove(c->e, cp->topic, cp->partition, NULL);
+            kc_rt_part_revoke(cp->rtp, false);
+            c->revoking++;
+        }
         kc_rt_drain_completions(c->rt, on_cmpl, c);
         k->done = c->revoking == 0;
         break;
@@ -402,8 +457,9 @@ kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
     if (!c)
         return kc_fail(err, KC_ERR_INVALID_ARG, "NULL consumer");
     k->c = c;
-    if (atomic_load(&c->closed) && k->op != KC_COP_CLOSE && k->op != KC_COP_RT_DEAD &&
-        k->op != KC_COP_GROUP_CLOSE)
+    /* Cheap early answer; the network thread's refused_by_close is the one that counts. */
+    if (!past_close_gate(k) &&
+        atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED)
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     kc_netthread_call(c->nt, on_net, k);
     if (k->rc != KC_OK && err)
@@ -496,6 +552,12 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     const char *g = kc_conf_str(conf, KC_CONF_GROUP_ID);
     c->group = *g ? strdup(g) : NULL;
     pthread_mutex_init(&c->ext_mu, NULL);
+    pthread_mutex_init(&c->close_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->close_cv, &ca);
+    pthread_condattr_destroy(&ca);
     c->wake_cmd.fn = wake_run;
     c->wake_cmd.opaque = c;
     kc_loop_backend_t be;
@@ -550,46 +612,104 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     return KC_OK;
 }
 
+/* Milliseconds left until deadline_ns (CLOCK_MONOTONIC), never below 0. */
+static int left_ms(int64_t deadline_ns)
+{
+    int64_t left = (deadline_ns - kc_now_ns()) / 1000000;
+    return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+/* The close itself, run by the first kc_close. Every step takes what is left of one deadline,
+ * so the whole call is bounded by timeout_ms (plus the engine's bounded session close). The
+ * order is the documented one: no new assignment or poll, stop fetching, in-flight callbacks
+ * and held views finish, on_revoke (stores and async commits still allowed), the final commit,
+ * fetch sessions closed and the group left, threads joined. */
+static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
+{
+    kc_err_t rc = KC_OK;
+    atomic_store_explicit(&c->phase, KC_PHASE_CLOSING, memory_order_relaxed);
+    /* pull.c: no new kc_poll; views nobody took are given back; views an app thread holds keep
+     * their partition's revocation waiting until they are released. */
+    kc_pull_close(c);
+    rc = kc_cg_close_wait(c, left_ms(deadline), err); /* a group member: revoke, commit, leave */
+    /* Manual assignment: revoke every partition, wait for their on_revoke (REVOKE_DONE). */
+    for (;;) {
+        kc_ccall_t k = {.op = KC_COP_CLOSE};
+        kc_consumer_call(c, &k, NULL);
+        if (k.done)
+            break;
+        if (left_ms(deadline) == 0) {
+            if (rc == KC_OK)
+                rc = kc_fail(err, KC_ERR_TIMEOUT,
+                             "close: callbacks or held views still running after the timeout");
+            break;
+        }
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    /* The final commit of a manual assignment: what every callback finished, or what was
+     * stored, on_revoke included (a group member's revocation committed its own above). */
+    if (c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
+        int left = left_ms(deadline);
+        kc_error_t e2;
+        kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = left, .internal = true};
+        kc_err_t crc = left > 0 ? kc_consumer_call_wait(c, &k, &e2)
+                                : kc_fail(&e2, KC_ERR_TIMEOUT,
+                                          "close: no time left for the "
+                                          "final commit");
+        if (crc != KC_OK && rc == KC_OK) {
+            rc = crc;
+            if (err)
+                *err = e2;
+        }
+    }
+    atomic_store_explicit(&c->phase, KC_PHASE_CLOSED, memory_order_relaxed);
+    /* Fetch sessions closed with epoch -1, the engine (with the group) freed. */
+    int left = left_ms(deadline);
+    kc_ccall_t d = {.op = KC_COP_RT_DEAD, .timeout_ms = left < 2000 ? left : 2000};
+    kc_consumer_call(c, &d, NULL);
+    if (kc_rt_shutdown(c->rt, false, left_ms(deadline)) != KC_OK && rc == KC_OK)
+        rc = kc_fail(err, KC_ERR_TIMEOUT, "close: callbacks still running after the timeout");
+    return rc;
+}
+
 KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
 {
     if (!c)
         return KC_OK;
     kc_err_t g = kc_consumer_guard(c, "kc_close", true, err);
     if (g != KC_OK)
-        return g; /* checked before `closed` is set: an app thread can still close it */
-    if (atomic_exchange(&c->closed, 1))
-        return KC_OK;
-    kc_err_t rc = KC_OK;
-    kc_pull_close(c); /* workers waiting for a kc_records_release give up (RETRY), so a group's
-                         revoke below is not stuck behind a view the app will never release */
-    rc = kc_cg_close_wait(c, timeout_ms, err); /* a group member leaves first */
-    if (c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
-        kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = timeout_ms};
-        kc_error_t e2;
-        if (kc_consumer_call_wait(c, &k, &e2) != KC_OK && err)
-            *err = e2; /* reported; the close goes on */
+        return g; /* checked before anything changes: an app thread can still close it */
+    if (timeout_ms < 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "kc_close: timeout_ms %d < 0: the close is always bounded; give the "
+                       "milliseconds it may take",
+                       timeout_ms);
+    int64_t deadline = kc_now_ns() + (int64_t)timeout_ms * 1000000;
+    pthread_mutex_lock(&c->close_mu);
+    if (c->close_state == KC_CLOSE_NONE) {
+        c->close_state = KC_CLOSE_RUNNING;
+        pthread_mutex_unlock(&c->close_mu);
+        kc_err_t rc = close_run(c, deadline, err);
+        pthread_mutex_lock(&c->close_mu);
+        c->close_state = KC_CLOSE_DONE;
+        pthread_cond_broadcast(&c->close_cv);
+        pthread_mutex_unlock(&c->close_mu);
+        return rc;
     }
-    /* Revoke every partition (on_revoke runs on its worker), wait for their REVOKE_DONE. */
-    int64_t waited = 0;
-    for (;;) {
-        kc_ccall_t k = {.op = KC_COP_CLOSE};
-        kc_consumer_call(c, &k, NULL);
-        if (k.done)
-            break;
-        if (waited >= timeout_ms) {
-            rc = kc_fail(err, KC_ERR_TIMEOUT, "close: callbacks still running after %d ms",
-                         timeout_ms);
-            break;
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-        waited += 10;
-    }
-    kc_ccall_t d = {.op = KC_COP_RT_DEAD, .timeout_ms = timeout_ms < 2000 ? timeout_ms : 2000};
-    kc_consumer_call(c, &d, NULL); /* fetch sessions closed with epoch -1, engine freed */
-    if (kc_rt_shutdown(c->rt, false, timeout_ms) != KC_OK && rc == KC_OK)
-        rc = kc_fail(err, KC_ERR_TIMEOUT, "close: workers did not stop in %d ms", timeout_ms);
-    return rc;
+    /* Another thread is closing: this call returns once that close is over, or at its own
+     * timeout, so that a kc_destroy after any returned kc_close finds no close running
+     * (kc_destroy also waits for it). */
+    struct timespec dl = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
+    int to = 0;
+    while (c->close_state != KC_CLOSE_DONE && !to)
+        to = pthread_cond_timedwait(&c->close_cv, &c->close_mu, &dl) == ETIMEDOUT;
+    bool done = c->close_state == KC_CLOSE_DONE;
+    pthread_mutex_unlock(&c->close_mu);
+    return done ? KC_OK
+                : kc_fail(err, KC_ERR_TIMEOUT,
+                          "close: another thread's kc_close was still closing after %d ms",
+                          timeout_ms);
 }
 
 KC_API void kc_destroy(kc_consumer_t *c)
@@ -604,6 +724,12 @@ KC_API void kc_destroy(kc_consumer_t *c)
         return;
     }
     kc_close(c, 0, NULL);
+    /* A close another thread started (whose kc_close may not have returned) ends first. */
+    pthread_mutex_lock(&c->close_mu);
+    while (c->close_state != KC_CLOSE_DONE)
+        pthread_cond_wait(&c->close_cv, &c->close_mu);
+    pthread_mutex_unlock(&c->close_mu);
+    kc_pull_abandon(c); /* views still held: taken back, or joining would wait for them */
     kc_rt_free(c->rt);
     kc_netthread_stop(c->nt);
     for (size_t i = 0; i < c->n; i++)
@@ -612,6 +738,8 @@ KC_API void kc_destroy(kc_consumer_t *c)
     free(c->group);
     kc_consumer_ext_free(c);
     kc_pull_free(c);
+    pthread_mutex_destroy(&c->close_mu);
+    pthread_cond_destroy(&c->close_cv);
     kc_conf_destroy(c->conf);
     kc_conn_security_free(c->sec); /* after the network thread: no connection uses it now */
     free(c);

@@ -181,14 +181,19 @@ KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, siz
     return kc_consumer_call_wait(c, &k, err);
 }
 
-/* Both look the partition up on the network thread (the part table lives there), so unlike the
- * header's "no waiting" they wait for one command round trip; the offset itself is the runtime's
- * atomic committable offset. */
+/* From the partition's own callbacks (the usual place) both are one atomic access, since that
+ * worker holds the partition; from any other thread the partition table, which lives on the
+ * network thread, is asked with one command round trip (never waiting for I/O or a callback). */
 KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t partition,
                                 int64_t offset, kc_error_t *err)
 {
     if (!c || !topic || offset < 0)
         return kc_fail(err, KC_ERR_INVALID_ARG, "store_offset: bad arguments");
+    kc_rt_part_t *own = kc_rt_own_part(c->rt, topic, partition);
+    if (own) {
+        kc_rt_part_store(own, offset);
+        return KC_OK;
+    }
     kc_ccall_t k = {.op = KC_COP_STORE, .topic = topic, .partition = partition, .value = offset};
     return kc_consumer_call(c, &k, err);
 }
@@ -198,6 +203,12 @@ KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partiti
 {
     if (!c || !topic || !offset)
         return kc_fail(err, KC_ERR_INVALID_ARG, "position: bad arguments");
+    kc_rt_part_t *own = kc_rt_own_part(c->rt, topic, partition);
+    if (own) {
+        int64_t v = kc_rt_part_position(own);
+        *offset = v >= 0 ? v : KC_OFFSET_INVALID;
+        return KC_OK;
+    }
     kc_ccall_t k = {.op = KC_COP_POSITION, .topic = topic, .partition = partition};
     kc_err_t rc = kc_consumer_call(c, &k, err);
     if (rc == KC_OK)

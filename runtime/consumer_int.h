@@ -22,7 +22,15 @@ typedef struct kc_cpart {
     char *topic;
     int32_t partition;
     kc_rt_part_t *rtp;
+    bool closing; /* revoked by kc_close: kept (with rtp) for the final commit; network thread */
 } kc_cpart_t;
+
+/* kc_close's progress (kc_consumer.phase). OPEN: every call. CLOSING: assignment changes
+ * (assign, unassign, subscribe) and kc_poll are refused; what a revocation needs (stores,
+ * commits, positions, seeks, pauses) still works, so on_revoke can store and commit. CLOSED
+ * (after the final commit): every call but kc_close is refused with KC_ERR_CLOSED. */
+enum { KC_PHASE_OPEN, KC_PHASE_CLOSING, KC_PHASE_CLOSED };
+enum { KC_CLOSE_NONE, KC_CLOSE_RUNNING, KC_CLOSE_DONE };
 
 typedef struct kc_pull kc_pull_t; /* pull.c */
 
@@ -41,9 +49,18 @@ struct kc_consumer {
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
     kc_rt_batch_decoder_conf_t dec_conf; /* outlives the dispatcher (decode_batch.c) */
-    atomic_int closed;
-    struct kc_cgroup *grp; /* group.protocol=consumer after kc_subscribe (consumer_group.c);
-                              network thread */
+    /* How far kc_close got (KC_PHASE_*): written by the closing app thread, read by every API
+     * call (relaxed: a stale OPEN only lets a call reach the network thread, which checks again:
+     * it runs commands in order, and the closing thread stores each phase before posting the
+     * command that depends on it, so a command that runs after that one sees the phase). */
+    atomic_int phase;
+    /* kc_close between app threads: the first caller closes, later ones wait for it. Guarded by
+     * close_mu; close_cv is signalled (broadcast) when close_state reaches KC_CLOSE_DONE. */
+    pthread_mutex_t close_mu;
+    pthread_cond_t close_cv; /* CLOCK_MONOTONIC */
+    int close_state;         /* KC_CLOSE_NONE, KC_CLOSE_RUNNING, KC_CLOSE_DONE */
+    struct kc_cgroup *grp;   /* group.protocol=consumer after kc_subscribe (consumer_group.c);
+                                network thread */
     /* consumer_query.c: the member id (group modules set it), and ids it replaced */
     _Atomic(char *) member_id;
     pthread_mutex_t ext_mu;
@@ -68,6 +85,7 @@ typedef struct kc_ccall {
     int64_t value;
     const char *topic;
     int32_t partition;
+    bool internal; /* kc_close's own commands: past the close gate (refused_by_close) */
     kc_err_t rc;
     kc_error_t err;
     /* for calls that finish later (commit, committed) */
@@ -119,6 +137,9 @@ void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
 kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b);
 kc_err_t kc_pull_new(kc_consumer_t *c, unsigned workers);
 void kc_pull_close(kc_consumer_t *c);
+/* kc_destroy: views still held are taken back (RETRY), so joining the workers cannot wait for
+ * an application that will never release them. */
+void kc_pull_abandon(kc_consumer_t *c);
 void kc_pull_free(kc_consumer_t *c);
 /* kc_destroy: frees the member ids. */
 void kc_consumer_ext_free(kc_consumer_t *c);

@@ -75,7 +75,7 @@ static kc_err_t ask(kc_consumer_t *c, const char *topic, int32_t partition, int 
         return g;
     if (!topic || !*topic)
         return kc_fail(err, KC_ERR_INVALID_ARG, "query: topic is required");
-    if (atomic_load(&c->closed))
+    if (atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED)
         return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
     qwait_t *w = calloc(1, sizeof *w);
     if (!w)

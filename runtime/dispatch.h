@@ -173,6 +173,9 @@ void kc_rt_part_resume(kc_rt_part_t *p);
 int64_t kc_rt_part_committable(const kc_rt_part_t *p);
 /* Manual store. Any thread. */
 void kc_rt_part_store(kc_rt_part_t *p, int64_t offset);
+/* The partition topic/partition of rt when the calling thread is inside one of its callbacks
+ * (on_assign, on_records, on_revoke, on_lost), else NULL. Any thread; no waiting. */
+kc_rt_part_t *kc_rt_own_part(const kc_rt_t *rt, const char *topic, int32_t partition);
 /* Where delivery starts, once known (a committed offset or an explicit one): what position
  * reports before the first callback returned (the committable offset is -1 until then).
  * kc_rt_part_position: the committable offset, else that start, else -1. Any thread. */

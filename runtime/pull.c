@@ -9,9 +9,14 @@
  * app thread is decoded there (kc_records_next): the worker that owns the decoder context is
  * blocked meanwhile, and the mutex hand-off orders the two.
  *
- * At most worker.threads views are out at once (each holds a worker). kc_close first wakes every
- * waiting worker (pull_close): views not released then return KC_CB_RETRY (not processed, so
- * not committed).
+ * At most worker.threads views are out at once (each holds a worker). kc_close (pull_close) gives
+ * back the views nobody polled (KC_CB_RETRY: not processed, so not committed) and refuses new
+ * polls, but a view an app thread holds is that thread's until kc_records_release: its worker
+ * keeps waiting, so the partition's revocation, on_revoke and final commit wait too (bounded by
+ * the close's timeout), and the frame the view points into stays alive. Only a view held by the
+ * closing thread itself is taken back then (that thread is inside kc_close, so it is not reading
+ * it), and kc_destroy takes back whatever is still held (pull_abandon). A release after that
+ * finds no slot and does nothing.
  *
  * Threads: pull_on_records on workers; kc_poll / kc_records_release on app threads; all shared
  * state under pull.mu.
@@ -29,6 +34,7 @@ typedef struct pull_slot {
     kc_records_t *b;
     kc_cb_result_t res;
     int polled, released;
+    pthread_t holder;  /* the app thread that polled it (when polled) */
     pthread_cond_t cv; /* the worker waits here for release */
 } pull_slot_t;
 
@@ -61,7 +67,9 @@ kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
             q->head = &s;
         q->tail = &s;
         pthread_cond_signal(&q->ready);
-        while (!s.released && !q->closing)
+        /* Closing gives back a view nobody polled; a polled one waits for its release (or for
+         * pull_close / pull_abandon to take it back, which sets released with RETRY). */
+        while (!s.released && !(q->closing && !s.polled))
             pthread_cond_wait(&s.cv, &q->mu);
         if (!s.polled) { /* closing before anyone took it: unlink */
             pull_slot_t **pp = &q->head;
@@ -72,12 +80,6 @@ kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
                 *pp = s.next;
             for (pull_slot_t *t = q->head; t; t = t->next)
                 q->tail = t;
-        } else if (!s.released) { /* polled, never released: forget it */
-            for (size_t i = 0; i < q->n_out; i++)
-                if (q->out[i] == &s) {
-                    q->out[i] = q->out[--q->n_out];
-                    break;
-                }
         }
     }
     kc_cb_result_t res = s.released ? s.res : KC_CB_RETRY;
@@ -104,18 +106,42 @@ kc_err_t kc_pull_new(kc_consumer_t *c, unsigned workers)
     return KC_OK;
 }
 
+/* Takes back the i-th held view as not processed. Under q->mu. */
+static void take_back(kc_pull_t *q, size_t i)
+{
+    pull_slot_t *s = q->out[i];
+    q->out[i] = q->out[--q->n_out];
+    s->res = KC_CB_RETRY;
+    s->released = 1;
+    pthread_cond_signal(&s->cv);
+}
+
 void kc_pull_close(kc_consumer_t *c)
+{
+    kc_pull_t *q = c->pull;
+    if (!q)
+        return;
+    pthread_t self = pthread_self();
+    pthread_mutex_lock(&q->mu);
+    q->closing = 1;
+    for (pull_slot_t *s = q->head; s; s = s->next)
+        pthread_cond_signal(&s->cv);
+    for (size_t i = q->n_out; i-- > 0;)
+        if (pthread_equal(q->out[i]->holder, self))
+            take_back(q, i);
+    pthread_cond_broadcast(&q->ready);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void kc_pull_abandon(kc_consumer_t *c)
 {
     kc_pull_t *q = c->pull;
     if (!q)
         return;
     pthread_mutex_lock(&q->mu);
     q->closing = 1;
-    for (pull_slot_t *s = q->head; s; s = s->next)
-        pthread_cond_signal(&s->cv);
-    for (size_t i = 0; i < q->n_out; i++)
-        pthread_cond_signal(&q->out[i]->cv);
-    pthread_cond_broadcast(&q->ready);
+    while (q->n_out)
+        take_back(q, q->n_out - 1);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -178,6 +204,7 @@ KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc
         if (!(q->head = s->next))
             q->tail = NULL;
         s->polled = 1;
+        s->holder = pthread_self();
         q->out[q->n_out++] = s;
         *out = s->b;
     }

@@ -4,6 +4,7 @@
  * while it holds the partition's SCHED bit, the partition's worker-owned fields (dispatch.h).
  */
 #include <sched.h>
+#include <string.h>
 #include <time.h>
 
 #include "base/clock.h"
@@ -50,8 +51,22 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
         kc_rt_post(w, KC_RT_CMPL_DRAINED, NULL, KC_OK, 0);
 }
 
+/* The partition whose callback this thread is running, NULL outside callbacks: kc_store_offset
+ * and kc_position from a partition's own callbacks use it instead of a network-thread round
+ * trip. Thread-local, so only this thread touches it. */
+static _Thread_local kc_rt_part_t *tl_cb_part;
+
+kc_rt_part_t *kc_rt_own_part(const kc_rt_t *rt, const char *topic, int32_t partition)
+{
+    kc_rt_part_t *p = tl_cb_part;
+    return p && p->rt == rt && p->pub.partition == partition && strcmp(p->pub.topic, topic) == 0
+               ? p
+               : NULL;
+}
+
 static void cb_enter(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
+    tl_cb_part = p;
     atomic_store_explicit(&w->cb_part, p, memory_order_relaxed);
     /* release: pairs with the watchdog's acquire load of cb_start_ns, so it reads this cb_part */
     atomic_store_explicit(&w->cb_start_ns, kc_now_ns(), memory_order_release);
@@ -59,6 +74,7 @@ static void cb_enter(kc_rt_worker_t *w, kc_rt_part_t *p)
 
 static void cb_exit(kc_rt_worker_t *w)
 {
+    tl_cb_part = NULL;
     int64_t start = atomic_load_explicit(&w->cb_start_ns, memory_order_relaxed);
     atomic_store_explicit(&w->cb_start_ns, 0, memory_order_relaxed);
     atomic_fetch_add_explicit(&w->busy_ns, kc_now_ns() - start, memory_order_relaxed);
