@@ -277,6 +277,22 @@ int64_t kc_rt_part_position(const kc_rt_part_t *p)
     return c >= 0 ? c : atomic_load_explicit(&p->start_pos, memory_order_relaxed);
 }
 
+bool kc_rt_wake_claim(atomic_int *pending)
+{
+    /* seq_cst fence: pairs with kc_rt_wake_rearm's (dispatch.h); orders the caller's ring push
+     * or frames_drained store before the exchange. */
+    atomic_thread_fence(memory_order_seq_cst);
+    return !atomic_exchange_explicit(pending, 1, memory_order_acq_rel);
+}
+
+void kc_rt_wake_rearm(atomic_int *pending)
+{
+    /* release: pairs with the claim's acquire (command node reuse); the seq_cst fence pairs with
+     * kc_rt_wake_claim's and orders this store before the drain's loads (dispatch.h). */
+    atomic_store_explicit(pending, 0, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
 /*
  * A REVOKE_DONE read from worker A's ring may have been preceded (in happens-before) by a
  * completion naming the same partition on worker B's ring that this pass already read past.
@@ -288,6 +304,10 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
                                  void *ctx)
 {
     unsigned n = 0;
+    /* relaxed: the flag carries no data (the fetcher rereads the counters). Not losing it is the
+     * wake protocol's job: frame_freed stores it before the hook's kc_rt_wake_claim fence, and
+     * this exchange runs after kc_rt_wake_rearm's. On x86 this xchg is also a full barrier, which
+     * used to hide the missing fence on the wake path; nothing may rely on that. */
     if (atomic_exchange_explicit(&rt->frames_drained, false, memory_order_relaxed)) {
         kc_rt_cmpl_t d = {.type = KC_RT_CMPL_DRAINED}; /* frames.c: memory freed by the last
                                                           unref of a frame, on any thread */

@@ -28,6 +28,7 @@ void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_e
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
+    /* After the push: a flag-based hook orders the two with kc_rt_wake_claim (dispatch.h). */
     if (w->rt->o.wake)
         w->rt->o.wake(w->rt->o.wake_ctx);
 }
