@@ -48,8 +48,9 @@ void kc_rt_frame_charge(kc_rt_t *rt, kc_rt_part_t *p, kc_rt_bref_t *b)
     if (!f)
         return;
     if (!f->on_free) {
-        /* Written before the batch is published through the ring, so every later holder (and the
-         * last unref, ordered by the refcount's acq_rel) sees it. */
+        /* Written before the batch is published through the ring (release fence in
+         * kc_rt_bring_push, acquire in _pop), so every later holder sees it, and the last unref,
+         * on any thread, reads it after the refcount's acq_rel decrement. */
         f->on_free = frame_freed;
         f->on_free_ctx = rt;
         f->seq = ++rt->frame_seq;
