@@ -12,9 +12,12 @@
 
 void kc_rt_kick(kc_rt_part_t *p)
 {
-    /* acq_rel: release publishes the kicker's prior writes (ring slot, life, paused) to the
-     * worker whose fetch_and(~DIRTY, acquire) reads this value; acquire is not needed for the
-     * push itself but keeps the RMW symmetric with the worker's CAS. */
+    /* acq_rel. Release: publishes the kicker's prior writes (ring slot, life, paused, seek) to
+     * the worker whose fetch_and(~DIRTY, acquire) reads this value or a later RMW of its release
+     * sequence. Acquire: when this RMW reads the last runner's CAS(SCHED -> 0, release), the
+     * runner's writes to the worker-owned fields happen-before our run queue push, and through
+     * the queue's mutex before the next runner's pop. Lost wake-ups are excluded by the RMWs on
+     * the one word alone (a single modification order), not by these orders. */
     unsigned old =
         atomic_fetch_or_explicit(&p->sched, KC_RT_SCHED | KC_RT_DIRTY, memory_order_acq_rel);
     if (!(old & KC_RT_SCHED))
@@ -82,6 +85,10 @@ static int64_t now_ns(void)
 
 kc_err_t kc_rt_shutdown(kc_rt_t *rt, bool drain, int timeout_ms)
 {
+    /* relaxed: both flags carry no data, they only make workers give up (kc_rt_post's wait on a
+     * full ring, a new callback); what a dropped completion would have said is handled by
+     * kc_rt_free after the joins, and pthread_join is the happens-before edge it needs. The run
+     * queue's mutex below also publishes them to any worker that pops after it. */
     atomic_store_explicit(&rt->closing, true, memory_order_relaxed);
     if (!drain)
         atomic_store_explicit(&rt->stopping, true, memory_order_relaxed);
