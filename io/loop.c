@@ -13,6 +13,18 @@
  * sees the push (and does not block) or the producer's load sees sleeping == 1 (and writes the
  * eventfd, whose pending read/readiness ends the wait). A push that is half done (exchange done,
  * link not yet stored) counts as non-empty, so the loop never sleeps on a stranded item.
+ * The store of sleeping = 0 after the wait may be relaxed: a producer that reads it skips the
+ * write, and its push is then before the loop's next seq_cst store of 1 in S, so the next
+ * emptiness check sees it.
+ *
+ * wake_pending elides repeated eventfd writes: producer xchg(wake_pending, 1) (seq_cst) before
+ * writing; the loop stores 0 (seq_cst) once the eventfd read drained the counter
+ * (kc_loop_wake_consumed, loop_uring.c wake_cb). A producer whose xchg reads 1 skips the write;
+ * its command is still seen: its xchg precedes the loop's store of 0 in S, which precedes the
+ * loop's next store of sleeping = 1, so the producer's load of sleeping (before its xchg) read
+ * an earlier sleeping = 1, and its push precedes the loop's next emptiness check in S. All four
+ * accesses must be seq_cst for that chain: with release/acquire the xchg could read a 1 whose
+ * write was already consumed while the loop sleeps again on the command.
  */
 #include "loop_internal.h"
 

@@ -13,8 +13,9 @@
  *  - workers call only kc_rt_* (committable offsets) and the wake hook (an atomic flag plus one
  *    posted command).
  * Owner of `parts`, `revoking`, the engine: the network thread. Atomics: wake_pending (wake hook
- * vs the command that clears it), rt_live (cleared on the network thread before the runtime is
- * freed; the wake command reads it there, so no completion drain can race kc_rt_free).
+ * vs the command that clears it: kc_rt_wake_claim / kc_rt_wake_rearm, dispatch.h), rt_live
+ * (set before the first call posts, cleared on the network thread before the runtime is freed;
+ * the wake command reads it there, so no completion drain can race kc_rt_free).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -119,20 +120,23 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     }
 }
 
+/* The completion wake-up (dispatch.h, kc_rt_wake_claim): re-armed with a seq_cst fence before
+ * the drain, which pairs with the claim's fence in wake_hook; without the pair a completion can
+ * be stranded on ARM64 (store-buffer pattern). rt_live is written and read on this thread only. */
 static void wake_run(kc_loop_t *loop, kc_loop_cmd_t *cmd)
 {
     (void)loop;
     kc_consumer_t *c = cmd->opaque;
-    atomic_store_explicit(&c->wake_pending, 0, memory_order_release);
+    kc_rt_wake_rearm(&c->wake_pending);
     if (atomic_load_explicit(&c->rt_live, memory_order_acquire))
         kc_rt_drain_completions(c->rt, on_cmpl, c);
 }
 
-/* Worker side: one command in the queue at a time (the flag pairs with wake_run's store). */
+/* Worker side (kc_rt_post calls it after the ring push): one command in the queue at a time. */
 static void wake_hook(void *ctx)
 {
     kc_consumer_t *c = ctx;
-    if (!atomic_exchange_explicit(&c->wake_pending, 1, memory_order_acq_rel))
+    if (kc_rt_wake_claim(&c->wake_pending))
         kc_netthread_post(c->nt, &c->wake_cmd);
 }
 

@@ -12,9 +12,12 @@
 
 void kc_rt_kick(kc_rt_part_t *p)
 {
-    /* acq_rel: release publishes the kicker's prior writes (ring slot, life, paused) to the
-     * worker whose fetch_and(~DIRTY, acquire) reads this value; acquire is not needed for the
-     * push itself but keeps the RMW symmetric with the worker's CAS. */
+    /* acq_rel. Release: publishes the kicker's prior writes (ring slot, life, paused, seek) to
+     * the worker whose fetch_and(~DIRTY, acquire) reads this value or a later RMW of its release
+     * sequence. Acquire: when this RMW reads the last runner's CAS(SCHED -> 0, release), the
+     * runner's writes to the worker-owned fields happen-before our run queue push, and through
+     * the queue's mutex before the next runner's pop. Lost wake-ups are excluded by the RMWs on
+     * the one word alone (a single modification order), not by these orders. */
     unsigned old =
         atomic_fetch_or_explicit(&p->sched, KC_RT_SCHED | KC_RT_DIRTY, memory_order_acq_rel);
     if (!(old & KC_RT_SCHED))
@@ -82,6 +85,10 @@ static int64_t now_ns(void)
 
 kc_err_t kc_rt_shutdown(kc_rt_t *rt, bool drain, int timeout_ms)
 {
+    /* relaxed: both flags carry no data, they only make workers give up (kc_rt_post's wait on a
+     * full ring, a new callback); what a dropped completion would have said is handled by
+     * kc_rt_free after the joins, and pthread_join is the happens-before edge it needs. The run
+     * queue's mutex below also publishes them to any worker that pops after it. */
     atomic_store_explicit(&rt->closing, true, memory_order_relaxed);
     if (!drain)
         atomic_store_explicit(&rt->stopping, true, memory_order_relaxed);
@@ -277,6 +284,22 @@ int64_t kc_rt_part_position(const kc_rt_part_t *p)
     return c >= 0 ? c : atomic_load_explicit(&p->start_pos, memory_order_relaxed);
 }
 
+bool kc_rt_wake_claim(atomic_int *pending)
+{
+    /* seq_cst fence: pairs with kc_rt_wake_rearm's (dispatch.h); orders the caller's ring push
+     * or frames_drained store before the exchange. */
+    atomic_thread_fence(memory_order_seq_cst);
+    return !atomic_exchange_explicit(pending, 1, memory_order_acq_rel);
+}
+
+void kc_rt_wake_rearm(atomic_int *pending)
+{
+    /* release: pairs with the claim's acquire (command node reuse); the seq_cst fence pairs with
+     * kc_rt_wake_claim's and orders this store before the drain's loads (dispatch.h). */
+    atomic_store_explicit(pending, 0, memory_order_release);
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
 /*
  * A REVOKE_DONE read from worker A's ring may have been preceded (in happens-before) by a
  * completion naming the same partition on worker B's ring that this pass already read past.
@@ -288,6 +311,10 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
                                  void *ctx)
 {
     unsigned n = 0;
+    /* relaxed: the flag carries no data (the fetcher rereads the counters). Not losing it is the
+     * wake protocol's job: frame_freed stores it before the hook's kc_rt_wake_claim fence, and
+     * this exchange runs after kc_rt_wake_rearm's. On x86 this xchg is also a full barrier, which
+     * used to hide the missing fence on the wake path; nothing may rely on that. */
     if (atomic_exchange_explicit(&rt->frames_drained, false, memory_order_relaxed)) {
         kc_rt_cmpl_t d = {.type = KC_RT_CMPL_DRAINED}; /* frames.c: memory freed by the last
                                                           unref of a frame, on any thread */

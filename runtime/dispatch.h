@@ -91,8 +91,10 @@ typedef struct kc_rt_opts {
     bool auto_store; /* enable.auto.offset.store */
     kc_callbacks_t cbs;
     kc_rt_decoder_t decoder;
-    /* Installed by the network thread: wakes it when a completion is posted. Any thread; must be
-     * cheap and async-safe with respect to the dispatcher (tests: a counter). */
+    /* Installed by the network thread: wakes it when a completion is posted (and when the frame
+     * hook sets frames_drained). Any thread, called after the completion is published; must be
+     * cheap and async-safe with respect to the dispatcher (tests: a counter). A hook that skips
+     * redundant wake-ups with a flag uses kc_rt_wake_claim / kc_rt_wake_rearm below. */
     void (*wake)(void *wake_ctx);
     void *wake_ctx;
 } kc_rt_opts_t;
@@ -203,6 +205,27 @@ int64_t kc_rt_frame_bytes(const kc_rt_t *rt);
 /* Completions from every worker; calls fn for each. Network thread. Returns the count. */
 unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_cmpl_t *c),
                                  void *ctx);
+
+/*
+ * The completion wake-up, for a wake hook that posts one command to the network thread and skips
+ * the post while one is pending (consumer.c). `pending` is 1 from a successful claim until the
+ * command re-arms it. It is a store-buffer (Dekker) pattern across two locations:
+ *   worker:  publish (ring push / frames_drained)  ; claim:  fence(seq_cst) ; xchg(pending, 1)
+ *   network: rearm: store(pending, 0) ; fence(seq_cst) ; drain (load the rings' tails)
+ * Release/acquire alone allows both loads to miss (the xchg reads the stale 1, the drain misses
+ * the push): that strands a completion, e.g. a REVOKE_DONE, until some other one arrives. The
+ * two seq_cst fences are ordered in the single total order S, and either way round nothing is
+ * lost (C11 7.17.3: a fence-ordered store is seen by the other side's fence-ordered access;
+ * the ring indices count as relaxed atomics, ring.h):
+ *   - claim's fence first in S: the drain after rearm's fence sees the push;
+ *   - rearm's fence first: the xchg sees the 0 (or a later 1 whose claimer posts a command that
+ *     re-arms and drains after this push, so it is seen then) and posts.
+ * Any thread may claim; rearm on the network thread at the start of the posted command, before
+ * kc_rt_drain_completions. The xchg's acquire pairs with rearm's release store, so the caller's
+ * re-post of the same command node happens-after the network thread popped it.
+ */
+bool kc_rt_wake_claim(atomic_int *pending);
+void kc_rt_wake_rearm(atomic_int *pending);
 
 /* Group-level events for on_event: copied; delivered on a worker, serialised, in post order.
  * Any thread. KC_ERR_QUEUE_FULL when too many are pending (the caller may retry later). */

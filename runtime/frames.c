@@ -31,7 +31,10 @@ static void frame_freed(void *ctx, const kc_buf_t *f)
     int64_t low = rt->o.queued_max_bytes / 4 * 3; /* kc_rt_may_fetch's global resume mark */
     if (old >= low && old - n < low) {
         /* Possibly not a worker (the network thread drops a frame's own reference after the
-         * decode): no completion ring to post on, so a flag the next drain turns into DRAINED. */
+         * decode): no completion ring to post on, so a flag the next drain turns into DRAINED.
+         * relaxed: it publishes nothing; the store is ordered before the hook's exchange by
+         * kc_rt_wake_claim's seq_cst fence and read after kc_rt_wake_rearm's (dispatch.h), the
+         * same store-buffer pairing as a ring push. `closing` only avoids a useless wake. */
         atomic_store_explicit(&rt->frames_drained, true, memory_order_relaxed);
         if (rt->o.wake && !atomic_load_explicit(&rt->closing, memory_order_relaxed))
             rt->o.wake(rt->o.wake_ctx);
@@ -45,8 +48,9 @@ void kc_rt_frame_charge(kc_rt_t *rt, kc_rt_part_t *p, kc_rt_bref_t *b)
     if (!f)
         return;
     if (!f->on_free) {
-        /* Written before the batch is published through the ring, so every later holder (and the
-         * last unref, ordered by the refcount's acq_rel) sees it. */
+        /* Written before the batch is published through the ring (release fence in
+         * kc_rt_bring_push, acquire in _pop), so every later holder sees it, and the last unref,
+         * on any thread, reads it after the refcount's acq_rel decrement. */
         f->on_free = frame_freed;
         f->on_free_ctx = rt;
         f->seq = ++rt->frame_seq;

@@ -8,18 +8,43 @@
  * means "the one worker currently running the partition": the handover between workers is
  * ordered by the partition's `sched` word (dispatch.h), so at most one thread dequeues at a time.
  *
- * ck_ring orders slot writes before the index publish with ck_pr fences, which ThreadSanitizer
- * cannot see (inline asm). Under KC_TSAN we tell it the same happens-before edges explicitly:
- * producer release on the ring after writing the slot / consumer acquire before reading it, and
- * the reverse pair on slot reuse. Each acquire comes after the index it depends on was seen
- * (an entry present, a slot free): taken earlier it can miss the matching release and TSan
- * reports a race that is not there (test_backpressure's frame writes did). These annotations
- * change nothing outside TSan builds.
+ * Memory orders, in C11 terms (not x86-TSO). ck_ring's SPSC calls give less than a release /
+ * acquire channel: enqueue is "write slot; ck_pr_fence_store; store p_tail" and dequeue is "load
+ * p_tail; ck_pr_fence_load; read slot; ck_pr_fence_store; store c_head", with the indices read
+ * and written by ck_pr_load/store_uint. Those fences are ck's own (inline asm, outside the C11
+ * model), order only store->store and load->load by contract (dmb ishst / dmb ishld on ARM64),
+ * and are compiler barriers only when ck was built for TSO. So nothing orders the producer's
+ * earlier loads before the publish, nor the consumer's slot read before the c_head store that
+ * lets the producer overwrite the slot. The wrappers below add C11 fences, treating the ck_pr
+ * index accesses as relaxed atomics (aligned words, single-copy atomic, asm barriers to the
+ * compiler), so each ring is a release/acquire channel by the fence rules of C11 7.17.4:
+ *   push: reserve (load c_head) ; fence(acquire) ; write slot ; fence(release) ; commit (store
+ *         p_tail)
+ *   pop:  size (load p_tail) ; fence(acq_rel) ; dequeue (read slot, store c_head)
+ *   - data: push's release fence pairs with pop's fence (its acquire half), which comes after
+ *     the p_tail load that saw the entry: everything the producer did before the push (the
+ *     slot, and e.g. REVOKED, paused, buffer contents) happens-before what the consumer does
+ *     after the pop. kc_rt_drain_completions' REVOKE_DONE delay and kc_rt_part_free rely on it.
+ *   - slot reuse: ck_ring keeps one slot empty, so the producer reuses the slot of entry i only
+ *     after seeing c_head >= i + 2, which the pop of entry i + 1 stores after its fence; the
+ *     release half of that fence, sequenced after the read of entry i (previous pop), pairs with
+ *     push's acquire fence: the read of the old entry happens-before the slot is overwritten.
+ * On x86 all three fences compile to nothing; on ARM64 to one dmb each. The look-ahead (size
+ * before dequeue) exists so the acquire comes after the index that shows the entry: dequeue
+ * reads the slot right after its own p_tail load, with no C11 fence in between.
+ *
+ * ThreadSanitizer sees neither ck's asm nor (reliably) C11 fences, so under KC_TSAN the same
+ * happens-before edges are also told to it explicitly: producer release on the ring after writing
+ * the slot / consumer acquire before reading it, and the reverse pair on slot reuse. Each
+ * acquire comes after the index it depends on was seen (an entry present, a slot free): taken
+ * earlier it can miss the matching release and TSan reports a race that is not there
+ * (test_backpressure's frame writes did). These annotations change nothing outside TSan builds.
  */
 #ifndef KC_RUNTIME_RING_H
 #define KC_RUNTIME_RING_H
 
 #include <ck_ring.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -92,9 +117,13 @@ static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
     struct kc_rt_bref *slot = ck_ring_enqueue_reserve_spsc_kc_bref(&r->ring, r->slots);
     if (!slot)
         return false;
+    /* acquire: pairs with the release half of _pop's fence (header: slot reuse) */
+    atomic_thread_fence(memory_order_acquire);
     KC_TSAN_ACQUIRE(&r->hb_slot); /* after the reserve saw the consumer free the slot */
     *slot = *e;
     KC_TSAN_RELEASE(&r->hb_data); /* pairs with the consumer's acquire in _pop */
+    /* release: pairs with the acquire half of _pop's fence (header: data) */
+    atomic_thread_fence(memory_order_release);
     ck_ring_enqueue_commit_spsc(&r->ring);
     return true;
 }
@@ -102,14 +131,14 @@ static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
 /* Consumer side. false when empty. */
 static inline bool kc_rt_bring_pop(kc_rt_bring_t *r, kc_rt_bref_t *out)
 {
-#if defined(KC_TSAN)
     /* Acquire only once an entry is seen: an acquire taken while the ring still looked empty
-     * would not cover the producer's release for an entry committed just after it. (Only TSan
-     * needs this look ahead; the dequeue below checks emptiness itself.) */
+     * would not cover the producer's release for an entry committed just after it. acq_rel:
+     * acquire pairs with push's release fence (data); release orders the previous pop's slot
+     * read before this pop's c_head store, pairing with push's acquire fence (slot reuse). */
     if (ck_ring_size(&r->ring) == 0)
         return false;
+    atomic_thread_fence(memory_order_acq_rel);
     KC_TSAN_ACQUIRE(&r->hb_data);
-#endif
     if (!ck_ring_dequeue_spsc_kc_bref(&r->ring, r->slots, out))
         return false;
     KC_TSAN_RELEASE(&r->hb_slot);
@@ -126,23 +155,21 @@ static inline bool kc_rt_cring_push(kc_rt_cring_t *r, const kc_rt_cmpl_t *e)
     struct kc_rt_cmpl *slot = ck_ring_enqueue_reserve_spsc_kc_cmpl(&r->ring, r->slots);
     if (!slot)
         return false;
-    KC_TSAN_ACQUIRE(&r->hb_slot); /* after the reserve saw the consumer free the slot */
+    atomic_thread_fence(memory_order_acquire); /* as in kc_rt_bring_push */
+    KC_TSAN_ACQUIRE(&r->hb_slot);
     *slot = *e;
     KC_TSAN_RELEASE(&r->hb_data);
+    atomic_thread_fence(memory_order_release);
     ck_ring_enqueue_commit_spsc(&r->ring);
     return true;
 }
 
 static inline bool kc_rt_cring_pop(kc_rt_cring_t *r, kc_rt_cmpl_t *out)
 {
-#if defined(KC_TSAN)
-    /* Acquire only once an entry is seen: an acquire taken while the ring still looked empty
-     * would not cover the producer's release for an entry committed just after it. (Only TSan
-     * needs this look ahead; the dequeue below checks emptiness itself.) */
-    if (ck_ring_size(&r->ring) == 0)
+    if (ck_ring_size(&r->ring) == 0) /* as in kc_rt_bring_pop */
         return false;
+    atomic_thread_fence(memory_order_acq_rel);
     KC_TSAN_ACQUIRE(&r->hb_data);
-#endif
     if (!ck_ring_dequeue_spsc_kc_cmpl(&r->ring, r->slots, out))
         return false;
     KC_TSAN_RELEASE(&r->hb_slot);

@@ -21,7 +21,9 @@ void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_e
         /* Full: the network thread is behind. Wake it and wait; dropping is not an option for
          * REVOKE_DONE, and 1024 slots make this rare. */
         /* While shutting down the network thread may be joining us instead of draining: waiting
-         * would deadlock, and kc_rt_free releases whatever the completion would have said. */
+         * would deadlock, and kc_rt_free releases whatever the completion would have said.
+         * relaxed: the flag publishes nothing (kc_rt_shutdown); this loop rereads it until the
+         * store becomes visible, and the join orders everything after. */
         if (atomic_load_explicit(&w->rt->closing, memory_order_relaxed))
             return;
         if (w->rt->o.wake)
@@ -29,6 +31,7 @@ void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_e
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
+    /* After the push: a flag-based hook orders the two with kc_rt_wake_claim (dispatch.h). */
     if (w->rt->o.wake)
         w->rt->o.wake(w->rt->o.wake_ctx);
 }

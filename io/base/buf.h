@@ -8,8 +8,10 @@
  *
  * Threads: any. The count is the only shared field. Increments are relaxed (a reference can only
  * be copied by a thread that already holds one, so no ordering is needed to keep it alive); the
- * decrement is acq_rel so that every write a holder made to the data happens-before the free by
- * the last holder.
+ * decrement is acq_rel: its release half publishes this holder's reads and writes of the buffer,
+ * its acquire half, in the last holder, pairs with every earlier holder's release (the decrements
+ * form one release sequence), so the free hook and the free come after all of them. on_free and
+ * on_free_ctx reach other holders the way the slices do (runtime: the batch ring's fences).
  */
 #ifndef KC_BASE_BUF_H
 #define KC_BASE_BUF_H
