@@ -32,6 +32,17 @@
  *   worker drops queued batches (releasing buffers), runs on_revoke (or on_lost), stores
  *   REVOKED and posts one REVOKE_DONE completion; after that no thread but the network thread
  *   touches the partition, which frees it with kc_rt_part_free.
+ *
+ * ---- Seeks and the gate (bits KC_RT_GEN_SHIFT.. of `life`) ----------------------------------
+ *   The upper bits of `life` count seeks (seek_gen modulo 2^28; seek.c bumps both). The INCB
+ *   CAS expects the generation of the batch the view was decoded from, so the gate also fails
+ *   for a view of a batch pushed before the last seek. The seek's bump and the gate's CAS are
+ *   read-modify-writes of one word, so they are totally ordered (its modification order): a
+ *   callback enters the gate either before the seek (it runs with the records it has, as a
+ *   callback in flight during kc_seek does) or after it, and then with a batch pushed after
+ *   it. kc_seek returns after the bump, so no callback that enters the gate after kc_seek
+ *   returned sees a record from before the seek. No lock: the CAS is the one every callback
+ *   already pays.
  */
 #ifndef KC_RUNTIME_DISPATCH_H
 #define KC_RUNTIME_DISPATCH_H
@@ -52,10 +63,14 @@ enum {
 enum {
     KC_RT_ACTIVE = 0u,
     KC_RT_REVOKING = 1u,
-    KC_RT_LOST = 2u,    /* with REVOKING: on_lost instead of on_revoke */
-    KC_RT_INCB = 4u,    /* a record callback is running */
-    KC_RT_REVOKED = 8u, /* on_revoke returned; REVOKE_DONE posted */
+    KC_RT_LOST = 2u,      /* with REVOKING: on_lost instead of on_revoke */
+    KC_RT_INCB = 4u,      /* a record callback is running */
+    KC_RT_REVOKED = 8u,   /* on_revoke returned; REVOKE_DONE posted */
+    KC_RT_GEN_SHIFT = 4u, /* bits from here up: the seek generation (see above) */
 };
+/* The generation bits of `life` for seek generation g. */
+#define KC_RT_LIFE_GEN(g) ((unsigned)(g) << KC_RT_GEN_SHIFT)
+#define KC_RT_LIFE_FLAGS  ((1u << KC_RT_GEN_SHIFT) - 1u)
 
 /* The plug for record-batch decoding (io/batch's iterator): one context per worker, one batch
  * open per context at a time. All calls run on the worker owning the context. */
@@ -106,7 +121,7 @@ typedef struct kc_rt_part {
     kc_rt_t *rt;
     kc_rt_bring_t ring;          /* producer: network thread; consumer: the running worker */
     _Atomic unsigned sched;      /* scheduling protocol above */
-    _Atomic unsigned life;       /* lifecycle word above */
+    _Atomic unsigned life;       /* lifecycle word above, with the seek generation on top */
     _Atomic bool paused;         /* written by network thread and by the running worker (PAUSE) */
     _Atomic int64_t committable; /* written by the running worker (or kc_rt_part_store), read by
                                     the network thread for commits; release/acquire */
