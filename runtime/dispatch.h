@@ -23,6 +23,8 @@
  *              set meanwhile, so loop again. A kick either lands before the CAS (CAS fails, the
  *              worker sees the work) or after it (the kicker sees SCHED clear and queues p):
  *              no lost wake-up. A worker that used its quantum re-queues p with SCHED still set.
+ *   held:      a partition added held (kc_rt_part_add_held) starts with SCHED set by the network
+ *              thread and not queued; kc_rt_part_unhold queues it, as a re-queueing worker does.
  *
  * ---- The lifecycle word (`life`) and the rebalance gate ------------------------------------
  *   ACTIVE -> REVOKING (network thread, kc_rt_part_revoke) -> REVOKED (worker, after on_revoke).
@@ -146,6 +148,7 @@ typedef struct kc_rt_part {
     bool fetch_blocked;  /* backpressure hysteresis state */
     uint64_t last_frame; /* seq of the frame this partition's last pushed batch came from */
     bool is_control;     /* the group-event pseudo-partition */
+    bool held;           /* added held: SCHED is the network thread's until kc_rt_part_unhold */
     struct kc_rt_part *all_next, *all_prev, *done_next;
 } kc_rt_part_t;
 
@@ -174,6 +177,17 @@ void kc_rt_free(kc_rt_t *rt);
  * on_assign runs on a worker before any of its records. */
 kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
                              int64_t start_offset);
+/* Same, but with `held` nothing of it runs (no on_assign, no record) until kc_rt_part_unhold:
+ * for a partition assigned again while an older copy of it is still being revoked, so that no
+ * two callbacks of one topic-partition overlap. Batches may be pushed meanwhile (they wait in
+ * the ring) and seek/pause/store work as usual. The network thread keeps the SCHED bit set
+ * without queueing the partition, so kicks only set DIRTY; unhold queues it, handing SCHED to
+ * the run queue (its mutex publishes everything done before). kc_rt_part_revoke of a held
+ * partition unholds it: its worker then drops what is queued and posts REVOKE_DONE without any
+ * callback (on_assign never ran). */
+kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partition,
+                                  int64_t start_offset, bool held);
+void kc_rt_part_unhold(kc_rt_part_t *p);
 /* Queues one batch; takes over the slice's reference on success. KC_ERR_QUEUE_FULL when the
  * ring is full, KC_ERR_STATE when revoking (the caller keeps the reference in both cases). */
 kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b);
