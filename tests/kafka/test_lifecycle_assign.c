@@ -3,7 +3,8 @@
  * being revoked starts only after that copy is done. Against kc-memory-broker, which the test
  * starts itself (no cluster): topic L, 2 partitions of RECS records each.
  *  1. reassign_in_flight: P0's on_records is held on a condition this test controls; meanwhile
- *     the test re-assigns P0 (kc_unassign + kc_assign, or kc_assign without P0 then with it).
+ *     the test re-assigns P0 (kc_unassign + kc_assign, kc_assign without P0 then with it, or
+ *     kc_unassign + kc_incremental_assign).
  *     The held callback then returns KC_CB_PAUSE, as the report had it. Asserted: never two
  *     callbacks of one partition at once, the new copy's on_assign after the old copy's
  *     on_revoke returned, and the new copy delivers P0 from 0 to the end, in order (the old
@@ -189,6 +190,8 @@ static void report(const char *tag)
                (long long)atomic_load(&T[i].last));
 }
 
+/* via_assign: 0 kc_unassign + kc_assign, 1 kc_assign without P0 then with it, 2 kc_unassign +
+ * kc_incremental_assign */
 static void reassign(int via_assign)
 {
     kc_consumer_t *c = open_consumer();
@@ -208,12 +211,14 @@ static void reassign(int via_assign)
         pthread_cond_wait(&cv, &mu);
     pthread_mutex_unlock(&mu);
     /* P0's first on_records is held now. Re-assign P0 under it. */
-    if (via_assign) {
+    if (via_assign == 1)
         assert_int_equal(kc_assign(c, only1, 1, &err), KC_OK);
-    } else {
+    else
         assert_int_equal(kc_unassign(c, &err), KC_OK);
-    }
-    assert_int_equal(kc_assign(c, again, NP, &err), KC_OK);
+    if (via_assign == 2)
+        assert_int_equal(kc_incremental_assign(c, again, NP, &err), KC_OK);
+    else
+        assert_int_equal(kc_assign(c, again, NP, &err), KC_OK);
     usleep(300 * 1000); /* time for a wrongly started copy to run */
     int early = atomic_load(&T[0].assigns);
     pthread_mutex_lock(&mu);
@@ -221,7 +226,9 @@ static void reassign(int via_assign)
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
     bool end0 = wait_end(0, 20000), end1 = wait_end(1, 20000);
-    report(via_assign ? "assign-drop-readd" : "unassign-assign");
+    report(via_assign == 1   ? "assign-drop-readd"
+           : via_assign == 2 ? "unassign-incremental"
+                             : "unassign-assign");
     assert_int_equal(kc_close(c, 5000, &err), KC_OK);
     kc_destroy(c);
     assert_int_equal(early, 1); /* the new copy did not start while the old one was held */
@@ -234,15 +241,16 @@ static void reassign(int via_assign)
     assert_int_equal(atomic_load(&T[0].assigns), 2);
     assert_int_equal(atomic_load(&T[0].disorder), 0);
     /* P1: re-assigned (on_revoke, on_assign again) by kc_unassign; kept by kc_assign({P1}) */
-    assert_int_equal(atomic_load(&T[1].assigns), via_assign ? 1 : 2);
+    assert_int_equal(atomic_load(&T[1].assigns), via_assign == 1 ? 1 : 2);
     assert_int_equal(atomic_load(&T[1].disorder), 0);
 }
 
 static void reassign_in_flight(void **state)
 {
     (void)state;
-    reassign(0);
-    reassign(1);
+    reassign(0); /* kc_unassign, kc_assign */
+    reassign(1); /* kc_assign without P0, kc_assign with it */
+    reassign(2); /* kc_unassign, kc_incremental_assign */
 }
 
 static void assign_difference(void **state)
