@@ -353,12 +353,21 @@ typedef struct kc_topic_partition {
  * are copied. Any app thread. KC_ERR_STATE when manual assignment is in use. */
 KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
                              kc_error_t *err);
-/* Manual assignment, replacing the current one (partitions leaving get on_revoke). Any app
- * thread. The list is copied. offset per entry: where to start (KC_OFFSET_STORED honours the
- * committed offset, then auto.offset.reset). */
+/* Manual assignment, replacing the current one by the difference. Any app thread. The list is
+ * copied; returns once the change is queued (callbacks follow on the workers).
+ *  - partitions not in the list are revoked (on_revoke);
+ *  - partitions in the list and already assigned keep running untouched: no on_revoke, no
+ *    on_assign, nothing delivered again. An explicit offset for one (>= 0, KC_OFFSET_BEGINNING
+ *    or KC_OFFSET_END) is a seek, exactly as kc_seek; KC_OFFSET_STORED leaves it alone;
+ *  - the others are added; offset: where to start (KC_OFFSET_STORED honours the committed
+ *    offset, then auto.offset.reset).
+ * A partition assigned again (here or by kc_incremental_assign) while an earlier assignment of
+ * it is still being revoked starts only after that revocation is done: its on_assign begins
+ * after the old on_revoke returned, and callbacks of one topic-partition never overlap. */
 KC_API kc_err_t kc_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                           kc_error_t *err);
-/* Adds partitions to the manual assignment, keeping the others running. Any app thread. */
+/* Adds partitions to the manual assignment, keeping the others running (an entry already
+ * assigned is left as it is). Any app thread. */
 KC_API kc_err_t kc_incremental_assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                                       kc_error_t *err);
 /* Removes every partition (on_revoke for each). Any app thread. */

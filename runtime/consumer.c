@@ -95,6 +95,43 @@ static bool kept_for_close(const kc_consumer_t *c, const kc_rt_part_t *p)
     return false;
 }
 
+/* Older copies of topic[partition] still revoking (REVOKE_DONE not drained). */
+static size_t revoking_copies(const kc_consumer_t *c, const char *topic, int32_t partition)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->revoking; i++)
+        n += c->revs[i]->pub.partition == partition && strcmp(c->revs[i]->pub.topic, topic) == 0;
+    return n;
+}
+
+/* Takes p out of `revs`; false when it is not a manual copy. */
+static bool revs_drop(kc_consumer_t *c, const kc_rt_part_t *p)
+{
+    for (size_t i = 0; i < c->revoking; i++) {
+        if (c->revs[i] == p) {
+            c->revs[i] = c->revs[--c->revoking];
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A manual copy's REVOKE_DONE: frees it, and starts the newer copy of the same topic-partition
+ * that waits for it (held by add_one) once no older copy is left, so its on_assign starts after
+ * the last old on_revoke returned (that worker's REVOKED store, acquired by kc_rt_part_free,
+ * happens-before the run queue push of kc_rt_part_unhold). */
+static void manual_revoke_done(kc_consumer_t *c, kc_rt_part_t *p)
+{
+    bool mine = revs_drop(c, p);
+    ssize_t i = mine ? find(c, p->pub.topic, p->pub.partition) : -1;
+    bool last = i >= 0 && revoking_copies(c, p->pub.topic, p->pub.partition) == 0;
+    kc_rt_part_free(p);
+    if (last && c->parts[i].held) {
+        c->parts[i].held = false;
+        kc_rt_part_unhold(c->parts[i].rtp);
+    }
+}
+
 static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
 {
     kc_consumer_t *c = ctx;
@@ -102,18 +139,26 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     switch (m->type) {
     case KC_RT_CMPL_REVOKE_DONE:
         if (c->grp && kc_cg_on_revoke_done(c->grp, p))
-            break; /* the group's: freed after its commit and drop steps */
-        if (!kept_for_close(c, p))
-            kc_rt_part_free(p); /* else kc_rt_free frees it, after the final commit */
-        if (c->revoking)
-            c->revoking--;
+            break;                  /* the group's: freed after its commit and drop steps */
+        if (kept_for_close(c, p)) { /* kc_rt_free frees it, after the final commit */
+            c->close_revoking--;
+            break;
+        }
+        manual_revoke_done(c, p);
         break;
     case KC_RT_CMPL_DRAINED:
         kc_engine_wake(c->e);
         break;
     case KC_RT_CMPL_PAUSED:
     case KC_RT_CMPL_STOPPED:
-        kc_engine_pause(c->e, p->pub.topic, p->pub.partition, 1, NULL);
+        /* The engine entry is found by name, and a newer copy of the partition may own that
+         * name by now (assigned again while this one was revoking): only the copy that the
+         * assignment holds pauses it. m->part cannot be a freed copy's address reused:
+         * kc_rt_drain_completions hands over a REVOKE_DONE (which frees its part) only after
+         * every completion that named the part, and a copy added while another lives has
+         * its own address. */
+        if (part_of(c, p->pub.topic, p->pub.partition) == p)
+            kc_engine_pause(c->e, p->pub.topic, p->pub.partition, 1, NULL);
         break;
     default:
         break;
@@ -168,10 +213,25 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
     pthread_mutex_unlock(&k->mu);
 }
 
+/* A revoke of a manual copy: on_revoke runs on its worker, its REVOKE_DONE frees it. */
+static void revoke_copy(kc_consumer_t *c, kc_rt_part_t *rtp)
+{
+    kc_rt_part_revoke(rtp, false);
+    c->revs[c->revoking++] = rtp; /* room reserved by add_one */
+}
+
 static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_error_t *err)
 {
     if (find(c, tp->topic, tp->partition) >= 0)
         return KC_OK; /* already assigned: kept running */
+    if (c->revs_cap < c->n + c->revoking + 1) {
+        size_t cap = (c->n + c->revoking + 1) * 2;
+        kc_rt_part_t **nr = realloc(c->revs, cap * sizeof *nr);
+        if (!nr)
+            return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+        c->revs = nr;
+        c->revs_cap = cap;
+    }
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 16;
         kc_cpart_t *np = realloc(c->parts, cap * sizeof *np);
@@ -186,13 +246,17 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
                                                         : KC_ENGINE_START_RESET;
     /* KC_OFFSET_STORED without group offsets here: auto.offset.reset (the committed offset is
      * resolved by kc_assign before this, when group.id is set). */
-    kc_rt_part_t *rtp = kc_rt_part_add(c->rt, tp->topic, tp->partition, start >= 0 ? start : 0);
+    /* An older copy still revoking (kc_unassign or a kc_assign that dropped it, its on_revoke
+     * or last on_records maybe still running): this one is fetched from now on, but runs only
+     * after that copy's REVOKE_DONE (on_cmpl), so no callbacks of the two overlap. */
+    bool held = revoking_copies(c, tp->topic, tp->partition) > 0;
+    kc_rt_part_t *rtp =
+        kc_rt_part_add_held(c->rt, tp->topic, tp->partition, start >= 0 ? start : 0, held);
     if (!rtp)
         return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
     kc_err_t rc = kc_engine_add(c->e, tp->topic, tp->partition, start, rtp, err);
     if (rc != KC_OK) {
-        kc_rt_part_revoke(rtp, false);
-        c->revoking++;
+        revoke_copy(c, rtp);
         return rc;
     }
     if (start >= 0)
@@ -202,16 +266,66 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
     cp->partition = tp->partition;
     cp->rtp = rtp;
     cp->closing = false;
+    cp->held = held;
     return cp->topic ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
 }
 
 static void remove_at(kc_consumer_t *c, size_t i)
 {
     kc_engine_remove(c->e, c->parts[i].topic, c->parts[i].partition, NULL);
-    kc_rt_part_revoke(c->parts[i].rtp, false); /* on_revoke, then REVOKE_DONE frees it */
-    c->revoking++;
+    revoke_copy(c, c->parts[i].rtp); /* a held one never ran: no callback at all */
     free(c->parts[i].topic);
     c->parts[i] = c->parts[--c->n];
+}
+
+/* kc_seek's network-thread half: the engine's position, then the runtime (seek.c: drop stale
+ * batches, move the floor). */
+static kc_err_t seek_one(kc_consumer_t *c, const char *topic, int32_t partition, int kind,
+                         int64_t value, kc_error_t *err)
+{
+    kc_err_t rc = kc_engine_seek(c->e, topic, partition, (kc_engine_seek_t)kind, value, err);
+    if (rc == KC_OK) {
+        kc_rt_part_t *sp = part_of(c, topic, partition);
+        if (sp)
+            kc_rt_part_seek(sp, kind == KC_SEEK_OFFSET ? value : -1);
+    }
+    return rc;
+}
+
+static bool listed(const kc_topic_partition_t *tps, size_t n, const char *topic, int32_t partition)
+{
+    for (size_t j = 0; j < n; j++)
+        if (tps[j].partition == partition && strcmp(tps[j].topic, topic) == 0)
+            return true;
+    return false;
+}
+
+/* kc_assign: the difference between the manual assignment and k->tps. Partitions not listed
+ * are revoked; listed ones already assigned stay running untouched (no on_revoke/on_assign, no
+ * re-delivery), except that an explicit offset in the caller's entry is a seek, as kc_seek;
+ * the rest are added. */
+static kc_err_t assign_diff(kc_consumer_t *c, kc_ccall_t *k)
+{
+    for (size_t i = c->n; i-- > 0;) /* remove_at moves the last (already seen) entry into i */
+        if (!listed(k->tps, k->n, c->parts[i].topic, c->parts[i].partition))
+            remove_at(c, i);
+    size_t stay = c->n; /* parts[0 .. stay) were assigned before; add_one appends */
+    kc_err_t rc = KC_OK;
+    for (size_t j = 0; j < k->n && rc == KC_OK; j++) {
+        const kc_topic_partition_t *tp = &k->tps[j];
+        ssize_t i = find(c, tp->topic, tp->partition);
+        if (i < 0 || (size_t)i >= stay) {
+            rc = add_one(c, tp, &k->err);
+            continue;
+        }
+        int64_t o = k->asked[j].offset; /* KC_OFFSET_STORED (or another sentinel): untouched */
+        if (o >= 0)
+            rc = seek_one(c, tp->topic, tp->partition, KC_SEEK_OFFSET, o, &k->err);
+        else if (o == KC_OFFSET_BEGINNING || o == KC_OFFSET_END)
+            rc = seek_one(c, tp->topic, tp->partition,
+                          o == KC_OFFSET_BEGINNING ? KC_SEEK_BEGINNING : KC_SEEK_END, 0, &k->err);
+    }
+    return rc;
 }
 
 static kc_err_t commit_all(kc_ccall_t *k)
@@ -270,7 +384,8 @@ static bool past_close_gate(const kc_ccall_t *k)
 static bool refused_by_close(kc_consumer_t *c, kc_ccall_t *k)
 {
     int phase = atomic_load_explicit(&c->phase, memory_order_relaxed);
-    bool assignment = k->op == KC_COP_ADD || k->op == KC_COP_UNASSIGN || k->op == KC_COP_SUBSCRIBE;
+    bool assignment = k->op == KC_COP_ADD || k->op == KC_COP_ASSIGN || k->op == KC_COP_UNASSIGN ||
+                      k->op == KC_COP_SUBSCRIBE;
     if (past_close_gate(k))
         return false;
     if (!c->e || phase == KC_PHASE_CLOSED) {
@@ -333,6 +448,12 @@ static void on_net(kc_loop_t *loop, void *arg)
         for (size_t j = 0; j < k->n && k->rc == KC_OK; j++)
             k->rc = add_one(c, &k->tps[j], &k->err);
         break;
+    case KC_COP_ASSIGN:
+        if (c->grp)
+            k->rc = kc_fail(&k->err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
+        else
+            k->rc = assign_diff(c, k);
+        break;
     case KC_COP_UNASSIGN:
         /* A group owns the assignment: manual calls would fight the coordinator's. */
         if (c->grp) {
@@ -344,15 +465,7 @@ static void on_net(kc_loop_t *loop, void *arg)
             remove_at(c, c->n - 1);
         break;
     case KC_COP_SEEK:
-        k->rc = kc_engine_seek(c->e, k->topic, k->partition, (kc_engine_seek_t)k->kind, k->value,
-                               &k->err);
-        if (k->rc == KC_OK) { /* runtime/seek.c: drop stale batches, move the floor */
-            kc_rt_part_t *sp = (i = find(c, k->topic, k->partition)) >= 0 ? c->parts[i].rtp
-                               : c->grp ? kc_cg_find(c->grp, k->topic, k->partition)
-                                        : NULL;
-            if (sp)
-                kc_rt_part_seek(sp, k->kind == KC_SEEK_OFFSET ? k->value : -1);
-        }
+        k->rc = seek_one(c, k->topic, k->partition, k->kind, k->value, &k->err);
         break;
     case KC_COP_PAUSE:
     case KC_COP_RESUME:
@@ -397,11 +510,11 @@ static void on_net(kc_loop_t *loop, void *arg)
                 continue;
             cp->closing = true;
             kc_engine_remove(c->e, cp->topic, cp->partition, NULL);
-            kc_rt_part_revoke(cp->rtp, false);
-            c->revoking++;
+            kc_rt_part_revoke(cp->rtp, false); /* a held copy never ran: no callback at all */
+            c->close_revoking++;
         }
         kc_rt_drain_completions(c->rt, on_cmpl, c);
-        k->done = c->revoking == 0;
+        k->done = c->revoking == 0 && c->close_revoking == 0;
         break;
     case KC_COP_POSITION:
         if ((rp = part_of(c, k->topic, k->partition)))
@@ -739,6 +852,7 @@ KC_API void kc_destroy(kc_consumer_t *c)
     for (size_t i = 0; i < c->n; i++)
         free(c->parts[i].topic);
     free(c->parts);
+    free(c->revs); /* its parts were freed with the dispatcher */
     free(c->group);
     kc_consumer_ext_free(c);
     kc_pull_free(c);

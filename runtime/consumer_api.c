@@ -72,12 +72,11 @@ static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t
     for (size_t i = 0, j = 0; rc == KC_OK && i < n; i++)
         if (copy[i].offset == KC_OFFSET_STORED)
             copy[i].offset = stored[j++].offset;
-    if (rc == KC_OK && replace) {
-        kc_ccall_t u = {.op = KC_COP_UNASSIGN};
-        rc = kc_consumer_call(c, &u, err);
-    }
+    /* One command: the difference is computed and applied on the network thread at once, so
+     * no other call sees a half-applied assignment. */
     if (rc == KC_OK) {
-        kc_ccall_t k = {.op = KC_COP_ADD, .tps = copy, .n = n};
+        kc_ccall_t k = {
+            .op = replace ? KC_COP_ASSIGN : KC_COP_ADD, .tps = copy, .asked = tps, .n = n};
         rc = kc_consumer_call(c, &k, err);
     }
     free(stored);

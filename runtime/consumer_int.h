@@ -18,11 +18,15 @@
  * like snprintf (cap 0: only measure) and returns its length. Called on the network thread. */
 typedef size_t (*kc_consumer_group_stats_fn)(void *opaque, char *buf, size_t cap);
 
+/* One manually assigned partition. Owner: network thread. */
 typedef struct kc_cpart {
     char *topic;
     int32_t partition;
     kc_rt_part_t *rtp;
     bool closing; /* revoked by kc_close: kept (with rtp) for the final commit; network thread */
+    /* Assigned while older copies of it were still revoking (in `revs`): rtp was added held
+     * and runs once the last of their REVOKE_DONEs is drained (consumer.c, on_cmpl). */
+    bool held;
 } kc_cpart_t;
 
 /* kc_close's progress (kc_consumer.phase). OPEN: every call. CLOSING: assignment changes
@@ -44,7 +48,14 @@ struct kc_consumer {
     char *group;
     kc_cpart_t *parts; /* network thread */
     size_t n, cap;
-    size_t revoking; /* partitions waiting for REVOKE_DONE */
+    size_t revoking; /* partitions waiting for REVOKE_DONE: revs[0 .. revoking) */
+    /* Network thread: the manual copies revoked whose REVOKE_DONE is not drained yet (freed
+     * there); a new copy of one of these names is added held. Capacity kept >= n + revoking
+     * by add_one, so a revoke never allocates. */
+    kc_rt_part_t **revs;
+    size_t revs_cap;
+    size_t close_revoking; /* network thread: kc_close's revocations still waiting for
+                              REVOKE_DONE (their parts are kept, kc_cpart.closing) */
     atomic_int wake_pending;
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
@@ -81,6 +92,9 @@ typedef struct kc_ccall {
     int op;
     const kc_topic_partition_t *tps;
     size_t n;
+    /* KC_COP_ASSIGN: the caller's entries, tps before KC_OFFSET_STORED was resolved (a
+     * partition that stays is left alone for STORED, seeked for an explicit offset) */
+    const kc_topic_partition_t *asked;
     int kind, timeout_ms;
     int64_t value;
     const char *topic;
@@ -98,6 +112,7 @@ typedef struct kc_ccall {
 enum {
     KC_COP_NEW,
     KC_COP_ADD,
+    KC_COP_ASSIGN, /* kc_assign: the difference to tps (consumer.c, assign_diff) */
     KC_COP_UNASSIGN,
     KC_COP_SEEK,
     KC_COP_PAUSE,

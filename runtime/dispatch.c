@@ -175,6 +175,12 @@ void kc_rt_free(kc_rt_t *rt)
 kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
                              int64_t start_offset)
 {
+    return kc_rt_part_add_held(rt, topic, partition, start_offset, false);
+}
+
+kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partition,
+                                  int64_t start_offset, bool held)
+{
     kc_rt_part_t *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
@@ -196,8 +202,25 @@ kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
         rt->parts->all_prev = p;
     rt->parts = p;
     atomic_fetch_add_explicit(&rt->nparts, 1, memory_order_relaxed);
+    if (held) {
+        /* SCHED without queueing: kicks find it set and queue nothing (dispatch.h, "held").
+         * Relaxed: no worker can see p before kc_rt_part_unhold queues it. */
+        atomic_store_explicit(&p->sched, KC_RT_SCHED | KC_RT_DIRTY, memory_order_relaxed);
+        p->held = true;
+        return p;
+    }
     kc_rt_kick(p); /* runs on_assign on a worker, before any record */
     return p;
+}
+
+void kc_rt_part_unhold(kc_rt_part_t *p)
+{
+    if (!p->held)
+        return;
+    p->held = false;
+    /* We own SCHED (set at add, never cleared since: only the runner clears it); the run
+     * queue's mutex publishes our writes to p to the worker that pops it. */
+    kc_rt_runq_push(&p->rt->rq, p);
 }
 
 kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
@@ -232,6 +255,7 @@ bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost)
     if (!(old & KC_RT_REVOKING))
         atomic_fetch_sub_explicit(&p->rt->nparts, 1, memory_order_relaxed);
     kc_rt_kick(p);
+    kc_rt_part_unhold(p); /* a held partition still needs its worker for the REVOKE_DONE */
     return (old & KC_RT_INCB) != 0;
 }
 

@@ -23,6 +23,8 @@
  *              set meanwhile, so loop again. A kick either lands before the CAS (CAS fails, the
  *              worker sees the work) or after it (the kicker sees SCHED clear and queues p):
  *              no lost wake-up. A worker that used its quantum re-queues p with SCHED still set.
+ *   held:      a partition added held (kc_rt_part_add_held) starts with SCHED set by the network
+ *              thread and not queued; kc_rt_part_unhold queues it, as a re-queueing worker does.
  *
  * ---- The lifecycle word (`life`) and the rebalance gate ------------------------------------
  *   ACTIVE -> REVOKING (network thread, kc_rt_part_revoke) -> REVOKED (worker, after on_revoke).
@@ -32,6 +34,17 @@
  *   worker drops queued batches (releasing buffers), runs on_revoke (or on_lost), stores
  *   REVOKED and posts one REVOKE_DONE completion; after that no thread but the network thread
  *   touches the partition, which frees it with kc_rt_part_free.
+ *
+ * ---- Seeks and the gate (bits KC_RT_GEN_SHIFT.. of `life`) ----------------------------------
+ *   The upper bits of `life` count seeks (seek_gen modulo 2^28; seek.c bumps both). The INCB
+ *   CAS expects the generation of the batch the view was decoded from, so the gate also fails
+ *   for a view of a batch pushed before the last seek. The seek's bump and the gate's CAS are
+ *   read-modify-writes of one word, so they are totally ordered (its modification order): a
+ *   callback enters the gate either before the seek (it runs with the records it has, as a
+ *   callback in flight during kc_seek does) or after it, and then with a batch pushed after
+ *   it. kc_seek returns after the bump, so no callback that enters the gate after kc_seek
+ *   returned sees a record from before the seek. No lock: the CAS is the one every callback
+ *   already pays.
  */
 #ifndef KC_RUNTIME_DISPATCH_H
 #define KC_RUNTIME_DISPATCH_H
@@ -52,10 +65,14 @@ enum {
 enum {
     KC_RT_ACTIVE = 0u,
     KC_RT_REVOKING = 1u,
-    KC_RT_LOST = 2u,    /* with REVOKING: on_lost instead of on_revoke */
-    KC_RT_INCB = 4u,    /* a record callback is running */
-    KC_RT_REVOKED = 8u, /* on_revoke returned; REVOKE_DONE posted */
+    KC_RT_LOST = 2u,      /* with REVOKING: on_lost instead of on_revoke */
+    KC_RT_INCB = 4u,      /* a record callback is running */
+    KC_RT_REVOKED = 8u,   /* on_revoke returned; REVOKE_DONE posted */
+    KC_RT_GEN_SHIFT = 4u, /* bits from here up: the seek generation (see above) */
 };
+/* The generation bits of `life` for seek generation g. */
+#define KC_RT_LIFE_GEN(g) ((unsigned)(g) << KC_RT_GEN_SHIFT)
+#define KC_RT_LIFE_FLAGS  ((1u << KC_RT_GEN_SHIFT) - 1u)
 
 /* The plug for record-batch decoding (io/batch's iterator): one context per worker, one batch
  * open per context at a time. All calls run on the worker owning the context. */
@@ -108,7 +125,7 @@ typedef struct kc_rt_part {
     kc_rt_t *rt;
     kc_rt_bring_t ring;          /* producer: network thread; consumer: the running worker */
     _Atomic unsigned sched;      /* scheduling protocol above */
-    _Atomic unsigned life;       /* lifecycle word above */
+    _Atomic unsigned life;       /* lifecycle word above, with the seek generation on top */
     _Atomic bool paused;         /* written by network thread and by the running worker (PAUSE) */
     _Atomic int64_t committable; /* written by the running worker (or kc_rt_part_store), read by
                                     the network thread for commits; release/acquire */
@@ -133,6 +150,7 @@ typedef struct kc_rt_part {
     bool fetch_blocked;  /* backpressure hysteresis state */
     uint64_t last_frame; /* seq of the frame this partition's last pushed batch came from */
     bool is_control;     /* the group-event pseudo-partition */
+    bool held;           /* added held: SCHED is the network thread's until kc_rt_part_unhold */
     struct kc_rt_part *all_next, *all_prev, *done_next;
 } kc_rt_part_t;
 
@@ -161,6 +179,17 @@ void kc_rt_free(kc_rt_t *rt);
  * on_assign runs on a worker before any of its records. */
 kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
                              int64_t start_offset);
+/* Same, but with `held` nothing of it runs (no on_assign, no record) until kc_rt_part_unhold:
+ * for a partition assigned again while an older copy of it is still being revoked, so that no
+ * two callbacks of one topic-partition overlap. Batches may be pushed meanwhile (they wait in
+ * the ring) and seek/pause/store work as usual. The network thread keeps the SCHED bit set
+ * without queueing the partition, so kicks only set DIRTY; unhold queues it, handing SCHED to
+ * the run queue (its mutex publishes everything done before). kc_rt_part_revoke of a held
+ * partition unholds it: its worker then drops what is queued and posts REVOKE_DONE without any
+ * callback (on_assign never ran). */
+kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partition,
+                                  int64_t start_offset, bool held);
+void kc_rt_part_unhold(kc_rt_part_t *p);
 /* Queues one batch; takes over the slice's reference on success. KC_ERR_QUEUE_FULL when the
  * ring is full, KC_ERR_STATE when revoking (the caller keeps the reference in both cases). */
 kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b);

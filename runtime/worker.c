@@ -117,13 +117,19 @@ static void report(kc_rt_t *rt, const kc_error_t *e)
 static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
 {
     kc_rt_t *rt = w->rt;
-    unsigned exp = KC_RT_ACTIVE;
+    /* The view's records come from p->cur: it may enter the gate only while the partition's
+     * seek generation is still the one that batch was pushed under (dispatch.h). */
+    unsigned gen = KC_RT_LIFE_GEN(p->cur.seek_gen);
+    unsigned exp = gen | KC_RT_ACTIVE;
     if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
         return YIELD;
-    /* The gate: fails once REVOKING is set. acq_rel pairs with kc_rt_part_revoke's fetch_or. */
-    if (!atomic_compare_exchange_strong_explicit(&p->life, &exp, KC_RT_INCB, memory_order_acq_rel,
-                                                 memory_order_acquire))
-        return YIELD;
+    /* The gate: fails once REVOKING is set, or once a seek bumped the generation after p->cur
+     * was pushed (the view is stale: dropped by the next kc_rt_part_apply_seek). acq_rel pairs
+     * with kc_rt_part_revoke's fetch_or and kc_rt_part_seek's fetch_add; acquire on failure
+     * makes the seek's seek_gen and seek_to visible to apply_seek. */
+    if (!atomic_compare_exchange_strong_explicit(&p->life, &exp, gen | KC_RT_INCB,
+                                                 memory_order_acq_rel, memory_order_acquire))
+        return (exp & KC_RT_LIFE_FLAGS) == KC_RT_ACTIVE ? SEEKED : YIELD;
     b->left = rt->o.max_records;
     b->returned = 0;
     b->first_offset = b->rec.offset;

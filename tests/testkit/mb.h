@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -109,7 +110,10 @@ typedef struct mb {
     size_t tail_len;
     int32_t tail_records;
 
-    volatile sig_atomic_t stop;
+    /* Set by the SIGTERM handler, read by the accept loop and every connection thread: an
+     * atomic (lock-free, so async-signal-safe) rather than volatile sig_atomic_t, which is
+     * only for a handler and the thread it interrupted. It publishes nothing else. */
+    atomic_int stop;
     pthread_mutex_t lock; /* guards everything below */
     mb_session_t sessions[MB_MAX_SESSIONS];
     int32_t next_session_id;
