@@ -847,8 +847,14 @@ KC_API void kc_destroy(kc_consumer_t *c)
         pthread_cond_wait(&c->close_cv, &c->close_mu);
     pthread_mutex_unlock(&c->close_mu);
     kc_pull_abandon(c); /* views still held: taken back, or joining would wait for them */
-    kc_rt_free(c->rt);
+    /* Workers first (a callback kc_close left running may still post a command, e.g. its
+     * kc_commit_async), then the network thread, which runs every command posted before its
+     * stop (an async commit's start answers into the dispatcher's call list), then the
+     * dispatcher, which hands those answers over. Freeing the dispatcher before the network
+     * thread stopped left a window where such a command ran against freed memory. */
+    kc_rt_shutdown(c->rt, false, -1);
     kc_netthread_stop(c->nt);
+    kc_rt_free(c->rt);
     for (size_t i = 0; i < c->n; i++)
         free(c->parts[i].topic);
     free(c->parts);
