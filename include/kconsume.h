@@ -495,8 +495,9 @@ KC_API int kc_worker_id(void);
  * interrupted and its partition is never revoked or committed past it; kc_destroy waits for
  * such callbacks.
  * Threads: app threads only, never callback context. Several threads may call it at once: one
- * closes, the others return once that close is over (KC_OK) or at their own timeout
- * (KC_ERR_TIMEOUT); kc_close again after that: KC_OK. A view polled by the closing thread itself
+ * closes, the others return once that close is over, with its result (a close cut short by its
+ * own timeout is KC_ERR_TIMEOUT for every caller), or at their own timeout (KC_ERR_TIMEOUT);
+ * kc_close again after that: KC_OK. A view polled by the closing thread itself
  * and not released is taken back as KC_CB_RETRY (invalid once kc_close is called); a
  * kc_records_release after kc_close returned is harmless. Safe to call from a signal-driven stop
  * flag (not from inside a signal handler).

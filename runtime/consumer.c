@@ -807,8 +807,13 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
     if (c->close_state == KC_CLOSE_NONE) {
         c->close_state = KC_CLOSE_RUNNING;
         pthread_mutex_unlock(&c->close_mu);
-        kc_err_t rc = close_run(c, deadline, err);
+        kc_error_t e = {0};
+        kc_err_t rc = close_run(c, deadline, &e);
+        if (rc != KC_OK && err)
+            *err = e;
         pthread_mutex_lock(&c->close_mu);
+        c->close_rc = rc;
+        c->close_err = e;
         c->close_state = KC_CLOSE_DONE;
         pthread_cond_broadcast(&c->close_cv);
         pthread_mutex_unlock(&c->close_mu);
@@ -817,16 +822,27 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
     /* Another thread is closing: this call returns once that close is over, or at its own
      * timeout, so that a kc_destroy after any returned kc_close finds no close running
      * (kc_destroy also waits for it). */
+    if (c->close_state == KC_CLOSE_DONE) { /* closed before this call: nothing to wait for */
+        pthread_mutex_unlock(&c->close_mu);
+        return KC_OK;
+    }
     struct timespec dl = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
     int to = 0;
     while (c->close_state != KC_CLOSE_DONE && !to)
         to = pthread_cond_timedwait(&c->close_cv, &c->close_mu, &dl) == ETIMEDOUT;
+    /* The close that ran answers for every caller waiting on it: one cut short (its own,
+     * shorter timeout) is not reported as a complete close to a caller that allowed more. */
+    kc_err_t rc = c->close_state == KC_CLOSE_DONE ? c->close_rc : KC_ERR_TIMEOUT;
+    kc_error_t e = c->close_err;
     bool done = c->close_state == KC_CLOSE_DONE;
     pthread_mutex_unlock(&c->close_mu);
-    return done ? KC_OK
-                : kc_fail(err, KC_ERR_TIMEOUT,
-                          "close: another thread's kc_close was still closing after %d ms",
-                          timeout_ms);
+    if (!done)
+        return kc_fail(err, KC_ERR_TIMEOUT,
+                       "close: another thread's kc_close was still closing after %d ms",
+                       timeout_ms);
+    if (rc != KC_OK)
+        kc_fail(err, rc, "close (by another thread's kc_close): %s", e.msg);
+    return rc;
 }
 
 KC_API void kc_destroy(kc_consumer_t *c)

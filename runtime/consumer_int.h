@@ -70,8 +70,10 @@ struct kc_consumer {
     pthread_mutex_t close_mu;
     pthread_cond_t close_cv; /* CLOCK_MONOTONIC */
     int close_state;         /* KC_CLOSE_NONE, KC_CLOSE_RUNNING, KC_CLOSE_DONE */
-    struct kc_cgroup *grp;   /* group.protocol=consumer after kc_subscribe (consumer_group.c);
-                                network thread */
+    kc_err_t close_rc;       /* the close's result, for the callers that waited for it */
+    kc_error_t close_err;
+    struct kc_cgroup *grp; /* group.protocol=consumer after kc_subscribe (consumer_group.c);
+                              network thread */
     /* consumer_query.c: the member id (group modules set it), and ids it replaced */
     _Atomic(char *) member_id;
     pthread_mutex_t ext_mu;

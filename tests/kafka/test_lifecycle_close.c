@@ -332,6 +332,42 @@ static void concurrent_close_then_destroy(void **s)
     assert_int_equal(atomic_load(&closer_revoked_at_return[1]), NP);
 }
 
+/* A close cut short by its own timeout is cut short for the caller that waited for it too. */
+static void *short_closer(void *arg)
+{
+    (void)arg;
+    kc_error_t e;
+    atomic_store(&closer_rc[0], kc_close(g_c, 300, &e));
+    return NULL;
+}
+
+static void waiting_closer_gets_the_result(void **s)
+{
+    (void)s;
+    reset();
+    atomic_store(&block_p0, 1);
+    kc_consumer_t *c = start(MANUAL, NULL, 0, false);
+    for (int i = 0; i < 2000 && !atomic_load(&blocked_now); i++)
+        sleep_ms(10);
+    assert_int_equal(atomic_load(&blocked_now), 1);
+    pthread_t t;
+    pthread_create(&t, NULL, short_closer, NULL);
+    sleep_ms(100); /* the short close is running */
+    kc_error_t e;
+    int64_t t0 = now_ms();
+    kc_err_t rc = kc_close(c, 5000, &e);
+    int64_t took = now_ms() - t0;
+    pthread_join(t, NULL);
+    printf("# waiting closer: %s after %lld ms (%s); the running close: %s\n", kc_err_name(rc),
+           (long long)took, rc == KC_OK ? "" : e.msg, kc_err_name(atomic_load(&closer_rc[0])));
+    assert_int_equal(atomic_load(&closer_rc[0]), KC_ERR_TIMEOUT);
+    assert_int_equal(rc, KC_ERR_TIMEOUT);
+    assert_true(took < 1000);
+    assert_int_equal(kc_close(c, 100, &e), KC_OK); /* closed before this call */
+    atomic_store(&block_p0, 0);
+    kc_destroy(c);
+}
+
 /* ---- the timeout bounds the call ------------------------------------------------------------ */
 
 static void close_timeout_bounds_call(void **s)
@@ -530,6 +566,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(close_commits_stored_classic),
         cmocka_unit_test(concurrent_close_then_destroy),
         cmocka_unit_test(close_timeout_bounds_call),
+        cmocka_unit_test(waiting_closer_gets_the_result),
         cmocka_unit_test(pull_close_waits_for_held_view),
         cmocka_unit_test(pull_release_after_timed_out_close),
         cmocka_unit_test(pull_close_by_the_holder),
