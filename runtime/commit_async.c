@@ -62,6 +62,7 @@ static void deliver(void *arg, int run)
 static void answered(acommit_t *a)
 {
     kc_consumer_t *c = a->c;
+    c->async_pending--;
     if (a->is_auto) {
         c->ac_inflight = 0;
         if (a->rc != KC_OK) {
@@ -126,6 +127,7 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
     acommit_t *a = (acommit_t *)cmd;
     kc_consumer_t *c = a->c;
     a->rc = KC_OK;
+    c->async_pending++; /* until answered(): kc_close waits for it before closing the engine */
     if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire)) {
         a->rc = kc_fail(&a->err, KC_ERR_CLOSED, "commit: consumer is closed");
         answered(a);

@@ -378,7 +378,7 @@ static kc_err_t commit_all(kc_ccall_t *k)
 static bool past_close_gate(const kc_ccall_t *k)
 {
     return k->internal || k->op == KC_COP_CLOSE || k->op == KC_COP_RT_DEAD ||
-           k->op == KC_COP_GROUP_CLOSE || k->op == KC_COP_NEW;
+           k->op == KC_COP_GROUP_CLOSE || k->op == KC_COP_COMMITS_IDLE || k->op == KC_COP_NEW;
 }
 
 static bool refused_by_close(kc_consumer_t *c, kc_ccall_t *k)
@@ -515,6 +515,9 @@ static void on_net(kc_loop_t *loop, void *arg)
         }
         kc_rt_drain_completions(c->rt, on_cmpl, c);
         k->done = c->revoking == 0 && c->close_revoking == 0;
+        break;
+    case KC_COP_COMMITS_IDLE:
+        k->done = c->async_pending == 0;
         break;
     case KC_COP_POSITION:
         if ((rp = part_of(c, k->topic, k->partition)))
@@ -781,6 +784,16 @@ static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
         }
     }
     atomic_store_explicit(&c->phase, KC_PHASE_CLOSED, memory_order_relaxed);
+    /* Async commits already sent (on_revoke's, say) get the broker's answer rather than the
+     * engine close's KC_ERR_CLOSED, time permitting. No new one starts: the phase is CLOSED. */
+    for (;;) {
+        kc_ccall_t k = {.op = KC_COP_COMMITS_IDLE};
+        kc_consumer_call(c, &k, NULL);
+        if (k.done || left_ms(deadline) == 0)
+            break;
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
     /* Fetch sessions closed with epoch -1, the engine (with the group) freed. */
     int left = left_ms(deadline);
     kc_ccall_t d = {.op = KC_COP_RT_DEAD, .timeout_ms = left < 2000 ? left : 2000};

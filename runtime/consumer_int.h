@@ -85,6 +85,7 @@ struct kc_consumer {
     /* commit_async.c (network thread): the auto-commit timer and its counters */
     kc_loop_timer_t ac_timer;
     int ac_inflight;
+    int async_pending; /* commits started and not answered yet (kc_commit_async, auto-commit) */
     uint64_t ac_commits, ac_failures;
     kc_pull_t *pull; /* pull.c: non-NULL in pull mode (no on_records) */
 };
@@ -123,10 +124,11 @@ enum {
     KC_COP_COMMITTED,
     KC_COP_CLOSE,
     KC_COP_RT_DEAD,
-    KC_COP_POSITION,    /* value <- the partition's committable offset */
-    KC_COP_STORE,       /* the partition's committable offset <- value */
-    KC_COP_SUBSCRIBE,   /* consumer_group.c: out = the topic names, n */
-    KC_COP_GROUP_CLOSE, /* consumer_group.c: revoke, commit, leave; done when left */
+    KC_COP_POSITION,     /* value <- the partition's committable offset */
+    KC_COP_STORE,        /* the partition's committable offset <- value */
+    KC_COP_SUBSCRIBE,    /* consumer_group.c: out = the topic names, n */
+    KC_COP_GROUP_CLOSE,  /* consumer_group.c: revoke, commit, leave; done when left */
+    KC_COP_COMMITS_IDLE, /* kc_close: done once no async commit waits for its answer */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */

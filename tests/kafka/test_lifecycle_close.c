@@ -72,7 +72,7 @@ static const char *mode_name[] = {"manual", "consumer", "classic"};
 static kc_consumer_t *g_c;
 static _Atomic int64_t finished[NP]; /* next offset after the last callback that returned */
 static _Atomic int64_t total;
-static _Atomic int revoked, store_refused, async_refused, async_answered, async_calls;
+static _Atomic int revoked, store_refused, async_refused, async_answered, async_calls, async_ok;
 static _Atomic int cb_sleep_ms;
 static _Atomic int manual_store; /* on_revoke stores finished[] */
 static _Atomic int block_p0;     /* partition 0's callback blocks while this is 1 */
@@ -88,6 +88,7 @@ static void reset(void)
     atomic_store(&async_refused, 0);
     atomic_store(&async_answered, 0);
     atomic_store(&async_calls, 0);
+    atomic_store(&async_ok, 0);
     atomic_store(&cb_sleep_ms, 20);
     atomic_store(&manual_store, 0);
     atomic_store(&block_p0, 0);
@@ -113,13 +114,24 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
 
 static void async_done(void *o, kc_err_t rc, const kc_error_t *err)
 {
-    (void)o, (void)rc, (void)err;
+    (void)o;
+    if (rc == KC_OK)
+        atomic_fetch_add(&async_ok, 1);
+    else
+        printf("# async commit from on_revoke answered %s: %s\n", kc_err_name(rc), err->msg);
     atomic_fetch_add(&async_answered, 1);
 }
+
+static kc_fp_t *g_slow; /* close_waits_for_async_commit: the proxy that slows answers */
 
 static void on_revoke(void *o, kc_part_t *p)
 {
     (void)o;
+    if (p->partition == 1 && g_slow) { /* the async commit below is answered 3 s later */
+        char reply[256];
+        if (kc_fp_cmd(g_slow, reply, sizeof reply, "delay api=OffsetCommit ms=3000") != 0)
+            printf("# proxy: %s\n", reply);
+    }
     if (atomic_load(&manual_store)) {
         int64_t f = atomic_load(&finished[p->partition]);
         kc_error_t e;
@@ -260,7 +272,53 @@ static void close_commits(cmode_t m, int manual_store_mode)
     assert_int_equal(atomic_load(&async_refused), 0);
     kc_destroy(c); /* every async commit is answered by now (on a worker or here) */
     assert_int_equal(atomic_load(&async_answered), atomic_load(&async_calls));
+    assert_int_equal(atomic_load(&async_ok), atomic_load(&async_calls)); /* sent, so answered */
     check_committed(mode_name[m], group);
+}
+
+/* Manual store, no auto-commit: nothing but on_revoke's kc_commit_async of partition 1 commits.
+ * Its answer comes 3 s later (a fault proxy's delay, armed from that on_revoke), longer than the
+ * engine's bounded session close waits: kc_close waits for it before it closes the engine, so
+ * the callback gets the broker's answer, not KC_ERR_CLOSED. */
+static void close_waits_for_async_commit(void **s)
+{
+    (void)s;
+    reset();
+    atomic_store(&manual_store, 1);
+    char group[64];
+    snprintf(group, sizeof group, "close-async-%d", (int)getpid());
+    g_slow = kc_fp_start(g_bs);
+    assert_non_null(g_slow);
+    kc_conf_t *conf = kc_conf_new();
+    set(conf, "bootstrap.servers", kc_fp_bootstrap(g_slow));
+    set(conf, "worker.threads", "4");
+    set(conf, "callback.batch.max.records", "50");
+    set(conf, "group.id", group);
+    set(conf, "enable.auto.commit", "false");
+    set(conf, "enable.auto.offset.store", "false");
+    kc_callbacks_t cbs = {.on_records = on_records, .on_revoke = on_revoke};
+    kc_error_t e;
+    if (kc_consumer_new(conf, &cbs, &g_c, &e) != KC_OK)
+        fail_msg("kc_consumer_new: %s", e.msg);
+    kc_topic_partition_t tps[NP];
+    for (int i = 0; i < NP; i++)
+        tps[i] = (kc_topic_partition_t){TOPIC, i, KC_OFFSET_BEGINNING};
+    assert_int_equal(kc_assign(g_c, tps, NP, &e), KC_OK);
+    wait_total(1000, 20000);
+    kc_err_t rc = kc_close(g_c, 10000, &e);
+    kc_destroy(g_c);
+    kc_fp_t *fp = g_slow;
+    g_slow = NULL;
+    kc_fp_stop(fp);
+    if (rc != KC_OK)
+        fail_msg("kc_close: %s", e.msg);
+    printf("# async commit from on_revoke: %d sent, %d answered OK\n", atomic_load(&async_calls),
+           atomic_load(&async_ok));
+    assert_int_equal(atomic_load(&async_calls), 1);
+    assert_int_equal(atomic_load(&async_ok), 1);
+    int64_t got[NP];
+    committed(group, got);
+    assert_int_equal(got[1], atomic_load(&finished[1]));
 }
 
 static void close_commits_finished_manual(void **s)
@@ -564,6 +622,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(close_commits_stored_manual),
         cmocka_unit_test(close_commits_stored_kip848),
         cmocka_unit_test(close_commits_stored_classic),
+        cmocka_unit_test(close_waits_for_async_commit),
         cmocka_unit_test(concurrent_close_then_destroy),
         cmocka_unit_test(close_timeout_bounds_call),
         cmocka_unit_test(waiting_closer_gets_the_result),

@@ -25,6 +25,8 @@ typedef enum fp_kind {
     FP_TRUNCATE,    /* send part of the response frame, then close the connection */
     FP_GARBAGE,     /* replace the response body with random bytes */
     FP_CLOSE_AFTER, /* close the connection after N more bytes towards the client */
+    FP_DELAY,       /* hold the next N responses of an API back for ms (the connection's later
+                       responses wait behind them, as behind a slow broker's) */
     FP_KIND_COUNT
 } fp_kind_t;
 
@@ -37,6 +39,7 @@ typedef struct fp_rule {
     bool partition_scope; /* FP_INJECT: per partition rather than top level */
     int32_t partition;    /* FP_INJECT per partition: -1 every partition */
     int64_t bytes;        /* FP_TRUNCATE: bytes of the frame sent; FP_CLOSE_AFTER: bytes */
+    int ms;               /* FP_DELAY */
 } fp_rule_t;
 
 typedef struct fp {

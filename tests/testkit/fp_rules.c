@@ -17,8 +17,8 @@
 
 #include "proto/kafka_errors.h"
 
-static const char *kind_names[FP_KIND_COUNT] = {"inject", "corrupt", "truncate", "garbage",
-                                                "close-after"};
+static const char *kind_names[FP_KIND_COUNT] = {"inject",  "corrupt",     "truncate",
+                                                "garbage", "close-after", "delay"};
 
 /* ---- control language ------------------------------------------------------------------------ */
 
@@ -178,9 +178,12 @@ void fp_control(fp_t *fp, const char *line, char *reply, size_t cap)
             snprintf(reply, cap, "ERR corrupt works on Fetch only");
         else if (kind == FP_CLOSE_AFTER && r.bytes < 0)
             snprintf(reply, cap, "ERR close-after needs bytes=N");
+        else if (kind == FP_DELAY && (!have_api || ms < 0))
+            snprintf(reply, cap, "ERR delay needs api=<name> and ms=N");
         else if (fp->n_rules == FP_MAX_RULES)
             snprintf(reply, cap, "ERR too many rules (clear first)");
         else {
+            r.ms = (int)ms;
             fp->rules[fp->n_rules++] = r;
             snprintf(reply, cap, "OK %s armed", cmd);
         }
@@ -205,6 +208,12 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
         if ((r->api >= 0 && r->api != api) || (r->broker >= 0 && r->broker != broker) ||
             r->kind == FP_CLOSE_AFTER)
             continue;
+        if (r->kind == FP_DELAY) {
+            plan->latency_ms += r->ms;
+            fp->fired[FP_DELAY]++;
+            r->count--;
+            continue;
+        }
         bool *slot = r->kind == FP_INJECT     ? &plan->inject
                      : r->kind == FP_CORRUPT  ? &plan->corrupt
                      : r->kind == FP_TRUNCATE ? &plan->truncate
@@ -309,9 +318,9 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
         kc_list_offsets_response_t *m = body;
         EACH(m->topics, t)
         EACH(AT(m->topics, t)->partitions, p)
-        if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
-                                    r->partition) AT(AT(m->topics, t)->partitions, p)
-            ->error_code = e;
+        if (r->partition < 0 ||
+            AT(AT(m->topics, t)->partitions, p)->partition_index == r->partition)
+            AT(AT(m->topics, t)->partitions, p)->error_code = e;
         return true;
     }
     case 3: { /* Metadata */
@@ -334,9 +343,9 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
         kc_offset_commit_response_t *m = body;
         EACH(m->topics, t)
         EACH(AT(m->topics, t)->partitions, p)
-        if (r->partition < 0 || AT(AT(m->topics, t)->partitions, p)->partition_index ==
-                                    r->partition) AT(AT(m->topics, t)->partitions, p)
-            ->error_code = e;
+        if (r->partition < 0 ||
+            AT(AT(m->topics, t)->partitions, p)->partition_index == r->partition)
+            AT(AT(m->topics, t)->partitions, p)->error_code = e;
         return true;
     }
     case 9: { /* OffsetFetch */
