@@ -673,11 +673,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     c->group = *g ? strdup(g) : NULL;
     pthread_mutex_init(&c->ext_mu, NULL);
     pthread_mutex_init(&c->close_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->close_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    kc_cond_init_monotonic(&c->close_cv);
     c->wake_cmd.fn = wake_run;
     c->wake_cmd.opaque = c;
     kc_loop_backend_t be;

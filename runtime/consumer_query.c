@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "consumer_int.h"
 #include "query.h"
@@ -81,11 +82,7 @@ static kc_err_t ask(kc_consumer_t *c, const char *topic, int32_t partition, int 
     if (!w)
         return kc_fail(err, KC_ERR_NOMEM, "query: out of memory");
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    kc_cond_init_monotonic(&w->cv);
     w->refs = 2;
     w->c = c;
     w->topic = topic; /* read by start() only, while the caller still waits in netthread_call */

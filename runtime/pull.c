@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "consumer_int.h"
 #include "rt_internal.h"
@@ -97,11 +98,7 @@ kc_err_t kc_pull_new(kc_consumer_t *c, unsigned workers)
     }
     q->cap_out = workers ? workers : 1;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&q->ready, &ca);
-    pthread_condattr_destroy(&ca);
+    kc_cond_init_monotonic(&q->ready);
     c->pull = q;
     return KC_OK;
 }

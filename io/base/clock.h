@@ -2,6 +2,7 @@
 #ifndef KC_BASE_CLOCK_H
 #define KC_BASE_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -10,6 +11,17 @@ static inline int64_t kc_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines (kc_now_ns's clock), so
+ * a wall-clock step neither shortens nor stretches a timeout. */
+static inline void kc_cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 static inline int64_t kc_now_ms(void)

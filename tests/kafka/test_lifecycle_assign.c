@@ -160,19 +160,12 @@ static kc_consumer_t *open_consumer(void)
     return c;
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits until partition i delivered its last record, up to ms. */
 static bool wait_end(int i, int ms)
 {
-    int64_t end = now_ms() + ms;
+    int64_t end = kc_test_now_ms() + ms;
     while (atomic_load(&T[i].last) != RECS - 1 || atomic_load(&T[i].in_cb)) {
-        if (now_ms() > end)
+        if (kc_test_now_ms() > end)
             return false;
         usleep(5000);
     }
@@ -261,16 +254,16 @@ static void assign_difference(void **state)
     atomic_store(&slow_us, 1000); /* ~10 records per ms: both are still running below */
     kc_topic_partition_t both[NP] = {{"L", 0, 0}, {"L", 1, 0}};
     assert_int_equal(kc_assign(c, both, NP, &err), KC_OK);
-    int64_t end = now_ms() + 10000;
+    int64_t end = kc_test_now_ms() + 10000;
     while (atomic_load(&T[0].delivered) < 200 || atomic_load(&T[1].delivered) < 200) {
-        assert_true(now_ms() < end);
+        assert_true(kc_test_now_ms() < end);
         usleep(1000);
     }
     kc_topic_partition_t keep0[1] = {{"L", 0, KC_OFFSET_STORED}};
     assert_int_equal(kc_assign(c, keep0, 1, &err), KC_OK);
-    end = now_ms() + 10000;
+    end = kc_test_now_ms() + 10000;
     while (atomic_load(&T[1].revokes) < 1) {
-        assert_true(now_ms() < end);
+        assert_true(kc_test_now_ms() < end);
         usleep(1000);
     }
     int64_t before = atomic_load(&T[0].last);

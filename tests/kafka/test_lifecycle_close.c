@@ -51,19 +51,6 @@ static int teardown(void **state)
     return kc_testkit_stop(g_pid);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 /* ---- shared per-case state (reset by each case) -------------------------------------------- */
 
 typedef enum { MANUAL, KIP848, CLASSIC } cmode_t;
@@ -101,12 +88,12 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     if (p->partition == 0 && atomic_load(&block_p0)) {
         atomic_store(&blocked_now, 1);
         while (atomic_load(&block_p0))
-            sleep_ms(5);
+            kc_test_sleep_ms(5);
     }
     int64_t n = 0;
     while (kc_records_next(b))
         n++;
-    sleep_ms(atomic_load(&cb_sleep_ms));
+    kc_test_sleep_ms(atomic_load(&cb_sleep_ms));
     atomic_fetch_add(&total, n);
     atomic_store(&finished[p->partition], kc_records_next_offset(b));
     return KC_CB_CONTINUE;
@@ -199,7 +186,7 @@ static kc_consumer_t *start(cmode_t m, const char *group, int manual_store_conf,
 static void wait_total(int64_t n, int ms)
 {
     for (int i = 0; i < ms / 10 && atomic_load(&total) < n; i++)
-        sleep_ms(10);
+        kc_test_sleep_ms(10);
     if (atomic_load(&total) < n)
         fail_msg("only %lld records after %d ms", (long long)atomic_load(&total), ms);
 }
@@ -390,6 +377,18 @@ static void concurrent_close_then_destroy(void **s)
     assert_int_equal(atomic_load(&closer_revoked_at_return[1]), NP);
 }
 
+/* A manual consumer whose partition 0 callback is blocked (until block_p0 is cleared). */
+static kc_consumer_t *start_p0_blocked(void)
+{
+    reset();
+    atomic_store(&block_p0, 1);
+    kc_consumer_t *c = start(MANUAL, NULL, 0, false);
+    for (int i = 0; i < 2000 && !atomic_load(&blocked_now); i++)
+        kc_test_sleep_ms(10);
+    assert_int_equal(atomic_load(&blocked_now), 1);
+    return c;
+}
+
 /* A close cut short by its own timeout is cut short for the caller that waited for it too. */
 static void *short_closer(void *arg)
 {
@@ -402,19 +401,14 @@ static void *short_closer(void *arg)
 static void waiting_closer_gets_the_result(void **s)
 {
     (void)s;
-    reset();
-    atomic_store(&block_p0, 1);
-    kc_consumer_t *c = start(MANUAL, NULL, 0, false);
-    for (int i = 0; i < 2000 && !atomic_load(&blocked_now); i++)
-        sleep_ms(10);
-    assert_int_equal(atomic_load(&blocked_now), 1);
+    kc_consumer_t *c = start_p0_blocked();
     pthread_t t;
     pthread_create(&t, NULL, short_closer, NULL);
-    sleep_ms(100); /* the short close is running */
+    kc_test_sleep_ms(100); /* the short close is running */
     kc_error_t e;
-    int64_t t0 = now_ms();
+    int64_t t0 = kc_test_now_ms();
     kc_err_t rc = kc_close(c, 5000, &e);
-    int64_t took = now_ms() - t0;
+    int64_t took = kc_test_now_ms() - t0;
     pthread_join(t, NULL);
     printf("# waiting closer: %s after %lld ms (%s); the running close: %s\n", kc_err_name(rc),
            (long long)took, rc == KC_OK ? "" : e.msg, kc_err_name(atomic_load(&closer_rc[0])));
@@ -431,20 +425,15 @@ static void waiting_closer_gets_the_result(void **s)
 static void close_timeout_bounds_call(void **s)
 {
     (void)s;
-    reset();
-    atomic_store(&block_p0, 1);
-    kc_consumer_t *c = start(MANUAL, NULL, 0, false);
-    for (int i = 0; i < 2000 && !atomic_load(&blocked_now); i++)
-        sleep_ms(10);
-    assert_int_equal(atomic_load(&blocked_now), 1);
+    kc_consumer_t *c = start_p0_blocked();
     kc_error_t e;
     assert_int_equal(kc_close(c, -1, &e), KC_ERR_INVALID_ARG);
     int64_t pos;
     assert_int_equal(kc_position(c, TOPIC, 1, &pos, &e), KC_OK); /* still open */
     const int timeout = 600;
-    int64_t t0 = now_ms();
+    int64_t t0 = kc_test_now_ms();
     kc_err_t rc = kc_close(c, timeout, &e);
-    int64_t took = now_ms() - t0;
+    int64_t took = kc_test_now_ms() - t0;
     printf("# kc_close(%d) with a callback blocked: %s after %lld ms (%s)\n", timeout,
            kc_err_name(rc), (long long)took, rc == KC_OK ? "" : e.msg);
     assert_int_equal(rc, KC_ERR_TIMEOUT);
@@ -478,9 +467,10 @@ static void *holder(void *arg)
             return NULL;
     int pi = kc_records_partition(b)->partition;
     atomic_store(&holding, pi);
-    int64_t t0 = now_ms();
+    int64_t t0 = kc_test_now_ms();
     size_t bytes = 0;
-    while (now_ms() - t0 < atomic_load(&hold_ms)) { /* reads the view while the close runs */
+    while (kc_test_now_ms() - t0 <
+           atomic_load(&hold_ms)) { /* reads the view while the close runs */
         const kc_record_t *r;
         while ((r = kc_records_next(b))) {
             size_t len;
@@ -488,11 +478,11 @@ static void *holder(void *arg)
             for (size_t i = 0; i < len; i++)
                 bytes += v[i] != 0;
         }
-        sleep_ms(20);
+        kc_test_sleep_ms(20);
     }
     (void)bytes;
     while (atomic_load(&release_after_close) == 1)
-        sleep_ms(5);
+        kc_test_sleep_ms(5);
     atomic_store(&held_next, kc_records_next_offset(b));
     atomic_store(&holding, -1);
     kc_records_release(g_c, b, KC_CB_CONTINUE);
@@ -539,13 +529,13 @@ static void pull_close_waits_for_held_view(void **s)
     pthread_t t;
     pthread_create(&t, NULL, holder, NULL);
     for (int i = 0; i < 2000 && atomic_load(&holding) < 0; i++)
-        sleep_ms(5);
+        kc_test_sleep_ms(5);
     int pi = atomic_load(&holding);
     assert_true(pi >= 0);
     kc_error_t e;
-    int64_t t0 = now_ms();
+    int64_t t0 = kc_test_now_ms();
     kc_err_t rc = kc_close(c, 10000, &e);
-    int64_t took = now_ms() - t0;
+    int64_t took = kc_test_now_ms() - t0;
     pthread_join(t, NULL);
     printf("# pull close: %s after %lld ms; on_revoke while the view was held: %d\n",
            kc_err_name(rc), (long long)took, atomic_load(&revoked_while_held));
@@ -574,7 +564,7 @@ static void pull_release_after_timed_out_close(void **s)
     pthread_t t;
     pthread_create(&t, NULL, holder, NULL);
     for (int i = 0; i < 2000 && atomic_load(&holding) < 0; i++)
-        sleep_ms(5);
+        kc_test_sleep_ms(5);
     assert_true(atomic_load(&holding) >= 0);
     kc_error_t e;
     kc_err_t rc = kc_close(c, 300, &e);
@@ -600,9 +590,9 @@ static void pull_close_by_the_holder(void **s)
     for (int i = 0; i < 100 && !b; i++)
         assert_int_equal(kc_poll(c, 100, &b, &e), KC_OK);
     assert_non_null(b);
-    int64_t t0 = now_ms();
+    int64_t t0 = kc_test_now_ms();
     kc_err_t rc = kc_close(c, 5000, &e);
-    int64_t took = now_ms() - t0;
+    int64_t took = kc_test_now_ms() - t0;
     printf("# close by the view's holder: %s after %lld ms\n", kc_err_name(rc), (long long)took);
     assert_int_equal(rc, KC_OK);
     assert_true(took < 2500);

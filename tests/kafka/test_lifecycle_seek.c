@@ -97,13 +97,6 @@ static int teardown(void **state)
     return kc_testkit_stop(g_pid);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void seek_while_held(void **state)
 {
     (void)state;
@@ -124,9 +117,9 @@ static void seek_while_held(void **state)
     kc_topic_partition_t tp = {"K", 0, 0};
     assert_int_equal(kc_assign(c, &tp, 1, &err), KC_OK);
     for (int r = 0; r < ROUNDS; r++) {
-        int64_t end = now_ms() + 20000;
+        int64_t end = kc_test_now_ms() + 20000;
         pthread_mutex_lock(&mu);
-        while (held_round != r && now_ms() < end) {
+        while (held_round != r && kc_test_now_ms() < end) {
             pthread_mutex_unlock(&mu);
             usleep(1000);
             pthread_mutex_lock(&mu);
@@ -146,8 +139,8 @@ static void seek_while_held(void **state)
         pthread_cond_broadcast(&cv);
         pthread_mutex_unlock(&mu);
     }
-    int64_t end = now_ms() + 20000;
-    while (atomic_load(&last) != RECS - 1 && now_ms() < end)
+    int64_t end = kc_test_now_ms() + 20000;
+    while (atomic_load(&last) != RECS - 1 && kc_test_now_ms() < end)
         usleep(5000);
     printf("stale %d disorder %d overlap %d last %lld; first after each seek:", atomic_load(&stale),
            atomic_load(&disorder), atomic_load(&overlap), (long long)atomic_load(&last));

@@ -1,11 +1,13 @@
 #define _XOPEN_SOURCE 700 /* nftw */
 #include "kc_test.h"
 
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *kc_test_env(const char *name)
@@ -110,4 +112,18 @@ void kc_test_self_signed(const char *dir, const char *name, const char *cn, int 
         fail_msg("kc_test_self_signed: command too long");
     if (system(cmd) != 0)
         fail_msg("openssl could not make %s/%s.pem", dir, name);
+}
+
+int64_t kc_test_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void kc_test_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L}, left;
+    while (nanosleep(&ts, &left) != 0 && errno == EINTR)
+        ts = left;
 }

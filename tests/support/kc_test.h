@@ -36,4 +36,8 @@ const char *kc_test_path(char *buf, size_t cap, const char *dir, const char *nam
 void kc_test_self_signed(const char *dir, const char *name, const char *cn, int ca,
                          const char *key_password);
 
+/* CLOCK_MONOTONIC in milliseconds, and a sleep that resumes after signals. Any thread. */
+int64_t kc_test_now_ms(void);
+void kc_test_sleep_ms(int ms);
+
 #endif
