@@ -235,7 +235,15 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
         if (!p->have_cur) {
             if (!kc_rt_bring_pop(&p->ring, &p->cur))
                 return DONE;
-            if (p->cur.seek_gen != p->seen_gen) { /* fetched before the last seek */
+            /* A batch of a NEWER generation was pushed after a seek that landed between this
+             * turn's apply_seek and the pop: it was fetched from the new position, so apply
+             * that seek now and deliver it (dropping it would lose its records: the floor then
+             * moves to the target and the next batch starts after them). Only a batch of an
+             * OLDER generation than the one applied was fetched before the last seek. Signed
+             * difference: seek_gen wraps. */
+            if ((int32_t)(p->cur.seek_gen - p->seen_gen) > 0)
+                kc_rt_part_apply_seek(w, p); /* have_cur is false: cur is left alone */
+            if (p->cur.seek_gen != p->seen_gen) {
                 kc_rt_release_bref(w, p, &p->cur);
                 continue;
             }
