@@ -195,9 +195,9 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
     if (k->op == KC_COP_COMMIT && k->c->grp) /* network thread: the group reads the answer */
         kc_cg_commit_result(k->c->grp, rc, err ? &why : NULL, res, n);
     pthread_mutex_lock(&k->mu);
-    k->rc = rc;
+    k->fin_rc = rc;
     if (err)
-        k->err = why;
+        k->fin_err = why;
     for (size_t i = 0; k->out && i < n; i++) {
         ssize_t j = -1;
         for (size_t t = 0; t < k->n && j < 0; t++)
@@ -602,10 +602,10 @@ kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
         pthread_mutex_lock(&k->mu);
         while (!k->done)
             pthread_cond_wait(&k->cv, &k->mu);
-        pthread_mutex_unlock(&k->mu);
-        rc = k->rc;
+        rc = k->fin_rc;
         if (rc != KC_OK && err)
-            *err = k->err;
+            *err = k->fin_err;
+        pthread_mutex_unlock(&k->mu);
     }
     pthread_mutex_destroy(&k->mu);
     pthread_cond_destroy(&k->cv);

@@ -105,10 +105,15 @@ typedef struct kc_ccall {
     bool internal; /* kc_close's own commands: past the close gate (refused_by_close) */
     kc_err_t rc;
     kc_error_t err;
-    /* for calls that finish later (commit, committed) */
+    /* For calls that finish later (commit, committed). The answer has its own fields, under mu:
+     * it may come while the caller still reads rc and err, the network thread's synchronous
+     * result (kc_consumer_call), and overwriting those would race with that read and could
+     * make the caller return without waiting while finish_later still uses k. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
+    kc_err_t fin_rc; /* KC_OK where done was set without an answer (nothing to commit) */
+    kc_error_t fin_err;
     kc_topic_partition_t *out;
 } kc_ccall_t;
 
