@@ -263,9 +263,10 @@ void kc_gcl_session_answered(kc_gcl_t *g, int64_t sent_ms)
 }
 
 /* The self-fence rule at `now` (classic_drive.h's fence hook): raised once the member, holding
- * a generation or partitions, passed the ratio of session.timeout.ms without an answer that
- * kept its session, except while a JoinGroup waits; lifted only by such an answer (an answer
- * that ends the generation is followed by the LOSE step, which must come first). */
+ * partitions, passed the ratio of session.timeout.ms without an answer that kept its session;
+ * lifted only by such an answer (an answer that ends the generation is followed by the LOSE
+ * step, which must come first). Holding nothing (an eager rebalance revoked everything), there
+ * is nothing to stop and nothing is reported. */
 static void self_fence_check(kc_gcl_t *g, int64_t now)
 {
     bool due = kc_self_fence_due(g->answered_sent_ms, g->conf.session_timeout_ms,
@@ -279,8 +280,7 @@ static void self_fence_check(kc_gcl_t *g, int64_t now)
             g->h.fence(g->h.opaque, false, NULL);
         return;
     }
-    bool member = g->m.generation > 0 || g->m.owned.n > 0;
-    if (!due || g->self_fenced || !member || g->req_kind == KC_CLASSIC_SEND_JOIN)
+    if (!due || g->self_fenced || g->m.owned.n == 0)
         return;
     g->self_fenced = true;
     g->self_fences++;

@@ -33,10 +33,11 @@
  *   error        an error for the application (fatal: the member stopped for good).
  *   fence        the self-fence, as in group848.h: measured from the send time of the last
  *                Heartbeat (or SyncGroup) whose answer kept the session, against
- *                session.timeout.ms. Not raised while a JoinGroup is in flight: the coordinator
- *                keeps a member alive while its join waits for the rebalance (a join that
- *                fails leaves the clock where the last answer put it, so the fence follows at
- *                once if it is overdue).
+ *                session.timeout.ms, while the member holds partitions. A JoinGroup in flight
+ *                does not hold it off: the coordinator keeps a member alive while its join
+ *                waits, but only if the join reached it, which the member cannot tell from a
+ *                join lost in a network partition. So a cooperative member whose JoinGroup
+ *                waits past the fence point pauses until the SyncGroup answer.
  *
  * Owner: network thread, everything (hooks are called there too).
  */

@@ -661,11 +661,11 @@ static void act(kc_g848_t *g, const kc_gc_action_t *a, int64_t now)
     }
 }
 
-/* The self-fence rule (group848.h) applied at `now`. Fenced only while the member holds a
- * membership (an epoch) or partitions: before the first join and after a leave there is nothing
- * to protect. Lifted only by an answer without error, never by losing the epoch: an answer that
- * fenced us (the epoch goes to 0) is followed by the LOSE action, and delivering in between
- * would be delivering partitions another member may already own. */
+/* The self-fence rule (group848.h) applied at `now`. Raised only while the application holds
+ * partitions: holding none (before the first assignment, after a leave) there is nothing to stop
+ * and nothing is reported. Lifted only by an answer without error, never by losing the epoch: an
+ * answer that fenced us (the epoch goes to 0) is followed by the LOSE action, and delivering in
+ * between would be delivering partitions another member may already own. */
 static void self_fence_check(kc_g848_t *g, int64_t now)
 {
     bool due =
@@ -679,8 +679,7 @@ static void self_fence_check(kc_g848_t *g, int64_t now)
             g->h.fence(g->h.opaque, false, NULL);
         return;
     }
-    bool member = g->gc.epoch > 0 || kc_gc_owned(&g->gc)->n > 0;
-    if (!due || g->self_fenced || !member || g->gc.state == KC_GC_UNSUBSCRIBED ||
+    if (!due || g->self_fenced || g->gc.rc.held.n == 0 || g->gc.state == KC_GC_UNSUBSCRIBED ||
         g->gc.state == KC_GC_FATAL)
         return;
     g->self_fenced = true;
