@@ -14,7 +14,9 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/log.h"
 #include "classic_drive_int.h"
+#include "self_fence.h"
 #include "coordinator.h"
 #include "engine_int.h"
 
@@ -87,6 +89,8 @@ static kc_err_t commit_parts(kc_gcl_t *g, const kc_ctps_t *parts, const kc_commi
                              int kind, uint64_t seq, bool *sent)
 {
     *sent = false;
+    if (g->self_fenced) /* the partitions may be another member's by now: commit nothing */
+        return KC_OK;
     kc_engine_offset_t *offs = calloc(parts->n ? parts->n : 1, sizeof *offs);
     if (!offs)
         return KC_ERR_NOMEM;
@@ -252,6 +256,48 @@ static void act(kc_gcl_t *g, const kc_classic_out_t *o, int64_t now)
     }
 }
 
+void kc_gcl_session_answered(kc_gcl_t *g, int64_t sent_ms)
+{
+    if (sent_ms > g->answered_sent_ms)
+        g->answered_sent_ms = sent_ms;
+}
+
+/* The self-fence rule at `now` (classic_drive.h's fence hook): raised once the member, holding
+ * partitions, passed the ratio of session.timeout.ms without an answer that kept its session;
+ * lifted only by such an answer (an answer that ends the generation is followed by the LOSE
+ * step, which must come first). Holding nothing (an eager rebalance revoked everything), there
+ * is nothing to stop and nothing is reported. */
+static void self_fence_check(kc_gcl_t *g, int64_t now)
+{
+    bool due = kc_self_fence_due(g->answered_sent_ms, g->conf.session_timeout_ms,
+                                 g->conf.self_fence_ratio, now, NULL);
+    if (!due && g->self_fenced) {
+        g->self_fenced = false;
+        kc_log(KC_LOG_INFO, "group",
+               "group %s: the coordinator answered again; delivery resumes in generation %d",
+               g->group, (int)g->m.generation);
+        if (g->h.fence)
+            g->h.fence(g->h.opaque, false, NULL);
+        return;
+    }
+    if (!due || g->self_fenced || g->m.owned.n == 0)
+        return;
+    g->self_fenced = true;
+    g->self_fences++;
+    kc_error_t why;
+    kc_fail(
+        &why, KC_ERR_TIMEOUT,
+        "group %s: self-fenced: no heartbeat answered for %lld ms; the coordinator may "
+        "expire the member in %lld ms (session.timeout.ms %lld, fence at %.0f%%). No callback "
+        "of its partitions starts, nothing is committed until it answers",
+        g->group, (long long)(now - g->answered_sent_ms),
+        (long long)(kc_self_fence_expiry(g->answered_sent_ms, g->conf.session_timeout_ms) - now),
+        (long long)g->conf.session_timeout_ms, g->conf.self_fence_ratio * 100);
+    kc_log(KC_LOG_WARN, "group", "%s", why.msg);
+    if (g->h.fence)
+        g->h.fence(g->h.opaque, true, &why);
+}
+
 void kc_gcl_drive(kc_gcl_t *g)
 {
     if (kc_gcl_gone(g))
@@ -302,6 +348,7 @@ void kc_gcl_drive(kc_gcl_t *g)
                 kc_conn_reset(g->conn, KC_ERR_TIMEOUT, "group request unanswered");
         }
         /* The machine keeps at most one group request in flight itself. */
+        self_fence_check(g, now); /* before the machine's outputs: see self_fence_check */
         kc_classic_out_t o;
         while (kc_classic_poll(&g->m, now, &o))
             act(g, &o, now);
@@ -314,6 +361,12 @@ void kc_gcl_drive(kc_gcl_t *g)
     } while (g->again);
     g->driving = false;
     int64_t wake = kc_classic_next_wakeup(&g->m) - now;
+    int64_t fence_at;
+    if (!g->self_fenced &&
+        !kc_self_fence_due(g->answered_sent_ms, g->conf.session_timeout_ms,
+                           g->conf.self_fence_ratio, now, &fence_at) &&
+        fence_at - now < wake)
+        wake = fence_at - now;
     if (wake > 100 || wake < 0)
         wake = 100; /* connecting, metadata and auto-commit have no event of their own */
     kc_loop_timer_start(g->e->loop, &g->timer, wake < 1 ? 1 : wake);
@@ -360,6 +413,7 @@ kc_err_t kc_gcl_new(kc_gcl_t **out, kc_engine_t *e, const kc_gcl_conf_t *conf,
     g->rack = dup_or_null(conf->rack_id);
     g->last_generation = -1;
     g->coord_node = -1;
+    g->answered_sent_ms = -1;
     kc_classic_config_t c = {0};
     c.group_id = g->group;
     c.instance_id = g->instance;
@@ -483,11 +537,13 @@ size_t kc_gcl_stats_json(const kc_gcl_t *g, char *buf, size_t cap)
         OUT("%s[\"%s\",%d]", i ? "," : "", g->m.owned.items[i].topic,
             (int)g->m.owned.items[i].partition);
     OUT("],\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,\"commits\":%llu,"
-        "\"commit_failures\":%llu,\"rediscoveries\":%llu,\"poll_leaves\":%llu,\"coordinator\":%d}",
+        "\"commit_failures\":%llu,\"rediscoveries\":%llu,\"poll_leaves\":%llu,\"coordinator\":%d,"
+        "\"self_fenced\":%s,\"self_fences\":%llu}",
         (unsigned long long)g->rebalances, (unsigned long long)g->heartbeats,
         (unsigned long long)g->hb_errors, (unsigned long long)g->commits,
         (unsigned long long)g->commit_failures, (unsigned long long)g->rediscoveries,
-        (unsigned long long)g->poll_leaves, (int)g->coord_node);
+        (unsigned long long)g->poll_leaves, (int)g->coord_node, g->self_fenced ? "true" : "false",
+        (unsigned long long)g->self_fences);
 #undef OUT
     return n;
 }

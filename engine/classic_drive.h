@@ -31,6 +31,13 @@
  *                is out of the group (kc_classic_poll_expired: lose, LeaveGroup), and it joins
  *                again when it drops to 0.
  *   error        an error for the application (fatal: the member stopped for good).
+ *   fence        the self-fence, as in group848.h: measured from the send time of the last
+ *                Heartbeat (or SyncGroup) whose answer kept the session, against
+ *                session.timeout.ms, while the member holds partitions. A JoinGroup in flight
+ *                does not hold it off: the coordinator keeps a member alive while its join
+ *                waits, but only if the join reached it, which the member cannot tell from a
+ *                join lost in a network partition. So a cooperative member whose JoinGroup
+ *                waits past the fence point pauses until the SyncGroup answer.
  *
  * Owner: network thread, everything (hooks are called there too).
  */
@@ -63,6 +70,7 @@ typedef struct kc_gcl_conf {
     int64_t commit_timeout_ms;
     int64_t coordinator_timeout_ms;
     int request_timeout_ms;
+    double self_fence_ratio; /* group.self.fence.ratio of session_timeout_ms; 0: never */
 } kc_gcl_conf_t;
 
 kc_err_t kc_gcl_new(kc_gcl_t **out, kc_engine_t *e, const kc_gcl_conf_t *conf,

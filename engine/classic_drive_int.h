@@ -66,10 +66,20 @@ struct kc_gcl {
     uint64_t poll_leaves, rebalances, heartbeats, hb_errors, commits, commit_failures,
         rediscoveries;
     bool driving, again, closing, closed_out, dead;
+    /* The self-fence (group848.h describes the rule; engine/self_fence.h): the send time of
+     * the last Heartbeat/SyncGroup whose answer kept the session (-1 before the first), and
+     * whether the member is fenced now. */
+    int64_t answered_sent_ms;
+    bool self_fenced;
+    uint64_t self_fences;
 };
 
 /* classic_drive.c: pulls the state machine's outputs and acts on them; re-arms the timer. */
 void kc_gcl_drive(kc_gcl_t *g);
+/* The answer to a group request sent at sent_ms kept the member's session alive (a Heartbeat
+ * answered without error or with REBALANCE_IN_PROGRESS, a SyncGroup answered with the
+ * assignment): the self-fence's clock restarts from sent_ms. classic_drive_io.c. */
+void kc_gcl_session_answered(kc_gcl_t *g, int64_t sent_ms);
 
 static inline bool kc_gcl_gone(const kc_gcl_t *g)
 {

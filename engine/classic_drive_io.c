@@ -233,8 +233,12 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
         return;
     }
     int kind = g->req_kind;
+    int64_t sent = g->req_sent_ms;
     g->req_kind = 0;
     int64_t now = kc_now_ms();
+    /* The machine moves last_heartbeat_ok_ms when an answer kept the session (its own rule for
+     * that): then the coordinator restarted it no earlier than `sent`. */
+    int64_t ok_before = g->m.last_heartbeat_ok_ms;
     if (rc != KC_OK) {
         if (kind == KC_CLASSIC_SEND_HEARTBEAT)
             g->hb_errors++;
@@ -285,6 +289,9 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
     default:
         break;
     }
+    if (drc == KC_OK && (kind == KC_CLASSIC_SEND_HEARTBEAT || kind == KC_CLASSIC_SEND_SYNC) &&
+        g->m.last_heartbeat_ok_ms != ok_before)
+        kc_gcl_session_answered(g, sent);
     if (drc != KC_OK && kind == KC_CLASSIC_DESCRIBE)
         kc_classic_describe_result(&g->m, NULL, NULL);
     else if (drc != KC_OK)

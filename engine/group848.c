@@ -21,6 +21,7 @@
 #include "group_consumer.h"
 #include "offset_pending.h"
 #include "proto/kafka_errors.h"
+#include "self_fence.h"
 
 typedef struct tname {
     uint8_t id[16];
@@ -59,7 +60,24 @@ struct kc_g848 {
     int64_t next_auto_commit;
     uint64_t rebalances, heartbeats, hb_errors, commits, commit_failures, rediscoveries;
     int64_t last_error_code;
+    /* The self-fence (group848.h): the send time of the last heartbeat answered without error
+     * (-1 before the first), the session it is measured against, and whether the member is
+     * fenced now. */
+    int64_t answered_sent_ms;
+    int64_t session_ms;
+    bool self_fenced;
+    uint64_t self_fences;
+    /* The group's consumer.session.timeout.ms (DescribeConfigs on the GROUP resource): asked
+     * at subscribe and every SESSION_REFRESH_MS (it can be altered at any time); until an
+     * answer, and when it cannot be read, session_ms is group.consumer.session.timeout.ms. */
+    bool dc_inflight, dc_from_broker, dc_reported;
+    int64_t dc_next_ms;
 };
+
+#define SESSION_REFRESH_MS 60000
+#define SESSION_RETRY_MS   5000
+/* DescribeConfigs' resource type for a group's configs (KIP-848's group configs). */
+#define RESOURCE_TYPE_GROUP 32
 
 static void drive(kc_g848_t *g);
 
@@ -148,6 +166,10 @@ static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
             g->hb_errors++;
             g->last_error_code = resp.error_code;
         }
+        /* Answered without error: the coordinator restarted our session no earlier than
+         * when this heartbeat left (the self-fence's clock). */
+        if (resp.error_code == 0)
+            g->answered_sent_ms = g->hb_sent_ms;
         int32_t before = g->gc.epoch;
         kc_gc_on_heartbeat_response(&g->gc, now, &resp);
         if (g->gc.epoch != before && resp.error_code == 0)
@@ -320,6 +342,134 @@ static void md_send(kc_g848_t *g)
     g->md_inflight = true;
 }
 
+/* ---- the group's session timeout: DescribeConfigs ------------------------------------------ */
+
+static kc_err_t dc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+{
+    kc_g848_t *g = opaque;
+    kc_describe_configs_request_t q;
+    kc_describe_configs_request_init(&q);
+    kc_str_t key = kc_str("consumer.session.timeout.ms");
+    kc_describe_configs_request_describe_configs_resource_t res = {
+        .resource_type = RESOURCE_TYPE_GROUP, .resource_name = kc_str(g->group)};
+    res.configuration_keys.count = 1;
+    res.configuration_keys.items = &key;
+    q.resources.count = 1;
+    q.resources.items = &res;
+    kc_error_t e;
+    return kc_describe_configs_request_encode(&q, version, out, &e);
+}
+
+/* The session timeout from one DescribeConfigs answer, -1 with *why set when it has none. */
+static int64_t dc_session(const kc_describe_configs_response_t *m, const char *group,
+                          kc_error_t *why)
+{
+    for (int32_t i = 0; i < m->results.count; i++) {
+        const kc_describe_configs_response_describe_configs_result_t *r = &m->results.items[i];
+        if (r->error_code) {
+            kc_fail_kafka(why, r->error_code, "DescribeConfigs of group %s", group);
+            return -1;
+        }
+        for (int32_t j = 0; j < r->configs.count; j++) {
+            const kc_describe_configs_response_describe_configs_resource_result_t *c =
+                &r->configs.items[j];
+            if (c->name.len != (int32_t)strlen("consumer.session.timeout.ms") ||
+                memcmp(c->name.ptr, "consumer.session.timeout.ms", (size_t)c->name.len) != 0 ||
+                c->value.len <= 0 || c->value.len > 18)
+                continue;
+            char num[20];
+            memcpy(num, c->value.ptr, (size_t)c->value.len);
+            num[c->value.len] = '\0';
+            char *end;
+            long long v = strtoll(num, &end, 10);
+            if (*end == '\0' && v > 0)
+                return v;
+        }
+    }
+    kc_fail(why, KC_ERR_NOT_FOUND, "DescribeConfigs of group %s: no consumer.session.timeout.ms",
+            group);
+    return -1;
+}
+
+static void dc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
+{
+    (void)conn;
+    kc_g848_t *g = opaque;
+    g->dc_inflight = false;
+    if (g->e->closed) {
+        kc_buf_unref(frame);
+        return;
+    }
+    int64_t now = kc_now_ms(), v = -1;
+    kc_error_t why;
+    if (rc != KC_OK) {
+        kc_fail(&why, rc, "DescribeConfigs of group %s: %s", g->group, kc_err_name(rc));
+    } else {
+        kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+        kc_arena_t a = {0};
+        kc_describe_configs_response_t m;
+        if (kc_describe_configs_response_decode(&m, version, &r, &a, &why) == KC_OK)
+            v = dc_session(&m, g->group, &why);
+        kc_arena_free(&a);
+        kc_buf_unref(frame);
+    }
+    if (v > 0) {
+        if (v != g->session_ms)
+            kc_log(KC_LOG_INFO, "group848", "group %s: consumer.session.timeout.ms is %lld ms",
+                   g->group, (long long)v);
+        g->session_ms = v;
+        g->dc_from_broker = true;
+        g->dc_next_ms = now + SESSION_REFRESH_MS;
+    } else {
+        /* Not fatal: the member runs with the configured value (an older broker, no
+         * DescribeConfigs permission on the group). Said once; asked again later. */
+        if (!g->dc_reported)
+            kc_log(KC_LOG_INFO, "group848",
+                   "group %s: %s; the self-fence assumes group.consumer.session.timeout.ms "
+                   "(%lld ms)",
+                   g->group, why.msg, (long long)g->session_ms);
+        g->dc_reported = true;
+        g->dc_next_ms = now + (g->dc_from_broker ? SESSION_REFRESH_MS : SESSION_RETRY_MS);
+    }
+    drive(g);
+}
+
+/* Asks for the group's session timeout when due (network thread, from drive). */
+static void dc_maybe_send(kc_g848_t *g, int64_t now)
+{
+    if (g->dc_inflight || now < g->dc_next_ms || g->closing || !(g->conf.self_fence_ratio > 0))
+        return;
+    kc_conn_t *conn = kc_eng_any_conn(g->e);
+    kc_conn_req_spec_t s = {KC_DESCRIBE_CONFIGS_REQUEST_API_KEY,
+                            KC_DESCRIBE_CONFIGS_REQUEST_MIN_VERSION,
+                            KC_DESCRIBE_CONFIGS_REQUEST_MAX_VERSION,
+                            dc_encode,
+                            dc_done,
+                            g};
+    if (!conn || kc_conn_state(conn) != KC_CONN_READY) {
+        g->dc_next_ms = now + 100; /* the bootstrap connection is still being set up */
+        return;
+    }
+    if (kc_conn_pick_version(conn, KC_DESCRIBE_CONFIGS_REQUEST_API_KEY,
+                             KC_DESCRIBE_CONFIGS_REQUEST_MIN_VERSION,
+                             KC_DESCRIBE_CONFIGS_REQUEST_MAX_VERSION) < 0) {
+        if (!g->dc_reported)
+            kc_log(KC_LOG_INFO, "group848",
+                   "group %s: the broker does not speak DescribeConfigs; the self-fence assumes "
+                   "group.consumer.session.timeout.ms (%lld ms)",
+                   g->group, (long long)g->session_ms);
+        g->dc_reported = true;
+        g->dc_next_ms = now + SESSION_REFRESH_MS;
+        return;
+    }
+    if (kc_conn_send(conn, &s, NULL) != KC_OK) {
+        g->dc_next_ms = now + SESSION_RETRY_MS;
+        return;
+    }
+    g->dc_inflight = true;
+}
+
 /* ---- offsets ------------------------------------------------------------------------------- */
 
 /* The first non-zero Kafka code of an OffsetCommit answer (0 when all went through). */
@@ -360,6 +510,8 @@ static kc_err_t commit_parts(kc_g848_t *g, const kc_tpset_t *parts, int kind, ui
                              bool *sent)
 {
     *sent = false;
+    if (g->self_fenced) /* the partitions may be another member's by now: commit nothing */
+        return KC_OK;
     const kc_tpset_t *s = parts ? parts : &g->gc.rc.held;
     kc_engine_offset_t *offs = calloc(s->n ? s->n : 1, sizeof *offs);
     if (!offs)
@@ -509,6 +661,42 @@ static void act(kc_g848_t *g, const kc_gc_action_t *a, int64_t now)
     }
 }
 
+/* The self-fence rule (group848.h) applied at `now`. Raised only while the application holds
+ * partitions: holding none (before the first assignment, after a leave) there is nothing to stop
+ * and nothing is reported. Lifted only by an answer without error, never by losing the epoch: an
+ * answer that fenced us (the epoch goes to 0) is followed by the LOSE action, and delivering in
+ * between would be delivering partitions another member may already own. */
+static void self_fence_check(kc_g848_t *g, int64_t now)
+{
+    bool due =
+        kc_self_fence_due(g->answered_sent_ms, g->session_ms, g->conf.self_fence_ratio, now, NULL);
+    if (!due && g->self_fenced) {
+        g->self_fenced = false;
+        kc_log(KC_LOG_INFO, "group848",
+               "group %s: the coordinator answered again; delivery resumes at epoch %d", g->group,
+               (int)g->gc.epoch);
+        if (g->h.fence)
+            g->h.fence(g->h.opaque, false, NULL);
+        return;
+    }
+    if (!due || g->self_fenced || g->gc.rc.held.n == 0 || g->gc.state == KC_GC_UNSUBSCRIBED ||
+        g->gc.state == KC_GC_FATAL)
+        return;
+    g->self_fenced = true;
+    g->self_fences++;
+    kc_error_t why;
+    kc_fail(&why, KC_ERR_TIMEOUT,
+            "group %s: self-fenced: no heartbeat answered for %lld ms; the coordinator may "
+            "expire the member in %lld ms (session timeout %lld, fence at %.0f%%). No callback "
+            "of its partitions starts, nothing is committed until it answers",
+            g->group, (long long)(now - g->answered_sent_ms),
+            (long long)(kc_self_fence_expiry(g->answered_sent_ms, g->session_ms) - now),
+            (long long)g->session_ms, g->conf.self_fence_ratio * 100);
+    kc_log(KC_LOG_WARN, "group848", "%s", why.msg);
+    if (g->h.fence)
+        g->h.fence(g->h.opaque, true, &why);
+}
+
 static void drive(kc_g848_t *g)
 {
     if (g->e->closed)
@@ -531,6 +719,9 @@ static void drive(kc_g848_t *g)
             g->poll_expired = false;
             kc_gc_poll_resumed(&g->gc, now);
         }
+        /* Before the actions: an answer that fenced us must not lift the self-fence ahead of
+         * the LOSE action that revokes the partitions (self_fence_check keeps it then). */
+        self_fence_check(g, now);
         kc_gc_tick(&g->gc, now);
         kc_gc_action_t a;
         while (kc_gc_next_action(&g->gc, now, &a))
@@ -540,15 +731,22 @@ static void drive(kc_g848_t *g)
         for (g_op_t *o = g->ops; o; o = o->next)
             ac_inflight |= o->kind == 3;
         if (g->conf.auto_commit && g->gc.state == KC_GC_STABLE && now >= g->next_auto_commit &&
-            !g->closing && !ac_inflight) {
+            !g->closing && !ac_inflight && !g->self_fenced) {
             g->next_auto_commit = now + g->conf.auto_commit_interval_ms;
             bool sent;
             (void)commit_parts(g, NULL, 3, 0, &sent);
         }
         maybe_heartbeat(g, now);
+        dc_maybe_send(g, now);
     } while (g->again);
     g->driving = false;
     int64_t wake = kc_gc_next_wakeup(&g->gc, now) - now;
+    int64_t fence_at;
+    if (!g->self_fenced &&
+        !kc_self_fence_due(g->answered_sent_ms, g->session_ms, g->conf.self_fence_ratio, now,
+                           &fence_at) &&
+        fence_at - now < wake)
+        wake = fence_at - now;
     /* Connecting, watchdog and auto-commit have no event of their own: look at least this often. */
     int64_t cap = 100;
     if (wake > cap || wake < 0)
@@ -603,6 +801,8 @@ kc_err_t kc_g848_new(kc_g848_t **out, kc_engine_t *e, const kc_g848_conf_t *conf
     }
     g->timer.cb = on_timer;
     g->timer.opaque = g;
+    g->answered_sent_ms = -1;
+    g->session_ms = conf->session_timeout_ms;
     kc_opend_init(&g->pending, e->conf.retry_backoff_ms, e->conf.retry_backoff_max_ms);
     *out = g;
     return KC_OK;
@@ -697,7 +897,11 @@ size_t kc_g848_stats_json(const kc_g848_t *g, char *buf, size_t cap)
         const char *t = lookup((void *)g, o->items[i].topic_id);
         OUT("%s[\"%s\",%d]", i ? "," : "", t ? t : "?", (int)o->items[i].partition);
     }
-    OUT("],\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,\"commits\":%llu,"
+    OUT("],\"self_fenced\":%s,\"self_fences\":%llu,\"session_timeout_ms\":%lld,"
+        "\"session_timeout_source\":\"%s\"",
+        g->self_fenced ? "true" : "false", (unsigned long long)g->self_fences,
+        (long long)g->session_ms, g->dc_from_broker ? "group" : "config");
+    OUT(",\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,\"commits\":%llu,"
         "\"commit_failures\":%llu,\"rediscoveries\":%llu,\"coordinator\":%d}",
         (unsigned long long)g->rebalances, (unsigned long long)g->heartbeats,
         (unsigned long long)g->hb_errors, (unsigned long long)g->commits,

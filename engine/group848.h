@@ -17,6 +17,19 @@
  *              `start`, an offset or KC_ENGINE_START_RESET).
  *   poll_over  how many callbacks run past max.poll.interval.ms right now (the watchdog).
  *   error      an error for the application (fatal: the member stopped for good).
+ *   fence      the self-fence (engine/self_fence.h; may be NULL): on, no record callback of the
+ *              group's partitions may start (running ones finish), buffered records are kept
+ *              and the application's commits are refused; `why` is reported once. off: the
+ *              coordinator answered in time, delivery resumes where it stopped.
+ *
+ * The self-fence: a heartbeat answered without error restarts the member's session at the
+ * coordinator no earlier than its send time. When `self_fence_ratio` of the session timeout
+ * has passed since that send time without another such answer, the member fences itself
+ * (hook above) and commits nothing (auto-commit and the reconciliation's commits are skipped:
+ * the partitions may move, and what they would have committed is redelivered, never lost). The
+ * next answer without error lifts it; an answer that fences the member (FENCED_MEMBER_EPOCH,
+ * UNKNOWN_MEMBER_ID) keeps it until the partitions are lost (on_lost) and the member joined
+ * again.
  *
  * Owner: network thread, everything (hooks are called there too).
  */
@@ -41,6 +54,7 @@ typedef struct kc_g848_hooks {
     unsigned (*poll_over)(void *o);
     void (*error)(void *o, const kc_error_t *e, bool fatal);
     void *opaque;
+    void (*fence)(void *o, bool on, const kc_error_t *why);
 } kc_g848_hooks_t;
 
 /* Copied by kc_g848_new (strings too). */
@@ -54,6 +68,11 @@ typedef struct kc_g848_conf {
     int64_t auto_commit_interval_ms;
     int64_t commit_timeout_ms;
     int64_t coordinator_timeout_ms;
+    /* The self-fence: the group's session timeout (group.consumer.session.timeout.ms, used
+     * until the group's consumer.session.timeout.ms is known) and the part of it after which
+     * the member fences itself (group.self.fence.ratio; 0: never). */
+    int64_t session_timeout_ms;
+    double self_fence_ratio;
 } kc_g848_conf_t;
 
 kc_err_t kc_g848_new(kc_g848_t **out, kc_engine_t *e, const kc_g848_conf_t *conf,

@@ -182,8 +182,20 @@ KC_API int kc_records_timestamp_type(const kc_records_t *b);
  * Redelivery window: with manual assignment a record is delivered once (unless you seek back or
  * return KC_CB_RETRY). In a group, a partition that changes hands restarts at the group's
  * committed offset, so records its previous owner processed after its last commit are delivered
- * again; and a member cut off from its coordinator keeps delivering the partitions it holds until
- * it learns it was fenced (its commits are then refused), which the new owner delivers too.
+ * again. A member cut off from its coordinator fences itself before the coordinator may give its
+ * partitions away: once group.self.fence.ratio of the session timeout (KIP-848: the group's
+ * consumer.session.timeout.ms, read with DescribeConfigs, else group.consumer.session.timeout.ms;
+ * classic: session.timeout.ms) has passed since the last answered heartbeat was sent, no
+ * callback of its partitions starts (one running finishes; buffered records are kept), its
+ * commits are refused (KC_ERR_STATE) and auto-commit stops, and one KC_EVENT_ERROR says so. If
+ * the coordinator answers while the member still holds its epoch/generation, delivery resumes
+ * where it stopped (nothing skipped, nothing repeated); if it was fenced meanwhile, on_lost
+ * follows. So two members never run callbacks of one partition at once, provided the callback in
+ * flight at the fence returns within the rest of the session ((1 - ratio) x session timeout).
+ * What such a member finished after its last successful commit, up to its fence, is delivered
+ * again by the new owner: that is the redelivery window, bounded by the records it can process
+ * in ratio x session timeout, not by queued.max.bytes. group.self.fence.ratio=0 turns the fence
+ * off (the member then keeps delivering until it learns it was fenced).
  *
  *  KC_CB_CONTINUE  The view is processed; the committable offset advances to its end (in manual
  *                  store mode, enable.auto.offset.store=false, only kc_store_offset advances it).
@@ -420,8 +432,10 @@ KC_API kc_err_t kc_committed(kc_consumer_t *c, kc_topic_partition_t *tps, size_t
  *    fresh one until timeout); classic: member id + generation + group.instance.id. tps == NULL
  *    then means the member's partitions (not those it is revoking: their offsets are committed
  *    by the revocation itself). While the member holds no membership (joining, rejoining after
- *    a fence, closed) the call fails with KC_ERR_STATE. Refusals come back as KC_ERR_BROKER with
- *    the Kafka code and a message naming each refused partition: REBALANCE_IN_PROGRESS (classic:
+ *    a fence, closed) the call fails with KC_ERR_STATE, and so it does while the member is
+ *    self-fenced (cut off from its coordinator, see "Redelivery window"). Refusals come back as
+ *    KC_ERR_BROKER with the Kafka code and a message naming each refused partition:
+ *    REBALANCE_IN_PROGRESS (classic:
  *    commit again after on_assign), ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID (the generation is
  *    over; the member rejoins), FENCED_INSTANCE_ID. A partition the member no longer owns gets
  *    whatever the broker answers for it (brokers check the member, not the partition).

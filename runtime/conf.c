@@ -15,7 +15,7 @@
 #include "base/err.h"
 
 enum { T_INT, T_BOOL, T_STR, T_ENUM, T_LIST };
-enum { F_SECRET = 1, F_HOSTPORT = 2, F_EMPTY_OK = 4, F_MEMBER_ID = 8 };
+enum { F_SECRET = 1, F_HOSTPORT = 2, F_EMPTY_OK = 4, F_MEMBER_ID = 8, F_FRACTION = 16 };
 #define TYPE_INT       T_INT
 #define TYPE_BOOL      T_BOOL
 #define TYPE_STR       T_STR
@@ -26,6 +26,7 @@ enum { F_SECRET = 1, F_HOSTPORT = 2, F_EMPTY_OK = 4, F_MEMBER_ID = 8 };
 #define FLAG_HOSTPORT  F_HOSTPORT
 #define FLAG_EMPTY_OK  F_EMPTY_OK
 #define FLAG_MEMBER_ID F_MEMBER_ID
+#define FLAG_FRACTION  F_FRACTION
 
 typedef struct key_def {
     const char *name;
@@ -222,6 +223,34 @@ static kc_err_t check_member_id(const key_def_t *k, const char *v, kc_error_t *e
 }
 
 /* The value check of one key. Secret values are never echoed back. */
+/* A FRACTION value: a decimal number with 0 <= x < 1 ("0", "0.8", ".25"); no exponent, sign,
+ * infinity or NaN spellings (strtod would take them). */
+static bool parse_fraction(const char *v, double *out)
+{
+    bool digit = false;
+    for (const char *p = v; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            digit = true;
+        else if (*p != '.')
+            return false;
+    }
+    char *end;
+    errno = 0;
+    double x = digit ? strtod(v, &end) : -1;
+    if (!digit || *end || errno || !(x >= 0 && x < 1))
+        return false;
+    if (out)
+        *out = x;
+    return true;
+}
+
+double kc_conf_fraction(const kc_conf_t *c, kc_conf_id_t id)
+{
+    double x = 0;
+    (void)parse_fraction(kc_conf_str(c, id), &x); /* checked at set time; the default parses */
+    return x;
+}
+
 static kc_err_t check_value(const key_def_t *k, const char *v, kc_error_t *err)
 {
     const char *shown = (k->flags & F_SECRET) ? "[redacted]" : v;
@@ -249,6 +278,11 @@ static kc_err_t check_value(const key_def_t *k, const char *v, kc_error_t *err)
     case T_STR:
         if (k->flags & F_MEMBER_ID)
             return check_member_id(k, v, err);
+        if ((k->flags & F_FRACTION) && !parse_fraction(v, NULL))
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "%s: \"%s\" is not a fraction (allowed: a decimal number from 0 up to, "
+                           "not including, 1)",
+                           k->name, shown);
         return KC_OK;
     case T_LIST:
         return check_list(k, v, err);

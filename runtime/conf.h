@@ -20,6 +20,8 @@ struct kc_conf {
 int64_t kc_conf_int(const kc_conf_t *c, kc_conf_id_t id);
 bool kc_conf_bool(const kc_conf_t *c, kc_conf_id_t id);
 const char *kc_conf_str(const kc_conf_t *c, kc_conf_id_t id);
+/* A STR key with the FRACTION flag, as a number (0 <= x < 1). */
+double kc_conf_fraction(const kc_conf_t *c, kc_conf_id_t id);
 bool kc_conf_is_set(const kc_conf_t *c, kc_conf_id_t id);
 const char *kc_conf_name(kc_conf_id_t id);
 

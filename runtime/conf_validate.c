@@ -53,11 +53,25 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
                        SET(SESSION_TIMEOUT_MS)      ? "session.timeout.ms"
                        : SET(HEARTBEAT_INTERVAL_MS) ? "heartbeat.interval.ms"
                                                     : "rebalance.timeout.ms");
+    if (classic && SET(GROUP_CONSUMER_SESSION_TIMEOUT_MS))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "group.consumer.session.timeout.ms applies to group.protocol=consumer only; "
+                       "with classic the member's own session.timeout.ms is the session");
     if (classic && INT(HEARTBEAT_INTERVAL_MS) >= INT(SESSION_TIMEOUT_MS))
         return kc_fail(err, KC_ERR_CONFIG,
                        "heartbeat.interval.ms (%lld) must be lower than session.timeout.ms (%lld), "
                        "typically a third of it",
                        (long long)INT(HEARTBEAT_INTERVAL_MS), (long long)INT(SESSION_TIMEOUT_MS));
+    double ratio = kc_conf_fraction(c, KC_CONF_GROUP_SELF_FENCE_RATIO);
+    if (classic && ratio > 0 &&
+        ratio * (double)INT(SESSION_TIMEOUT_MS) < 2.0 * (double)INT(HEARTBEAT_INTERVAL_MS))
+        return kc_fail(
+            err, KC_ERR_CONFIG,
+            "group.self.fence.ratio (%s) of session.timeout.ms (%lld) is shorter than two "
+            "heartbeat.interval.ms (%lld): the member would pause whenever one heartbeat "
+            "is slow; raise the ratio, lower the interval, or set the ratio to 0",
+            STR(GROUP_SELF_FENCE_RATIO), (long long)INT(SESSION_TIMEOUT_MS),
+            (long long)INT(HEARTBEAT_INTERVAL_MS));
     return KC_OK;
 }
 

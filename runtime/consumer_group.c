@@ -43,6 +43,9 @@ struct kc_cgroup {
     kc_consumer_t *c;    /* the consumer this group belongs to (member id, stats hook) */
     char member_id[128]; /* the id last given to kc_consumer_set_member_id */
     const char *group;   /* group.id: the consumer's conf string, which outlives us */
+    /* Self-fenced (the fence hook): every partition of the group carries the runtime's FENCED
+     * bit, those assigned meanwhile too, and the application's commits are refused. */
+    bool fenced;
 };
 
 static gpart_t *find(kc_cgroup_t *cg, const char *topic, int32_t partition)
@@ -120,6 +123,8 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
         free(t);
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
     }
+    if (cg->fenced) /* before anything of it can run */
+        (void)kc_rt_part_fence(rtp);
     gpart_t *gp = &cg->p[cg->n++];
     *gp = (gpart_t){t, partition, rtp, false, false, false};
     kc_err_t rc = kc_engine_add(cg->e, topic, partition, start, rtp, err);
@@ -149,6 +154,24 @@ static void post_error(kc_cgroup_t *cg, const kc_error_t *e, bool fatal)
 static void h_error(void *o, const kc_error_t *e, bool fatal)
 {
     post_error(o, e, fatal);
+}
+
+/* The self-fence (group848.h): all the group's partitions, revoking ones included (their
+ * on_revoke/on_lost is not gated by it, only record callbacks are). */
+static void h_fence(void *o, bool on, const kc_error_t *why)
+{
+    kc_cgroup_t *cg = o;
+    if (cg->fenced == on)
+        return;
+    cg->fenced = on;
+    for (size_t i = 0; i < cg->n; i++) {
+        if (on)
+            (void)kc_rt_part_fence(cg->p[i].rtp);
+        else
+            kc_rt_part_unfence(cg->p[i].rtp);
+    }
+    if (on && why)
+        post_error(cg, why, false);
 }
 
 /* Called at every group drive (at least every 100 ms): the watchdog, and keeping the consumer's
@@ -192,7 +215,10 @@ kc_err_t kc_cg_new(kc_cgroup_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf
     gc.auto_commit_interval_ms = kc_conf_int(conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS);
     gc.commit_timeout_ms = kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
     gc.coordinator_timeout_ms = kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
-    kc_g848_hooks_t h = {h_revoke, h_committable, h_drop, h_assign, h_poll_over, h_error, cg};
+    gc.session_timeout_ms = kc_conf_int(conf, KC_CONF_GROUP_CONSUMER_SESSION_TIMEOUT_MS);
+    gc.self_fence_ratio = kc_conf_fraction(conf, KC_CONF_GROUP_SELF_FENCE_RATIO);
+    kc_g848_hooks_t h = {h_revoke,    h_committable, h_drop, h_assign,
+                         h_poll_over, h_error,       cg,     h_fence};
     kc_err_t rc = strcmp(kc_conf_str(conf, KC_CONF_GROUP_PROTOCOL), "classic") == 0
                       ? kc_cg_new_classic(&cg->cl, e, conf, &h, err)
                       : kc_g848_new(&cg->g, e, &gc, &h, err);
@@ -331,6 +357,13 @@ kc_err_t kc_cg_commit(kc_cgroup_t *cg, const kc_engine_offset_t *offs, size_t n,
                       kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err)
 {
     *none = false;
+    if (cg->fenced)
+        return kc_fail(err, KC_ERR_STATE,
+                       "commit: group %s: this member is self-fenced (its coordinator has not "
+                       "answered a heartbeat for most of the session timeout, so its partitions "
+                       "may be moving to another member); nothing is committed until the "
+                       "coordinator answers",
+                       cg->group);
     kc_engine_offset_t *held = NULL;
     if (!offs) {
         held = calloc(cg->n ? cg->n : 1, sizeof *held);

@@ -28,6 +28,7 @@ void kc_cg_classic_conf(const kc_conf_t *conf, kc_gcl_conf_t *out)
     gc.request_timeout_ms = (int)kc_conf_int(conf, KC_CONF_REQUEST_TIMEOUT_MS);
     gc.commit_timeout_ms = gc.request_timeout_ms;
     gc.coordinator_timeout_ms = gc.request_timeout_ms;
+    gc.self_fence_ratio = kc_conf_fraction(conf, KC_CONF_GROUP_SELF_FENCE_RATIO);
     *out = gc;
 }
 

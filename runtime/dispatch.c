@@ -287,6 +287,26 @@ void kc_rt_part_resume(kc_rt_part_t *p)
     kc_rt_kick(p); /* release in kick publishes paused=false to the worker */
 }
 
+bool kc_rt_part_fence(kc_rt_part_t *p)
+{
+    /* acq_rel: pairs with the gate's CAS (dispatch.h), as kc_rt_part_revoke's fetch_or does */
+    unsigned old = atomic_fetch_or_explicit(&p->life, KC_RT_FENCED, memory_order_acq_rel);
+    return (old & KC_RT_INCB) != 0;
+}
+
+void kc_rt_part_unfence(kc_rt_part_t *p)
+{
+    unsigned old =
+        atomic_fetch_and_explicit(&p->life, ~(unsigned)KC_RT_FENCED, memory_order_acq_rel);
+    if (old & KC_RT_FENCED)
+        kc_rt_kick(p); /* the worker gave the partition up at the gate: queue it again */
+}
+
+bool kc_rt_part_fenced(const kc_rt_part_t *p)
+{
+    return (atomic_load_explicit(&p->life, memory_order_relaxed) & KC_RT_FENCED) != 0;
+}
+
 int64_t kc_rt_part_committable(const kc_rt_part_t *p)
 {
     return atomic_load_explicit(&p->committable, memory_order_acquire);

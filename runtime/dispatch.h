@@ -36,7 +36,7 @@
  *   touches the partition, which frees it with kc_rt_part_free.
  *
  * ---- Seeks and the gate (bits KC_RT_GEN_SHIFT.. of `life`) ----------------------------------
- *   The upper bits of `life` count seeks (seek_gen modulo 2^28; seek.c bumps both). The INCB
+ *   The upper bits of `life` count seeks (seek_gen modulo 2^27; seek.c bumps both). The INCB
  *   CAS expects the generation of the batch the view was decoded from, so the gate also fails
  *   for a view of a batch pushed before the last seek. The seek's bump and the gate's CAS are
  *   read-modify-writes of one word, so they are totally ordered (its modification order): a
@@ -45,6 +45,19 @@
  *   it. kc_seek returns after the bump, so no callback that enters the gate after kc_seek
  *   returned sees a record from before the seek. No lock: the CAS is the one every callback
  *   already pays.
+ *
+ * ---- The self-fence (bit FENCED of `life`) --------------------------------------------------
+ *   A group member cut off from its coordinator stops starting record callbacks before the
+ *   coordinator may hand its partitions to another member (engine/self_fence.h), and starts
+ *   again when the coordinator answers. kc_rt_part_fence sets FENCED with a fetch_or on `life`:
+ *   the gate's CAS expects no flag, so it linearises callbacks exactly as REVOKING does (one whose
+ *   CAS won is in flight and is reported, none starts after). Unlike a revoke nothing is
+ *   dropped: the batch being delivered stays in `cur`, queued ones stay in the ring, the
+ *   delivery floor does not move, so clearing FENCED (kc_rt_part_unfence, then a kick) resumes
+ *   at the first record not yet delivered. It is a reason of its own, apart from `paused` (the
+ *   application's kc_pause, KC_CB_PAUSE, KC_CB_STOP): delivery needs both clear, so kc_resume
+ *   does not lift a self-fence and lifting one does not undo a kc_pause. on_revoke/on_lost are
+ *   not gated by it (a coordinator's fence ends in on_lost while FENCED is set).
  */
 #ifndef KC_RUNTIME_DISPATCH_H
 #define KC_RUNTIME_DISPATCH_H
@@ -68,7 +81,8 @@ enum {
     KC_RT_LOST = 2u,      /* with REVOKING: on_lost instead of on_revoke */
     KC_RT_INCB = 4u,      /* a record callback is running */
     KC_RT_REVOKED = 8u,   /* on_revoke returned; REVOKE_DONE posted */
-    KC_RT_GEN_SHIFT = 4u, /* bits from here up: the seek generation (see above) */
+    KC_RT_FENCED = 16u,   /* self-fenced: no record callback starts (see above) */
+    KC_RT_GEN_SHIFT = 5u, /* bits from here up: the seek generation (see above) */
 };
 /* The generation bits of `life` for seek generation g. */
 #define KC_RT_LIFE_GEN(g) ((unsigned)(g) << KC_RT_GEN_SHIFT)
@@ -200,6 +214,12 @@ bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost);
 void kc_rt_part_free(kc_rt_part_t *p);
 void kc_rt_part_pause(kc_rt_part_t *p);
 void kc_rt_part_resume(kc_rt_part_t *p);
+/* The self-fence (see above). Network thread. kc_rt_part_fence returns true when a record
+ * callback was in flight at the moment of the call (it finishes; none starts after). Both are
+ * idempotent. */
+bool kc_rt_part_fence(kc_rt_part_t *p);
+void kc_rt_part_unfence(kc_rt_part_t *p);
+bool kc_rt_part_fenced(const kc_rt_part_t *p);
 /* Committable offset (offset after the last processed record), -1 when none. Any thread. */
 int64_t kc_rt_part_committable(const kc_rt_part_t *p);
 /* Manual store. Any thread. */

@@ -123,9 +123,11 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     unsigned exp = gen | KC_RT_ACTIVE;
     if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
         return YIELD;
-    /* The gate: fails once REVOKING is set, or once a seek bumped the generation after p->cur
-     * was pushed (the view is stale: dropped by the next kc_rt_part_apply_seek). acq_rel pairs
-     * with kc_rt_part_revoke's fetch_or and kc_rt_part_seek's fetch_add; acquire on failure
+    /* The gate: fails once REVOKING or FENCED is set (YIELD: the view stays in p->cur and is
+     * delivered from next_deliver on after kc_rt_part_unfence), or once a seek bumped the
+     * generation after p->cur was pushed (the view is stale: dropped by the next
+     * kc_rt_part_apply_seek). acq_rel pairs with kc_rt_part_revoke's and kc_rt_part_fence's
+     * fetch_or and kc_rt_part_seek's fetch_add; acquire on failure
      * makes the seek's seek_gen and seek_to visible to apply_seek. */
     if (!atomic_compare_exchange_strong_explicit(&p->life, &exp, gen | KC_RT_INCB,
                                                  memory_order_acq_rel, memory_order_acquire))
@@ -287,7 +289,9 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
                     cb_exit(w);
                 }
             }
-            if (!atomic_load_explicit(&p->paused, memory_order_relaxed) &&
+            /* Paused (the application, KC_CB_PAUSE/STOP) or self-fenced: nothing to run until
+             * the reason is lifted with a kick. The gate checks FENCED again per callback. */
+            if (!atomic_load_explicit(&p->paused, memory_order_relaxed) && !(life & KC_RT_FENCED) &&
                 run_batches(w, p) == REQUEUE) {
                 kc_rt_runq_push(&rt->rq, p); /* still SCHED: we hand it to the queue */
                 return;

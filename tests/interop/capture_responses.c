@@ -202,6 +202,15 @@ static void *build(int16_t key, int16_t v, const kc_proto_api_t *api)
         r->group_ids.items = &g848;
         break;
     }
+    case 32: {
+        /* the KIP-848 group's configs (resource type 32, GROUP), all of them (keys null) */
+        static kc_describe_configs_request_describe_configs_resource_t res = {
+            32, {"kc-capture-848", 14}, {-1, NULL}};
+        kc_describe_configs_request_t *r = m;
+        r->resources.count = 1;
+        r->resources.items = &res;
+        break;
+    }
     default:
         break; /* defaults: the broker answers with an error code, still a real response */
     }

@@ -9,6 +9,7 @@
  */
 #include "mb.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -17,7 +18,11 @@ enum {
     ERR_COORDINATOR_NOT_AVAILABLE = 15,
     ERR_INVALID_GROUP_ID = 24,
     ERR_UNSUPPORTED_VERSION = 35,
+    ERR_INVALID_REQUEST = 42,
 };
+/* DescribeConfigs' enums (Kafka's ConfigResource.Type, DescribeConfigsResponse's ConfigSource
+ * and ConfigType). */
+enum { RESOURCE_GROUP = 32, CONFIG_SOURCE_DEFAULT = 5, CONFIG_TYPE_INT = 3 };
 
 /* What we serve. Versions are the codec's min..max_stable: everything it can encode. */
 static const int16_t served[] = {
@@ -27,6 +32,7 @@ static const int16_t served[] = {
     KC_OFFSET_FETCH_REQUEST_API_KEY,     KC_JOIN_GROUP_REQUEST_API_KEY,
     KC_SYNC_GROUP_REQUEST_API_KEY,       KC_HEARTBEAT_REQUEST_API_KEY,
     KC_LEAVE_GROUP_REQUEST_API_KEY,      KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY,
+    KC_DESCRIBE_CONFIGS_REQUEST_API_KEY,
 };
 
 bool mb_api_range(int16_t key, int16_t *min, int16_t *max)
@@ -238,7 +244,7 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
      * wrong generation or member epoch); the anonymous form (no member, -1) always commits. */
     mbg_group_t *g = q.group_id.len > 0 ? mbg_find(mb, q.group_id, true) : NULL;
     int16_t gerr = q.group_id.len <= 0 ? ERR_INVALID_GROUP_ID
-                   : !g                ? ERR_COORDINATOR_NOT_AVAILABLE
+                   : !g ? ERR_COORDINATOR_NOT_AVAILABLE
                         : mbg_commit_check(g, q.member_id, q.generation_id_or_member_epoch);
     for (int32_t i = 0; i < q.topics.count; i++) {
         const kc_offset_commit_request_topic_t *qt = &q.topics.items[i];
@@ -332,6 +338,66 @@ static kc_err_t offset_fetch(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
     return kc_offset_fetch_response_encode(&r, v, w, err);
 }
 
+/* DescribeConfigs: a GROUP resource (type 32) has the KIP-848 group configs this broker applies
+ * to every group (mb.h's MBG_848_*); any other resource type is refused. Configuration keys
+ * filter as in Kafka (null: all). */
+static kc_err_t describe_configs(int16_t v, kc_rbuf_t *r, kc_wbuf_t *w, kc_arena_t *a,
+                                 kc_error_t *err)
+{
+    kc_describe_configs_request_t q;
+    kc_err_t rc = kc_describe_configs_request_decode(&q, v, r, a, err);
+    if (rc != KC_OK)
+        return rc;
+    char session[16], interval[16];
+    snprintf(session, sizeof session, "%d", MBG_848_SESSION_MS);
+    snprintf(interval, sizeof interval, "%d", MBG_848_HEARTBEAT_MS);
+    const char *names[] = {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"};
+    const char *values[] = {session, interval};
+    kc_describe_configs_response_t m;
+    kc_describe_configs_response_init(&m);
+    int32_t n = q.resources.count > 0 ? q.resources.count : 0;
+    m.results.items = kc_arena_calloc(a, (size_t)n + 1, sizeof *m.results.items);
+    if (!m.results.items)
+        return kc_fail(err, KC_ERR_NOMEM, "DescribeConfigs response");
+    m.results.count = n;
+    for (int32_t i = 0; i < n; i++) {
+        const kc_describe_configs_request_describe_configs_resource_t *res = &q.resources.items[i];
+        kc_describe_configs_response_describe_configs_result_t *out = &m.results.items[i];
+        out->resource_type = res->resource_type;
+        out->resource_name = res->resource_name;
+        out->error_message = KC_STR_NULL;
+        if (res->resource_type != RESOURCE_GROUP) {
+            out->error_code = ERR_INVALID_REQUEST;
+            out->error_message = kc_str("kc-memory-broker describes group configs only");
+            continue;
+        }
+        out->configs.items = kc_arena_calloc(a, 2, sizeof *out->configs.items);
+        if (!out->configs.items)
+            return kc_fail(err, KC_ERR_NOMEM, "DescribeConfigs response");
+        for (int k = 0; k < 2; k++) {
+            bool want = res->configuration_keys.count < 0;
+            for (int32_t j = 0; j < res->configuration_keys.count; j++)
+                want |=
+                    res->configuration_keys.items[j].len == (int32_t)strlen(names[k]) &&
+                    memcmp(res->configuration_keys.items[j].ptr, names[k], strlen(names[k])) == 0;
+            if (!want)
+                continue;
+            kc_describe_configs_response_describe_configs_resource_result_t *c =
+                &out->configs.items[out->configs.count++];
+            c->name = kc_str(names[k]);
+            char *val = kc_arena_calloc(a, strlen(values[k]) + 1, 1);
+            if (!val)
+                return kc_fail(err, KC_ERR_NOMEM, "DescribeConfigs response");
+            memcpy(val, values[k], strlen(values[k]));
+            c->value = kc_str(val);
+            c->config_source = CONFIG_SOURCE_DEFAULT;
+            c->config_type = CONFIG_TYPE_INT;
+            c->documentation = KC_STR_NULL;
+        }
+    }
+    return kc_describe_configs_response_encode(&m, v, w, err);
+}
+
 kc_err_t mb_handle(mb_t *mb, int16_t key, int16_t v, kc_rbuf_t *r, kc_wbuf_t *w, kc_arena_t *a,
                    kc_error_t *err)
 {
@@ -358,6 +424,8 @@ kc_err_t mb_handle(mb_t *mb, int16_t key, int16_t v, kc_rbuf_t *r, kc_wbuf_t *w,
     case KC_LEAVE_GROUP_REQUEST_API_KEY:
     case KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY:
         return mb_group_handle(mb, key, v, r, w, a, err);
+    case KC_DESCRIBE_CONFIGS_REQUEST_API_KEY:
+        return describe_configs(v, r, w, a, err);
     case KC_FETCH_REQUEST_API_KEY: {
         kc_fetch_request_t q;
         kc_err_t rc = kc_fetch_request_decode(&q, v, r, a, err);

@@ -257,6 +257,47 @@ static void every_key_is_validated(void **state)
     }
 }
 
+/* group.self.fence.ratio: a fraction 0 <= x < 1, checked when set; the classic session must
+ * leave two heartbeat intervals before the fence point; its KIP-848 session key is refused for
+ * classic. */
+static void self_fence_settings(void **state)
+{
+    (void)state;
+    kc_error_t e;
+    assert_true(kc_conf_fraction(C, KC_CONF_GROUP_SELF_FENCE_RATIO) == 0.8); /* the default */
+    const char *good[] = {"0", "0.5", ".25", "0.999", "0.0"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        set_ok("group.self.fence.ratio", good[i]);
+    assert_true(kc_conf_fraction(C, KC_CONF_GROUP_SELF_FENCE_RATIO) == 0.0);
+    const char *bad[] = {"1", "1.0", "-0.1", "", ".", "0.8x", "nan", "inf", "8e-1", "+0.5", " 0.5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect_msg("group.self.fence.ratio", bad[i], "group.self.fence.ratio: ");
+        expect_msg("group.self.fence.ratio", bad[i], "is not a fraction");
+    }
+    assert_true(kc_conf_fraction(C, KC_CONF_GROUP_SELF_FENCE_RATIO) == 0.0); /* unchanged */
+    set_ok("bootstrap.servers", "h:1");
+    set_ok("group.id", "g");
+    set_ok("group.protocol", "classic");
+    set_ok("session.timeout.ms", "6000");
+    set_ok("heartbeat.interval.ms", "2000");
+    set_ok("group.self.fence.ratio", "0.5");
+    conflict("shorter than two heartbeat.interval.ms");
+    set_ok("group.self.fence.ratio", "0"); /* off: no constraint */
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    set_ok("group.self.fence.ratio", "0.8");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    set_ok("group.consumer.session.timeout.ms", "10000");
+    conflict("group.consumer.session.timeout.ms applies to group.protocol=consumer only");
+    set_ok("group.protocol", "consumer");
+    set_ok("session.timeout.ms", "45000");
+    kc_conf_destroy(C);
+    C = kc_conf_new();
+    set_ok("bootstrap.servers", "h:1");
+    set_ok("group.id", "g");
+    set_ok("group.consumer.session.timeout.ms", "10000");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+}
+
 static void member_id_and_empty_identification(void **state)
 {
     (void)state;
@@ -389,6 +430,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(every_key_is_validated, setup, teardown),
         cmocka_unit_test_setup_teardown(member_id_and_empty_identification, setup, teardown),
         cmocka_unit_test_setup_teardown(more_conflicts_are_explained, setup, teardown),
+        cmocka_unit_test_setup_teardown(self_fence_settings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

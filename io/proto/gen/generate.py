@@ -34,7 +34,7 @@ APIS = [
     ("consumer_group_heartbeat", "ConsumerGroupHeartbeat"),
     ("consumer_group_describe", "ConsumerGroupDescribe"), ("describe_groups", "DescribeGroups"),
     ("list_groups", "ListGroups"), ("sasl_handshake", "SaslHandshake"),
-    ("sasl_authenticate", "SaslAuthenticate"),
+    ("sasl_authenticate", "SaslAuthenticate"), ("describe_configs", "DescribeConfigs"),
 ]
 # Single-message files: headers and the versioned consumer-protocol payloads.
 SINGLES = [
