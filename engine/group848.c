@@ -236,9 +236,18 @@ static void maybe_heartbeat(kc_g848_t *g, int64_t now)
     if (kc_conn_state(conn) != KC_CONN_READY) {
         /* Connecting. A coordinator that went away leaves its connection reconnecting to a
          * dead address: after a failed attempt (or a second without success) that counts as a
-         * failed heartbeat, and the state machine asks for a rediscovery. */
+         * failed heartbeat, and the state machine asks for a rediscovery. Only once a heartbeat
+         * is due: until then the backoff of the previous failure runs. Counted at once, every
+         * FindCoordinator answer failed the next heartbeat again: while the brokers still name
+         * a dead coordinator (until the controller fences it, ~9 s) that is a loop of thousands
+         * of FindCoordinator requests a second, and after the reset of a live coordinator's
+         * connection (heartbeat unanswered, above) it ran the backoff up to its maximum within
+         * the 50 ms reconnect, so the heartbeat that could keep the session alive went out a
+         * second late. */
         if (!g->notready_since)
             g->notready_since = now;
+        if (!kc_gc_heartbeat_wanted(&g->gc, now))
+            return;
         if (kc_conn_failures(conn) > 0 || now - g->notready_since > 1000) {
             g->notready_since = 0;
             kc_error_t why;

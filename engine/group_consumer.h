@@ -185,6 +185,11 @@ void kc_gc_close(kc_gc_t *gc, int64_t now_ms);       /* same; done when UNSUBSCR
  * subscription needs a newer version. Call kc_gc_heartbeat_sent once it is on the wire. */
 kc_err_t kc_gc_heartbeat_due(kc_gc_t *gc, int64_t now_ms, int16_t version,
                              kc_consumer_group_heartbeat_request_t *req, kc_error_t *err);
+/* Would kc_gc_heartbeat_due hand out a request now? No side effects. The engine asks before it
+ * treats a coordinator connection that is not up as a failed heartbeat: until the retry backoff
+ * of the last failure has run out there is nothing to fail, so a dead coordinator is asked about
+ * (rediscovery) once per backoff, not as fast as FindCoordinator answers. */
+bool kc_gc_heartbeat_wanted(const kc_gc_t *gc, int64_t now_ms);
 void kc_gc_heartbeat_sent(kc_gc_t *gc, int64_t now_ms);
 void kc_gc_on_heartbeat_response(kc_gc_t *gc, int64_t now_ms,
                                  const kc_consumer_group_heartbeat_response_t *resp);

@@ -56,11 +56,16 @@ static bool heartbeat_state(kc_gc_state_t s)
            s == KC_GC_ACKNOWLEDGING || s == KC_GC_PREPARE_LEAVING || s == KC_GC_LEAVING;
 }
 
+bool kc_gc_heartbeat_wanted(const kc_gc_t *gc, int64_t now_ms)
+{
+    return heartbeat_state(gc->state) && !gc->inflight && !gc->coordinator_wait &&
+           (gc->hb_now || now_ms >= gc->next_hb_ms);
+}
+
 kc_err_t kc_gc_heartbeat_due(kc_gc_t *gc, int64_t now_ms, int16_t version,
                              kc_consumer_group_heartbeat_request_t *req, kc_error_t *err)
 {
-    if (!heartbeat_state(gc->state) || gc->inflight || gc->coordinator_wait ||
-        (!gc->hb_now && now_ms < gc->next_hb_ms))
+    if (!kc_gc_heartbeat_wanted(gc, now_ms))
         return KC_ERR_AGAIN;
     if (gc->regex && version < 1)
         return kc_fail(

@@ -378,6 +378,40 @@ static void not_coordinator_deadline(void **state)
     kc_gc_free(&gc);
 }
 
+/* A transport failure: no heartbeat is wanted until the backoff has run out, also once the
+ * rediscovery has answered (the engine only then treats a dead coordinator connection as the
+ * next failure, so a dead coordinator is asked about once per backoff). */
+static void heartbeat_wanted_after_backoff(void **state)
+{
+    (void)state;
+    kc_gc_t gc;
+    resp_t x;
+    join_with(&gc, NULL, (int[]){1, 0, -1});
+    int64_t t = 1012;
+    hb(&gc, t, 1);
+    assert_false(kc_gc_heartbeat_wanted(&gc, t + 1)); /* in flight */
+    kc_error_t why = {.code = KC_ERR_TRANSPORT};
+    for (int i = 0; i < 4; i++) { /* 1.5 s of backoffs: inside the 3 s deadline */
+        kc_gc_on_heartbeat_failure(&gc, t + 1, &why);
+        act(&gc, t + 1, KC_GC_ACT_REDISCOVER, 0);
+        assert_false(kc_gc_heartbeat_wanted(&gc, t + 1)); /* waiting for the coordinator */
+        kc_gc_coordinator_ready(&gc, t + 2);
+        int64_t at = kc_gc_next_wakeup(&gc, t + 2);
+        /* 100 ms doubling, each ±20% */
+        assert_true(at - (t + 1) >= (100 << i) * 8 / 10);
+        assert_true(at - (t + 1) <= (100 << i) * 12 / 10);
+        assert_false(kc_gc_heartbeat_wanted(&gc, t + 2));
+        assert_false(kc_gc_heartbeat_wanted(&gc, at - 1));
+        assert_true(kc_gc_heartbeat_wanted(&gc, at));
+        t = at;
+    }
+    hb(&gc, t, 1);
+    kc_gc_on_heartbeat_response(&gc, t + 5, mkresp(&x, 0, 1, NULL));
+    assert_false(gc.retrying);
+    assert_int_equal(gc.state, KC_GC_STABLE);
+    kc_gc_free(&gc);
+}
+
 static void fatal_errors_surface(void **state)
 {
     (void)state;
@@ -548,6 +582,7 @@ int main(void)
         cmocka_unit_test(fenced_loses_and_rejoins),
         cmocka_unit_test(leave_epochs),
         cmocka_unit_test(not_coordinator_deadline),
+        cmocka_unit_test(heartbeat_wanted_after_backoff),
         cmocka_unit_test(fatal_errors_surface),
         cmocka_unit_test(only_changed_fields),
         cmocka_unit_test(topic_authorization_not_fatal),
