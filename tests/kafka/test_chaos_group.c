@@ -141,6 +141,10 @@ static void blackhole(const char *fault, const char *conf)
      * partitions fails: the errors this fault may raise, all from member A. */
     kc_chaos_allow_error(ch, KC_ERR_TIMEOUT);
     kc_chaos_allow_error(ch, KC_ERR_BROKER);
+    /* ... and it fences itself before its session can expire, so its partitions are never
+     * inside callbacks on both members at once (kconsume.h, the redelivery window). */
+    kc_chaos_require_exclusive(ch);
+    kc_chaos_allow_self_fence(ch);
     char group[128];
     group_name(group, sizeof group, fault);
     kc_chaos_member_t *m[2] = {kc_chaos_member_new(ch, kc_fp_bootstrap(g_fp), group, conf),

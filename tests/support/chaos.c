@@ -26,6 +26,12 @@ typedef struct part {
     _Atomic int64_t end;     /* last known end offset (sampler's query) */
     _Atomic int64_t frontier, stall_ms, max_stall_ms;
     int64_t moved_at; /* sampler only: when the frontier last moved (or records appeared) */
+    /* Per member: when its first record callback of its current assignment of this partition
+     * started (ns, 0: none or ended by on_revoke/on_lost). A callback of another member ending
+     * after that moment means the partition was inside callbacks on two members at once: the
+     * handover's rule is that the old owner's last callback ends before the new owner's first
+     * begins. */
+    _Atomic int64_t owner_since[MAX_MEMBERS];
 } part_t;
 
 typedef struct skip {
@@ -60,6 +66,12 @@ struct kc_chaos {
     _Atomic long delivered, beyond, bad_dups, dups_total;
     _Atomic long dup_pair[4][4]; /* [earlier member][later member] of duplicate deliveries */
     _Atomic long errors_allowed, errors_bad;
+    /* Exclusivity: record callbacks of one partition on two members at once (part_t.owner_since),
+     * and the members' self-fence reports. Both are printed; a suite that requires exclusivity
+     * (kc_chaos_require_exclusive) fails on an overlap, and one that does not allow self-fences
+     * (the default) fails on a self-fence. */
+    _Atomic long overlaps, self_fences;
+    bool exclusive, self_fence_ok;
     kc_err_t allowed[MAX_ALLOWED];
     int nallowed;
     char first_bad[512];
@@ -88,6 +100,13 @@ void kc_chaos_filter(void)
 {
     if (getenv("KC_CHAOS_ONLY"))
         cmocka_set_test_filter(getenv("KC_CHAOS_ONLY"));
+}
+
+static int64_t kc_chaos_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 int64_t kc_chaos_now_ms(void)
@@ -193,6 +212,16 @@ const char *kc_chaos_topic(const kc_chaos_t *ch)
     return ch->topic;
 }
 
+void kc_chaos_require_exclusive(kc_chaos_t *ch)
+{
+    ch->exclusive = true;
+}
+
+void kc_chaos_allow_self_fence(kc_chaos_t *ch)
+{
+    ch->self_fence_ok = true;
+}
+
 void kc_chaos_allow_error(kc_chaos_t *ch, kc_err_t code)
 {
     assert_true(ch->nallowed < MAX_ALLOWED);
@@ -271,6 +300,9 @@ static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
                    (int)kp->partition, (int)(a->tag & 0xffff),
                    (long long)kc_records_first_offset(b));
     }
+    part_t *cp = kp->partition >= 0 && kp->partition < ch->nparts ? &ch->p[kp->partition] : NULL;
+    if (cp && a && !atomic_load(&cp->owner_since[m->idx]))
+        atomic_store(&cp->owner_since[m->idx], kc_chaos_now_ns());
     const kc_record_t *r;
     long n = 0;
     while ((r = kc_records_next(b))) {
@@ -300,12 +332,29 @@ static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
     int slow = atomic_load(&m->slow_ms);
     if (slow > 0 && atomic_fetch_sub(&m->slow_left, 1) > 0)
         usleep((useconds_t)slow * 1000);
+    if (cp) {
+        int64_t end = kc_chaos_now_ns();
+        for (int j = 0; j < MAX_MEMBERS; j++) {
+            int64_t since = j == m->idx ? 0 : atomic_load(&cp->owner_since[j]);
+            if (since && since < end) {
+                atomic_fetch_add(&ch->overlaps, 1);
+                if (ch->exclusive)
+                    bad(ch,
+                        "partition %d: a callback of member %d ended %lld ms after member %d's "
+                        "first one began",
+                        (int)kp->partition, m->idx, (long long)((end - since) / 1000000), j);
+                break;
+            }
+        }
+    }
     return KC_CB_CONTINUE;
 }
 
 static void on_gone(void *o, kc_part_t *kp)
 {
     kc_chaos_member_t *m = o;
+    if (kp->partition >= 0 && kp->partition < m->ch->nparts)
+        atomic_store(&m->ch->p[kp->partition].owner_since[m->idx], 0);
     free(kp->app);
     kp->app = NULL;
     atomic_fetch_sub(&m->owned, 1);
@@ -321,6 +370,8 @@ static void on_event(void *o, const kc_event_t *ev)
 {
     kc_chaos_member_t *m = o;
     kc_chaos_t *ch = m->ch;
+    if (ev->type == KC_EVENT_ERROR && strstr(ev->error->msg, "self-fenced"))
+        atomic_fetch_add(&ch->self_fences, 1);
     if (ev->type == KC_EVENT_ERROR) {
         for (int i = 0; i < ch->nallowed; i++)
             if (ev->error->code == ch->allowed[i]) {
@@ -546,6 +597,8 @@ void kc_chaos_finish(kc_chaos_t *ch, long requested, int64_t max_stall_ms)
            ch->fault, produced, consumed, dup, lost, skipped, atomic_load(&ch->bad_dups),
            (long long)stall, stall_part, atomic_load(&ch->errors_allowed),
            atomic_load(&ch->errors_bad), requested);
+    printf("chaos: %s overlapping_callbacks=%ld self_fences=%ld\n", ch->fault,
+           atomic_load(&ch->overlaps), atomic_load(&ch->self_fences));
     fflush(stdout);
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++)
@@ -560,7 +613,9 @@ void kc_chaos_finish(kc_chaos_t *ch, long requested, int64_t max_stall_ms)
         free(ch->p[i].tag);
     }
     long bad_dups = atomic_load(&ch->bad_dups), errors_bad = atomic_load(&ch->errors_bad),
-         beyond = atomic_load(&ch->beyond);
+         beyond = atomic_load(&ch->beyond), overlaps = atomic_load(&ch->overlaps),
+         self_fences = atomic_load(&ch->self_fences);
+    bool exclusive = ch->exclusive, self_fence_ok = ch->self_fence_ok;
     for (int i = 0; i < atomic_load(&ch->nmembers); i++)
         free(ch->members[i]);
     free(ch);
@@ -569,5 +624,9 @@ void kc_chaos_finish(kc_chaos_t *ch, long requested, int64_t max_stall_ms)
     assert_int_equal(bad_dups, 0);
     assert_int_equal(errors_bad, 0);
     assert_int_equal(beyond, 0);
+    if (exclusive)
+        assert_int_equal(overlaps, 0);
+    if (!self_fence_ok)
+        assert_int_equal(self_fences, 0);
     assert_true(stall <= max_stall_ms);
 }

@@ -46,6 +46,11 @@ kc_chaos_t *kc_chaos_new(const char *fault, int partitions, int replication, lon
 const char *kc_chaos_topic(const kc_chaos_t *ch);
 /* Errors the contract lets reach on_event in this fault (others are violations). */
 void kc_chaos_allow_error(kc_chaos_t *ch, kc_err_t code);
+/* Fail the suite when record callbacks of one partition ever run on two members at once (the
+ * self-fence's promise: a cut-off member stops before its partitions move). Printed always. */
+void kc_chaos_require_exclusive(kc_chaos_t *ch);
+/* Self-fence reports are expected (a member is cut off); by default one fails the suite. */
+void kc_chaos_allow_self_fence(kc_chaos_t *ch);
 
 /* Produces n records of 100 bytes with acks=all: rate 0 = as fast as possible, else records/s.
  * _bg returns the producer's pid at once; kc_chaos_produce_wait reaps it (its exit status). */
