@@ -675,10 +675,16 @@ static void act(kc_g848_t *g, const kc_gc_action_t *a, int64_t now)
  * and nothing is reported. Lifted only by an answer without error, never by losing the epoch: an
  * answer that fenced us (the epoch goes to 0) is followed by the LOSE action, and delivering in
  * between would be delivering partitions another member may already own. */
+/* The ratio in force: the configured one, raised for the heartbeat interval the coordinator
+ * gave (self_fence.h). */
+static double fence_ratio(const kc_g848_t *g)
+{
+    return kc_self_fence_ratio(g->conf.self_fence_ratio, g->session_ms, g->gc.interval_ms);
+}
+
 static void self_fence_check(kc_g848_t *g, int64_t now)
 {
-    bool due =
-        kc_self_fence_due(g->answered_sent_ms, g->session_ms, g->conf.self_fence_ratio, now, NULL);
+    bool due = kc_self_fence_due(g->answered_sent_ms, g->session_ms, fence_ratio(g), now, NULL);
     if (!due && g->self_fenced) {
         g->self_fenced = false;
         kc_log(KC_LOG_INFO, "group848",
@@ -700,7 +706,7 @@ static void self_fence_check(kc_g848_t *g, int64_t now)
             "of its partitions starts, nothing is committed until it answers",
             g->group, (long long)(now - g->answered_sent_ms),
             (long long)(kc_self_fence_expiry(g->answered_sent_ms, g->session_ms) - now),
-            (long long)g->session_ms, g->conf.self_fence_ratio * 100);
+            (long long)g->session_ms, fence_ratio(g) * 100);
     kc_log(KC_LOG_WARN, "group848", "%s", why.msg);
     if (g->h.fence)
         g->h.fence(g->h.opaque, true, &why);
@@ -752,8 +758,7 @@ static void drive(kc_g848_t *g)
     int64_t wake = kc_gc_next_wakeup(&g->gc, now) - now;
     int64_t fence_at;
     if (!g->self_fenced &&
-        !kc_self_fence_due(g->answered_sent_ms, g->session_ms, g->conf.self_fence_ratio, now,
-                           &fence_at) &&
+        !kc_self_fence_due(g->answered_sent_ms, g->session_ms, fence_ratio(g), now, &fence_at) &&
         fence_at - now < wake)
         wake = fence_at - now;
     /* Connecting, watchdog and auto-commit have no event of their own: look at least this often. */

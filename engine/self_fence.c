@@ -27,3 +27,12 @@ int64_t kc_self_fence_expiry(int64_t answered_sent_ms, int64_t session_ms)
         return INT64_MAX;
     return answered_sent_ms + session_ms;
 }
+
+double kc_self_fence_ratio(double ratio, int64_t session_ms, int64_t interval_ms)
+{
+    if (!(ratio > 0) || session_ms <= 0 || interval_ms <= 0 || interval_ms >= session_ms)
+        return ratio;
+    double floor =
+        ((double)interval_ms + (double)(session_ms - interval_ms) / 2) / (double)session_ms;
+    return floor > ratio ? floor : ratio;
+}

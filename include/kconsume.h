@@ -498,8 +498,9 @@ KC_API int kc_worker_id(void);
 /*
  * Orderly stop, in this order: assignment changes and kc_poll are refused from the start
  * (KC_ERR_CLOSED); fetching stops; in-flight callbacks finish and views held by app threads are
- * waited for (kc_records_release); on_revoke runs for every partition, and kc_store_offset,
- * kc_commit_async and kc_commit still work there; the final commit (auto-commit) sends exactly
+ * waited for (kc_records_release); on_revoke runs for every partition, and kc_store_offset and
+ * kc_commit_async still work there (kc_commit too, from app threads, until the final commit);
+ * the final commit (auto-commit) sends exactly
  * what callbacks finished (enable.auto.offset.store=true) or what was stored
  * (enable.auto.offset.store=false, on_revoke's stores included); fetch sessions close; the group
  * is left; every thread is joined. After that every call but kc_close fails with KC_ERR_CLOSED.

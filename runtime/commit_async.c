@@ -128,7 +128,10 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
     kc_consumer_t *c = a->c;
     a->rc = KC_OK;
     c->async_pending++; /* until answered(): kc_close waits for it before closing the engine */
-    if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire)) {
+    /* CLOSED: kc_close has waited for the commits in flight (COMMITS_IDLE) and is closing the
+     * engine; one that raced the phase is answered here rather than killed by that close. */
+    if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire) ||
+        atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED) {
         a->rc = kc_fail(&a->err, KC_ERR_CLOSED, "commit: consumer is closed");
         answered(a);
         return;
@@ -213,8 +216,9 @@ KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tp
 static void ac_tick(kc_loop_t *loop, kc_loop_timer_t *t)
 {
     kc_consumer_t *c = t->opaque;
-    if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire))
-        return;
+    if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire) ||
+        atomic_load_explicit(&c->phase, memory_order_relaxed) != KC_PHASE_OPEN)
+        return; /* closing: kc_close's own commit takes over */
     kc_loop_timer_start(loop, t, kc_conf_int(c->conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS));
     /* A group module (c->grp) auto-commits itself, under its member identity: an anonymous
      * commit from here would be refused by a group with live members. */

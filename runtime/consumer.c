@@ -748,13 +748,22 @@ static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
      * their partition's revocation waiting until they are released. */
     kc_pull_close(c);
     rc = kc_cg_close_wait(c, left_ms(deadline), err); /* a group member: revoke, commit, leave */
-    /* Manual assignment: revoke every partition, wait for their on_revoke (REVOKE_DONE). */
+    /* Manual assignment: revoke every partition, wait for their on_revoke (REVOKE_DONE). A
+     * quarter of the budget (at most 2 s) is kept for the final commit, so that one callback
+     * still running at the deadline does not cost every other partition its commit (what is
+     * committable never passes a callback in flight). */
+    int64_t total = deadline - kc_now_ns();
+    int64_t reserve = total / 4 < 2000000000LL ? total / 4 : 2000000000LL;
+    int64_t revoke_deadline =
+        c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)
+            ? deadline - (reserve > 0 ? reserve : 0)
+            : deadline;
     for (;;) {
         kc_ccall_t k = {.op = KC_COP_CLOSE};
         kc_consumer_call(c, &k, NULL);
         if (k.done)
             break;
-        if (left_ms(deadline) == 0) {
+        if (left_ms(revoke_deadline) == 0) {
             if (rc == KC_OK)
                 rc = kc_fail(err, KC_ERR_TIMEOUT,
                              "close: callbacks or held views still running after the timeout");
@@ -837,6 +846,7 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
     }
     struct timespec dl = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
     int to = 0;
+    c->close_waiters++; /* kc_destroy waits for it to leave the mutex and condvar */
     while (c->close_state != KC_CLOSE_DONE && !to)
         to = pthread_cond_timedwait(&c->close_cv, &c->close_mu, &dl) == ETIMEDOUT;
     /* The close that ran answers for every caller waiting on it: one cut short (its own,
@@ -844,6 +854,8 @@ KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
     kc_err_t rc = c->close_state == KC_CLOSE_DONE ? c->close_rc : KC_ERR_TIMEOUT;
     kc_error_t e = c->close_err;
     bool done = c->close_state == KC_CLOSE_DONE;
+    if (--c->close_waiters == 0)
+        pthread_cond_broadcast(&c->close_cv);
     pthread_mutex_unlock(&c->close_mu);
     if (!done)
         return kc_fail(err, KC_ERR_TIMEOUT,
@@ -868,7 +880,7 @@ KC_API void kc_destroy(kc_consumer_t *c)
     kc_close(c, 0, NULL);
     /* A close another thread started (whose kc_close may not have returned) ends first. */
     pthread_mutex_lock(&c->close_mu);
-    while (c->close_state != KC_CLOSE_DONE)
+    while (c->close_state != KC_CLOSE_DONE || c->close_waiters > 0)
         pthread_cond_wait(&c->close_cv, &c->close_mu);
     pthread_mutex_unlock(&c->close_mu);
     kc_pull_abandon(c); /* views still held: taken back, or joining would wait for them */

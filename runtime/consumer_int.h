@@ -70,6 +70,8 @@ struct kc_consumer {
     pthread_mutex_t close_mu;
     pthread_cond_t close_cv; /* CLOCK_MONOTONIC */
     int close_state;         /* KC_CLOSE_NONE, KC_CLOSE_RUNNING, KC_CLOSE_DONE */
+    int close_waiters;       /* kc_close calls waiting for another's close (kc_destroy waits
+                                for them to leave: they still touch close_mu and close_cv) */
     kc_err_t close_rc;       /* the close's result, for the callers that waited for it */
     kc_error_t close_err;
     struct kc_cgroup *grp; /* group.protocol=consumer after kc_subscribe (consumer_group.c);

@@ -55,6 +55,23 @@ static void disabled_unknown_or_unanswered(void **state)
     assert_int_equal(kc_self_fence_expiry(-1, 45000), INT64_MAX);
 }
 
+/* A heartbeat interval close to the session raises the ratio: the fence never comes before the
+ * point halfway between the next heartbeat and the session's end. */
+static void the_interval_raises_the_ratio(void **state)
+{
+    (void)state;
+    assert_true(kc_self_fence_ratio(0.8, 6000, 5000) > 0.9166 &&
+                kc_self_fence_ratio(0.8, 6000, 5000) < 0.9167); /* 5500 / 6000 */
+    assert_true(kc_self_fence_ratio(0.8, 45000, 5000) == 0.8);  /* floor 25000 < 36000 */
+    assert_true(kc_self_fence_ratio(0.8, 6000, 0) == 0.8);      /* interval unknown */
+    assert_true(kc_self_fence_ratio(0, 6000, 5000) == 0);       /* disabled stays disabled */
+    assert_true(kc_self_fence_ratio(0.8, 6000, 6000) == 0.8);   /* not below the session */
+    int64_t next;
+    double r = kc_self_fence_ratio(0.8, 6000, 5000);
+    assert_false(kc_self_fence_due(0, 6000, r, 5400, &next)); /* 0.8 alone: fenced at 4800 */
+    assert_int_equal(next, 5500);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -62,6 +79,7 @@ int main(void)
         cmocka_unit_test(a_newer_answer_moves_the_deadline),
         cmocka_unit_test(never_before_the_expiry),
         cmocka_unit_test(disabled_unknown_or_unanswered),
+        cmocka_unit_test(the_interval_raises_the_ratio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
