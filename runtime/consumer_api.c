@@ -58,8 +58,10 @@ static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t
         return g;
     /* Refused from the start of kc_close (the network thread checks again): not after a
      * committed-offset round trip for KC_OFFSET_STORED entries. */
-    if (atomic_load_explicit(&c->phase, memory_order_relaxed) != KC_PHASE_OPEN)
-        return kc_fail(err, KC_ERR_CLOSED, "%s: the consumer is closing", fn);
+    int phase = atomic_load_explicit(&c->phase, memory_order_relaxed);
+    if (phase != KC_PHASE_OPEN)
+        return kc_fail(err, KC_ERR_CLOSED, "%s: the consumer is %s", fn,
+                       phase == KC_PHASE_CLOSED ? "closed" : "closing");
     kc_topic_partition_t *copy = calloc(n ? n : 1, sizeof *copy);
     if (!copy)
         return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
