@@ -425,7 +425,7 @@ static void dc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     }
     if (v > 0) {
         if (v != g->session_ms)
-            kc_log(KC_LOG_INFO, "group848", "group %s: consumer.session.timeout.ms is %lld ms",
+            kc_log(KC_LOG_DEBUG, "group848", "group %s: consumer.session.timeout.ms is %lld ms",
                    g->group, (long long)v);
         g->session_ms = v;
         g->dc_from_broker = true;

@@ -32,7 +32,8 @@ double kc_self_fence_ratio(double ratio, int64_t session_ms, int64_t interval_ms
 {
     if (!(ratio > 0) || session_ms <= 0 || interval_ms <= 0 || interval_ms >= session_ms)
         return ratio;
-    double floor =
-        ((double)interval_ms + (double)(session_ms - interval_ms) / 2) / (double)session_ms;
+    double two = 2.0 * (double)interval_ms;
+    double half = (double)interval_ms + (double)(session_ms - interval_ms) / 2;
+    double floor = (two < half ? two : half) / (double)session_ms;
     return floor > ratio ? floor : ratio;
 }

@@ -31,11 +31,12 @@ bool kc_self_fence_due(int64_t answered_sent_ms, int64_t session_ms, double rati
                        int64_t *next_ms);
 
 /* The ratio in force for a heartbeat interval the coordinator chose (KIP-848 sends it; classic
- * validates its own statically): never below the point halfway between the next heartbeat and
- * the session's end, so a healthy member whose answer comes one interval after the last is not
- * fenced at every heartbeat (session 6000 with interval 5000: 0.8 would fence at 4800, before
- * the 5000 heartbeat was even sent; the floor is 5500). ratio <= 0 stays disabled; an unknown
- * interval or session (<= 0) leaves the ratio as it is. */
+ * validates its own statically): the fence point is never before two intervals, nor before the
+ * point halfway between the next heartbeat and the session's end when that comes first, so a
+ * healthy member whose answer comes one interval after the last is not fenced at every
+ * heartbeat (session 6000 with interval 5000: 0.8 would fence at 4800, before the 5000
+ * heartbeat was even sent; the floor is 5500). ratio <= 0 stays disabled; an unknown interval or
+ * session (<= 0) leaves the ratio as it is. */
 double kc_self_fence_ratio(double ratio, int64_t session_ms, int64_t interval_ms);
 
 /* The earliest time the coordinator may expire the member: answered_sent_ms + session_ms

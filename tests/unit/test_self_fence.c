@@ -55,8 +55,8 @@ static void disabled_unknown_or_unanswered(void **state)
     assert_int_equal(kc_self_fence_expiry(-1, 45000), INT64_MAX);
 }
 
-/* A heartbeat interval close to the session raises the ratio: the fence never comes before the
- * point halfway between the next heartbeat and the session's end. */
+/* A heartbeat interval close to the session raises the ratio: the fence never comes before two
+ * intervals, nor before halfway between the next heartbeat and the session's end. */
 static void the_interval_raises_the_ratio(void **state)
 {
     (void)state;
@@ -66,6 +66,8 @@ static void the_interval_raises_the_ratio(void **state)
     assert_true(kc_self_fence_ratio(0.8, 6000, 0) == 0.8);      /* interval unknown */
     assert_true(kc_self_fence_ratio(0, 6000, 5000) == 0);       /* disabled stays disabled */
     assert_true(kc_self_fence_ratio(0.8, 6000, 6000) == 0.8);   /* not below the session */
+    assert_true(kc_self_fence_ratio(0.05, 10000, 500) == 0.1);  /* two intervals: 1000 */
+    assert_true(kc_self_fence_ratio(0.2, 10000, 500) == 0.2);   /* already past them */
     int64_t next;
     double r = kc_self_fence_ratio(0.8, 6000, 5000);
     assert_false(kc_self_fence_due(0, 6000, r, 5400, &next)); /* 0.8 alone: fenced at 4800 */
