@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -49,7 +50,10 @@ typedef struct fp {
     char up_host[FP_MAX_BROKERS][128];
     int up_port[FP_MAX_BROKERS];
 
-    volatile sig_atomic_t stop;
+    /* Set by the SIGTERM handler, read by the accept loop and every connection thread: a
+     * lock-free atomic (async-signal-safe) rather than volatile sig_atomic_t, which is only for
+     * a handler and the thread it interrupted. It publishes nothing else. */
+    atomic_int stop;
     pthread_mutex_t lock; /* guards everything below */
     fp_rule_t rules[FP_MAX_RULES];
     int n_rules;
