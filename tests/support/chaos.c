@@ -26,12 +26,12 @@ typedef struct part {
     _Atomic int64_t end;     /* last known end offset (sampler's query) */
     _Atomic int64_t frontier, stall_ms, max_stall_ms;
     int64_t moved_at; /* sampler only: when the frontier last moved (or records appeared) */
-    /* Per member: when its first record callback of its current assignment of this partition
-     * started (ns, 0: none or ended by on_revoke/on_lost). A callback of another member ending
-     * after that moment means the partition was inside callbacks on two members at once: the
-     * handover's rule is that the old owner's last callback ends before the new owner's first
-     * begins. */
-    _Atomic int64_t owner_since[MAX_MEMBERS];
+    /* Per member, its span over this partition in its current assignment: when its first record
+     * callback started (0: none yet, or ended by on_revoke/on_lost) and when a callback of it
+     * last started or ended. Spans of two members must not overlap: the old owner's last
+     * callback ends before the new owner's first begins (overlap(), on every callback start and
+     * end). */
+    _Atomic int64_t owner_since[MAX_MEMBERS], last_active[MAX_MEMBERS];
 } part_t;
 
 typedef struct skip {
@@ -285,6 +285,23 @@ static void on_assign(void *o, kc_part_t *kp)
     atomic_fetch_add(&m->owned, 1);
 }
 
+/* Member me is in a callback of partition p at `now`: does another member's span overlap its
+ * own (part_t.owner_since)? */
+static void overlap(kc_chaos_t *ch, part_t *cp, int me, int p, int64_t now)
+{
+    int64_t mine = atomic_load(&cp->owner_since[me]);
+    for (int j = 0; j < MAX_MEMBERS; j++) {
+        int64_t since = j == me ? 0 : atomic_load(&cp->owner_since[j]);
+        if (since && since < now && atomic_load(&cp->last_active[j]) > mine) {
+            atomic_fetch_add(&ch->overlaps, 1);
+            if (ch->exclusive)
+                bad(ch, "partition %d: members %d and %d in callbacks of it within %lld ms", p, me,
+                    j, (long long)((atomic_load(&cp->last_active[j]) - mine) / 1000000));
+            return;
+        }
+    }
+}
+
 static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
 {
     kc_chaos_member_t *m = o;
@@ -301,8 +318,13 @@ static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
                    (long long)kc_records_first_offset(b));
     }
     part_t *cp = kp->partition >= 0 && kp->partition < ch->nparts ? &ch->p[kp->partition] : NULL;
-    if (cp && a && !atomic_load(&cp->owner_since[m->idx]))
-        atomic_store(&cp->owner_since[m->idx], kc_chaos_now_ns());
+    if (cp && a) {
+        int64_t now = kc_chaos_now_ns();
+        if (!atomic_load(&cp->owner_since[m->idx]))
+            atomic_store(&cp->owner_since[m->idx], now);
+        atomic_store(&cp->last_active[m->idx], now);
+        overlap(ch, cp, m->idx, (int)kp->partition, now);
+    }
     const kc_record_t *r;
     long n = 0;
     while ((r = kc_records_next(b))) {
@@ -332,20 +354,10 @@ static kc_cb_result_t on_records(void *o, kc_part_t *kp, kc_records_t *b)
     int slow = atomic_load(&m->slow_ms);
     if (slow > 0 && atomic_fetch_sub(&m->slow_left, 1) > 0)
         usleep((useconds_t)slow * 1000);
-    if (cp) {
-        int64_t end = kc_chaos_now_ns();
-        for (int j = 0; j < MAX_MEMBERS; j++) {
-            int64_t since = j == m->idx ? 0 : atomic_load(&cp->owner_since[j]);
-            if (since && since < end) {
-                atomic_fetch_add(&ch->overlaps, 1);
-                if (ch->exclusive)
-                    bad(ch,
-                        "partition %d: a callback of member %d ended %lld ms after member %d's "
-                        "first one began",
-                        (int)kp->partition, m->idx, (long long)((end - since) / 1000000), j);
-                break;
-            }
-        }
+    if (cp && a) {
+        int64_t now = kc_chaos_now_ns();
+        atomic_store(&cp->last_active[m->idx], now);
+        overlap(ch, cp, m->idx, (int)kp->partition, now);
     }
     return KC_CB_CONTINUE;
 }
@@ -354,7 +366,8 @@ static void on_gone(void *o, kc_part_t *kp)
 {
     kc_chaos_member_t *m = o;
     if (kp->partition >= 0 && kp->partition < m->ch->nparts)
-        atomic_store(&m->ch->p[kp->partition].owner_since[m->idx], 0);
+        atomic_store(&m->ch->p[kp->partition].owner_since[m->idx], 0),
+            atomic_store(&m->ch->p[kp->partition].last_active[m->idx], 0);
     free(kp->app);
     kp->app = NULL;
     atomic_fetch_sub(&m->owned, 1);
