@@ -105,21 +105,10 @@ static void error_matching(int m, const char *a, const char *b, char *buf, size_
     kc_gm_free(&lg);
 }
 
+/* The first error of member m into buf, the number of its errors into *n. */
 static void errors_of(int m, char *buf, size_t cap, long *n)
 {
-    char p[400];
-    lpath(p, sizeof p, m);
-    kc_gm_log_t lg = {0};
-    kc_gm_load(&lg, p, m);
-    *n = 0;
-    buf[0] = 0;
-    for (size_t i = 0; i < lg.n; i++)
-        if (lg.ev[i].kind == 'E') {
-            if (!*n)
-                snprintf(buf, cap, "%ld %s", lg.ev[i].code, lg.ev[i].text);
-            (*n)++;
-        }
-    kc_gm_free(&lg);
+    error_matching(m, "", "", buf, cap, n); /* "" is in every text */
 }
 
 static void topic(const char *name, int parts)
