@@ -70,7 +70,7 @@ kc_err_t kc_engine_committed(kc_engine_t *e, const char *group, const kc_engine_
                              size_t n, int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
                              kc_error_t *err);
 
-/* Group membership traffic (engine/group848.c) shares the cache and the connections:
+/* Group membership traffic (engine/group/848/proto.c) shares the cache and the connections:
  * kc_engine_find_coordinator asks FindCoordinator until it answers or the deadline passes (cb with
  * n = 0: KC_OK once kc_engine_coord_conn has a connection); kc_engine_coord_conn is that
  * connection, NULL when the coordinator is not known; kc_engine_coord_invalidate forgets it (a

@@ -1,7 +1,8 @@
 /*
- * The engine's internals, shared by engine.c, brokers.c, metadata.c, fetcher.c, listoffsets.c.
- * Owner of everything here: the network thread (see engine.h). Nothing is shared with workers:
- * records leave through the sink as kc_slice_t references, and that is the only handoff.
+ * The engine's internals, shared by engine.c, brokers.c, metadata.c, fetch/fetcher.c,
+ * listoffsets.c. Owner of everything here: the network thread (see engine.h). Nothing is shared
+ * with workers: records leave through the sink as kc_slice_t references, and that is the only
+ * handoff.
  */
 #ifndef KC_ENGINE_ENGINE_INT_H
 #define KC_ENGINE_ENGINE_INT_H
@@ -9,8 +10,8 @@
 #include "conn.h"
 #include "coordinator.h"
 #include "engine.h"
-#include "fetch_codec.h"
-#include "fetch_plan.h"
+#include "fetch/codec.h"
+#include "fetch/plan.h"
 #include "proto/proto.h"
 
 /* One broker. Owner: network thread. Never freed before the engine (callbacks carry it). */
@@ -26,7 +27,7 @@ typedef struct kc_eng_broker {
     uint8_t fetch_close; /* the in-flight request closes the session */
     int32_t fetch_epoch; /* (id, epoch) of the in-flight request, for logs */
     /* A Fetch to this broker failed at this time (0: never): as a KIP-392 read replica it is
-     * not used again until KC_ENG_REPLICA_AVOID_MS later (fetcher.c, replicas_to_leaders). */
+     * not used again until KC_ENG_REPLICA_AVOID_MS later (fetch/fetcher.c, replicas_to_leaders). */
     int64_t replica_failed_ms;
     kc_engine_broker_stats_t st;
 } kc_eng_broker_t;
@@ -129,7 +130,7 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i);
 void kc_eng_topics_free(kc_engine_t *e);
 const kc_eng_topic_t *kc_eng_topic_find(const kc_engine_t *e, const char *name);
 
-/* fetcher.c */
+/* fetch/fetcher.c */
 void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s);
 
 /* listoffsets.c */

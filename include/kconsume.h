@@ -336,8 +336,8 @@ typedef struct kc_topic_partition {
  * kc_commit_async, kc_store_offset and kc_position,
  * kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks, kc_member_id, kc_close,
  * kc_destroy; auto-commit and the stats event. kc_subscribe joins a group with
- * group.protocol=consumer (KIP-848, runtime/consumer_group.c over engine/group848.c) or
- * group.protocol=classic (engine/classic_drive.c). Known gap: a classic member does not yet
+ * group.protocol=consumer (KIP-848, runtime/group.c over engine/group/848/proto.c) or
+ * group.protocol=classic (engine/group/classic/proto.c). Known gap: a classic member does not yet
  * leave the group when a callback exceeds max.poll.interval.ms (KIP-848 does).
  */
 

@@ -26,7 +26,7 @@ typedef struct kc_buf {
     size_t len;   /* bytes of data[] in use */
     size_t cap;   /* bytes asked for: the frame's size (the receive path fills data[] to cap) */
     size_t alloc; /* bytes allocated for data[], >= cap (pooled buffers come in size classes) */
-    /* Memory accounting of whoever holds the buffer's slices (runtime/frames.c): set once by
+    /* Memory accounting of whoever holds the buffer's slices (runtime/memory_budget.c): set once by
      * the thread that hands out the first slice, before any other thread can see the buffer;
      * called by the last kc_buf_unref, on whichever thread, just before the buffer goes. NULL:
      * nobody counts it. `seq` is that owner's number for the buffer. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group_classic.h"
+#include "group/classic/member.h"
 
 static int32_t no_topics(void *ctx, const char *t)
 {

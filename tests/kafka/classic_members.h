@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "group_classic.h"
+#include "group/classic/member.h"
 #include "proto/describe_groups.gen.h"
 #include "proto/find_coordinator.gen.h"
 #include "proto/proto.h"

@@ -20,7 +20,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "fetch_codec.h"
+#include "fetch/codec.h"
 #include "offsets_codec.h"
 #include "proto/kafka_errors.h"
 #include "proto/proto.h"

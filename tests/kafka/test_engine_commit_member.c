@@ -212,9 +212,9 @@ static void member_identity_read_per_request(void **state)
     call_t c = {OP_FREE, NULL, KC_OK, {0}};
     kc_netthread_call(nt, on_net, &c);
     kc_netthread_stop(nt);
-    kc_gc_close(&a.gc, kc_gd_now_ms());
+    kc_g848_close(&a.gc, kc_gd_now_ms());
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_gone, 10000);
-    kc_gc_free(&a.gc);
+    kc_g848_free(&a.gc);
     close(a.fd);
 }
 

@@ -5,7 +5,7 @@
  *
  * Owner: the test's main thread (the proxy is a child process).
  */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "raw_client.h"
 #include "kc_test.h"
 

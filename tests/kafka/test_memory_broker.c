@@ -6,7 +6,7 @@
  *
  * Owner: the test's main thread (the broker is a child process).
  */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 #include "raw_client.h"
 

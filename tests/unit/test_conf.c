@@ -6,9 +6,8 @@
 
 #include <unistd.h>
 
-#include "classic_drive.h"
 #include "conf.h"
-#include "consumer_group.h"
+#include "group.h"
 #include "dispatch.h"
 #include "kc_test.h"
 
@@ -393,7 +392,8 @@ static void runtime_options_from_conf(void **state)
     assert_int_equal(o.queued_max_bytes, 1048576);
     assert_int_equal(o.max_poll_interval_ms, 1234);
     assert_false(o.auto_store);
-    /* frames.c's response bound: a thirty-second of the cap, never below one partition's. */
+    /* runtime/memory_budget.c's response bound: a thirty-second of the cap, never below one
+     * partition's. */
     assert_int_equal(o.frame_max_bytes, 1048576);
     set_ok("queued.max.bytes", "268435456");
     kc_rt_opts_from_conf(C, &o);
@@ -406,14 +406,14 @@ static void classic_rebalance_timeout(void **state)
 {
     (void)state;
     set_ok("group.protocol", "classic");
-    kc_gcl_conf_t gc;
-    kc_cg_classic_conf(C, &gc);
+    kc_group_conf_t gc;
+    kc_rt_group_conf(C, &kc_classic_proto, &gc);
     assert_int_equal(gc.rebalance_timeout_ms, 300000);
     set_ok("max.poll.interval.ms", "60000");
-    kc_cg_classic_conf(C, &gc);
+    kc_rt_group_conf(C, &kc_classic_proto, &gc);
     assert_int_equal(gc.rebalance_timeout_ms, 60000);
     set_ok("rebalance.timeout.ms", "20000");
-    kc_cg_classic_conf(C, &gc);
+    kc_rt_group_conf(C, &kc_classic_proto, &gc);
     assert_int_equal(gc.rebalance_timeout_ms, 20000);
     assert_int_equal(gc.session_timeout_ms, 45000);
 }

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "fetch_codec.h"
+#include "fetch/codec.h"
 
 static kc_session_part_t part(uint8_t topic, int32_t p, int64_t off)
 {

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "fetch_plan.h"
+#include "fetch/plan.h"
 
 #define NOW 100000
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "offset_pending.h"
+#include "group/offset_pending.h"
 
 /* What the hooks saw. */
 static struct {
@@ -41,7 +41,7 @@ static void error(void *o, const kc_error_t *e, bool fatal)
     snprintf(seen.error_msg, sizeof seen.error_msg, "%s", e->msg);
 }
 
-static const kc_g848_hooks_t HOOKS = {.assign = assign, .error = error};
+static const kc_group_hooks_t HOOKS = {.assign = assign, .error = error};
 
 static kc_engine_offset_t ent(int32_t p, int64_t off, int16_t code)
 {

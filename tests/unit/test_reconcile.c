@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "reconcile.h"
+#include "group/reconcile.h"
 
 static void tid(uint8_t id[16], int t)
 {

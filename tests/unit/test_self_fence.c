@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "self_fence.h"
+#include "group/self_fence.h"
 
 static void fences_at_the_ratio_of_the_session(void **state)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "session.h"
+#include "fetch/session.h"
 
 #define NOW 1000
 

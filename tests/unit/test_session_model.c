@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session.h"
+#include "fetch/session.h"
 
 #define NPART 12
 
