@@ -418,6 +418,47 @@ static void classic_rebalance_timeout(void **state)
     assert_int_equal(gc.session_timeout_ms, 45000);
 }
 
+/* Each protocol reads its own keys: session.timeout.ms and heartbeat.interval.ms are the
+ * classic member's, group.consumer.session.timeout.ms the KIP-848 self-fence's; the assignor keys
+ * likewise. Shared keys map the same way for both. */
+static void group_conf_per_protocol(void **state)
+{
+    (void)state;
+    set_ok("group.id", "g1");
+    set_ok("group.instance.id", "i1");
+    set_ok("session.timeout.ms", "30000");
+    set_ok("heartbeat.interval.ms", "2000");
+    set_ok("group.consumer.session.timeout.ms", "20000");
+    set_ok("partition.assignment.strategy", "roundrobin");
+    set_ok("group.remote.assignor", "range");
+    set_ok("max.poll.interval.ms", "70000");
+    set_ok("request.timeout.ms", "12000");
+    set_ok("enable.auto.commit", "false");
+    kc_group_conf_t k, c;
+    kc_rt_group_conf(C, &kc_g848_proto, &k);
+    kc_rt_group_conf(C, &kc_classic_proto, &c);
+    assert_string_equal(k.group_id, "g1");
+    assert_string_equal(c.group_instance_id, "i1");
+    assert_int_equal(k.session_timeout_ms, 20000);
+    assert_int_equal(c.session_timeout_ms, 30000);
+    assert_int_equal(c.heartbeat_interval_ms, 2000);
+    assert_int_equal(k.heartbeat_interval_ms, 0); /* the coordinator gives it */
+    assert_string_equal(k.server_assignor, "range");
+    assert_null(k.assignors);
+    assert_string_equal(c.assignors, "roundrobin");
+    assert_null(c.server_assignor);
+    assert_int_equal(k.rebalance_timeout_ms, 70000);
+    assert_int_equal(c.rebalance_timeout_ms, 70000);
+    assert_false(k.commit_on_revoke);
+    assert_false(c.commit_on_revoke);
+    assert_int_equal(k.commit_timeout_ms, 12000);
+    assert_int_equal(c.coordinator_timeout_ms, 12000);
+    /* the table the runtime picks from */
+    assert_ptr_equal(kc_rt_group_protocol(C), &kc_g848_proto);
+    set_ok("group.protocol", "classic");
+    assert_ptr_equal(kc_rt_group_protocol(C), &kc_classic_proto);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +468,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(secrets_never_printed, setup, teardown),
         cmocka_unit_test_setup_teardown(runtime_options_from_conf, setup, teardown),
         cmocka_unit_test_setup_teardown(classic_rebalance_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(group_conf_per_protocol, setup, teardown),
         cmocka_unit_test_setup_teardown(every_key_is_validated, setup, teardown),
         cmocka_unit_test_setup_teardown(member_id_and_empty_identification, setup, teardown),
         cmocka_unit_test_setup_teardown(more_conflicts_are_explained, setup, teardown),
