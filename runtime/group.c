@@ -192,25 +192,30 @@ static size_t cg_stats_hook(void *opaque, char *buf, size_t cap)
     return kc_rt_group_stats_json(opaque, buf, cap);
 }
 
-/* The group protocols, by their group.protocol value. */
-static const kc_group_proto_t *const protocols[] = {&kc_g848_proto, &kc_classic_proto};
+/* The group protocols, by kc_conf_group_protocol's choice (AUTO: the driver chooses). */
+static const kc_group_proto_t *const protocols[] = {
+    [KC_GROUP_PROTO_AUTO] = NULL,
+    [KC_GROUP_PROTO_CLASSIC] = &kc_classic_proto,
+    [KC_GROUP_PROTO_CONSUMER] = &kc_g848_proto,
+    [KC_GROUP_PROTO_CONFLICT] = NULL, /* refused by kc_conf_validate */
+};
 
 const kc_group_proto_t *kc_rt_group_protocol(const kc_conf_t *conf)
 {
-    const char *name = kc_conf_str(conf, KC_CONF_GROUP_PROTOCOL);
-    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++)
-        if (strcmp(protocols[i]->name, name) == 0)
-            return protocols[i];
-    return NULL;
+    return protocols[kc_conf_group_protocol(conf, NULL)];
 }
 
 kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf_t *conf,
                          kc_error_t *err)
 {
-    const kc_group_proto_t *proto = kc_rt_group_protocol(conf);
-    if (!proto)
-        return kc_fail(err, KC_ERR_CONFIG, "group.protocol: unknown '%s'",
-                       kc_conf_str(conf, KC_CONF_GROUP_PROTOCOL));
+    const char *key = NULL;
+    kc_group_proto_choice_t choice = kc_conf_group_protocol(conf, &key);
+    if (choice == KC_GROUP_PROTO_CONFLICT)
+        return kc_fail(err, KC_ERR_CONFIG, "group.protocol=auto: %s and a KIP-848 setting are set",
+                       key);
+    char why[160] = "";
+    if (key) /* under auto, a protocol's own setting decided */
+        snprintf(why, sizeof why, "%s is set", key);
     kc_rt_group_t *cg = calloc(1, sizeof *cg);
     if (!cg)
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
@@ -218,10 +223,10 @@ kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const
     cg->rt = rt;
     cg->group = kc_conf_str(conf, KC_CONF_GROUP_ID);
     kc_group_conf_t gc;
-    kc_rt_group_conf(conf, proto, &gc);
+    kc_rt_group_conf(conf, &gc);
     kc_group_hooks_t h = {h_revoke,    h_committable, h_drop, h_assign,
                           h_poll_over, h_error,       cg,     h_fence};
-    kc_err_t rc = kc_group_new(&cg->g, e, proto, &gc, &h, err);
+    kc_err_t rc = kc_group_new(&cg->g, e, protocols[choice], key ? why : NULL, &gc, &h, err);
     if (rc != KC_OK) {
         free(cg);
         return rc;

@@ -61,11 +61,13 @@ kc_err_t kc_rt_group_committed(kc_rt_group_t *cg, const kc_engine_offset_t *offs
 void kc_rt_group_commit_result(kc_rt_group_t *cg, kc_err_t rc, kc_error_t *err,
                                const kc_engine_offset_t *res, size_t n);
 
-/* The protocol group.protocol names, NULL for none (configuration validated it already). */
+/* The protocol to start with (kc_conf_group_protocol decides): the one group.protocol names,
+ * or under auto the one a protocol-only setting implies; NULL under auto otherwise, and the
+ * group driver asks the coordinator (group/group.h). */
 const kc_group_proto_t *kc_rt_group_protocol(const kc_conf_t *conf);
-/* The group driver's settings for `proto` from the configuration (rt_conf.c: the one place the
- * group's keys are read). Pure, any thread; the strings are the configuration's. */
-void kc_rt_group_conf(const kc_conf_t *conf, const kc_group_proto_t *proto, kc_group_conf_t *out);
+/* The group driver's settings from the configuration, for both protocols (rt_conf.c: the one
+ * place the group's keys are read). Pure, any thread; the strings are the configuration's. */
+void kc_rt_group_conf(const kc_conf_t *conf, kc_group_conf_t *out);
 /* Auto-commit may run now (auto_commit.c's timer): the member is in its group, no
  * reconciliation is running, not closing, not self-fenced. */
 bool kc_rt_group_may_auto_commit(const kc_rt_group_t *cg);

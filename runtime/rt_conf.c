@@ -29,29 +29,25 @@ void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o)
     o->auto_store = kc_conf_bool(c, KC_CONF_ENABLE_AUTO_OFFSET_STORE);
 }
 
-void kc_rt_group_conf(const kc_conf_t *c, const kc_group_proto_t *proto, kc_group_conf_t *out)
+void kc_rt_group_conf(const kc_conf_t *c, kc_group_conf_t *out)
 {
-    bool classic = proto == &kc_classic_proto;
     kc_group_conf_t g = {0};
     g.group_id = kc_conf_str(c, KC_CONF_GROUP_ID);
     g.group_instance_id = kc_conf_str(c, KC_CONF_GROUP_INSTANCE_ID);
     g.rack_id = kc_conf_str(c, KC_CONF_CLIENT_RACK);
+    g.server_assignor = kc_conf_str(c, KC_CONF_GROUP_REMOTE_ASSIGNOR);
+    g.assignors = kc_conf_str(c, KC_CONF_PARTITION_ASSIGNMENT_STRATEGY);
+    g.session_timeout_ms = kc_conf_int(c, KC_CONF_SESSION_TIMEOUT_MS);
+    g.consumer_session_timeout_ms = kc_conf_int(c, KC_CONF_GROUP_CONSUMER_SESSION_TIMEOUT_MS);
+    g.heartbeat_interval_ms = (int32_t)kc_conf_int(c, KC_CONF_HEARTBEAT_INTERVAL_MS);
     int64_t mp = kc_conf_int(c, KC_CONF_MAX_POLL_INTERVAL_MS);
-    if (classic) {
-        g.assignors = kc_conf_str(c, KC_CONF_PARTITION_ASSIGNMENT_STRATEGY);
-        g.session_timeout_ms = kc_conf_int(c, KC_CONF_SESSION_TIMEOUT_MS);
-        g.heartbeat_interval_ms = (int32_t)kc_conf_int(c, KC_CONF_HEARTBEAT_INTERVAL_MS);
-        /* rebalance.timeout.ms (librdkafka's key), 0 meaning max.poll.interval.ms as in Java;
-         * the JoinGroup's request timeout adds 5 s to it, so it stays below INT32_MAX. */
-        int64_t rt = kc_conf_int(c, KC_CONF_REBALANCE_TIMEOUT_MS);
-        if (rt == 0)
-            rt = mp;
-        g.rebalance_timeout_ms = rt > INT32_MAX - 5000 ? INT32_MAX - 5000 : (int32_t)rt;
-    } else {
-        g.server_assignor = kc_conf_str(c, KC_CONF_GROUP_REMOTE_ASSIGNOR);
-        g.session_timeout_ms = kc_conf_int(c, KC_CONF_GROUP_CONSUMER_SESSION_TIMEOUT_MS);
-        g.rebalance_timeout_ms = mp > INT32_MAX ? INT32_MAX : (int32_t)mp;
-    }
+    g.rebalance_timeout_ms = mp > INT32_MAX ? INT32_MAX : (int32_t)mp;
+    /* rebalance.timeout.ms (librdkafka's key), 0 meaning max.poll.interval.ms as in Java; the
+     * JoinGroup's request timeout adds 5 s to it, so it stays below INT32_MAX. */
+    int64_t rt = kc_conf_int(c, KC_CONF_REBALANCE_TIMEOUT_MS);
+    if (rt == 0)
+        rt = mp;
+    g.classic_rebalance_timeout_ms = rt > INT32_MAX - 5000 ? INT32_MAX - 5000 : (int32_t)rt;
     g.commit_on_revoke = kc_conf_bool(c, KC_CONF_ENABLE_AUTO_COMMIT);
     g.request_timeout_ms = (int)kc_conf_int(c, KC_CONF_REQUEST_TIMEOUT_MS);
     g.commit_timeout_ms = g.request_timeout_ms;

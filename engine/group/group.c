@@ -19,6 +19,7 @@
 #include "engine_int.h"
 #include "group/offset_pending.h"
 #include "group/self_fence.h"
+#include "proto/kafka_errors.h"
 
 struct kc_group_op {
     kc_group_t *g;
@@ -46,6 +47,21 @@ struct kc_group {
     kc_group_counters_t n;
     kc_group_tp_t *parts; /* kc_group_parts */
     size_t parts_cap;
+    /* group.protocol=auto: the subscription (kept to hand to the protocol chosen), the verdict
+     * waiting for the next pass, the members retired by a choice (freed with the group: their
+     * late answers still find them), and whether the running member ever joined (then it never
+     * falls back). */
+    bool auto_mode, joined, subscribed;
+    char **sub_topics;
+    size_t sub_n;
+    char *sub_regex;
+    const kc_group_proto_t *next_p;
+    char next_why[240];
+    struct retired {
+        const kc_group_proto_t *p;
+        void *m;
+    } *retired;
+    size_t n_retired;
     /* The self-fence: the send time of the last request whose answer kept the session (-1
      * before the first), and whether the member is fenced now. */
     int64_t answered_sent_ms;
@@ -262,6 +278,8 @@ static void self_fence_check(kc_group_t *g, int64_t now)
 
 /* ---- the drive loop ------------------------------------------------------------------------ */
 
+static void switch_protocol(kc_group_t *g);
+
 static void on_timer(kc_loop_t *loop, kc_loop_timer_t *t)
 {
     (void)loop;
@@ -281,6 +299,8 @@ void kc_group_drive(kc_group_t *g)
     do {
         g->again = false;
         now = kc_now_ms();
+        if (g->next_p)
+            switch_protocol(g);
         /* max.poll.interval.ms: Java's liveness rule; the runtime's watchdog decides. */
         unsigned over = g->h.poll_over ? g->h.poll_over(g->h.opaque) : 0;
         if ((over > 0) != g->poll_expired) {
@@ -290,14 +310,16 @@ void kc_group_drive(kc_group_t *g)
         self_fence_check(g, now);
         g->p->step(g->m, now);
         kc_group_action_t a;
-        while (g->p->next_action(g->m, now, &a))
+        while (!g->next_p && g->p->next_action(g->m, now, &a))
             act(g, &a, now);
+        if (g->p->epoch(g->m) > 0)
+            g->joined = true;
         /* One OffsetFetch retry for the pending partitions at a time, never while closing. */
         if (!g->closing)
             kc_opend_send_due(&g->pending, now, g->e, g->group, (int)g->conf.commit_timeout_ms,
                               fetch_done, retry_op_new, retry_op_drop, g);
         g->p->finish(g->m, now);
-    } while (g->again);
+    } while (g->again || g->next_p);
     g->driving = false;
     int64_t wake = g->p->next_wakeup(g->m, now) - now;
     int64_t fence_at;
@@ -329,8 +351,12 @@ static void free_strings(kc_group_t *g)
 }
 
 kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *proto,
-                      const kc_group_conf_t *conf, const kc_group_hooks_t *hooks, kc_error_t *err)
+                      const char *why, const kc_group_conf_t *conf, const kc_group_hooks_t *hooks,
+                      kc_error_t *err)
 {
+    bool auto_mode = proto == NULL;
+    if (auto_mode)
+        proto = &kc_group_auto_proto;
     if (!conf->group_id || !*conf->group_id)
         return kc_fail(err, KC_ERR_CONFIG, "group.protocol=%s needs group.id", proto->name);
     kc_group_t *g = calloc(1, sizeof *g);
@@ -338,6 +364,7 @@ kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
     g->e = e;
     g->p = proto;
+    g->auto_mode = auto_mode;
     g->conf = *conf;
     g->h = *hooks;
     g->group = strdup(conf->group_id);
@@ -362,16 +389,50 @@ kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *
         free(g);
         return rc;
     }
+    if (why)
+        kc_log(KC_LOG_INFO, "group", "group %s: group.protocol=auto chose %s: %s", g->group,
+               proto == &kc_g848_proto ? "consumer (KIP-848)" : proto->name, why);
     *out = g;
+    return KC_OK;
+}
+
+static void free_subscription(kc_group_t *g)
+{
+    for (size_t i = 0; i < g->sub_n; i++)
+        free(g->sub_topics[i]);
+    free(g->sub_topics);
+    free(g->sub_regex);
+    g->sub_topics = NULL;
+    g->sub_regex = NULL;
+    g->sub_n = 0;
+}
+
+/* Kept for the protocol group.protocol=auto chooses later. */
+static kc_err_t keep_subscription(kc_group_t *g, const char *const *topics, size_t n,
+                                  const char *regex, kc_error_t *err)
+{
+    free_subscription(g);
+    g->sub_topics = calloc(n ? n : 1, sizeof *g->sub_topics);
+    bool ok = g->sub_topics && (!regex || (g->sub_regex = strdup(regex)));
+    for (size_t i = 0; ok && i < n; i++, g->sub_n++)
+        ok = (g->sub_topics[i] = strdup(topics[i])) != NULL;
+    if (!ok) {
+        free_subscription(g);
+        return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+    }
     return KC_OK;
 }
 
 kc_err_t kc_group_subscribe(kc_group_t *g, const char *const *topics, size_t n, const char *regex,
                             kc_error_t *err)
 {
-    kc_err_t rc = g->p->subscribe(g->m, topics, n, regex, err);
+    kc_err_t rc = g->auto_mode ? keep_subscription(g, topics, n, regex, err) : KC_OK;
     if (rc == KC_OK)
+        rc = g->p->subscribe(g->m, topics, n, regex, err);
+    if (rc == KC_OK) {
+        g->subscribed = true;
         kc_group_drive(g);
+    }
     return rc;
 }
 
@@ -410,6 +471,10 @@ void kc_group_free(kc_group_t *g)
     for (kc_group_op_t *o = g->ops; o; o = o->next)
         o->g = NULL;
     g->p->destroy(g->m);
+    for (size_t i = 0; i < g->n_retired; i++)
+        g->retired[i].p->destroy(g->retired[i].m);
+    free(g->retired);
+    free_subscription(g);
     kc_opend_free(&g->pending);
     free(g->parts);
     free_strings(g);
@@ -473,9 +538,77 @@ kc_group_counters_t *kc_group_counters(kc_group_t *g)
     return &g->n;
 }
 
+/* A KIP-848 member refused for want of the protocol (the API missing, or UNSUPPORTED_VERSION
+ * from a broker that lists it without running it). */
+static bool no_kip848(const kc_error_t *e)
+{
+    return e->code == KC_ERR_UNSUPPORTED ||
+           (e->code == KC_ERR_BROKER && e->kafka_code == KC_KAFKA_UNSUPPORTED_VERSION);
+}
+
 void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal)
 {
+    if (fatal && g->p == &kc_g848_proto && no_kip848(e)) {
+        if (g->auto_mode && !g->joined) {
+            kc_group_choose(g, &kc_classic_proto, "the KIP-848 member was refused: ");
+            size_t len = strlen(g->next_why);
+            snprintf(g->next_why + len, sizeof g->next_why - len, "%.*s",
+                     (int)(sizeof g->next_why - len - 1), e->msg);
+            return;
+        }
+        kc_error_t hint = *e;
+        size_t len = strlen(hint.msg);
+        snprintf(hint.msg + len, sizeof hint.msg - len,
+                 "; set group.protocol=classic (or auto): the coordinator does not run the "
+                 "KIP-848 protocol (Kafka 4.0+ does; 3.7-3.9 with "
+                 "group.coordinator.rebalance.protocols=classic,consumer)");
+        hint.code = KC_ERR_UNSUPPORTED;
+        g->h.error(g->h.opaque, &hint, fatal);
+        return;
+    }
     g->h.error(g->h.opaque, e, fatal);
+}
+
+void kc_group_choose(kc_group_t *g, const kc_group_proto_t *p, const char *why)
+{
+    g->next_p = p;
+    snprintf(g->next_why, sizeof g->next_why, "%s", why ? why : "");
+}
+
+/* Carries out a verdict at the start of a drive pass, where no protocol call is on the stack:
+ * the running member is retired (its late answers find it, and its coordinator lookups are
+ * cancelled, since they would find the new member), the chosen one made and subscribed. */
+static void switch_protocol(kc_group_t *g)
+{
+    const kc_group_proto_t *p = g->next_p;
+    g->next_p = NULL;
+    if (g->closing)
+        return;
+    struct retired *r = realloc(g->retired, (g->n_retired + 1) * sizeof *r);
+    void *m = NULL;
+    kc_error_t err;
+    kc_err_t rc = r ? p->create(&m, g, &err) : kc_fail(&err, KC_ERR_NOMEM, "out of memory");
+    if (r)
+        g->retired = r;
+    if (rc == KC_OK && g->subscribed)
+        rc = p->subscribe(m, (const char *const *)g->sub_topics, g->sub_n, g->sub_regex, &err);
+    if (rc != KC_OK) {
+        if (m)
+            p->destroy(m);
+        kc_error_t e;
+        kc_fail(&e, rc, "group %s: group.protocol=auto: %s: %s", g->group, p->name, err.msg);
+        g->h.error(g->h.opaque, &e, true);
+        return;
+    }
+    for (kc_group_op_t *o = g->ops; o; o = o->next)
+        if (o->kind == KC_GROUP_OP_FIND)
+            o->cancelled = true;
+    g->retired[g->n_retired++] = (struct retired){g->p, g->m};
+    kc_log(KC_LOG_INFO, "group", "group %s: group.protocol=auto chose %s: %s", g->group,
+           p == &kc_g848_proto ? "consumer (KIP-848)" : p->name, g->next_why);
+    g->p = p;
+    g->m = m;
+    g->joined = false;
 }
 
 bool kc_group_closing(const kc_group_t *g)

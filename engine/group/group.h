@@ -72,12 +72,15 @@ typedef struct kc_group_conf {
     const char *rack_id;           /* client.rack */
     const char *server_assignor;   /* KIP-848: group.remote.assignor; NULL / "": the broker's */
     const char *assignors;         /* classic: partition.assignment.strategy, comma-separated */
-    /* classic: session.timeout.ms; KIP-848: group.consumer.session.timeout.ms, the self-fence's
-     * session until the group's own consumer.session.timeout.ms is read. */
-    int64_t session_timeout_ms;
-    int32_t heartbeat_interval_ms; /* classic */
-    int32_t rebalance_timeout_ms;  /* max.poll.interval.ms (classic: rebalance.timeout.ms) */
-    bool commit_on_revoke;         /* enable.auto.commit */
+    /* Where the protocols differ, each has its own field: both are filled, since under
+     * group.protocol=auto the driver picks the protocol at subscribe. */
+    int64_t session_timeout_ms;           /* classic: session.timeout.ms */
+    int64_t consumer_session_timeout_ms;  /* KIP-848: group.consumer.session.timeout.ms, the
+                                             self-fence's session until the group's is read */
+    int32_t heartbeat_interval_ms;        /* classic (KIP-848: the coordinator's) */
+    int32_t rebalance_timeout_ms;         /* KIP-848: max.poll.interval.ms */
+    int32_t classic_rebalance_timeout_ms; /* classic: rebalance.timeout.ms, else max.poll */
+    bool commit_on_revoke;                /* enable.auto.commit */
     int64_t commit_timeout_ms;
     int64_t coordinator_timeout_ms;
     int request_timeout_ms;
@@ -155,12 +158,26 @@ typedef struct kc_group_proto {
     size_t (*stats_extra)(const void *m, char *buf, size_t cap);
 } kc_group_proto_t;
 
-/* The protocols there are. */
+/* The protocols there are; kc_group_auto_proto is group.protocol=auto's placeholder until the
+ * choice (auto.c). */
 extern const kc_group_proto_t kc_g848_proto;
 extern const kc_group_proto_t kc_classic_proto;
+extern const kc_group_proto_t kc_group_auto_proto;
 
+/* group.protocol=auto (proto NULL): the driver chooses at subscribe, from the coordinator, and
+ * logs the choice once with its reason:
+ *   - classic when the coordinator's ApiVersions lacks ConsumerGroupHeartbeat (Kafka < 3.7), or
+ *     the group exists as a classic group with members (they are not converted under them);
+ *   - KIP-848 otherwise, and for a regex subscription;
+ *   - classic after all when the KIP-848 member is refused for want of the protocol
+ *     (UNSUPPORTED_VERSION, or a coordinator without the API) before it ever joined: a 3.7-3.9
+ *     broker lists the API without running the protocol.
+ * The caller decides earlier when a protocol's own setting is set: then `proto` is that one and
+ * `why` names the setting (logged the same way). A forced protocol never falls back: a forced
+ * KIP-848 on a broker without it fails with KC_ERR_UNSUPPORTED naming group.protocol=classic. */
 kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *proto,
-                      const kc_group_conf_t *conf, const kc_group_hooks_t *hooks, kc_error_t *err);
+                      const char *why, const kc_group_conf_t *conf, const kc_group_hooks_t *hooks,
+                      kc_error_t *err);
 kc_err_t kc_group_subscribe(kc_group_t *g, const char *const *topics, size_t n, const char *regex,
                             kc_error_t *err);
 /* One partition's revoke/lost completion (a hook returned 1 for it). */
@@ -217,6 +234,8 @@ kc_group_tp_t *kc_group_parts(kc_group_t *g, size_t n);
  * past `cap` (then nothing more is written), so the caller learns the size it needs. */
 void kc_group_jsonf(char *buf, size_t cap, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The auto placeholder's verdict: `p` runs from the next drive pass on (group.h's rules). */
+void kc_group_choose(kc_group_t *g, const kc_group_proto_t *p, const char *why);
 /* The protocol's member (what its `create` made). */
 void *kc_group_member(const kc_group_t *g);
 

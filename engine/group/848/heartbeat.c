@@ -173,8 +173,8 @@ static void coordinator_problem(kc_g848_t *gc, int64_t now_ms, int16_t code, boo
             at = gc->retry.deadline_ms;
         } else if (!gc->retry_reported) {
             kc_g848_m_report(gc, false, code,
-                            "group %s: coordinator still failing (%s) past the deadline%s",
-                            "; retrying");
+                             "group %s: coordinator still failing (%s) past the deadline%s",
+                             "; retrying");
             gc->retry_reported = true;
             at = now_ms + gc->cfg.retry_backoff_max_ms;
         } else {
@@ -257,7 +257,7 @@ void kc_g848_on_heartbeat_response(kc_g848_t *gc, int64_t now_ms,
         /* Java's rule: the application hears of it, the membership carries on (a subscription
          * to a topic we may not read is the caller's to fix, not a reason to leave). */
         kc_g848_m_report(gc, false, resp->error_code, "group %s: heartbeat answered %s%s",
-                        "; membership continues");
+                         "; membership continues");
         kc_g848_m_forget_sent(gc);
         gc->next_hb_ms = now_ms + gc->interval_ms;
         return;
@@ -381,8 +381,8 @@ void kc_g848_on_commit_result(kc_g848_t *gc, uint64_t seq, int16_t kafka_code, i
                                                        : KC_RECON_COMMIT_RETRY;
     if (v == KC_OFFSETS_FAIL && seq == gc->rc.seq)
         kc_g848_m_report(gc, false, kafka_code,
-                        "group %s: commit of revoked partitions failed with %s%s",
-                        "; the next owner re-reads from the last committed offset");
+                         "group %s: commit of revoked partitions failed with %s%s",
+                         "; the next owner re-reads from the last committed offset");
     if (kc_reconcile_commit_result(&gc->rc, seq, outcome, now_ms)) {
         gc->commit_retry_at_ms = now_ms + gc->cfg.retry_backoff_ms;
         if (v == KC_OFFSETS_RETRY_FRESH_EPOCH) {

@@ -107,7 +107,7 @@ void kc_g848_free(kc_g848_t *gc)
 }
 
 void kc_g848_m_report(kc_g848_t *gc, bool fatal, int16_t kafka_code, const char *fmt,
-                     const char *detail)
+                      const char *detail)
 {
     gc->have_error = true;
     gc->error_action.kind = KC_G848_ACT_ERROR;

@@ -42,6 +42,7 @@ typedef struct p848 {
     kc_g848_t gc;
     kc_consumer_group_heartbeat_request_t req; /* gc's storage, valid while in flight */
     bool hb_inflight, md_inflight, finding;
+    bool no_api; /* the coordinator lacks ConsumerGroupHeartbeat: reported, nothing more sent */
     kc_conn_t *hb_conn; /* the in-flight heartbeat's connection */
     int64_t hb_sent_ms, notready_since;
     tname_t *names; /* topic id → name, from the Metadata answers */
@@ -165,6 +166,8 @@ static void find_start(p848_t *p)
 
 static void maybe_heartbeat(p848_t *p, int64_t now)
 {
+    if (p->no_api)
+        return;
     if (p->hb_inflight) {
         /* A coordinator killed mid-request may leave the answer hanging until request.timeout.ms
          * (30 s), longer than the session: past a few heartbeat intervals the connection is
@@ -211,9 +214,17 @@ static void maybe_heartbeat(p848_t *p, int64_t now)
     p->notready_since = 0;
     int v = kc_conn_pick_version(conn, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, 0, 1);
     if (v < 0) {
-        kc_error_t e;
-        kc_fail(&e, KC_ERR_UNSUPPORTED, "the coordinator does not speak ConsumerGroupHeartbeat");
-        kc_g848_on_heartbeat_failure(&p->gc, now, &e);
+        /* Not a coordinator outage: asking again finds the same broker. Reported once, as the
+         * end of this member (the driver falls back to classic under group.protocol=auto). */
+        if (!p->no_api) {
+            p->no_api = true;
+            kc_error_t e;
+            kc_fail(&e, KC_ERR_UNSUPPORTED,
+                    "group %s: the group coordinator (broker %d, %s) does not offer "
+                    "ConsumerGroupHeartbeat",
+                    group_of(p), (int)kc_engine_coord_node(p->e, group_of(p)), kc_conn_peer(conn));
+            kc_group_report(p->grp, &e, true);
+        }
         return;
     }
     kc_error_t e;
@@ -439,7 +450,7 @@ static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
     p->grp = grp;
     p->e = kc_group_engine(grp);
     p->conf = kc_group_config(grp);
-    p->session_ms = p->conf->session_timeout_ms;
+    p->session_ms = p->conf->consumer_session_timeout_ms;
     kc_g848_config_t c = {0};
     c.group_id = p->conf->group_id;
     c.group_instance_id = p->conf->group_instance_id;

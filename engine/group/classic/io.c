@@ -127,7 +127,7 @@ static void use_coordinator(kc_classic_io_t *g, const char *addr, int32_t node)
     o.client_id = g->e->client_id;
     o.connect_timeout_ms = g->e->conf.connect_timeout_ms;
     /* A JoinGroup is answered when the rebalance completes (up to the rebalance timeout). */
-    o.request_timeout_ms = g->conf->rebalance_timeout_ms + 5000;
+    o.request_timeout_ms = g->conf->classic_rebalance_timeout_ms + 5000;
     o.reconnect_backoff_ms = g->e->conf.reconnect_backoff_ms;
     o.reconnect_backoff_max_ms = g->e->conf.reconnect_backoff_max_ms;
     o.on_state = conn_state;

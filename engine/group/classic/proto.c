@@ -58,7 +58,7 @@ static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
     c.instance_id = conf->group_instance_id;
     c.rack = conf->rack_id;
     c.session_timeout_ms = (int32_t)conf->session_timeout_ms;
-    c.rebalance_timeout_ms = conf->rebalance_timeout_ms;
+    c.rebalance_timeout_ms = conf->classic_rebalance_timeout_ms;
     c.heartbeat_interval_ms = conf->heartbeat_interval_ms;
     c.coordinator_timeout_ms = conf->coordinator_timeout_ms;
     c.auto_commit = conf->commit_on_revoke;
