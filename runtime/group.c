@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "conf.h"
 #include "consumer_int.h"
+#include "proto/kafka_errors.h"
 
 typedef struct gpart {
     char *topic;
@@ -392,18 +393,18 @@ void kc_rt_group_commit_result(kc_rt_group_t *cg, kc_err_t rc, kc_error_t *err,
         return;
     const char *why = NULL;
     switch (code) {
-    case 27: /* REBALANCE_IN_PROGRESS */
+    case KC_KAFKA_REBALANCE_IN_PROGRESS:
         why = "the group is rebalancing: commit again after on_assign (revoked partitions are "
               "committed at revocation)";
         break;
-    case 22: /* ILLEGAL_GENERATION */
-    case 25: /* UNKNOWN_MEMBER_ID */
+    case KC_KAFKA_ILLEGAL_GENERATION:
+    case KC_KAFKA_UNKNOWN_MEMBER_ID:
         why = "this member's generation is over; it rejoins, and its partitions may have moved";
         break;
-    case 82: /* FENCED_INSTANCE_ID */
+    case KC_KAFKA_FENCED_INSTANCE_ID:
         why = "another instance with this group.instance.id took the member's place";
         break;
-    case 110: /* FENCED_MEMBER_EPOCH */
+    case KC_KAFKA_FENCED_MEMBER_EPOCH:
         why = "the member was fenced; it rejoins and its partitions are lost";
         break;
     }
