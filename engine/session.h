@@ -46,13 +46,11 @@
 
 #include "base/err.h"
 #include "partition.h"
+#include "proto/kafka_errors.h"
 
 #define KC_SESSION_INVALID_ID    0
 #define KC_SESSION_INITIAL_EPOCH 0    /* with id 0: open; with id S: close S and open a new one */
 #define KC_SESSION_FINAL_EPOCH   (-1) /* with id 0: sessionless; with id S: close S */
-
-#define KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND  70
-#define KC_KAFKA_INVALID_FETCH_SESSION_EPOCH 71
 
 /* One partition as a Fetch request carries it. For a consumer log_start_offset is -1 (the field
  * is the follower's own log start); it is compared like the rest so a caller that sets it gets
@@ -96,7 +94,8 @@ typedef struct kc_session_resp {
 
 typedef enum kc_session_outcome {
     KC_SESSION_OK = 0,   /* partitions in the response are valid; state committed */
-    KC_SESSION_RESET,    /* session error (70/71): not surfaced; fetch again at once */
+    KC_SESSION_RESET,    /* FETCH_SESSION_ID_NOT_FOUND or INVALID_FETCH_SESSION_EPOCH:
+                          * not surfaced; fetch again at once */
     KC_SESSION_FALLBACK, /* broker holds no session: sessionless for a while */
     KC_SESSION_FAILED,   /* other top-level error: the fetcher backs off and reports it */
     KC_SESSION_CLOSED,   /* answer to a close */
@@ -107,7 +106,7 @@ typedef struct kc_session_stats {
     uint64_t requests_built;
     uint64_t partitions_sent; /* partition entries over all requests */
     uint64_t forgotten_sent;  /* forgotten entries over all requests */
-    uint64_t resets;          /* 70/71/other top-level errors that reopened */
+    uint64_t resets;          /* session errors (above) and other top-level errors that reopened */
     uint64_t fallbacks;       /* times the broker could not hold a session */
     uint64_t fallback_logs;   /* log lines written about it (once per episode) */
     size_t last_parts;        /* entries in the last request built */

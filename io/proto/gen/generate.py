@@ -95,7 +95,7 @@ def main():
             singles.append((stem, msgs))
         emit_apis(PROTO, apis, source)
         emit_fill(os.path.join(ROOT, "tests", "unit", "proto_fill.gen.inc"), apis, singles, source)
-    kafka_errors.generate(libs, os.path.join(PROTO, "kafka_errors.gen.c"), HERE)
+    kafka_errors.generate(libs, PROTO, HERE)
 
 
 if __name__ == "__main__":
