@@ -144,9 +144,9 @@ int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, ch
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     int rc;
     if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) != KC_OK) {
-        rc = -1;
+        rc = KC_ENG_FC_UNDECODABLE;
     } else if (m.coordinators.count < 1) {
-        rc = -2;
+        rc = KC_ENG_FC_NONE_NAMED;
     } else {
         const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
         rc = k->error_code;
@@ -195,9 +195,9 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     int code = kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node);
     kc_buf_unref(frame);
     const char *why = NULL;
-    if (code == -1) {
+    if (code == KC_ENG_FC_UNDECODABLE) {
         why = "undecodable FindCoordinator";
-    } else if (code == -2) {
+    } else if (code == KC_ENG_FC_NONE_NAMED) {
         why = "FindCoordinator named no coordinator";
     } else if (code) {
         kc_fail_kafka(&op->last, (int16_t)code, "FindCoordinator");

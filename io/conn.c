@@ -24,6 +24,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "conn_addr.h"
+#include "proto/kafka_errors.h"
 
 static void connect_next(kc_conn_t *c);
 static void arm_request_timer(kc_conn_t *c);
@@ -431,7 +432,7 @@ static void on_apiversions(kc_conn_t *c, kc_err_t err, kc_buf_t *frame, size_t o
     kc_err_t rc =
         kc_wire_apiversions_response(frame->data + off, frame->len - off, v, &c->ranges, &e);
     kc_buf_unref(frame);
-    if (rc == KC_ERR_BROKER && e.kafka_code == 35 && c->av_version > 0) {
+    if (rc == KC_ERR_BROKER && e.kafka_code == KC_KAFKA_UNSUPPORTED_VERSION && c->av_version > 0) {
         /* The broker is older than our ApiVersions; ask again in the newest it listed. */
         int16_t mx = c->ranges.max[KC_API_VERSIONS];
         c->av_version = mx >= 0 && mx < c->av_version ? mx : 0;

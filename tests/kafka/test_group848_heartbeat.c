@@ -173,7 +173,7 @@ static void fenced_and_max_poll_rejoin(void **state)
     a.gc.epoch += 7; /* what a member that missed its own epoch bump would send */
     a.gc.hb_now = true;
     int sent;
-    assert_int_equal(kc_gd_heartbeat(a.fd, &a.gc, &sent), 110 /* FENCED_MEMBER_EPOCH */);
+    assert_int_equal(kc_gd_heartbeat(a.fd, &a.gc, &sent), KC_KAFKA_FENCED_MEMBER_EPOCH);
     assert_int_equal(a.gc.state, KC_GC_FENCED);
     kc_gc_action_t act;
     assert_true(kc_gc_next_action(&a.gc, kc_gd_now_ms(), &act));

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "kconsume.h"
+#include "proto/kafka_errors.h"
 
 #define NP   3
 #define RECS 600
@@ -332,7 +333,9 @@ static void commits_during_rebalance(const char *protocol)
         if (rc == KC_OK) {
             ok++;
         } else if (rc == KC_ERR_BROKER &&
-                   (err.kafka_code == 27 || err.kafka_code == 22 || err.kafka_code == 25) &&
+                   (err.kafka_code == KC_KAFKA_REBALANCE_IN_PROGRESS ||
+                    err.kafka_code == KC_KAFKA_ILLEGAL_GENERATION ||
+                    err.kafka_code == KC_KAFKA_UNKNOWN_MEMBER_ID) &&
                    strstr(err.msg, " (")) {
             refused++;
             last_refusal = err;

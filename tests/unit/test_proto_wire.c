@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/kafka_errors.h"
 #include "proto/proto.h"
 
 /* A byte builder on top of the encoder primitives (only for writing test input). */
@@ -132,8 +133,8 @@ static void test_unknown_tags_are_skipped_and_known_decoded(void **state)
     (void)state;
     bld_t b;
     bld_init(&b);
-    kc_wire_put_i32(&b.e, 5);     /* throttle_time_ms */
-    kc_wire_put_i16(&b.e, 27);    /* error_code */
+    kc_wire_put_i32(&b.e, 5);                              /* throttle_time_ms */
+    kc_wire_put_i16(&b.e, KC_KAFKA_REBALANCE_IN_PROGRESS); /* error_code */
     kc_wire_put_uvarint(&b.e, 2); /* two tags, both unknown to HeartbeatResponse */
     kc_wire_put_uvarint(&b.e, 7);
     kc_wire_put_uvarint(&b.e, 3);
@@ -147,7 +148,7 @@ static void test_unknown_tags_are_skipped_and_known_decoded(void **state)
     kc_heartbeat_response_t m;
     assert_int_equal(kc_heartbeat_response_decode(&m, 4, &r, &a, &err), KC_OK);
     assert_int_equal(m.throttle_time_ms, 5);
-    assert_int_equal(m.error_code, 27);
+    assert_int_equal(m.error_code, KC_KAFKA_REBALANCE_IN_PROGRESS);
     assert_int_equal(kc_rbuf_remaining(&r), 0);
     /* A tag whose size runs past the frame is an error, not a skip into nowhere. */
     frame[b.w.len - 1] = 50;
@@ -239,9 +240,9 @@ static void test_negotiation_intersects_ranges(void **state)
     assert_int_equal(nv.version[10], -1);
     assert_int_equal(nv.version[11], 9);
     assert_int_equal(nv.version[3], -1); /* Metadata absent from the answer */
-    resp.error_code = 35;
+    resp.error_code = KC_KAFKA_UNSUPPORTED_VERSION;
     assert_int_equal(kc_proto_negotiate(&resp, &nv, &err), KC_ERR_BROKER);
-    assert_int_equal(err.kafka_code, 35);
+    assert_int_equal(err.kafka_code, KC_KAFKA_UNSUPPORTED_VERSION);
 }
 
 static void test_consumer_protocol_version_prefix(void **state)
