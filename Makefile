@@ -15,7 +15,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
-.PHONY: all deps build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-kafka test-long soak demo perf \
+.PHONY: all deps build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long soak demo perf \
         fuzz install codegen format clean
 
 all: build

@@ -100,7 +100,6 @@ void kc_eng_coord_again(coord_op_t *op, int rediscover, const char *why)
         coord_entry_t *ce = cache_get(coord(e), op->group);
         if (ce)
             ce->valid = 0;
-        coord(e)->st.rediscoveries++;
     }
     int64_t now = kc_now_ms(), at;
     kc_error_t err;
@@ -236,7 +235,6 @@ static void op_step(coord_op_t *op)
                                     fc_encode,
                                     fc_done,
                                     op};
-        c->st.find_coordinator++;
     } else if (op->kind == OP_FIND) {
         kc_eng_coord_finish(op, KC_OK, NULL); /* known now: the caller takes kc_engine_coord_conn */
         return;
@@ -322,10 +320,6 @@ kc_err_t kc_eng_coord_start(kc_engine_t *e, int kind, const char *group, const c
     op->timer.opaque = op;
     op->next = e->coord->ops;
     e->coord->ops = op;
-    if (kind == OP_COMMIT)
-        e->coord->st.commits++;
-    else if (kind == OP_FETCH)
-        e->coord->st.offset_fetches++;
     op_step(op);
     return KC_OK;
 }
@@ -350,10 +344,8 @@ void kc_engine_coord_invalidate(kc_engine_t *e, const char *group)
     if (!coord(e))
         return;
     coord_entry_t *ce = cache_get(e->coord, group);
-    if (ce && ce->valid) {
+    if (ce && ce->valid)
         ce->valid = 0;
-        e->coord->st.rediscoveries++;
-    }
 }
 
 int32_t kc_engine_coord_node(kc_engine_t *e, const char *group)
@@ -362,14 +354,6 @@ int32_t kc_engine_coord_node(kc_engine_t *e, const char *group)
         return -1;
     coord_entry_t *ce = cache_get(e->coord, group);
     return ce && ce->valid ? ce->node_id : -1;
-}
-
-void kc_engine_coord_stats(const kc_engine_t *e, kc_engine_coord_stats_t *out)
-{
-    if (e->coord)
-        *out = e->coord->st;
-    else
-        memset(out, 0, sizeof *out);
 }
 
 void kc_eng_coord_free(kc_engine_t *e)

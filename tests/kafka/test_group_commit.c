@@ -1,5 +1,5 @@
 /* kc-test-label: threads */
-/* Manual commits by a group member (issue 6 + 7), for group.protocol=consumer and =classic, with
+/* Manual commits by a group member, for group.protocol=consumer and =classic, with
  * enable.auto.commit=false, the public consumer subscribed to a 3-partition topic:
  *  - from inside on_records: kc_commit_async of the view's end offset, result callback KC_OK;
  *  - from the application thread: kc_commit(NULL) (the held partitions' committable offsets),
