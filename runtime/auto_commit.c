@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "consumer_int.h"
 #include "group.h"
 #include "coordinator.h"
@@ -68,6 +69,12 @@ static void deliver(void *arg, int run)
     ac_free(a);
 }
 
+static bool membership_moved(int16_t code)
+{
+    return code == KC_KAFKA_REBALANCE_IN_PROGRESS || code == KC_KAFKA_ILLEGAL_GENERATION ||
+           code == KC_KAFKA_UNKNOWN_MEMBER_ID || code == KC_KAFKA_FENCED_MEMBER_EPOCH;
+}
+
 /* Network thread: the engine's answer, or a failure to ask. */
 static void answered(acommit_t *a)
 {
@@ -88,7 +95,14 @@ static void answered(acommit_t *a)
             ac_free(a);
             return;
         }
-        if (a->rc != KC_OK) {
+        if (a->rc != KC_OK && c->grp && membership_moved(code)) {
+            /* The generation ended under the commit (a rebalance, or the member left after a
+             * max.poll.interval.ms overrun): what it held is committed by its revocation or
+             * redelivered after its loss, and the member rejoins. Not the application's
+             * error; logged and counted in the group's commit_failures. */
+            c->ac_failures++;
+            kc_log(KC_LOG_INFO, "commit", "auto-commit: %s", a->err.msg);
+        } else if (a->rc != KC_OK) {
             c->ac_failures++;
             kc_event_t ev = {.type = KC_EVENT_ERROR, .error = &a->err};
             (void)kc_rt_post_event(c->rt, &ev);

@@ -148,7 +148,7 @@ static bool commit_parts(kc_group_t *g, const kc_group_action_t *a)
 static void fetch_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                        const kc_engine_offset_t *res, size_t n)
 {
-    (void)err; /* each partition's outcome is in res[i] (offset_pending.c reads them) */
+    (void)err; /* each partition's outcome is in res[i] (group/offset_pending.c reads them) */
     kc_group_op_t *op = opaque;
     uint64_t seq = op->seq;
     bool retry = op->kind == KC_GROUP_OP_OFFSETS;
@@ -239,7 +239,7 @@ void kc_group_session_answered(kc_group_t *g, int64_t sent_ms)
         g->answered_sent_ms = sent_ms;
 }
 
-/* The self-fence rule (self_fence.h) at `now`. Raised only while the protocol says it applies
+/* The self-fence rule (group/self_fence.h) at `now`. Raised only while the protocol says it applies
  * (the member holds partitions and is in its group: holding none there is nothing to stop and
  * nothing is reported). Lifted only by an answer that kept the session, never by losing the
  * membership: an answer that fenced us is followed by the LOSE action, and delivering in

@@ -249,7 +249,7 @@ void *kc_group_member(const kc_group_t *g);
 typedef enum kc_group_op_kind {
     KC_GROUP_OP_ASSIGN = 1, /* OffsetFetch of an ASSIGN action */
     KC_GROUP_OP_COMMIT,     /* OffsetCommit of a COMMIT action */
-    KC_GROUP_OP_OFFSETS,    /* OffsetFetch retry of offset_pending.h */
+    KC_GROUP_OP_OFFSETS,    /* OffsetFetch retry of group/offset_pending.h */
     KC_GROUP_OP_FIND,       /* FindCoordinator of a protocol */
 } kc_group_op_kind_t;
 typedef struct kc_group_op kc_group_op_t;
