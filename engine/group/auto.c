@@ -195,6 +195,13 @@ static void c_step(void *m, int64_t now)
         decide(c, &kc_classic_proto, why);
         return;
     }
+    if (kc_conn_pick_version(conn, KC_DESCRIBE_GROUPS_REQUEST_API_KEY, 0, 5) < 0) {
+        /* Every Kafka release has it; a broker without it cannot hold a classic group either. */
+        decide(c, &kc_g848_proto,
+               "the group coordinator offers KIP-848 and no DescribeGroups (no classic group to "
+               "keep)");
+        return;
+    }
     kc_conn_req_spec_t s = {KC_DESCRIBE_GROUPS_REQUEST_API_KEY, 0, 5, dg_encode, dg_done, c};
     if (kc_conn_send(conn, &s, NULL) == KC_OK)
         c->describing = true;

@@ -43,7 +43,7 @@ MB_PID=$PID
 # -c stops at the count; -e (below) stops at the ends learned before joining.
 kc -G a848 -o beginning -c "$ALL" >"$WORK/a848" 2>"$WORK/a848.err" || echo "kconsume a848 exited $?"
 check "kconsume KIP-848 group: distinct records, duplicates" "$ALL 0" "$(once "$WORK/a848")"
-kc -G a848 -o beginning -e >"$WORK/a848-again" 2>&1 || echo "kconsume a848 (again) exited $?"
+kc -G a848 -o beginning -e >"$WORK/a848-again" 2>"$WORK/a848-again.err" || echo "kconsume a848 (again) exited $?"
 check "kconsume KIP-848 group again: committed at the end, nothing left" 0 "$(wc -l <"$WORK/a848-again")"
 kc -G aclassic -o beginning -c "$ALL" -X group.protocol=classic >"$WORK/acl" 2>"$WORK/acl.err" ||
     echo "kconsume aclassic exited $?"
