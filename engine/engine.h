@@ -10,9 +10,9 @@
  * commands that call these functions there. Sink callbacks are called on the network thread.
  *
  * Files: engine.c (lifecycle, commands, the drive loop, stats), brokers.c (broker table and
- * connections), metadata.c (metadata cache), fetcher.c (Fetch send/receive), listoffsets.c
- * (ListOffsets and OffsetForLeaderEpoch). The pure decisions are session.h, fetch_plan.h,
- * partition.h.
+ * connections), metadata.c (metadata cache), fetch/fetcher.c (Fetch send/receive), listoffsets.c
+ * (ListOffsets and OffsetForLeaderEpoch). The pure decisions are fetch/session.h, fetch/plan.h,
+ * fetch/partition.h.
  */
 #ifndef KC_ENGINE_ENGINE_H
 #define KC_ENGINE_ENGINE_H
@@ -24,7 +24,7 @@
 #include "conn.h"
 #include "conn_security.h"
 #include "loop.h"
-#include "partition.h"
+#include "fetch/partition.h"
 
 typedef struct kc_engine kc_engine_t;
 
@@ -61,7 +61,7 @@ typedef struct kc_engine_conf {
     int32_t fetch_min_bytes;           /* fetch.min.bytes (1) */
     int32_t fetch_max_bytes;           /* fetch.max.bytes (52428800) */
     int32_t max_partition_fetch_bytes; /* max.partition.fetch.bytes (1048576) */
-    int8_t isolation_level;            /* 1 read_committed (see fetch_codec.h for why) */
+    int8_t isolation_level;            /* 1 read_committed (see fetch/codec.h for why) */
     kc_offset_reset_t auto_offset_reset;
     int64_t metadata_max_age_ms;  /* 300000 */
     int64_t retry_backoff_ms;     /* 100 */
@@ -126,8 +126,6 @@ typedef enum kc_engine_md_change {
 typedef void (*kc_engine_md_cb)(void *opaque, kc_engine_md_change_t what, const char *topic,
                                 int32_t value);
 void kc_engine_on_metadata_change(kc_engine_t *e, kc_engine_md_cb cb, void *opaque);
-/* Partition count of a topic from the cache, -1 when unknown. */
-int32_t kc_engine_topic_partitions(const kc_engine_t *e, const char *topic);
 
 /* ---- stats --------------------------------------------------------------------------------- */
 
@@ -188,7 +186,7 @@ typedef struct kc_engine_stats {
     uint64_t truncations;
     uint64_t malformed_batches;
     uint64_t stale_dropped;   /* response partitions dropped as stale */
-    uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetcher.c) */
+    uint64_t aborted_skipped; /* read_committed: aborted batches not delivered (fetch/fetcher.c) */
     uint64_t
         replica_fallbacks, /* KIP-392: partitions sent back to the leader by a failed replica */
         replica_avoided;   /* KIP-392: a named replica passed over, its Fetch failed recently */

@@ -1,7 +1,8 @@
 /*
- * The engine's internals, shared by engine.c, brokers.c, metadata.c, fetcher.c, listoffsets.c.
- * Owner of everything here: the network thread (see engine.h). Nothing is shared with workers:
- * records leave through the sink as kc_slice_t references, and that is the only handoff.
+ * The engine's internals, shared by engine.c, brokers.c, metadata.c, fetch/fetcher.c,
+ * listoffsets.c. Owner of everything here: the network thread (see engine.h). Nothing is shared
+ * with workers: records leave through the sink as kc_slice_t references, and that is the only
+ * handoff.
  */
 #ifndef KC_ENGINE_ENGINE_INT_H
 #define KC_ENGINE_ENGINE_INT_H
@@ -9,8 +10,8 @@
 #include "conn.h"
 #include "coordinator.h"
 #include "engine.h"
-#include "fetch_codec.h"
-#include "fetch_plan.h"
+#include "fetch/codec.h"
+#include "fetch/plan.h"
 #include "proto/proto.h"
 
 /* One broker. Owner: network thread. Never freed before the engine (callbacks carry it). */
@@ -26,7 +27,7 @@ typedef struct kc_eng_broker {
     uint8_t fetch_close; /* the in-flight request closes the session */
     int32_t fetch_epoch; /* (id, epoch) of the in-flight request, for logs */
     /* A Fetch to this broker failed at this time (0: never): as a KIP-392 read replica it is
-     * not used again until KC_ENG_REPLICA_AVOID_MS later (fetcher.c, replicas_to_leaders). */
+     * not used again until KC_ENG_REPLICA_AVOID_MS later (fetch/fetcher.c, replicas_to_leaders). */
     int64_t replica_failed_ms;
     kc_engine_broker_stats_t st;
 } kc_eng_broker_t;
@@ -117,8 +118,11 @@ kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers);
 void kc_eng_brokers_free(kc_engine_t *e);
 
 /* coordinator.c: FindCoordinator for one group (key type 0), shared by the offsets calls and the
- * classic group driver. decode: 0 with "host:port" ("[v6]:port") in addr and the node id; a
- * Kafka error code (> 0) the coordinator entry carries; -1 undecodable; -2 none named. */
+ * classic group driver. decode: 0 with "host:port" ("[v6]:port") in addr and the node id; the
+ * Kafka error code the coordinator entry carries; KC_ENG_FC_UNDECODABLE; KC_ENG_FC_NONE_NAMED.
+ * The two are outside int16_t, so no Kafka code (UNKNOWN_SERVER_ERROR is -1) reads as one. */
+#define KC_ENG_FC_UNDECODABLE (-100000)
+#define KC_ENG_FC_NONE_NAMED  (-100001)
 kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group);
 int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, char *addr,
                      size_t cap, int32_t *node_id);
@@ -129,7 +133,7 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i);
 void kc_eng_topics_free(kc_engine_t *e);
 const kc_eng_topic_t *kc_eng_topic_find(const kc_engine_t *e, const char *name);
 
-/* fetcher.c */
+/* fetch/fetcher.c */
 void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s);
 
 /* listoffsets.c */

@@ -1,6 +1,6 @@
 /*
  * Backpressure: may the fetcher ask for a partition, and how many bytes may a response bring
- * (what the counters mean and why frames: frames.c).
+ * (what the counters mean and why frames: memory_budget.c).
  * Owner: the network thread (fetch_blocked, global_blocked). The byte counters are atomics that
  * workers decrement (worker.c: kc_rt_release_bref), read relaxed here: they are counts, they
  * publish nothing, and a slightly stale value only delays a decision by one fetch round.
@@ -29,7 +29,7 @@ bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p)
         return false;
     /* Hysteresis: stop at the mark, restart only well below it, so a partition at its limit
      * does not enter and leave the fetch session (an altered-partitions entry each time) on
-     * every round. The global mark counts the frames kept alive (frames.c), the partition's
+     * every round. The global mark counts the frames kept alive (memory_budget.c), the partition's
      * marks its batch bytes (its fair share) and the frames it pins. */
     if (rt->global_blocked ? total < cap / 4 * 3 : total < cap)
         rt->global_blocked = false;

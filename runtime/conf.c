@@ -425,3 +425,34 @@ void kc_conf_print_reference(void *out, int markdown)
                     allowed[0] ? "; allowed " : "", allowed, k->doc);
     }
 }
+
+kc_group_proto_choice_t kc_conf_group_protocol(const kc_conf_t *c, const char **key)
+{
+    static const kc_conf_id_t classic_only[] = {
+        KC_CONF_PARTITION_ASSIGNMENT_STRATEGY, KC_CONF_SESSION_TIMEOUT_MS,
+        KC_CONF_HEARTBEAT_INTERVAL_MS, KC_CONF_REBALANCE_TIMEOUT_MS};
+    static const kc_conf_id_t consumer_only[] = {KC_CONF_GROUP_REMOTE_ASSIGNOR,
+                                                 KC_CONF_GROUP_CONSUMER_SESSION_TIMEOUT_MS};
+    const char *dummy;
+    if (!key)
+        key = &dummy;
+    *key = NULL;
+    const char *named = kc_conf_str(c, KC_CONF_GROUP_PROTOCOL);
+    if (strcmp(named, "classic") == 0)
+        return KC_GROUP_PROTO_CLASSIC;
+    if (strcmp(named, "consumer") == 0)
+        return KC_GROUP_PROTO_CONSUMER;
+    const char *cl = NULL, *co = NULL;
+    for (size_t i = 0; !cl && i < sizeof classic_only / sizeof classic_only[0]; i++)
+        if (kc_conf_is_set(c, classic_only[i]))
+            cl = kc_conf_name(classic_only[i]);
+    for (size_t i = 0; !co && i < sizeof consumer_only / sizeof consumer_only[0]; i++)
+        if (kc_conf_is_set(c, consumer_only[i]))
+            co = kc_conf_name(consumer_only[i]);
+    if (cl && co) {
+        *key = cl;
+        return KC_GROUP_PROTO_CONFLICT;
+    }
+    *key = cl ? cl : co;
+    return cl ? KC_GROUP_PROTO_CLASSIC : co ? KC_GROUP_PROTO_CONSUMER : KC_GROUP_PROTO_AUTO;
+}

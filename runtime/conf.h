@@ -25,6 +25,21 @@ double kc_conf_fraction(const kc_conf_t *c, kc_conf_id_t id);
 bool kc_conf_is_set(const kc_conf_t *c, kc_conf_id_t id);
 const char *kc_conf_name(kc_conf_id_t id);
 
+/* The group protocol the configuration decides. group.protocol=classic|consumer decide
+ * themselves. Under auto (the default) a setting only one protocol has decides for it: classic's
+ * partition.assignment.strategy, session.timeout.ms, heartbeat.interval.ms, rebalance.timeout.ms;
+ * KIP-848's group.remote.assignor, group.consumer.session.timeout.ms. *key (may be NULL) names
+ * the setting that decided, NULL when group.protocol named the protocol or nothing decided
+ * (KC_GROUP_PROTO_AUTO: the group driver asks the coordinator at subscribe). Both kinds set
+ * under auto is KC_GROUP_PROTO_CONFLICT, which kc_conf_validate refuses. Pure. */
+typedef enum {
+    KC_GROUP_PROTO_AUTO = 0,
+    KC_GROUP_PROTO_CLASSIC,
+    KC_GROUP_PROTO_CONSUMER,
+    KC_GROUP_PROTO_CONFLICT,
+} kc_group_proto_choice_t;
+kc_group_proto_choice_t kc_conf_group_protocol(const kc_conf_t *c, const char **key);
+
 /* The table's facts about one key (tests audit every key through this; tools may print it). */
 typedef enum {
     KC_CONF_T_INT,

@@ -45,8 +45,10 @@
       "Rack of this client, for follower fetching (KIP-392) and rack-aware assignment")            \
     X(GROUP_ID, "group.id", STR, "", 0, 0, NULL, 0,                                                \
       "Consumer group; needed by kc_subscribe and for committing offsets")                         \
-    X(GROUP_PROTOCOL, "group.protocol", ENUM, "consumer", 0, 0, "classic|consumer", 0,             \
-      "consumer = KIP-848 (broker computes the assignment); classic = JoinGroup/SyncGroup")        \
+    X(GROUP_PROTOCOL, "group.protocol", ENUM, "auto", 0, 0, "auto|classic|consumer", 0,            \
+      "auto = consumer where the group coordinator offers it and the group accepts it, else "      \
+      "classic; consumer = KIP-848 (broker computes the assignment); classic = "                   \
+      "JoinGroup/SyncGroup")                                                                       \
     X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, MEMBER_ID,                      \
       "Static membership id: a restart within the session timeout keeps the assignment")           \
     X(GROUP_REMOTE_ASSIGNOR, "group.remote.assignor", STR, "", 0, 0, NULL, 0,                      \

@@ -21,7 +21,20 @@ static bool has_prefix(const char *s, const char *p)
 
 static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
 {
-    bool classic = strcmp(STR(GROUP_PROTOCOL), "classic") == 0;
+    const char *decided = NULL;
+    kc_group_proto_choice_t proto = kc_conf_group_protocol(c, &decided);
+    if (proto == KC_GROUP_PROTO_CONFLICT)
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "%s is a classic-protocol setting and %s a KIP-848 one: with "
+                       "group.protocol=auto set the ones of one protocol, or name it "
+                       "(group.protocol=classic or consumer)",
+                       decided,
+                       SET(GROUP_REMOTE_ASSIGNOR) ? "group.remote.assignor"
+                                                  : "group.consumer.session.timeout.ms");
+    /* Under auto nothing of the other protocol is set (kc_conf_group_protocol): the checks of
+     * a named protocol below are the ones that can fail. */
+    bool classic = proto == KC_GROUP_PROTO_CLASSIC;
+    bool consumer = proto == KC_GROUP_PROTO_CONSUMER;
     if (STR(GROUP_INSTANCE_ID)[0] && !STR(GROUP_ID)[0])
         return kc_fail(err, KC_ERR_CONFIG,
                        "group.instance.id is set but group.id is not: static "
@@ -41,11 +54,11 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
                        "group.remote.assignor applies to group.protocol="
                        "consumer only; with classic use "
                        "partition.assignment.strategy");
-    if (!classic && SET(PARTITION_ASSIGNMENT_STRATEGY))
+    if (consumer && SET(PARTITION_ASSIGNMENT_STRATEGY))
         return kc_fail(err, KC_ERR_CONFIG,
                        "partition.assignment.strategy applies to group.protocol=classic only; with "
                        "consumer (KIP-848) the broker assigns: use group.remote.assignor");
-    if (!classic &&
+    if (consumer &&
         (SET(SESSION_TIMEOUT_MS) || SET(HEARTBEAT_INTERVAL_MS) || SET(REBALANCE_TIMEOUT_MS)))
         return kc_fail(err, KC_ERR_CONFIG,
                        "%s is a classic-protocol setting; with group.protocol=consumer the broker "

@@ -28,7 +28,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "consumer_group.h"
+#include "group.h"
 #include "consumer_int.h"
 #include "coordinator.h"
 
@@ -81,7 +81,7 @@ static kc_rt_part_t *part_of(const kc_consumer_t *c, const char *topic, int32_t 
     ssize_t i = find(c, topic, partition);
     if (i >= 0)
         return c->parts[i].rtp;
-    return c->grp ? kc_cg_find(c->grp, topic, partition) : NULL;
+    return c->grp ? kc_rt_group_find(c->grp, topic, partition) : NULL;
 }
 
 /* A partition kc_close revoked: its entry stays in the table, and its runtime part stays alive,
@@ -138,7 +138,7 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     kc_rt_part_t *p = m->part;
     switch (m->type) {
     case KC_RT_CMPL_REVOKE_DONE:
-        if (c->grp && kc_cg_on_revoke_done(c->grp, p))
+        if (c->grp && kc_rt_group_on_revoke_done(c->grp, p))
             break;                  /* the group's: freed after its commit and drop steps */
         if (kept_for_close(c, p)) { /* kc_rt_free frees it, after the final commit */
             c->close_revoking--;
@@ -193,7 +193,7 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
     if (err)
         why = *err;
     if (k->op == KC_COP_COMMIT && k->c->grp) /* network thread: the group reads the answer */
-        kc_cg_commit_result(k->c->grp, rc, err ? &why : NULL, res, n);
+        kc_rt_group_commit_result(k->c->grp, rc, err ? &why : NULL, res, n);
     pthread_mutex_lock(&k->mu);
     k->fin_rc = rc;
     if (err)
@@ -351,11 +351,11 @@ static kc_err_t commit_all(kc_ccall_t *k)
     kc_err_t rc = KC_OK;
     if (c->grp) {
         /* A group member commits under its own identity, read by the group module when the
-         * request is built (consumer_group.h); the manual table above is empty then, so
+         * request is built (group.h); the manual table above is empty then, so
          * tps == NULL means the group's held partitions. */
         bool none = false;
-        rc = kc_cg_commit(c->grp, k->tps ? offs : NULL, m, k->timeout_ms, finish_later, k, &none,
-                          &k->err);
+        rc = kc_rt_group_commit(c->grp, k->tps ? offs : NULL, m, k->timeout_ms, finish_later, k,
+                                &none, &k->err);
         if (rc == KC_OK && none)
             k->done = 1;
     } else if (m == 0) {
@@ -494,10 +494,10 @@ static void on_net(kc_loop_t *loop, void *arg)
         }
         for (size_t j = 0; j < k->n; j++)
             offs[j] = (kc_engine_offset_t){k->tps[j].topic, k->tps[j].partition, -1, -1, NULL, 0};
-        k->rc = c->grp
-                    ? kc_cg_committed(c->grp, offs, k->n, k->timeout_ms, finish_later, k, &k->err)
-                    : kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms, finish_later,
-                                          k, &k->err);
+        k->rc = c->grp ? kc_rt_group_committed(c->grp, offs, k->n, k->timeout_ms, finish_later, k,
+                                               &k->err)
+                       : kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms,
+                                             finish_later, k, &k->err);
         free(offs);
         break;
     }
@@ -529,15 +529,15 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_STORE:
         if ((i = find(c, k->topic, k->partition)) >= 0)
             kc_rt_part_store(c->parts[i].rtp, k->value);
-        else if (c->grp) /* the group's partitions (consumer_group.c), revoking ones included */
-            k->rc = kc_cg_store(c->grp, k->topic, k->partition, k->value, &k->err);
+        else if (c->grp) /* the group's partitions (group.c), revoking ones included */
+            k->rc = kc_rt_group_store(c->grp, k->topic, k->partition, k->value, &k->err);
         else
             k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
                             k->partition);
         break;
     case KC_COP_SUBSCRIBE:
     case KC_COP_GROUP_CLOSE:
-        kc_cg_call(c, k, on_cmpl);
+        kc_rt_group_call(c, k, on_cmpl);
         break;
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
@@ -546,7 +546,7 @@ static void on_net(kc_loop_t *loop, void *arg)
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
             c->group_stats = NULL; /* the hook's opaque is the group freed here */
-            kc_cg_free(c->grp);
+            kc_rt_group_free(c->grp);
             c->grp = NULL;
             kc_engine_free(c->e);
             c->e = NULL;
@@ -747,7 +747,8 @@ static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
     /* pull.c: no new kc_poll; views nobody took are given back; views an app thread holds keep
      * their partition's revocation waiting until they are released. */
     kc_pull_close(c);
-    rc = kc_cg_close_wait(c, left_ms(deadline), err); /* a group member: revoke, commit, leave */
+    rc = kc_rt_group_close_wait(c, left_ms(deadline),
+                                err); /* a group member: revoke, commit, leave */
     /* Manual assignment: revoke every partition, wait for their on_revoke (REVOKE_DONE). A
      * quarter of the budget (at most 2 s) is kept for the final commit, so that one callback
      * still running at the deadline does not cost every other partition its commit (what is

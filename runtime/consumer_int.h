@@ -74,7 +74,7 @@ struct kc_consumer {
                                 for them to leave: they still touch close_mu and close_cv) */
     kc_err_t close_rc;       /* the close's result, for the callers that waited for it */
     kc_error_t close_err;
-    struct kc_cgroup *grp; /* group.protocol=consumer after kc_subscribe (consumer_group.c);
+    struct kc_rt_group *grp; /* group.protocol=consumer after kc_subscribe (group.c);
                               network thread */
     /* consumer_query.c: the member id (group modules set it), and ids it replaced */
     _Atomic(char *) member_id;
@@ -84,7 +84,7 @@ struct kc_consumer {
     kc_loop_timer_t stats_timer;
     kc_consumer_group_stats_fn group_stats;
     void *group_stats_opaque;
-    /* commit_async.c (network thread): the auto-commit timer and its counters */
+    /* auto_commit.c (network thread): the auto-commit timer and its counters */
     kc_loop_timer_t ac_timer;
     int ac_inflight;
     int async_pending; /* commits started and not answered yet (kc_commit_async, auto-commit) */
@@ -133,8 +133,8 @@ enum {
     KC_COP_RT_DEAD,
     KC_COP_POSITION,     /* value <- the partition's committable offset */
     KC_COP_STORE,        /* the partition's committable offset <- value */
-    KC_COP_SUBSCRIBE,    /* consumer_group.c: out = the topic names, n */
-    KC_COP_GROUP_CLOSE,  /* consumer_group.c: revoke, commit, leave; done when left */
+    KC_COP_SUBSCRIBE,    /* group.c: out = the topic names, n */
+    KC_COP_GROUP_CLOSE,  /* group.c: revoke, commit, leave; done when left */
     KC_COP_COMMITS_IDLE, /* kc_close: done once no async commit waits for its answer */
 };
 
@@ -155,7 +155,7 @@ void kc_consumer_set_member_id(kc_consumer_t *c, const char *id);
 char *kc_consumer_stats_json(kc_consumer_t *c);
 void kc_consumer_stats_start(kc_consumer_t *c, kc_loop_t *loop);
 void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop);
-/* commit_async.c, network thread: the enable.auto.commit timer (no-op without group.id). */
+/* auto_commit.c, network thread: the enable.auto.commit timer (no-op without group.id). */
 void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop);
 void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
 /* pull.c: pull mode. new before the dispatcher starts; close wakes workers waiting for a

@@ -360,7 +360,7 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
      * this exchange runs after kc_rt_wake_rearm's. On x86 this xchg is also a full barrier, which
      * used to hide the missing fence on the wake path; nothing may rely on that. */
     if (atomic_exchange_explicit(&rt->frames_drained, false, memory_order_relaxed)) {
-        kc_rt_cmpl_t d = {.type = KC_RT_CMPL_DRAINED}; /* frames.c: memory freed by the last
+        kc_rt_cmpl_t d = {.type = KC_RT_CMPL_DRAINED}; /* memory_budget.c: memory freed by the last
                                                           unref of a frame, on any thread */
         fn(ctx, &d);
         n++;

@@ -48,7 +48,7 @@
  *
  * ---- The self-fence (bit FENCED of `life`) --------------------------------------------------
  *   A group member cut off from its coordinator stops starting record callbacks before the
- *   coordinator may hand its partitions to another member (engine/self_fence.h), and starts
+ *   coordinator may hand its partitions to another member (engine/group/self_fence.h), and starts
  *   again when the coordinator answers. kc_rt_part_fence sets FENCED with a fetch_or on `life`:
  *   the gate's CAS expects no flag, so it linearises callbacks exactly as REVOKING does (one whose
  *   CAS won is in flight and is reported, none starts after). Unlike a revoke nothing is
@@ -115,8 +115,8 @@ typedef struct kc_rt_opts {
     uint32_t max_records; /* callback.batch.max.records */
     unsigned quantum;     /* batches a worker runs of one partition before re-queueing it */
     int64_t queued_max_bytes;
-    /* The largest response the fetch budget asks for (frames.c: a partition held back by a slow
-     * callback pins at most KC_RT_PART_MAX_FRAMES + 1 frames of this size). 0: no bound. */
+    /* The largest response the fetch budget asks for (memory_budget.c: a partition held back by a
+     * slow callback pins at most KC_RT_PART_MAX_FRAMES + 1 frames of this size). 0: no bound. */
     int64_t frame_max_bytes;
     int64_t max_poll_interval_ms;
     bool auto_store; /* enable.auto.offset.store */
@@ -144,7 +144,7 @@ typedef struct kc_rt_part {
     _Atomic int64_t committable; /* written by the running worker (or kc_rt_part_store), read by
                                     the network thread for commits; release/acquire */
     _Atomic int64_t buffered;    /* bytes queued for this partition: + network, - worker */
-    _Atomic int frames;          /* queued batches that start a response frame (frames.c):
+    _Atomic int frames;          /* queued batches that start a response frame (memory_budget.c):
                                     + network, - worker */
     _Atomic int64_t start_pos;   /* the known start offset (e.g. the group's committed offset),
                                     -1 unknown; written by the network thread, read anywhere */
@@ -247,8 +247,8 @@ bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p);
 /* Bytes the next Fetch response may bring without passing the cap (its max_bytes). */
 int64_t kc_rt_fetch_budget(const kc_rt_t *rt);
 int64_t kc_rt_buffered_bytes(const kc_rt_t *rt);
-/* Bytes of the response frames the partitions' queued batches keep alive (frames.c): what the
- * queued.max.bytes cap bounds. Any thread (relaxed). */
+/* Bytes of the response frames the partitions' queued batches keep alive (memory_budget.c): what
+ * the queued.max.bytes cap bounds. Any thread (relaxed). */
 int64_t kc_rt_frame_bytes(const kc_rt_t *rt);
 
 /* Completions from every worker; calls fn for each. Network thread. Returns the count. */

@@ -42,15 +42,15 @@ struct kc_rt {
     kc_rt_runq_t rq;
     kc_rt_worker_t *w;
     _Atomic int64_t buffered;    /* bytes queued in all rings: + network, - workers */
-    _Atomic int64_t frame_bytes; /* frames kept alive by queued batches (frames.c) */
-    _Atomic bool frames_drained; /* frame_bytes fell below the resume mark (frames.c) */
+    _Atomic int64_t frame_bytes; /* frames kept alive by queued batches (memory_budget.c) */
+    _Atomic bool frames_drained; /* frame_bytes fell below the resume mark (memory_budget.c) */
     _Atomic unsigned nparts;     /* written by network thread; read by workers (share) */
     _Atomic bool stopping;       /* set by shutdown(drop): no new callback starts */
     _Atomic bool closing;        /* set by shutdown (any mode): a full completion ring may drop */
     _Atomic bool poll_exceeded;  /* set by the watchdog (network thread), read anywhere */
     /* Owner: network thread. */
     bool global_blocked;
-    uint64_t frame_seq;  /* numbers the frames this dispatcher charged (frames.c) */
+    uint64_t frame_seq;  /* numbers the frames this dispatcher charged (memory_budget.c) */
     kc_rt_part_t *parts; /* every partition not yet freed (list via all_next/prev) */
     kc_rt_part_t *done_new, *done_ready; /* REVOKE_DONE staging, see drain_completions */
     /* Group events: any thread posts, the worker running `control` consumes. */
@@ -72,7 +72,7 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b);
 /* Runs pending group events on worker w (the control pseudo-partition). */
 void kc_rt_run_events(kc_rt_worker_t *w);
 void kc_rt_event_free(kc_rt_event_t *e);
-/* frames.c. A partition with this many queued frame-starting batches is not fetched until it
+/* memory_budget.c. A partition with this many queued frame-starting batches is not fetched until it
  * is down to KC_RT_PART_RESUME_FRAMES. */
 #define KC_RT_PART_MAX_FRAMES    3
 #define KC_RT_PART_RESUME_FRAMES 1

@@ -1,5 +1,5 @@
 /*
- * The consumer's stats JSON (issue 6's public contract: names are added, never renamed), built
+ * The consumer's stats JSON (a public contract: names are added, never renamed), built
  * every statistics.interval.ms on the network thread from the engine's counters, the runtime's
  * per-partition and per-worker counters and a group hook, then handed to on_event as a
  * KC_EVENT_STATS through the runtime's event queue, so it reaches the app on a worker,
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "consumer_group.h"
+#include "group.h"
 #include "consumer_int.h"
 
 typedef struct sbuf {
@@ -117,7 +117,7 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
     const char *gt;
     int32_t gpn;
     kc_rt_part_t *grtp;
-    for (size_t i = 0; c->grp && kc_cg_part_at(c->grp, i, &gt, &gpn, &grtp); i++)
+    for (size_t i = 0; c->grp && kc_rt_group_part_at(c->grp, i, &gt, &gpn, &grtp); i++)
         nparts++;
     sbuf_t b = {0};
     b.cap = 4096 + 256 * nparts;
@@ -151,8 +151,8 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
     size_t np = 0;
     for (size_t i = 0; i < c->n; i++)
         put_part(c, &b, np++, c->parts[i].topic, c->parts[i].partition, c->parts[i].rtp);
-    /* a group's partitions live in consumer_group.c, not in the manual table */
-    for (size_t i = 0; c->grp && kc_cg_part_at(c->grp, i, &gt, &gpn, &grtp); i++)
+    /* a group's partitions live in group.c, not in the manual table */
+    for (size_t i = 0; c->grp && kc_rt_group_part_at(c->grp, i, &gt, &gpn, &grtp); i++)
         if (grtp)
             put_part(c, &b, np++, gt, gpn, grtp);
     put(&b, "],\"group\":");

@@ -45,7 +45,7 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
     atomic_fetch_sub_explicit(&rt->buffered, n, memory_order_relaxed);
     /* Tell the fetcher only when crossing a resume threshold (kc_rt_may_fetch's low marks), so
      * the network thread is woken once per drain, not once per batch. The global mark counts
-     * frames: their free hook wakes the fetcher (frames.c). */
+     * frames: their free hook wakes the fetcher (memory_budget.c). */
     bool cross = kc_rt_frame_release(p, b);
     if (rt->o.queued_max_bytes > 0 && pold >= share / 2 && pold - n < share / 2)
         cross = true;

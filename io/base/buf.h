@@ -2,7 +2,7 @@
  * Refcounted frame buffers: how a Fetch response reaches the workers without copies.
  *
  * The network thread receives each response frame into one kc_buf_t of exactly the frame's size
- * (io-facts.md: read the size, then the body into one buffer, no reassembly copies). Decoding the
+ * (read the size, then the body into one buffer: no reassembly copies). Decoding the
  * response yields record-batch slices that point into that buffer; each slice handed to a worker
  * holds one reference. The last kc_buf_unref() — on whichever thread — frees the buffer.
  *
@@ -26,7 +26,7 @@ typedef struct kc_buf {
     size_t len;   /* bytes of data[] in use */
     size_t cap;   /* bytes asked for: the frame's size (the receive path fills data[] to cap) */
     size_t alloc; /* bytes allocated for data[], >= cap (pooled buffers come in size classes) */
-    /* Memory accounting of whoever holds the buffer's slices (runtime/frames.c): set once by
+    /* Memory accounting of whoever holds the buffer's slices (runtime/memory_budget.c): set once by
      * the thread that hands out the first slice, before any other thread can see the buffer;
      * called by the last kc_buf_unref, on whichever thread, just before the buffer goes. NULL:
      * nobody counts it. `seq` is that owner's number for the buffer. */

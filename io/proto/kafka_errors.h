@@ -1,10 +1,13 @@
-/* Kafka's broker error codes, generated from the kafka-clients Errors enum (kafka_errors.gen.c).
- * Any thread: read-only tables. */
+/* Kafka's broker error codes, generated from the kafka-clients Errors enum: the KC_KAFKA_<NAME>
+ * constants (kafka_errors.gen.h) and the name/retriable table (kafka_errors.gen.c). A code is
+ * never typed as a number: compare with the constant. Any thread: read-only tables. */
 #ifndef KC_PROTO_KAFKA_ERRORS_H
 #define KC_PROTO_KAFKA_ERRORS_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "proto/kafka_errors.gen.h"
 
 typedef struct kc_kafka_error_info {
     int16_t code;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "group_classic.h"
+#include "group/classic/member.h"
 
 /* Small partition counts keep one run's work bounded; the name decides, deterministically. */
 static int32_t lookup(void *ctx, const char *t)

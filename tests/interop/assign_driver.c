@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assign/assign.h"
+#include "group/classic/assign/assign.h"
 
 #define MAXM   1024
 #define MAXT   64

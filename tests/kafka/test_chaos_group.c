@@ -12,7 +12,7 @@
  * Short (label kafka) and long (label chaos, KC_CHAOS_SCALE=long) differ in records and rounds.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "chaos.h"
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <stdio.h>
@@ -137,7 +137,7 @@ static void blackhole(const char *fault, const char *conf)
     long n = is_long() ? 100000 : 16000;
     kc_chaos_t *ch = kc_chaos_new(fault, 4, 1, n);
     /* The cut-off member is told when it could not reach its coordinator for longer than the
-     * coordinator deadline (engine/group_consumer_hb.c), and when an auto-commit of its old
+     * coordinator deadline (engine/group/848/heartbeat.c), and when an auto-commit of its old
      * partitions fails: the errors this fault may raise, all from member A. */
     kc_chaos_allow_error(ch, KC_ERR_TIMEOUT);
     kc_chaos_allow_error(ch, KC_ERR_BROKER);

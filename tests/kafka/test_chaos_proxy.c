@@ -11,7 +11,7 @@
  * Short (label kafka) and long (label chaos, KC_CHAOS_SCALE=long) differ in records and faults.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "chaos.h"
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <signal.h>

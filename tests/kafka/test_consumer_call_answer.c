@@ -9,7 +9,7 @@
  * call returns KC_OK or KC_ERR_TIMEOUT with the offsets it asked for (TSan: no race).
  * Owner: main; the app threads share only the consumer and the failure counter.
  */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <pthread.h>

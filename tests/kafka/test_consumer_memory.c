@@ -2,12 +2,11 @@
 /* queued.max.bytes against the suite's cluster: a 4-partition topic of ~16 MB read with slow
  * callbacks (20 ms per view, 2 workers) and queued.max.bytes = 1 MiB. The stats JSON (every
  * 20 ms) gives the runtime's buffered bytes (queued batches) and frame bytes (the response
- * frames those batches keep alive: what the cap bounds, runtime/frames.c); both peaks must stay
- * within the cap plus one Kafka batch (~64 KiB here) per partition: each Fetch asks for at most
- * the budget left
- * (kc_rt_fetch_budget, split over the brokers), but a broker always returns a partition's first
- * batch whole. Every record is delivered. Prints the peak.
- * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR. */
+ * frames those batches keep alive: what the cap bounds, runtime/memory_budget.c); both peaks must
+ * stay within the cap plus one Kafka batch (~64 KiB here) per partition: each Fetch asks for at
+ * most the budget left (kc_rt_fetch_budget, split over the brokers), but a broker always returns a
+ * partition's first batch whole. Every record is delivered. Prints the peak. Needs KC_BOOTSTRAP,
+ * KC_TESTKIT, KC_CLUSTER_DIR. */
 #include "kc_test.h"
 
 #include <pthread.h>

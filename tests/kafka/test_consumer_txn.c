@@ -2,9 +2,9 @@
 /* read_committed against a real transactional producer (tests/kafka/TxnProducer.java, compiled
  * here with javac against the testkit's Kafka jars): 10 transactions of 20 records, the odd ones
  * aborted. Under isolation.level=read_committed exactly the 100 committed records arrive and no
- * aborted one (the engine applies the Fetch response's aborted_transactions, engine/fetcher.c);
- * under read_uncommitted all 200 data records arrive (control batches never do).
- * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR, javac. */
+ * aborted one (the engine applies the Fetch response's aborted_transactions,
+ * engine/fetch/fetcher.c); under read_uncommitted all 200 data records arrive (control batches
+ * never do). Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR, javac. */
 #include "kc_test.h"
 
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* engine/session against a real broker, over a blocking socket (no network thread needed):
+/* engine/fetch/session against a real broker, over a blocking socket (no network thread needed):
  * - the broker does NOT advance a session partition's fetch offset by itself: an incremental
  *   Fetch that leaves a consumed partition out is served the same records again. This is why
  *   session.c re-sends a partition whose position moved (as Java does);
@@ -20,7 +20,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "fetch_codec.h"
+#include "fetch/codec.h"
 #include "offsets_codec.h"
 #include "proto/kafka_errors.h"
 #include "proto/proto.h"

@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "group_driver.h"
 #include "netthread.h"
+#include "proto/kafka_errors.h"
 
 static kc_netthread_t *nt;
 static kc_engine_t *eng;
@@ -199,7 +200,7 @@ static void member_identity_read_per_request(void **state)
         fail_msg("commit: %s", err.msg);
     printf("# fixed stale identity: %s (%s)\n", kc_err_name(r.rc), r.err.msg);
     assert_int_equal(r.rc, KC_ERR_BROKER);
-    assert_int_equal(r.err.kafka_code, 113);
+    assert_int_equal(r.err.kafka_code, KC_KAFKA_STALE_MEMBER_EPOCH);
     assert_non_null(strstr(r.err.msg, "STALE_MEMBER_EPOCH"));
     assert_non_null(strstr(r.err.msg, "[1]"));
 
@@ -212,9 +213,9 @@ static void member_identity_read_per_request(void **state)
     call_t c = {OP_FREE, NULL, KC_OK, {0}};
     kc_netthread_call(nt, on_net, &c);
     kc_netthread_stop(nt);
-    kc_gc_close(&a.gc, kc_gd_now_ms());
+    kc_g848_close(&a.gc, kc_gd_now_ms());
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_gone, 10000);
-    kc_gc_free(&a.gc);
+    kc_g848_free(&a.gc);
     close(a.fd);
 }
 

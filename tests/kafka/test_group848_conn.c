@@ -1,4 +1,4 @@
-/* engine/group_consumer on the real network path: io/loop + io/conn (the netloop branch) carry
+/* engine/group/848/member on the real network path: io/loop + io/conn (the netloop branch) carry
  * the ConsumerGroupHeartbeat requests the member builds, at the version the connection
  * negotiated (ApiVersions), and FindCoordinator when the member asks to rediscover. One member,
  * one 3-partition topic: it must own all 3 at a stable, acknowledged epoch, and leave with -1.
@@ -18,7 +18,7 @@
 
 /* Owner: the test thread (the loop's owner). */
 typedef struct ctx {
-    kc_gc_t gc;
+    kc_g848_t gc;
     kc_conn_t *conn;
     kc_consumer_group_heartbeat_request_t req; /* storage: gc's, valid while in flight */
     bool hb_inflight, fc_inflight, fc_pending;
@@ -52,7 +52,7 @@ static void on_hb(kc_conn_t *conn, kc_err_t err, kc_buf_t *frame, size_t body_of
     c->hb_inflight = false;
     if (err != KC_OK) {
         kc_error_t why = {.code = err};
-        kc_gc_on_heartbeat_failure(&c->gc, ms(), &why);
+        kc_g848_on_heartbeat_failure(&c->gc, ms(), &why);
         return;
     }
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
@@ -63,7 +63,7 @@ static void on_hb(kc_conn_t *conn, kc_err_t err, kc_buf_t *frame, size_t body_of
         fail_msg("decode: %s", e.msg);
     c->beats++;
     c->errors_seen += resp.error_code != 0;
-    kc_gc_on_heartbeat_response(&c->gc, ms(), &resp);
+    kc_g848_on_heartbeat_response(&c->gc, ms(), &resp);
     kc_arena_free(&a);
     kc_buf_unref(frame);
 }
@@ -113,29 +113,29 @@ static void on_fc(kc_conn_t *conn, kc_err_t err, kc_buf_t *frame, size_t body_of
 
 static void drive(ctx_t *c)
 {
-    kc_gc_action_t act;
-    while (kc_gc_next_action(&c->gc, ms(), &act)) {
+    kc_g848_action_t act;
+    while (kc_g848_next_action(&c->gc, ms(), &act)) {
         switch (act.kind) {
-        case KC_GC_ACT_ASSIGN:
-        case KC_GC_ACT_REVOKE:
-        case KC_GC_ACT_LOSE:
-        case KC_GC_ACT_DROP:
-            kc_gc_action_done(&c->gc, act.seq, ms());
+        case KC_G848_ACT_ASSIGN:
+        case KC_G848_ACT_REVOKE:
+        case KC_G848_ACT_LOSE:
+        case KC_G848_ACT_DROP:
+            kc_g848_action_done(&c->gc, act.seq, ms());
             break;
-        case KC_GC_ACT_COMMIT:
-            kc_gc_on_commit_result(&c->gc, act.seq, 0, ms());
+        case KC_G848_ACT_COMMIT:
+            kc_g848_on_commit_result(&c->gc, act.seq, 0, ms());
             break;
-        case KC_GC_ACT_REDISCOVER: {
+        case KC_G848_ACT_REDISCOVER: {
             kc_conn_req_spec_t s = {10,     4,     KC_FIND_COORDINATOR_REQUEST_MAX_VERSION,
                                     enc_fc, on_fc, c};
             assert_int_equal(kc_conn_send(c->conn, &s, NULL), KC_OK);
             c->fc_inflight = true;
             break;
         }
-        case KC_GC_ACT_METADATA:
-            kc_gc_on_metadata(&c->gc, ms());
+        case KC_G848_ACT_METADATA:
+            kc_g848_on_metadata(&c->gc, ms());
             break;
-        case KC_GC_ACT_ERROR:
+        case KC_G848_ACT_ERROR:
             fail_msg("group error: %s", act.error.msg);
             break;
         default:
@@ -152,7 +152,7 @@ static void drive(ctx_t *c)
             kc_conn_start(c->conn);
             c->moves++;
         }
-        kc_gc_coordinator_ready(&c->gc, ms());
+        kc_g848_coordinator_ready(&c->gc, ms());
     }
     if (c->fc_pending && !c->fc_inflight && !c->hb_inflight) {
         kc_conn_req_spec_t s = {10, 4, KC_FIND_COORDINATOR_REQUEST_MAX_VERSION, enc_fc, on_fc, c};
@@ -165,7 +165,7 @@ static void drive(ctx_t *c)
     int v = kc_conn_pick_version(c->conn, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, 0, 1);
     assert_true(v >= 0);
     kc_error_t e;
-    kc_err_t rc = kc_gc_heartbeat_due(&c->gc, ms(), (int16_t)v, &c->req, &e);
+    kc_err_t rc = kc_g848_heartbeat_due(&c->gc, ms(), (int16_t)v, &c->req, &e);
     if (rc == KC_ERR_AGAIN)
         return;
     if (rc != KC_OK)
@@ -174,7 +174,7 @@ static void drive(ctx_t *c)
         KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, (int16_t)v, (int16_t)v, enc_hb, on_hb, c};
     assert_int_equal(kc_conn_send(c->conn, &s, NULL), KC_OK);
     c->hb_inflight = true;
-    kc_gc_heartbeat_sent(&c->gc, ms());
+    kc_g848_heartbeat_sent(&c->gc, ms());
 }
 
 static void run_until(ctx_t *c, kc_loop_t *loop, bool (*done)(const ctx_t *), int64_t limit_ms)
@@ -182,19 +182,19 @@ static void run_until(ctx_t *c, kc_loop_t *loop, bool (*done)(const ctx_t *), in
     int64_t end = ms() + limit_ms;
     while (ms() < end && !done(c)) {
         drive(c);
-        int64_t wait = kc_gc_next_wakeup(&c->gc, ms()) - ms();
+        int64_t wait = kc_g848_next_wakeup(&c->gc, ms()) - ms();
         kc_loop_run_once(loop, (int)(wait < 1 ? 1 : wait > 50 ? 50 : wait));
     }
 }
 
 static bool owns_all(const ctx_t *c)
 {
-    return c->gc.state == KC_GC_STABLE && c->gc.rc.owned.n == 3 && !c->hb_inflight;
+    return c->gc.state == KC_G848_STABLE && c->gc.rc.owned.n == 3 && !c->hb_inflight;
 }
 
 static bool gone(const ctx_t *c)
 {
-    return c->gc.state == KC_GC_UNSUBSCRIBED;
+    return c->gc.state == KC_G848_UNSUBSCRIBED;
 }
 
 static void member_over_conn(void **state)
@@ -214,7 +214,7 @@ static void member_over_conn(void **state)
                         .request_timeout_ms = 30000};
     assert_int_equal(kc_conn_new(&c.conn, loop, &o, NULL), KC_OK);
     kc_conn_start(c.conn);
-    kc_gc_config_t cfg = {0};
+    kc_g848_config_t cfg = {0};
     cfg.group_id = group;
     cfg.rebalance_timeout_ms = 30000;
     cfg.commit_on_revoke = true;
@@ -223,9 +223,9 @@ static void member_over_conn(void **state)
     cfg.retry_backoff_ms = 100;
     cfg.retry_backoff_max_ms = 1000;
     cfg.lookup = kc_gd_lookup;
-    assert_int_equal(kc_gc_init(&c.gc, &cfg, &e), KC_OK);
+    assert_int_equal(kc_g848_init(&c.gc, &cfg, &e), KC_OK);
     const char *topics[] = {kc_gd_topic};
-    assert_int_equal(kc_gc_subscribe(&c.gc, topics, 1, NULL, ms(), &e), KC_OK);
+    assert_int_equal(kc_g848_subscribe(&c.gc, topics, 1, NULL, ms(), &e), KC_OK);
     run_until(&c, loop, owns_all, 30000);
     assert_true(owns_all(&c));
     assert_int_equal(c.version, 1); /* Kafka 4.1: v1, client-generated member id */
@@ -233,11 +233,11 @@ static void member_over_conn(void **state)
     print_message("# over io/conn: epoch %d, %d heartbeats (%d answered with an error), "
                   "%d coordinator move(s)\n",
                   c.gc.epoch, c.beats, c.errors_seen, c.moves);
-    kc_gc_close(&c.gc, ms());
+    kc_g848_close(&c.gc, ms());
     run_until(&c, loop, gone, 10000);
     assert_true(gone(&c));
     assert_int_equal(c.gc.rc.owned.n, 0);
-    kc_gc_free(&c.gc);
+    kc_g848_free(&c.gc);
     kc_conn_close(c.conn);
     for (int i = 0; i < 20; i++)
         kc_loop_run_once(loop, 10);

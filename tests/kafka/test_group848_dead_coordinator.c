@@ -8,7 +8,7 @@
  * FindCoordinator count over a few seconds is what is checked.
  * Owner: the test's main thread; the callback only bumps an atomic.
  */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <arpa/inet.h>

@@ -1,6 +1,6 @@
-/* engine/group_consumer against a real broker (KIP-848), over a blocking socket — the state
+/* engine/group/848/member against a real broker (KIP-848), over a blocking socket — the state
  * machine is pure, so the test is its driver (tests/support/group_driver.c): FindCoordinator,
- * then ConsumerGroupHeartbeat v1 requests exactly as kc_gc_heartbeat_due builds them, responses
+ * then ConsumerGroupHeartbeat v1 requests exactly as kc_g848_heartbeat_due builds them, responses
  * fed back, actions carried out. Here:
  * - one member subscribed to a 3-partition topic owns all 3 at a stable, acknowledged epoch
  *   (ConsumerGroupDescribe agrees), and its leave (epoch -1) removes it from the group;
@@ -22,32 +22,32 @@
 #include "proto/proto.h"
 
 /* Carries out every due action; returns partitions assigned by ASSIGN actions. */
-static int run_actions(kc_gc_t *gc, int *fd, const char *bootstrap, const char *group)
+static int run_actions(kc_g848_t *gc, int *fd, const char *bootstrap, const char *group)
 {
     int assigned = 0;
-    kc_gc_action_t act;
-    while (kc_gc_next_action(gc, kc_gd_now_ms(), &act)) {
+    kc_g848_action_t act;
+    while (kc_g848_next_action(gc, kc_gd_now_ms(), &act)) {
         switch (act.kind) {
-        case KC_GC_ACT_ASSIGN:
+        case KC_G848_ACT_ASSIGN:
             assigned += (int)act.parts->n;
             /* fallthrough */
-        case KC_GC_ACT_REVOKE:
-        case KC_GC_ACT_LOSE:
-        case KC_GC_ACT_DROP:
-            kc_gc_action_done(gc, act.seq, kc_gd_now_ms());
+        case KC_G848_ACT_REVOKE:
+        case KC_G848_ACT_LOSE:
+        case KC_G848_ACT_DROP:
+            kc_g848_action_done(gc, act.seq, kc_gd_now_ms());
             break;
-        case KC_GC_ACT_COMMIT:
+        case KC_G848_ACT_COMMIT:
             fail_msg("no commit expected (commit_on_revoke off)");
             break;
-        case KC_GC_ACT_REDISCOVER:
+        case KC_G848_ACT_REDISCOVER:
             close(*fd);
             *fd = kc_gd_coordinator(bootstrap, group);
-            kc_gc_coordinator_ready(gc, kc_gd_now_ms());
+            kc_g848_coordinator_ready(gc, kc_gd_now_ms());
             break;
-        case KC_GC_ACT_METADATA:
-            kc_gc_on_metadata(gc, kc_gd_now_ms());
+        case KC_G848_ACT_METADATA:
+            kc_g848_on_metadata(gc, kc_gd_now_ms());
             break;
-        case KC_GC_ACT_ERROR:
+        case KC_G848_ACT_ERROR:
             fail_msg("group error: %s", act.error.msg);
             break;
         default:
@@ -65,7 +65,7 @@ static void single_member_gets_all_and_leaves(void **state)
     snprintf(group, sizeof group, "kc-g848-group-%d", (int)getpid());
     int fd = kc_gd_coordinator(bootstrap, group);
 
-    kc_gc_config_t c = {0};
+    kc_g848_config_t c = {0};
     c.group_id = group;
     c.rebalance_timeout_ms = 30000;
     c.commit_on_revoke = false;
@@ -74,11 +74,11 @@ static void single_member_gets_all_and_leaves(void **state)
     c.retry_backoff_ms = 100;
     c.retry_backoff_max_ms = 1000;
     c.lookup = kc_gd_lookup;
-    kc_gc_t gc;
+    kc_g848_t gc;
     kc_error_t e;
-    assert_int_equal(kc_gc_init(&gc, &c, &e), KC_OK);
+    assert_int_equal(kc_g848_init(&gc, &c, &e), KC_OK);
     const char *topics[] = {kc_gd_topic};
-    assert_int_equal(kc_gc_subscribe(&gc, topics, 1, NULL, kc_gd_now_ms(), &e), KC_OK);
+    assert_int_equal(kc_g848_subscribe(&gc, topics, 1, NULL, kc_gd_now_ms(), &e), KC_OK);
 
     int assigned = 0, beats = 0, acked_with = -1;
     int64_t end = kc_gd_now_ms() + 30000;
@@ -92,13 +92,13 @@ static void single_member_gets_all_and_leaves(void **state)
             if (code != 0)
                 fprintf(stderr, "heartbeat answered %s\n", kc_kafka_err_name((int16_t)code));
             /* The ack is the beat that carried the reconciled set; its answer must be clean. */
-            if (code == 0 && sent == 3 && gc.state == KC_GC_STABLE) {
+            if (code == 0 && sent == 3 && gc.state == KC_G848_STABLE) {
                 acked = true;
                 acked_with = sent;
             }
         }
         assigned += run_actions(&gc, &fd, bootstrap, group);
-        int64_t wake = kc_gc_next_wakeup(&gc, kc_gd_now_ms());
+        int64_t wake = kc_g848_next_wakeup(&gc, kc_gd_now_ms());
         int64_t nap = wake - kc_gd_now_ms();
         usleep((useconds_t)(nap < 5 ? 5 : nap > 200 ? 200 : nap) * 1000);
     }
@@ -118,14 +118,14 @@ static void single_member_gets_all_and_leaves(void **state)
     assert_int_equal(n_assigned, 3);
 
     /* Leave: revoke (no commit), drop, then the epoch -1 heartbeat. */
-    kc_gc_close(&gc, kc_gd_now_ms());
+    kc_g848_close(&gc, kc_gd_now_ms());
     end = kc_gd_now_ms() + 10000;
     int leave_code = -1;
-    while (gc.state != KC_GC_UNSUBSCRIBED && kc_gd_now_ms() < end) {
+    while (gc.state != KC_G848_UNSUBSCRIBED && kc_gd_now_ms() < end) {
         run_actions(&gc, &fd, bootstrap, group);
         kc_consumer_group_heartbeat_request_t q;
-        if (gc.state == KC_GC_LEAVING &&
-            kc_gc_heartbeat_due(&gc, kc_gd_now_ms(), KC_GD_HB_V, &q, &e) == KC_OK) {
+        if (gc.state == KC_G848_LEAVING &&
+            kc_g848_heartbeat_due(&gc, kc_gd_now_ms(), KC_GD_HB_V, &q, &e) == KC_OK) {
             assert_int_equal(q.member_epoch, -1);
             uint8_t *frame;
             kc_rbuf_t r;
@@ -137,7 +137,7 @@ static void single_member_gets_all_and_leaves(void **state)
                 kc_consumer_group_heartbeat_response_decode(&resp, KC_GD_HB_V, &r, &a, &e), KC_OK);
             leave_code = resp.error_code;
             assert_int_equal(resp.member_epoch, -1);
-            kc_gc_on_heartbeat_response(&gc, kc_gd_now_ms(), &resp);
+            kc_g848_on_heartbeat_response(&gc, kc_gd_now_ms(), &resp);
             free(frame);
             kc_arena_free(&a);
         } else {
@@ -146,11 +146,11 @@ static void single_member_gets_all_and_leaves(void **state)
             usleep(10 * 1000);
         }
     }
-    assert_int_equal(gc.state, KC_GC_UNSUBSCRIBED);
+    assert_int_equal(gc.state, KC_G848_UNSUBSCRIBED);
     assert_int_equal(leave_code, 0);
     assert_int_equal(gc.rc.owned.n, 0);
     assert_int_equal(kc_gd_describe(fd, group, gc.member_id, &epoch, &n_assigned), 0);
-    kc_gc_free(&gc);
+    kc_g848_free(&gc);
     close(fd);
 }
 
@@ -173,13 +173,13 @@ static void fenced_and_max_poll_rejoin(void **state)
     a.gc.epoch += 7; /* what a member that missed its own epoch bump would send */
     a.gc.hb_now = true;
     int sent;
-    assert_int_equal(kc_gd_heartbeat(a.fd, &a.gc, &sent), 110 /* FENCED_MEMBER_EPOCH */);
-    assert_int_equal(a.gc.state, KC_GC_FENCED);
-    kc_gc_action_t act;
-    assert_true(kc_gc_next_action(&a.gc, kc_gd_now_ms(), &act));
-    assert_int_equal(act.kind, KC_GC_ACT_LOSE);
+    assert_int_equal(kc_gd_heartbeat(a.fd, &a.gc, &sent), KC_KAFKA_FENCED_MEMBER_EPOCH);
+    assert_int_equal(a.gc.state, KC_G848_FENCED);
+    kc_g848_action_t act;
+    assert_true(kc_g848_next_action(&a.gc, kc_gd_now_ms(), &act));
+    assert_int_equal(act.kind, KC_G848_ACT_LOSE);
     assert_int_equal(act.parts->n, 3);
-    kc_gc_action_done(&a.gc, act.seq, kc_gd_now_ms());
+    kc_g848_action_done(&a.gc, act.seq, kc_gd_now_ms());
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_owns_all, 30000);
     assert_true(kc_gd_owns_all(&a));
     assert_string_equal(a.gc.member_id, id);
@@ -191,19 +191,19 @@ static void fenced_and_max_poll_rejoin(void **state)
     fprintf(stderr, "fenced: epoch %d → rejoined at %d with all 3\n", before, epoch);
 
     /* max.poll.interval.ms overrun. */
-    kc_gc_poll_expired(&a.gc, kc_gd_now_ms());
+    kc_g848_poll_expired(&a.gc, kc_gd_now_ms());
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_stale, 10000);
     assert_true(kc_gd_stale(&a));
     assert_int_equal(kc_gd_describe(a.fd, group, id, &epoch, &n_assigned), 0); /* left: -1 */
     usleep(1200 * 1000);
     kc_gd_member_step(&a, NULL, bootstrap, group, 0); /* no heartbeat while stale */
     assert_true(kc_gd_stale(&a));
-    kc_gc_poll_resumed(&a.gc, kc_gd_now_ms());
+    kc_g848_poll_resumed(&a.gc, kc_gd_now_ms());
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_owns_all, 30000);
     assert_true(kc_gd_owns_all(&a));
     assert_int_equal(kc_gd_describe(a.fd, group, id, &epoch, &n_assigned), 1);
     assert_int_equal(n_assigned, 3);
-    kc_gc_free(&a.gc);
+    kc_g848_free(&a.gc);
     close(a.fd);
 }
 
@@ -231,7 +231,7 @@ static void regex_picks_up_new_topic(void **state)
     fprintf(stderr,
             "regex: new topic's 2 partitions owned %lld ms after creation (%d metadata asks)\n",
             (long long)(kc_gd_now_ms() - t0), a.metadata_asks);
-    kc_gc_free(&a.gc);
+    kc_g848_free(&a.gc);
     close(a.fd);
 }
 

@@ -1,4 +1,4 @@
-/* engine/group_consumer: two KIP-848 members against a real broker (driver:
+/* engine/group/848/member: two KIP-848 members against a real broker (driver:
  * tests/support/group_driver.c).
  * - The first member's on_revoke is slow (held 1.5 s): the second is never handed a partition the
  *   first still holds, and they end up with disjoint sets covering all 3. (An ack sent before the
@@ -63,8 +63,8 @@ static void second_member_waits_for_revoke(void **state)
     kc_tpset_free(&u);
     fprintf(stderr, "two members: A owns %zu (revoked %d time(s), 1.5 s each), B owns %zu\n",
             a.gc.rc.owned.n, a.revokes, b.gc.rc.owned.n);
-    kc_gc_free(&a.gc);
-    kc_gc_free(&b.gc);
+    kc_g848_free(&a.gc);
+    kc_g848_free(&b.gc);
     close(a.fd);
     close(b.fd);
 }
@@ -79,7 +79,7 @@ static void static_member_leaves_with_minus_two(void **state)
     kc_gd_member_start(&a, bootstrap, group, "inst-1");
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_owns_all, 30000);
     assert_true(kc_gd_owns_all(&a));
-    kc_gc_close(&a.gc, kc_gd_now_ms());
+    kc_g848_close(&a.gc, kc_gd_now_ms());
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_gone, 10000);
     assert_true(kc_gd_gone(&a));
     /* The broker kept the static member (epoch -2 = "coming back"): still listed, assignment
@@ -102,12 +102,12 @@ static void static_member_leaves_with_minus_two(void **state)
     assert_true(kc_gd_failed(&a3));
     kc_gd_member_step(&a3, &a2, bootstrap, group, 0); /* collect the actions the failure queued */
     assert_true(a3.error_fatal);
-    assert_int_equal(a3.error.kafka_code, 111);
+    assert_int_equal(a3.error.kafka_code, KC_KAFKA_UNRELEASED_INSTANCE_ID);
     assert_true(kc_gd_owns_all(&a2)); /* the live one is untouched */
     fprintf(stderr, "static: left with -2, successor got 3 back; duplicate: %s\n", a3.error.msg);
-    kc_gc_free(&a.gc);
-    kc_gc_free(&a2.gc);
-    kc_gc_free(&a3.gc);
+    kc_g848_free(&a.gc);
+    kc_g848_free(&a2.gc);
+    kc_g848_free(&a3.gc);
     close(a.fd);
     close(a2.fd);
     close(a3.fd);

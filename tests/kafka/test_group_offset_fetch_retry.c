@@ -1,6 +1,6 @@
 /* kc-test-label: threads */
 /* A group member whose OffsetFetch is refused for a retriable reason starts each partition
- * exactly at its committed offset, never from auto.offset.reset (engine/offset_pending.h).
+ * exactly at its committed offset, never from auto.offset.reset (engine/group/offset_pending.h).
  *
  * For group.protocol=consumer and =classic: a 3-partition topic, offsets committed half-way in
  * each partition (anonymously, straight to the cluster), then a member behind kc-fault-proxy
@@ -15,7 +15,7 @@
  * too once the refusals stop, having reported them. Then, for
  * both protocols, a close while the refusals go on (the driver's retries in flight) is clean.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <stdatomic.h>

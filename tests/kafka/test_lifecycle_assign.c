@@ -14,7 +14,7 @@
  *     seek of P0: no on_revoke/on_assign, delivery starts again at exactly 100 and goes on to
  *     the end.
  * Owner: the main thread drives; the callbacks run on the consumer's workers. */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <pthread.h>

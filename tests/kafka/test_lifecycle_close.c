@@ -13,7 +13,7 @@
  *    the closing thread itself does not hold the close up.
  * Owner: each case's main thread; callbacks and app threads share only the atomics below.
  */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <pthread.h>

@@ -10,7 +10,7 @@
  * (The window between two callbacks in which the old code let a stale view through is covered
  * deterministically by tests/unit/test_seek_view.c, which holds the worker in the decoder.)
  * Owner: the main thread drives; the callbacks run on the consumer's workers. */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <pthread.h>

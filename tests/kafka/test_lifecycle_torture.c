@@ -49,7 +49,7 @@
  * with 8 partitions and a few thousand small records each).
  * Owner: main runs iterations; app threads, callbacks and the watchdog share the atomics below.
  */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <inttypes.h>

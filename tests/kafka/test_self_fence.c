@@ -28,7 +28,7 @@
  * Owner: the main thread drives; the callbacks run on the consumers' workers and only touch the
  * atomics below.
  */
-#include "fault_proxy.h"
+#include "fault_proxy_client.h"
 #include "kc_test.h"
 
 #include <stdatomic.h>

@@ -1,4 +1,4 @@
-/* Test-side driver for the KIP-848 member (engine/group_consumer) against a real broker over
+/* Test-side driver for the KIP-848 member (engine/group/848/member) against a real broker over
  * blocking sockets: coordinator lookup, heartbeats, ConsumerGroupDescribe, and carrying out the
  * member's actions. Used by tests/kafka/test_group848_*.c. Owner: the test's thread. */
 #include "group_driver.h"
@@ -152,11 +152,11 @@ int kc_gd_describe(int fd, const char *group, const char *member_id, int32_t *ep
 }
 
 /* One heartbeat round trip, if one is due. Returns the response's error code, or -1 if none. */
-int kc_gd_heartbeat(int fd, kc_gc_t *gc, int *owned_sent)
+int kc_gd_heartbeat(int fd, kc_g848_t *gc, int *owned_sent)
 {
     kc_consumer_group_heartbeat_request_t q;
     kc_error_t e;
-    kc_err_t rc = kc_gc_heartbeat_due(gc, kc_gd_now_ms(), KC_GD_HB_V, &q, &e);
+    kc_err_t rc = kc_g848_heartbeat_due(gc, kc_gd_now_ms(), KC_GD_HB_V, &q, &e);
     if (rc == KC_ERR_AGAIN)
         return -1;
     if (rc != KC_OK)
@@ -166,7 +166,7 @@ int kc_gd_heartbeat(int fd, kc_gc_t *gc, int *owned_sent)
         *owned_sent += q.topic_partitions.items[i].partitions.count;
     if (q.topic_partitions.count < 0)
         *owned_sent = -1;
-    kc_gc_heartbeat_sent(gc, kc_gd_now_ms());
+    kc_g848_heartbeat_sent(gc, kc_gd_now_ms());
     uint8_t *frame;
     kc_rbuf_t r;
     kc_tb_exchange(fd, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, KC_GD_HB_V, &q,
@@ -176,7 +176,7 @@ int kc_gd_heartbeat(int fd, kc_gc_t *gc, int *owned_sent)
     assert_int_equal(kc_consumer_group_heartbeat_response_decode(&resp, KC_GD_HB_V, &r, &a, &e),
                      KC_OK);
     int code = resp.error_code;
-    kc_gc_on_heartbeat_response(gc, kc_gd_now_ms(), &resp);
+    kc_g848_on_heartbeat_response(gc, kc_gd_now_ms(), &resp);
     free(frame);
     kc_arena_free(&a);
     return code;
@@ -186,7 +186,7 @@ void kc_gd_member_start_regex(kc_gd_member_t *m, const char *bootstrap, const ch
                               const char *instance, const char *regex)
 {
     memset(m, 0, sizeof *m);
-    kc_gc_config_t c = {0};
+    kc_g848_config_t c = {0};
     c.group_id = group;
     c.group_instance_id = instance;
     c.rebalance_timeout_ms = 30000;
@@ -196,10 +196,10 @@ void kc_gd_member_start_regex(kc_gd_member_t *m, const char *bootstrap, const ch
     c.retry_backoff_max_ms = 1000;
     c.lookup = kc_gd_lookup;
     kc_error_t e;
-    assert_int_equal(kc_gc_init(&m->gc, &c, &e), KC_OK);
+    assert_int_equal(kc_g848_init(&m->gc, &c, &e), KC_OK);
     const char *topics[] = {kc_gd_topic};
     assert_int_equal(
-        kc_gc_subscribe(&m->gc, regex ? NULL : topics, regex ? 0 : 1, regex, kc_gd_now_ms(), &e),
+        kc_g848_subscribe(&m->gc, regex ? NULL : topics, regex ? 0 : 1, regex, kc_gd_now_ms(), &e),
         KC_OK);
     m->fd = kc_gd_coordinator(bootstrap, group);
 }
@@ -214,14 +214,14 @@ void kc_gd_member_start(kc_gd_member_t *m, const char *bootstrap, const char *gr
 void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *bootstrap,
                        const char *group, int64_t revoke_delay)
 {
-    kc_gc_action_t act;
+    kc_g848_action_t act;
     if (m->revoke_pending && kc_gd_now_ms() >= m->revoke_at) {
         m->revoke_pending = false;
-        kc_gc_action_done(&m->gc, m->revoke_seq, kc_gd_now_ms());
+        kc_g848_action_done(&m->gc, m->revoke_seq, kc_gd_now_ms());
     }
-    while (kc_gc_next_action(&m->gc, kc_gd_now_ms(), &act)) {
+    while (kc_g848_next_action(&m->gc, kc_gd_now_ms(), &act)) {
         switch (act.kind) {
-        case KC_GC_ACT_ASSIGN:
+        case KC_G848_ACT_ASSIGN:
             /* The property: a partition arrives only after its previous owner finished on_revoke
              * and acknowledged — so it is never in the other member's held set. */
             for (size_t i = 0; other && i < act.parts->n; i++)
@@ -231,29 +231,29 @@ void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *boo
                         "partition %d assigned (epoch %d) while the other member (%s, epoch %d, "
                         "step %d, revoke pending %d, held %zu, owned %zu) still holds it",
                         act.parts->items[i].partition, m->gc.epoch,
-                        kc_gc_state_name(other->gc.state), other->gc.epoch, other->gc.rc.step,
+                        kc_g848_state_name(other->gc.state), other->gc.epoch, other->gc.rc.step,
                         other->revoke_pending, other->gc.rc.held.n, other->gc.rc.owned.n);
-            kc_gc_action_done(&m->gc, act.seq, kc_gd_now_ms());
+            kc_g848_action_done(&m->gc, act.seq, kc_gd_now_ms());
             break;
-        case KC_GC_ACT_REVOKE:
+        case KC_G848_ACT_REVOKE:
             m->revokes++;
             m->revoke_pending = true;
             m->revoke_seq = act.seq;
             m->revoke_at = kc_gd_now_ms() + revoke_delay;
             break;
-        case KC_GC_ACT_LOSE:
-        case KC_GC_ACT_DROP:
-            kc_gc_action_done(&m->gc, act.seq, kc_gd_now_ms());
+        case KC_G848_ACT_LOSE:
+        case KC_G848_ACT_DROP:
+            kc_g848_action_done(&m->gc, act.seq, kc_gd_now_ms());
             break;
-        case KC_GC_ACT_COMMIT:
-            kc_gc_on_commit_result(&m->gc, act.seq, 0, kc_gd_now_ms()); /* nothing was consumed */
+        case KC_G848_ACT_COMMIT:
+            kc_g848_on_commit_result(&m->gc, act.seq, 0, kc_gd_now_ms()); /* nothing was consumed */
             break;
-        case KC_GC_ACT_REDISCOVER:
+        case KC_G848_ACT_REDISCOVER:
             close(m->fd);
             m->fd = kc_gd_coordinator(bootstrap, group);
-            kc_gc_coordinator_ready(&m->gc, kc_gd_now_ms());
+            kc_g848_coordinator_ready(&m->gc, kc_gd_now_ms());
             break;
-        case KC_GC_ACT_METADATA:
+        case KC_G848_ACT_METADATA:
             m->metadata_asks++;
             if (kc_gd_topic2[0] && !kc_gd_topic2_known) {
                 int fd = kc_tb_connect(bootstrap);
@@ -262,9 +262,9 @@ void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *boo
                 close(fd);
                 kc_gd_topic2_known = true;
             }
-            kc_gc_on_metadata(&m->gc, kc_gd_now_ms());
+            kc_g848_on_metadata(&m->gc, kc_gd_now_ms());
             break;
-        case KC_GC_ACT_ERROR:
+        case KC_G848_ACT_ERROR:
             if (!m->expect_error)
                 fail_msg("group error: %s", act.error.msg);
             m->error = act.error;
@@ -280,7 +280,7 @@ void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *boo
 
 bool kc_gd_settled(const kc_gd_member_t *m)
 {
-    return m->gc.state == KC_GC_STABLE && !m->revoke_pending && kc_reconcile_idle(&m->gc.rc) &&
+    return m->gc.state == KC_G848_STABLE && !m->revoke_pending && kc_reconcile_idle(&m->gc.rc) &&
            m->gc.rc.owned.n > 0;
 }
 
@@ -302,16 +302,16 @@ bool kc_gd_owns_all(const kc_gd_member_t *m)
 }
 bool kc_gd_gone(const kc_gd_member_t *m)
 {
-    return m->gc.state == KC_GC_UNSUBSCRIBED;
+    return m->gc.state == KC_G848_UNSUBSCRIBED;
 }
 bool kc_gd_failed(const kc_gd_member_t *m)
 {
-    return m->gc.state == KC_GC_FATAL;
+    return m->gc.state == KC_G848_FATAL;
 }
 
 bool kc_gd_stale(const kc_gd_member_t *m)
 {
-    return m->gc.state == KC_GC_STALE;
+    return m->gc.state == KC_G848_STALE;
 }
 
 bool kc_gd_owns_five(const kc_gd_member_t *m)

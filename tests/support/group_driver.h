@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "group_consumer.h"
+#include "group/848/member.h"
 
 #define KC_GD_HB_V 1 /* ConsumerGroupHeartbeat version: v1, client-generated member ids */
 
@@ -27,12 +27,12 @@ int kc_gd_coordinator(const char *bootstrap, const char *group);
 int kc_gd_describe(int fd, const char *group, const char *member_id, int32_t *epoch,
                    int *n_assigned);
 /* One heartbeat round trip if due: the response's error code, -1 if none was due. */
-int kc_gd_heartbeat(int fd, kc_gc_t *gc, int *owned_sent);
+int kc_gd_heartbeat(int fd, kc_g848_t *gc, int *owned_sent);
 
 /* A member driven by kc_gd_member_step: revokes complete `revoke_delay` ms after they are asked
  * for (a slow on_revoke), everything else at once. */
 typedef struct kc_gd_member {
-    kc_gc_t gc;
+    kc_g848_t gc;
     int fd;
     bool revoke_pending;
     uint64_t revoke_seq;

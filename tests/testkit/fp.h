@@ -60,6 +60,8 @@ typedef struct fp {
     int latency_ms;
     int64_t bandwidth; /* bytes/s towards the client, 0: unlimited */
     bool blackhole[FP_MAX_BROKERS];
+    /* API keys removed from every ApiVersions answer: a broker that lacks them (hide-api). */
+    bool hidden_api[KC_PROTO_MAX_API_KEY + 1];
     uint64_t requests[KC_PROTO_MAX_API_KEY + 1], responses[KC_PROTO_MAX_API_KEY + 1];
     uint64_t fired[FP_KIND_COUNT], rewritten, decode_failures, connections;
 } fp_t;
@@ -72,6 +74,8 @@ typedef struct fp_plan {
     int64_t close_after; /* -1: none; else bytes this connection may still send */
     int latency_ms;
     int64_t bandwidth;
+    bool hide_apis; /* an ApiVersions answer with keys to remove (`hidden`) */
+    bool hidden[KC_PROTO_MAX_API_KEY + 1];
 } fp_plan_t;
 
 /* Executes one control line; writes a one-line answer starting with "OK" or "ERR" to reply. */

@@ -148,7 +148,11 @@ void fp_control(fp_t *fp, const char *line, char *reply, size_t cap)
         fp->latency_ms = 0;
         fp->bandwidth = 0;
         memset(fp->blackhole, 0, sizeof fp->blackhole);
+        memset(fp->hidden_api, 0, sizeof fp->hidden_api);
         snprintf(reply, cap, "OK cleared");
+    } else if (strcmp(cmd, "hide-api") == 0 && have_api && r.api >= 0) {
+        fp->hidden_api[r.api] = true;
+        snprintf(reply, cap, "OK api %d hidden", (int)r.api);
     } else if (strcmp(cmd, "latency") == 0 && ms >= 0) {
         fp->latency_ms = (int)ms;
         snprintf(reply, cap, "OK latency %lld ms", (long long)ms);
@@ -203,6 +207,9 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
     plan->latency_ms = fp->latency_ms;
     plan->bandwidth = fp->bandwidth;
     plan->swallow = fp->blackhole[broker];
+    if (api == KC_API_VERSIONS_REQUEST_API_KEY)
+        for (int k = 0; k <= KC_PROTO_MAX_API_KEY; k++)
+            plan->hide_apis |= plan->hidden[k] = fp->hidden_api[k];
     for (int i = 0; i < fp->n_rules && !plan->swallow; i++) {
         fp_rule_t *r = &fp->rules[i];
         if ((r->api >= 0 && r->api != api) || (r->broker >= 0 && r->broker != broker) ||
@@ -442,8 +449,9 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
                   kc_wbuf_t *out, kc_arena_t *a)
 {
     const kc_proto_api_t *desc = kc_proto_api_find(api);
-    bool want = plan->inject || plan->corrupt || api == KC_METADATA_REQUEST_API_KEY ||
-                api == KC_FIND_COORDINATOR_REQUEST_API_KEY || api == KC_FETCH_REQUEST_API_KEY;
+    bool want = plan->inject || plan->corrupt || plan->hide_apis ||
+                api == KC_METADATA_REQUEST_API_KEY || api == KC_FIND_COORDINATOR_REQUEST_API_KEY ||
+                api == KC_FETCH_REQUEST_API_KEY;
     if (!desc || v < desc->min_version || v > desc->max_version || !want) {
         raw(f, out);
         return;
@@ -468,8 +476,19 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
     if (plan->corrupt && api == KC_FETCH_REQUEST_API_KEY)
         corrupted = corrupt_fetch(body);
     bool rewritten = rewrite(fp, api, v, body);
+    if (plan->hide_apis && api == KC_API_VERSIONS_REQUEST_API_KEY) {
+        kc_api_versions_response_t *m = body;
+        int32_t j = 0;
+        for (int32_t i = 0; i < m->api_keys.count; i++) {
+            int16_t k = m->api_keys.items[i].api_key;
+            if (k < 0 || k > KC_PROTO_MAX_API_KEY || !plan->hidden[k])
+                m->api_keys.items[j++] = m->api_keys.items[i];
+        }
+        changed |= j != m->api_keys.count;
+        m->api_keys.count = j;
+    }
     if (plan->inject)
-        changed = inject(api, v, body, &plan->inject_rule);
+        changed |= inject(api, v, body, &plan->inject_rule);
     changed |= rewritten;
     pthread_mutex_lock(&fp->lock);
     fp->rewritten += rewritten;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assign/assign.h"
-#include "group_classic.h"
+#include "group/classic/assign/assign.h"
+#include "group/classic/member.h"
 #include "proto/consumer_protocol.gen.h"
 
 /* ---- fixtures ----------------------------------------------------------------------------- */

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "assign/assign_int.h"
+#include "group/classic/assign/assign_int.h"
 
 static const char *const KEYS[] = {"BB",        "consumer-1", "Aa",   "mé",   "𝄞x", "C#", "Bb",
                                    "member-17", "AaAa",       "BBBB", "AaBB", "z",  "q0", "q1",

@@ -1,5 +1,5 @@
-/* Properties of the classic assignors (engine/assign/): eager assignors assign every subscribed
- * partition exactly once and only to subscribers, balance where Java guarantees it, and
+/* Properties of the classic assignors (engine/group/classic/assign/): eager assignors assign every
+ * subscribed partition exactly once and only to subscribers, balance where Java guarantees it, and
  * cooperative-sticky never hands a partition to a new owner while another member still owns
  * it. Exact equality with Java is tests/interop/assignors.test.sh; this file needs no JVM. */
 #include "kc_test.h"
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "assign/assign.h"
+#include "group/classic/assign/assign.h"
 
 #define NM   8
 #define NT   5

@@ -2,7 +2,7 @@
 /*
  * Backpressure with the engine's shape of data: each "fetch" is one frame holding batches of
  * several partitions (h_fetch), so a frame stays alive until every partition's batches from it
- * are done (runtime/frames.c).
+ * are done (runtime/memory_budget.c).
  *  - cap: a network side that asks kc_rt_may_fetch before each fetch and fetches no more than
  *    kc_rt_fetch_budget keeps the frames kept alive under queued.max.bytes while callbacks are
  *    slow; each partition stays near its share, and the hysteresis keeps a partition from

@@ -6,9 +6,8 @@
 
 #include <unistd.h>
 
-#include "classic_drive.h"
 #include "conf.h"
-#include "consumer_group.h"
+#include "group.h"
 #include "dispatch.h"
 #include "kc_test.h"
 
@@ -121,6 +120,7 @@ static void conflicts_are_explained(void **state)
     set_ok("sasl.password", "p");
     assert_int_equal(kc_conf_validate(C, &e), KC_OK);
 
+    set_ok("group.protocol", "consumer");
     set_ok("session.timeout.ms", "6000");
     conflict("classic-protocol setting");
     set_ok("group.protocol", "classic");
@@ -155,7 +155,7 @@ static void secrets_never_printed(void **state)
     assert_string_equal(buf, "[redacted]");
     len = sizeof buf;
     assert_int_equal(kc_conf_get(C, "group.protocol", buf, &len), KC_OK);
-    assert_string_equal(buf, "consumer");
+    assert_string_equal(buf, "auto");
     len = 3;
     assert_int_equal(kc_conf_get(C, "client.id", buf, &len), KC_ERR_TOO_LARGE);
     assert_int_equal(len, strlen("kconsume") + 1);
@@ -327,8 +327,11 @@ static void more_conflicts_are_explained(void **state)
     conflict("enable.auto.commit=true needs group.id");
     set_ok("group.id", "g");
     assert_int_equal(kc_conf_validate(C, &e), KC_OK);
-    /* rebalance.timeout.ms is classic's JoinGroup field */
+    /* rebalance.timeout.ms is classic's JoinGroup field: under auto it means classic, with
+     * consumer named it conflicts */
     set_ok("rebalance.timeout.ms", "60000");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    set_ok("group.protocol", "consumer");
     conflict("rebalance.timeout.ms is a classic-protocol setting");
     set_ok("group.protocol", "classic");
     assert_int_equal(kc_conf_validate(C, &e), KC_OK);
@@ -393,7 +396,8 @@ static void runtime_options_from_conf(void **state)
     assert_int_equal(o.queued_max_bytes, 1048576);
     assert_int_equal(o.max_poll_interval_ms, 1234);
     assert_false(o.auto_store);
-    /* frames.c's response bound: a thirty-second of the cap, never below one partition's. */
+    /* runtime/memory_budget.c's response bound: a thirty-second of the cap, never below one
+     * partition's. */
     assert_int_equal(o.frame_max_bytes, 1048576);
     set_ok("queued.max.bytes", "268435456");
     kc_rt_opts_from_conf(C, &o);
@@ -406,16 +410,92 @@ static void classic_rebalance_timeout(void **state)
 {
     (void)state;
     set_ok("group.protocol", "classic");
-    kc_gcl_conf_t gc;
-    kc_cg_classic_conf(C, &gc);
-    assert_int_equal(gc.rebalance_timeout_ms, 300000);
+    kc_group_conf_t gc;
+    kc_rt_group_conf(C, &gc);
+    assert_int_equal(gc.classic_rebalance_timeout_ms, 300000);
     set_ok("max.poll.interval.ms", "60000");
-    kc_cg_classic_conf(C, &gc);
-    assert_int_equal(gc.rebalance_timeout_ms, 60000);
+    kc_rt_group_conf(C, &gc);
+    assert_int_equal(gc.classic_rebalance_timeout_ms, 60000);
     set_ok("rebalance.timeout.ms", "20000");
-    kc_cg_classic_conf(C, &gc);
-    assert_int_equal(gc.rebalance_timeout_ms, 20000);
+    kc_rt_group_conf(C, &gc);
+    assert_int_equal(gc.classic_rebalance_timeout_ms, 20000);
     assert_int_equal(gc.session_timeout_ms, 45000);
+}
+
+/* Each protocol reads its own keys: session.timeout.ms and heartbeat.interval.ms are the
+ * classic member's, group.consumer.session.timeout.ms the KIP-848 self-fence's; the assignor keys
+ * likewise. Shared keys map the same way for both. */
+static void group_conf_per_protocol(void **state)
+{
+    (void)state;
+    set_ok("group.id", "g1");
+    set_ok("group.instance.id", "i1");
+    set_ok("session.timeout.ms", "30000");
+    set_ok("heartbeat.interval.ms", "2000");
+    set_ok("group.consumer.session.timeout.ms", "20000");
+    set_ok("partition.assignment.strategy", "roundrobin");
+    set_ok("group.remote.assignor", "range");
+    set_ok("max.poll.interval.ms", "70000");
+    set_ok("request.timeout.ms", "12000");
+    set_ok("enable.auto.commit", "false");
+    kc_group_conf_t k, c;
+    kc_rt_group_conf(C, &k);
+    c = k;
+    assert_string_equal(k.group_id, "g1");
+    assert_string_equal(c.group_instance_id, "i1");
+    assert_int_equal(k.consumer_session_timeout_ms, 20000);
+    assert_int_equal(c.session_timeout_ms, 30000);
+    assert_int_equal(c.heartbeat_interval_ms, 2000);
+    assert_string_equal(k.server_assignor, "range");
+    assert_string_equal(c.assignors, "roundrobin");
+    assert_int_equal(k.rebalance_timeout_ms, 70000);
+    assert_int_equal(c.classic_rebalance_timeout_ms, 70000);
+    assert_false(k.commit_on_revoke);
+    assert_false(c.commit_on_revoke);
+    assert_int_equal(k.commit_timeout_ms, 12000);
+    assert_int_equal(c.coordinator_timeout_ms, 12000);
+    /* both kinds set: auto cannot decide and validation says why; a named protocol decides */
+    kc_error_t e;
+    set_ok("bootstrap.servers", "127.0.0.1:9092");
+    assert_int_equal(kc_conf_group_protocol(C, NULL), KC_GROUP_PROTO_CONFLICT);
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "group.protocol=auto"));
+    set_ok("group.protocol", "classic");
+    assert_ptr_equal(kc_rt_group_protocol(C), &kc_classic_proto);
+}
+
+/* group.protocol=auto, the default: nothing set leaves the choice to the coordinator (NULL); a
+ * setting only one protocol has decides for it and is named; classic settings are accepted
+ * (they were refused while the default was consumer). */
+static void group_protocol_auto(void **state)
+{
+    (void)state;
+    const char *key = "x";
+    assert_string_equal(kc_conf_str(C, KC_CONF_GROUP_PROTOCOL), "auto");
+    assert_int_equal(kc_conf_group_protocol(C, &key), KC_GROUP_PROTO_AUTO);
+    assert_null(key);
+    assert_null(kc_rt_group_protocol(C));
+    set_ok("group.id", "g");
+    set_ok("bootstrap.servers", "127.0.0.1:9092");
+    set_ok("partition.assignment.strategy", "range");
+    assert_int_equal(kc_conf_group_protocol(C, &key), KC_GROUP_PROTO_CLASSIC);
+    assert_string_equal(key, "partition.assignment.strategy");
+    kc_error_t e;
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    assert_ptr_equal(kc_rt_group_protocol(C), &kc_classic_proto);
+}
+
+static void group_protocol_auto_consumer_key(void **state)
+{
+    (void)state;
+    const char *key = NULL;
+    set_ok("group.remote.assignor", "uniform");
+    assert_int_equal(kc_conf_group_protocol(C, &key), KC_GROUP_PROTO_CONSUMER);
+    assert_string_equal(key, "group.remote.assignor");
+    assert_ptr_equal(kc_rt_group_protocol(C), &kc_g848_proto);
+    set_ok("group.protocol", "consumer"); /* named: no key decided */
+    assert_int_equal(kc_conf_group_protocol(C, &key), KC_GROUP_PROTO_CONSUMER);
+    assert_null(key);
 }
 
 int main(void)
@@ -427,6 +507,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(secrets_never_printed, setup, teardown),
         cmocka_unit_test_setup_teardown(runtime_options_from_conf, setup, teardown),
         cmocka_unit_test_setup_teardown(classic_rebalance_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(group_conf_per_protocol, setup, teardown),
+        cmocka_unit_test_setup_teardown(group_protocol_auto, setup, teardown),
+        cmocka_unit_test_setup_teardown(group_protocol_auto_consumer_key, setup, teardown),
         cmocka_unit_test_setup_teardown(every_key_is_validated, setup, teardown),
         cmocka_unit_test_setup_teardown(member_id_and_empty_identification, setup, teardown),
         cmocka_unit_test_setup_teardown(more_conflicts_are_explained, setup, teardown),

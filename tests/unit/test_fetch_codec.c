@@ -1,10 +1,11 @@
-/* engine/fetch_codec: session requests become real FetchRequests (newest version) that decode
+/* engine/fetch/codec: session requests become real FetchRequests (newest version) that decode
  * back to the same entries; decoded FetchResponses feed the session and the fetcher. */
 #include "kc_test.h"
 
 #include <string.h>
 
-#include "fetch_codec.h"
+#include "fetch/codec.h"
+#include "proto/kafka_errors.h"
 
 static kc_session_part_t part(uint8_t topic, int32_t p, int64_t off)
 {
@@ -172,7 +173,7 @@ static void response_partitions_iterate(void **state)
     parts[0].records.ptr = rec;
     parts[0].records.len = 4;
     parts[1].partition_index = 4;
-    parts[1].error_code = 6;
+    parts[1].error_code = KC_KAFKA_NOT_LEADER_OR_FOLLOWER;
     parts[1].high_watermark = -1;
     parts[1].last_stable_offset = -1;
     parts[1].log_start_offset = -1;
@@ -214,7 +215,7 @@ static void response_partitions_iterate(void **state)
     assert_false(pr.has_current_leader);
     assert_int_equal(kc_fetch_codec_next(&it, &pr), 1);
     assert_int_equal(pr.tp.partition, 4);
-    assert_int_equal(pr.error_code, 6);
+    assert_int_equal(pr.error_code, KC_KAFKA_NOT_LEADER_OR_FOLLOWER);
     assert_true(pr.has_current_leader);
     assert_int_equal(pr.leader_id, 2);
     assert_int_equal(pr.leader_epoch, 12);

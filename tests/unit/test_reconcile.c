@@ -1,9 +1,9 @@
-/* engine/reconcile: the ordered steps revoke → commit → drop → assign → ack as pending state. */
+/* engine/group/reconcile: the ordered steps revoke → commit → drop → assign → ack as pending state. */
 #include "kc_test.h"
 
 #include <string.h>
 
-#include "reconcile.h"
+#include "group/reconcile.h"
 
 static void tid(uint8_t id[16], int t)
 {

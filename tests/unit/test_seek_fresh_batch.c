@@ -149,8 +149,8 @@ static void fresh_batch_after_late_seek(void **state)
     kc_rt_part_t *p = kc_rt_part_add(rt, "t", 0, 0);
     assert_non_null(p);
     kc_rt_bref_t a = fake_batch(0, 100, 4);
-    /* Set before the push: the runtime keeps a hook already there (frames.c), and this frame's
-     * accounting is then simply not counted. */
+    /* Set before the push: the runtime keeps a hook already there (runtime/memory_budget.c), and
+     * this frame's accounting is then simply not counted. */
     a.raw.buf->on_free = hold_free;
     assert_int_equal(kc_rt_part_push(p, &a), KC_OK);
     if (!wait_flag(rt, &S.cb_blocked, 10000))

@@ -1,0 +1,117 @@
+/*
+ * The fetch plan: which broker fetches which partitions, and when each broker's next Fetch may
+ * go. Pure: the network thread passes partitions and the time in, and gets back requests to
+ * send; it reports each request's end (response or failure) back.
+ *
+ * - The active assignment is grouped by fetch target (the leader, or the KIP-392 preferred read
+ *   replica while client.rack is set and the choice has not expired), so each broker gets ONE
+ *   Fetch per round carrying all its partitions: 12 partitions on 3 brokers is 3 requests.
+ * - One fetch in flight per broker; a broker's next request does not wait for other brokers.
+ * - A broker with nothing wanted whose session still holds partitions gets one more request
+ *   (its forgotten list), then its fetcher is dropped.
+ * - throttle_time_ms (KIP-219) holds that broker's next request back; a failed request or a
+ *   top-level error backs off that broker only. Per-partition errors are engine/fetch/partition.h.
+ *
+ * How the network thread drives it (one loop iteration):
+ *   kc_fetch_plan_compute(plan, parts, n, now)          after any position/state/metadata change
+ *   n = kc_fetch_plan_ready(plan, now, sends, max, &wake)
+ *   for each send: kc_fetch_codec_request(...) → encode → write to send.fetcher->broker_id
+ *   on a decoded response:
+ *     o = kc_fetch_plan_on_response(plan, broker, &kc_fetch_codec_session_resp(m), throttle, now)
+ *     if o is OK or FALLBACK: for each kc_fetch_codec_next(&it, &r):
+ *         p = the partition for r.tp (skip if unassigned)
+ *         r.error_code ? kc_partition_on_fetch_error(p, ...)   (act on the event)
+ *         : held = kc_session_held(&fetcher->session, &r.tp);
+ *           if held && kc_fetch_plan_accepts(p, broker, held->fetch_offset, conf, now):
+ *               hand the records off; position = last offset in the handed-off batch headers + 1
+ *           kc_partition_on_fetch_ok(p, r.high_watermark, ...)
+ *     RESET: nothing surfaced, just fetch again; FAILED: report, the broker backs off.
+ *   on a transport failure or timeout: kc_fetch_plan_on_failure(plan, broker, now)
+ *   at close: kc_fetch_plan_close(plan, sends, max), send them, then kc_fetch_plan_free.
+ *
+ * Owner: network thread.
+ */
+#ifndef KC_ENGINE_FETCH_PLAN_H
+#define KC_ENGINE_FETCH_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fetch/partition.h"
+#include "fetch/session.h"
+
+typedef struct kc_fetch_plan_conf {
+    kc_partition_conf_t part;
+    int64_t sessionless_backoff_ms; /* how long a broker without sessions stays sessionless */
+} kc_fetch_plan_conf_t;
+
+/* One broker's fetcher. Owner: network thread. Address stable while it lives. */
+typedef struct kc_fetcher {
+    int32_t broker_id;
+    kc_session_t session;
+    uint8_t in_flight;
+    int64_t throttle_until_ms; /* KIP-219: no request before this */
+    int64_t backoff_until_ms;  /* after a failed request or a top-level error */
+    int32_t failures;          /* consecutive, for the broker backoff */
+    kc_session_part_t *wanted; /* rebuilt by kc_fetch_plan_compute */
+    size_t n_wanted, cap_wanted;
+} kc_fetcher_t;
+
+typedef struct kc_fetch_plan_stats {
+    uint64_t fetchers_created;
+    uint64_t fetchers_dropped;
+} kc_fetch_plan_stats_t;
+
+/* Owner: network thread. */
+typedef struct kc_fetch_plan {
+    kc_fetch_plan_conf_t conf;
+    kc_fetcher_t **f; /* pointers, so a fetcher's address survives growth */
+    size_t n, cap;
+    kc_fetch_plan_stats_t stats;
+} kc_fetch_plan_t;
+
+/* A request ready to go: encode `req` for `fetcher->broker_id` (engine/fetch/codec.h). */
+typedef struct kc_fetch_send {
+    kc_fetcher_t *fetcher;
+    kc_session_req_t req;
+} kc_fetch_send_t;
+
+void kc_fetch_plan_init(kc_fetch_plan_t *plan, const kc_fetch_plan_conf_t *conf);
+void kc_fetch_plan_free(kc_fetch_plan_t *plan);
+
+/* Rebuilds every broker's wanted set from the partitions (fetch target, position, leader epoch,
+ * max bytes). Creates fetchers for new targets; fetchers no partition targets keep an empty
+ * wanted set until they drain. Call whenever positions, metadata or states change (cheap). */
+kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, size_t n_parts,
+                               int64_t now_ms, kc_error_t *err);
+
+/* The requests that may go now: at most one per broker, none to a broker in flight, throttled
+ * or backing off. Drops fetchers with nothing left to send. Fills up to `max` entries and
+ * returns how many; *next_wake_ms (if not NULL) gets the earliest time a held-back broker may
+ * send, or INT64_MAX. */
+size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_t *out, size_t max,
+                           int64_t *next_wake_ms);
+
+/* The Fetch to `broker_id` was answered: top-level error and session id, throttle_time_ms. */
+kc_session_outcome_t kc_fetch_plan_on_response(kc_fetch_plan_t *plan, int32_t broker_id,
+                                               const kc_session_resp_t *resp, int32_t throttle_ms,
+                                               int64_t now_ms);
+
+/* The Fetch to `broker_id` failed (transport, timeout, undecodable). */
+void kc_fetch_plan_on_failure(kc_fetch_plan_t *plan, int32_t broker_id, int64_t now_ms);
+
+/* Consumer close: a close request (S, -1) for every open session not in flight. */
+size_t kc_fetch_plan_close(kc_fetch_plan_t *plan, kc_fetch_send_t *out, size_t max);
+
+/* Whether records for `p` in a response from `broker_id` may be delivered. A response can be
+ * stale by the time it is read: the partition moved to another broker, was paused, reset or
+ * seeked while the request was in flight. Delivering then would duplicate or skip records, so
+ * the records are dropped (the next request asks again from the right place).
+ * `requested_offset` is the fetch offset the broker used for it: kc_session_held() after the
+ * response committed, or the entry of a sessionless request. */
+int kc_fetch_plan_accepts(kc_partition_t *p, int32_t broker_id, int64_t requested_offset,
+                          const kc_fetch_plan_conf_t *conf, int64_t now_ms);
+
+kc_fetcher_t *kc_fetch_plan_find(kc_fetch_plan_t *plan, int32_t broker_id);
+
+#endif

@@ -1,0 +1,373 @@
+/*
+ * The classic member's outputs: the pending reconciliation's steps (revoke → commit → drop →
+ * assign) and kc_classic_poll / kc_classic_next_wakeup, which decide what goes out next.
+ *
+ * Owner: network thread. Everything in kc_classic_t is touched only from there; time comes in as
+ * an argument.
+ */
+#include "group/classic/member_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- pending reconciliation --------------------------------------------------------------- */
+
+static void pend_advance(kc_classic_t *m)
+{
+    m->p_issued = false;
+    switch (m->pstep) {
+    case KC_CLASSIC_P_REVOKE:
+        m->pstep = KC_CLASSIC_P_COMMIT;
+        break;
+    case KC_CLASSIC_P_COMMIT:
+        m->pstep = KC_CLASSIC_P_DROP;
+        break;
+    case KC_CLASSIC_P_DROP:
+        kc_ctps_remove_all(&m->owned, &m->p_revoke);
+        m->pstep = m->p_assign.n ? KC_CLASSIC_P_ASSIGN : KC_CLASSIC_P_IDLE;
+        break;
+    case KC_CLASSIC_P_ASSIGN:
+        kc_ctps_add_all(&m->owned, &m->p_assign);
+        m->pstep = KC_CLASSIC_P_IDLE;
+        break;
+    default:
+        break;
+    }
+}
+
+void kc_classic_action_done(kc_classic_t *m, uint64_t seq, int64_t now_ms)
+{
+    (void)now_ms;
+    if (!m->p_issued || seq != m->seq || m->pstep == KC_CLASSIC_P_COMMIT)
+        return;
+    pend_advance(m);
+}
+
+void kc_classic_commit_result(kc_classic_t *m, uint64_t seq, int16_t code, int64_t now_ms)
+{
+    if (!m->p_issued || seq != m->seq || m->pstep != KC_CLASSIC_P_COMMIT)
+        return;
+    kc_offsets_verdict_t v = kc_offsets_classify(code);
+    if ((v == KC_OFFSETS_REDISCOVER || v == KC_OFFSETS_RETRY) && now_ms < m->commit_deadline_ms) {
+        m->p_issued = false; /* handed out again once the coordinator is back / after backoff */
+        m->commit_retry_at_ms = now_ms + m->cfg.retry_backoff_ms;
+        if (v == KC_OFFSETS_REDISCOVER)
+            kc_classic_coordinator_lost(m, now_ms);
+        return;
+    }
+    /* Committed, refused for good, or out of time: the next owner resumes from the last
+     * committed offset (at-least-once). REBALANCE_IN_PROGRESS etc. also mean rejoining. */
+    if (v == KC_OFFSETS_FAIL && m->state == KC_CLASSIC_ST_STABLE)
+        kc_classic_common_error(m, code, now_ms);
+    pend_advance(m);
+}
+
+/* ---- poll --------------------------------------------------------------------------------- */
+
+static bool pend_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
+{
+    if (m->pstep == KC_CLASSIC_P_COMMIT && m->commit_retry_at_ms != 0 &&
+        now_ms >= m->commit_deadline_ms)
+        pend_advance(m); /* abandoned: the next owner re-reads from the last commit */
+    if (m->pstep == KC_CLASSIC_P_IDLE || m->p_issued)
+        return false;
+    switch (m->pstep) {
+    case KC_CLASSIC_P_REVOKE:
+        out->kind = m->p_lost ? KC_CLASSIC_LOSE : KC_CLASSIC_REVOKE;
+        m->commit_deadline_ms = now_ms + m->cfg.commit_timeout_ms; /* set again at COMMIT */
+        m->commit_retry_at_ms = 0;
+        break;
+    case KC_CLASSIC_P_COMMIT:
+        /* Lost partitions, no auto-commit, or no generation to commit under: skip. */
+        if (m->p_lost || !m->cfg.auto_commit || m->generation < 0 || !m->member_id[0]) {
+            pend_advance(m);
+            return pend_poll(m, now_ms, out);
+        }
+        if (!m->coord_known || now_ms < m->commit_retry_at_ms)
+            return false;
+        if (m->commit_retry_at_ms == 0)
+            m->commit_deadline_ms = now_ms + m->cfg.commit_timeout_ms;
+        m->commit_retry_at_ms = 1; /* non-zero: a retry keeps the first deadline */
+        out->kind = KC_CLASSIC_COMMIT;
+        kc_error_t e;
+        kc_offsets_identity_member(&out->who, m->cfg.group_id, m->member_id, m->generation,
+                                   m->cfg.instance_id, &e);
+        break;
+    case KC_CLASSIC_P_DROP:
+        out->kind = KC_CLASSIC_DROP;
+        break;
+    case KC_CLASSIC_P_ASSIGN:
+        out->kind = KC_CLASSIC_ASSIGN;
+        break;
+    default:
+        return false;
+    }
+    out->parts = m->pstep == KC_CLASSIC_P_ASSIGN ? &m->p_assign : &m->p_revoke;
+    out->seq = ++m->seq;
+    m->p_issued = true;
+    return true;
+}
+
+static void fill_join(kc_classic_t *m, kc_classic_out_t *out)
+{
+    kc_join_group_request_t *j = &out->req.join;
+    kc_join_group_request_init(j);
+    j->group_id = kc_str(m->cfg.group_id);
+    j->session_timeout_ms = m->cfg.session_timeout_ms;
+    j->rebalance_timeout_ms = m->cfg.rebalance_timeout_ms;
+    j->member_id = kc_str(m->member_id);
+    j->group_instance_id = m->cfg.instance_id ? kc_str(m->cfg.instance_id) : KC_STR_NULL;
+    j->protocol_type = kc_str("consumer");
+    j->protocols.count = (int32_t)m->cfg.n_assignors;
+    j->protocols.items = m->protocols;
+    j->reason = KC_STR_NULL;
+}
+
+static bool send_join(kc_classic_t *m, kc_classic_out_t *out)
+{
+    for (size_t i = 0; i < m->cfg.n_assignors; i++) {
+        kc_error_t e;
+        m->proto_meta[i].len = 0;
+        if (kc_classic_encode_subscription(m, m->cfg.assignors[i], &m->proto_meta[i], &e)) {
+            kc_classic_fatal(m, 0, "group %s:%s subscription: %s", e.msg);
+            return false;
+        }
+        m->protocols[i].name = kc_str(kc_assignor_name(m->cfg.assignors[i]));
+        m->protocols[i].metadata =
+            (kc_bytes_t){m->proto_meta[i].data, (int32_t)m->proto_meta[i].len};
+    }
+    out->kind = KC_CLASSIC_SEND_JOIN;
+    fill_join(m, out);
+    m->rejoin_needed = false; /* a request arriving from now on needs another round */
+    m->inflight = KC_CLASSIC_IF_JOIN;
+    m->state = KC_CLASSIC_ST_JOINING;
+    return true;
+}
+
+static void fill_sync(kc_classic_t *m, kc_classic_out_t *out)
+{
+    kc_sync_group_request_t *s = &out->req.sync;
+    kc_sync_group_request_init(s);
+    s->group_id = kc_str(m->cfg.group_id);
+    s->generation_id = m->generation;
+    s->member_id = kc_str(m->member_id);
+    s->group_instance_id = m->cfg.instance_id ? kc_str(m->cfg.instance_id) : KC_STR_NULL;
+    s->protocol_type = kc_str("consumer");
+    s->protocol_name = m->protocol ? kc_str(m->protocol) : KC_STR_NULL;
+    s->assignments.count = (int32_t)m->n_sync; /* follower: empty */
+    s->assignments.items = m->sync_items;
+}
+
+static bool heartbeat_due(const kc_classic_t *m, int64_t now_ms)
+{
+    bool member = m->generation >= 0 && m->member_id[0];
+    bool state_ok = m->state == KC_CLASSIC_ST_STABLE ||
+                    (m->state == KC_CLASSIC_ST_UNJOINED && !m->prepared) ||
+                    (m->state == KC_CLASSIC_ST_UNJOINED && m->pstep != KC_CLASSIC_P_IDLE) ||
+                    (m->state == KC_CLASSIC_ST_CLOSING && m->pstep != KC_CLASSIC_P_IDLE);
+    return member && state_ok && m->coord_known && m->inflight == KC_CLASSIC_IF_NONE &&
+           now_ms >= m->next_heartbeat_ms;
+}
+
+static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
+{
+    if (m->inflight != KC_CLASSIC_IF_NONE || m->pstep != KC_CLASSIC_P_IDLE)
+        return false;
+    if (!m->prepared) { /* Java's onLeavePrepare: revoke (or lose) what we hold */
+        m->prepared = true;
+        if (m->owned.n) {
+            kc_classic_pend_start(m, &m->owned, NULL, m->generation < 0 || !m->member_id[0]);
+            return pend_poll(m, now_ms, out);
+        }
+    }
+    /* Static members do not leave: their place (and partitions) wait for the instance to come
+     * back within the session timeout, which is the point of group.instance.id. */
+    if (!m->cfg.instance_id && m->member_id[0] && m->coord_known && !m->closed_pending) {
+        kc_leave_group_request_t *l = &out->req.leave;
+        kc_leave_group_request_init(l);
+        l->group_id = kc_str(m->cfg.group_id);
+        l->member_id = kc_str(m->member_id); /* v0-2 */
+        m->leave_member.member_id = kc_str(m->member_id);
+        m->leave_member.group_instance_id = KC_STR_NULL;
+        m->leave_member.reason = kc_str("the consumer is being closed");
+        l->members.count = 1; /* v3+ */
+        l->members.items = &m->leave_member;
+        out->kind = KC_CLASSIC_SEND_LEAVE;
+        m->inflight = KC_CLASSIC_IF_LEAVE; /* the id is forgotten once this is answered */
+        return true;
+    }
+    m->generation = -1;
+    m->is_leader = false;
+    if (m->close_then_idle) {
+        m->state = KC_CLASSIC_ST_IDLE;
+        m->closed_pending = false;
+        return false;
+    }
+    m->state = KC_CLASSIC_ST_CLOSED;
+    out->kind = KC_CLASSIC_CLOSED;
+    m->closed_pending = false;
+    return true;
+}
+
+/* The LeaveGroup of a max.poll.interval.ms overrun (kc_classic_poll_expired). Java's
+ * maybeLeaveGroup: leave, then forget generation and member id so the next join is a new one. */
+static bool poll_leave(kc_classic_t *m, kc_classic_out_t *out)
+{
+    m->leave_due = false;
+    bool send = m->member_id[0] && m->coord_known;
+    if (send) {
+        free(m->leave_id); /* the request's views must outlive the member id reset below */
+        m->leave_id = m->member_id;
+        m->member_id = NULL;
+        kc_leave_group_request_t *l = &out->req.leave;
+        kc_leave_group_request_init(l);
+        l->group_id = kc_str(m->cfg.group_id);
+        l->member_id = kc_str(m->leave_id); /* v0-2 */
+        m->leave_member.member_id = kc_str(m->leave_id);
+        m->leave_member.group_instance_id =
+            m->cfg.instance_id ? kc_str(m->cfg.instance_id) : KC_STR_NULL;
+        m->leave_member.reason = kc_str("consumer poll timeout has expired");
+        l->members.count = 1; /* v3+ */
+        l->members.items = &m->leave_member;
+        out->kind = KC_CLASSIC_SEND_LEAVE;
+        m->inflight = KC_CLASSIC_IF_LEAVE;
+    }
+    kc_classic_set_str(&m->member_id, "", 0);
+    m->generation = -1;
+    m->is_leader = false;
+    m->prepared = false; /* the join-prepare loses whatever is still held */
+    m->state = KC_CLASSIC_ST_UNJOINED;
+    m->rejoin_needed = false;
+    kc_classic_free_sync(m);
+    return send;
+}
+
+bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (m->fatal_pending) {
+        m->fatal_pending = false;
+        out->kind = KC_CLASSIC_FATAL;
+        out->error = m->fatal;
+        if (m->owned.n && m->pstep == KC_CLASSIC_P_IDLE) /* a fenced member stops consuming */
+            kc_classic_pend_start(m, &m->owned, NULL, true);
+        return true;
+    }
+    if (m->describe_due && m->coord_known && !m->fatal_pending) {
+        out->kind = KC_CLASSIC_DESCRIBE;
+        m->describe_due = false;
+        m->fatal_code = KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
+        return true;
+    }
+    if (m->rediscover_due) {
+        m->rediscover_due = false;
+        out->kind = KC_CLASSIC_REDISCOVER;
+        return true;
+    }
+    if (!m->coord_known && m->coord_lost_at_ms && !m->coord_error_surfaced &&
+        now_ms - m->coord_lost_at_ms >= m->cfg.coordinator_timeout_ms) {
+        m->coord_error_surfaced = true;
+        out->kind = KC_CLASSIC_ERROR;
+        kc_fail(&out->error, KC_ERR_TIMEOUT, "group %s: no coordinator for %lld ms; still asking",
+                m->cfg.group_id, (long long)(now_ms - m->coord_lost_at_ms));
+        return true;
+    }
+    if (pend_poll(m, now_ms, out))
+        return true;
+    if (m->state == KC_CLASSIC_ST_FATAL || m->state == KC_CLASSIC_ST_IDLE)
+        return false;
+    if (m->state == KC_CLASSIC_ST_CLOSED) {
+        if (!m->closed_pending)
+            return false;
+        m->closed_pending = false;
+        out->kind = KC_CLASSIC_CLOSED;
+        return true;
+    }
+    if (m->state == KC_CLASSIC_ST_CLOSING) {
+        if (m->closed_pending && m->inflight == KC_CLASSIC_IF_NONE) {
+            m->closed_pending = false;
+            kc_classic_set_str(&m->member_id, "", 0); /* Java forgets its id once it has left */
+            m->generation = -1;
+            m->is_leader = false;
+            m->state = m->close_then_idle ? KC_CLASSIC_ST_IDLE : KC_CLASSIC_ST_CLOSED;
+            if (m->close_then_idle)
+                return false;
+            out->kind = KC_CLASSIC_CLOSED;
+            return true;
+        }
+        if (close_poll(m, now_ms, out))
+            return true;
+    }
+    if (m->leave_due && m->inflight == KC_CLASSIC_IF_NONE && m->state >= KC_CLASSIC_ST_UNJOINED &&
+        m->state <= KC_CLASSIC_ST_STABLE && poll_leave(m, out))
+        return true;
+    /* A session with no answered heartbeat for session.timeout.ms: the coordinator is gone. */
+    if (m->coord_known && m->state == KC_CLASSIC_ST_STABLE &&
+        now_ms - m->last_heartbeat_ok_ms >= m->cfg.session_timeout_ms) {
+        kc_classic_coordinator_lost(m, now_ms);
+        return kc_classic_poll(m, now_ms, out);
+    }
+    if (m->state == KC_CLASSIC_ST_STABLE && m->rejoin_needed && m->pstep == KC_CLASSIC_P_IDLE) {
+        m->state = KC_CLASSIC_ST_UNJOINED;
+        m->prepared = false;
+    }
+    if (m->state == KC_CLASSIC_ST_UNJOINED && m->pstep == KC_CLASSIC_P_IDLE &&
+        m->inflight == KC_CLASSIC_IF_NONE) {
+        if (!m->prepared) {
+            kc_classic_join_prepare(m);
+            if (pend_poll(m, now_ms, out))
+                return true;
+        }
+        /* Out of the group until the overrunning callback returns (max.poll.interval.ms). */
+        if (m->pstep == KC_CLASSIC_P_IDLE && m->coord_known && now_ms >= m->retry_at_ms &&
+            !m->poll_expired && !m->leave_due)
+            return send_join(m, out);
+    }
+    if (m->state == KC_CLASSIC_ST_SYNCING && m->inflight == KC_CLASSIC_IF_NONE && m->coord_known) {
+        out->kind = KC_CLASSIC_SEND_SYNC;
+        fill_sync(m, out);
+        m->inflight = KC_CLASSIC_IF_SYNC;
+        return true;
+    }
+    if (heartbeat_due(m, now_ms)) {
+        kc_heartbeat_request_t *h = &out->req.heartbeat;
+        kc_heartbeat_request_init(h);
+        h->group_id = kc_str(m->cfg.group_id);
+        h->generation_id = m->generation;
+        h->member_id = kc_str(m->member_id);
+        h->group_instance_id = m->cfg.instance_id ? kc_str(m->cfg.instance_id) : KC_STR_NULL;
+        out->kind = KC_CLASSIC_SEND_HEARTBEAT;
+        m->inflight = KC_CLASSIC_IF_HEARTBEAT;
+        m->next_heartbeat_ms = now_ms + m->cfg.heartbeat_interval_ms;
+        return true;
+    }
+    return false;
+}
+
+int64_t kc_classic_next_wakeup(const kc_classic_t *m)
+{
+    int64_t w = INT64_MAX;
+#define AT(t)                                                                                      \
+    do {                                                                                           \
+        if ((t) < w)                                                                               \
+            w = (t);                                                                               \
+    } while (0)
+    bool member = m->generation >= 0 && m->member_id[0] && m->coord_known;
+    if (member && m->inflight == KC_CLASSIC_IF_NONE &&
+        (m->state == KC_CLASSIC_ST_STABLE || m->state == KC_CLASSIC_ST_UNJOINED))
+        AT(m->next_heartbeat_ms);
+    if (m->state == KC_CLASSIC_ST_STABLE && m->coord_known)
+        AT(m->last_heartbeat_ok_ms + m->cfg.session_timeout_ms);
+    if (m->state == KC_CLASSIC_ST_UNJOINED && m->retry_at_ms)
+        AT(m->retry_at_ms);
+    if (m->pstep == KC_CLASSIC_P_COMMIT) {
+        AT(m->commit_deadline_ms);
+        if (!m->p_issued && m->commit_retry_at_ms > 1)
+            AT(m->commit_retry_at_ms);
+    }
+    if (!m->coord_known && m->coord_lost_at_ms && !m->coord_error_surfaced)
+        AT(m->coord_lost_at_ms + m->cfg.coordinator_timeout_ms);
+#undef AT
+    return w;
+}

@@ -1,0 +1,261 @@
+/*
+ * Group membership inside the engine: ONE driver for every group protocol.
+ *
+ * A protocol (KIP-848's ConsumerGroupHeartbeat in group/848/, the classic JoinGroup/SyncGroup
+ * protocol in group/classic/) is a member state machine plus the requests only it sends
+ * (heartbeats, joins, its metadata). It implements kc_group_proto_t, and this driver does the
+ * rest, the same way for each:
+ *   - the drive loop: one timer, re-entrant calls folded into one more pass, the protocol's
+ *     next wakeup, at least every 100 ms (connecting and the watchdog have no event);
+ *   - the reconciliation's actions (group/reconcile.h's order): REVOKE/LOSE through the hooks and
+ *     the wait for every partition's completion, COMMIT of the processed offsets under the
+ *     identity the action names, DROP, and ASSIGN with the committed offset read first
+ *     (OffsetFetch; unreadable ones asked again, group/offset_pending.h);
+ *   - max.poll.interval.ms: the runtime's watchdog count, handed to the protocol on each edge;
+ *   - the self-fence (group/self_fence.h): measured from the send time of the last request whose
+ *     answer kept the session (the protocol says which, kc_group_session_answered), against the
+ *     session and ratio the protocol gives; while fenced nothing is committed;
+ *   - the counters and the common part of the stats JSON.
+ *
+ * The engine knows nothing of workers (CONTRIBUTING: runtime → engine → io), so what touches
+ * them goes through hooks the runtime implements (runtime/group.c):
+ *   revoke       stop dispatch of one partition and run on_revoke (lost: on_lost) on its worker;
+ *                returns 1 when a completion will follow (kc_group_revoked), 0 when nothing was
+ *                held.
+ *   committable  offset after the last processed record, -1 when none.
+ *   drop         forget the partition (engine remove → forgotten in its fetch session; free it).
+ *   assign       add the partition (on_assign on its worker before any record, then fetch from
+ *                `start`, an offset or KC_ENGINE_START_RESET).
+ *   poll_over    how many callbacks run past max.poll.interval.ms right now (the watchdog).
+ *   error        an error for the application (fatal: the member stopped for good).
+ *   fence        the self-fence (may be NULL): on, no record callback of the group's partitions
+ *                may start (running ones finish), buffered records are kept and the
+ *                application's commits are refused; `why` is reported once. off: the
+ *                coordinator answered in time, delivery resumes where it stopped.
+ *
+ * Periodic auto-commit is not here: the runtime runs one timer for every kind of consumer and
+ * asks kc_group_may_auto_commit / kc_group_commit_identity. Commit-on-revoke is the
+ * reconciliation's COMMIT step.
+ *
+ * Owner: network thread, everything (hooks are called there too).
+ */
+#ifndef KC_ENGINE_GROUP_GROUP_H
+#define KC_ENGINE_GROUP_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coordinator.h"
+#include "engine.h"
+#include "offsets.h"
+
+typedef struct kc_group kc_group_t;
+
+typedef struct kc_group_hooks {
+    int (*revoke)(void *o, const char *topic, int32_t partition, bool lost);
+    int64_t (*committable)(void *o, const char *topic, int32_t partition);
+    void (*drop)(void *o, const char *topic, int32_t partition);
+    kc_err_t (*assign)(void *o, const char *topic, int32_t partition, int64_t start,
+                       kc_error_t *err);
+    unsigned (*poll_over)(void *o);
+    void (*error)(void *o, const kc_error_t *e, bool fatal);
+    void *opaque;
+    void (*fence)(void *o, bool on, const kc_error_t *why);
+} kc_group_hooks_t;
+
+/* Every protocol's settings in one struct; runtime/rt_conf.c (kc_rt_group_conf) fills it from the
+ * configuration, for both protocols. Copied by kc_group_new (strings too). */
+typedef struct kc_group_conf {
+    const char *group_id;
+    const char *group_instance_id; /* NULL / "": dynamic */
+    const char *rack_id;           /* client.rack */
+    const char *server_assignor;   /* KIP-848: group.remote.assignor; NULL / "": the broker's */
+    const char *assignors;         /* classic: partition.assignment.strategy, comma-separated */
+    /* Where the protocols differ, each has its own field: both are filled, since under
+     * group.protocol=auto the driver picks the protocol at subscribe. */
+    int64_t session_timeout_ms;           /* classic: session.timeout.ms */
+    int64_t consumer_session_timeout_ms;  /* KIP-848: group.consumer.session.timeout.ms, the
+                                             self-fence's session until the group's is read */
+    int32_t heartbeat_interval_ms;        /* classic (KIP-848: the coordinator's) */
+    int32_t rebalance_timeout_ms;         /* KIP-848: max.poll.interval.ms */
+    int32_t classic_rebalance_timeout_ms; /* classic: rebalance.timeout.ms, else max.poll */
+    bool commit_on_revoke;                /* enable.auto.commit */
+    int64_t commit_timeout_ms;
+    int64_t coordinator_timeout_ms;
+    int request_timeout_ms;
+    double self_fence_ratio; /* group.self.fence.ratio; 0: never */
+} kc_group_conf_t;
+
+/* One reconciliation action, the same for every protocol: partitions by topic name. */
+typedef enum kc_group_act_kind {
+    KC_GROUP_ACT_NONE = 0,
+    KC_GROUP_ACT_REVOKE, /* on_revoke on the workers → proto action_done(seq) */
+    KC_GROUP_ACT_LOSE,   /* on_lost on the workers → proto action_done(seq) */
+    KC_GROUP_ACT_COMMIT, /* commit the processed offsets under `who` → proto commit_result */
+    KC_GROUP_ACT_DROP,   /* forget in the fetch sessions → proto action_done(seq) */
+    KC_GROUP_ACT_ASSIGN, /* committed offset, then on_assign and fetch → proto action_done(seq) */
+} kc_group_act_kind_t;
+
+typedef struct kc_group_tp {
+    const char *topic;
+    int32_t partition;
+} kc_group_tp_t;
+
+/* Owner: network thread; the views point into the protocol's member and live until its next
+ * input. */
+typedef struct kc_group_action {
+    kc_group_act_kind_t kind;
+    uint64_t seq;
+    const kc_group_tp_t *parts;
+    size_t n;
+    kc_commit_identity_t who; /* COMMIT */
+} kc_group_action_t;
+
+/* What a protocol implements. `m` is the protocol's member (made by `create`). */
+typedef struct kc_group_proto {
+    const char *name;       /* the group.protocol value: "consumer", "classic" */
+    const char *epoch_name; /* "epoch", "generation": for messages */
+    kc_err_t (*create)(void **m, kc_group_t *g, kc_error_t *err);
+    void (*destroy)(void *m);
+    /* Topic names, or a broker-evaluated regex (topics NULL) where the protocol has one. */
+    kc_err_t (*subscribe)(void *m, const char *const *topics, size_t n, const char *regex,
+                          kc_error_t *err);
+    /* One drive pass, before the actions: time, the protocol's own requests and answers. */
+    void (*step)(void *m, int64_t now);
+    /* The next reconciliation action; the protocol carries out its other outputs itself on the
+     * way (requests, rediscovery, errors through kc_group_report). */
+    bool (*next_action)(void *m, int64_t now, kc_group_action_t *a);
+    void (*action_done)(void *m, uint64_t seq, int64_t now);
+    void (*commit_result)(void *m, uint64_t seq, int16_t code, int64_t now);
+    /* One drive pass, after the actions (heartbeats that carry what the actions completed). */
+    void (*finish)(void *m, int64_t now);
+    int64_t (*next_wakeup)(void *m, int64_t now);
+    /* max.poll.interval.ms: a callback overran it (true) / returned (false). */
+    void (*poll_expired)(void *m, bool expired, int64_t now);
+    void (*close)(void *m, int64_t now);
+    bool (*closed)(const void *m); /* left, or stopped for good; no request in flight */
+    /* The identity the application's commits (and auto-commit) go under right now. */
+    kc_err_t (*identity)(void *m, kc_commit_identity_t *who, kc_error_t *err);
+    /* OffsetFetch names the member (KIP-848, v9+) rather than the anonymous form. */
+    bool offset_fetch_names_member;
+    /* An application commit or auto-commit answered with `code` (0 ok); may be NULL. */
+    void (*app_commit_result)(void *m, int16_t code, int64_t now);
+    /* No reconciliation running and the member in its group: auto-commit may run. */
+    bool (*stable)(const void *m);
+    /* The self-fence's inputs: the session it is measured against, the ratio in force, and
+     * whether it applies now (the member holds partitions and is in the group). */
+    int64_t (*session_ms)(const void *m);
+    double (*fence_ratio)(const void *m);
+    bool (*fence_applies)(const void *m);
+    int32_t (*epoch)(const void *m);
+    const char *(*member_id)(const void *m);
+    int32_t (*coordinator)(const void *m); /* the coordinator's broker id, -1 unknown */
+    /* The protocol's members of the stats "group" object, no braces (snprintf rules): `head`
+     * "state", "member_id", "epoch", its own identity fields and "assignment"; `extra` its own
+     * counters and settings, each preceded by a comma. */
+    size_t (*stats_head)(const void *m, char *buf, size_t cap);
+    size_t (*stats_extra)(const void *m, char *buf, size_t cap);
+} kc_group_proto_t;
+
+/* The protocols there are; kc_group_auto_proto is group.protocol=auto's placeholder until the
+ * choice (auto.c). */
+extern const kc_group_proto_t kc_g848_proto;
+extern const kc_group_proto_t kc_classic_proto;
+extern const kc_group_proto_t kc_group_auto_proto;
+
+/* group.protocol=auto (proto NULL): the driver chooses at subscribe, from the coordinator, and
+ * logs the choice once with its reason:
+ *   - classic when the coordinator's ApiVersions lacks ConsumerGroupHeartbeat (Kafka < 3.7), or
+ *     the group exists as a classic group with members (they are not converted under them);
+ *   - KIP-848 otherwise, and for a regex subscription;
+ *   - classic after all when the KIP-848 member is refused for want of the protocol
+ *     (UNSUPPORTED_VERSION, or a coordinator without the API) before it ever joined: a 3.7-3.9
+ *     broker lists the API without running the protocol.
+ * The caller decides earlier when a protocol's own setting is set: then `proto` is that one and
+ * `why` names the setting (logged the same way). A forced protocol never falls back: a forced
+ * KIP-848 on a broker without it is a fatal error at once (the application gets KC_ERR_FATAL;
+ * the message starts with the cause and names group.protocol=classic). */
+kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *proto,
+                      const char *why, const kc_group_conf_t *conf, const kc_group_hooks_t *hooks,
+                      kc_error_t *err);
+kc_err_t kc_group_subscribe(kc_group_t *g, const char *const *topics, size_t n, const char *regex,
+                            kc_error_t *err);
+/* One partition's revoke/lost completion (a hook returned 1 for it). */
+void kc_group_revoked(kc_group_t *g);
+/* Close: finish or abandon the pending reconciliation (the protocol's rules), commit, leave.
+ * kc_group_closed says when it is over (the caller decides how long to wait). */
+void kc_group_close(kc_group_t *g);
+bool kc_group_closed(const kc_group_t *g);
+/* After kc_engine_close (the engine's answers are over or refused), before the engine's free. */
+void kc_group_free(kc_group_t *g);
+
+const kc_group_proto_t *kc_group_protocol(const kc_group_t *g);
+/* The member id the coordinator knows us by ("" before the first join). Network thread. */
+const char *kc_group_member_id(const kc_group_t *g);
+/* coordinator.h's kc_engine_identity_fn for the application's commits (ctx: the group), and
+ * the one for its OffsetFetch (the anonymous form unless the protocol names the member). */
+kc_err_t kc_group_commit_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
+kc_err_t kc_group_fetch_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
+/* An application commit's first Kafka code (0 ok), for the protocol (classic rejoins). */
+void kc_group_app_commit_result(kc_group_t *g, int16_t code);
+/* An auto-commit's answer (the runtime sends those), counted with the reconciliation's. */
+void kc_group_count_commit(kc_group_t *g, int16_t code);
+/* Auto-commit may run now: not closing, not self-fenced, the protocol stable. */
+bool kc_group_may_auto_commit(const kc_group_t *g);
+/* The "group" object of the stats JSON (snprintf rules; returns the length needed). */
+size_t kc_group_stats_json(const kc_group_t *g, char *buf, size_t cap);
+
+/* ---- for the protocols (group/848/, group/classic/) ---------------------------------------- */
+
+/* Counters the protocols and the driver keep; stats JSON names in comments. */
+typedef struct kc_group_counters {
+    uint64_t rebalances; /* "rebalances": a new epoch / generation */
+    uint64_t heartbeats; /* "heartbeats": answers */
+    uint64_t hb_errors;  /* "heartbeat_errors" */
+    uint64_t commits;    /* "commits": the reconciliation's */
+    uint64_t commit_failures;
+    uint64_t rediscoveries; /* "rediscoveries": coordinator lookups after a loss */
+    int64_t last_error_code;
+} kc_group_counters_t;
+
+kc_engine_t *kc_group_engine(const kc_group_t *g);
+const kc_group_conf_t *kc_group_config(const kc_group_t *g);
+kc_group_counters_t *kc_group_counters(kc_group_t *g);
+/* Runs the drive loop (or marks one more pass when inside it): after every answer. */
+void kc_group_drive(kc_group_t *g);
+/* An error for the application (hooks.error); fatal: the member stopped for good. */
+void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal);
+/* The answer to a request sent at sent_ms kept the member's session: the self-fence's clock. */
+void kc_group_session_answered(kc_group_t *g, int64_t sent_ms);
+bool kc_group_closing(const kc_group_t *g);
+/* Room for an action's `n` partitions, owned by the driver and valid until the next call: the
+ * protocols fill their actions' `parts` here. NULL when out of memory (or n is 0 and nothing
+ * was ever asked). */
+kc_group_tp_t *kc_group_parts(kc_group_t *g, size_t n);
+/* Appends to a stats JSON buffer with snprintf rules: *n grows by what the text needs, even
+ * past `cap` (then nothing more is written), so the caller learns the size it needs. */
+void kc_group_jsonf(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The auto placeholder's verdict: `p` runs from the next drive pass on (group.h's rules). */
+void kc_group_choose(kc_group_t *g, const kc_group_proto_t *p, const char *why);
+/* The protocol's member (what its `create` made). */
+void *kc_group_member(const kc_group_t *g);
+
+/* A request the engine answers later (OffsetFetch, OffsetCommit, FindCoordinator) carries one
+ * of these as its callback's opaque. kc_group_op_end unlinks and frees it and returns the group,
+ * NULL when the group went away first (kc_group_free) or the op was cancelled (an ASSIGN's
+ * OffsetFetch overtaken by a LOSE; a FIND of a member group.protocol=auto replaced). */
+typedef enum kc_group_op_kind {
+    KC_GROUP_OP_ASSIGN = 1, /* OffsetFetch of an ASSIGN action */
+    KC_GROUP_OP_COMMIT,     /* OffsetCommit of a COMMIT action */
+    KC_GROUP_OP_OFFSETS,    /* OffsetFetch retry of group/offset_pending.h */
+    KC_GROUP_OP_FIND,       /* FindCoordinator of a protocol */
+} kc_group_op_kind_t;
+typedef struct kc_group_op kc_group_op_t;
+kc_group_op_t *kc_group_op_new(kc_group_t *g, kc_group_op_kind_t kind, uint64_t seq);
+kc_group_t *kc_group_op_end(kc_group_op_t *op);
+/* The engine closed or the group is being freed: answers must be ignored. */
+bool kc_group_gone(const kc_group_t *g);
+
+#endif

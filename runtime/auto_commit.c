@@ -1,0 +1,293 @@
+/*
+ * kc_commit_async and the auto-commit timer.
+ *
+ * kc_commit_async copies its arguments into one object and posts it to the network thread with
+ * kc_netthread_post (no waiting, so it is allowed from callback context). There the offsets are
+ * taken (the given ones, or every assigned partition's committable offset) and sent with
+ * kc_engine_commit; the engine's answer (network thread) is handed to a worker with
+ * kc_rt_post_call, so the application's callback runs on a worker serialised with on_event, as
+ * kconsume.h documents. Every call gets one answer: a commit the broker had not answered when the
+ * engine closed (kc_close) ends with KC_ERR_CLOSED there; an answer the stopped workers could not
+ * run any more is run by kc_destroy, on the destroying thread, with its real result.
+ *
+ * Auto-commit (enable.auto.commit with group.id), for every kind of consumer: a network-thread
+ * timer every auto.commit.interval.ms commits the committable offsets (kc_rt_part_committable:
+ * the offset after the last record whose callback returned), one commit in flight at a time;
+ * a group member's under its identity as the request is built (kc_rt_group_commit), which the
+ * group's answer handling reads too (a classic member whose generation is gone rejoins).
+ * Failures are reported as KC_EVENT_ERROR. kc_close's final commit is consumer.c's (a group
+ * member's revocation commits its own).
+ *
+ * Owner: the object belongs to whichever thread holds it in that chain (app → network thread →
+ * worker); consumer fields ac_* belong to the network thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "consumer_int.h"
+#include "group.h"
+#include "coordinator.h"
+#include "netthread.h"
+#include "proto/kafka_errors.h"
+
+/* How soon a group's auto-commit is asked again after a STALE_MEMBER_EPOCH answer, or when it
+ * was due while the member was rebalancing. */
+#define AC_SOON_MS 200
+
+typedef struct acommit {
+    kc_loop_cmd_t cmd; /* first: the posted command */
+    kc_consumer_t *c;
+    kc_commit_cb cb;
+    void *opaque;
+    kc_topic_partition_t *tps; /* copies; NULL = committable offsets */
+    size_t n;
+    int is_auto;
+    bool counted; /* a group's auto-commit that reached the broker: its answer is counted */
+    kc_err_t rc;
+    kc_error_t err;
+} acommit_t;
+
+static void ac_free(acommit_t *a)
+{
+    for (size_t i = 0; a->tps && i < a->n; i++)
+        free((char *)a->tps[i].topic);
+    free(a->tps);
+    free(a);
+}
+
+/* Worker (run = 1), or kc_rt_free's thread (run = 0). Every commit posted here was answered
+ * already (by the broker, or by the engine's close), so the result is the real one even when the
+ * workers stopped before they could run it. */
+static void deliver(void *arg, int run)
+{
+    acommit_t *a = arg;
+    (void)run;
+    if (a->cb)
+        a->cb(a->opaque, a->rc, a->rc == KC_OK ? NULL : &a->err);
+    ac_free(a);
+}
+
+static bool membership_moved(int16_t code)
+{
+    return code == KC_KAFKA_REBALANCE_IN_PROGRESS || code == KC_KAFKA_ILLEGAL_GENERATION ||
+           code == KC_KAFKA_UNKNOWN_MEMBER_ID || code == KC_KAFKA_FENCED_MEMBER_EPOCH;
+}
+
+/* Network thread: the engine's answer, or a failure to ask. */
+static void answered(acommit_t *a)
+{
+    kc_consumer_t *c = a->c;
+    c->async_pending--;
+    if (a->is_auto) {
+        c->ac_inflight = 0;
+        int16_t code = a->rc == KC_OK ? 0 : a->err.kafka_code;
+        if (c->grp && a->counted)
+            kc_rt_group_count_commit(c->grp, a->rc == KC_OK ? 0 : code ? code : -1);
+        if (a->rc != KC_OK && code == KC_KAFKA_STALE_MEMBER_EPOCH && c->grp) {
+            /* The epoch moved under the commit (a rebalance): not an error; asked again
+             * shortly, with the offsets and the epoch of then (kc_rt_group_auto_commit). */
+            kc_loop_t *loop = kc_netthread_loop(c->nt);
+            if (kc_loop_timer_armed(&c->ac_timer))
+                kc_loop_timer_stop(loop, &c->ac_timer);
+            kc_loop_timer_start(loop, &c->ac_timer, AC_SOON_MS);
+            ac_free(a);
+            return;
+        }
+        if (a->rc != KC_OK && c->grp && membership_moved(code)) {
+            /* The generation ended under the commit (a rebalance, or the member left after a
+             * max.poll.interval.ms overrun): what it held is committed by its revocation or
+             * redelivered after its loss, and the member rejoins. Not the application's
+             * error; logged and counted in the group's commit_failures. */
+            c->ac_failures++;
+            kc_log(KC_LOG_INFO, "commit", "auto-commit: %s", a->err.msg);
+        } else if (a->rc != KC_OK) {
+            c->ac_failures++;
+            kc_event_t ev = {.type = KC_EVENT_ERROR, .error = &a->err};
+            (void)kc_rt_post_event(c->rt, &ev);
+        } else {
+            c->ac_commits++;
+        }
+        ac_free(a);
+        return;
+    }
+    if (kc_rt_post_call(c->rt, deliver, a) != KC_OK)
+        deliver(a, 0); /* out of memory: answered here rather than never */
+}
+
+static void engine_done(void *opaque, kc_err_t rc, const kc_error_t *err,
+                        const kc_engine_offset_t *res, size_t n)
+{
+    /* rc already says KC_ERR_BROKER, the message names each refused partition */
+    acommit_t *a = opaque;
+    a->rc = rc;
+    if (rc != KC_OK) {
+        if (err)
+            a->err = *err;
+        else
+            kc_fail(&a->err, rc, "commit failed");
+    }
+    if (a->c->grp) /* network thread: the group reads the answer (and explains refusals) */
+        kc_rt_group_commit_result(a->c->grp, rc, rc != KC_OK ? &a->err : NULL, res, n);
+    answered(a);
+}
+
+/* A group member's commit: under its identity as of the moment the request is built
+ * (group.h), the group's held partitions when no list was given. */
+static void start_member(acommit_t *a)
+{
+    kc_consumer_t *c = a->c;
+    kc_engine_offset_t *offs = calloc(a->n ? a->n : 1, sizeof *offs);
+    if (!offs) {
+        a->rc = kc_fail(&a->err, KC_ERR_NOMEM, "commit: out of memory");
+        answered(a);
+        return;
+    }
+    for (size_t i = 0; a->tps && i < a->n; i++)
+        offs[i] = (kc_engine_offset_t){
+            a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
+    bool none = false;
+    int timeout = (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS);
+    kc_err_t rc = a->is_auto
+                      ? kc_rt_group_auto_commit(c->grp, timeout, engine_done, a, &none, &a->err)
+                      : kc_rt_group_commit(c->grp, a->tps ? offs : NULL, a->n, timeout, engine_done,
+                                           a, &none, &a->err);
+    a->counted = a->is_auto && rc == KC_OK && !none;
+    free(offs);
+    if (rc != KC_OK || none) { /* none: nothing processed yet, nothing to commit: a success */
+        a->rc = rc;
+        answered(a);
+    }
+}
+
+static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
+{
+    (void)loop;
+    acommit_t *a = (acommit_t *)cmd;
+    kc_consumer_t *c = a->c;
+    a->rc = KC_OK;
+    c->async_pending++; /* until answered(): kc_close waits for it before closing the engine */
+    /* CLOSED: kc_close has waited for the commits in flight (COMMITS_IDLE) and is closing the
+     * engine; one that raced the phase is answered here rather than killed by that close. */
+    if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire) ||
+        atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED) {
+        a->rc = kc_fail(&a->err, KC_ERR_CLOSED, "commit: consumer is closed");
+        answered(a);
+        return;
+    }
+    if (c->grp) {
+        start_member(a);
+        return;
+    }
+    size_t n = a->tps ? a->n : c->n, m = 0;
+    kc_engine_offset_t *offs = calloc(n ? n : 1, sizeof *offs);
+    if (!offs) {
+        a->rc = kc_fail(&a->err, KC_ERR_NOMEM, "commit: out of memory");
+        answered(a);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (a->tps) {
+            offs[m++] = (kc_engine_offset_t){
+                a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
+        } else {
+            int64_t o = kc_rt_part_committable(c->parts[i].rtp);
+            if (o >= 0)
+                offs[m++] =
+                    (kc_engine_offset_t){c->parts[i].topic, c->parts[i].partition, o, -1, NULL, 0};
+        }
+    }
+    if (m == 0) { /* nothing processed yet: nothing to commit, and that is a success */
+        free(offs);
+        answered(a);
+        return;
+    }
+    kc_commit_identity_t who;
+    kc_err_t rc = kc_offsets_identity_anonymous(&who, c->group, &a->err);
+    int timeout = (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS);
+    if (rc == KC_OK)
+        rc = kc_engine_commit(c->e, &who, offs, m, timeout, engine_done, a, &a->err);
+    free(offs);
+    if (rc != KC_OK) {
+        a->rc = rc;
+        answered(a);
+    }
+}
+
+KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                kc_commit_cb cb, void *opaque, kc_error_t *err)
+{
+    if (!c || (n && !tps))
+        return kc_fail(err, KC_ERR_INVALID_ARG, "commit_async: bad arguments");
+    if (!c->group)
+        return kc_fail(err, KC_ERR_CONFIG, "commit needs group.id");
+    /* Refused only once the close passed its final commit: on_revoke may still commit. */
+    if (atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED)
+        return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
+    acommit_t *a = calloc(1, sizeof *a);
+    if (!a)
+        return kc_fail(err, KC_ERR_NOMEM, "commit_async: out of memory");
+    a->c = c;
+    a->cb = cb;
+    a->opaque = opaque;
+    if (tps) {
+        a->tps = calloc(n ? n : 1, sizeof *a->tps);
+        if (!a->tps) {
+            free(a);
+            return kc_fail(err, KC_ERR_NOMEM, "commit_async: out of memory");
+        }
+        for (size_t i = 0; i < n; i++, a->n++) {
+            a->tps[i] = tps[i];
+            if (!(a->tps[i].topic = strdup(tps[i].topic ? tps[i].topic : ""))) {
+                ac_free(a);
+                return kc_fail(err, KC_ERR_NOMEM, "commit_async: out of memory");
+            }
+        }
+    }
+    a->cmd.fn = start;
+    a->cmd.opaque = a;
+    kc_netthread_post(c->nt, &a->cmd);
+    return KC_OK;
+}
+
+/* ---- auto-commit (network thread) ------------------------------------------------------------ */
+
+static void ac_tick(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    kc_consumer_t *c = t->opaque;
+    if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire) ||
+        atomic_load_explicit(&c->phase, memory_order_relaxed) != KC_PHASE_OPEN)
+        return; /* closing: kc_close's own commit takes over */
+    int64_t interval = kc_conf_int(c->conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS);
+    /* A group member commits under its identity (start_member), only while it is in its group
+     * with no reconciliation running (the reconciliation commits what it revokes) and not
+     * self-fenced: a due commit waits for that and looks again shortly; a manual assignment
+     * commits anonymously, once it holds partitions. */
+    bool wait = c->grp && !kc_rt_group_may_auto_commit(c->grp);
+    kc_loop_timer_start(loop, t, wait && interval > AC_SOON_MS ? AC_SOON_MS : interval);
+    if (c->ac_inflight || wait || (!c->grp && c->n == 0))
+        return;
+    acommit_t *a = calloc(1, sizeof *a);
+    if (!a)
+        return;
+    a->c = c;
+    a->is_auto = 1;
+    c->ac_inflight = 1;
+    start(loop, &a->cmd);
+}
+
+void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop)
+{
+    if (!c->group || !kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT))
+        return;
+    c->ac_timer.cb = ac_tick;
+    c->ac_timer.opaque = c;
+    kc_loop_timer_start(loop, &c->ac_timer, kc_conf_int(c->conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS));
+}
+
+void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop)
+{
+    if (kc_loop_timer_armed(&c->ac_timer))
+        kc_loop_timer_stop(loop, &c->ac_timer);
+}
