@@ -36,7 +36,7 @@ typedef struct chooser {
     kc_group_t *grp;
     kc_engine_t *e;
     const kc_group_conf_t *conf;
-    bool subscribed, decided, finding, describing, failure_logged;
+    bool subscribed, decided, describing, failure_logged;
     int64_t retry_at;
 } chooser_t;
 
@@ -67,20 +67,10 @@ static bool coordinator_error(int16_t code)
            code == KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS;
 }
 
-static void find_done(void *opaque, kc_err_t rc, const kc_error_t *err,
-                      const kc_engine_offset_t *res, size_t n)
+static void found(void *m, kc_err_t rc, const kc_error_t *err)
 {
-    (void)res, (void)n;
-    kc_group_t *g = kc_group_op_end(opaque);
-    if (!g)
-        return;
-    chooser_t *c = kc_group_member(g);
-    c->finding = false;
-    if (rc == KC_ERR_CLOSED)
-        return;
     if (rc != KC_OK)
-        failed(c, err ? err->msg : kc_err_name(rc));
-    kc_group_drive(g);
+        failed(m, err ? err->msg : kc_err_name(rc));
 }
 
 static kc_err_t dg_encode(kc_wbuf_t *out, int16_t version, void *opaque)
@@ -164,18 +154,8 @@ static void c_step(void *m, int64_t now)
         return;
     kc_conn_t *conn = kc_engine_coord_conn(c->e, c->conf->group_id);
     if (!conn) {
-        if (c->finding)
-            return;
-        kc_group_op_t *op = kc_group_op_new(c->grp, KC_GROUP_OP_FIND, 0);
-        kc_error_t err;
-        c->finding = op != NULL; /* cleared by find_done, which may run inside the call */
-        if (op && kc_engine_find_coordinator(c->e, c->conf->group_id,
-                                             (int)c->conf->coordinator_timeout_ms, find_done, op,
-                                             &err) != KC_OK) {
-            kc_group_op_end(op);
-            c->finding = false;
+        if (!kc_group_find_coordinator(c->grp, found))
             c->retry_at = now + RETRY_MS;
-        }
         return;
     }
     if (kc_conn_state(conn) != KC_CONN_READY) {

@@ -51,6 +51,8 @@ struct kc_group {
      * waiting for the next pass, the members retired by a choice (freed with the group: their
      * late answers still find them), and whether the running member ever joined (then it never
      * falls back). */
+    bool finding;            /* a kc_group_find_coordinator lookup is on its way */
+    kc_group_found_fn found; /* where its answer goes */
     bool auto_mode, joined, subscribed;
     char forced_by[96]; /* under auto, the setting that chose the protocol ("" otherwise) */
     char **sub_topics;
@@ -590,6 +592,44 @@ void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal)
     g->h.error(g->h.opaque, e, fatal);
 }
 
+static void find_done(void *opaque, kc_err_t rc, const kc_error_t *err,
+                      const kc_engine_offset_t *res, size_t n)
+{
+    (void)res, (void)n;
+    kc_group_t *g = kc_group_op_end(opaque);
+    if (!g) /* freed, or its member replaced (switch_protocol cleared `finding`) */
+        return;
+    g->finding = false;
+    if (rc == KC_ERR_CLOSED)
+        return;
+    g->found(g->m, rc, err);
+    kc_group_drive(g);
+}
+
+bool kc_group_find_coordinator(kc_group_t *g, kc_group_found_fn found)
+{
+    if (g->finding)
+        return true;
+    kc_group_op_t *op = kc_group_op_new(g, KC_GROUP_OP_FIND, 0);
+    if (!op)
+        return false;
+    kc_error_t err;
+    g->found = found;
+    g->finding = true; /* cleared by find_done, which may run inside this call (cached) */
+    if (kc_engine_find_coordinator(g->e, g->group, (int)g->conf.coordinator_timeout_ms, find_done,
+                                   op, &err) != KC_OK) {
+        kc_group_op_end(op);
+        g->finding = false;
+        return false;
+    }
+    return true;
+}
+
+bool kc_group_finding(const kc_group_t *g)
+{
+    return g->finding;
+}
+
 void kc_group_choose(kc_group_t *g, const kc_group_proto_t *p, const char *why)
 {
     /* Only the placeholder's verdict, or a KIP-848 member that never joined falling back: a
@@ -614,6 +654,7 @@ static void switch_protocol(kc_group_t *g)
     for (kc_group_op_t *o = g->ops; o; o = o->next)
         if (o->kind == KC_GROUP_OP_FIND)
             o->cancelled = true;
+    g->finding = false;
     struct retired *r = realloc(g->retired, (g->n_retired + 1) * sizeof *r);
     void *m = NULL;
     kc_error_t err;

@@ -239,6 +239,13 @@ void kc_group_jsonf(char *buf, size_t cap, size_t *n, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* The auto placeholder's verdict: `p` runs from the next drive pass on (group.h's rules). */
 void kc_group_choose(kc_group_t *g, const kc_group_proto_t *p, const char *why);
+/* FindCoordinator for the group through the engine's cache, one lookup at a time: the answer
+ * (KC_OK once kc_engine_coord_conn has a connection) goes to `found` of the member that asked,
+ * never to one group.protocol=auto put in its place, and a drive pass follows. false when no
+ * lookup could start (the caller asks again later). */
+typedef void (*kc_group_found_fn)(void *m, kc_err_t rc, const kc_error_t *err);
+bool kc_group_find_coordinator(kc_group_t *g, kc_group_found_fn found);
+bool kc_group_finding(const kc_group_t *g);
 /* The protocol's member (what its `create` made). */
 void *kc_group_member(const kc_group_t *g);
 

@@ -28,7 +28,7 @@ for c in java mvn unzip pgrep; do
     command -v "$c" >/dev/null || fail "$c is missing (tests/testkit/install-deps installs it)"
 done
 
-tmp=$(mktemp -d /tmp/kc-versions.XXXXXX)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kc-versions.XXXXXX")
 cleanup() {
     local d
     for d in "$tmp"/*/; do [[ -f $d/cluster.env ]] && "$testkit" down --dir "$d" >/dev/null 2>&1; done

@@ -41,7 +41,7 @@ typedef struct p848 {
     const kc_group_conf_t *conf; /* the group's, outlives us */
     kc_g848_t gc;
     kc_consumer_group_heartbeat_request_t req; /* gc's storage, valid while in flight */
-    bool hb_inflight, md_inflight, finding;
+    bool hb_inflight, md_inflight;
     bool no_api; /* the coordinator lacks ConsumerGroupHeartbeat: reported, nothing more sent */
     kc_conn_t *hb_conn; /* the in-flight heartbeat's connection */
     int64_t hb_sent_ms, notready_since;
@@ -129,39 +129,19 @@ static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     kc_group_drive(p->grp);
 }
 
-static void find_done(void *opaque, kc_err_t rc, const kc_error_t *err,
-                      const kc_engine_offset_t *res, size_t n)
+static void found(void *m, kc_err_t rc, const kc_error_t *err)
 {
-    (void)res, (void)n;
-    kc_group_t *g = kc_group_op_end(opaque);
-    if (!g)
-        return;
-    p848_t *p = kc_group_member(g);
-    p->finding = false;
-    if (rc == KC_ERR_CLOSED)
-        return;
+    p848_t *p = m;
     if (rc != KC_OK)
         kc_log(KC_LOG_WARN, "group848", "group %s: FindCoordinator: %s", group_of(p),
                err ? err->msg : kc_err_name(rc));
     /* Ready either way: a heartbeat to a coordinator still unknown fails and asks again. */
     kc_g848_coordinator_ready(&p->gc, kc_now_ms());
-    kc_group_drive(g);
 }
 
 static void find_start(p848_t *p)
 {
-    if (p->finding)
-        return;
-    kc_group_op_t *op = kc_group_op_new(p->grp, KC_GROUP_OP_FIND, 0);
-    if (!op)
-        return;
-    kc_error_t err;
-    p->finding = true; /* cleared by find_done, which may run inside this call (cached) */
-    if (kc_engine_find_coordinator(p->e, group_of(p), (int)p->conf->coordinator_timeout_ms,
-                                   find_done, op, &err) != KC_OK) {
-        kc_group_op_end(op);
-        p->finding = false;
-    }
+    (void)kc_group_find_coordinator(p->grp, found);
 }
 
 static void maybe_heartbeat(p848_t *p, int64_t now)
