@@ -15,13 +15,18 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
-.PHONY: all deps build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-kafka test-long soak demo perf \
+.PHONY: all deps kafka-jars build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long soak demo perf \
         fuzz install codegen format clean
 
 all: build
 
 deps:
 	@tests/testkit/install-deps
+
+# The pinned Kafka jars (Maven, once, into ~/.cache/kconsume): the brokers of the integration
+# suites, and the schemas the unit check tests/unit/codegen.test.sh regenerates from.
+kafka-jars: deps
+	@tests/testkit/fetch-kafka >/dev/null
 
 build: deps
 	cmake -S . -B build/release -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
@@ -36,7 +41,7 @@ build-debug: deps
 	cmake -S . -B build/debug -DCMAKE_BUILD_TYPE=Debug
 	cmake --build build/debug -j $(JOBS)
 
-valgrind: build-debug
+valgrind: build-debug kafka-jars
 	tests/valgrind-unit build/debug
 
 build-tsan: deps
@@ -48,14 +53,14 @@ build-tsan: deps
 # The short fuzz pass: FUZZ_SHORT_SECONDS per target over the committed corpora, then the suites
 # (whose last line is the "N passed, N failed" total).
 FUZZ_SHORT_SECONDS ?= 15
-test: build-asan build-tsan build-fuzz
+test: build-asan build-tsan build-fuzz kafka-jars
 	tests/fuzz/run build/fuzz $(FUZZ_SHORT_SECONDS)
 	tests/run-suite --build build/asan --labels "unit kafka interop" --tsan build/tsan
 
-test-unit: build-asan
+test-unit: build-asan kafka-jars
 	cd build/asan && ctest -L unit --output-on-failure -j $(JOBS)
 
-test-long: build-asan build-tsan valgrind
+test-long: build-asan build-tsan valgrind kafka-jars
 	tests/run-suite --build build/asan --labels "unit kafka interop chaos long" --tsan build/tsan
 
 soak: build

@@ -100,7 +100,6 @@ void kc_eng_coord_again(coord_op_t *op, int rediscover, const char *why)
         coord_entry_t *ce = cache_get(coord(e), op->group);
         if (ce)
             ce->valid = 0;
-        coord(e)->st.rediscoveries++;
     }
     int64_t now = kc_now_ms(), at;
     kc_error_t err;
@@ -145,9 +144,9 @@ int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, ch
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     int rc;
     if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) != KC_OK) {
-        rc = -1;
+        rc = KC_ENG_FC_UNDECODABLE;
     } else if (version >= 4 && m.coordinators.count < 1) {
-        rc = -2;
+        rc = KC_ENG_FC_NONE_NAMED;
     } else {
         /* Before v4 the one answer is the response's own fields. */
         const kc_find_coordinator_response_coordinator_t *k =
@@ -203,9 +202,9 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     int code = kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node);
     kc_buf_unref(frame);
     const char *why = NULL;
-    if (code == -1) {
+    if (code == KC_ENG_FC_UNDECODABLE) {
         why = "undecodable FindCoordinator";
-    } else if (code == -2) {
+    } else if (code == KC_ENG_FC_NONE_NAMED) {
         why = "FindCoordinator named no coordinator";
     } else if (code) {
         kc_fail_kafka(&op->last, (int16_t)code, "FindCoordinator");
@@ -244,7 +243,6 @@ static void op_step(coord_op_t *op)
                                     fc_encode,
                                     fc_done,
                                     op};
-        c->st.find_coordinator++;
     } else if (op->kind == OP_FIND) {
         kc_eng_coord_finish(op, KC_OK, NULL); /* known now: the caller takes kc_engine_coord_conn */
         return;
@@ -343,10 +341,6 @@ kc_err_t kc_eng_coord_start(kc_engine_t *e, int kind, const char *group, const c
     op->timer.opaque = op;
     op->next = e->coord->ops;
     e->coord->ops = op;
-    if (kind == OP_COMMIT)
-        e->coord->st.commits++;
-    else if (kind == OP_FETCH)
-        e->coord->st.offset_fetches++;
     op_step(op);
     return KC_OK;
 }
@@ -371,10 +365,8 @@ void kc_engine_coord_invalidate(kc_engine_t *e, const char *group)
     if (!coord(e))
         return;
     coord_entry_t *ce = cache_get(e->coord, group);
-    if (ce && ce->valid) {
+    if (ce && ce->valid)
         ce->valid = 0;
-        e->coord->st.rediscoveries++;
-    }
 }
 
 int32_t kc_engine_coord_node(kc_engine_t *e, const char *group)
@@ -383,14 +375,6 @@ int32_t kc_engine_coord_node(kc_engine_t *e, const char *group)
         return -1;
     coord_entry_t *ce = cache_get(e->coord, group);
     return ce && ce->valid ? ce->node_id : -1;
-}
-
-void kc_engine_coord_stats(const kc_engine_t *e, kc_engine_coord_stats_t *out)
-{
-    if (e->coord)
-        *out = e->coord->st;
-    else
-        memset(out, 0, sizeof *out);
 }
 
 void kc_eng_coord_free(kc_engine_t *e)

@@ -83,19 +83,11 @@ struct kc_conn *kc_engine_coord_conn(kc_engine_t *e, const char *group);
 void kc_engine_coord_invalidate(kc_engine_t *e, const char *group);
 int32_t kc_engine_coord_node(kc_engine_t *e, const char *group);
 
-/* Counters. */
-typedef struct kc_engine_coord_stats {
-    uint64_t find_coordinator;
-    uint64_t rediscoveries; /* coordinator errors inside successful responses */
-    uint64_t commits, offset_fetches;
-} kc_engine_coord_stats_t;
-void kc_engine_coord_stats(const kc_engine_t *e, kc_engine_coord_stats_t *out);
-
 /* engine.c calls this at close: fails pending calls with KC_ERR_CLOSED, closes connections. */
 void kc_eng_coord_free(kc_engine_t *e);
 
 /* The one Kafka error code a group module acts on for a finished commit: the first per-partition
- * error, else 0 on success, else the broker's code, else REQUEST_TIMED_OUT (7) for a transport
+ * error, else 0 on success, else the broker's code, else REQUEST_TIMED_OUT for a transport
  * failure or an expired deadline — retriable, so the group module asks again rather than giving
  * up. Pure; any thread. */
 int16_t kc_engine_commit_code(kc_err_t rc, const kc_error_t *err, const kc_engine_offset_t *res,

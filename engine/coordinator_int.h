@@ -34,7 +34,6 @@ struct kc_coord {
     coord_conn_t *conns;
     size_t n_conns;
     coord_op_t *ops;
-    kc_engine_coord_stats_t st;
 };
 
 enum { OP_COMMIT = 1, OP_FETCH = 2, OP_FIND = 3 };

@@ -156,7 +156,7 @@ void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     int16_t *codes = calloc(op->n ? op->n : 1, sizeof *codes);
     int decoded = 0;
     for (size_t i = 0; i < op->n; i++)
-        op->ents[i].error = -1 /* until the response names it */;
+        op->ents[i].error = KC_KAFKA_UNKNOWN_SERVER_ERROR; /* until the response names it */
     if (codes && op->kind == OP_COMMIT) {
         kc_offset_commit_response_t m;
         if (kc_offset_commit_response_decode(&m, version, &r, &a, &err) == KC_OK) {
@@ -302,5 +302,5 @@ int16_t kc_engine_commit_code(kc_err_t rc, const kc_error_t *err, const kc_engin
         return 0;
     if (err && err->kafka_code)
         return (int16_t)err->kafka_code;
-    return 7; /* REQUEST_TIMED_OUT: transport or deadline, retriable */
+    return KC_KAFKA_REQUEST_TIMED_OUT; /* transport or deadline: retriable */
 }

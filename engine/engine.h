@@ -126,8 +126,6 @@ typedef enum kc_engine_md_change {
 typedef void (*kc_engine_md_cb)(void *opaque, kc_engine_md_change_t what, const char *topic,
                                 int32_t value);
 void kc_engine_on_metadata_change(kc_engine_t *e, kc_engine_md_cb cb, void *opaque);
-/* Partition count of a topic from the cache, -1 when unknown. */
-int32_t kc_engine_topic_partitions(const kc_engine_t *e, const char *topic);
 
 /* ---- stats --------------------------------------------------------------------------------- */
 

@@ -130,8 +130,11 @@ kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers);
 void kc_eng_brokers_free(kc_engine_t *e);
 
 /* coordinator.c: FindCoordinator for one group (key type 0), shared by the offsets calls and the
- * classic group driver. decode: 0 with "host:port" ("[v6]:port") in addr and the node id; a
- * Kafka error code (> 0) the coordinator entry carries; -1 undecodable; -2 none named. */
+ * classic group driver. decode: 0 with "host:port" ("[v6]:port") in addr and the node id; the
+ * Kafka error code the coordinator entry carries; KC_ENG_FC_UNDECODABLE; KC_ENG_FC_NONE_NAMED.
+ * The two are outside int16_t, so no Kafka code (UNKNOWN_SERVER_ERROR is -1) reads as one. */
+#define KC_ENG_FC_UNDECODABLE (-100000)
+#define KC_ENG_FC_NONE_NAMED  (-100001)
 kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group);
 int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, char *addr,
                      size_t cap, int32_t *node_id);

@@ -317,9 +317,3 @@ void kc_engine_on_metadata_change(kc_engine_t *e, kc_engine_md_cb cb, void *opaq
     e->md_cb = cb;
     e->md_cb_opaque = opaque;
 }
-
-int32_t kc_engine_topic_partitions(const kc_engine_t *e, const char *topic)
-{
-    const kc_eng_topic_t *t = kc_eng_topic_find(e, topic);
-    return t && !t->error && t->n_parts > 0 ? t->n_parts : -1;
-}

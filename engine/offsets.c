@@ -7,14 +7,7 @@
 
 #include <string.h>
 
-enum {
-    K_REQUEST_TIMED_OUT = 7,
-    K_COORDINATOR_LOAD_IN_PROGRESS = 14,
-    K_COORDINATOR_NOT_AVAILABLE = 15,
-    K_NOT_COORDINATOR = 16,
-    K_UNSTABLE_OFFSET_COMMIT = 88,
-    K_STALE_MEMBER_EPOCH = 113,
-};
+#include "proto/kafka_errors.h"
 
 kc_err_t kc_offsets_identity_anonymous(kc_commit_identity_t *who, const char *group_id,
                                        kc_error_t *err)
@@ -81,18 +74,18 @@ kc_err_t kc_offsets_build_commit(kc_commit_req_t *out, const kc_commit_identity_
 kc_offsets_verdict_t kc_offsets_classify(int16_t code)
 {
     switch (code) {
-    case 0:
+    case KC_KAFKA_NONE:
         return KC_OFFSETS_OK;
-    case K_NOT_COORDINATOR:
-    case K_COORDINATOR_NOT_AVAILABLE:
-    case K_COORDINATOR_LOAD_IN_PROGRESS:
+    case KC_KAFKA_NOT_COORDINATOR:
+    case KC_KAFKA_COORDINATOR_NOT_AVAILABLE:
+    case KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS:
         return KC_OFFSETS_REDISCOVER;
-    case K_STALE_MEMBER_EPOCH:
+    case KC_KAFKA_STALE_MEMBER_EPOCH:
         return KC_OFFSETS_RETRY_FRESH_EPOCH;
     /* OffsetFetch with require_stable: a transaction is still open on the partition; and a
      * request the broker timed out. Both settle by themselves. */
-    case K_UNSTABLE_OFFSET_COMMIT:
-    case K_REQUEST_TIMED_OUT:
+    case KC_KAFKA_UNSTABLE_OFFSET_COMMIT:
+    case KC_KAFKA_REQUEST_TIMED_OUT:
         return KC_OFFSETS_RETRY;
     default:
         /* UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID, REBALANCE_IN_PROGRESS,

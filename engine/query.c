@@ -194,7 +194,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                     strlen(q->topic) &&
                 memcmp(m.topics.items[i].name.ptr, q->topic, strlen(q->topic)) == 0)
                 t = &m.topics.items[i];
-        if (!t || t->error_code == 3 /* UNKNOWN_TOPIC_OR_PARTITION */) {
+        if (!t || t->error_code == KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION) {
             q->res.rc = kc_fail(&q->res.err, KC_ERR_NOT_FOUND,
                                 "topic %s is not known to the cluster", q->topic);
         } else if (t->error_code) {
@@ -208,7 +208,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                 q->res.rc = kc_fail(&q->res.err, KC_ERR_NOT_FOUND, "%s has %d partitions, no %d",
                                     q->topic, q->res.count, q->partition);
             else if (q->partition >= 0 && leader < 0)
-                fail(q, KC_ERR_BROKER, 5 /* LEADER_NOT_AVAILABLE */, "Metadata");
+                fail(q, KC_ERR_BROKER, KC_KAFKA_LEADER_NOT_AVAILABLE, "Metadata");
         }
     }
     kc_arena_free(&a);

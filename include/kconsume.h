@@ -328,17 +328,6 @@ typedef struct kc_topic_partition {
 /*
  * The calls below are asynchronous unless stated: they enqueue a command for the network thread
  * and return once it is queued; the effect shows in callbacks.
- *
- * Status of this contract: kc_conf_*, kc_record_* and kc_records_* accessors are implemented
- * (runtime/). Manual assignment is implemented (runtime/consumer*.c over engine/): kc_consumer_new
- * (push mode with on_records, pull mode without), kc_assign, kc_incremental_assign, kc_unassign,
- * kc_seek (backward seeks re-deliver), kc_pause, kc_resume, kc_committed, kc_commit,
- * kc_commit_async, kc_store_offset and kc_position,
- * kc_poll, kc_records_release, kc_topic_partitions, kc_query_watermarks, kc_member_id, kc_close,
- * kc_destroy; auto-commit and the stats event. kc_subscribe joins a group with
- * group.protocol=consumer (KIP-848, runtime/group.c over engine/group/848/proto.c) or
- * group.protocol=classic (engine/group/classic/proto.c). Known gap: a classic member does not yet
- * leave the group when a callback exceeds max.poll.interval.ms (KIP-848 does).
  */
 
 /*

@@ -2,7 +2,7 @@
  * Broker connection: connect, handshake, framing, pipelining, timeouts, reset and reconnect.
  * Owner: the network thread (the loop's owner). Nothing here is touched by another thread.
  *
- * Framing (io-facts.md): responses land in a 64 KiB staging buffer. A frame that is wholly
+ * Framing: responses land in a 64 KiB staging buffer. A frame that is wholly
  * staged is copied once into a kc_buf_t of exactly its size; a frame that is not gets an
  * exact-size kc_buf_t, the staged prefix is copied, and the rest is received straight into it
  * with one recv_exact (MSG_WAITALL), so a many-MiB Fetch response is never reassembled.
@@ -24,6 +24,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "conn_addr.h"
+#include "proto/kafka_errors.h"
 
 static void connect_next(kc_conn_t *c);
 static void arm_request_timer(kc_conn_t *c);
@@ -230,7 +231,8 @@ static kc_err_t submit(kc_conn_t *c, const kc_conn_req_spec_t *spec, int interna
         return kc_fail(err, KC_ERR_NOMEM, "request: out of memory");
     r->spec = *spec;
     r->deadline_ns = kc_now_ns() + (int64_t)c->o.request_timeout_ms * 1000000LL;
-    /* During a re-authentication only the exchange itself may go on the wire (kc_conn.h). */
+    /* During a re-authentication only the exchange itself may go on the wire (conn.h,
+     * kc_conn_schedule_reauth). */
     if (internal || (c->state == KC_CONN_READY && !c->reauth)) {
         kc_err_t rc = dispatch(c, r, err);
         if (rc != KC_OK) {
@@ -433,7 +435,7 @@ static void on_apiversions(kc_conn_t *c, kc_err_t err, kc_buf_t *frame, size_t o
     kc_err_t rc =
         kc_wire_apiversions_response(frame->data + off, frame->len - off, v, &c->ranges, &e);
     kc_buf_unref(frame);
-    if (rc == KC_ERR_BROKER && e.kafka_code == 35 && c->av_version > 0) {
+    if (rc == KC_ERR_BROKER && e.kafka_code == KC_KAFKA_UNSUPPORTED_VERSION && c->av_version > 0) {
         /* The broker is older than our ApiVersions; ask again in the newest it listed. */
         int16_t mx = c->ranges.max[KC_API_VERSIONS];
         c->av_version = mx >= 0 && mx < c->av_version ? mx : 0;

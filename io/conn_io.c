@@ -5,7 +5,7 @@
  * Plaintext: responses are received into the 64 KiB staging buffer; a frame that is wholly
  * staged is copied once into a kc_buf_t of exactly its size; a frame that is not gets its
  * exact-size buffer, the staged prefix is copied, and the rest arrives straight into it with one
- * recv_exact (MSG_WAITALL), so a many-MiB Fetch response is never reassembled (io-facts.md).
+ * recv_exact (MSG_WAITALL), so a many-MiB Fetch response is never reassembled.
  * With a transport, ciphertext goes into `cbuf` and is fed to it; plaintext is read out of it
  * into staging, and a large frame's remainder is read straight into its exact-size buffer, so
  * the only extra copy is the decryption itself.

@@ -9,7 +9,6 @@
 #include "conn_tls.h"
 
 struct kc_conn_security {
-    char name[16];
     bool use_tls, use_sasl;
     kc_conn_tls_t tls; /* .ctx loaded once; the transport hook reads it per connection */
     kc_sasl_mech_t mech;
@@ -38,7 +37,6 @@ kc_err_t kc_conn_security_new(const kc_conn_security_conf_t *conf, kc_conn_secur
     kc_conn_security_t *s = calloc(1, sizeof *s);
     if (!s)
         return kc_fail(err, KC_ERR_NOMEM, "security: out of memory");
-    snprintf(s->name, sizeof s->name, "%s", p);
     s->use_tls = tls;
     s->use_sasl = sasl;
     kc_err_t rc = KC_OK;
@@ -109,9 +107,4 @@ void kc_conn_security_discard(kc_conn_opts_t *opts)
     if (opts->auth_free && opts->auth_opaque)
         opts->auth_free(opts->auth_opaque);
     opts->auth_opaque = NULL;
-}
-
-const char *kc_conn_security_name(const kc_conn_security_t *s)
-{
-    return s ? s->name : "PLAINTEXT";
 }

@@ -43,7 +43,4 @@ void kc_conn_security_free(kc_conn_security_t *s);
 kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opts, kc_error_t *err);
 void kc_conn_security_discard(kc_conn_opts_t *opts);
 
-/* "SSL", "SASL_SSL"...: for logs and stats. */
-const char *kc_conn_security_name(const kc_conn_security_t *s);
-
 #endif

@@ -34,7 +34,7 @@ typedef struct kc_api_ranges {
 
 kc_err_t kc_wire_apiversions_request(kc_wbuf_t *w, int16_t version, kc_error_t *err);
 /* Decodes an ApiVersions response body. A broker that does not support `version` answers in v0
- * layout with UNSUPPORTED_VERSION (35); that case returns KC_ERR_BROKER with kafka_code 35 and
+ * layout with UNSUPPORTED_VERSION; that case returns KC_ERR_BROKER with that kafka_code and
  * still fills `out` from the v0 body when it can. */
 kc_err_t kc_wire_apiversions_response(const uint8_t *p, size_t len, int16_t version,
                                       kc_api_ranges_t *out, kc_error_t *err);

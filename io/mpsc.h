@@ -4,7 +4,7 @@
  *
  * Why this and not ck_ring MPMC/MPSC: ck_ring producers reserve a slot with a CAS and then spin
  * until earlier producers publish; on this 2-vCPU machine a producer preempted between the two
- * stalls every other producer (io-facts.md measured the collapse). Here a push is one atomic
+ * stalls every other producer (measured below: the collapse). Here a push is one atomic
  * exchange plus one store, never a loop, so producers never wait on each other. The queue is
  * unbounded (nodes are the callers' commands), so posting cannot fail.
  * Measured here (2 vCPU, 4 producers x 1M pointers, one spinning consumer, -O2): this queue

@@ -14,7 +14,7 @@ kc_err_t kc_sasl_handshake_result(const kc_sasl_handshake_response_t *resp, kc_s
 {
     if (resp->error_code == 0)
         return KC_OK;
-    /* UNSUPPORTED_SASL_MECHANISM (33) lists what the listener does enable: say it, since the usual
+    /* UNSUPPORTED_SASL_MECHANISM lists what the listener does enable: say it, since the usual
      * cause is a sasl.mechanism that does not match the broker's sasl.enabled.mechanisms. */
     char enabled[160] = "";
     size_t used = 0;

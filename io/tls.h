@@ -5,7 +5,7 @@
  * Why memory BIOs: the event loop (io_uring or epoll) owns the socket and its buffers; OpenSSL
  * never calls recv/send itself, so TLS works the same over both backends and in unit tests.
  * kTLS is not implemented: it needs a socket BIO and the kernel `tls` module, which is absent on
- * the target machines (io-facts.md: TCP_ULP gives ENOENT; OpenSSL would silently fall back).
+ * the target machines (TCP_ULP gives ENOENT there; OpenSSL would silently fall back).
  *
  * Threads:
  *   - kc_tls_ctx_t (one per consumer, wraps the SSL_CTX: CA store, client cert/key, verify mode)

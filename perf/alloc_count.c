@@ -1,5 +1,5 @@
 /*
- * The benchmark's counting allocator (issue 9: "heap allocations per record"), an LD_PRELOAD
+ * The benchmark's counting allocator (the target "heap allocations per record"), an LD_PRELOAD
  * shim: every malloc, calloc, realloc, memalign/posix_memalign/aligned_alloc of the process is
  * counted (libkconsume's and those of the codec libraries it calls, e.g. zlib's inflate state),
  * then handed to glibc's own allocator (__libc_*; no dlsym, which itself allocates).

@@ -283,7 +283,7 @@ def machine_figures(text):
 
 
 def targets(cases, figs):
-    """The issue's targets, each PASS / FAIL with the measured gap, or n/a when a figure is
+    """The benchmark's targets, each PASS / FAIL with the measured gap, or n/a when a figure is
     missing. Returns (markdown lines, list of dicts)."""
     out = []
 
@@ -347,20 +347,20 @@ def targets(cases, figs):
             "≤ queued.max.bytes (256 MiB) + 32 MiB", worst <= 288)
     else:
         add("T3 peak RSS", None, "≤ 288 MiB", None, "no T3 kconsume rows")
-    # Issue 6's memory contract holds for every topic, not only T3's small records: compressed
+    # The memory contract (queued.max.bytes) holds for every topic, not only T3's small records: compressed
     # topics are where frames held per response once exceeded the cap (perf/README.md).
     rss_all = [(c, case, x.get("maxrss_mib")) for case, v in cases.items() if isinstance(v, dict)
                for c, x in v.items() if c.startswith("kconsume") and x.get("maxrss_mib")]
     if rss_all:
         c, case, worst = max(rss_all, key=lambda t: t[2])
-        add("peak RSS, every case (worst kconsume row; issue 6)", f"{worst:.0f} MiB ({case} {c})",
+        add("peak RSS, every case (worst kconsume row)", f"{worst:.0f} MiB ({case} {c})",
             "≤ queued.max.bytes (256 MiB) + 32 MiB", worst <= 288)
     lat = {r["consumer"]: r for r in cases.get("latency", [])} if isinstance(cases.get("latency"), list) else {}
     k, l = lat.get("kconsume-w1", {}).get("lat_p99_ms"), lat.get("librdkafka-assign", {}).get("lat_p99_ms")
     add("latency p99, kconsume (1 worker) vs librdkafka",
         None if k is None or l is None else f"{k} ms vs {l} ms", "kconsume ≤ librdkafka",
         None if k is None or l is None else k <= l)
-    md = ["## Targets (issue 9)", "", "| target | measured | bound | result | note |", "|---|---|---|---|---|"]
+    md = ["## Targets", "", "| target | measured | bound | result | note |", "|---|---|---|---|---|"]
     for t in out:
         md.append(f"| {t['target']} | {t['measured'] if t['measured'] is not None else 'n/a'} | "
                   f"{t['bound']} | **{t['result']}** | {t['note']} |")

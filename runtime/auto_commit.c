@@ -25,9 +25,16 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "consumer_int.h"
 #include "group.h"
 #include "coordinator.h"
+#include "netthread.h"
+#include "proto/kafka_errors.h"
+
+/* How soon a group's auto-commit is asked again after a STALE_MEMBER_EPOCH answer, or when it
+ * was due while the member was rebalancing. */
+#define AC_SOON_MS 200
 
 typedef struct acommit {
     kc_loop_cmd_t cmd; /* first: the posted command */
@@ -37,6 +44,7 @@ typedef struct acommit {
     kc_topic_partition_t *tps; /* copies; NULL = committable offsets */
     size_t n;
     int is_auto;
+    bool counted; /* a group's auto-commit that reached the broker: its answer is counted */
     kc_err_t rc;
     kc_error_t err;
 } acommit_t;
@@ -61,6 +69,12 @@ static void deliver(void *arg, int run)
     ac_free(a);
 }
 
+static bool membership_moved(int16_t code)
+{
+    return code == KC_KAFKA_REBALANCE_IN_PROGRESS || code == KC_KAFKA_ILLEGAL_GENERATION ||
+           code == KC_KAFKA_UNKNOWN_MEMBER_ID || code == KC_KAFKA_FENCED_MEMBER_EPOCH;
+}
+
 /* Network thread: the engine's answer, or a failure to ask. */
 static void answered(acommit_t *a)
 {
@@ -68,7 +82,27 @@ static void answered(acommit_t *a)
     c->async_pending--;
     if (a->is_auto) {
         c->ac_inflight = 0;
-        if (a->rc != KC_OK) {
+        int16_t code = a->rc == KC_OK ? 0 : a->err.kafka_code;
+        if (c->grp && a->counted)
+            kc_rt_group_count_commit(c->grp, a->rc == KC_OK ? 0 : code ? code : -1);
+        if (a->rc != KC_OK && code == KC_KAFKA_STALE_MEMBER_EPOCH && c->grp) {
+            /* The epoch moved under the commit (a rebalance): not an error; asked again
+             * shortly, with the offsets and the epoch of then (kc_rt_group_auto_commit). */
+            kc_loop_t *loop = kc_netthread_loop(c->nt);
+            if (kc_loop_timer_armed(&c->ac_timer))
+                kc_loop_timer_stop(loop, &c->ac_timer);
+            kc_loop_timer_start(loop, &c->ac_timer, AC_SOON_MS);
+            ac_free(a);
+            return;
+        }
+        if (a->rc != KC_OK && c->grp && membership_moved(code)) {
+            /* The generation ended under the commit (a rebalance, or the member left after a
+             * max.poll.interval.ms overrun): what it held is committed by its revocation or
+             * redelivered after its loss, and the member rejoins. Not the application's
+             * error; logged and counted in the group's commit_failures. */
+            c->ac_failures++;
+            kc_log(KC_LOG_INFO, "commit", "auto-commit: %s", a->err.msg);
+        } else if (a->rc != KC_OK) {
             c->ac_failures++;
             kc_event_t ev = {.type = KC_EVENT_ERROR, .error = &a->err};
             (void)kc_rt_post_event(c->rt, &ev);
@@ -115,8 +149,11 @@ static void start_member(acommit_t *a)
             a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
     bool none = false;
     int timeout = (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS);
-    kc_err_t rc = kc_rt_group_commit(c->grp, a->tps ? offs : NULL, a->n, timeout, engine_done, a,
-                                     &none, &a->err);
+    kc_err_t rc = a->is_auto
+                      ? kc_rt_group_auto_commit(c->grp, timeout, engine_done, a, &none, &a->err)
+                      : kc_rt_group_commit(c->grp, a->tps ? offs : NULL, a->n, timeout, engine_done,
+                                           a, &none, &a->err);
+    a->counted = a->is_auto && rc == KC_OK && !none;
     free(offs);
     if (rc != KC_OK || none) { /* none: nothing processed yet, nothing to commit: a success */
         a->rc = rc;
@@ -222,11 +259,14 @@ static void ac_tick(kc_loop_t *loop, kc_loop_timer_t *t)
     if (!c->e || !atomic_load_explicit(&c->rt_live, memory_order_acquire) ||
         atomic_load_explicit(&c->phase, memory_order_relaxed) != KC_PHASE_OPEN)
         return; /* closing: kc_close's own commit takes over */
-    kc_loop_timer_start(loop, t, kc_conf_int(c->conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS));
+    int64_t interval = kc_conf_int(c->conf, KC_CONF_AUTO_COMMIT_INTERVAL_MS);
     /* A group member commits under its identity (start_member), only while it is in its group
      * with no reconciliation running (the reconciliation commits what it revokes) and not
-     * self-fenced; a manual assignment anonymously, once it holds partitions. */
-    if (c->ac_inflight || (c->grp ? !kc_rt_group_may_auto_commit(c->grp) : c->n == 0))
+     * self-fenced: a due commit waits for that and looks again shortly; a manual assignment
+     * commits anonymously, once it holds partitions. */
+    bool wait = c->grp && !kc_rt_group_may_auto_commit(c->grp);
+    kc_loop_timer_start(loop, t, wait && interval > AC_SOON_MS ? AC_SOON_MS : interval);
+    if (c->ac_inflight || wait || (!c->grp && c->n == 0))
         return;
     acommit_t *a = calloc(1, sizeof *a);
     if (!a)

@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "conf.h"
 #include "consumer_int.h"
+#include "proto/kafka_errors.h"
 
 typedef struct gpart {
     char *topic;
@@ -337,34 +338,41 @@ kc_err_t kc_rt_group_store(kc_rt_group_t *cg, const char *topic, int32_t partiti
 
 /* ---- the application's commits (network thread) --------------------------------------------- */
 
+/* The committable offsets of every held (not revoking) partition, calloc'd; *n their count. */
+static kc_engine_offset_t *held_offsets(const kc_rt_group_t *cg, size_t *n)
+{
+    kc_engine_offset_t *held = calloc(cg->n ? cg->n : 1, sizeof *held);
+    *n = 0;
+    for (size_t i = 0; held && i < cg->n; i++) {
+        /* A revoking partition's offset is the reconciliation's to commit (at its COMMIT step,
+         * in order with the acknowledgement); committing it here could race it. */
+        int64_t o = cg->p[i].revoking ? -1 : kc_rt_part_committable(cg->p[i].rtp);
+        if (o >= 0)
+            held[(*n)++] = (kc_engine_offset_t){cg->p[i].topic, cg->p[i].partition, o, -1, NULL, 0};
+    }
+    return held;
+}
+
+static kc_err_t refuse_fenced(const kc_rt_group_t *cg, kc_error_t *err)
+{
+    return kc_fail(err, KC_ERR_STATE,
+                   "commit: group %s: this member is self-fenced (its coordinator has not "
+                   "answered a heartbeat for most of the session timeout, so its partitions "
+                   "may be moving to another member); nothing is committed until the "
+                   "coordinator answers",
+                   cg->group);
+}
+
 kc_err_t kc_rt_group_commit(kc_rt_group_t *cg, const kc_engine_offset_t *offs, size_t n,
                             int timeout_ms, kc_engine_offsets_cb cb, void *opaque, bool *none,
                             kc_error_t *err)
 {
     *none = false;
     if (cg->fenced)
-        return kc_fail(err, KC_ERR_STATE,
-                       "commit: group %s: this member is self-fenced (its coordinator has not "
-                       "answered a heartbeat for most of the session timeout, so its partitions "
-                       "may be moving to another member); nothing is committed until the "
-                       "coordinator answers",
-                       cg->group);
+        return refuse_fenced(cg, err);
     kc_engine_offset_t *held = NULL;
-    if (!offs) {
-        held = calloc(cg->n ? cg->n : 1, sizeof *held);
-        if (!held)
-            return kc_fail(err, KC_ERR_NOMEM, "commit: out of memory");
-        n = 0;
-        for (size_t i = 0; i < cg->n; i++) {
-            /* A revoking partition's offset is the reconciliation's to commit (at its COMMIT
-             * step, in order with the acknowledgement); committing it here could race it. */
-            int64_t o = cg->p[i].revoking ? -1 : kc_rt_part_committable(cg->p[i].rtp);
-            if (o >= 0)
-                held[n++] =
-                    (kc_engine_offset_t){cg->p[i].topic, cg->p[i].partition, o, -1, NULL, 0};
-        }
-        offs = held;
-    }
+    if (!offs && !(offs = held = held_offsets(cg, &n)))
+        return kc_fail(err, KC_ERR_NOMEM, "commit: out of memory");
     kc_err_t rc = KC_OK;
     if (n == 0)
         *none = true;
@@ -373,6 +381,33 @@ kc_err_t kc_rt_group_commit(kc_rt_group_t *cg, const kc_engine_offset_t *offs, s
                                      timeout_ms, cb, opaque, err);
     free(held);
     return rc;
+}
+
+kc_err_t kc_rt_group_auto_commit(kc_rt_group_t *cg, int timeout_ms, kc_engine_offsets_cb cb,
+                                 void *opaque, bool *none, kc_error_t *err)
+{
+    *none = false;
+    if (cg->fenced)
+        return refuse_fenced(cg, err);
+    kc_commit_identity_t who;
+    kc_err_t rc = kc_group_commit_identity(cg->g, &who, err);
+    if (rc != KC_OK)
+        return rc;
+    size_t n;
+    kc_engine_offset_t *held = held_offsets(cg, &n);
+    if (!held)
+        return kc_fail(err, KC_ERR_NOMEM, "commit: out of memory");
+    if (n == 0)
+        *none = true;
+    else
+        rc = kc_engine_commit(cg->e, &who, held, n, timeout_ms, cb, opaque, err);
+    free(held);
+    return rc;
+}
+
+void kc_rt_group_count_commit(kc_rt_group_t *cg, int16_t code)
+{
+    kc_group_count_commit(cg->g, code);
 }
 
 kc_err_t kc_rt_group_committed(kc_rt_group_t *cg, const kc_engine_offset_t *offs, size_t n,
@@ -392,18 +427,18 @@ void kc_rt_group_commit_result(kc_rt_group_t *cg, kc_err_t rc, kc_error_t *err,
         return;
     const char *why = NULL;
     switch (code) {
-    case 27: /* REBALANCE_IN_PROGRESS */
+    case KC_KAFKA_REBALANCE_IN_PROGRESS:
         why = "the group is rebalancing: commit again after on_assign (revoked partitions are "
               "committed at revocation)";
         break;
-    case 22: /* ILLEGAL_GENERATION */
-    case 25: /* UNKNOWN_MEMBER_ID */
+    case KC_KAFKA_ILLEGAL_GENERATION:
+    case KC_KAFKA_UNKNOWN_MEMBER_ID:
         why = "this member's generation is over; it rejoins, and its partitions may have moved";
         break;
-    case 82: /* FENCED_INSTANCE_ID */
+    case KC_KAFKA_FENCED_INSTANCE_ID:
         why = "another instance with this group.instance.id took the member's place";
         break;
-    case 110: /* FENCED_MEMBER_EPOCH */
+    case KC_KAFKA_FENCED_MEMBER_EPOCH:
         why = "the member was fenced; it rejoins and its partitions are lost";
         break;
     }

@@ -52,6 +52,15 @@ kc_err_t kc_rt_group_store(kc_rt_group_t *cg, const char *topic, int32_t partiti
 kc_err_t kc_rt_group_commit(kc_rt_group_t *cg, const kc_engine_offset_t *offs, size_t n,
                             int timeout_ms, kc_engine_offsets_cb cb, void *opaque, bool *none,
                             kc_error_t *err);
+/* Auto-commit's form of kc_rt_group_commit(offs NULL): under the identity as it is now, never
+ * read again. A STALE_MEMBER_EPOCH answer means a rebalance moved the epoch; the same offsets
+ * committed again under the new one could land after the revocation's commit (or the next
+ * owner's) and move the group's offset back, or commit a partition that was lost. The caller
+ * asks again shortly with fresh offsets instead. */
+kc_err_t kc_rt_group_auto_commit(kc_rt_group_t *cg, int timeout_ms, kc_engine_offsets_cb cb,
+                                 void *opaque, bool *none, kc_error_t *err);
+/* An auto-commit's answer (first Kafka code, 0 ok), counted in the group's stats. */
+void kc_rt_group_count_commit(kc_rt_group_t *cg, int16_t code);
 kc_err_t kc_rt_group_committed(kc_rt_group_t *cg, const kc_engine_offset_t *offs, size_t n,
                                int timeout_ms, kc_engine_offsets_cb cb, void *opaque,
                                kc_error_t *err);

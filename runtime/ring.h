@@ -3,10 +3,11 @@
  * handoffs that carry data: network thread -> partition (batch refs) and worker -> network
  * thread (completions). Entries are copied by value into the ring's slots (no allocation).
  *
- * SPSC only, by design (io-facts.md: ck_ring's MPMC/MPSC enqueue spins when a producer is
- * preempted, which collapses throughput on a 2-vCPU box). "Single consumer" for a partition ring
- * means "the one worker currently running the partition": the handover between workers is
- * ordered by the partition's `sched` word (dispatch.h), so at most one thread dequeues at a time.
+ * SPSC only, by design (ck_ring's MPMC/MPSC enqueue spins when a producer is preempted, which
+ * collapses throughput on a 2-vCPU box: measured in runtime/README.md). "Single consumer" for a
+ * partition ring means "the one worker currently running the partition": the handover between
+ * workers is ordered by the partition's `sched` word (dispatch.h), so at most one thread dequeues
+ * at a time.
  *
  * Memory orders, in C11 terms (not x86-TSO). ck_ring's SPSC calls give less than a release /
  * acquire channel: enqueue is "write slot; ck_pr_fence_store; store p_tail" and dequeue is "load

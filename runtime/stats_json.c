@@ -1,5 +1,5 @@
 /*
- * The consumer's stats JSON (issue 6's public contract: names are added, never renamed), built
+ * The consumer's stats JSON (a public contract: names are added, never renamed), built
  * every statistics.interval.ms on the network thread from the engine's counters, the runtime's
  * per-partition and per-worker counters and a group hook, then handed to on_event as a
  * KC_EVENT_STATS through the runtime's event queue, so it reaches the app on a worker,

@@ -9,48 +9,31 @@
 
 #include "proto/kafka_errors.h"
 
-/* Kafka error codes used here (values from Kafka's Errors enum, see kafka_errors.gen.c). */
-enum {
-    K_OFFSET_OUT_OF_RANGE = 1,
-    K_CORRUPT_MESSAGE = 2,
-    K_UNKNOWN_TOPIC_OR_PARTITION = 3,
-    K_LEADER_NOT_AVAILABLE = 5,
-    K_NOT_LEADER_OR_FOLLOWER = 6,
-    K_REPLICA_NOT_AVAILABLE = 9,
-    K_TOPIC_AUTHORIZATION_FAILED = 29,
-    K_KAFKA_STORAGE_ERROR = 56,
-    K_FENCED_LEADER_EPOCH = 74,
-    K_UNKNOWN_LEADER_EPOCH = 75,
-    K_OFFSET_NOT_AVAILABLE = 78,
-    K_UNKNOWN_TOPIC_ID = 100,
-    K_INCONSISTENT_TOPIC_ID = 103,
-};
-
 kc_fetch_action_t kc_fetch_classify_error(int16_t code)
 {
     switch (code) {
-    case 0:
+    case KC_KAFKA_NONE:
         return KC_FA_NONE;
     /* The partition lives elsewhere now, or our view of it is stale. The position is still
      * ours: keep it and let the new leader's session carry the partition. */
-    case K_NOT_LEADER_OR_FOLLOWER:
-    case K_FENCED_LEADER_EPOCH:
-    case K_UNKNOWN_LEADER_EPOCH:
-    case K_UNKNOWN_TOPIC_OR_PARTITION:
-    case K_UNKNOWN_TOPIC_ID:
-    case K_INCONSISTENT_TOPIC_ID:
-    case K_LEADER_NOT_AVAILABLE:
-    case K_REPLICA_NOT_AVAILABLE:
-    case K_OFFSET_NOT_AVAILABLE:
+    case KC_KAFKA_NOT_LEADER_OR_FOLLOWER:
+    case KC_KAFKA_FENCED_LEADER_EPOCH:
+    case KC_KAFKA_UNKNOWN_LEADER_EPOCH:
+    case KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION:
+    case KC_KAFKA_UNKNOWN_TOPIC_ID:
+    case KC_KAFKA_INCONSISTENT_TOPIC_ID:
+    case KC_KAFKA_LEADER_NOT_AVAILABLE:
+    case KC_KAFKA_REPLICA_NOT_AVAILABLE:
+    case KC_KAFKA_OFFSET_NOT_AVAILABLE:
         return KC_FA_MOVE;
-    case K_OFFSET_OUT_OF_RANGE:
+    case KC_KAFKA_OFFSET_OUT_OF_RANGE:
         return KC_FA_OUT_OF_RANGE;
     /* Nothing the client can fix by retrying alone: the caller must know. */
-    case K_TOPIC_AUTHORIZATION_FAILED:
-    case K_CORRUPT_MESSAGE:
+    case KC_KAFKA_TOPIC_AUTHORIZATION_FAILED:
+    case KC_KAFKA_CORRUPT_MESSAGE:
         return KC_FA_REPORT;
     /* KAFKA_STORAGE_ERROR (a failed log dir) and anything unknown: this partition only. */
-    case K_KAFKA_STORAGE_ERROR:
+    case KC_KAFKA_KAFKA_STORAGE_ERROR:
     default:
         return KC_FA_BACKOFF;
     }
@@ -126,7 +109,8 @@ void kc_partition_on_fetch_error(kc_partition_t *p, int16_t code, int from_repli
         /* fall through */
     case KC_FA_BACKOFF:
         p->preferred_replica = KC_NO_BROKER;
-        ev->refresh_metadata = code == K_KAFKA_STORAGE_ERROR; /* the leader may move off it */
+        ev->refresh_metadata =
+            code == KC_KAFKA_KAFKA_STORAGE_ERROR; /* the leader may move off it */
         start_backoff(p, conf, now_ms);
         return;
     }

@@ -27,13 +27,14 @@
  * - State changes only when a response succeeds. Building a request makes a pending snapshot;
  *   success commits it; failure or timeout discards it, and the next request is recomputed from
  *   the last committed state, so it carries the same changes again under the same (id, epoch).
- * - FETCH_SESSION_ID_NOT_FOUND (70): the session is gone; open a new one, (0, 0), full set.
- *   INVALID_FETCH_SESSION_EPOCH (71) and any other top-level error: (S, 0), full set, which tells
+ * - FETCH_SESSION_ID_NOT_FOUND: the session is gone; open a new one, (0, 0), full set.
+ *   INVALID_FETCH_SESSION_EPOCH and any other top-level error: (S, 0), full set, which tells
  *   the broker to close S and open a new one (Java's nextCloseExisting) so the dead session does
- *   not hold a cache slot. Neither 70 nor 71 is surfaced.
- * - A broker that cannot hold a session (70 in answer to an opening request, or an opening request
- *   answered with session id 0): sessionless (0, -1) full requests for `sessionless_backoff_ms`,
- *   logged once until a session is established again, then (0, 0) is tried again.
+ *   not hold a cache slot. Neither session error is surfaced.
+ * - A broker that cannot hold a session (FETCH_SESSION_ID_NOT_FOUND in answer to an opening
+ *   request, or an opening request answered with session id 0): sessionless (0, -1) full
+ *   requests for `sessionless_backoff_ms`, logged once until a session is established again,
+ *   then (0, 0) is tried again.
  * - close: (S, -1) with no partitions, so the broker frees the slot.
  *
  * Owner: network thread (one session per broker fetcher).

@@ -8,8 +8,11 @@
  *     other kconsume members on classic) stays classic, so that joining does not convert the
  *     group under them (a 4.x coordinator converts a classic group when a KIP-848 member joins
  *     it, and the classic members then rejoin as migrated members). A group that does not
- *     exist, is empty, or is a KIP-848 group (Kafka answers GROUP_ID_NOT_FOUND for those) gets
- *     KIP-848.
+ *     exist, is empty, or is a KIP-848 group gets KIP-848: for the last two Kafka answers
+ *     DescribeGroups v0-5 with error 0, state Dead and no members (v6+: GROUP_ID_NOT_FOUND).
+ *     A coordinator error (moving, loading) is asked again after a new lookup; another
+ *     group-level error (no DescribeGroups permission) is logged and decides nothing against
+ *     KIP-848, whose join then reports a refusal of its own.
  * The driver may still fall back to classic later (group.c): a broker that lists the API but
  * does not run the protocol (3.7-3.9 without group.coordinator.rebalance.protocols=consumer)
  * answers the first heartbeat with UNSUPPORTED_VERSION.
@@ -26,13 +29,14 @@
 #include "group/group.h"
 #include "proto/consumer_group_heartbeat.gen.h"
 #include "proto/describe_groups.gen.h"
+#include "proto/kafka_errors.h"
 
 /* Owner: network thread. */
 typedef struct chooser {
     kc_group_t *grp;
     kc_engine_t *e;
     const kc_group_conf_t *conf;
-    bool subscribed, decided, finding, describing;
+    bool subscribed, decided, finding, describing, failure_logged;
     int64_t retry_at;
 } chooser_t;
 
@@ -43,6 +47,24 @@ static void decide(chooser_t *c, const kc_group_proto_t *p, const char *why)
 {
     c->decided = true;
     kc_group_choose(c->grp, p, why);
+}
+
+/* A lookup or DescribeGroups that failed: said once, asked again after RETRY_MS. */
+static void failed(chooser_t *c, const char *what)
+{
+    if (!c->failure_logged)
+        kc_log(KC_LOG_WARN, "group",
+               "group %s: group.protocol=auto: %s; asking again every %d ms (the protocol is "
+               "chosen once the coordinator answers)",
+               c->conf->group_id, what, RETRY_MS);
+    c->failure_logged = true;
+    c->retry_at = kc_now_ms() + RETRY_MS;
+}
+
+static bool coordinator_error(int16_t code)
+{
+    return code == KC_KAFKA_NOT_COORDINATOR || code == KC_KAFKA_COORDINATOR_NOT_AVAILABLE ||
+           code == KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS;
 }
 
 static void find_done(void *opaque, kc_err_t rc, const kc_error_t *err,
@@ -56,11 +78,8 @@ static void find_done(void *opaque, kc_err_t rc, const kc_error_t *err,
     c->finding = false;
     if (rc == KC_ERR_CLOSED)
         return;
-    if (rc != KC_OK) {
-        kc_log(KC_LOG_WARN, "group", "group %s: FindCoordinator: %s", c->conf->group_id,
-               err ? err->msg : kc_err_name(rc));
-        c->retry_at = kc_now_ms() + RETRY_MS;
-    }
+    if (rc != KC_OK)
+        failed(c, err ? err->msg : kc_err_name(rc));
     kc_group_drive(g);
 }
 
@@ -87,11 +106,14 @@ static void dg_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     (void)conn;
     chooser_t *c = opaque;
     c->describing = false;
-    if (c->e->closed) {
+    /* A chooser already decided (a regex subscription came meanwhile) or retired: the answer
+     * decides nothing any more. */
+    if (c->e->closed || c->decided || kc_group_member(c->grp) != c) {
         kc_buf_unref(frame);
         return;
     }
     bool ok = false;
+    char why[200] = "DescribeGroups failed";
     if (rc == KC_OK) {
         kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
         kc_arena_t a = {0};
@@ -100,16 +122,28 @@ static void dg_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         if (kc_describe_groups_response_decode(&m, version, &r, &a, &e) == KC_OK &&
             m.groups.count == 1) {
             const kc_describe_groups_response_described_group_t *d = &m.groups.items[0];
-            ok = true;
+            ok = !coordinator_error(d->error_code);
+            if (!ok) {
+                snprintf(why, sizeof why, "DescribeGroups: %s", kc_kafka_err_name(d->error_code));
+                if (d->error_code != KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS)
+                    kc_engine_coord_invalidate(c->e, c->conf->group_id);
+            } else if (d->error_code && d->error_code != KC_KAFKA_GROUP_ID_NOT_FOUND) {
+                kc_log(KC_LOG_WARN, "group",
+                       "group %s: group.protocol=auto: DescribeGroups: %s; choosing KIP-848 "
+                       "without knowing whether the group is a classic group",
+                       c->conf->group_id, kc_kafka_err_name(d->error_code));
+            }
             bool live = !str_is(d->group_state, "Empty") && !str_is(d->group_state, "Dead");
-            if (d->error_code == 0 && str_is(d->protocol_type, "consumer") && live &&
-                d->members.count > 0) {
-                char why[200];
-                snprintf(why, sizeof why,
+            if (!ok) {
+                /* asked again below */
+            } else if (d->error_code == 0 && str_is(d->protocol_type, "consumer") && live &&
+                       d->members.count > 0) {
+                char cls[200];
+                snprintf(cls, sizeof cls,
                          "the group exists as a classic group with %d member(s), which "
                          "group.protocol=consumer would convert",
                          (int)d->members.count);
-                decide(c, &kc_classic_proto, why);
+                decide(c, &kc_classic_proto, cls);
             } else {
                 decide(c, &kc_g848_proto, "the group coordinator offers KIP-848");
             }
@@ -118,7 +152,7 @@ static void dg_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         kc_buf_unref(frame);
     }
     if (!ok)
-        c->retry_at = kc_now_ms() + RETRY_MS;
+        failed(c, why);
     kc_group_drive(c->grp);
 }
 
@@ -165,7 +199,7 @@ static void c_step(void *m, int64_t now)
     if (kc_conn_send(conn, &s, NULL) == KC_OK)
         c->describing = true;
     else
-        c->retry_at = now + RETRY_MS;
+        failed(c, "DescribeGroups could not be sent");
 }
 
 static kc_err_t c_create(void **out, kc_group_t *grp, kc_error_t *err)

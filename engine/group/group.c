@@ -52,6 +52,7 @@ struct kc_group {
      * late answers still find them), and whether the running member ever joined (then it never
      * falls back). */
     bool auto_mode, joined, subscribed;
+    char forced_by[96]; /* under auto, the setting that chose the protocol ("" otherwise) */
     char **sub_topics;
     size_t sub_n;
     char *sub_regex;
@@ -159,7 +160,7 @@ static void fetch_done(void *opaque, kc_err_t rc, const kc_error_t *err,
         kc_group_report(g, err, true);
         return;
     }
-    /* Otherwise each partition's outcome is in res[i] (offset_pending.c reads them). */
+    /* Otherwise each partition's outcome is in res[i] (group/offset_pending.c reads them). */
     /* A partition whose committed offset could not be read is not started from
      * auto.offset.reset (that skips or re-reads): it is asked again, the others start now, and
      * the assignment step completes for them (the reconciliation does not wait for retries). */
@@ -244,7 +245,7 @@ void kc_group_session_answered(kc_group_t *g, int64_t sent_ms)
         g->answered_sent_ms = sent_ms;
 }
 
-/* The self-fence rule (self_fence.h) at `now`. Raised only while the protocol says it applies
+/* The self-fence rule (group/self_fence.h) at `now`. Raised only while the protocol says it applies
  * (the member holds partitions and is in its group: holding none there is nothing to stop and
  * nothing is reported). Lifted only by an answer that kept the session, never by losing the
  * membership: an answer that fenced us is followed by the LOSE action, and delivering in
@@ -396,6 +397,8 @@ kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *
         return rc;
     }
     if (why)
+        snprintf(g->forced_by, sizeof g->forced_by, "%s", why);
+    if (why)
         kc_log(KC_LOG_INFO, "group", "group %s: group.protocol=auto chose %s: %s", g->group,
                proto == &kc_g848_proto ? "consumer (KIP-848)" : proto->name, why);
     *out = g;
@@ -502,6 +505,11 @@ const char *kc_group_member_id(const kc_group_t *g)
 kc_err_t kc_group_commit_identity(void *gp, kc_commit_identity_t *who, kc_error_t *err)
 {
     kc_group_t *g = gp;
+    /* Also a commit already on its way, asked again: its partitions may be moving. */
+    if (g->self_fenced)
+        return kc_fail(err, KC_ERR_STATE,
+                       "group %s: self-fenced: nothing is committed until the coordinator answers",
+                       g->group);
     return g->p->identity(g->m, who, err);
 }
 
@@ -522,6 +530,15 @@ void kc_group_app_commit_result(kc_group_t *g, int16_t code)
         return;
     g->p->app_commit_result(g->m, code, kc_now_ms());
     kc_group_drive(g);
+}
+
+void kc_group_count_commit(kc_group_t *g, int16_t code)
+{
+    g->n.commits++;
+    if (code) {
+        g->n.commit_failures++;
+        g->n.last_error_code = code;
+    }
 }
 
 bool kc_group_may_auto_commit(const kc_group_t *g)
@@ -554,8 +571,9 @@ static bool no_kip848(const kc_error_t *e)
 
 void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal)
 {
-    if (fatal && g->p == &kc_g848_proto && no_kip848(e)) {
-        if (g->auto_mode && !g->joined) {
+    /* A regex subscription has no classic form: its refusal says what it needs by itself. */
+    if (fatal && g->p == &kc_g848_proto && no_kip848(e) && !g->sub_regex) {
+        if (g->auto_mode && !g->joined && !g->closing) {
             kc_group_choose(g, &kc_classic_proto, "the KIP-848 member was refused: ");
             size_t len = strlen(g->next_why);
             snprintf(g->next_why + len, sizeof g->next_why - len, "%.*s",
@@ -565,9 +583,12 @@ void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal)
         kc_error_t hint = *e;
         size_t len = strlen(hint.msg);
         snprintf(hint.msg + len, sizeof hint.msg - len,
-                 "; set group.protocol=classic (or auto): the coordinator does not run the "
-                 "KIP-848 protocol (Kafka 4.0+ does; 3.7-3.9 with "
-                 "group.coordinator.rebalance.protocols=classic,consumer)");
+                 "; set group.protocol=classic%s%s: the coordinator does not run the KIP-848 "
+                 "protocol (Kafka 4.0+ does; 3.7-3.9 with "
+                 "group.coordinator.rebalance.protocols=classic,consumer)",
+                 g->forced_by[0] ? " or drop the setting that chose it (" : "", g->forced_by);
+        if (g->forced_by[0] && (len = strlen(hint.msg)) + 1 < sizeof hint.msg)
+            snprintf(hint.msg + len, sizeof hint.msg - len, ")");
         hint.code = KC_ERR_UNSUPPORTED;
         g->h.error(g->h.opaque, &hint, fatal);
         return;
@@ -577,6 +598,10 @@ void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal)
 
 void kc_group_choose(kc_group_t *g, const kc_group_proto_t *p, const char *why)
 {
+    /* Only the placeholder's verdict, or a KIP-848 member that never joined falling back: a
+     * member that joined holds partitions a switch would abandon. */
+    if (g->p != &kc_group_auto_proto && (g->p != &kc_g848_proto || g->joined))
+        return;
     g->next_p = p;
     snprintf(g->next_why, sizeof g->next_why, "%s", why ? why : "");
 }
@@ -590,6 +615,11 @@ static void switch_protocol(kc_group_t *g)
     g->next_p = NULL;
     if (g->closing)
         return;
+    /* The old member's coordinator lookups would find the new member (cancelled before it
+     * exists: a lookup the new one starts is its own). */
+    for (kc_group_op_t *o = g->ops; o; o = o->next)
+        if (o->kind == KC_GROUP_OP_FIND)
+            o->cancelled = true;
     struct retired *r = realloc(g->retired, (g->n_retired + 1) * sizeof *r);
     void *m = NULL;
     kc_error_t err;
@@ -602,13 +632,11 @@ static void switch_protocol(kc_group_t *g)
         if (m)
             p->destroy(m);
         kc_error_t e;
-        kc_fail(&e, rc, "group %s: group.protocol=auto: %s: %s", g->group, p->name, err.msg);
+        kc_fail(&e, rc, "group %s: group.protocol=auto chose %s (%s), which failed: %s", g->group,
+                p->name, g->next_why, err.msg);
         g->h.error(g->h.opaque, &e, true);
         return;
     }
-    for (kc_group_op_t *o = g->ops; o; o = o->next)
-        if (o->kind == KC_GROUP_OP_FIND)
-            o->cancelled = true;
     g->retired[g->n_retired++] = (struct retired){g->p, g->m};
     kc_log(KC_LOG_INFO, "group", "group %s: group.protocol=auto chose %s: %s", g->group,
            p == &kc_g848_proto ? "consumer (KIP-848)" : p->name, g->next_why);

@@ -64,8 +64,8 @@ typedef struct kc_group_hooks {
     void (*fence)(void *o, bool on, const kc_error_t *why);
 } kc_group_hooks_t;
 
-/* Every protocol's settings in one struct; runtime/group_conf.c fills it from the configuration
- * for the protocol chosen. Copied by kc_group_new (strings too). */
+/* Every protocol's settings in one struct; runtime/rt_conf.c (kc_rt_group_conf) fills it from the
+ * configuration, for both protocols. Copied by kc_group_new (strings too). */
 typedef struct kc_group_conf {
     const char *group_id;
     const char *group_instance_id; /* NULL / "": dynamic */
@@ -174,7 +174,8 @@ extern const kc_group_proto_t kc_group_auto_proto;
  *     broker lists the API without running the protocol.
  * The caller decides earlier when a protocol's own setting is set: then `proto` is that one and
  * `why` names the setting (logged the same way). A forced protocol never falls back: a forced
- * KIP-848 on a broker without it fails with KC_ERR_UNSUPPORTED naming group.protocol=classic. */
+ * KIP-848 on a broker without it is a fatal error at once (the application gets KC_ERR_FATAL;
+ * the message starts with the cause and names group.protocol=classic). */
 kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *proto,
                       const char *why, const kc_group_conf_t *conf, const kc_group_hooks_t *hooks,
                       kc_error_t *err);
@@ -198,6 +199,8 @@ kc_err_t kc_group_commit_identity(void *g, kc_commit_identity_t *who, kc_error_t
 kc_err_t kc_group_fetch_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
 /* An application commit's first Kafka code (0 ok), for the protocol (classic rejoins). */
 void kc_group_app_commit_result(kc_group_t *g, int16_t code);
+/* An auto-commit's answer (the runtime sends those), counted with the reconciliation's. */
+void kc_group_count_commit(kc_group_t *g, int16_t code);
 /* Auto-commit may run now: not closing, not self-fenced, the protocol stable. */
 bool kc_group_may_auto_commit(const kc_group_t *g);
 /* The "group" object of the stats JSON (snprintf rules; returns the length needed). */
@@ -242,11 +245,11 @@ void *kc_group_member(const kc_group_t *g);
 /* A request the engine answers later (OffsetFetch, OffsetCommit, FindCoordinator) carries one
  * of these as its callback's opaque. kc_group_op_end unlinks and frees it and returns the group,
  * NULL when the group went away first (kc_group_free) or the op was cancelled (an ASSIGN's
- * OffsetFetch overtaken by a LOSE). */
+ * OffsetFetch overtaken by a LOSE; a FIND of a member group.protocol=auto replaced). */
 typedef enum kc_group_op_kind {
     KC_GROUP_OP_ASSIGN = 1, /* OffsetFetch of an ASSIGN action */
     KC_GROUP_OP_COMMIT,     /* OffsetCommit of a COMMIT action */
-    KC_GROUP_OP_OFFSETS,    /* OffsetFetch retry of offset_pending.h */
+    KC_GROUP_OP_OFFSETS,    /* OffsetFetch retry of group/offset_pending.h */
     KC_GROUP_OP_FIND,       /* FindCoordinator of a protocol */
 } kc_group_op_kind_t;
 typedef struct kc_group_op kc_group_op_t;

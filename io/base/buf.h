@@ -2,7 +2,7 @@
  * Refcounted frame buffers: how a Fetch response reaches the workers without copies.
  *
  * The network thread receives each response frame into one kc_buf_t of exactly the frame's size
- * (io-facts.md: read the size, then the body into one buffer, no reassembly copies). Decoding the
+ * (read the size, then the body into one buffer: no reassembly copies). Decoding the
  * response yields record-batch slices that point into that buffer; each slice handed to a worker
  * holds one reference. The last kc_buf_unref() — on whichever thread — frees the buffer.
  *

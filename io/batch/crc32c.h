@@ -2,7 +2,7 @@
  * CRC32C (Castagnoli, reflected polynomial 0x82F63B78): the checksum of Kafka's v2 record batches.
  *
  * kc_crc32c() picks the fastest path at first use: SSE4.2 `crc32` with three interleaved streams
- * on x86-64 CPUs that have it (io-facts.md: ~10.7 GB/s against 3.5 single-stream and 0.68 for
+ * on x86-64 CPUs that have it (measured: ~10.7 GB/s against 3.5 single-stream and 0.68 for
  * slice-by-8), else slice-by-8 tables. The other paths are exported so tests can check that they
  * agree and the benchmark can compare them.
  *

@@ -165,6 +165,9 @@ void *kc_wire_alloc(kc_dec_t *d, const char *f, int32_t count, size_t size);
 kc_err_t kc_wire_tag_enter(kc_dec_t *d, uint32_t *tag, const uint8_t **saved_end);
 void kc_wire_tag_exit(kc_dec_t *d, const uint8_t *saved_end);
 
+/* One put (and get above) per fixed-width schema type of the generator's table (emit_c.py WIRE),
+ * including uint16, uint32 and float64, which no generated API uses today: a schema that adds
+ * such a field must compile. */
 kc_err_t kc_wire_put_raw(kc_enc_t *e, const void *p, size_t n);
 kc_err_t kc_wire_put_i8(kc_enc_t *e, int8_t v);
 kc_err_t kc_wire_put_bool(kc_enc_t *e, bool v);

@@ -1,5 +1,5 @@
 /* Prints, one hex line per scenario of classic_subscription.cases, the JoinGroup protocol
- * metadata kconsume's classic member sends (engine/group_classic: kc_classic_encode_subscription)
+ * metadata kconsume's classic member sends (engine/group/classic/member: kc_classic_encode_subscription)
  * for the scenario's assignor, topics, owned partitions, generation, rack and last assignment.
  * classic_subscription.test.sh compares the lines with Java's. Single-threaded tool. */
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Helpers shared by the classic-group engine tests against a real broker
  * (test_group_classic.c: kconsume members only; test_group_classic_java.c: mixed with Java's
  * console consumer): the test is the engine — one thread, one coordinator socket per member,
- * requests encoded with the generated codec, responses fed back to engine/group_classic's state
+ * requests encoded with the generated codec, responses fed back to engine/group/classic/member's state
  * machine, actions completed at once, commits reported successful without being sent. Also the
  * topic under test, DescribeGroups, and the ownership checks. Header-only (tests need no CMake
  * change). Owner: the test's thread. */

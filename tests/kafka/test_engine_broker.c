@@ -1,4 +1,4 @@
-/* engine/session against a real broker, over a blocking socket (no network thread needed):
+/* engine/fetch/session against a real broker, over a blocking socket (no network thread needed):
  * - the broker does NOT advance a session partition's fetch offset by itself: an incremental
  *   Fetch that leaves a consumed partition out is served the same records again. This is why
  *   session.c re-sends a partition whose position moved (as Java does);

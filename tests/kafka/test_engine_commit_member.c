@@ -23,6 +23,7 @@
 #include "engine.h"
 #include "group_driver.h"
 #include "netthread.h"
+#include "proto/kafka_errors.h"
 
 static kc_netthread_t *nt;
 static kc_engine_t *eng;
@@ -199,7 +200,7 @@ static void member_identity_read_per_request(void **state)
         fail_msg("commit: %s", err.msg);
     printf("# fixed stale identity: %s (%s)\n", kc_err_name(r.rc), r.err.msg);
     assert_int_equal(r.rc, KC_ERR_BROKER);
-    assert_int_equal(r.err.kafka_code, 113);
+    assert_int_equal(r.err.kafka_code, KC_KAFKA_STALE_MEMBER_EPOCH);
     assert_non_null(strstr(r.err.msg, "STALE_MEMBER_EPOCH"));
     assert_non_null(strstr(r.err.msg, "[1]"));
 

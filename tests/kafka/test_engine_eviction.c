@@ -240,7 +240,7 @@ static void sessions_evicted_consumption_completes(void **state)
     printf("# requests %" PRIu64 ", session resets (evicted) %" PRIu64
            ", sessionless answers %" PRIu64 "\n",
            s.requests, s.resets, s.fallbacks);
-    /* The chaos figures line (issue 10): every consumer's partitions, summed. */
+    /* The chaos figures line: every consumer's partitions, summed. */
     int64_t produced = 0, consumed = 0;
     for (int k = 0; k < NCONS; k++) {
         produced += s.want[k];

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "batch/batch.h"
+#include "proto/kafka_errors.h"
 #include "proto/proto.h"
 
 /* A fresh topic per run, so the record count is exact. */
@@ -147,18 +148,18 @@ static void find_coordinator_rewritten_and_injected(void **state)
     kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     int32_t port = 0;
     /* On a fresh cluster the first lookup creates __consumer_offsets: COORDINATOR_NOT_AVAILABLE
-     * (15) until it is ready. */
-    int16_t ec = 15;
-    for (int i = 0; i < 60 && ec == 15; i++)
-        if ((ec = find_coordinator(&c, &port)) == 15)
+     * until it is ready. */
+    int16_t ec = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
+    for (int i = 0; i < 60 && ec == KC_KAFKA_COORDINATOR_NOT_AVAILABLE; i++)
+        if ((ec = find_coordinator(&c, &port)) == KC_KAFKA_COORDINATOR_NOT_AVAILABLE)
             usleep(500 * 1000);
     assert_int_equal(ec, 0);
     assert_true(is_proxy_port(port));
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply,
                                "inject api=FindCoordinator error=NOT_COORDINATOR count=2"),
                      0);
-    assert_int_equal(find_coordinator(&c, &port), 16);
-    assert_int_equal(find_coordinator(&c, &port), 16);
+    assert_int_equal(find_coordinator(&c, &port), KC_KAFKA_NOT_COORDINATOR);
+    assert_int_equal(find_coordinator(&c, &port), KC_KAFKA_NOT_COORDINATOR);
     assert_int_equal(find_coordinator(&c, &port), 0); /* count=2 means two, not three */
     assert_true(is_proxy_port(port));
     kc_rc_close(&c);
@@ -180,15 +181,15 @@ static int16_t heartbeat(kc_rc_t *c)
 }
 
 /* Opens c to the proxy listener of the coordinator of find_coordinator()'s group (one of three
- * brokers in run-suite's cluster). A young cluster answers COORDINATOR_NOT_AVAILABLE (15) until
+ * brokers in run-suite's cluster). A young cluster answers COORDINATOR_NOT_AVAILABLE until
  * __consumer_offsets exists. */
 static void open_coordinator(kc_rc_t *c)
 {
     kc_rc_open(c, kc_fp_bootstrap(g_fp));
     int32_t port = 0;
-    int16_t ec = 15;
-    for (int i = 0; i < 60 && ec == 15; i++)
-        if ((ec = find_coordinator(c, &port)) == 15)
+    int16_t ec = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
+    for (int i = 0; i < 60 && ec == KC_KAFKA_COORDINATOR_NOT_AVAILABLE; i++)
+        if ((ec = find_coordinator(c, &port)) == KC_KAFKA_COORDINATOR_NOT_AVAILABLE)
             usleep(500 * 1000);
     assert_int_equal(ec, 0);
     kc_rc_close(c);
@@ -249,10 +250,18 @@ static void offset_commit_injected_per_partition(void **state)
                      0);
     offset_commit(&c, &e0, &e1);
     assert_int_equal(e0, 0);
-    assert_int_equal(e1, 16);
+    assert_int_equal(e1, KC_KAFKA_NOT_COORDINATOR);
     offset_commit(&c, &e0, &e1);
     assert_int_equal(e1, 0);
     kc_rc_close(&c);
+}
+
+/* COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: what a coordinator
+ * answers while it is still being elected or loaded. */
+static int transient_coordinator_error(int16_t code)
+{
+    return code == KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS ||
+           code == KC_KAFKA_COORDINATOR_NOT_AVAILABLE || code == KC_KAFKA_NOT_COORDINATOR;
 }
 
 static void heartbeat_injected(void **state)
@@ -261,19 +270,19 @@ static void heartbeat_injected(void **state)
     kc_rc_t c;
     char reply[256];
     open_coordinator(&c); /* heartbeats go to the group coordinator */
-    /* The broker's own answer for an unknown member, once the coordinator has loaded (14, 15
-     * and 16 are the transient coordinator errors of a young cluster). */
-    int16_t own = 15;
-    for (int i = 0; i < 60 && own >= 14 && own <= 16; i++)
-        if ((own = heartbeat(&c)) >= 14 && own <= 16)
+    /* The broker's own answer for an unknown member, once the coordinator has loaded (the
+     * transient coordinator errors of a young cluster come first). */
+    int16_t own = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
+    for (int i = 0; i < 60 && transient_coordinator_error(own); i++)
+        if (transient_coordinator_error(own = heartbeat(&c)))
             usleep(500 * 1000);
     assert_int_not_equal(own, 0);
-    assert_int_not_equal(own, 16);
+    assert_int_not_equal(own, KC_KAFKA_NOT_COORDINATOR);
     assert_int_equal(
         kc_fp_cmd(g_fp, reply, sizeof reply, "inject api=Heartbeat error=NOT_COORDINATOR count=2"),
         0);
-    assert_int_equal(heartbeat(&c), 16);
-    assert_int_equal(heartbeat(&c), 16);
+    assert_int_equal(heartbeat(&c), KC_KAFKA_NOT_COORDINATOR);
+    assert_int_equal(heartbeat(&c), KC_KAFKA_NOT_COORDINATOR);
     assert_int_equal(heartbeat(&c), own);
     assert_true(kc_fp_stat(g_fp, "fired.inject") >= 2);
     kc_rc_close(&c);
@@ -398,7 +407,8 @@ static void fetch_session_errors_injected(void **state)
     char reply[256];
     kc_uuid_t id = open_leader0(&c);
     kc_fetch_response_t r;
-    static const int16_t codes[] = {70, 71};
+    static const int16_t codes[] = {KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND,
+                                    KC_KAFKA_INVALID_FETCH_SESSION_EPOCH};
     static const char *names[] = {"FETCH_SESSION_ID_NOT_FOUND", "INVALID_FETCH_SESSION_EPOCH"};
     for (int i = 0; i < 2; i++) {
         assert_int_equal(
@@ -415,8 +425,9 @@ static void fetch_session_errors_injected(void **state)
     assert_int_equal(r.error_code, 0);
     for (int32_t j = 0; j < r.responses.items[0].partitions.count; j++) {
         const kc_fetch_response_partition_data_t *d = &r.responses.items[0].partitions.items[j];
-        /* 56 is ours, not the broker's (which could say NOT_LEADER_OR_FOLLOWER for 1). */
-        assert_int_equal(d->error_code, d->partition_index == 1 ? 56 : 0);
+        /* KAFKA_STORAGE_ERROR is ours, not the broker's (which could say NOT_LEADER_OR_FOLLOWER
+         * for 1). */
+        assert_int_equal(d->error_code, d->partition_index == 1 ? KC_KAFKA_KAFKA_STORAGE_ERROR : 0);
         if (d->partition_index == 0)
             assert_true(d->records.len > 0);
     }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "kconsume.h"
+#include "proto/kafka_errors.h"
 
 #define NP 3
 
@@ -227,7 +228,7 @@ static void unknown_assignor_is_fatal(void **state)
         usleep(20 * 1000);
     assert_int_equal(atomic_load_explicit(&m.fatal, memory_order_acquire), 1);
     printf("# unknown assignor: kafka %d: %s\n", atomic_load(&m.fatal_kafka), m.fatal_msg);
-    assert_int_equal(atomic_load(&m.fatal_kafka), 112); /* UNSUPPORTED_ASSIGNOR */
+    assert_int_equal(atomic_load(&m.fatal_kafka), KC_KAFKA_UNSUPPORTED_ASSIGNOR);
     assert_non_null(strstr(m.fatal_msg, "UNSUPPORTED_ASSIGNOR"));
     assert_int_equal(atomic_load(&m.assigns), 0);
     kc_error_t err;

@@ -1,4 +1,4 @@
-/* KIP-848 acceptance (issue 7), members as separate processes (tests/support/g848_member):
+/* KIP-848 acceptance, members as separate processes (tests/support/g848_member):
  *  static_member      a static member closed (leave -2) and restarted within the session keeps
  *                     its partitions, nothing moves to the other member; an instance frozen
  *                     past its session and replaced is fenced when it comes back (fatal error,

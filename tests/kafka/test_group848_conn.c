@@ -1,4 +1,4 @@
-/* engine/group_consumer on the real network path: io/loop + io/conn (the netloop branch) carry
+/* engine/group/848/member on the real network path: io/loop + io/conn (the netloop branch) carry
  * the ConsumerGroupHeartbeat requests the member builds, at the version the connection
  * negotiated (ApiVersions), and FindCoordinator when the member asks to rediscover. One member,
  * one 3-partition topic: it must own all 3 at a stable, acknowledged epoch, and leave with -1.

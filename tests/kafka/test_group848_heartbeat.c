@@ -1,4 +1,4 @@
-/* engine/group_consumer against a real broker (KIP-848), over a blocking socket — the state
+/* engine/group/848/member against a real broker (KIP-848), over a blocking socket — the state
  * machine is pure, so the test is its driver (tests/support/group_driver.c): FindCoordinator,
  * then ConsumerGroupHeartbeat v1 requests exactly as kc_g848_heartbeat_due builds them, responses
  * fed back, actions carried out. Here:
@@ -173,7 +173,7 @@ static void fenced_and_max_poll_rejoin(void **state)
     a.gc.epoch += 7; /* what a member that missed its own epoch bump would send */
     a.gc.hb_now = true;
     int sent;
-    assert_int_equal(kc_gd_heartbeat(a.fd, &a.gc, &sent), 110 /* FENCED_MEMBER_EPOCH */);
+    assert_int_equal(kc_gd_heartbeat(a.fd, &a.gc, &sent), KC_KAFKA_FENCED_MEMBER_EPOCH);
     assert_int_equal(a.gc.state, KC_G848_FENCED);
     kc_g848_action_t act;
     assert_true(kc_g848_next_action(&a.gc, kc_gd_now_ms(), &act));

@@ -1,4 +1,4 @@
-/* engine/group_consumer: two KIP-848 members against a real broker (driver:
+/* engine/group/848/member: two KIP-848 members against a real broker (driver:
  * tests/support/group_driver.c).
  * - The first member's on_revoke is slow (held 1.5 s): the second is never handed a partition the
  *   first still holds, and they end up with disjoint sets covering all 3. (An ack sent before the
@@ -102,7 +102,7 @@ static void static_member_leaves_with_minus_two(void **state)
     assert_true(kc_gd_failed(&a3));
     kc_gd_member_step(&a3, &a2, bootstrap, group, 0); /* collect the actions the failure queued */
     assert_true(a3.error_fatal);
-    assert_int_equal(a3.error.kafka_code, 111);
+    assert_int_equal(a3.error.kafka_code, KC_KAFKA_UNRELEASED_INSTANCE_ID);
     assert_true(kc_gd_owns_all(&a2)); /* the live one is untouched */
     fprintf(stderr, "static: left with -2, successor got 3 back; duplicate: %s\n", a3.error.msg);
     kc_g848_free(&a.gc);

@@ -1,5 +1,5 @@
 /* kc-test-label: threads */
-/* KIP-848 acceptance (issue 7) with the public consumer, members as separate processes
+/* KIP-848 acceptance with the public consumer, members as separate processes
  * (tests/support/g848_member: this binary re-executes itself as a member).
  *
  * group_churn: two topics, 12 partitions, a producer writing throughout; members 0 and 1 start,

@@ -1,4 +1,4 @@
-/* engine/group_classic against a real broker. The test is the engine here: one thread, one
+/* engine/group/classic/member against a real broker. The test is the engine here: one thread, one
  * coordinator socket per member (JoinGroup blocks its socket until the rebalance completes),
  * requests encoded with the generated codec, responses fed back to the state machine, actions
  * completed at once (revoke/assign), commits reported successful without being sent (offsets are

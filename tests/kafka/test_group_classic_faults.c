@@ -1,4 +1,4 @@
-/* group.protocol=classic (issue 8), members as separate processes, the cases where a member
+/* group.protocol=classic, members as separate processes, the cases where a member
  * leaves or is refused:
  *  max_poll_leave: a callback overruns max.poll.interval.ms: its member leaves (the other gets
  *    every partition), dispatches nothing while out, and rejoins once the callback returned.

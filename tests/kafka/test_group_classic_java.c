@@ -1,4 +1,4 @@
-/* engine/group_classic against a real broker, in a mixed group with Java's kafka-console-consumer
+/* engine/group/classic/member against a real broker, in a mixed group with Java's kafka-console-consumer
  * (group.protocol=classic), each side joining first in turn (so each is leader once), for range
  * and cooperative-sticky: the assignments the broker relays (DescribeGroups, decoded) cover the
  * topic exactly once, and ours equals what our member holds. The test is the engine

@@ -1,4 +1,4 @@
-/* group.protocol=classic acceptance (issue 8) with the public consumer, members as separate
+/* group.protocol=classic acceptance with the public consumer, members as separate
  * processes (tests/support/g848_member re-executes this binary; KC_GM_CONF selects classic).
  *
  *  scaleout_coop / scaleout_eager: 6 partitions, a steady producer (RoundRobinPartitioner,

@@ -1,5 +1,5 @@
 /* kc-test-label: threads */
-/* Manual commits by a group member (issue 6 + 7), for group.protocol=consumer and =classic, with
+/* Manual commits by a group member, for group.protocol=consumer and =classic, with
  * enable.auto.commit=false, the public consumer subscribed to a 3-partition topic:
  *  - from inside on_records: kc_commit_async of the view's end offset, result callback KC_OK;
  *  - from the application thread: kc_commit(NULL) (the held partitions' committable offsets),
@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "kconsume.h"
+#include "proto/kafka_errors.h"
 
 #define NP   3
 #define RECS 600
@@ -332,7 +333,9 @@ static void commits_during_rebalance(const char *protocol)
         if (rc == KC_OK) {
             ok++;
         } else if (rc == KC_ERR_BROKER &&
-                   (err.kafka_code == 27 || err.kafka_code == 22 || err.kafka_code == 25) &&
+                   (err.kafka_code == KC_KAFKA_REBALANCE_IN_PROGRESS ||
+                    err.kafka_code == KC_KAFKA_ILLEGAL_GENERATION ||
+                    err.kafka_code == KC_KAFKA_UNKNOWN_MEMBER_ID) &&
                    strstr(err.msg, " (")) {
             refused++;
             last_refusal = err;

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "batch/batch.h"
+#include "proto/kafka_errors.h"
 
 #define PARTS     4
 #define RECORDS   1000
@@ -209,17 +210,17 @@ static void session_lifecycle(void **state)
     assert_non_null(part(&r, 2));
     /* Wrong epoch, unknown id, incremental without an id. */
     assert_int_equal(fetch(&c, sid, 99, NULL, 0, NULL, 0, 64 << 20, 0, &r), KC_OK);
-    assert_int_equal(r.error_code, 71); /* INVALID_FETCH_SESSION_EPOCH */
+    assert_int_equal(r.error_code, KC_KAFKA_INVALID_FETCH_SESSION_EPOCH);
     assert_int_equal(fetch(&c, sid + 1000, 1, NULL, 0, NULL, 0, 64 << 20, 0, &r), KC_OK);
-    assert_int_equal(r.error_code, 70); /* FETCH_SESSION_ID_NOT_FOUND */
+    assert_int_equal(r.error_code, KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND);
     assert_int_equal(fetch(&c, 0, 1, NULL, 0, NULL, 0, 64 << 20, 0, &r), KC_OK);
-    assert_int_equal(r.error_code, 70);
+    assert_int_equal(r.error_code, KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND);
     /* (id, -1) closes the session and fetches sessionless; the id is then unknown. */
     assert_int_equal(fetch(&c, sid, -1, two, 2, NULL, 0, 64 << 20, 0, &r), KC_OK);
     assert_int_equal(r.session_id, 0);
     assert_int_equal(n_parts(&r), 2);
     assert_int_equal(fetch(&c, sid, 5, NULL, 0, NULL, 0, 64 << 20, 0, &r), KC_OK);
-    assert_int_equal(r.error_code, 70);
+    assert_int_equal(r.error_code, KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND);
     kc_rc_close(&c);
 }
 
@@ -247,7 +248,7 @@ static void max_bytes_honoured(void **state)
     /* Out of range → OFFSET_OUT_OF_RANGE. */
     part_req_t beyond[] = {{3, RECORDS + 1, 1 << 20}};
     assert_int_equal(fetch(&c, 0, -1, beyond, 1, NULL, 0, 64 << 20, 0, &r), KC_OK);
-    assert_int_equal(part(&r, 3)->error_code, 1);
+    assert_int_equal(part(&r, 3)->error_code, KC_KAFKA_OFFSET_OUT_OF_RANGE);
     kc_rc_close(&c);
 }
 

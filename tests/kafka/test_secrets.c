@@ -1,5 +1,5 @@
 /*
- * Credentials never leak (issue 10): distinctive probe values for sasl.password and
+ * Credentials never leak: distinctive probe values for sasl.password and
  * ssl.key.password go through every path that handles them — the configuration (set, get, the
  * printed reference, cross-key errors, kc_consumer_new), a SCRAM exchange with the wrong password
  * against the SASL_SSL listener, a good SCRAM exchange with the cluster's password, and an

@@ -1,5 +1,5 @@
 /*
- * TLS verifies the host name and the chain by default (issue 10), through the connection layer
+ * TLS verifies the host name and the chain by default, through the connection layer
  * against the testkit's SSL listener (certificate SAN: DNS:localhost, IP:127.0.0.1):
  *  - connecting by another name of this machine (one that resolves to 127.0.0.1 but is not in
  *    the SAN) is refused with "hostname mismatch" naming it; with

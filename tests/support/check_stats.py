@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Checks stats JSON lines (one object per line, argv[1]) against issue 6's public contract: every
-contracted name present with the right JSON type. Exit 0 when all lines pass; prints what failed."""
+"""Checks stats JSON lines (one object per line, argv[1]) against the stats' public contract (the
+README's Stats table): every contracted name present with the right JSON type. Exit 0 when all
+lines pass; prints what failed."""
 import json
 import sys
 

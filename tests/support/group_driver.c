@@ -1,4 +1,4 @@
-/* Test-side driver for the KIP-848 member (engine/group_consumer) against a real broker over
+/* Test-side driver for the KIP-848 member (engine/group/848/member) against a real broker over
  * blocking sockets: coordinator lookup, heartbeats, ConsumerGroupDescribe, and carrying out the
  * member's actions. Used by tests/kafka/test_group848_*.c. Owner: the test's thread. */
 #include "group_driver.h"

@@ -8,18 +8,11 @@
  * groups' committed offsets, which are read and written under mb_t.lock.
  */
 #include "mb.h"
+#include "proto/kafka_errors.h"
 
 #include <stdio.h>
 #include <string.h>
 
-enum {
-    ERR_UNKNOWN_TOPIC_OR_PARTITION = 3,
-    ERR_NOT_LEADER_OR_FOLLOWER = 6,
-    ERR_COORDINATOR_NOT_AVAILABLE = 15,
-    ERR_INVALID_GROUP_ID = 24,
-    ERR_UNSUPPORTED_VERSION = 35,
-    ERR_INVALID_REQUEST = 42,
-};
 /* DescribeConfigs' enums (Kafka's ConfigResource.Type, DescribeConfigsResponse's ConfigSource
  * and ConfigType). */
 enum { RESOURCE_GROUP = 32, CONFIG_SOURCE_DEFAULT = 5, CONFIG_TYPE_INT = 3 };
@@ -74,7 +67,7 @@ static kc_err_t api_versions(int16_t v, kc_wbuf_t *w, kc_arena_t *a, kc_error_t 
     /* KIP-511: a client newer than us gets UNSUPPORTED_VERSION in a v0 body, and retries with
      * the newest version our list names. */
     if (v > KC_API_VERSIONS_RESPONSE_MAX_VERSION) {
-        r.error_code = ERR_UNSUPPORTED_VERSION;
+        r.error_code = KC_KAFKA_UNSUPPORTED_VERSION;
         v = 0;
     }
     return kc_api_versions_response_encode(&r, v, w, err);
@@ -87,7 +80,7 @@ static void fill_topic(const mb_t *mb, kc_metadata_response_topic_t *t, kc_arena
     kc_metadata_response_partition_t *ps = kc_arena_calloc(a, (size_t)mb->partitions, sizeof *ps);
     int32_t *ids = kc_arena_calloc(a, (size_t)mb->n_nodes, sizeof *ids);
     if (!ps || !ids) {
-        t->error_code = ERR_UNKNOWN_TOPIC_OR_PARTITION;
+        t->error_code = KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
         return;
     }
     for (int32_t i = 0; i < mb->n_nodes; i++)
@@ -142,7 +135,7 @@ static kc_err_t metadata(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_ar
         if (by_id ? memcmp(qt->topic_id.b, mb->topic_id.b, 16) == 0 : is_our_topic(mb, qt->name)) {
             fill_topic(mb, t, a);
         } else {
-            t->error_code = by_id ? 100 /* UNKNOWN_TOPIC_ID */ : ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            t->error_code = by_id ? KC_KAFKA_UNKNOWN_TOPIC_ID : KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
             t->name = qt->name;
             t->topic_id = qt->topic_id;
         }
@@ -181,9 +174,9 @@ static kc_err_t list_offsets(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, k
             o->offset = -1;
             o->leader_epoch = 0;
             if (!is_our_topic(mb, qt->name) || p < 0 || p >= mb->partitions)
-                o->error_code = ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                o->error_code = KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
             else if (!mb_owns(mb, p))
-                o->error_code = ERR_NOT_LEADER_OR_FOLLOWER;
+                o->error_code = KC_KAFKA_NOT_LEADER_OR_FOLLOWER;
             else if (ts == -2) /* EARLIEST */
                 o->offset = 0;
             else if (ts == -3) /* MAX_TIMESTAMP: the newest record */
@@ -243,8 +236,8 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
     /* Offsets are kept per group. The membership check is a sanity check (unknown member,
      * wrong generation or member epoch); the anonymous form (no member, -1) always commits. */
     mbg_group_t *g = q.group_id.len > 0 ? mbg_find(mb, q.group_id, true) : NULL;
-    int16_t gerr = q.group_id.len <= 0 ? ERR_INVALID_GROUP_ID
-                   : !g ? ERR_COORDINATOR_NOT_AVAILABLE
+    int16_t gerr = q.group_id.len <= 0 ? KC_KAFKA_INVALID_GROUP_ID
+                   : !g ? KC_KAFKA_COORDINATOR_NOT_AVAILABLE
                         : mbg_commit_check(g, q.member_id, q.generation_id_or_member_epoch);
     for (int32_t i = 0; i < q.topics.count; i++) {
         const kc_offset_commit_request_topic_t *qt = &q.topics.items[i];
@@ -262,7 +255,7 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
             else if (is_our_topic(mb, qt->name) && p >= 0 && p < mb->partitions)
                 g->committed[p] = qt->partitions.items[j].committed_offset;
             else
-                t->partitions.items[j].error_code = ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                t->partitions.items[j].error_code = KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
         }
     }
     pthread_mutex_unlock(&mb->lock);
@@ -367,7 +360,7 @@ static kc_err_t describe_configs(int16_t v, kc_rbuf_t *r, kc_wbuf_t *w, kc_arena
         out->resource_name = res->resource_name;
         out->error_message = KC_STR_NULL;
         if (res->resource_type != RESOURCE_GROUP) {
-            out->error_code = ERR_INVALID_REQUEST;
+            out->error_code = KC_KAFKA_INVALID_REQUEST;
             out->error_message = kc_str("kc-memory-broker describes group configs only");
             continue;
         }

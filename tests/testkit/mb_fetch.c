@@ -7,21 +7,13 @@
  */
 #include "batch_builder.h"
 #include "mb.h"
+#include "proto/kafka_errors.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-enum {
-    ERR_OFFSET_OUT_OF_RANGE = 1,
-    ERR_UNKNOWN_TOPIC_OR_PARTITION = 3,
-    ERR_NOT_LEADER_OR_FOLLOWER = 6,
-    ERR_FETCH_SESSION_ID_NOT_FOUND = 70,
-    ERR_INVALID_FETCH_SESSION_EPOCH = 71,
-    ERR_UNKNOWN_TOPIC_ID = 100,
-};
 
 /* The response never carries more than this, whatever fetch.max.bytes says: a bound on what one
  * request can make us allocate. */
@@ -42,7 +34,7 @@ static bool build_template(const mb_t *mb, int32_t n, uint8_t **out, size_t *len
         uint8_t *v = values + (size_t)i * (size_t)mb->value_size;
         for (int32_t j = 0; j < mb->value_size; j++) {
             x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            v[j] = (uint8_t) "abcdefghijklmnop     ,.etaoinshr"[x & 31];
+            v[j] = (uint8_t)"abcdefghijklmnop     ,.etaoinshr"[x & 31];
         }
         recs[i] =
             (tb_record_t){.ts_delta = i, .off_delta = i, .value = v, .value_len = mb->value_size};
@@ -196,8 +188,8 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
     mb_session_t *s = NULL;
     if (epoch > 0) {
         s = session_find(mb, sid);
-        int16_t code = !s                  ? ERR_FETCH_SESSION_ID_NOT_FOUND
-                       : s->epoch != epoch ? ERR_INVALID_FETCH_SESSION_EPOCH
+        int16_t code = !s                  ? KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND
+                       : s->epoch != epoch ? KC_KAFKA_INVALID_FETCH_SESSION_EPOCH
                                            : 0;
         if (code) {
             pthread_mutex_unlock(&mb->lock);
@@ -329,17 +321,18 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
         d->aborted_transactions.count = -1;
         d->records = (kc_bytes_t){NULL, 0};
         if (p->partition < 0 || p->partition >= mb->partitions) {
-            d->error_code = version >= 13 ? ERR_UNKNOWN_TOPIC_ID : ERR_UNKNOWN_TOPIC_OR_PARTITION;
+            d->error_code =
+                version >= 13 ? KC_KAFKA_UNKNOWN_TOPIC_ID : KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
             continue;
         }
         if (!mb_owns(mb, p->partition)) {
-            d->error_code = ERR_NOT_LEADER_OR_FOLLOWER;
+            d->error_code = KC_KAFKA_NOT_LEADER_OR_FOLLOWER;
             continue;
         }
         d->high_watermark = d->last_stable_offset = mb->records;
         d->log_start_offset = 0;
         if (p->offset < 0 || p->offset > mb->records) {
-            d->error_code = ERR_OFFSET_OUT_OF_RANGE;
+            d->error_code = KC_KAFKA_OFFSET_OUT_OF_RANGE;
             continue;
         }
         d->records.ptr = data + off;
@@ -384,7 +377,7 @@ kc_err_t mb_fetch(mb_t *mb, const kc_fetch_request_t *req, int16_t version, kc_w
                 kc_fetch_response_partition_data_t *d = &u->partitions.items[j];
                 d->partition_index = rt->partitions.items[j].partition;
                 d->error_code =
-                    version >= 13 ? ERR_UNKNOWN_TOPIC_ID : ERR_UNKNOWN_TOPIC_OR_PARTITION;
+                    version >= 13 ? KC_KAFKA_UNKNOWN_TOPIC_ID : KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
                 d->high_watermark = d->last_stable_offset = d->log_start_offset = -1;
                 d->preferred_read_replica = -1;
                 d->aborted_transactions.count = -1;

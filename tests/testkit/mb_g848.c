@@ -17,19 +17,11 @@
  * Owner: the connection threads and the accept thread (mbg848_tick), always under mb_t.lock.
  */
 #include "mb.h"
+#include "proto/kafka_errors.h"
 
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum {
-    ERR_COORDINATOR_NOT_AVAILABLE = 15,
-    ERR_INCONSISTENT_GROUP_PROTOCOL = 23,
-    ERR_UNKNOWN_MEMBER_ID = 25,
-    ERR_INVALID_REQUEST = 42,
-    ERR_FENCED_MEMBER_EPOCH = 110,
-    ERR_UNSUPPORTED_ASSIGNOR = 112,
-};
 
 void mbg848_bump(mbg_group_t *g)
 {
@@ -163,42 +155,42 @@ int16_t mbg848_heartbeat(mb_t *mb, mbg_group_t *g, const kc_consumer_group_heart
     *send_assignment = false;
     int32_t epoch = q->member_epoch;
     if (!g->id[0])
-        return ERR_INVALID_REQUEST;
+        return KC_KAFKA_INVALID_REQUEST;
     if (g->kind == MBG_CLASSIC)
-        return ERR_INCONSISTENT_GROUP_PROTOCOL; /* no classic/consumer mixing here */
+        return KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL; /* no classic/consumer mixing here */
     if (q->server_assignor.len >= 0 && !str_is(q->server_assignor, "uniform") &&
         !str_is(q->server_assignor, "range"))
-        return ERR_UNSUPPORTED_ASSIGNOR;
+        return KC_KAFKA_UNSUPPORTED_ASSIGNOR;
     mbg_member_t *m = mbg_member_find(g, q->member_id);
     if (epoch == -1 || epoch == -2) {
         if (!m)
-            return ERR_UNKNOWN_MEMBER_ID;
+            return KC_KAFKA_UNKNOWN_MEMBER_ID;
         mbg_member_remove(g, m); /* its partitions are free at once */
         mbg848_bump(g);
         return 0;
     }
     uint8_t *owned = owned_map(mb, q);
     if (q->topic_partitions.count >= 0 && !owned)
-        return ERR_COORDINATOR_NOT_AVAILABLE;
+        return KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
     int16_t rc = 0;
     if (epoch == 0) {
         /* A join (or a rejoin, which starts over) is a full request. */
         if (q->rebalance_timeout_ms < 0 ||
             (q->subscribed_topic_names.count < 0 && q->subscribed_topic_regex.len < 0) || !owned) {
-            rc = ERR_INVALID_REQUEST;
+            rc = KC_KAFKA_INVALID_REQUEST;
             goto out;
         }
         if (m)
             mbg_member_remove(g, m);
         char *id = NULL;
         if (q->member_id.len > 0 && !(id = strndup(q->member_id.ptr, (size_t)q->member_id.len))) {
-            rc = ERR_COORDINATOR_NOT_AVAILABLE;
+            rc = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
             goto out;
         }
         m = mbg_member_add(mb, g, id, now);
         free(id);
         if (!m) {
-            rc = ERR_COORDINATOR_NOT_AVAILABLE;
+            rc = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
             goto out;
         }
         g->kind = MBG_CONSUMER;
@@ -209,12 +201,12 @@ int16_t mbg848_heartbeat(mb_t *mb, mbg_group_t *g, const kc_consumer_group_heart
         mbg848_bump(g);
     } else {
         if (!m) {
-            rc = ERR_UNKNOWN_MEMBER_ID;
+            rc = KC_KAFKA_UNKNOWN_MEMBER_ID;
             goto out;
         }
         if (epoch > m->epoch ||
             (epoch < m->epoch && (epoch != m->prev_epoch || !owned_subset(mb, m, owned)))) {
-            rc = ERR_FENCED_MEMBER_EPOCH;
+            rc = KC_KAFKA_FENCED_MEMBER_EPOCH;
             goto out;
         }
         if (q->subscribed_topic_names.count >= 0 || q->subscribed_topic_regex.len >= 0) {
@@ -230,7 +222,7 @@ int16_t mbg848_heartbeat(mb_t *mb, mbg_group_t *g, const kc_consumer_group_heart
     m->last_ms = now;
     uint8_t *before = malloc((size_t)mb->partitions);
     if (!before) {
-        rc = ERR_COORDINATOR_NOT_AVAILABLE;
+        rc = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
         goto out;
     }
     memcpy(before, m->assigned, (size_t)mb->partitions);

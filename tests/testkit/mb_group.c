@@ -13,22 +13,11 @@
  * Owner: the connection threads and the accept thread (mbg_tick), always under mb_t.lock.
  */
 #include "mb.h"
+#include "proto/kafka_errors.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum {
-    ERR_ILLEGAL_GENERATION = 22,
-    ERR_INCONSISTENT_GROUP_PROTOCOL = 23,
-    ERR_INVALID_GROUP_ID = 24,
-    ERR_UNKNOWN_MEMBER_ID = 25,
-    ERR_INVALID_SESSION_TIMEOUT = 26,
-    ERR_REBALANCE_IN_PROGRESS = 27,
-    ERR_COORDINATOR_NOT_AVAILABLE = 15,
-    ERR_MEMBER_ID_REQUIRED = 79,
-    ERR_STALE_MEMBER_EPOCH = 113,
-};
 
 static bool str_eq(kc_str_t a, const char *b)
 {
@@ -331,20 +320,20 @@ int16_t mbg_join(mb_t *mb, mbg_group_t *g, const mbg_join_req_t *q, int64_t now,
 {
     *out = NULL;
     if (!g->id[0])
-        return ERR_INVALID_GROUP_ID;
+        return KC_KAFKA_INVALID_GROUP_ID;
     if (q->session_ms < MBG_MIN_SESSION_MS || q->session_ms > MBG_MAX_SESSION_MS)
-        return ERR_INVALID_SESSION_TIMEOUT;
+        return KC_KAFKA_INVALID_SESSION_TIMEOUT;
     if (g->kind == MBG_CONSUMER)
-        return ERR_INCONSISTENT_GROUP_PROTOCOL; /* no classic/consumer mixing here */
+        return KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL; /* no classic/consumer mixing here */
     if (q->n_protos <= 0 || q->protocol_type.len <= 0)
-        return ERR_INCONSISTENT_GROUP_PROTOCOL;
+        return KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
     mbg_member_t *m = mbg_member_find(g, q->member_id);
     if (q->member_id.len > 0 && !m)
-        return ERR_UNKNOWN_MEMBER_ID;
+        return KC_KAFKA_UNKNOWN_MEMBER_ID;
     /* Protocol checks against the others: same type, at least one protocol in common. */
     if (real_members(g) > (m && !m->pending ? 1 : 0)) {
         if (!str_eq(q->protocol_type, g->protocol_type))
-            return ERR_INCONSISTENT_GROUP_PROTOCOL;
+            return KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
         bool common = false;
         for (int i = 0; i < q->n_protos && !common; i++) {
             char *name = str_dup(q->proto_names[i]);
@@ -352,19 +341,19 @@ int16_t mbg_join(mb_t *mb, mbg_group_t *g, const mbg_join_req_t *q, int64_t now,
             free(name);
         }
         if (!common)
-            return ERR_INCONSISTENT_GROUP_PROTOCOL;
+            return KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
     }
     if (!m) {
         m = mbg_member_add(mb, g, NULL, now);
         if (!m)
-            return ERR_COORDINATOR_NOT_AVAILABLE;
+            return KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
         if (q->version >= 4) {
             /* KIP-394: the id first, then a join with it; the pending member expires after
              * a session timeout if it never comes back. */
             m->pending = true;
             m->session_ms = q->session_ms;
             *out = m;
-            return ERR_MEMBER_ID_REQUIRED;
+            return KC_KAFKA_MEMBER_ID_REQUIRED;
         }
     }
     bool was_pending = m->pending;
@@ -375,7 +364,7 @@ int16_t mbg_join(mb_t *mb, mbg_group_t *g, const mbg_join_req_t *q, int64_t now,
     m->last_ms = now;
     if (changed && !set_protos(m, q)) {
         mbg_member_remove(g, m);
-        return ERR_COORDINATOR_NOT_AVAILABLE;
+        return KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
     }
     if (g->kind == MBG_NONE || real_members(g) == 1) {
         g->kind = MBG_CLASSIC;
@@ -411,15 +400,15 @@ int16_t mbg_sync(mbg_group_t *g, kc_str_t member_id, int32_t generation, const m
     *wait = false;
     mbg_member_t *m = mbg_member_find(g, member_id);
     if (!m || m->pending)
-        return ERR_UNKNOWN_MEMBER_ID;
+        return KC_KAFKA_UNKNOWN_MEMBER_ID;
     if (generation != g->generation)
-        return ERR_ILLEGAL_GENERATION;
+        return KC_KAFKA_ILLEGAL_GENERATION;
     m->last_ms = now;
     switch (g->state) {
     case MBG_EMPTY:
-        return ERR_UNKNOWN_MEMBER_ID;
+        return KC_KAFKA_UNKNOWN_MEMBER_ID;
     case MBG_PREPARING:
-        return ERR_REBALANCE_IN_PROGRESS;
+        return KC_KAFKA_REBALANCE_IN_PROGRESS;
     case MBG_STABLE:
         return 0;
     case MBG_COMPLETING:
@@ -442,7 +431,7 @@ int16_t mbg_sync(mbg_group_t *g, kc_str_t member_id, int32_t generation, const m
         free(t->assignment);
         t->assignment = malloc((size_t)len + 1);
         if (!t->assignment)
-            return ERR_COORDINATOR_NOT_AVAILABLE;
+            return KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
         if (len)
             memcpy(t->assignment, as[i].assignment.ptr, (size_t)len);
         t->assignment_len = len;
@@ -457,18 +446,18 @@ int16_t mbg_heartbeat(mbg_group_t *g, kc_str_t member_id, int32_t generation, in
 {
     mbg_member_t *m = mbg_member_find(g, member_id);
     if (!m || m->pending || g->kind != MBG_CLASSIC || g->state == MBG_EMPTY)
-        return ERR_UNKNOWN_MEMBER_ID;
+        return KC_KAFKA_UNKNOWN_MEMBER_ID;
     if (generation != g->generation)
-        return ERR_ILLEGAL_GENERATION;
+        return KC_KAFKA_ILLEGAL_GENERATION;
     m->last_ms = now;
-    return g->state == MBG_PREPARING ? ERR_REBALANCE_IN_PROGRESS : 0;
+    return g->state == MBG_PREPARING ? KC_KAFKA_REBALANCE_IN_PROGRESS : 0;
 }
 
 int16_t mbg_leave(mb_t *mb, mbg_group_t *g, kc_str_t member_id, int64_t now)
 {
     mbg_member_t *m = mbg_member_find(g, member_id);
     if (!m || g->kind != MBG_CLASSIC)
-        return ERR_UNKNOWN_MEMBER_ID;
+        return KC_KAFKA_UNKNOWN_MEMBER_ID;
     bool pending = m->pending;
     mbg_member_remove(g, m);
     if (pending)
@@ -485,15 +474,15 @@ int16_t mbg_commit_check(const mbg_group_t *g, kc_str_t member_id, int32_t gen_o
         return 0; /* a commit outside any membership (assign mode with a group.id) */
     mbg_member_t *m = mbg_member_find(g, member_id);
     if (!m || m->pending)
-        return ERR_UNKNOWN_MEMBER_ID;
+        return KC_KAFKA_UNKNOWN_MEMBER_ID;
     if (g->kind == MBG_CONSUMER)
-        return gen_or_epoch == m->epoch ? 0 : ERR_STALE_MEMBER_EPOCH;
+        return gen_or_epoch == m->epoch ? 0 : KC_KAFKA_STALE_MEMBER_EPOCH;
     if (gen_or_epoch != g->generation)
-        return ERR_ILLEGAL_GENERATION;
+        return KC_KAFKA_ILLEGAL_GENERATION;
     /* Kafka accepts commits while a round is open (members commit before they rejoin: that is
      * what keeps a handed-over partition from being read twice) and refuses them between the
      * join and the sync, when the member's generation is already the next one's. */
-    return g->state == MBG_COMPLETING ? ERR_REBALANCE_IN_PROGRESS : 0;
+    return g->state == MBG_COMPLETING ? KC_KAFKA_REBALANCE_IN_PROGRESS : 0;
 }
 
 void mbg_tick(mb_t *mb, int64_t now)

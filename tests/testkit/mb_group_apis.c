@@ -8,17 +8,11 @@
  * Owner: the connection threads; shared state only under mb_t.lock.
  */
 #include "mb.h"
+#include "proto/kafka_errors.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-enum {
-    ERR_COORDINATOR_NOT_AVAILABLE = 15,
-    ERR_INCONSISTENT_GROUP_PROTOCOL = 23,
-    ERR_UNKNOWN_MEMBER_ID = 25,
-    ERR_REBALANCE_IN_PROGRESS = 27,
-};
 
 /* One slice of waiting: short, so a stopping broker ends its parked threads promptly. */
 static void park(mb_t *mb)
@@ -94,7 +88,7 @@ static kc_err_t join_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_
     pthread_mutex_lock(&mb->lock);
     mbg_group_t *g = group_of(mb, q.group_id);
     mbg_member_t *m = NULL;
-    r.error_code = g ? mbg_join(mb, g, &jq, kt_now_ms(), &m) : ERR_COORDINATOR_NOT_AVAILABLE;
+    r.error_code = g ? mbg_join(mb, g, &jq, kt_now_ms(), &m) : KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
     if (m)
         r.member_id = arena_str(a, m->id);
     if (r.error_code == 0) {
@@ -108,9 +102,9 @@ static kc_err_t join_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_
             m->last_ms = kt_now_ms();
         }
         if (!m || m->join_gen < 0) {
-            r.error_code = ERR_UNKNOWN_MEMBER_ID;
+            r.error_code = KC_KAFKA_UNKNOWN_MEMBER_ID;
         } else if (m->join_gen != g->generation) {
-            r.error_code = ERR_REBALANCE_IN_PROGRESS; /* a newer round already began */
+            r.error_code = KC_KAFKA_REBALANCE_IN_PROGRESS; /* a newer round already began */
         } else {
             r.generation_id = g->generation;
             r.protocol_type = v >= 7 ? arena_str(a, g->protocol_type) : KC_STR_NULL;
@@ -162,10 +156,10 @@ static kc_err_t sync_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_
     pthread_mutex_lock(&mb->lock);
     mbg_group_t *g = mbg_find(mb, q.group_id, false);
     if (!g) {
-        r.error_code = ERR_UNKNOWN_MEMBER_ID;
+        r.error_code = KC_KAFKA_UNKNOWN_MEMBER_ID;
     } else if (v >= 5 && (differs(q.protocol_type, g->protocol_type) ||
                           differs(q.protocol_name, g->protocol_name))) {
-        r.error_code = ERR_INCONSISTENT_GROUP_PROTOCOL;
+        r.error_code = KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
     } else {
         bool wait = false;
         mbg_member_t *m = mbg_member_find(g, q.member_id);
@@ -176,12 +170,12 @@ static kc_err_t sync_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_
         while (r.error_code == 0 && wait && !mb->stop) {
             park(mb);
             if (!mbg_member_find(g, q.member_id))
-                r.error_code = ERR_UNKNOWN_MEMBER_ID;
+                r.error_code = KC_KAFKA_UNKNOWN_MEMBER_ID;
             else
                 r.error_code = mbg_sync(g, q.member_id, q.generation_id, as, 0, kt_now_ms(), &wait);
         }
         if (!r.error_code && wait)
-            r.error_code = ERR_REBALANCE_IN_PROGRESS; /* stopping */
+            r.error_code = KC_KAFKA_REBALANCE_IN_PROGRESS; /* stopping */
         if ((m = mbg_member_find(g, q.member_id))) {
             m->waiting--;
             m->last_ms = kt_now_ms();
@@ -217,8 +211,8 @@ static kc_err_t heartbeat(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc_a
     kc_heartbeat_response_init(&r);
     pthread_mutex_lock(&mb->lock);
     mbg_group_t *g = mbg_find(mb, q.group_id, false);
-    r.error_code =
-        g ? mbg_heartbeat(g, q.member_id, q.generation_id, kt_now_ms()) : ERR_UNKNOWN_MEMBER_ID;
+    r.error_code = g ? mbg_heartbeat(g, q.member_id, q.generation_id, kt_now_ms())
+                     : KC_KAFKA_UNKNOWN_MEMBER_ID;
     pthread_mutex_unlock(&mb->lock);
     return kc_heartbeat_response_encode(&r, v, w, err);
 }
@@ -236,7 +230,7 @@ static kc_err_t leave_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc
     pthread_mutex_lock(&mb->lock);
     mbg_group_t *g = mbg_find(mb, q.group_id, false);
     if (v < 3) {
-        r.error_code = g ? mbg_leave(mb, g, q.member_id, kt_now_ms()) : ERR_UNKNOWN_MEMBER_ID;
+        r.error_code = g ? mbg_leave(mb, g, q.member_id, kt_now_ms()) : KC_KAFKA_UNKNOWN_MEMBER_ID;
     } else {
         /* v3+ (KIP-345): a batch; each member answered on its own. */
         int n = q.members.count > 0 ? q.members.count : 0;
@@ -251,7 +245,7 @@ static kc_err_t leave_group(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, kc
                 .member_id = id->member_id,
                 .group_instance_id = id->group_instance_id,
                 .error_code =
-                    g ? mbg_leave(mb, g, id->member_id, kt_now_ms()) : ERR_UNKNOWN_MEMBER_ID};
+                    g ? mbg_leave(mb, g, id->member_id, kt_now_ms()) : KC_KAFKA_UNKNOWN_MEMBER_ID};
         }
         r.members.count = n;
     }
@@ -278,8 +272,8 @@ static kc_err_t consumer_group_heartbeat(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_
     mbg_group_t *g = group_of(mb, q.group_id);
     mbg_member_t *m = NULL;
     bool send = false;
-    r.error_code =
-        g ? mbg848_heartbeat(mb, g, &q, kt_now_ms(), &m, &send) : ERR_COORDINATOR_NOT_AVAILABLE;
+    r.error_code = g ? mbg848_heartbeat(mb, g, &q, kt_now_ms(), &m, &send)
+                     : KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
     if (r.error_code == 0 && m) {
         r.member_id = arena_str(a, m->id);
         r.member_epoch = m->epoch;

@@ -29,19 +29,32 @@ static void kc_fail_formats_and_returns_code(void **state)
 static void kafka_codes_come_from_kafkas_table(void **state)
 {
     (void)state;
-    /* Values from Kafka's protocol guide; the table is generated from the Java enum, so a
-     * mismatch here means the generator, not this test, is wrong. */
-    assert_string_equal(kc_kafka_err_name(16), "NOT_COORDINATOR");
-    assert_string_equal(kc_kafka_err_name(70), "FETCH_SESSION_ID_NOT_FOUND");
-    assert_string_equal(kc_kafka_err_name(71), "INVALID_FETCH_SESSION_EPOCH");
-    assert_string_equal(kc_kafka_err_name(110), "FENCED_MEMBER_EPOCH");
-    assert_true(kc_kafka_err_retriable(16));
-    assert_false(kc_kafka_err_retriable(1)); /* OFFSET_OUT_OF_RANGE */
+    /* Values from Kafka's protocol guide; the constants and the table are generated from the
+     * Java enum, so a mismatch here means the generator, not this test, is wrong. The only place
+     * a code is written as a number: everywhere else it is its constant. */
+    assert_int_equal(KC_KAFKA_UNKNOWN_SERVER_ERROR, -1);
+    assert_int_equal(KC_KAFKA_NONE, 0);
+    assert_int_equal(KC_KAFKA_OFFSET_OUT_OF_RANGE, 1);
+    assert_int_equal(KC_KAFKA_NOT_COORDINATOR, 16);
+    assert_int_equal(KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND, 70);
+    assert_int_equal(KC_KAFKA_INVALID_FETCH_SESSION_EPOCH, 71);
+    assert_int_equal(KC_KAFKA_FENCED_MEMBER_EPOCH, 110);
+    assert_int_equal(KC_KAFKA_STALE_MEMBER_EPOCH, 113);
+    assert_string_equal(kc_kafka_err_name(KC_KAFKA_UNKNOWN_SERVER_ERROR), "UNKNOWN_SERVER_ERROR");
+    assert_string_equal(kc_kafka_err_name(KC_KAFKA_NOT_COORDINATOR), "NOT_COORDINATOR");
+    assert_string_equal(kc_kafka_err_name(KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND),
+                        "FETCH_SESSION_ID_NOT_FOUND");
+    assert_string_equal(kc_kafka_err_name(KC_KAFKA_INVALID_FETCH_SESSION_EPOCH),
+                        "INVALID_FETCH_SESSION_EPOCH");
+    assert_string_equal(kc_kafka_err_name(KC_KAFKA_FENCED_MEMBER_EPOCH), "FENCED_MEMBER_EPOCH");
+    assert_true(kc_kafka_err_retriable(KC_KAFKA_NOT_COORDINATOR));
+    assert_false(kc_kafka_err_retriable(KC_KAFKA_OFFSET_OUT_OF_RANGE));
     assert_string_equal(kc_kafka_err_name(32000), "UNKNOWN_KAFKA_ERROR");
 
     kc_error_t e;
-    assert_int_equal(kc_fail_kafka(&e, 16, "OffsetCommit to broker %d", 2), KC_ERR_BROKER);
-    assert_int_equal(e.kafka_code, 16);
+    assert_int_equal(kc_fail_kafka(&e, KC_KAFKA_NOT_COORDINATOR, "OffsetCommit to broker %d", 2),
+                     KC_ERR_BROKER);
+    assert_int_equal(e.kafka_code, KC_KAFKA_NOT_COORDINATOR);
     assert_string_equal(e.msg, "NOT_COORDINATOR: OffsetCommit to broker 2");
 }
 

@@ -1,4 +1,4 @@
-/* engine/fetch_codec: session requests become real FetchRequests that decode back to the same
+/* engine/fetch/codec: session requests become real FetchRequests that decode back to the same
  * entries, at the newest version (topics by id) and at v7-v12 (topics by name, resolved through
  * kc_fetch_names_t); decoded FetchResponses of both forms feed the session and the fetcher with
  * the same keys. */
@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fetch/codec.h"
+#include "proto/kafka_errors.h"
 
 static kc_session_part_t part(uint8_t topic, int32_t p, int64_t off)
 {
@@ -227,7 +228,7 @@ static void response_partitions_iterate(void **state)
     parts[0].records.ptr = rec;
     parts[0].records.len = 4;
     parts[1].partition_index = 4;
-    parts[1].error_code = 6;
+    parts[1].error_code = KC_KAFKA_NOT_LEADER_OR_FOLLOWER;
     parts[1].high_watermark = -1;
     parts[1].last_stable_offset = -1;
     parts[1].log_start_offset = -1;
@@ -270,7 +271,7 @@ static void response_partitions_iterate(void **state)
     assert_false(pr.has_current_leader);
     assert_int_equal(kc_fetch_codec_next(&it, &pr), 1);
     assert_int_equal(pr.tp.partition, 4);
-    assert_int_equal(pr.error_code, 6);
+    assert_int_equal(pr.error_code, KC_KAFKA_NOT_LEADER_OR_FOLLOWER);
     assert_true(pr.has_current_leader);
     assert_int_equal(pr.leader_id, 2);
     assert_int_equal(pr.leader_epoch, 12);

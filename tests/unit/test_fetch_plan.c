@@ -1,10 +1,11 @@
-/* engine/fetch_plan and engine/partition: grouping by broker, one fetch in flight, draining,
+/* engine/fetch/plan and engine/fetch/partition: grouping by broker, one fetch in flight, draining,
  * throttling, per-partition errors and KIP-320 validation, without a network. */
 #include "kc_test.h"
 
 #include <string.h>
 
 #include "fetch/plan.h"
+#include "proto/kafka_errors.h"
 
 #define NOW 100000
 
@@ -231,15 +232,17 @@ static void error_classification_table(void **state)
         int16_t code;
         kc_fetch_action_t want;
     } t[] = {
-        {0, KC_FA_NONE},         {6, KC_FA_MOVE},     /* NOT_LEADER_OR_FOLLOWER */
-        {74, KC_FA_MOVE},                             /* FENCED_LEADER_EPOCH */
-        {75, KC_FA_MOVE},                             /* UNKNOWN_LEADER_EPOCH */
-        {3, KC_FA_MOVE},                              /* UNKNOWN_TOPIC_OR_PARTITION */
-        {100, KC_FA_MOVE},                            /* UNKNOWN_TOPIC_ID */
-        {1, KC_FA_OUT_OF_RANGE}, {56, KC_FA_BACKOFF}, /* KAFKA_STORAGE_ERROR */
-        {-1, KC_FA_BACKOFF},                          /* UNKNOWN_SERVER_ERROR */
-        {9999, KC_FA_BACKOFF},                        /* a code we have never seen */
-        {29, KC_FA_REPORT},                           /* TOPIC_AUTHORIZATION_FAILED */
+        {KC_KAFKA_NONE, KC_FA_NONE},
+        {KC_KAFKA_NOT_LEADER_OR_FOLLOWER, KC_FA_MOVE},
+        {KC_KAFKA_FENCED_LEADER_EPOCH, KC_FA_MOVE},
+        {KC_KAFKA_UNKNOWN_LEADER_EPOCH, KC_FA_MOVE},
+        {KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION, KC_FA_MOVE},
+        {KC_KAFKA_UNKNOWN_TOPIC_ID, KC_FA_MOVE},
+        {KC_KAFKA_OFFSET_OUT_OF_RANGE, KC_FA_OUT_OF_RANGE},
+        {KC_KAFKA_KAFKA_STORAGE_ERROR, KC_FA_BACKOFF},
+        {KC_KAFKA_UNKNOWN_SERVER_ERROR, KC_FA_BACKOFF},
+        {9999, KC_FA_BACKOFF}, /* a code we have never seen */
+        {KC_KAFKA_TOPIC_AUTHORIZATION_FAILED, KC_FA_REPORT},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         if (kc_fetch_classify_error(t[i].code) != t[i].want)
@@ -255,7 +258,7 @@ static void not_leader_keeps_position_and_validates_on_new_leader(void **state)
     kc_partition_t p[12];
     twelve(p);
     kc_partition_event_t ev;
-    kc_partition_on_fetch_error(&p[4], 6, 0, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[4], KC_KAFKA_NOT_LEADER_OR_FOLLOWER, 0, &c.part, NOW, &ev);
     assert_true(ev.refresh_metadata);
     assert_false(ev.report);
     assert_int_equal(p[4].state, KC_FS_AWAIT_METADATA);
@@ -277,7 +280,8 @@ static void validation_detects_truncation(void **state)
     assert_int_equal(kc_partition_validate(400, 0, 5, 900), KC_VALID_OK);
     assert_int_equal(kc_partition_validate(400, 0, 5, 399), KC_VALID_TRUNCATED);
     assert_int_equal(kc_partition_validate(400, 0, -1, -1), KC_VALID_UNKNOWN);
-    assert_int_equal(kc_partition_validate(400, 6, 5, 399), KC_VALID_RETRY);
+    assert_int_equal(kc_partition_validate(400, KC_KAFKA_NOT_LEADER_OR_FOLLOWER, 5, 399),
+                     KC_VALID_RETRY);
 
     kc_fetch_plan_conf_t c = conf();
     kc_partition_t p[12];
@@ -313,18 +317,18 @@ static void out_of_range_applies_reset_policy(void **state)
     twelve(p);
 
     c.part.reset = KC_RESET_EARLIEST;
-    kc_partition_on_fetch_error(&p[0], 1, 0, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[0], KC_KAFKA_OFFSET_OUT_OF_RANGE, 0, &c.part, NOW, &ev);
     assert_int_equal(p[0].state, KC_FS_AWAIT_RESET);
     assert_true(ev.needs_list_offsets);
     assert_int_equal(ev.reset_timestamp, -2);
     assert_false(ev.report);
 
     c.part.reset = KC_RESET_LATEST;
-    kc_partition_on_fetch_error(&p[1], 1, 0, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[1], KC_KAFKA_OFFSET_OUT_OF_RANGE, 0, &c.part, NOW, &ev);
     assert_int_equal(ev.reset_timestamp, -1);
 
     c.part.reset = KC_RESET_NONE;
-    kc_partition_on_fetch_error(&p[2], 1, 0, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[2], KC_KAFKA_OFFSET_OUT_OF_RANGE, 0, &c.part, NOW, &ev);
     assert_int_equal(p[2].state, KC_FS_STOPPED);
     assert_true(ev.report);
     assert_false(ev.needs_list_offsets);
@@ -336,7 +340,7 @@ static void out_of_range_applies_reset_policy(void **state)
     c.part.has_rack = 1;
     p[3].preferred_replica = 2;
     p[3].preferred_until_ms = NOW + 1000;
-    kc_partition_on_fetch_error(&p[3], 1, 1, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[3], KC_KAFKA_OFFSET_OUT_OF_RANGE, 1, &c.part, NOW, &ev);
     assert_int_equal(p[3].state, KC_FS_ACTIVE);
     assert_int_equal(p[3].preferred_replica, KC_NO_BROKER);
     assert_int_equal(p[3].position, 300);
@@ -351,7 +355,7 @@ static void storage_error_backs_off_that_partition_only(void **state)
     kc_partition_t p[12];
     twelve(p);
     kc_partition_event_t ev;
-    kc_partition_on_fetch_error(&p[0], 56, 0, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[0], KC_KAFKA_KAFKA_STORAGE_ERROR, 0, &c.part, NOW, &ev);
     assert_int_equal(p[0].state, KC_FS_BACKOFF);
     assert_int_equal(p[0].backoff_until_ms, NOW + 100);
     kc_error_t e;
@@ -360,7 +364,7 @@ static void storage_error_backs_off_that_partition_only(void **state)
     size_t n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
     assert_int_equal(send_for(s, n, 1)->req.n_parts, 3); /* the other 3 keep flowing */
     /* A second error doubles the backoff. */
-    kc_partition_on_fetch_error(&p[0], 56, 0, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[0], KC_KAFKA_KAFKA_STORAGE_ERROR, 0, &c.part, NOW, &ev);
     assert_int_equal(p[0].backoff_until_ms, NOW + 200);
     assert_int_equal(kc_partition_fetch_target(&p[0], &c.part, NOW + 199), KC_NO_BROKER);
     assert_int_equal(kc_partition_fetch_target(&p[0], &c.part, NOW + 200), 1);
@@ -385,7 +389,7 @@ static void preferred_replica_with_rack_expires_to_leader(void **state)
     /* An error while reading from the replica also sends us back. */
     kc_partition_on_fetch_ok(&p[0], 1000, 1000, 0, 2, &c.part, NOW);
     kc_partition_event_t ev;
-    kc_partition_on_fetch_error(&p[0], 6, 1, &c.part, NOW, &ev);
+    kc_partition_on_fetch_error(&p[0], KC_KAFKA_NOT_LEADER_OR_FOLLOWER, 1, &c.part, NOW, &ev);
     assert_int_equal(p[0].preferred_replica, KC_NO_BROKER);
     assert_int_equal(p[0].lag, 1000);
 }

@@ -1,8 +1,9 @@
-/* engine/group_classic: the classic member as a scripted state machine — leader and follower
+/* engine/group/classic/member: the classic member as a scripted state machine — leader and follower
  * paths, eager and cooperative reconciliation order, error handling, rolling-upgrade shapes.
  * Payloads are decoded back with the generated codec and compared with the assignors' own
  * output, so a wrong byte in either direction fails here. */
 #include "group_classic_fixtures.h"
+#include "proto/kafka_errors.h"
 
 /* ---- tests -------------------------------------------------------------------------------- */
 
@@ -139,7 +140,7 @@ static void member_id_required_retries_with_the_given_id(void **state)
     assert_int_equal(o.req.join.member_id.len, 0);
     kc_join_group_response_t jr;
     kc_join_group_response_init(&jr);
-    jr.error_code = 79; /* MEMBER_ID_REQUIRED */
+    jr.error_code = KC_KAFKA_MEMBER_ID_REQUIRED;
     jr.member_id = kc_str("m-given");
     kc_classic_join_response(&m, &jr, 0);
     o = expect(&m, 0, KC_CLASSIC_SEND_JOIN);
@@ -157,7 +158,7 @@ static void eager_revokes_and_commits_before_joining(void **state)
     const int32_t p[] = {0, 1, 2};
     join_alone(&m, "m-a", p, 3, 0);
     int64_t now = 0;
-    heartbeat(&m, &now, 27); /* REBALANCE_IN_PROGRESS */
+    heartbeat(&m, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
     kc_classic_out_t o = expect(&m, now, KC_CLASSIC_REVOKE);
     assert_parts(o.parts, p, 3);
     uint64_t rs = o.seq;
@@ -165,7 +166,7 @@ static void eager_revokes_and_commits_before_joining(void **state)
     for (int64_t t = now; t < now + 10000; t += 500)
         while (kc_classic_poll(&m, t, &o)) {
             assert_int_equal(o.kind, KC_CLASSIC_SEND_HEARTBEAT);
-            kc_classic_heartbeat_response(&m, 27, t);
+            kc_classic_heartbeat_response(&m, KC_KAFKA_REBALANCE_IN_PROGRESS, t);
         }
     now += 10000;
     kc_classic_action_done(&m, rs, now);
@@ -215,7 +216,7 @@ static void cooperative_two_round_handover(void **state)
     const int32_t all[] = {0, 1, 2, 3, 4, 5};
     join_alone(&a, "m-a", all, 6, 0);
     int64_t now = 0;
-    heartbeat(&a, &now, 27);
+    heartbeat(&a, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
     /* No revocation before joining: everything keeps flowing. */
     kc_classic_out_t o = expect(&a, now, KC_CLASSIC_SEND_JOIN);
     meta_t ma = take_meta(&o, 0);
@@ -275,7 +276,7 @@ static void cooperative_two_round_handover(void **state)
     sb.assignment = (kc_bytes_t){(const uint8_t *)"", 0};
     kc_classic_sync_response(&b, &sb, now);
     expect_nothing(&b, now);
-    heartbeat(&b, &now, 27);
+    heartbeat(&b, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
     ob = expect(&b, now, KC_CLASSIC_SEND_JOIN);
     mb = take_meta(&ob, 0);
 
@@ -307,7 +308,7 @@ static void illegal_generation_loses_without_commit(void **state)
     const int32_t p[] = {0, 1};
     join_alone(&m, "m-a", p, 2, 0);
     int64_t now = 0;
-    heartbeat(&m, &now, 22); /* ILLEGAL_GENERATION */
+    heartbeat(&m, &now, KC_KAFKA_ILLEGAL_GENERATION);
     kc_classic_out_t o = expect(&m, now, KC_CLASSIC_LOSE);
     assert_parts(o.parts, p, 2);
     kc_classic_action_done(&m, o.seq, now);
@@ -321,7 +322,7 @@ static void illegal_generation_loses_without_commit(void **state)
     start(&m, KC_ASSIGNOR_COOPERATIVE_STICKY, NULL);
     join_alone(&m, "m-a", p, 2, 0);
     now = 0;
-    heartbeat(&m, &now, 25); /* UNKNOWN_MEMBER_ID */
+    heartbeat(&m, &now, KC_KAFKA_UNKNOWN_MEMBER_ID);
     o = expect(&m, now, KC_CLASSIC_LOSE);
     kc_classic_action_done(&m, o.seq, now);
     o = expect(&m, now, KC_CLASSIC_DROP);
@@ -343,10 +344,10 @@ static void fenced_instance_is_fatal(void **state)
     start(&m, KC_ASSIGNOR_RANGE, "inst-1");
     join_alone(&m, "m-a", p, 1, 0);
     int64_t now = 0;
-    heartbeat(&m, &now, 82); /* FENCED_INSTANCE_ID */
+    heartbeat(&m, &now, KC_KAFKA_FENCED_INSTANCE_ID);
     o = expect(&m, now, KC_CLASSIC_FATAL);
     assert_int_equal(o.error.code, KC_ERR_FATAL);
-    assert_int_equal(o.error.kafka_code, 82);
+    assert_int_equal(o.error.kafka_code, KC_KAFKA_FENCED_INSTANCE_ID);
     assert_non_null(strstr(o.error.msg, "inst-1"));
     o = expect(&m, now, KC_CLASSIC_LOSE); /* stops consuming what it held */
     kc_classic_action_done(&m, o.seq, now);
@@ -364,7 +365,7 @@ static void not_coordinator_in_success_rediscovers_silently(void **state)
     const int32_t p[] = {0};
     join_alone(&m, "m-a", p, 1, 0);
     int64_t now = 0;
-    heartbeat(&m, &now, 16); /* NOT_COORDINATOR */
+    heartbeat(&m, &now, KC_KAFKA_NOT_COORDINATOR);
     expect(&m, now, KC_CLASSIC_REDISCOVER);
     for (int64_t t = now; t < now + 9900; t += 300)
         expect_nothing(&m, t); /* no ERROR while the deadline holds, no partitions touched */
@@ -375,19 +376,19 @@ static void not_coordinator_in_success_rediscovers_silently(void **state)
 
     /* Past the deadline it is surfaced once, not fatal. */
     now += 20000;
-    heartbeat(&m, &now, 14); /* COORDINATOR_LOAD_IN_PROGRESS */
+    heartbeat(&m, &now, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS);
     expect(&m, now, KC_CLASSIC_REDISCOVER);
     kc_classic_out_t o = expect(&m, now + 10000, KC_CLASSIC_ERROR);
     assert_int_equal(o.error.code, KC_ERR_TIMEOUT);
     expect_nothing(&m, now + 20000);
     kc_classic_free(&m);
 
-    /* JoinGroup answered NOT_COORDINATOR: rediscover, then the same join again. */
+    /* JoinGroup answered COORDINATOR_NOT_AVAILABLE: rediscover, then the same join again. */
     start(&m, KC_ASSIGNOR_RANGE, NULL);
     expect(&m, 0, KC_CLASSIC_SEND_JOIN);
     kc_join_group_response_t jr;
     kc_join_group_response_init(&jr);
-    jr.error_code = 15;
+    jr.error_code = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
     kc_classic_join_response(&m, &jr, 0);
     expect(&m, 0, KC_CLASSIC_REDISCOVER);
     expect_nothing(&m, 10);
@@ -414,12 +415,12 @@ static void inconsistent_protocol_names_both_sides(void **state)
     assert_memory_equal(o.req.join.protocols.items[0].name.ptr, "range", 5);
     kc_join_group_response_t jr;
     kc_join_group_response_init(&jr);
-    jr.error_code = 23;
+    jr.error_code = KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
     kc_classic_join_response(&m, &jr, 0);
     expect(&m, 0, KC_CLASSIC_DESCRIBE);
     kc_classic_describe_result(&m, "consumer", "sticky");
     o = expect(&m, 0, KC_CLASSIC_FATAL);
-    assert_int_equal(o.error.kafka_code, 23);
+    assert_int_equal(o.error.kafka_code, KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL);
     assert_non_null(strstr(o.error.msg, "INCONSISTENT_GROUP_PROTOCOL"));
     assert_non_null(strstr(o.error.msg, "range,cooperative-sticky"));
     assert_non_null(strstr(o.error.msg, "'sticky'"));
@@ -506,12 +507,12 @@ static void rolling_upgrade_shapes_are_not_errors(void **state)
     const int32_t p[] = {0, 1, 2};
     join_alone(&m, "m-a", p, 3, 0);
     int64_t now = 0;
-    heartbeat(&m, &now, 27);
+    heartbeat(&m, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
     kc_classic_out_t o = expect(&m, now, KC_CLASSIC_SEND_JOIN);
     /* The waiting JoinGroup is answered REBALANCE_IN_PROGRESS: ask again. */
     kc_join_group_response_t jr;
     kc_join_group_response_init(&jr);
-    jr.error_code = 27;
+    jr.error_code = KC_KAFKA_REBALANCE_IN_PROGRESS;
     kc_classic_join_response(&m, &jr, now);
     o = expect(&m, now, KC_CLASSIC_SEND_JOIN);
     /* Answered with no leader and no members: nobody relays. */
@@ -522,7 +523,7 @@ static void rolling_upgrade_shapes_are_not_errors(void **state)
     assert_int_equal(o.req.sync.assignments.count, 0);
     /* A SyncGroup the group moved on from: REBALANCE_IN_PROGRESS, join again. */
     kc_sync_group_response_t sr = sync_ok(KC_BYTES_NULL);
-    sr.error_code = 27;
+    sr.error_code = KC_KAFKA_REBALANCE_IN_PROGRESS;
     kc_classic_sync_response(&m, &sr, now);
     o = expect(&m, now, KC_CLASSIC_SEND_JOIN);
     kc_classic_join_response(&m, &jr, now);
@@ -570,7 +571,7 @@ static void sticky_user_data_round_trips(void **state)
     const int32_t p[] = {2, 5};
     join_alone(&m, "m-a", p, 2, 0);
     int64_t now = 0;
-    heartbeat(&m, &now, 27);
+    heartbeat(&m, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
     o = expect(&m, now, KC_CLASSIC_REVOKE);
     kc_classic_action_done(&m, o.seq, now);
     o = expect(&m, now, KC_CLASSIC_COMMIT);
@@ -617,11 +618,11 @@ static void revocation_commit_retries_then_gives_up(void **state)
     const int32_t p[] = {0};
     join_alone(&m, "m-a", p, 1, 0);
     int64_t now = 0;
-    heartbeat(&m, &now, 27);
+    heartbeat(&m, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
     kc_classic_out_t o = expect(&m, now, KC_CLASSIC_REVOKE);
     kc_classic_action_done(&m, o.seq, now);
     o = expect(&m, now, KC_CLASSIC_COMMIT);
-    kc_classic_commit_result(&m, o.seq, 16, now + 10);
+    kc_classic_commit_result(&m, o.seq, KC_KAFKA_NOT_COORDINATOR, now + 10);
     expect(&m, now + 10, KC_CLASSIC_REDISCOVER);
     expect_nothing(&m, now + 200);
     kc_classic_coordinator_known(&m, now + 300);
@@ -631,7 +632,7 @@ static void revocation_commit_retries_then_gives_up(void **state)
     for (int64_t t = now + 300; t < now + 5000; t += 100)
         while (kc_classic_poll(&m, t, &o)) {
             assert_int_equal(o.kind, KC_CLASSIC_SEND_HEARTBEAT);
-            kc_classic_heartbeat_response(&m, 27, t);
+            kc_classic_heartbeat_response(&m, KC_KAFKA_REBALANCE_IN_PROGRESS, t);
         }
     o = expect(&m, now + 5000, KC_CLASSIC_DROP);
     kc_classic_action_done(&m, o.seq, now + 5000);

@@ -1,4 +1,4 @@
-/* engine/group_classic: leaving and joining again, and what the leader feeds its assignors.
+/* engine/group/classic/member: leaving and joining again, and what the leader feeds its assignors.
  *  - max.poll.interval.ms overrun: lose at once, LeaveGroup (static members name their
  *    instance), no heartbeat and no JoinGroup while the callback runs, join as a new member
  *    after it returned; an overrun during JoinGroup leaves once that is answered;

@@ -1,10 +1,11 @@
-/* engine/group_consumer: the KIP-848 member driven entirely by scripted heartbeat responses. */
+/* engine/group/848/member: the KIP-848 member driven entirely by scripted heartbeat responses. */
 #include "kc_test.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "group/848/member.h"
+#include "proto/kafka_errors.h"
 
 static bool known[256];
 
@@ -79,8 +80,8 @@ static kc_consumer_group_heartbeat_request_t hb(kc_g848_t *gc, int64_t now, int1
     kc_error_t e;
     kc_err_t rc = kc_g848_heartbeat_due(gc, now, v, &req, &e);
     if (rc != KC_OK)
-        fail_msg("no heartbeat due at %lld in %s: %d", (long long)now,
-                 kc_g848_state_name(gc->state), rc);
+        fail_msg("no heartbeat due at %lld in %s: %d", (long long)now, kc_g848_state_name(gc->state),
+                 rc);
     kc_g848_heartbeat_sent(gc, now);
     return req;
 }
@@ -219,7 +220,8 @@ static void revoke_then_ack(void **state)
     q = hb(&gc, 2015, 1);
     assert_int_equal(q.topic_partitions.count, -1);
     /* An error response forces a full request: it still carries 1:1. */
-    kc_g848_on_heartbeat_response(&gc, 2020, mkresp(&x, 14 /* LOAD_IN_PROGRESS */, 0, NULL));
+    kc_g848_on_heartbeat_response(&gc, 2020,
+                                mkresp(&x, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS, 0, NULL));
     q = hb(&gc, 2500, 1);
     assert_true(req_owns(&q, 1, 0) && req_owns(&q, 1, 1));
     kc_g848_on_heartbeat_response(&gc, 2505, mkresp(&x, 0, 4, NULL));
@@ -254,13 +256,14 @@ static void interrupted_reconciliation_resumes(void **state)
     kc_g848_on_heartbeat_response(&gc, 1015, mkresp(&x, 0, 4, (int[]){1, 0, 2, 0, -1}));
     kc_g848_action_t rv = act(&gc, 1015, KC_G848_ACT_REVOKE, 1);
     hb(&gc, 2015, 1);
-    kc_g848_on_heartbeat_response(&gc, 2016, mkresp(&x, 16 /* NOT_COORDINATOR */, 0, NULL));
+    kc_g848_on_heartbeat_response(&gc, 2016, mkresp(&x, KC_KAFKA_NOT_COORDINATOR, 0, NULL));
     act(&gc, 2016, KC_G848_ACT_REDISCOVER, 0);
-    no_act(&gc, 2016);                      /* no error surfaced */
-    no_hb(&gc, 9000);                       /* until the coordinator is known again */
+    no_act(&gc, 2016);                    /* no error surfaced */
+    no_hb(&gc, 9000);                     /* until the coordinator is known again */
     kc_g848_action_done(&gc, rv.seq, 2100); /* the revoke finishes meanwhile */
     kc_g848_action_t cm = act(&gc, 2100, KC_G848_ACT_COMMIT, 1);
-    kc_g848_on_commit_result(&gc, cm.seq, 16, 2200); /* the commit meets the move too */
+    kc_g848_on_commit_result(&gc, cm.seq, KC_KAFKA_NOT_COORDINATOR,
+                           2200); /* the commit meets the move too */
     act(&gc, 2200, KC_G848_ACT_REDISCOVER, 0);
     no_act(&gc, 2200); /* the commit waits for the coordinator; no error surfaced */
     kc_g848_coordinator_ready(&gc, 2300);
@@ -290,7 +293,9 @@ static void fenced_loses_and_rejoins(void **state)
         char id[64];
         strcpy(id, gc.member_id);
         hb(&gc, 1012, 1);
-        kc_g848_on_heartbeat_response(&gc, 1015, mkresp(&x, k ? 25 : 110, 0, NULL));
+        kc_g848_on_heartbeat_response(
+            &gc, 1015,
+            mkresp(&x, k ? KC_KAFKA_UNKNOWN_MEMBER_ID : KC_KAFKA_FENCED_MEMBER_EPOCH, 0, NULL));
         assert_int_equal(gc.state, KC_G848_FENCED);
         kc_g848_action_t lo = act(&gc, 1015, KC_G848_ACT_LOSE, 1);
         no_hb(&gc, 5000);
@@ -351,7 +356,10 @@ static void not_coordinator_deadline(void **state)
     int errors = 0, rediscovers = 0;
     for (int i = 0; i < 40 && t < 1012 + 2900; i++) {
         hb(&gc, t, 1);
-        kc_g848_on_heartbeat_response(&gc, t + 1, mkresp(&x, i % 2 ? 15 : 16, 0, NULL));
+        kc_g848_on_heartbeat_response(
+            &gc, t + 1,
+            mkresp(&x, i % 2 ? KC_KAFKA_COORDINATOR_NOT_AVAILABLE : KC_KAFKA_NOT_COORDINATOR, 0,
+                   NULL));
         kc_g848_action_t a;
         while (kc_g848_next_action(&gc, t + 1, &a)) {
             errors += a.kind == KC_G848_ACT_ERROR;
@@ -366,10 +374,10 @@ static void not_coordinator_deadline(void **state)
     /* Past the deadline (3000 ms from the first): one non-fatal error, retrying continues. */
     t = 1012 + 3100;
     hb(&gc, t, 1);
-    kc_g848_on_heartbeat_response(&gc, t + 1, mkresp(&x, 16, 0, NULL));
+    kc_g848_on_heartbeat_response(&gc, t + 1, mkresp(&x, KC_KAFKA_NOT_COORDINATOR, 0, NULL));
     kc_g848_action_t a = act(&gc, t + 1, KC_G848_ACT_ERROR, 0);
     assert_false(a.fatal);
-    assert_int_equal(a.error.kafka_code, 16);
+    assert_int_equal(a.error.kafka_code, KC_KAFKA_NOT_COORDINATOR);
     act(&gc, t + 1, KC_G848_ACT_REDISCOVER, 0);
     kc_g848_coordinator_ready(&gc, t + 2);
     hb(&gc, kc_g848_next_wakeup(&gc, t + 2), 1);
@@ -415,7 +423,15 @@ static void heartbeat_wanted_after_backoff(void **state)
 static void fatal_errors_surface(void **state)
 {
     (void)state;
-    const int16_t codes[] = {82, 111, 81, 112, 128, 30, 42, 35, 69};
+    const int16_t codes[] = {KC_KAFKA_FENCED_INSTANCE_ID,
+                             KC_KAFKA_UNRELEASED_INSTANCE_ID,
+                             KC_KAFKA_GROUP_MAX_SIZE_REACHED,
+                             KC_KAFKA_UNSUPPORTED_ASSIGNOR,
+                             KC_KAFKA_INVALID_REGULAR_EXPRESSION,
+                             KC_KAFKA_GROUP_AUTHORIZATION_FAILED,
+                             KC_KAFKA_INVALID_REQUEST,
+                             KC_KAFKA_UNSUPPORTED_VERSION,
+                             KC_KAFKA_GROUP_ID_NOT_FOUND};
     for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
         kc_g848_t gc;
         resp_t x;
@@ -443,10 +459,11 @@ static void topic_authorization_not_fatal(void **state)
     resp_t x;
     join_with(&gc, NULL, (int[]){1, 0, -1});
     hb(&gc, 1012, 1);
-    kc_g848_on_heartbeat_response(&gc, 1013, mkresp(&x, 29, 0, NULL));
+    kc_g848_on_heartbeat_response(&gc, 1013,
+                                mkresp(&x, KC_KAFKA_TOPIC_AUTHORIZATION_FAILED, 0, NULL));
     kc_g848_action_t a = act(&gc, 1013, KC_G848_ACT_ERROR, 0);
     assert_false(a.fatal);
-    assert_int_equal(a.error.kafka_code, 29);
+    assert_int_equal(a.error.kafka_code, KC_KAFKA_TOPIC_AUTHORIZATION_FAILED);
     no_act(&gc, 1013);
     assert_int_equal(gc.state, KC_G848_STABLE);
     kc_consumer_group_heartbeat_request_t q = hb(&gc, 2013, 1);
@@ -542,7 +559,7 @@ static void unknown_topics_and_stale_epoch(void **state)
     kc_g848_action_done(&gc, act(&gc, 2103, KC_G848_ACT_REVOKE, 1).seq, 2104);
     kc_g848_action_t cm = act(&gc, 2104, KC_G848_ACT_COMMIT, 1);
     assert_int_equal(cm.member_epoch, 3);
-    kc_g848_on_commit_result(&gc, cm.seq, 113, 2105);
+    kc_g848_on_commit_result(&gc, cm.seq, KC_KAFKA_STALE_MEMBER_EPOCH, 2105);
     no_act(&gc, 3000); /* not before a heartbeat refreshed the epoch */
     hb(&gc, 2105, 1);  /* sent at once */
     kc_g848_on_heartbeat_response(&gc, 2110, mkresp(&x, 0, 5, NULL));

@@ -10,6 +10,7 @@
  */
 #include "kc_test.h"
 #include "mb.h"
+#include "proto/kafka_errors.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,7 @@ static int16_t join(mbg_group_t *g, const char *member, const proto_set_t *p, in
 /* A v9 member: MEMBER_ID_REQUIRED, then the join with the id. Returns its id (static copy). */
 static char *join_new(mbg_group_t *g, const proto_set_t *p, int64_t now, mbg_member_t **m)
 {
-    assert_int_equal(join(g, NULL, p, now, m), 79 /* MEMBER_ID_REQUIRED */);
+    assert_int_equal(join(g, NULL, p, now, m), KC_KAFKA_MEMBER_ID_REQUIRED);
     assert_non_null(*m);
     assert_true((*m)->pending);
     char *id = strdup((*m)->id);
@@ -96,7 +97,7 @@ static void test_classic_one_member(void **state)
     proto_set_t p = protos("range", "roundrobin");
     mbg_member_t *m;
     /* An unknown id is refused before anything else. */
-    assert_int_equal(join(g, "nobody", &p, 0, &m), 25 /* UNKNOWN_MEMBER_ID */);
+    assert_int_equal(join(g, "nobody", &p, 0, &m), KC_KAFKA_UNKNOWN_MEMBER_ID);
     char *a = join_new(g, &p, 0, &m);
     /* Alone: the round ends at once; it leads; the first protocol wins. */
     assert_int_equal(m->join_gen, 1);
@@ -105,15 +106,15 @@ static void test_classic_one_member(void **state)
     assert_string_equal(g->protocol_name, "range");
     bool wait;
     mbg_assignment_t as = {kc_str(a), {(const uint8_t *)"xyz", 3}};
-    assert_int_equal(mbg_sync(g, kc_str(a), 0, &as, 1, 10, &wait), 22 /* ILLEGAL_GENERATION */);
+    assert_int_equal(mbg_sync(g, kc_str(a), 0, &as, 1, 10, &wait), KC_KAFKA_ILLEGAL_GENERATION);
     assert_int_equal(mbg_sync(g, kc_str(a), 1, &as, 1, 10, &wait), 0);
     assert_false(wait);
     assert_int_equal(g->state, MBG_STABLE);
     assert_int_equal(m->assignment_len, 3);
     assert_memory_equal(m->assignment, "xyz", 3);
     assert_int_equal(mbg_heartbeat(g, kc_str(a), 1, 20), 0);
-    assert_int_equal(mbg_heartbeat(g, kc_str(a), 7, 20), 22);
-    assert_int_equal(mbg_heartbeat(g, kc_str("x"), 1, 20), 25);
+    assert_int_equal(mbg_heartbeat(g, kc_str(a), 7, 20), KC_KAFKA_ILLEGAL_GENERATION);
+    assert_int_equal(mbg_heartbeat(g, kc_str("x"), 1, 20), KC_KAFKA_UNKNOWN_MEMBER_ID);
     /* The same member rejoining as a follower would get the same generation back; as the
      * leader it opens a round (and, alone, ends it at once). */
     assert_int_equal(join(g, a, &p, 30, &m), 0);
@@ -132,15 +133,15 @@ static void test_classic_second_member_rebalance(void **state)
     bool wait;
     assert_int_equal(mbg_sync(g, kc_str(a), 1, NULL, 0, 0, &wait), 0);
     /* No protocol in common with the group: refused. */
-    assert_int_equal(join(g, NULL, &none, 100, &mb), 23 /* INCONSISTENT_GROUP_PROTOCOL */);
+    assert_int_equal(join(g, NULL, &none, 100, &mb), KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL);
     char *b = join_new(g, &pb, 100, &mb);
     /* B waits for the round; A learns of it from its heartbeat; commits still go through. */
     assert_int_equal(g->state, MBG_PREPARING);
     assert_int_equal(mb->join_gen, -1);
-    assert_int_equal(mbg_heartbeat(g, kc_str(a), 1, 200), 27 /* REBALANCE_IN_PROGRESS */);
+    assert_int_equal(mbg_heartbeat(g, kc_str(a), 1, 200), KC_KAFKA_REBALANCE_IN_PROGRESS);
     assert_int_equal(mbg_commit_check(g, kc_str(a), 1), 0);
     assert_int_equal(mbg_commit_check(g, kc_str(""), -1), 0);
-    assert_int_equal(mbg_commit_check(g, kc_str("ghost"), 1), 25);
+    assert_int_equal(mbg_commit_check(g, kc_str("ghost"), 1), KC_KAFKA_UNKNOWN_MEMBER_ID);
     mbg_try_complete(&g_mb, g, 300);
     assert_int_equal(g->state, MBG_PREPARING); /* A has not rejoined */
     assert_int_equal(join(g, a, &pa, 400, &ma), 0);
@@ -151,7 +152,7 @@ static void test_classic_second_member_rebalance(void **state)
     assert_string_equal(g->protocol_name, "roundrobin"); /* A's first that B supports */
     assert_int_equal(mbg_member_meta(g, mb).len, (int32_t)strlen("roundrobin"));
     /* Between join and sync: commits refused as Kafka does, heartbeats fine. */
-    assert_int_equal(mbg_commit_check(g, kc_str(a), 2), 27);
+    assert_int_equal(mbg_commit_check(g, kc_str(a), 2), KC_KAFKA_REBALANCE_IN_PROGRESS);
     assert_int_equal(mbg_heartbeat(g, kc_str(b), 2, 450), 0);
     /* The follower's sync waits for the leader's. */
     assert_int_equal(mbg_sync(g, kc_str(b), 2, NULL, 0, 500, &wait), 0);
@@ -165,10 +166,10 @@ static void test_classic_second_member_rebalance(void **state)
     assert_int_equal(mb->assignment_len, 1);
     assert_memory_equal(mb->assignment, "B", 1);
     assert_int_equal(mbg_commit_check(g, kc_str(b), 2), 0);
-    assert_int_equal(mbg_commit_check(g, kc_str(b), 1), 22);
+    assert_int_equal(mbg_commit_check(g, kc_str(b), 1), KC_KAFKA_ILLEGAL_GENERATION);
     /* B leaves: a round; A rejoins alone and leads generation 3. */
     assert_int_equal(mbg_leave(&g_mb, g, kc_str(b), 700), 0);
-    assert_int_equal(mbg_leave(&g_mb, g, kc_str(b), 700), 25);
+    assert_int_equal(mbg_leave(&g_mb, g, kc_str(b), 700), KC_KAFKA_UNKNOWN_MEMBER_ID);
     assert_int_equal(g->state, MBG_PREPARING);
     assert_int_equal(join(g, a, &pa, 800, &ma), 0);
     assert_int_equal(g->generation, 3);
@@ -190,7 +191,7 @@ static void test_classic_timeouts(void **state)
     /* A never rejoins: at the rebalance timeout (30 s from the round's start) it is dropped and
      * B leads generation 2. A's heartbeats meanwhile keep its session alive, not the round. */
     for (int64_t t = 8000; t <= 30000; t += 8000) {
-        assert_int_equal(mbg_heartbeat(g, kc_str(a), 1, t), 27);
+        assert_int_equal(mbg_heartbeat(g, kc_str(a), 1, t), KC_KAFKA_REBALANCE_IN_PROGRESS);
         mbg_tick(&g_mb, t);
     }
     mbg_tick(&g_mb, 30999);
@@ -200,7 +201,7 @@ static void test_classic_timeouts(void **state)
     assert_null(mbg_member_find(g, kc_str(a)));
     assert_string_equal(g->leader, b);
     assert_int_equal(g->generation, 2);
-    assert_int_equal(mbg_heartbeat(g, kc_str(a), 2, 31000), 25);
+    assert_int_equal(mbg_heartbeat(g, kc_str(a), 2, 31000), KC_KAFKA_UNKNOWN_MEMBER_ID);
     assert_int_equal(mbg_sync(g, kc_str(b), 2, NULL, 0, 31000, &wait), 0);
     /* Silent past its session (10 s): B expires, the group empties. A parked member does not. */
     mb->waiting = 1;
@@ -213,7 +214,7 @@ static void test_classic_timeouts(void **state)
     assert_int_equal(g->kind, MBG_NONE);
     /* A pending member (MEMBER_ID_REQUIRED, never back) expires too. */
     mbg_member_t *pend;
-    assert_int_equal(join(g, NULL, &p, 60000, &pend), 79);
+    assert_int_equal(join(g, NULL, &p, 60000, &pend), KC_KAFKA_MEMBER_ID_REQUIRED);
     assert_int_equal(g->n, 1);
     mbg_tick(&g_mb, 70001);
     assert_int_equal(g->n, 0);
@@ -351,17 +352,17 @@ static void test_848_join_revoke_reassign(void **state)
     assert_false(send);
     /* Epochs: ahead is fenced; one behind with owned ⊆ assignment is accepted (lost response);
      * one behind owning more is fenced; unknown ids are unknown. */
-    assert_int_equal(hb(g, "member-b", 3, NULL, 700, &mb, &send), 110 /* FENCED_MEMBER_EPOCH */);
+    assert_int_equal(hb(g, "member-b", 3, NULL, 700, &mb, &send), KC_KAFKA_FENCED_MEMBER_EPOCH);
     assert_int_equal(hb(g, a, 1, even, 700, &ma, &send), 0);
-    assert_int_equal(hb(g, a, 1, all, 700, &ma, &send), 110);
-    assert_int_equal(hb(g, "ghost", 4, NULL, 700, &ma, &send), 25);
+    assert_int_equal(hb(g, a, 1, all, 700, &ma, &send), KC_KAFKA_FENCED_MEMBER_EPOCH);
+    assert_int_equal(hb(g, "ghost", 4, NULL, 700, &ma, &send), KC_KAFKA_UNKNOWN_MEMBER_ID);
     /* Commits: the member's epoch only. */
     assert_int_equal(mbg_commit_check(g, kc_str("member-b"), 2), 0);
-    assert_int_equal(mbg_commit_check(g, kc_str("member-b"), 1), 113 /* STALE_MEMBER_EPOCH */);
+    assert_int_equal(mbg_commit_check(g, kc_str("member-b"), 1), KC_KAFKA_STALE_MEMBER_EPOCH);
     /* A classic join to a consumer group is refused. */
     proto_set_t p = protos("range", NULL);
     mbg_member_t *cm;
-    assert_int_equal(join(g, NULL, &p, 700, &cm), 23);
+    assert_int_equal(join(g, NULL, &p, 700, &cm), KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL);
     /* B leaves (-1): A takes everything at the next epoch. */
     assert_int_equal(hb(g, "member-b", -1, NULL, 800, &mb, &send), 0);
     assert_null(mb);
@@ -422,7 +423,7 @@ static void test_848_expiry(void **state)
     q.member_id = kc_str("e");
     q.subscribed_topic_regex = KC_STR_NULL;
     q.subscribed_topic_names.count = -1;
-    assert_int_equal(mbg848_heartbeat(&g_mb, g, &q, 20000, &mc, &send), 42 /* INVALID_REQUEST */);
+    assert_int_equal(mbg848_heartbeat(&g_mb, g, &q, 20000, &mc, &send), KC_KAFKA_INVALID_REQUEST);
 }
 
 int main(void)

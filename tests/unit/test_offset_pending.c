@@ -1,4 +1,4 @@
-/* engine/offset_pending: a group member's partitions whose committed offset could not be read
+/* engine/group/offset_pending: a group member's partitions whose committed offset could not be read
  * are kept and asked again (never started from auto.offset.reset); non-retriable refusals are
  * reported (again only for a new refusal or after KC_OPEND_REPORT_MS), not started, and asked
  * again too, so they start once readable; answers for partitions revoked or assigned afresh
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "group/offset_pending.h"
+#include "proto/kafka_errors.h"
 
 /* What the hooks saw. */
 static struct {
@@ -56,8 +57,9 @@ static void first_fetch_sorts_partitions(void **state)
     kc_opend_init(&p, 100, 1000);
     /* 0: committed 42; 1: no commit (reset); 2: pending transaction; 3: not authorized;
      * 4: not named by the answer. */
-    kc_engine_offset_t r[5] = {ent(0, 42, 0), ent(1, -1, 0), ent(2, -1, 88), ent(3, -1, 30),
-                               ent(4, -1, -1)};
+    kc_engine_offset_t r[5] = {
+        ent(0, 42, 0), ent(1, -1, 0), ent(2, -1, KC_KAFKA_UNSTABLE_OFFSET_COMMIT),
+        ent(3, -1, KC_KAFKA_GROUP_AUTHORIZATION_FAILED), ent(4, -1, KC_KAFKA_UNKNOWN_SERVER_ERROR)};
     kc_opend_apply(&p, false, KC_ERR_BROKER, r, 5, &HOOKS, "g", 1000);
     assert_int_equal(seen.n_assign, 2);
     assert_int_equal(seen.part[0], 0);
@@ -65,7 +67,7 @@ static void first_fetch_sorts_partitions(void **state)
     assert_int_equal(seen.part[1], 1);
     assert_int_equal(seen.start[1], KC_ENGINE_START_RESET);
     assert_int_equal(seen.n_error, 1);
-    assert_int_equal(seen.error_code, 30); /* GROUP_AUTHORIZATION_FAILED */
+    assert_int_equal(seen.error_code, KC_KAFKA_GROUP_AUTHORIZATION_FAILED);
     assert_non_null(strstr(seen.error_msg, "t[3]"));
     assert_non_null(strstr(seen.error_msg, "NOT consumed"));
     assert_int_equal(p.n, 3); /* 2, 3 and 4 are asked again */
@@ -89,7 +91,8 @@ static void first_fetch_sorts_partitions(void **state)
 
     /* 2 and 4 start at their committed offsets; 3 is still refused: kept, not reported again
      * this soon (the same refusal 1.3 s after the report). */
-    kc_engine_offset_t ok[3] = {ent(2, 7, 0), ent(3, -1, 30), ent(4, 9, 0)};
+    kc_engine_offset_t ok[3] = {ent(2, 7, 0), ent(3, -1, KC_KAFKA_GROUP_AUTHORIZATION_FAILED),
+                                ent(4, 9, 0)};
     kc_opend_apply(&p, true, KC_ERR_BROKER, ok, 3, &HOOKS, "g", 2300);
     assert_int_equal(seen.n_assign, 4);
     assert_int_equal(seen.start[2], 7);
@@ -102,7 +105,7 @@ static void first_fetch_sorts_partitions(void **state)
     int64_t now = 1000 + KC_OPEND_REPORT_MS;
     assert_int_equal(kc_opend_take_due(&p, now, &offs), 1);
     free(offs);
-    kc_engine_offset_t still = ent(3, -1, 30);
+    kc_engine_offset_t still = ent(3, -1, KC_KAFKA_GROUP_AUTHORIZATION_FAILED);
     kc_opend_apply(&p, true, KC_ERR_BROKER, &still, 1, &HOOKS, "g", now);
     assert_int_equal(seen.n_error, 2);
     assert_non_null(strstr(seen.error_msg, "t[3] GROUP_AUTHORIZATION_FAILED"));
@@ -129,13 +132,13 @@ static void new_refusal_reported_at_once(void **state)
     memset(&seen, 0, sizeof seen);
     kc_opend_t p;
     kc_opend_init(&p, 100, 1000);
-    kc_engine_offset_t a = ent(0, -1, 30);
+    kc_engine_offset_t a = ent(0, -1, KC_KAFKA_GROUP_AUTHORIZATION_FAILED);
     kc_opend_apply(&p, false, KC_ERR_BROKER, &a, 1, &HOOKS, "g", 1000);
     assert_int_equal(seen.n_error, 1);
-    kc_engine_offset_t b = ent(1, -1, 69 /* GROUP_ID_NOT_FOUND */);
+    kc_engine_offset_t b = ent(1, -1, KC_KAFKA_GROUP_ID_NOT_FOUND);
     kc_opend_apply(&p, false, KC_ERR_BROKER, &b, 1, &HOOKS, "g", 1010);
     assert_int_equal(seen.n_error, 2);
-    assert_int_equal(seen.error_code, 69);
+    assert_int_equal(seen.error_code, KC_KAFKA_GROUP_ID_NOT_FOUND);
     assert_int_equal(p.n, 2);
     kc_opend_free(&p);
 }
@@ -146,7 +149,8 @@ static void revoked_or_reassigned_during_retry(void **state)
     memset(&seen, 0, sizeof seen);
     kc_opend_t p;
     kc_opend_init(&p, 100, 1000);
-    kc_engine_offset_t r[2] = {ent(0, -1, 14 /* COORDINATOR_LOAD_IN_PROGRESS */), ent(1, -1, 14)};
+    kc_engine_offset_t r[2] = {ent(0, -1, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS),
+                               ent(1, -1, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS)};
     kc_opend_apply(&p, false, KC_ERR_BROKER, r, 2, &HOOKS, "g", 0);
     assert_int_equal(p.n, 2);
     kc_engine_offset_t *offs;
@@ -155,7 +159,7 @@ static void revoked_or_reassigned_during_retry(void **state)
     /* 0 revoked; 1 revoked and assigned afresh, its new first fetch failing too. */
     kc_opend_remove(&p, "t", 0);
     kc_opend_remove(&p, "t", 1);
-    kc_engine_offset_t again = ent(1, -1, 88);
+    kc_engine_offset_t again = ent(1, -1, KC_KAFKA_UNSTABLE_OFFSET_COMMIT);
     kc_opend_apply(&p, false, KC_ERR_BROKER, &again, 1, &HOOKS, "g", 150);
     /* The old retry's answer must start neither. */
     kc_engine_offset_t old[2] = {ent(0, 5, 0), ent(1, 6, 0)};
@@ -173,12 +177,12 @@ static void retriable_verdicts(void **state)
     (void)state;
     assert_true(kc_opend_retriable(KC_ERR_TIMEOUT, 0));
     assert_true(kc_opend_retriable(KC_ERR_TRANSPORT, 0));
-    assert_true(kc_opend_retriable(KC_ERR_BROKER, 88));  /* UNSTABLE_OFFSET_COMMIT */
-    assert_true(kc_opend_retriable(KC_ERR_BROKER, 14));  /* COORDINATOR_LOAD_IN_PROGRESS */
-    assert_true(kc_opend_retriable(KC_ERR_BROKER, 16));  /* NOT_COORDINATOR */
-    assert_true(kc_opend_retriable(KC_ERR_BROKER, -1));  /* unanswered */
-    assert_false(kc_opend_retriable(KC_ERR_BROKER, 30)); /* GROUP_AUTHORIZATION_FAILED */
-    assert_false(kc_opend_retriable(KC_ERR_BROKER, 69)); /* GROUP_ID_NOT_FOUND */
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, KC_KAFKA_UNSTABLE_OFFSET_COMMIT));
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS));
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, KC_KAFKA_NOT_COORDINATOR));
+    assert_true(kc_opend_retriable(KC_ERR_BROKER, KC_KAFKA_UNKNOWN_SERVER_ERROR)); /* unanswered */
+    assert_false(kc_opend_retriable(KC_ERR_BROKER, KC_KAFKA_GROUP_AUTHORIZATION_FAILED));
+    assert_false(kc_opend_retriable(KC_ERR_BROKER, KC_KAFKA_GROUP_ID_NOT_FOUND));
     assert_false(kc_opend_retriable(KC_OK, 0));
 }
 

@@ -7,6 +7,7 @@
 #include "base/buf.h"
 #include "engine_int.h"
 #include "offsets_codec.h"
+#include "proto/kafka_errors.h"
 
 static const kc_commit_entry_t ENTRIES[2] = {
     {"orders", {0}, 0, 42, 3, NULL},
@@ -72,19 +73,19 @@ static void classification_table(void **state)
         int16_t code;
         kc_offsets_verdict_t want;
     } t[] = {
-        {0, KC_OFFSETS_OK},
-        {16, KC_OFFSETS_REDISCOVER},         /* NOT_COORDINATOR */
-        {15, KC_OFFSETS_REDISCOVER},         /* COORDINATOR_NOT_AVAILABLE */
-        {14, KC_OFFSETS_REDISCOVER},         /* COORDINATOR_LOAD_IN_PROGRESS */
-        {113, KC_OFFSETS_RETRY_FRESH_EPOCH}, /* STALE_MEMBER_EPOCH */
-        {88, KC_OFFSETS_RETRY},              /* UNSTABLE_OFFSET_COMMIT */
-        {25, KC_OFFSETS_FAIL},               /* UNKNOWN_MEMBER_ID */
-        {22, KC_OFFSETS_FAIL},               /* ILLEGAL_GENERATION */
-        {27, KC_OFFSETS_FAIL},               /* REBALANCE_IN_PROGRESS */
-        {30, KC_OFFSETS_FAIL},               /* GROUP_AUTHORIZATION_FAILED */
-        {12, KC_OFFSETS_FAIL},               /* OFFSET_METADATA_TOO_LARGE */
-        {82, KC_OFFSETS_FAIL},               /* FENCED_INSTANCE_ID */
-        {110, KC_OFFSETS_FAIL},              /* FENCED_MEMBER_EPOCH */
+        {KC_KAFKA_NONE, KC_OFFSETS_OK},
+        {KC_KAFKA_NOT_COORDINATOR, KC_OFFSETS_REDISCOVER},
+        {KC_KAFKA_COORDINATOR_NOT_AVAILABLE, KC_OFFSETS_REDISCOVER},
+        {KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS, KC_OFFSETS_REDISCOVER},
+        {KC_KAFKA_STALE_MEMBER_EPOCH, KC_OFFSETS_RETRY_FRESH_EPOCH},
+        {KC_KAFKA_UNSTABLE_OFFSET_COMMIT, KC_OFFSETS_RETRY},
+        {KC_KAFKA_UNKNOWN_MEMBER_ID, KC_OFFSETS_FAIL},
+        {KC_KAFKA_ILLEGAL_GENERATION, KC_OFFSETS_FAIL},
+        {KC_KAFKA_REBALANCE_IN_PROGRESS, KC_OFFSETS_FAIL},
+        {KC_KAFKA_GROUP_AUTHORIZATION_FAILED, KC_OFFSETS_FAIL},
+        {KC_KAFKA_OFFSET_METADATA_TOO_LARGE, KC_OFFSETS_FAIL},
+        {KC_KAFKA_FENCED_INSTANCE_ID, KC_OFFSETS_FAIL},
+        {KC_KAFKA_FENCED_MEMBER_EPOCH, KC_OFFSETS_FAIL},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (kc_offsets_classify(t[i].code) != t[i].want)
@@ -95,12 +96,12 @@ static void classification_table(void **state)
 static void not_coordinator_per_partition_means_rediscover(void **state)
 {
     (void)state;
-    int16_t codes[3] = {0, 16, 0};
+    int16_t codes[3] = {0, KC_KAFKA_NOT_COORDINATOR, 0};
     kc_offsets_verdict_t pv[3];
     kc_offsets_result_t r;
     kc_offsets_classify_response(0, codes, 3, pv, &r);
     assert_int_equal(r.verdict, KC_OFFSETS_REDISCOVER);
-    assert_int_equal(r.first_error, 16);
+    assert_int_equal(r.first_error, KC_KAFKA_NOT_COORDINATOR);
     assert_int_equal(r.n_retry, 1);
     assert_int_equal(r.n_failed, 0);
     assert_int_equal(pv[0], KC_OFFSETS_OK);
@@ -113,29 +114,30 @@ static void top_level_error_applies_to_every_partition(void **state)
     int16_t codes[2] = {0, 0};
     kc_offsets_verdict_t pv[2];
     kc_offsets_result_t r;
-    kc_offsets_classify_response(14, codes, 2, pv, &r);
+    kc_offsets_classify_response(KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS, codes, 2, pv, &r);
     assert_int_equal(r.verdict, KC_OFFSETS_REDISCOVER);
     assert_int_equal(r.n_retry, 2);
     assert_int_equal(pv[1], KC_OFFSETS_REDISCOVER);
-    kc_offsets_classify_response(15, NULL, 0, NULL, &r); /* no partitions listed */
+    kc_offsets_classify_response(KC_KAFKA_COORDINATOR_NOT_AVAILABLE, NULL, 0, NULL,
+                                 &r); /* no partitions listed */
     assert_int_equal(r.verdict, KC_OFFSETS_REDISCOVER);
 }
 
 static void per_partition_failure_reported_alongside_retries(void **state)
 {
     (void)state;
-    int16_t codes[4] = {0, 12, 113, 0};
+    int16_t codes[4] = {0, KC_KAFKA_OFFSET_METADATA_TOO_LARGE, KC_KAFKA_STALE_MEMBER_EPOCH, 0};
     kc_offsets_verdict_t pv[4];
     kc_offsets_result_t r;
     kc_offsets_classify_response(0, codes, 4, pv, &r);
     assert_int_equal(r.verdict, KC_OFFSETS_RETRY_FRESH_EPOCH);
     assert_int_equal(r.n_failed, 1);
     assert_int_equal(pv[1], KC_OFFSETS_FAIL);
-    assert_int_equal(r.first_error, 12);
-    int16_t only_fail[2] = {0, 25};
+    assert_int_equal(r.first_error, KC_KAFKA_OFFSET_METADATA_TOO_LARGE);
+    int16_t only_fail[2] = {0, KC_KAFKA_UNKNOWN_MEMBER_ID};
     kc_offsets_classify_response(0, only_fail, 2, NULL, &r);
     assert_int_equal(r.verdict, KC_OFFSETS_FAIL);
-    assert_int_equal(r.first_error, 25);
+    assert_int_equal(r.first_error, KC_KAFKA_UNKNOWN_MEMBER_ID);
     int16_t all_ok[2] = {0, 0};
     kc_offsets_classify_response(0, all_ok, 2, NULL, &r);
     assert_int_equal(r.verdict, KC_OFFSETS_OK);
@@ -251,7 +253,7 @@ static void member_commit_encodes_identity(void **state)
 static void commit_response_not_coordinator_per_partition(void **state)
 {
     (void)state;
-    kc_offset_commit_response_partition_t p1[2] = {{0, 0}, {1, 16}};
+    kc_offset_commit_response_partition_t p1[2] = {{0, 0}, {1, KC_KAFKA_NOT_COORDINATOR}};
     kc_offset_commit_response_partition_t p2[1] = {{0, 0}};
     kc_offset_commit_response_topic_t t[2];
     memset(t, 0, sizeof t);
@@ -268,7 +270,7 @@ static void commit_response_not_coordinator_per_partition(void **state)
     kc_error_t e;
     assert_int_equal(kc_offsets_codec_commit_result(&m, &a, &r, &e), KC_OK);
     assert_int_equal(r.verdict, KC_OFFSETS_REDISCOVER);
-    assert_int_equal(r.first_error, 16);
+    assert_int_equal(r.first_error, KC_KAFKA_NOT_COORDINATOR);
     assert_int_equal(r.n_retry, 1);
     p1[1].error_code = 0;
     kc_offsets_codec_commit_result(&m, &a, &r, &e);
@@ -321,11 +323,11 @@ static void offset_fetch_request_both_forms(void **state)
 static void offset_fetch_response_both_forms(void **state)
 {
     (void)state;
-    kc_offset_fetch_response_partition_t op[2] = {{0, 42, 3, {NULL, -1}, 0},
-                                                  {1, -1, -1, {NULL, -1}, 3}};
+    kc_offset_fetch_response_partition_t op[2] = {
+        {0, 42, 3, {NULL, -1}, 0}, {1, -1, -1, {NULL, -1}, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION}};
     kc_offset_fetch_response_topic_t ot = {kc_str("orders"), {2, op}};
-    kc_offset_fetch_response_partitions_t gp[2] = {{0, 42, 3, {NULL, -1}, 0},
-                                                   {1, -1, -1, {NULL, -1}, 3}};
+    kc_offset_fetch_response_partitions_t gp[2] = {
+        {0, 42, 3, {NULL, -1}, 0}, {1, -1, -1, {NULL, -1}, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION}};
     kc_offset_fetch_response_topics_t gt;
     memset(&gt, 0, sizeof gt);
     gt.name = kc_str("orders");
@@ -336,12 +338,12 @@ static void offset_fetch_response_both_forms(void **state)
     g.group_id = kc_str("g1");
     g.topics.count = 1;
     g.topics.items = &gt;
-    g.error_code = 15;
+    g.error_code = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
     kc_offset_fetch_response_t m;
     kc_offset_fetch_response_init(&m);
     m.topics.count = 1;
     m.topics.items = &ot;
-    m.error_code = 15;
+    m.error_code = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
     m.groups.count = 1;
     m.groups.items = &g;
     for (int16_t v = 1; v <= 9; v++) {
@@ -355,7 +357,7 @@ static void offset_fetch_response_both_forms(void **state)
         kc_offsets_fetched_iter_t it;
         int16_t top = -1;
         assert_int_equal(kc_offsets_codec_fetched_init(&it, &back, v, &top), 1);
-        assert_int_equal(top, v >= 2 ? 15 : 0);
+        assert_int_equal(top, v >= 2 ? KC_KAFKA_COORDINATOR_NOT_AVAILABLE : 0);
         kc_offsets_fetched_t f;
         assert_int_equal(kc_offsets_codec_fetched_next(&it, &f), 1);
         assert_int_equal(f.topic.len, 6);
@@ -367,7 +369,7 @@ static void offset_fetch_response_both_forms(void **state)
         assert_int_equal(kc_offsets_codec_fetched_next(&it, &f), 1);
         assert_int_equal(f.partition, 1);
         assert_int_equal(f.offset, -1);
-        assert_int_equal(f.error_code, 3);
+        assert_int_equal(f.error_code, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION);
         assert_int_equal(kc_offsets_codec_fetched_next(&it, &f), 0);
         kc_wbuf_free(&w);
         kc_arena_free(&a);
@@ -426,11 +428,12 @@ static void find_coordinator_both_forms(void **state)
         assert_int_equal(kc_eng_fc_decode(frame, 0, v, addr, sizeof addr, &node), 0);
         assert_string_equal(addr, "[::1]:9093");
         assert_int_equal(node, 3);
-        m.error_code = c.error_code = 15; /* COORDINATOR_NOT_AVAILABLE, in either form */
+        m.error_code = c.error_code = KC_KAFKA_COORDINATOR_NOT_AVAILABLE; /* either form */
         w.len = 0;
         assert_int_equal(kc_find_coordinator_response_encode(&m, v, &w, &e), KC_OK);
         memcpy(frame->data, w.data, w.len);
-        assert_int_equal(kc_eng_fc_decode(frame, 0, v, addr, sizeof addr, &node), 15);
+        assert_int_equal(kc_eng_fc_decode(frame, 0, v, addr, sizeof addr, &node),
+                         KC_KAFKA_COORDINATOR_NOT_AVAILABLE);
         kc_buf_unref(frame);
         kc_wbuf_free(&w);
         kc_arena_free(&a);

@@ -1,4 +1,4 @@
-/* engine/reconcile: the ordered steps revoke → commit → drop → assign → ack as pending state. */
+/* engine/group/reconcile: the ordered steps revoke → commit → drop → assign → ack as pending state. */
 #include "kc_test.h"
 
 #include <string.h>

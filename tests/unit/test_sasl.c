@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "proto/kafka_errors.h"
 #include "sasl.h"
 #include "sasl_kafka.h"
 
@@ -338,7 +339,7 @@ static void kafka_responses_drive_the_exchange(void **state)
     hs.mechanisms.count = 2;
     hs.mechanisms.items = mechs;
     assert_int_equal(kc_sasl_handshake_result(&hs, KC_SASL_SCRAM_SHA_256, "b:1", &e), KC_OK);
-    hs.error_code = 33; /* UNSUPPORTED_SASL_MECHANISM */
+    hs.error_code = KC_KAFKA_UNSUPPORTED_SASL_MECHANISM;
     assert_int_equal(kc_sasl_handshake_result(&hs, KC_SASL_SCRAM_SHA_512, "b:1", &e), KC_ERR_AUTH);
     assert_string_equal(e.msg, "SASL SCRAM-SHA-512 authentication to broker b:1 failed: "
                                "SaslHandshake: UNSUPPORTED_SASL_MECHANISM (broker enables: "
@@ -363,10 +364,10 @@ static void kafka_responses_drive_the_exchange(void **state)
     /* re-authentication on the same object; this time the broker refuses */
     kc_sasl_reset(s);
     assert_int_equal(kc_sasl_step(s, NULL, 0, &o, &n, &e), KC_OK);
-    r.error_code = 58; /* SASL_AUTHENTICATION_FAILED */
+    r.error_code = KC_KAFKA_SASL_AUTHENTICATION_FAILED;
     r.error_message = kc_str("Authentication failed: Invalid user credentials");
     assert_int_equal(kc_sasl_authenticate_result(s, &r, "b:1", 0, 0, &o, &n, &e), KC_ERR_AUTH);
-    assert_int_equal(e.kafka_code, 58);
+    assert_int_equal(e.kafka_code, KC_KAFKA_SASL_AUTHENTICATION_FAILED);
     assert_string_equal(e.msg, "SASL SCRAM-SHA-256 authentication to broker b:1 failed: "
                                "SASL_AUTHENTICATION_FAILED: Authentication failed: Invalid user "
                                "credentials");

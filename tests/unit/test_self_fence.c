@@ -1,4 +1,4 @@
-/* engine/self_fence: the deadline rule. A member fences itself at the send time of the last
+/* engine/group/self_fence: the deadline rule. A member fences itself at the send time of the last
  * answered heartbeat plus ratio * session timeout — never later than the coordinator's earliest
  * expiry — and never when disabled, before any answer, or with no session known. */
 #include "kc_test.h"

@@ -1,4 +1,4 @@
-/* engine/session: every KIP-227 rule as its own test, driven without a network. */
+/* engine/fetch/session: every KIP-227 rule as its own test, driven without a network. */
 #include "kc_test.h"
 
 #include <limits.h>
@@ -448,7 +448,7 @@ static void other_top_level_error_reported_and_reopens(void **state)
     open_session(&s, w, 4);
     kc_session_req_t r;
     build_ok(&s, w, 4, &r);
-    kc_session_resp_t bad = {-1, 0}; /* UNKNOWN_SERVER_ERROR */
+    kc_session_resp_t bad = {KC_KAFKA_UNKNOWN_SERVER_ERROR, 0};
     assert_int_equal(kc_session_on_response(&s, &bad, NOW), KC_SESSION_FAILED);
     build_ok(&s, w, 4, &r);
     assert_int_equal(r.epoch, 0);

@@ -1,4 +1,4 @@
-/* engine/session against a model of the broker's KIP-227 session cache, under random changes,
+/* engine/fetch/session against a model of the broker's KIP-227 session cache, under random changes,
  * lost requests, lost responses and evictions: after every successful response the broker's
  * session must hold exactly the wanted (unpaused) partitions with the fields we last chose. A
  * desynchronised session (the bug KIP-227 clients get wrong) shows up here as a mismatch. */

@@ -10,15 +10,6 @@
 #include "group/848/member_int.h"
 #include "proto/kafka_errors.h"
 
-enum {
-    E_COORDINATOR_LOAD_IN_PROGRESS = 14,
-    E_COORDINATOR_NOT_AVAILABLE = 15,
-    E_NOT_COORDINATOR = 16,
-    E_UNKNOWN_MEMBER_ID = 25,
-    E_TOPIC_AUTHORIZATION_FAILED = 29,
-    E_FENCED_MEMBER_EPOCH = 110,
-};
-
 static kc_str_t view(const char *s)
 {
     return s ? (kc_str_t){s, (int32_t)strlen(s)} : KC_STR_NULL;
@@ -242,18 +233,18 @@ void kc_g848_on_heartbeat_response(kc_g848_t *gc, int64_t now_ms,
     switch (resp->error_code) {
     case 0:
         break;
-    case E_NOT_COORDINATOR:
-    case E_COORDINATOR_NOT_AVAILABLE:
+    case KC_KAFKA_NOT_COORDINATOR:
+    case KC_KAFKA_COORDINATOR_NOT_AVAILABLE:
         coordinator_problem(gc, now_ms, resp->error_code, true);
         return;
-    case E_COORDINATOR_LOAD_IN_PROGRESS:
+    case KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS:
         coordinator_problem(gc, now_ms, resp->error_code, false);
         return;
-    case E_FENCED_MEMBER_EPOCH:
-    case E_UNKNOWN_MEMBER_ID:
+    case KC_KAFKA_FENCED_MEMBER_EPOCH:
+    case KC_KAFKA_UNKNOWN_MEMBER_ID:
         fence(gc);
         return;
-    case E_TOPIC_AUTHORIZATION_FAILED:
+    case KC_KAFKA_TOPIC_AUTHORIZATION_FAILED:
         /* Java's rule: the application hears of it, the membership carries on (a subscription
          * to a topic we may not read is the caller's to fix, not a reason to leave). */
         kc_g848_m_report(gc, false, resp->error_code, "group %s: heartbeat answered %s%s",

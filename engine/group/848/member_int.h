@@ -9,7 +9,7 @@
 #define KC_G848_EPOCH_LEAVE_STATIC (-2)
 
 void kc_g848_m_report(kc_g848_t *gc, bool fatal, int16_t kafka_code, const char *fmt,
-                     const char *detail);
+                      const char *detail);
 void kc_g848_m_forget_sent(kc_g848_t *gc);
 bool kc_g848_m_reconcile_quiet(const kc_g848_t *gc);
 void kc_g848_m_start_join(kc_g848_t *gc);

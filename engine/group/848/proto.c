@@ -214,8 +214,9 @@ static void maybe_heartbeat(p848_t *p, int64_t now)
     p->notready_since = 0;
     int v = kc_conn_pick_version(conn, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, 0, 1);
     if (v < 0) {
-        /* Not a coordinator outage: asking again finds the same broker. Reported once, as the
-         * end of this member (the driver falls back to classic under group.protocol=auto). */
+        /* Not a coordinator outage: asking again finds the same broker. Reported once as a
+         * fatal error, after which the member sends nothing (it stays JOINING in the stats);
+         * under group.protocol=auto the driver falls back to classic instead. */
         if (!p->no_api) {
             p->no_api = true;
             kc_error_t e;

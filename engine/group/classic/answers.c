@@ -25,22 +25,22 @@ bool kc_classic_common_error(kc_classic_t *m, int16_t code, int64_t now_ms)
         return true;
     }
     switch (code) {
-    case K_FENCED_INSTANCE_ID:
+    case KC_KAFKA_FENCED_INSTANCE_ID:
         kc_classic_fatal(m, code,
                          "group %s: %s: another instance with group.instance.id '%s' took this "
                          "member's place",
                          m->cfg.instance_id);
         return true;
-    case K_GROUP_AUTHORIZATION_FAILED:
+    case KC_KAFKA_GROUP_AUTHORIZATION_FAILED:
         kc_classic_fatal(m, code, "group %s: %s%s", NULL);
         return true;
-    case K_ILLEGAL_GENERATION:
+    case KC_KAFKA_ILLEGAL_GENERATION:
         kc_classic_reset_generation(m, false);
         return true;
-    case K_UNKNOWN_MEMBER_ID:
+    case KC_KAFKA_UNKNOWN_MEMBER_ID:
         kc_classic_reset_generation(m, true);
         return true;
-    case K_REBALANCE_IN_PROGRESS:
+    case KC_KAFKA_REBALANCE_IN_PROGRESS:
         kc_classic_rejoin(m);
         return true;
     }
@@ -85,12 +85,12 @@ void kc_classic_join_response(kc_classic_t *m, const kc_join_group_response_t *r
         return;
     }
     switch (c) {
-    case K_MEMBER_ID_REQUIRED: /* KIP-394: join again at once with the id we were given */
+    case KC_KAFKA_MEMBER_ID_REQUIRED: /* KIP-394: join again at once with the id we were given */
         kc_classic_set_str(&m->member_id, r->member_id.ptr, r->member_id.len);
         return;
-    case K_REBALANCE_IN_PROGRESS: /* e.g. the group is being converted: ask again */
+    case KC_KAFKA_REBALANCE_IN_PROGRESS: /* e.g. the group is being converted: ask again */
         return;
-    case K_INCONSISTENT_GROUP_PROTOCOL:
+    case KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL:
         m->fatal_code = c;
         if (m->coord_known) {
             m->describe_due = true;
@@ -100,10 +100,10 @@ void kc_classic_join_response(kc_classic_t *m, const kc_join_group_response_t *r
             kc_classic_describe_result(m, NULL, NULL);
         }
         return;
-    case K_GROUP_MAX_SIZE_REACHED:
-    case K_INVALID_SESSION_TIMEOUT:
-    case K_UNSUPPORTED_VERSION:
-    case K_UNRELEASED_INSTANCE_ID:
+    case KC_KAFKA_GROUP_MAX_SIZE_REACHED:
+    case KC_KAFKA_INVALID_SESSION_TIMEOUT:
+    case KC_KAFKA_UNSUPPORTED_VERSION:
+    case KC_KAFKA_UNRELEASED_INSTANCE_ID:
         kc_classic_fatal(m, c, "group %s: JoinGroup refused: %s%s", NULL);
         return;
     }
@@ -184,7 +184,7 @@ void kc_classic_sync_response(kc_classic_t *m, const kc_sync_group_response_t *r
     m->state = KC_CLASSIC_ST_UNJOINED;
     m->prepared = true;
     m->rejoin_needed = true;
-    if (c == K_ILLEGAL_GENERATION || c == K_UNKNOWN_MEMBER_ID)
+    if (c == KC_KAFKA_ILLEGAL_GENERATION || c == KC_KAFKA_UNKNOWN_MEMBER_ID)
         m->prepared = false; /* the lost partitions must go before the next JoinGroup */
     if (kc_classic_common_error(m, c, now_ms))
         return;
@@ -201,9 +201,9 @@ void kc_classic_heartbeat_response(kc_classic_t *m, int16_t code, int64_t now_ms
         m->last_heartbeat_ok_ms = now_ms;
         return;
     }
-    if (code == K_REBALANCE_IN_PROGRESS) /* counts as a live session too */
+    if (code == KC_KAFKA_REBALANCE_IN_PROGRESS) /* counts as a live session too */
         m->last_heartbeat_ok_ms = now_ms;
-    if (m->state == KC_CLASSIC_ST_UNJOINED && code == K_REBALANCE_IN_PROGRESS)
+    if (m->state == KC_CLASSIC_ST_UNJOINED && code == KC_KAFKA_REBALANCE_IN_PROGRESS)
         return;                               /* already on our way to JoinGroup */
     kc_classic_common_error(m, code, now_ms); /* anything else: retried at the next interval */
 }

@@ -17,8 +17,8 @@
 
 bool kc_classic_is_coord_error(int16_t c)
 {
-    return c == K_NOT_COORDINATOR || c == K_COORDINATOR_NOT_AVAILABLE ||
-           c == K_COORDINATOR_LOAD_IN_PROGRESS;
+    return c == KC_KAFKA_NOT_COORDINATOR || c == KC_KAFKA_COORDINATOR_NOT_AVAILABLE ||
+           c == KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS;
 }
 
 static char *xstrdup(const char *s)
@@ -150,7 +150,7 @@ static void assignor_list(const kc_classic_t *m, char *buf, size_t cap)
 
 void kc_classic_describe_result(kc_classic_t *m, const char *protocol_type, const char *protocol)
 {
-    if (!m->describe_due && m->fatal_code != K_INCONSISTENT_GROUP_PROTOCOL)
+    if (!m->describe_due && m->fatal_code != KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL)
         return;
     m->describe_due = false;
     char ours[96], detail[200];
@@ -165,7 +165,7 @@ void kc_classic_describe_result(kc_classic_t *m, const char *protocol_type, cons
                  "this member offers protocol type 'consumer' with [%s], which no assignor of "
                  "the group's members matches",
                  ours);
-    kc_classic_fatal(m, K_INCONSISTENT_GROUP_PROTOCOL, "group %s: %s: %s", detail);
+    kc_classic_fatal(m, KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL, "group %s: %s: %s", detail);
 }
 
 /* ---- coordinator -------------------------------------------------------------------------- */

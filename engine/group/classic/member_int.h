@@ -8,23 +8,6 @@
 #include "group/classic/member.h"
 #include "proto/kafka_errors.h"
 
-enum {
-    K_COORDINATOR_LOAD_IN_PROGRESS = 14,
-    K_COORDINATOR_NOT_AVAILABLE = 15,
-    K_NOT_COORDINATOR = 16,
-    K_ILLEGAL_GENERATION = 22,
-    K_INCONSISTENT_GROUP_PROTOCOL = 23,
-    K_UNKNOWN_MEMBER_ID = 25,
-    K_INVALID_SESSION_TIMEOUT = 26,
-    K_REBALANCE_IN_PROGRESS = 27,
-    K_GROUP_AUTHORIZATION_FAILED = 30,
-    K_UNSUPPORTED_VERSION = 35,
-    K_MEMBER_ID_REQUIRED = 79,
-    K_FENCED_INSTANCE_ID = 82,
-    K_GROUP_MAX_SIZE_REACHED = 81,
-    K_UNRELEASED_INSTANCE_ID = 111,
-};
-
 bool kc_classic_is_coord_error(int16_t c);
 void kc_classic_set_str(char **dst, const char *p, int32_t len);
 bool kc_classic_str_eq(kc_str_t s, const char *c);

@@ -257,7 +257,7 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
     if (m->describe_due && m->coord_known && !m->fatal_pending) {
         out->kind = KC_CLASSIC_DESCRIBE;
         m->describe_due = false;
-        m->fatal_code = K_INCONSISTENT_GROUP_PROTOCOL;
+        m->fatal_code = KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
         return true;
     }
     if (m->rediscover_due) {

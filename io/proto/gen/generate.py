@@ -6,8 +6,13 @@ version (tests/testkit/fetch-kafka prints the folder holding it); they are read 
 jar and never committed. Extra schemas written in the same format (layouts Kafka defines only in
 Java code) live in io/proto/gen/extra/. Output is deterministic: same jar, same bytes.
 
-Usage: python3 io/proto/gen/generate.py      (what `make codegen` runs)
+Usage: python3 io/proto/gen/generate.py [--out DIR] [--libs LIBS]
+  (no arguments: what `make codegen` runs; writes into this checkout)
+  --out DIR    write the same files under DIR instead (DIR/io/proto/..., DIR/tests/unit/...),
+               so a check can compare them with the committed ones (tests/unit/codegen.test.sh)
+  --libs LIBS  the folder holding the kafka-clients jar, instead of asking fetch-kafka
 """
+import argparse
 import json
 import os
 import re
@@ -17,7 +22,6 @@ import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
-PROTO = os.path.join(ROOT, "io", "proto")
 sys.path.insert(0, HERE)
 
 import kafka_errors  # noqa: E402
@@ -67,8 +71,16 @@ def strip_comments(text):
 
 
 def main():
-    libs = subprocess.run([os.path.join(ROOT, "tests", "testkit", "fetch-kafka")], check=True,
-                          capture_output=True, text=True).stdout.strip()
+    ap = argparse.ArgumentParser(description="Generates io/proto/*.gen.[ch] from Kafka's schemas")
+    ap.add_argument("--out", default=ROOT, help="root to write under (default: this checkout)")
+    ap.add_argument("--libs", help="folder holding the kafka-clients jar (default: fetch-kafka)")
+    args = ap.parse_args()
+    libs = args.libs or subprocess.run([os.path.join(ROOT, "tests", "testkit", "fetch-kafka")],
+                                       check=True, capture_output=True, text=True).stdout.strip()
+    proto = os.path.join(args.out, "io", "proto")
+    fill = os.path.join(args.out, "tests", "unit", "proto_fill.gen.inc")
+    os.makedirs(proto, exist_ok=True)
+    os.makedirs(os.path.dirname(fill), exist_ok=True)
     jars = sorted(f for f in os.listdir(libs) if re.match(r"kafka-clients-.*\.jar$", f))
     if not jars:
         sys.exit("generate.py: no kafka-clients jar in " + libs)
@@ -86,16 +98,16 @@ def main():
         for stem, base in APIS:
             req = load_message(read(base + "Request"))
             resp = load_message(read(base + "Response"))
-            emit_message_files(PROTO, stem, [req, resp], source)
+            emit_message_files(proto, stem, [req, resp], source)
             apis.append((stem, req, resp))
         singles = []
         for stem, names in SINGLES:
             msgs = [load_message(read(n)) for n in names]
-            emit_message_files(PROTO, stem, msgs, source)
+            emit_message_files(proto, stem, msgs, source)
             singles.append((stem, msgs))
-        emit_apis(PROTO, apis, source)
-        emit_fill(os.path.join(ROOT, "tests", "unit", "proto_fill.gen.inc"), apis, singles, source)
-    kafka_errors.generate(libs, PROTO, HERE)
+        emit_apis(proto, apis, source)
+        emit_fill(fill, apis, singles, source)
+    kafka_errors.generate(libs, proto, HERE)
 
 
 if __name__ == "__main__":
