@@ -489,10 +489,16 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
     kc_response_header_t h;
     void *body = kc_arena_calloc(a, 1, desc->response_size);
     bool changed = false, corrupted = false;
-    if (!body ||
-        kc_response_header_decode(&h, kc_proto_response_header_version(api, v), &r, a, &err) !=
-            KC_OK ||
-        desc->decode_response(body, v, &r, a, &err) != KC_OK) {
+    bool header_ok = body && kc_response_header_decode(&h, kc_proto_response_header_version(api, v),
+                                                       &r, a, &err) == KC_OK;
+    /* KIP-511: a broker older than the ApiVersions version asked answers UNSUPPORTED_VERSION in
+     * the v0 layout, listing what it speaks; the client reads it that way, and so do we (the
+     * body is read and written back at v0, its own layout). */
+    int16_t bv = v;
+    if (header_ok && api == KC_API_VERSIONS_REQUEST_API_KEY && r.end - r.p >= 2 && r.p[0] == 0 &&
+        r.p[1] == KC_KAFKA_UNSUPPORTED_VERSION)
+        bv = 0;
+    if (!header_ok || desc->decode_response(body, bv, &r, a, &err) != KC_OK) {
         pthread_mutex_lock(&fp->lock);
         fp->decode_failures++;
         pthread_mutex_unlock(&fp->lock);
@@ -551,7 +557,7 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
     pthread_mutex_unlock(&fp->lock);
     out->len = 0;
     if (changed && kt_response_begin(out, api, v, h.correlation_id, &err) == KC_OK &&
-        desc->encode_response(body, v, out, &err) == KC_OK) {
+        desc->encode_response(body, bv, out, &err) == KC_OK) {
         kt_response_end(out, 0);
         return;
     }
