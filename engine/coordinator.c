@@ -127,8 +127,9 @@ kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group)
     kc_find_coordinator_request_t m;
     kc_find_coordinator_request_init(&m);
     kc_str_t key = kc_str(group);
+    m.key = key; /* v0-3 */
     m.key_type = 0;
-    m.coordinator_keys.count = 1;
+    m.coordinator_keys.count = 1; /* v4+ */
     m.coordinator_keys.items = &key;
     kc_error_t err;
     return kc_find_coordinator_request_encode(&m, version, out, &err);
@@ -144,16 +145,19 @@ int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, ch
     int rc;
     if (kc_find_coordinator_response_decode(&m, version, &r, &a, &err) != KC_OK) {
         rc = KC_ENG_FC_UNDECODABLE;
-    } else if (m.coordinators.count < 1) {
+    } else if (version >= 4 && m.coordinators.count < 1) {
         rc = KC_ENG_FC_NONE_NAMED;
     } else {
-        const kc_find_coordinator_response_coordinator_t *k = &m.coordinators.items[0];
-        rc = k->error_code;
+        /* Before v4 the one answer is the response's own fields. */
+        const kc_find_coordinator_response_coordinator_t *k =
+            version >= 4 ? &m.coordinators.items[0] : NULL;
+        rc = k ? k->error_code : m.error_code;
         if (!rc) {
-            int hl = k->host.len > 0 && k->host.len < 256 ? k->host.len : 0;
-            snprintf(addr, cap, memchr(k->host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
-                     (const char *)k->host.ptr, k->port);
-            *node_id = k->node_id;
+            kc_str_t host = k ? k->host : m.host;
+            int hl = host.len > 0 && host.len < 256 ? host.len : 0;
+            snprintf(addr, cap, memchr(host.ptr, ':', (size_t)hl) ? "[%.*s]:%d" : "%.*s:%d", hl,
+                     (const char *)host.ptr, k ? k->port : m.port);
+            *node_id = k ? k->node_id : m.node_id;
         }
     }
     kc_arena_free(&a);
@@ -167,12 +171,17 @@ static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 
 /* The start of every answer: the op is no longer in flight; a closed engine ends it; a failed
  * request is asked again (`rediscover`: forget the coordinator first). 1: decode the frame. */
-int kc_eng_coord_answered(coord_op_t *op, kc_err_t rc, kc_buf_t *frame, int rediscover)
+int kc_eng_coord_answered(coord_op_t *op, kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame,
+                          int rediscover)
 {
     op->inflight = 0;
     if (op->e->closed) {
         kc_buf_unref(frame);
         kc_eng_coord_finish(op, KC_ERR_CLOSED, NULL);
+        return 0;
+    }
+    if (rc == KC_ERR_UNSUPPORTED) { /* asking again would be refused again */
+        kc_eng_coord_finish(op, rc, kc_conn_refusal(conn));
         return 0;
     }
     if (rc != KC_OK) {
@@ -185,9 +194,8 @@ int kc_eng_coord_answered(coord_op_t *op, kc_err_t rc, kc_buf_t *frame, int redi
 static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     coord_op_t *op = opaque;
-    if (!kc_eng_coord_answered(op, rc, frame, 0))
+    if (!kc_eng_coord_answered(op, conn, rc, frame, 0))
         return;
     char addr[sizeof((coord_entry_t *)0)->addr];
     int32_t node = -1;
@@ -230,8 +238,8 @@ static void op_step(coord_op_t *op)
     if (!ce->valid) {
         conn = kc_eng_any_conn(e);
         spec = (kc_conn_req_spec_t){KC_FIND_COORDINATOR_REQUEST_API_KEY,
-                                    4,
-                                    KC_FIND_COORDINATOR_REQUEST_MAX_VERSION,
+                                    KC_ENG_FIND_COORDINATOR_MIN,
+                                    KC_ENG_FIND_COORDINATOR_MAX,
                                     fc_encode,
                                     fc_done,
                                     op};
@@ -248,15 +256,28 @@ static void op_step(coord_op_t *op)
             return;
         }
         if (op->kind == OP_COMMIT)
-            spec = (kc_conn_req_spec_t){
-                KC_OFFSET_COMMIT_REQUEST_API_KEY, 2, 9, kc_eng_oc_encode, kc_eng_oc_done, op};
+            spec = (kc_conn_req_spec_t){KC_OFFSET_COMMIT_REQUEST_API_KEY,
+                                        KC_ENG_OFFSET_COMMIT_MIN,
+                                        KC_ENG_OFFSET_COMMIT_MAX,
+                                        kc_eng_oc_encode,
+                                        kc_eng_oc_done,
+                                        op};
         else
-            spec = (kc_conn_req_spec_t){
-                KC_OFFSET_FETCH_REQUEST_API_KEY, 8, 9, kc_eng_oc_encode, kc_eng_oc_done, op};
+            spec = (kc_conn_req_spec_t){KC_OFFSET_FETCH_REQUEST_API_KEY,
+                                        KC_ENG_OFFSET_FETCH_MIN,
+                                        KC_ENG_OFFSET_FETCH_MAX,
+                                        kc_eng_oc_encode,
+                                        kc_eng_oc_done,
+                                        op};
     }
-    if (!conn || kc_conn_send(conn, &spec, &err) != KC_OK) {
+    kc_err_t rc = conn ? kc_conn_send(conn, &spec, &err) : KC_ERR_TRANSPORT;
+    if (rc != KC_OK) {
         if (op->who_failed) { /* encoded at once and found no identity */
             kc_eng_coord_finish(op, op->who_err.code, &op->who_err);
+            return;
+        }
+        if (rc == KC_ERR_UNSUPPORTED) { /* no version in common: asking again changes nothing */
+            kc_eng_coord_finish(op, rc, &err);
             return;
         }
         kc_eng_coord_again(op, ce->valid, "no connection");

@@ -63,10 +63,12 @@ struct coord_op {
 /* coordinator.c. finish: unlinks the op, runs its callback once, frees it. again: asks later,
  * or finishes at the deadline (`rediscover`: forget the coordinator first). answered: the start
  * of every answer (no longer in flight; a closed engine or failed request is handled here and
- * 0 returned; 1: decode the frame). start: copies the entries and takes the first step. */
+ * 0 returned, a version refusal finishing the op with the connection's reason; 1: decode the
+ * frame). start: copies the entries and takes the first step. */
 void kc_eng_coord_finish(coord_op_t *op, kc_err_t rc, const kc_error_t *err);
 void kc_eng_coord_again(coord_op_t *op, int rediscover, const char *why);
-int kc_eng_coord_answered(coord_op_t *op, kc_err_t rc, kc_buf_t *frame, int rediscover);
+int kc_eng_coord_answered(coord_op_t *op, kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame,
+                          int rediscover);
 kc_err_t kc_eng_coord_start(kc_engine_t *e, int kind, const char *group, const char *member_id,
                             int32_t generation, const char *instance_id,
                             kc_engine_identity_fn who_fn, void *who_ctx,

@@ -71,37 +71,21 @@ kc_err_t kc_eng_oc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
         free(ce);
     } else {
         /* Entries are sorted by topic (kc_engine_committed), so a topic's partitions are
-         * adjacent. */
-        kc_offset_fetch_request_topics_t *ts = calloc(op->n, sizeof *ts);
-        int32_t *ps = calloc(op->n, sizeof *ps);
+         * adjacent. A member (KIP-848) names itself so the broker can check it still belongs
+         * (v9+); anyone else sends null/-1, the form the broker accepts from non-members. */
+        kc_offsets_tp_t *tps = calloc(op->n ? op->n : 1, sizeof *tps);
         rc = KC_ERR_NOMEM;
-        if (ts && ps) {
-            int32_t nt = -1;
-            for (size_t i = 0; i < op->n; i++) {
-                if (i == 0 || strcmp(op->ents[i].topic, op->ents[i - 1].topic) != 0) {
-                    nt++;
-                    ts[nt].name = kc_str(op->ents[i].topic);
-                    ts[nt].partition_indexes.items = &ps[i];
-                }
-                ps[i] = op->ents[i].partition;
-                ts[nt].partition_indexes.count++;
-            }
-            kc_offset_fetch_request_t m;
-            kc_offset_fetch_request_init(&m);
-            /* A member (KIP-848) names itself so the broker can check it still belongs (v9+);
-             * anyone else sends null/-1, the form the broker accepts from non-members. */
+        if (tps) {
+            for (size_t i = 0; i < op->n; i++)
+                tps[i] = (kc_offsets_tp_t){op->ents[i].topic, op->ents[i].partition};
             bool member = *op->member_id && op->generation >= 0;
-            kc_offset_fetch_request_group_t g = {kc_str(op->group),
-                                                 member ? kc_str(op->member_id) : KC_STR_NULL,
-                                                 member ? op->generation : -1,
-                                                 {nt + 1, ts}};
-            m.groups.count = 1;
-            m.groups.items = &g;
-            m.require_stable = true;
-            rc = kc_offset_fetch_request_encode(&m, version, out, &err);
+            kc_offset_fetch_request_t m;
+            rc = kc_offsets_codec_fetch(&m, op->group, member ? op->member_id : NULL,
+                                        op->generation, tps, op->n, &a, &err);
+            if (rc == KC_OK)
+                rc = kc_offset_fetch_request_encode(&m, version, out, &err);
         }
-        free(ts);
-        free(ps);
+        free(tps);
     }
     kc_arena_free(&a);
     return rc;
@@ -155,7 +139,6 @@ static void fail_message(coord_op_t *op, kc_error_t *err, int16_t first_error)
 void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     coord_op_t *op = opaque;
     if (op->who_failed && !op->e->closed) { /* no identity to send: the member left or rejoins */
         op->inflight = 0;
@@ -163,7 +146,7 @@ void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         kc_eng_coord_finish(op, op->who_err.code, &op->who_err);
         return;
     }
-    if (!kc_eng_coord_answered(op, rc, frame,
+    if (!kc_eng_coord_answered(op, conn, rc, frame,
                                1)) /* a failed connection: the coordinator may have moved */
         return;
     kc_arena_t a = {0};
@@ -190,23 +173,19 @@ void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         }
     } else if (codes) {
         kc_offset_fetch_response_t m;
+        kc_offsets_fetched_iter_t it;
+        kc_offsets_fetched_t f;
         if (kc_offset_fetch_response_decode(&m, version, &r, &a, &err) == KC_OK &&
-            m.groups.count == 1) {
+            kc_offsets_codec_fetched_init(&it, &m, version, &top)) {
             decoded = 1;
-            const kc_offset_fetch_response_group_t *g = &m.groups.items[0];
-            top = g->error_code;
-            for (int32_t t = 0; t < g->topics.count; t++)
-                for (int32_t j = 0; j < g->topics.items[t].partitions.count; j++) {
-                    const kc_offset_fetch_response_partitions_t *p =
-                        &g->topics.items[t].partitions.items[j];
-                    kc_engine_offset_t *x =
-                        find_ent(op, &g->topics.items[t].name, p->partition_index);
-                    if (x) {
-                        x->error = p->error_code;
-                        x->offset = p->committed_offset;
-                        x->leader_epoch = p->committed_leader_epoch;
-                    }
+            while (kc_offsets_codec_fetched_next(&it, &f)) {
+                kc_engine_offset_t *x = find_ent(op, &f.topic, f.partition);
+                if (x) {
+                    x->error = f.error_code;
+                    x->offset = f.offset;
+                    x->leader_epoch = f.leader_epoch;
                 }
+            }
         }
     }
     kc_arena_free(&a);

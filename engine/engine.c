@@ -69,6 +69,7 @@ kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_
                                 conf->retry_backoff_max_ms},
                                60000};
     kc_fetch_plan_init(&e->plan, &pc);
+    kc_eng_names_init(e);
     e->rng = (uint64_t)kc_now_ns() ^ (uint64_t)(uintptr_t)e;
     e->timer.cb = on_timer;
     e->timer.opaque = e;
@@ -153,6 +154,18 @@ void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err)
     kc_log(KC_LOG_WARN, "engine", "%s", err->msg);
     if (e->sink.error)
         e->sink.error(e->sink.opaque, e->info[i].user, e->info[i].topic, e->info[i].partition, err);
+}
+
+void kc_eng_version_refused(kc_engine_t *e, int16_t api_key, const kc_error_t *why)
+{
+    if (api_key < 0 || api_key >= KC_API_KEY_MAX || e->refused[api_key])
+        return;
+    e->refused[api_key] = 1;
+    kc_error_t copy = *why;
+    copy.code = KC_ERR_UNSUPPORTED;
+    kc_log(KC_LOG_ERROR, "engine", "%s", copy.msg);
+    if (e->sink.error)
+        e->sink.error(e->sink.opaque, NULL, NULL, -1, &copy);
 }
 
 void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev)

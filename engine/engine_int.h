@@ -13,6 +13,7 @@
 #include "fetch/codec.h"
 #include "fetch/plan.h"
 #include "proto/proto.h"
+#include "versions.h"
 
 /* One broker. Owner: network thread. Never freed before the engine (callbacks carry it). */
 typedef struct kc_eng_broker {
@@ -21,9 +22,13 @@ typedef struct kc_eng_broker {
     char addr[300]; /* "host:port" from metadata */
     kc_conn_t *conn;
     uint8_t in_metadata; /* named by the last metadata response */
-    /* The Fetch in flight: its message lives until the connection encodes it. */
+    /* The Fetch in flight: the session's request and the settings it goes with, made into a
+     * message at the version the connection picks (fetch/fetcher.c fetch_encode). */
+    kc_session_req_t fetch_req;
+    kc_fetch_settings_t fetch_set;
     kc_arena_t fetch_arena;
     kc_fetch_request_t fetch_msg;
+    uint8_t rack_logged; /* said once that this broker's Fetch predates KIP-392 */
     uint8_t fetch_close; /* the in-flight request closes the session */
     int32_t fetch_epoch; /* (id, epoch) of the in-flight request, for logs */
     /* A Fetch to this broker failed at this time (0: never): as a KIP-392 read replica it is
@@ -41,7 +46,10 @@ typedef struct kc_eng_broker {
 
 typedef struct kc_eng_topic {
     char *name;
-    uint8_t id[16];
+    uint8_t id[16]; /* the broker's topic id, or a synthetic one (fetch/partition.h) */
+    /* The key before the last change (zero: none): sessions still holding partitions under it
+     * forget them by name before Fetch v13, so the name must stay findable by it. */
+    uint8_t prev_id[16];
     int16_t error;
     int32_t n_parts;
     int32_t *leader, *epoch; /* per partition index */
@@ -74,8 +82,12 @@ struct kc_engine {
     size_t n_brokers, cap_brokers;
     kc_conn_t *bootstrap_conn;
 
-    kc_eng_topic_t *topics;
+    kc_eng_topic_t *topics; /* never shrinks: a forgotten partition's topic keeps its name */
     size_t n_topics, cap_topics;
+    uint64_t n_synthetic;   /* synthetic topic ids handed out */
+    kc_fetch_names_t names; /* the Fetch codec's view of `topics` */
+    /* APIs whose version refusal was reported (kc_eng_version_refused), by API key. */
+    uint8_t refused[KC_API_KEY_MAX];
 
     kc_partition_t *parts; /* contiguous: kc_fetch_plan_compute takes the array */
     kc_eng_pinfo_t *info;
@@ -127,8 +139,17 @@ kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group);
 int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, char *addr,
                      size_t cap, int32_t *node_id);
 
+/* A request of `api_key` refused for want of a common version (KC_ERR_UNSUPPORTED, `why` naming
+ * the API and both ranges): reported to the sink once per API, for no partition. The broker
+ * will not speak another version until it is upgraded, so the request's owner stops retrying
+ * or retries only at its usual backoff, locally (a refusal sends nothing); saying so at every
+ * retry would bury the one line that explains why nothing is consumed. */
+void kc_eng_version_refused(kc_engine_t *e, int16_t api_key, const kc_error_t *why);
+
 /* metadata.c */
 void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms);
+/* The Fetch codec's names (fetch/codec.h) over the topic table. */
+void kc_eng_names_init(kc_engine_t *e);
 void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i);
 void kc_eng_topics_free(kc_engine_t *e);
 const kc_eng_topic_t *kc_eng_topic_find(const kc_engine_t *e, const char *name);

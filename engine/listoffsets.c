@@ -131,13 +131,18 @@ static ssize_t still_ours(kc_engine_t *e, const lo_ent_t *x)
     return i;
 }
 
-static void retry_later(kc_engine_t *e, size_t i, int64_t now, int16_t code)
+static void back_off(kc_engine_t *e, size_t i, int64_t now)
 {
     kc_eng_pinfo_t *in = &e->info[i];
     kc_partition_t *p = &e->parts[i];
     p->backoff_attempts++;
     in->lo_retry_at = now + kc_backoff_ms(e->conf.retry_backoff_ms, e->conf.retry_backoff_max_ms,
                                           p->backoff_attempts, kc_backoff_rand(&e->rng));
+}
+
+static void retry_later(kc_engine_t *e, size_t i, int64_t now, int16_t code)
+{
+    back_off(e, i, now);
     if (code == 0 || kc_fetch_classify_error(code) == KC_FA_MOVE)
         e->md_wanted = 1;
 }
@@ -154,7 +159,6 @@ static const lo_ent_t *match(const lo_req_t *q, const char *topic, size_t tlen, 
 static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     lo_req_t *q = opaque;
     kc_engine_t *e = q->e;
     int64_t now = kc_now_ms();
@@ -163,6 +167,11 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         req_free(q);
         return;
     }
+    if (rc == KC_ERR_UNSUPPORTED)
+        kc_eng_version_refused(e,
+                               q->validate ? KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_API_KEY
+                                           : KC_LIST_OFFSETS_REQUEST_API_KEY,
+                               kc_conn_refusal(conn));
     /* Every entry still ours leaves "in flight"; those the answer does not settle retry. */
     uint8_t *settled = calloc(q->n ? q->n : 1, 1);
     for (size_t k = 0; k < q->n; k++) {
@@ -309,20 +318,31 @@ static void send_for(kc_engine_t *e, int32_t broker, int validate, int64_t now)
     kc_conn_req_spec_t spec;
     if (validate)
         spec = (kc_conn_req_spec_t){KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_API_KEY,
-                                    2,
-                                    KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_MAX_VERSION,
+                                    KC_ENG_OFFSET_FOR_LEADER_EPOCH_MIN,
+                                    KC_ENG_OFFSET_FOR_LEADER_EPOCH_MAX,
                                     lo_encode,
                                     lo_done,
                                     q};
     else
         spec = (kc_conn_req_spec_t){KC_LIST_OFFSETS_REQUEST_API_KEY,
-                                    1,
-                                    KC_LIST_OFFSETS_REQUEST_MAX_VERSION,
+                                    KC_ENG_LIST_OFFSETS_MIN,
+                                    KC_ENG_LIST_OFFSETS_MAX,
                                     lo_encode,
                                     lo_done,
                                     q};
     kc_error_t err;
-    if (kc_conn_send(c, &spec, &err) != KC_OK) {
+    kc_err_t rc = kc_conn_send(c, &spec, &err);
+    if (rc != KC_OK) {
+        /* Not sent (a version refusal, a closing connection): these partitions ask again after
+         * the usual backoff, not at the next drive; fresh metadata would not change the
+         * broker's versions, so none is asked for. */
+        if (rc == KC_ERR_UNSUPPORTED)
+            kc_eng_version_refused(e, spec.api_key, &err);
+        for (size_t k = 0; k < q->n; k++) {
+            ssize_t i = still_ours(e, &q->ent[k]);
+            if (i >= 0)
+                back_off(e, (size_t)i, now);
+        }
         req_free(q);
         return;
     }

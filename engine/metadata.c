@@ -20,15 +20,43 @@
 #include "engine_int.h"
 #include "proto/kafka_errors.h"
 
-#define MD_MIN_V 12
-#define MD_MAX_V 13
-
 const kc_eng_topic_t *kc_eng_topic_find(const kc_engine_t *e, const char *name)
 {
     for (size_t i = 0; i < e->n_topics; i++)
         if (strcmp(e->topics[i].name, name) == 0)
             return &e->topics[i];
     return NULL;
+}
+
+static const uint8_t ZERO_ID[16];
+
+static const char *name_of(void *opaque, const uint8_t id[16])
+{
+    const kc_engine_t *e = opaque;
+    for (size_t i = 0; i < e->n_topics; i++)
+        if (memcmp(e->topics[i].id, id, 16) == 0)
+            return e->topics[i].name;
+    for (size_t i = 0; i < e->n_topics; i++)
+        if (memcmp(e->topics[i].prev_id, ZERO_ID, 16) != 0 &&
+            memcmp(e->topics[i].prev_id, id, 16) == 0)
+            return e->topics[i].name;
+    return NULL;
+}
+
+static int id_of(void *opaque, const char *name, size_t len, uint8_t id[16])
+{
+    const kc_engine_t *e = opaque;
+    for (size_t i = 0; i < e->n_topics; i++)
+        if (strlen(e->topics[i].name) == len && memcmp(e->topics[i].name, name, len) == 0) {
+            memcpy(id, e->topics[i].id, 16);
+            return 1;
+        }
+    return 0;
+}
+
+void kc_eng_names_init(kc_engine_t *e)
+{
+    e->names = (kc_fetch_names_t){name_of, id_of, e};
 }
 
 static void topic_clear(kc_eng_topic_t *t)
@@ -110,7 +138,15 @@ static int topic_store(kc_engine_t *e, const kc_metadata_response_topic_t *rt, c
     if (rt->error_code != 0)
         return 0;
     int32_t n = rt->partitions.count > 0 ? rt->partitions.count : 0;
-    if (memcmp(t->id, rt->topic_id.b, 16) != 0) {
+    if (memcmp(rt->topic_id.b, ZERO_ID, 16) == 0) {
+        /* No id in the answer (Metadata before v10): keep the key the topic has, or give it a
+         * synthetic one. Such a broker cannot tell a recreated topic from the old one. */
+        if (memcmp(t->id, ZERO_ID, 16) == 0) {
+            kc_tp_synthetic_id(t->id, e->n_synthetic++);
+            changed = 1;
+        }
+    } else if (memcmp(t->id, rt->topic_id.b, 16) != 0) {
+        memcpy(t->prev_id, t->id, 16);
         memcpy(t->id, rt->topic_id.b, 16);
         changed = 1;
     }
@@ -158,7 +194,9 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i)
         return;
     }
     if (!in->have_id || memcmp(p->tp.topic_id, t->id, 16) != 0) {
-        if (in->have_id) {
+        /* A synthetic key giving way to the topic's real id (a broker that has ids answered)
+         * is the same log under a new key: the sessions forget the old key and add the new. */
+        if (in->have_id && !kc_tp_id_is_synthetic(p->tp.topic_id)) {
             /* Deleted and recreated under the same name: a different log. */
             kc_log(KC_LOG_WARN, "metadata", "topic %s was recreated; resetting %s[%d]", in->topic,
                    in->topic, in->partition);
@@ -180,7 +218,6 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i)
 static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     kc_engine_t *e = opaque;
     e->md_inflight = 0;
     int64_t now = kc_now_ms();
@@ -189,6 +226,8 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         return;
     }
     if (rc != KC_OK) {
+        if (rc == KC_ERR_UNSUPPORTED)
+            kc_eng_version_refused(e, KC_METADATA_REQUEST_API_KEY, kc_conn_refusal(conn));
         md_failed(e, now, kc_err_name(rc));
         kc_eng_drive(e);
         return;
@@ -255,10 +294,17 @@ void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms)
     kc_conn_t *c = kc_eng_any_conn(e);
     if (!c)
         return;
-    kc_conn_req_spec_t spec = {
-        KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done, e};
+    kc_conn_req_spec_t spec = {KC_METADATA_REQUEST_API_KEY,
+                               KC_ENG_METADATA_MIN,
+                               KC_ENG_METADATA_MAX,
+                               md_encode,
+                               md_done,
+                               e};
     kc_error_t err;
-    if (kc_conn_send(c, &spec, &err) != KC_OK) {
+    kc_err_t rc = kc_conn_send(c, &spec, &err);
+    if (rc != KC_OK) {
+        if (rc == KC_ERR_UNSUPPORTED)
+            kc_eng_version_refused(e, KC_METADATA_REQUEST_API_KEY, &err);
         md_failed(e, now_ms, err.msg);
         return;
     }

@@ -1,5 +1,5 @@
 /*
- * kc_commit_req_t ↔ generated OffsetCommit (offsets_codec.h).
+ * kc_commit_req_t ↔ generated OffsetCommit, and OffsetFetch in both forms (offsets_codec.h).
  *
  * Owner: network thread. Pure: no I/O.
  */
@@ -88,4 +88,96 @@ kc_err_t kc_offsets_codec_commit_result(const kc_offset_commit_response_t *m, kc
             codes[k++] = m->topics.items[t].partitions.items[i].error_code;
     kc_offsets_classify_response(0, codes, n, NULL, out);
     return KC_OK;
+}
+
+kc_err_t kc_offsets_codec_fetch(kc_offset_fetch_request_t *m, const char *group,
+                                const char *member_id, int32_t member_epoch,
+                                const kc_offsets_tp_t *tps, size_t n, kc_arena_t *a,
+                                kc_error_t *err)
+{
+    kc_offset_fetch_request_init(m);
+    size_t nt = 0;
+    for (size_t i = 0; i < n; i++)
+        nt += i == 0 || strcmp(tps[i].topic, tps[i - 1].topic) != 0;
+    /* Both forms share the partition indexes. */
+    int32_t *ps = kc_arena_calloc(a, n ? n : 1, sizeof *ps);
+    kc_offset_fetch_request_topic_t *old = kc_arena_calloc(a, nt ? nt : 1, sizeof *old);
+    kc_offset_fetch_request_topics_t *grouped = kc_arena_calloc(a, nt ? nt : 1, sizeof *grouped);
+    kc_offset_fetch_request_group_t *g = kc_arena_calloc(a, 1, sizeof *g);
+    if (!ps || !old || !grouped || !g)
+        return kc_fail(err, KC_ERR_NOMEM, "OffsetFetch: %zu partitions", n);
+    int32_t t = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || strcmp(tps[i].topic, tps[i - 1].topic) != 0) {
+            t++;
+            old[t].name = grouped[t].name = kc_str(tps[i].topic);
+            old[t].partition_indexes.items = grouped[t].partition_indexes.items = &ps[i];
+        }
+        ps[i] = tps[i].partition;
+        old[t].partition_indexes.count++;
+        grouped[t].partition_indexes.count++;
+    }
+    m->group_id = kc_str(group); /* v1-7 */
+    m->topics.count = (int32_t)nt;
+    m->topics.items = old;
+    g->group_id = kc_str(group); /* v8+ */
+    g->member_id = member_id ? kc_str(member_id) : KC_STR_NULL;
+    g->member_epoch = member_id ? member_epoch : -1;
+    g->topics.count = (int32_t)nt;
+    g->topics.items = grouped;
+    m->groups.count = 1;
+    m->groups.items = g;
+    m->require_stable = true;
+    return KC_OK;
+}
+
+int kc_offsets_codec_fetched_init(kc_offsets_fetched_iter_t *it,
+                                  const kc_offset_fetch_response_t *m, int16_t version,
+                                  int16_t *top)
+{
+    memset(it, 0, sizeof *it);
+    it->m = m;
+    it->version = version;
+    if (version >= 8) {
+        if (m->groups.count != 1)
+            return 0;
+        *top = m->groups.items[0].error_code;
+    } else {
+        *top = m->error_code; /* 0 before v2: the schema default */
+    }
+    return 1;
+}
+
+int kc_offsets_codec_fetched_next(kc_offsets_fetched_iter_t *it, kc_offsets_fetched_t *out)
+{
+    const kc_offset_fetch_response_t *m = it->m;
+    if (it->version >= 8) {
+        const kc_offset_fetch_response_group_t *g = &m->groups.items[0];
+        while (it->topic < g->topics.count) {
+            const kc_offset_fetch_response_topics_t *t = &g->topics.items[it->topic];
+            if (it->part >= t->partitions.count) {
+                it->topic++;
+                it->part = 0;
+                continue;
+            }
+            const kc_offset_fetch_response_partitions_t *p = &t->partitions.items[it->part++];
+            *out = (kc_offsets_fetched_t){t->name, p->partition_index, p->committed_offset,
+                                          p->committed_leader_epoch, p->error_code};
+            return 1;
+        }
+        return 0;
+    }
+    while (it->topic < m->topics.count) {
+        const kc_offset_fetch_response_topic_t *t = &m->topics.items[it->topic];
+        if (it->part >= t->partitions.count) {
+            it->topic++;
+            it->part = 0;
+            continue;
+        }
+        const kc_offset_fetch_response_partition_t *p = &t->partitions.items[it->part++];
+        *out = (kc_offsets_fetched_t){t->name, p->partition_index, p->committed_offset,
+                                      p->committed_leader_epoch, p->error_code};
+        return 1;
+    }
+    return 0;
 }

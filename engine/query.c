@@ -12,9 +12,6 @@
 #include "proto/kafka_errors.h"
 #include "query.h"
 
-#define MD_MIN_V 12
-#define MD_MAX_V 13
-
 typedef struct q {
     kc_engine_t *e;
     char *topic;
@@ -44,6 +41,18 @@ static void fail(q_t *q, kc_err_t rc, int16_t kcode, const char *what)
     q->res.rc = kc_fail(&q->res.err, rc, "%s %s[%d]: %s", what, q->topic, q->partition,
                         kcode ? kc_kafka_err_name(kcode) : kc_err_name(rc));
     q->res.err.kafka_code = kcode;
+}
+
+/* A request that failed in the connection: a version refusal says which API and which
+ * versions, the refusal's own text (the code alone would not tell a too-old broker from anything
+ * else). */
+static void fail_conn(q_t *q, kc_conn_t *conn, kc_err_t rc, const char *what)
+{
+    if (rc == KC_ERR_UNSUPPORTED && q->res.rc == KC_OK) {
+        q->res.rc = kc_fail(&q->res.err, rc, "topic %s: %s", q->topic, kc_conn_refusal(conn)->msg);
+        return;
+    }
+    fail(q, rc, 0, what);
 }
 
 static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
@@ -88,12 +97,11 @@ static kc_err_t lo_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     q_lo_t *l = opaque;
     q_t *q = l->q;
     int found = 0;
     if (rc != KC_OK) {
-        fail(q, rc, 0, "ListOffsets");
+        fail_conn(q, conn, rc, "ListOffsets");
     } else {
         kc_arena_t a = {0};
         kc_error_t err;
@@ -135,13 +143,16 @@ static int send_lo(q_t *q, kc_conn_t *c, int64_t ts)
     l->q = q;
     l->ts = ts;
     kc_conn_req_spec_t spec = {KC_LIST_OFFSETS_REQUEST_API_KEY,
-                               1,
-                               KC_LIST_OFFSETS_REQUEST_MAX_VERSION,
+                               KC_ENG_LIST_OFFSETS_MIN,
+                               KC_ENG_LIST_OFFSETS_MAX,
                                lo_encode,
                                lo_done,
                                l};
     kc_error_t err;
-    if (kc_conn_send(c, &spec, &err) != KC_OK) {
+    kc_err_t rc = kc_conn_send(c, &spec, &err);
+    if (rc != KC_OK) {
+        if (rc == KC_ERR_UNSUPPORTED && q->res.rc == KC_OK)
+            q->res.rc = kc_fail(&q->res.err, rc, "topic %s: %s", q->topic, err.msg);
         free(l);
         return 0;
     }
@@ -152,12 +163,11 @@ static int send_lo(q_t *q, kc_conn_t *c, int64_t ts)
 static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     q_t *q = opaque;
     kc_engine_t *e = q->e;
     int32_t leader = -1;
     if (rc != KC_OK) {
-        fail(q, rc, 0, "Metadata");
+        fail_conn(q, conn, rc, "Metadata");
         kc_buf_unref(frame);
         finish(q);
         return;
@@ -237,8 +247,12 @@ kc_err_t kc_engine_query(kc_engine_t *e, const char *topic, int32_t partition,
     q->cb = cb;
     q->opaque = opaque;
     q->res.low = q->res.high = -1;
-    kc_conn_req_spec_t spec = {
-        KC_METADATA_REQUEST_API_KEY, MD_MIN_V, MD_MAX_V, md_encode, md_done, q};
+    kc_conn_req_spec_t spec = {KC_METADATA_REQUEST_API_KEY,
+                               KC_ENG_METADATA_MIN,
+                               KC_ENG_METADATA_MAX,
+                               md_encode,
+                               md_done,
+                               q};
     kc_err_t rc = kc_conn_send(c, &spec, err);
     if (rc != KC_OK) {
         free(q->topic);

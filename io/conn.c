@@ -197,10 +197,12 @@ static kc_err_t dispatch(kc_conn_t *c, req_t *r, kc_error_t *err)
         r->spec.api_key == KC_API_VERSIONS
             ? c->av_version
             : kc_conn_pick_version(c, r->spec.api_key, r->spec.min_version, r->spec.max_version);
-    if (v < 0)
-        return kc_fail(
-            err, KC_ERR_UNSUPPORTED, "%s: broker supports no version of api %d in [%d,%d]",
-            c->addrs[c->cur_addr].name, r->spec.api_key, r->spec.min_version, r->spec.max_version);
+    if (v < 0) {
+        kc_wire_version_refusal(&c->refusal, c->addrs[c->cur_addr].name, &c->ranges,
+                                r->spec.api_key, r->spec.min_version, r->spec.max_version);
+        kc_log(KC_LOG_DEBUG, "conn", "%s", c->refusal.msg);
+        return kc_fail(err, KC_ERR_UNSUPPORTED, "%s", c->refusal.msg);
+    }
     r->version = (int16_t)v;
     if (kc_wire_header_versions(r->spec.api_key, r->version, &r->req_hdr, &r->resp_hdr) != KC_OK)
         return kc_fail(err, KC_ERR_UNSUPPORTED, "api %d: header version unknown", r->spec.api_key);
@@ -686,6 +688,11 @@ void kc_conn_get_stats(const kc_conn_t *c, kc_conn_stats_t *out)
 const char *kc_conn_peer(const kc_conn_t *c)
 {
     return c->cur_addr >= 0 && c->fd >= 0 ? c->addrs[c->cur_addr].name : "";
+}
+
+const kc_error_t *kc_conn_refusal(const kc_conn_t *c)
+{
+    return &c->refusal;
 }
 
 int kc_conn_pick_version(const kc_conn_t *c, int16_t api_key, int16_t min, int16_t max)

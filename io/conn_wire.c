@@ -1,6 +1,7 @@
 /* Framing glue over the generated codec; see conn_wire.h. Pure; any thread. */
 #include "conn_wire.h"
 
+#include <stdio.h>
 #include <string.h>
 
 kc_err_t kc_wire_header_versions(int16_t api_key, int16_t version, int *req_hdr, int *resp_hdr)
@@ -85,4 +86,23 @@ kc_err_t kc_wire_apiversions_response(const uint8_t *p, size_t len, int16_t vers
     }
     kc_arena_free(&a);
     return rc;
+}
+
+kc_err_t kc_wire_version_refusal(kc_error_t *err, const char *peer, const kc_api_ranges_t *r,
+                                 int16_t api_key, int16_t min, int16_t max)
+{
+    const kc_proto_api_t *api = kc_proto_api_find(api_key);
+    char name[32];
+    if (api)
+        snprintf(name, sizeof name, "%s", api->name);
+    else
+        snprintf(name, sizeof name, "API %d", (int)api_key);
+    int known = api_key >= 0 && api_key < KC_API_KEY_MAX && r->min[api_key] >= 0;
+    if (!known)
+        return kc_fail(err, KC_ERR_UNSUPPORTED,
+                       "%s: broker %s does not offer it, kconsume speaks v%d-v%d", name, peer,
+                       (int)min, (int)max);
+    return kc_fail(err, KC_ERR_UNSUPPORTED,
+                   "%s: broker %s offers v%d-v%d, kconsume speaks v%d-v%d: no version in common",
+                   name, peer, (int)r->min[api_key], (int)r->max[api_key], (int)min, (int)max);
 }

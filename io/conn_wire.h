@@ -39,6 +39,14 @@ kc_err_t kc_wire_apiversions_request(kc_wbuf_t *w, int16_t version, kc_error_t *
 kc_err_t kc_wire_apiversions_response(const uint8_t *p, size_t len, int16_t version,
                                       kc_api_ranges_t *out, kc_error_t *err);
 
+/* Why a request of `api_key` that speaks [min, max] cannot go to a broker offering `r`:
+ * KC_ERR_UNSUPPORTED with a message naming the API, the broker (`peer`), the broker's range (or
+ * that it does not offer the API) and ours, e.g. "Fetch: broker 127.0.0.1:9092 offers v4-v6,
+ * kconsume speaks v7-v18: no version in common". A broker older than the oldest version we
+ * speak can only be diagnosed from those three facts, so every refusal carries them. */
+kc_err_t kc_wire_version_refusal(kc_error_t *err, const char *peer, const kc_api_ranges_t *r,
+                                 int16_t api_key, int16_t min, int16_t max);
+
 /* Appends raw bytes (the frame size prefix). KC_ERR_NOMEM on failure. */
 kc_err_t kc_wire_append(kc_wbuf_t *w, const void *p, size_t n);
 

@@ -280,7 +280,9 @@ static void on_event(void *opaque, const kc_event_t *ev)
             free(line);
         }
     } else if (ev->type == KC_EVENT_ERROR && ev->error) {
-        int fatal = ev->error->code == KC_ERR_FATAL;
+        /* KC_ERR_UNSUPPORTED: a broker with no version in common for an API the consumer needs
+         * (the message names it and both ranges); retrying never changes that. */
+        int fatal = ev->error->code == KC_ERR_FATAL || ev->error->code == KC_ERR_UNSUPPORTED;
         if (fatal || !kc_app.a.quiet)
             fprintf(stderr, "kconsume: %s%s: %s\n", fatal ? "fatal: " : "",
                     kc_err_name(ev->error->code), ev->error->msg);

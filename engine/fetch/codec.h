@@ -1,9 +1,14 @@
 /*
  * Between the session's view of a Fetch and the generated codec's: a kc_session_req_t becomes a
- * kc_fetch_request_t (partitions grouped per topic id), and a decoded kc_fetch_response_t gives
+ * kc_fetch_request_t (partitions grouped per topic), and a decoded kc_fetch_response_t gives
  * the session its top-level answer and the fetcher one record per partition.
  *
- * Fetch v13+ only (topic ids): every Kafka 4.x broker speaks it. Pure; no I/O.
+ * Versions 7 to the newest. Fetch names topics by name up to v12 and by id from v13, in the
+ * request (topics, forgotten_topics_data) and in the response alike; the session and the engine
+ * key partitions by topic id either way (fetch/partition.h), so the codec is where the two forms
+ * meet: it writes both the name and the id into each topic (the generated encoder writes the one
+ * the version has) and reads either back into a kc_tp_t, through kc_fetch_names_t.
+ * Pure; no I/O.
  * Owner: network thread (the arena and messages belong to the caller).
  */
 #ifndef KC_ENGINE_FETCH_CODEC_H
@@ -12,7 +17,25 @@
 #include "proto/fetch.gen.h"
 #include "fetch/session.h"
 
-#define KC_FETCH_CODEC_MIN_VERSION 13
+#define KC_FETCH_CODEC_MIN_VERSION  7  /* KIP-227 incremental fetch sessions */
+#define KC_FETCH_CODEC_RACK_VERSION 11 /* KIP-392: rack_id and preferred_read_replica */
+#define KC_FETCH_CODEC_ID_VERSION   13 /* KIP-516: topics by id instead of by name */
+
+/* Topic names for the versions that carry them. The engine's metadata cache answers both
+ * questions (it holds every topic it ever keyed, so a forgotten partition's name is there too). */
+typedef struct kc_fetch_names {
+    /* The name of the topic keyed by `id` (NUL-terminated, valid until the cache changes), or
+     * NULL when unknown. */
+    const char *(*name_of)(void *opaque, const uint8_t id[16]);
+    /* The key of the topic named by the `len` bytes at `name`: 1 and the id in `id`, or 0 when
+     * unknown. */
+    int (*id_of)(void *opaque, const char *name, size_t len, uint8_t id[16]);
+    void *opaque;
+} kc_fetch_names_t;
+
+/* The newest version `req` may go at: v12 when it names a topic by a synthetic id (the broker
+ * knows no such id, so the topic must go by name), the newest otherwise. */
+int16_t kc_fetch_codec_max_version(const kc_session_req_t *req);
 
 /* The request-level settings, Kafka's names. isolation.level: kconsume defaults to
  * read_committed (1), like librdkafka and unlike Java's read_uncommitted: a consumer that
@@ -27,12 +50,17 @@ typedef struct kc_fetch_settings {
     const char *rack_id;    /* client.rack; NULL or "" when unset (KIP-392 needs it) */
 } kc_fetch_settings_t;
 
-/* Fills `m` for `req`. Arrays come from `a` and live until it is reset; `settings->rack_id`
- * is borrowed. Close and drain-only requests go with max_wait 0 / min_bytes 0: they fetch
- * nothing, so there is nothing to wait for. */
-kc_err_t kc_fetch_codec_request(kc_fetch_request_t *m, const kc_session_req_t *req,
-                                const kc_fetch_settings_t *settings, kc_arena_t *a,
-                                kc_error_t *err);
+/* Fills `m` for `req` at `version`. Arrays come from `a` and live until it is reset;
+ * `settings->rack_id` and the names are borrowed. Close and drain-only requests go with
+ * max_wait 0 / min_bytes 0: they fetch nothing, so there is nothing to wait for.
+ * Before v13 each topic goes by the name `names` gives its id (KC_ERR_STATE for an id it cannot
+ * name), and a forgotten partition whose (name, partition) the same request also sends is left
+ * out of forgotten_topics_data: that happens when a topic's key changes from a synthetic id to
+ * its real one, and the two keys are one partition to a broker that keys by name, which applies
+ * the forgotten list after the partitions and would drop it. */
+kc_err_t kc_fetch_codec_request(kc_fetch_request_t *m, const kc_session_req_t *req, int16_t version,
+                                const kc_fetch_settings_t *settings, const kc_fetch_names_t *names,
+                                kc_arena_t *a, kc_error_t *err);
 
 /* The session's part of a response. */
 static inline kc_session_resp_t kc_fetch_codec_session_resp(const kc_fetch_response_t *m)
@@ -57,12 +85,19 @@ typedef struct kc_fetch_part_result {
     kc_bytes_t records; /* len 0 when null */
 } kc_fetch_part_result_t;
 
-/* Walks the partitions of a decoded response: zero-initialise, then call until it returns 0. */
+/* Walks the partitions of a decoded response of `version`: kc_fetch_codec_iter_init, then
+ * kc_fetch_codec_next until it returns 0. Before v13 each topic's name is turned into its key
+ * through `names` (borrowed); a topic it cannot name is skipped (unassigned meanwhile). */
 typedef struct kc_fetch_codec_iter {
     const kc_fetch_response_t *m;
+    int16_t version;
+    const kc_fetch_names_t *names;
     int32_t topic, part;
+    uint8_t id[16]; /* the current topic's key */
 } kc_fetch_codec_iter_t;
 
+void kc_fetch_codec_iter_init(kc_fetch_codec_iter_t *it, const kc_fetch_response_t *m,
+                              int16_t version, const kc_fetch_names_t *names);
 int kc_fetch_codec_next(kc_fetch_codec_iter_t *it, kc_fetch_part_result_t *out);
 
 #endif

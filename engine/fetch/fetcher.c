@@ -22,13 +22,30 @@
 #include "batch/compress/compress.h"
 #include "engine_int.h"
 #include "proto/kafka_errors.h"
+#include "versions.h"
 
+/* The message is built here, at the version the connection picked: which form a topic takes
+ * (name or id) and whether the rack goes out depend on it. The session request it is built from
+ * stays valid meanwhile: the session is pending until this request ends. */
 static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
     kc_eng_broker_t *b = opaque;
+    kc_engine_t *e = b->e;
     size_t before = out->len;
     kc_error_t err;
-    kc_err_t rc = kc_fetch_request_encode(&b->fetch_msg, version, out, &err);
+    kc_arena_reset(&b->fetch_arena);
+    kc_err_t rc = kc_fetch_codec_request(&b->fetch_msg, &b->fetch_req, version, &b->fetch_set,
+                                         &e->names, &b->fetch_arena, &err);
+    if (rc == KC_OK)
+        rc = kc_fetch_request_encode(&b->fetch_msg, version, out, &err);
+    if (rc == KC_OK && e->rack && version < KC_FETCH_CODEC_RACK_VERSION && !b->rack_logged) {
+        /* KIP-392 degrades to the leader: such a broker never names a read replica. */
+        b->rack_logged = 1;
+        kc_log(KC_LOG_INFO, "fetch",
+               "broker %d speaks Fetch v%d, before KIP-392 (v%d): client.rack is not used "
+               "there, partitions are read from their leaders",
+               b->id, (int)version, KC_FETCH_CODEC_RACK_VERSION);
+    }
     if (rc == KC_OK) {
         uint64_t n = out->len - before;
         b->st.last_request_bytes = n;
@@ -175,7 +192,6 @@ static void fetch_failed(kc_engine_t *e, int32_t id, int64_t now)
 static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
                        int16_t version, void *opaque)
 {
-    (void)conn;
     kc_eng_broker_t *b = opaque;
     kc_engine_t *e = b->e;
     int64_t now = kc_now_ms();
@@ -184,6 +200,8 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         return;
     }
     if (rc != KC_OK) {
+        if (rc == KC_ERR_UNSUPPORTED)
+            kc_eng_version_refused(e, KC_FETCH_REQUEST_API_KEY, kc_conn_refusal(conn));
         b->st.fetch_errors++;
         fetch_failed(e, b->id, now);
         /* A broker that stopped answering may have lost its leaderships: a dead leader sends
@@ -225,7 +243,8 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         replicas_to_leaders(e, b->id, now); /* the plan already backed the broker off */
     }
     if ((o == KC_SESSION_OK || o == KC_SESSION_FALLBACK) && f && !e->closing) {
-        kc_fetch_codec_iter_t it = {&m, 0, 0};
+        kc_fetch_codec_iter_t it;
+        kc_fetch_codec_iter_init(&it, &m, version, &e->names);
         kc_fetch_part_result_t pr;
         while (kc_fetch_codec_next(&it, &pr)) {
             ssize_t i = kc_eng_find_tp(e, &pr.tp);
@@ -274,27 +293,27 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
         return;
     }
     kc_error_t err;
-    kc_arena_reset(&b->fetch_arena);
-    kc_fetch_settings_t fs = e->fset;
+    b->fetch_set = e->fset;
     if (e->sink.budget) {
         int64_t left = e->sink.budget(e->sink.opaque) / (int64_t)(e->n_brokers ? e->n_brokers : 1);
-        if (left < fs.max_bytes)
-            fs.max_bytes = left > 0 ? (int32_t)left : 1;
+        if (left < b->fetch_set.max_bytes)
+            b->fetch_set.max_bytes = left > 0 ? (int32_t)left : 1;
     }
-    if (kc_fetch_codec_request(&b->fetch_msg, &s->req, &fs, &b->fetch_arena, &err) != KC_OK) {
-        kc_log(KC_LOG_ERROR, "fetch", "broker %d: %s", id, err.msg);
-        fetch_failed(e, id, now);
-        return;
-    }
+    b->fetch_req = s->req;
     b->fetch_close = s->req.close;
     b->fetch_epoch = s->req.epoch;
     kc_conn_req_spec_t spec = {KC_FETCH_REQUEST_API_KEY,
-                               KC_FETCH_CODEC_MIN_VERSION,
-                               KC_FETCH_REQUEST_MAX_VERSION,
+                               KC_ENG_FETCH_MIN,
+                               kc_fetch_codec_max_version(&s->req),
                                fetch_encode,
                                fetch_done,
                                b};
-    if (kc_conn_send(c, &spec, &err) != KC_OK) {
+    kc_err_t rc = kc_conn_send(c, &spec, &err);
+    if (rc != KC_OK) {
+        if (rc == KC_ERR_UNSUPPORTED)
+            kc_eng_version_refused(e, KC_FETCH_REQUEST_API_KEY, &err);
+        else
+            kc_log(KC_LOG_ERROR, "fetch", "broker %d: %s", id, err.msg);
         fetch_failed(e, id, now);
         return;
     }

@@ -15,7 +15,12 @@
 
 /* A partition as Fetch v13+ names it: the topic id, not the name. A topic deleted and recreated
  * under the same name gets a new id, so it is a different partition here (the old one is
- * forgotten, the new one added) — exactly what the broker's session does. */
+ * forgotten, the new one added) — exactly what the broker's session does.
+ *
+ * Brokers before Kafka 2.8 (Metadata before v10) name topics without ids. The engine's metadata
+ * cache then gives each such topic a synthetic id (kc_tp_synthetic_id), so a partition has one
+ * key whatever the broker's age and the session, the plan and the engine's lookups stay keyed by
+ * kc_tp_t; the Fetch codec turns ids back into names for the versions that carry names. */
 typedef struct kc_tp {
     uint8_t topic_id[16];
     int32_t partition;
@@ -27,6 +32,24 @@ static inline int kc_tp_cmp(const kc_tp_t *a, const kc_tp_t *b)
     if (c)
         return c;
     return (a->partition > b->partition) - (a->partition < b->partition);
+}
+
+/* The n-th synthetic topic id (n >= 0): eight zero bytes, then 0x80 | n in big-endian order.
+ * Kafka assigns topic ids with Uuid.randomUuid(), a version-4 UUID whose seventh byte is 0x4?,
+ * so an id whose first eight bytes are zero is never one of them; the high bit of the second
+ * half keeps it apart from Kafka's reserved ZERO_UUID and METADATA_TOPIC_ID (0 and 1). */
+static inline void kc_tp_synthetic_id(uint8_t out[16], uint64_t n)
+{
+    uint64_t lo = n | (UINT64_C(1) << 63);
+    memset(out, 0, 8);
+    for (int i = 0; i < 8; i++)
+        out[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+}
+
+static inline int kc_tp_id_is_synthetic(const uint8_t id[16])
+{
+    static const uint8_t zero[8];
+    return memcmp(id, zero, 8) == 0 && (id[8] & 0x80);
 }
 
 /* Why a partition is or is not fetchable. Only ACTIVE partitions enter a broker's wanted set;

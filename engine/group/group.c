@@ -150,13 +150,19 @@ static bool commit_parts(kc_group_t *g, const kc_group_action_t *a)
 static void fetch_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                        const kc_engine_offset_t *res, size_t n)
 {
-    (void)err; /* each partition's outcome is in res[i] (group/offset_pending.c reads them) */
     kc_group_op_t *op = opaque;
     uint64_t seq = op->seq;
     bool retry = op->kind == KC_GROUP_OP_OFFSETS;
     kc_group_t *g = kc_group_op_end(op);
     if (!g || rc == KC_ERR_CLOSED)
         return;
+    if (rc == KC_ERR_UNSUPPORTED && err) {
+        /* No OffsetFetch version in common with the coordinator: no partition could ever start
+         * from its committed offset, and asking again would be refused again. */
+        kc_group_report(g, err, true);
+        return;
+    }
+    /* Otherwise each partition's outcome is in res[i] (group/offset_pending.c reads them). */
     /* A partition whose committed offset could not be read is not started from
      * auto.offset.reset (that skips or re-reads): it is asked again, the others start now, and
      * the assignment step completes for them (the reconciliation does not wait for retries). */

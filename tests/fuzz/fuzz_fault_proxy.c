@@ -1,6 +1,7 @@
 /* libFuzzer: kc-fault-proxy's response path on hostile broker bytes — response header + body
  * decode, address rewriting, error injection, in-place batch corruption and re-encoding
- * (fp_transform), plus the request-header peek the proxy does on client bytes.
+ * (fp_transform), ApiVersions answers with APIs hidden or capped (hide-api, cap-api), plus the
+ * request-header peek the proxy does on client bytes.
  * Input: [api key][version][body...][flags]; the same [key][version][body] layout as
  * fuzz_proto_response, so its corpus seeds this one (the trailing flags byte is ignored by the
  * decoders, which do not require the frame to be consumed). Single-threaded. */
@@ -38,6 +39,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
     fp_plan_t plan = {.close_after = -1};
     plan.inject = flags & 1;
     plan.corrupt = flags & 2;
+    if (api->key == KC_API_VERSIONS_REQUEST_API_KEY) {
+        /* hide-api and cap-api on a hostile ApiVersions answer: every third key hidden or
+         * capped, the cap anywhere from below the floor to above the newest. */
+        for (int k = 0; k <= KC_PROTO_MAX_API_KEY; k++) {
+            plan.hidden[k] = (flags & 4) && k % 3 == 0;
+            plan.capped[k] = (flags & 8) && k % 3 == 1;
+            plan.cap[k] = (int16_t)(flags >> 4);
+        }
+        plan.hide_apis = flags & 4;
+        plan.cap_apis = flags & 8;
+    }
     plan.inject_rule = (fp_rule_t){.kind = FP_INJECT,
                                    .api = api->key,
                                    .count = 1,

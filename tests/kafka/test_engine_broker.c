@@ -160,7 +160,7 @@ static fetched_t do_fetch(int fd, const kc_session_req_t *req)
     kc_arena_t a = {0};
     kc_error_t e;
     kc_fetch_request_t m;
-    assert_int_equal(kc_fetch_codec_request(&m, req, &st, &a, &e), KC_OK);
+    assert_int_equal(kc_fetch_codec_request(&m, req, FETCH_V, &st, NULL, &a, &e), KC_OK);
     uint8_t *frame;
     kc_rbuf_t r;
     exchange(fd, KC_FETCH_REQUEST_API_KEY, FETCH_V, &m, (encode_fn)kc_fetch_request_encode, &frame,
@@ -169,7 +169,8 @@ static fetched_t do_fetch(int fd, const kc_session_req_t *req)
     if (kc_fetch_response_decode(&resp, FETCH_V, &r, &a, &e) != KC_OK)
         fail_msg("FetchResponse: %s", e.msg);
     fetched_t f = {resp.error_code, resp.session_id, 0, 0, -1, -1, -1};
-    kc_fetch_codec_iter_t it = {&resp, 0, 0};
+    kc_fetch_codec_iter_t it;
+    kc_fetch_codec_iter_init(&it, &resp, FETCH_V, NULL);
     kc_fetch_part_result_t pr;
     while (kc_fetch_codec_next(&it, &pr)) {
         f.n_parts++;

@@ -107,6 +107,11 @@ static void *up_main(void *arg)
             break;
         }
         kc_arena_free(&a);
+        if (fp_over_cap(fp, api, v)) {
+            fprintf(stderr, "kc-fault-proxy: %s v%d is above its cap-api cap: closing\n",
+                    kc_proto_api_find(api) ? kc_proto_api_find(api)->name : "?", (int)v);
+            break; /* what a broker that does not speak the version does */
+        }
         pthread_mutex_lock(&fp->lock);
         bool hole = fp->blackhole[c->broker];
         if (api >= 0 && api <= KC_PROTO_MAX_API_KEY)

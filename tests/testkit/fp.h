@@ -62,8 +62,13 @@ typedef struct fp {
     bool blackhole[FP_MAX_BROKERS];
     /* API keys removed from every ApiVersions answer: a broker that lacks them (hide-api). */
     bool hidden_api[KC_PROTO_MAX_API_KEY + 1];
+    /* API keys whose advertised max version is capped at api_cap (cap-api): an older broker.
+     * A request above the cap is counted in over_cap and its connection closed, as such a
+     * broker would. */
+    bool capped_api[KC_PROTO_MAX_API_KEY + 1];
+    int16_t api_cap[KC_PROTO_MAX_API_KEY + 1];
     uint64_t requests[KC_PROTO_MAX_API_KEY + 1], responses[KC_PROTO_MAX_API_KEY + 1];
-    uint64_t fired[FP_KIND_COUNT], rewritten, decode_failures, connections;
+    uint64_t fired[FP_KIND_COUNT], rewritten, decode_failures, connections, over_cap;
 } fp_t;
 
 /* What the response thread must do to one response, decided under the lock. */
@@ -76,7 +81,14 @@ typedef struct fp_plan {
     int64_t bandwidth;
     bool hide_apis; /* an ApiVersions answer with keys to remove (`hidden`) */
     bool hidden[KC_PROTO_MAX_API_KEY + 1];
+    bool cap_apis; /* an ApiVersions answer with max versions to lower (`capped`, `cap`) */
+    bool capped[KC_PROTO_MAX_API_KEY + 1];
+    int16_t cap[KC_PROTO_MAX_API_KEY + 1];
 } fp_plan_t;
+
+/* A request the proxy must not forward: its version is above the cap-api cap of its API (the
+ * client ignored the advertised range). Counts it in over_cap. Takes fp->lock. */
+bool fp_over_cap(fp_t *fp, int16_t api, int16_t version);
 
 /* Executes one control line; writes a one-line answer starting with "OK" or "ERR" to reply. */
 void fp_control(fp_t *fp, const char *line, char *reply, size_t cap);

@@ -86,9 +86,10 @@ static void stats(fp_t *fp, char *reply, size_t cap)
         n += (size_t)snprintf(reply + n, cap - n, " fired.%s=%llu", kind_names[i],
                               (unsigned long long)fp->fired[i]);
     if (n < cap)
-        snprintf(reply + n, cap - n, " rewritten=%llu decode_failures=%llu connections=%llu",
+        snprintf(reply + n, cap - n,
+                 " rewritten=%llu decode_failures=%llu connections=%llu over_cap=%llu",
                  (unsigned long long)fp->rewritten, (unsigned long long)fp->decode_failures,
-                 (unsigned long long)fp->connections);
+                 (unsigned long long)fp->connections, (unsigned long long)fp->over_cap);
 }
 
 void fp_control(fp_t *fp, const char *line, char *reply, size_t cap)
@@ -102,7 +103,7 @@ void fp_control(fp_t *fp, const char *line, char *reply, size_t cap)
     }
     fp_rule_t r = {.api = -1, .broker = -1, .count = 1, .partition = -1, .bytes = -1};
     bool have_api = false, have_error = false;
-    int64_t ms = -1, bps = -1;
+    int64_t ms = -1, bps = -1, max = -1;
     const char *onoff = NULL;
     for (char *tok; (tok = strtok_r(NULL, " \t\r\n", &save));) {
         char *eq = strchr(tok, '=');
@@ -131,6 +132,8 @@ void fp_control(fp_t *fp, const char *line, char *reply, size_t cap)
             ok = (ms = atoll(v)) >= 0 && ms <= 600000;
         else if (strcmp(k, "bytes_per_sec") == 0)
             ok = (bps = atoll(v)) >= 0;
+        else if (strcmp(k, "max") == 0)
+            ok = (max = atoll(v)) >= 0 && max <= INT16_MAX;
         else
             ok = false;
         if (!ok) {
@@ -149,10 +152,21 @@ void fp_control(fp_t *fp, const char *line, char *reply, size_t cap)
         fp->bandwidth = 0;
         memset(fp->blackhole, 0, sizeof fp->blackhole);
         memset(fp->hidden_api, 0, sizeof fp->hidden_api);
+        memset(fp->capped_api, 0, sizeof fp->capped_api);
         snprintf(reply, cap, "OK cleared");
     } else if (strcmp(cmd, "hide-api") == 0 && have_api && r.api >= 0) {
         fp->hidden_api[r.api] = true;
         snprintf(reply, cap, "OK api %d hidden", (int)r.api);
+    } else if (strcmp(cmd, "cap-api") == 0 && have_api && r.api >= 0 && max >= 0) {
+        /* Not ApiVersions itself: its answer comes in the version the client asked for, so a
+         * cap there would need the proxy to answer UNSUPPORTED_VERSION for the broker. */
+        if (r.api == KC_API_VERSIONS_REQUEST_API_KEY) {
+            snprintf(reply, cap, "ERR cap-api does not apply to ApiVersions");
+        } else {
+            fp->capped_api[r.api] = true;
+            fp->api_cap[r.api] = (int16_t)max;
+            snprintf(reply, cap, "OK api %d capped at v%d", (int)r.api, (int)max);
+        }
     } else if (strcmp(cmd, "latency") == 0 && ms >= 0) {
         fp->latency_ms = (int)ms;
         snprintf(reply, cap, "OK latency %lld ms", (long long)ms);
@@ -208,8 +222,11 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
     plan->bandwidth = fp->bandwidth;
     plan->swallow = fp->blackhole[broker];
     if (api == KC_API_VERSIONS_REQUEST_API_KEY)
-        for (int k = 0; k <= KC_PROTO_MAX_API_KEY; k++)
+        for (int k = 0; k <= KC_PROTO_MAX_API_KEY; k++) {
             plan->hide_apis |= plan->hidden[k] = fp->hidden_api[k];
+            plan->cap_apis |= plan->capped[k] = fp->capped_api[k];
+            plan->cap[k] = fp->api_cap[k];
+        }
     for (int i = 0; i < fp->n_rules && !plan->swallow; i++) {
         fp_rule_t *r = &fp->rules[i];
         if ((r->api >= 0 && r->api != api) || (r->broker >= 0 && r->broker != broker) ||
@@ -245,6 +262,17 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
             fp->rules[j++] = fp->rules[i];
     fp->n_rules = j;
     pthread_mutex_unlock(&fp->lock);
+}
+
+bool fp_over_cap(fp_t *fp, int16_t api, int16_t version)
+{
+    if (api < 0 || api > KC_PROTO_MAX_API_KEY)
+        return false;
+    pthread_mutex_lock(&fp->lock);
+    bool over = fp->capped_api[api] && version > fp->api_cap[api];
+    fp->over_cap += over;
+    pthread_mutex_unlock(&fp->lock);
+    return over;
 }
 
 /* ---- transforms ---------------------------------------------------------------------------------
@@ -449,7 +477,7 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
                   kc_wbuf_t *out, kc_arena_t *a)
 {
     const kc_proto_api_t *desc = kc_proto_api_find(api);
-    bool want = plan->inject || plan->corrupt || plan->hide_apis ||
+    bool want = plan->inject || plan->corrupt || plan->hide_apis || plan->cap_apis ||
                 api == KC_METADATA_REQUEST_API_KEY || api == KC_FIND_COORDINATOR_REQUEST_API_KEY ||
                 api == KC_FETCH_REQUEST_API_KEY;
     if (!desc || v < desc->min_version || v > desc->max_version || !want) {
@@ -461,10 +489,16 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
     kc_response_header_t h;
     void *body = kc_arena_calloc(a, 1, desc->response_size);
     bool changed = false, corrupted = false;
-    if (!body ||
-        kc_response_header_decode(&h, kc_proto_response_header_version(api, v), &r, a, &err) !=
-            KC_OK ||
-        desc->decode_response(body, v, &r, a, &err) != KC_OK) {
+    bool header_ok = body && kc_response_header_decode(&h, kc_proto_response_header_version(api, v),
+                                                       &r, a, &err) == KC_OK;
+    /* KIP-511: a broker older than the ApiVersions version asked answers UNSUPPORTED_VERSION in
+     * the v0 layout, listing what it speaks; the client reads it that way, and so do we (the
+     * body is read and written back at v0, its own layout). */
+    int16_t bv = v;
+    if (header_ok && api == KC_API_VERSIONS_REQUEST_API_KEY && r.end - r.p >= 2 && r.p[0] == 0 &&
+        r.p[1] == KC_KAFKA_UNSUPPORTED_VERSION)
+        bv = 0;
+    if (!header_ok || desc->decode_response(body, bv, &r, a, &err) != KC_OK) {
         pthread_mutex_lock(&fp->lock);
         fp->decode_failures++;
         pthread_mutex_unlock(&fp->lock);
@@ -487,6 +521,28 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
         changed |= j != m->api_keys.count;
         m->api_keys.count = j;
     }
+    if (plan->cap_apis && api == KC_API_VERSIONS_REQUEST_API_KEY) {
+        /* An older broker: the newest version offered is the cap; a cap below the broker's own
+         * floor leaves no version, which is an API the broker lacks. */
+        kc_api_versions_response_t *m = body;
+        int32_t j = 0;
+        for (int32_t i = 0; i < m->api_keys.count; i++) {
+            kc_api_versions_response_api_version_t *e = &m->api_keys.items[i];
+            int16_t k = e->api_key;
+            if (k >= 0 && k <= KC_PROTO_MAX_API_KEY && plan->capped[k]) {
+                if (plan->cap[k] < e->min_version) {
+                    changed = true;
+                    continue;
+                }
+                if (plan->cap[k] < e->max_version) {
+                    e->max_version = plan->cap[k];
+                    changed = true;
+                }
+            }
+            m->api_keys.items[j++] = *e;
+        }
+        m->api_keys.count = j;
+    }
     if (plan->inject)
         changed |= inject(api, v, body, &plan->inject_rule);
     changed |= rewritten;
@@ -501,7 +557,7 @@ void fp_transform(fp_t *fp, int16_t api, int16_t v, kt_frame_t *f, const fp_plan
     pthread_mutex_unlock(&fp->lock);
     out->len = 0;
     if (changed && kt_response_begin(out, api, v, h.correlation_id, &err) == KC_OK &&
-        desc->encode_response(body, v, out, &err) == KC_OK) {
+        desc->encode_response(body, bv, out, &err) == KC_OK) {
         kt_response_end(out, 0);
         return;
     }

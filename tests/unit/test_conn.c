@@ -25,7 +25,7 @@
 
 typedef struct server {
     int lfd, port;
-    int xor ;   /* speak the test transport: "KCHELLO\n" / "OK\n", then bytes XOR 0x5A */
+    int xor;    /* speak the test transport: "KCHELLO\n" / "OK\n", then bytes XOR 0x5A */
     int refuse; /* with xor: answer the hello with "NO\n" */
     atomic_int stop, accepted;
     atomic_int byes; /* test transport goodbyes (close_notify stand-ins) received */
@@ -79,14 +79,14 @@ static int srv_read(server *s, int fd, void *p, size_t n)
 {
     if (!read_full(fd, p, n))
         return 0;
-    for (size_t i = 0; s->xor &&i < n; i++)
+    for (size_t i = 0; s->xor && i < n; i++)
         ((uint8_t *)p)[i] ^= 0x5A;
     return 1;
 }
 
 static int srv_write(server *s, int fd, void *p, size_t n)
 {
-    for (size_t i = 0; s->xor &&i < n; i++)
+    for (size_t i = 0; s->xor && i < n; i++)
         ((uint8_t *)p)[i] ^= 0x5A;
     return write_full(fd, p, n);
 }
@@ -486,6 +486,54 @@ static void big_frames_and_pipelining(kc_loop_backend_t b)
     print_message("# %s: submissions %llu completions %llu enters %llu\n",
                   kc_loop_backend_name(loop), (unsigned long long)ls.submissions,
                   (unsigned long long)ls.completions, (unsigned long long)ls.enters);
+    close_conn(loop, c);
+    kc_loop_free(loop);
+    server_stop(&s);
+}
+
+/* A request with no version in common is refused with a message naming the API, the broker's
+ * range and ours, both when sent to a READY connection (kc_conn_send's error) and when it waited
+ * for READY (the callback's code, explained by kc_conn_refusal), and the connection stays up. */
+static void version_refusal_names_both_ranges(kc_loop_backend_t b)
+{
+    kc_api_ranges_t r;
+    for (int i = 0; i < KC_API_KEY_MAX; i++)
+        r.min[i] = r.max[i] = -1;
+    r.min[1] = 4, r.max[1] = 6;
+    kc_error_t e;
+    assert_int_equal(kc_wire_version_refusal(&e, "h:1", &r, 1, 7, 18), KC_ERR_UNSUPPORTED);
+    assert_string_equal(
+        e.msg, "Fetch: broker h:1 offers v4-v6, kconsume speaks v7-v18: no version in common");
+    assert_int_equal(kc_wire_version_refusal(&e, "h:1", &r, 68, 0, 1), KC_ERR_UNSUPPORTED);
+    assert_string_equal(
+        e.msg, "ConsumerGroupHeartbeat: broker h:1 does not offer it, kconsume speaks v0-v1");
+
+    server s;
+    server_start(&s);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
+    kc_loop_t *loop = mkloop(b);
+    kc_conn_t *c = open_conn(loop, addr, 10000);
+    call early = {.want = 8}, ok = {.want = 16};
+    kc_conn_req_spec_t sp = {.api_key = 3,
+                             .min_version = 13, /* the server offers Metadata v0-v12 */
+                             .max_version = 20,
+                             .encode = enc,
+                             .cb = on_resp,
+                             .opaque = &early};
+    assert_int_equal(kc_conn_send(c, &sp, NULL), KC_OK); /* waits for READY */
+    assert_true(run_until(loop, &early.done, 5000));
+    assert_int_equal(early.err, KC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(kc_conn_refusal(c)->msg, "Metadata: broker 127.0.0.1:"));
+    assert_non_null(strstr(kc_conn_refusal(c)->msg, "offers v0-v12, kconsume speaks v13-v20"));
+    sp.opaque = &ok;
+    assert_int_equal(kc_conn_send(c, &sp, &e), KC_ERR_UNSUPPORTED); /* READY: refused at once */
+    assert_non_null(strstr(e.msg, "offers v0-v12, kconsume speaks v13-v20"));
+    assert_int_equal(kc_conn_state(c), KC_CONN_READY);
+    send_want(c, &ok); /* a version in common still goes */
+    assert_true(run_until(loop, &ok.done, 5000));
+    assert_int_equal(ok.err, KC_OK);
+    assert_true(ok.ok_pattern);
     close_conn(loop, c);
     kc_loop_free(loop);
     server_stop(&s);
@@ -1106,6 +1154,7 @@ BOTH(transport_goodbye_on_close)
 BOTH(reauth_ok)
 BOTH(reauth_refused_is_final)
 BOTH(netthread_drives_conn)
+BOTH(version_refusal_names_both_ranges)
 
 int main(void)
 {
@@ -1141,6 +1190,8 @@ int main(void)
         cmocka_unit_test(netthread_drives_conn_uring),
         cmocka_unit_test(netthread_drives_conn_epoll),
         cmocka_unit_test(bad_bootstrap_is_config_error),
+        cmocka_unit_test(version_refusal_names_both_ranges_uring),
+        cmocka_unit_test(version_refusal_names_both_ranges_epoll),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,11 @@
-/* engine/offsets: commit identity forms, result classification, deadline-bounded retries. */
+/* engine/offsets: commit identity forms, result classification, deadline-bounded retries; the
+ * OffsetCommit / OffsetFetch / FindCoordinator messages in every version the engine speaks. */
 #include "kc_test.h"
 
 #include <string.h>
 
+#include "base/buf.h"
+#include "engine_int.h"
 #include "offsets_codec.h"
 #include "proto/kafka_errors.h"
 
@@ -275,6 +278,168 @@ static void commit_response_not_coordinator_per_partition(void **state)
     kc_arena_free(&a);
 }
 
+/* OffsetFetch for one group goes in the form of the version picked: a group and its topics
+ * before v8 (Kafka 2.1 speaks v5), a groups array from v8; member fields only from v9. */
+static void offset_fetch_request_both_forms(void **state)
+{
+    (void)state;
+    const kc_offsets_tp_t tps[3] = {{"audit", 4}, {"orders", 0}, {"orders", 1}};
+    for (int16_t v = 1; v <= 9; v++) {
+        kc_arena_t a = {0};
+        kc_wbuf_t w = {0};
+        kc_error_t e;
+        kc_offset_fetch_request_t m, back;
+        assert_int_equal(kc_offsets_codec_fetch(&m, "g1", v == 9 ? "m-1" : NULL, 5, tps, 3, &a, &e),
+                         KC_OK);
+        assert_int_equal(kc_offset_fetch_request_encode(&m, v, &w, &e), KC_OK);
+        kc_rbuf_t r = kc_rbuf(w.data, w.len);
+        if (kc_offset_fetch_request_decode(&back, v, &r, &a, &e) != KC_OK)
+            fail_msg("decode v%d: %s", v, e.msg);
+        assert_int_equal(kc_rbuf_remaining(&r), 0);
+        if (v < 8) {
+            assert_memory_equal(back.group_id.ptr, "g1", 2);
+            assert_int_equal(back.topics.count, 2);
+            assert_memory_equal(back.topics.items[1].name.ptr, "orders", 6);
+            assert_int_equal(back.topics.items[1].partition_indexes.count, 2);
+            assert_int_equal(back.topics.items[1].partition_indexes.items[1], 1);
+            assert_int_equal(back.require_stable, v >= 7);
+        } else {
+            assert_int_equal(back.groups.count, 1);
+            const kc_offset_fetch_request_group_t *g = &back.groups.items[0];
+            assert_memory_equal(g->group_id.ptr, "g1", 2);
+            assert_int_equal(g->topics.count, 2);
+            assert_int_equal(g->topics.items[0].partition_indexes.items[0], 4);
+            assert_int_equal(g->member_id.len, v == 9 ? 3 : -1);
+            assert_int_equal(g->member_epoch, v == 9 ? 5 : -1);
+            assert_true(back.require_stable);
+        }
+        kc_wbuf_free(&w);
+        kc_arena_free(&a);
+    }
+}
+
+/* Both forms of the answer read the same way: the group's error code (none before v2), each
+ * partition's offset, leader epoch (-1 before v5) and code. */
+static void offset_fetch_response_both_forms(void **state)
+{
+    (void)state;
+    kc_offset_fetch_response_partition_t op[2] = {
+        {0, 42, 3, {NULL, -1}, 0}, {1, -1, -1, {NULL, -1}, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION}};
+    kc_offset_fetch_response_topic_t ot = {kc_str("orders"), {2, op}};
+    kc_offset_fetch_response_partitions_t gp[2] = {
+        {0, 42, 3, {NULL, -1}, 0}, {1, -1, -1, {NULL, -1}, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION}};
+    kc_offset_fetch_response_topics_t gt;
+    memset(&gt, 0, sizeof gt);
+    gt.name = kc_str("orders");
+    gt.partitions.count = 2;
+    gt.partitions.items = gp;
+    kc_offset_fetch_response_group_t g;
+    memset(&g, 0, sizeof g);
+    g.group_id = kc_str("g1");
+    g.topics.count = 1;
+    g.topics.items = &gt;
+    g.error_code = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
+    kc_offset_fetch_response_t m;
+    kc_offset_fetch_response_init(&m);
+    m.topics.count = 1;
+    m.topics.items = &ot;
+    m.error_code = KC_KAFKA_COORDINATOR_NOT_AVAILABLE;
+    m.groups.count = 1;
+    m.groups.items = &g;
+    for (int16_t v = 1; v <= 9; v++) {
+        kc_arena_t a = {0};
+        kc_wbuf_t w = {0};
+        kc_error_t e;
+        kc_offset_fetch_response_t back;
+        assert_int_equal(kc_offset_fetch_response_encode(&m, v, &w, &e), KC_OK);
+        kc_rbuf_t r = kc_rbuf(w.data, w.len);
+        assert_int_equal(kc_offset_fetch_response_decode(&back, v, &r, &a, &e), KC_OK);
+        kc_offsets_fetched_iter_t it;
+        int16_t top = -1;
+        assert_int_equal(kc_offsets_codec_fetched_init(&it, &back, v, &top), 1);
+        assert_int_equal(top, v >= 2 ? KC_KAFKA_COORDINATOR_NOT_AVAILABLE : 0);
+        kc_offsets_fetched_t f;
+        assert_int_equal(kc_offsets_codec_fetched_next(&it, &f), 1);
+        assert_int_equal(f.topic.len, 6);
+        assert_memory_equal(f.topic.ptr, "orders", 6);
+        assert_int_equal(f.partition, 0);
+        assert_int_equal(f.offset, 42);
+        assert_int_equal(f.leader_epoch, v >= 5 ? 3 : -1);
+        assert_int_equal(f.error_code, 0);
+        assert_int_equal(kc_offsets_codec_fetched_next(&it, &f), 1);
+        assert_int_equal(f.partition, 1);
+        assert_int_equal(f.offset, -1);
+        assert_int_equal(f.error_code, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION);
+        assert_int_equal(kc_offsets_codec_fetched_next(&it, &f), 0);
+        kc_wbuf_free(&w);
+        kc_arena_free(&a);
+    }
+    /* From v8 an answer that does not hold exactly our group is not ours to read. */
+    m.groups.count = 0;
+    kc_offsets_fetched_iter_t it;
+    int16_t top;
+    assert_int_equal(kc_offsets_codec_fetched_init(&it, &m, 8, &top), 0);
+}
+
+/* FindCoordinator: one key before v4 (Kafka 2.1 speaks v0-v2, 2.8 v0-v3), a batch of keys from
+ * v4; kc_eng_fc_encode/decode write and read both, IPv6 hosts bracketed. */
+static void find_coordinator_both_forms(void **state)
+{
+    (void)state;
+    for (int16_t v = 0; v <= KC_FIND_COORDINATOR_REQUEST_MAX_VERSION; v++) {
+        kc_wbuf_t w = {0};
+        kc_arena_t a = {0};
+        kc_error_t e;
+        assert_int_equal(kc_eng_fc_encode(&w, v, "grp"), KC_OK);
+        kc_rbuf_t r = kc_rbuf(w.data, w.len);
+        kc_find_coordinator_request_t q;
+        assert_int_equal(kc_find_coordinator_request_decode(&q, v, &r, &a, &e), KC_OK);
+        assert_int_equal(kc_rbuf_remaining(&r), 0);
+        if (v < 4) {
+            assert_int_equal(q.key.len, 3);
+            assert_memory_equal(q.key.ptr, "grp", 3);
+        } else {
+            assert_int_equal(q.coordinator_keys.count, 1);
+            assert_memory_equal(q.coordinator_keys.items[0].ptr, "grp", 3);
+        }
+        kc_find_coordinator_response_coordinator_t c;
+        memset(&c, 0, sizeof c);
+        c.key = kc_str("grp");
+        c.node_id = 3;
+        c.host = kc_str("::1");
+        c.port = 9093;
+        c.error_message = KC_STR_NULL;
+        kc_find_coordinator_response_t m;
+        kc_find_coordinator_response_init(&m);
+        m.node_id = 3;
+        m.host = kc_str("::1");
+        m.port = 9093;
+        m.error_message = KC_STR_NULL;
+        m.coordinators.count = 1;
+        m.coordinators.items = &c;
+        w.len = 0;
+        assert_int_equal(kc_find_coordinator_response_encode(&m, v, &w, &e), KC_OK);
+        kc_buf_t *frame = kc_buf_new(w.len);
+        assert_non_null(frame);
+        memcpy(frame->data, w.data, w.len);
+        frame->len = w.len;
+        char addr[64] = "";
+        int32_t node = -1;
+        assert_int_equal(kc_eng_fc_decode(frame, 0, v, addr, sizeof addr, &node), 0);
+        assert_string_equal(addr, "[::1]:9093");
+        assert_int_equal(node, 3);
+        m.error_code = c.error_code = KC_KAFKA_COORDINATOR_NOT_AVAILABLE; /* either form */
+        w.len = 0;
+        assert_int_equal(kc_find_coordinator_response_encode(&m, v, &w, &e), KC_OK);
+        memcpy(frame->data, w.data, w.len);
+        assert_int_equal(kc_eng_fc_decode(frame, 0, v, addr, sizeof addr, &node),
+                         KC_KAFKA_COORDINATOR_NOT_AVAILABLE);
+        kc_buf_unref(frame);
+        kc_wbuf_free(&w);
+        kc_arena_free(&a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +454,9 @@ int main(void)
         cmocka_unit_test(anonymous_commit_encodes_empty_member_and_minus_1),
         cmocka_unit_test(member_commit_encodes_identity),
         cmocka_unit_test(commit_response_not_coordinator_per_partition),
+        cmocka_unit_test(offset_fetch_request_both_forms),
+        cmocka_unit_test(offset_fetch_response_both_forms),
+        cmocka_unit_test(find_coordinator_both_forms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

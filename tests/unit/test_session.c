@@ -469,6 +469,52 @@ static void duplicate_partition_rejected(void **state)
     kc_session_free(&s);
 }
 
+/* The session is keyed by kc_tp_t whatever the broker's age: topics a name-only broker (Metadata
+ * before v10) knows only by name carry synthetic ids, and sit in the same session as topics
+ * with real ids, with the same rules (steady state 0 entries, held partitions found by key).
+ * A topic whose key moves from synthetic to real is forgotten under the old key once and added
+ * under the new one; the Fetch codec decides what that means on the wire (fetch/codec.h). */
+static void synthetic_and_real_keys_share_one_session(void **state)
+{
+    (void)state;
+    kc_session_t s;
+    kc_session_init(&s, 1, 60000);
+    kc_session_part_t w[4];
+    want4(w);                                /* topics 1 and 2: real ids */
+    kc_tp_synthetic_id(w[0].tp.topic_id, 0); /* topic 1 becomes name-only, with two ids apart */
+    kc_tp_synthetic_id(w[1].tp.topic_id, 0);
+    kc_session_part_t other = part(3, 0, 50);
+    kc_tp_synthetic_id(other.tp.topic_id, 1);
+    kc_session_part_t all[5] = {w[0], w[1], w[2], w[3], other};
+    open_session(&s, all, 5);
+    kc_session_req_t r;
+    build_ok(&s, all, 5, &r);
+    assert_int_equal(r.n_parts, 0); /* nothing changed: 0 entries, as with ids */
+    assert_int_equal(r.n_forgotten, 0);
+    kc_session_resp_t resp = ok_resp(77);
+    kc_session_on_response(&s, &resp, NOW);
+    assert_non_null(kc_session_held(&s, &w[0].tp));
+    assert_int_equal(kc_session_held(&s, &other.tp)->fetch_offset, 50);
+    kc_tp_t same_partition_other_topic = other.tp;
+    same_partition_other_topic.topic_id[15] ^= 2; /* synthetic id 3: never handed out */
+    assert_null(kc_session_held(&s, &same_partition_other_topic));
+    /* Topic 1 gets its real id (a broker with ids answered Metadata). */
+    kc_session_part_t rekeyed[5] = {part(1, 0, 10), part(1, 1, 20), w[2], w[3], other};
+    build_ok(&s, rekeyed, 5, &r);
+    assert_int_equal(r.n_added, 2);
+    assert_int_equal(r.n_altered, 0);
+    assert_int_equal(r.n_forgotten, 2);
+    for (size_t i = 0; i < r.n_forgotten; i++)
+        assert_true(kc_tp_id_is_synthetic(r.forgotten[i].topic_id));
+    kc_session_on_response(&s, &resp, NOW);
+    assert_null(kc_session_held(&s, &w[0].tp));
+    assert_non_null(kc_session_held(&s, &rekeyed[0].tp));
+    build_ok(&s, rekeyed, 5, &r);
+    assert_int_equal(r.n_parts, 0); /* and steady again */
+    assert_int_equal(r.n_forgotten, 0);
+    kc_session_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +535,7 @@ int main(void)
         cmocka_unit_test(empty_wanted_drains_forgotten_then_nothing),
         cmocka_unit_test(other_top_level_error_reported_and_reopens),
         cmocka_unit_test(duplicate_partition_rejected),
+        cmocka_unit_test(synthetic_and_real_keys_share_one_session),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

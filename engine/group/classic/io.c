@@ -17,6 +17,7 @@
 #include "proto/find_coordinator.gen.h"
 #include "proto/kafka_errors.h"
 #include "proto/metadata.gen.h"
+#include "versions.h"
 
 /* ---- metadata: partition counts of the subscription ----------------------------------------- */
 
@@ -39,16 +40,26 @@ static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return rc;
 }
 
+/* A request the cluster cannot take at any version we speak: the member can never work, so
+ * the group hears it as fatal at once, with the API and both ranges (kc_conn_refusal). */
+static void refused(kc_classic_io_t *g, const kc_error_t *why)
+{
+    kc_error_t e;
+    kc_fail(&e, KC_ERR_UNSUPPORTED, "group %s: %s", g->conf->group_id, why->msg);
+    kc_group_report(g->grp, &e, true);
+}
+
 static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     kc_classic_io_t *g = opaque;
     if (kc_classic_io_gone(g)) {
         kc_buf_unref(frame);
         return;
     }
     g->md_inflight = false;
+    if (rc == KC_ERR_UNSUPPORTED)
+        refused(g, kc_conn_refusal(conn));
     bool changed = false, known = true;
     if (rc == KC_OK) {
         kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
@@ -90,8 +101,17 @@ void kc_classic_io_md_maybe_send(kc_classic_io_t *g, int64_t now)
     if (!c)
         return;
     g->next_md_ms = now + MD_REFRESH_MS;
-    kc_conn_req_spec_t s = {KC_METADATA_REQUEST_API_KEY, 12, 13, md_encode, md_done, g};
-    g->md_inflight = kc_conn_send(c, &s, NULL) == KC_OK;
+    kc_conn_req_spec_t s = {KC_METADATA_REQUEST_API_KEY,
+                            KC_ENG_METADATA_MIN,
+                            KC_ENG_METADATA_MAX,
+                            md_encode,
+                            md_done,
+                            g};
+    kc_error_t e;
+    kc_err_t rc = kc_conn_send(c, &s, &e);
+    g->md_inflight = rc == KC_OK;
+    if (rc == KC_ERR_UNSUPPORTED)
+        refused(g, &e);
 }
 
 /* ---- coordinator: FindCoordinator, then our own connection ---------------------------------- */
@@ -152,13 +172,16 @@ static kc_err_t fc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
-    (void)conn;
     kc_classic_io_t *g = opaque;
     if (kc_classic_io_gone(g)) {
         kc_buf_unref(frame);
         return;
     }
     g->finding = false;
+    if (rc == KC_ERR_UNSUPPORTED) {
+        refused(g, kc_conn_refusal(conn));
+        return;
+    }
     bool ok = false;
     if (rc == KC_OK) {
         char addr[300];
@@ -181,9 +204,18 @@ void kc_classic_io_find_maybe_send(kc_classic_io_t *g, int64_t now)
     kc_conn_t *c = kc_eng_any_conn(g->e);
     if (!c)
         return;
-    kc_conn_req_spec_t s = {KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, 6, fc_encode, fc_done, g};
-    g->finding = kc_conn_send(c, &s, NULL) == KC_OK;
-    if (!g->finding)
+    kc_conn_req_spec_t s = {KC_FIND_COORDINATOR_REQUEST_API_KEY,
+                            KC_ENG_FIND_COORDINATOR_MIN,
+                            KC_ENG_FIND_COORDINATOR_MAX,
+                            fc_encode,
+                            fc_done,
+                            g};
+    kc_error_t e;
+    kc_err_t rc = kc_conn_send(c, &s, &e);
+    g->finding = rc == KC_OK;
+    if (rc == KC_ERR_UNSUPPORTED)
+        refused(g, &e);
+    else if (!g->finding)
         g->find_retry_ms = now + 200;
 }
 
@@ -333,10 +365,17 @@ void kc_classic_io_send_group(kc_classic_io_t *g, const kc_classic_out_t *o, int
         kc_classic_describe_result(&g->m, NULL, NULL);
         return;
     }
-    if (v < 0 || (k == KC_CLASSIC_SEND_JOIN && g->conf->group_instance_id && v < 5)) {
-        kc_fail(&e, KC_ERR_UNSUPPORTED, "group %s: the coordinator's group API versions %s",
-                g->conf->group_id,
-                v < 0 ? "do not overlap ours" : "predate static membership (v5)");
+    if (v < 0) {
+        kc_wire_version_refusal(&e, kc_conn_peer(g->conn), kc_conn_api_ranges(g->conn), key[k],
+                                lo[k], hi[k]);
+        refused(g, &e);
+        return;
+    }
+    if (k == KC_CLASSIC_SEND_JOIN && g->conf->group_instance_id && v < 5) {
+        kc_fail(&e, KC_ERR_UNSUPPORTED,
+                "group %s: the coordinator speaks JoinGroup v%d at most, before static "
+                "membership (v5): group.instance.id cannot be used with it",
+                g->conf->group_id, v);
         kc_group_report(g->grp, &e, true);
         return;
     }
