@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "engine_int.h"
+#include "query.h"
 
 #define MAX_SENDS 64
 
@@ -108,6 +109,7 @@ void kc_engine_close(kc_engine_t *e, int timeout_ms)
     e->closed = 1;
     kc_eng_brokers_free(e);
     kc_eng_coord_free(e);
+    kc_eng_queries_close(e);
 }
 
 void kc_engine_free(kc_engine_t *e)
@@ -121,6 +123,7 @@ void kc_engine_free(kc_engine_t *e)
     e->closed = 1;
     kc_eng_brokers_free(e); /* first: FindCoordinator on these finishes its op */
     kc_eng_coord_free(e);
+    kc_eng_queries_close(e);
     kc_fetch_plan_free(&e->plan);
     kc_eng_topics_free(e);
     for (size_t i = 0; i < e->n_parts; i++)

@@ -105,6 +105,7 @@ struct kc_engine {
     uint32_t gen;
     kc_engine_stats_t stats;
     struct kc_coord *coord; /* coordinator.c */
+    struct kc_eng_query *queries; /* query.c: the application's questions not answered yet */
     kc_engine_md_cb md_cb;
     void *md_cb_opaque;
 };

@@ -1,59 +1,370 @@
 /*
- * One-off Metadata and ListOffsets questions (query.h). A query object lives from
- * kc_engine_query until its callback ran: it is freed by whichever response handler finishes it
- * (the connection guarantees every request one answer: response, error, timeout or close).
+ * One-off Metadata and ListOffsets questions (query.h).
+ *
+ * A try is one Metadata request, then one ListOffsets request per (leader, round) for the
+ * lookups still unanswered, where round r of a leader holds each topic-partition's r-th lookup
+ * (a request names a partition once, and watermarks ask the same partition twice). When the last
+ * request of a try is answered, a lookup is either final (answered, or a failure that asking
+ * again cannot change) or retriable; retriable ones are asked again in a new try after
+ * retry.backoff.ms (growing to retry.backoff.max.ms), while the next try can start before the
+ * deadline. Their last failure is their answer otherwise.
+ *
+ * A query object lives from kc_engine_query until its callback ran. The engine keeps a list of
+ * them only so that a close can answer those waiting for their next try; the connection answers
+ * every request it took (response, error, timeout or close), so one with requests in flight is
+ * answered through them.
  *
  * Owner: network thread (every function here runs there).
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
+#include "base/clock.h"
 #include "engine_int.h"
 #include "proto/kafka_errors.h"
 #include "query.h"
 
-typedef struct q {
+typedef struct kc_eng_query {
     kc_engine_t *e;
-    char *topic;
-    int32_t partition;
-    int pending; /* ListOffsets answers still to come */
+    kc_engine_query_t *in;
     kc_engine_query_cb cb;
     void *opaque;
-    kc_engine_query_result_t res;
+    const char **topics; /* what Metadata asks for (borrowed strings); NULL with all_topics */
+    size_t n_topics;
+    uint8_t *final; /* per lookup: answered for good */
+    int pending;    /* requests in flight this try */
+    int tries;
+    int md_retry;                      /* this try's Metadata failed retriably */
+    kc_loop_timer_t timer;             /* the pause before the next try */
+    struct kc_eng_query *next, **prev; /* e->queries */
 } q_t;
 
-typedef struct q_lo {
+typedef struct q_req {
     q_t *q;
-    int64_t ts; /* -2 earliest, -1 latest */
-} q_lo_t;
+    size_t n;
+    size_t idx[]; /* lookups in this request, sorted by topic then partition */
+} q_req_t;
+
+static void try_start(q_t *q);
 
 static void finish(q_t *q)
 {
-    q->cb(q->opaque, &q->res);
-    free(q->topic);
+    if (q->next)
+        q->next->prev = q->prev;
+    *q->prev = q->next;
+    q->cb(q->opaque, q->in);
+    free(q->topics);
+    free(q->final);
     free(q);
 }
 
-static void fail(q_t *q, kc_err_t rc, int16_t kcode, const char *what)
+static int str_is(kc_str_t s, const char *c)
 {
-    if (q->res.rc != KC_OK)
-        return; /* the first failure explains best */
-    q->res.rc = kc_fail(&q->res.err, rc, "%s %s[%d]: %s", what, q->topic, q->partition,
-                        kcode ? kc_kafka_err_name(kcode) : kc_err_name(rc));
-    q->res.err.kafka_code = kcode;
+    size_t n = strlen(c);
+    return s.len >= 0 && (size_t)s.len == n && memcmp(s.ptr, c, n) == 0;
 }
 
-/* A request that failed in the connection: a version refusal says which API and which
- * versions, the refusal's own text (the code alone would not tell a too-old broker from anything
- * else). */
-static void fail_conn(q_t *q, kc_conn_t *conn, kc_err_t rc, const char *what)
+static int same_tp(const kc_engine_lookup_t *a, const kc_engine_lookup_t *b)
 {
-    if (rc == KC_ERR_UNSUPPORTED && q->res.rc == KC_OK) {
-        q->res.rc = kc_fail(&q->res.err, rc, "topic %s: %s", q->topic, kc_conn_refusal(conn)->msg);
+    return a->partition == b->partition && strcmp(a->topic, b->topic) == 0;
+}
+
+static void lk_fail(kc_engine_lookup_t *l, kc_err_t rc, int16_t kcode)
+{
+    l->rc = rc;
+    l->kafka_code = kcode;
+}
+
+/* Whether asking again may change a lookup's answer. UNKNOWN_TOPIC_OR_PARTITION is retriable to
+ * Java (metadata propagating after a create); here it is the answer "no such topic", as the
+ * header promises, instead of a wait for the whole timeout. */
+static int kafka_retriable(int16_t code)
+{
+    return code != KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION && kc_kafka_err_retriable(code);
+}
+
+static void try_end(q_t *q)
+{
+    kc_engine_t *e = q->e;
+    kc_engine_query_t *in = q->in;
+    int again = q->md_retry;
+    for (size_t i = 0; i < in->n_lookups && !again; i++)
+        again = !q->final[i];
+    int64_t pause = kc_backoff_ms(e->conf.retry_backoff_ms, e->conf.retry_backoff_max_ms, q->tries,
+                                  kc_backoff_rand(&e->rng));
+    if (again && !e->closing && kc_now_ms() + pause < in->deadline_ms) {
+        kc_loop_timer_start(e->loop, &q->timer, pause);
         return;
     }
-    fail(q, rc, 0, what);
+    /* A lookup never asked (its Metadata failed each time) takes the Metadata's failure. */
+    for (size_t i = 0; i < in->n_lookups; i++)
+        if (!q->final[i] && in->lookups[i].rc == KC_OK)
+            lk_fail(&in->lookups[i],
+                    in->rc != KC_OK ? in->rc
+                    : e->closing    ? KC_ERR_CLOSED
+                                    : KC_ERR_TIMEOUT,
+                    0);
+    finish(q);
 }
+
+static void req_done(q_t *q)
+{
+    if (--q->pending == 0)
+        try_end(q);
+}
+
+/* ---- ListOffsets -------------------------------------------------------------------------- */
+
+static kc_err_t lo_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+{
+    q_req_t *r = opaque;
+    kc_engine_query_t *in = r->q->in;
+    kc_list_offsets_request_t m;
+    kc_list_offsets_request_init(&m);
+    m.replica_id = -1;
+    m.isolation_level = r->q->e->conf.isolation_level;
+    m.timeout_ms = r->q->e->conf.request_timeout_ms;
+    kc_list_offsets_request_list_offsets_topic_t *t = calloc(r->n, sizeof *t);
+    kc_list_offsets_request_list_offsets_partition_t *p = calloc(r->n, sizeof *p);
+    kc_err_t rc = KC_ERR_NOMEM;
+    if (t && p) {
+        int32_t nt = 0;
+        for (size_t j = 0; j < r->n; j++) {
+            const kc_engine_lookup_t *l = &in->lookups[r->idx[j]];
+            if (j == 0 || strcmp(l->topic, in->lookups[r->idx[j - 1]].topic) != 0) {
+                t[nt].name = kc_str(l->topic);
+                t[nt].partitions.items = &p[j];
+                nt++;
+            }
+            t[nt - 1].partitions.count++;
+            p[j].partition_index = l->partition;
+            p[j].current_leader_epoch = -1;
+            p[j].timestamp = l->timestamp;
+        }
+        m.topics.count = nt;
+        m.topics.items = t;
+        kc_error_t err;
+        rc = kc_list_offsets_request_encode(&m, version, out, &err);
+    }
+    free(t);
+    free(p);
+    return rc;
+}
+
+static void lo_answer(q_req_t *r, const kc_list_offsets_response_t *m)
+{
+    q_t *q = r->q;
+    kc_engine_query_t *in = q->in;
+    uint8_t *seen = calloc(r->n, 1);
+    if (!seen) {
+        for (size_t j = 0; j < r->n; j++)
+            lk_fail(&in->lookups[r->idx[j]], KC_ERR_NOMEM, 0); /* not final: asked again */
+        return;
+    }
+    for (int32_t t = 0; t < m->topics.count; t++) {
+        const kc_list_offsets_response_list_offsets_topic_response_t *mt = &m->topics.items[t];
+        for (int32_t k = 0; k < mt->partitions.count; k++) {
+            const kc_list_offsets_response_list_offsets_partition_response_t *rp =
+                &mt->partitions.items[k];
+            for (size_t j = 0; j < r->n; j++) {
+                kc_engine_lookup_t *l = &in->lookups[r->idx[j]];
+                if (seen[j] || l->partition != rp->partition_index || !str_is(mt->name, l->topic))
+                    continue;
+                seen[j] = 1;
+                if (rp->error_code == 0) {
+                    l->rc = KC_OK;
+                    l->kafka_code = 0;
+                    l->offset = rp->offset;
+                    l->record_ts = rp->offset < 0 ? -1 : rp->timestamp;
+                    l->leader_epoch = rp->leader_epoch;
+                    q->final[r->idx[j]] = 1;
+                } else {
+                    lk_fail(l,
+                            rp->error_code == KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION ? KC_ERR_NOT_FOUND
+                                                                                  : KC_ERR_BROKER,
+                            rp->error_code);
+                    q->final[r->idx[j]] = !kafka_retriable(rp->error_code);
+                }
+                break;
+            }
+        }
+    }
+    for (size_t j = 0; j < r->n; j++)
+        if (!seen[j]) { /* a broker that leaves a partition out would leave it out again */
+            lk_fail(&in->lookups[r->idx[j]], KC_ERR_MALFORMED, 0);
+            q->final[r->idx[j]] = 1;
+        }
+    free(seen);
+}
+
+static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
+                    void *opaque)
+{
+    (void)conn;
+    q_req_t *r = opaque;
+    q_t *q = r->q;
+    kc_engine_query_t *in = q->in;
+    if (rc == KC_OK) {
+        kc_arena_t a = {0};
+        kc_error_t err;
+        kc_list_offsets_response_t m;
+        kc_rbuf_t rb = kc_rbuf(frame->data + body_off, frame->len - body_off);
+        if (kc_list_offsets_response_decode(&m, version, &rb, &a, &err) == KC_OK) {
+            lo_answer(r, &m);
+        } else {
+            for (size_t j = 0; j < r->n; j++) {
+                lk_fail(&in->lookups[r->idx[j]], KC_ERR_MALFORMED, 0);
+                q->final[r->idx[j]] = 1;
+            }
+        }
+        kc_arena_free(&a);
+    } else {
+        /* A version refusal cannot change by asking again; the transport kinds can. */
+        for (size_t j = 0; j < r->n; j++) {
+            lk_fail(&in->lookups[r->idx[j]], rc, 0);
+            q->final[r->idx[j]] = rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_CLOSED;
+        }
+    }
+    kc_buf_unref(frame);
+    free(r);
+    req_done(q);
+}
+
+static void lo_send(q_t *q, int32_t leader, const size_t *idx, size_t n)
+{
+    kc_engine_query_t *in = q->in;
+    q_req_t *r = malloc(sizeof *r + n * sizeof r->idx[0]);
+    kc_conn_t *c = kc_eng_broker_conn(q->e, leader);
+    kc_err_t rc = KC_ERR_NOMEM;
+    if (r && c) {
+        r->q = q;
+        r->n = n;
+        memcpy(r->idx, idx, n * sizeof idx[0]);
+        kc_conn_req_spec_t spec = {KC_LIST_OFFSETS_REQUEST_API_KEY,
+                                   KC_ENG_LIST_OFFSETS_MIN,
+                                   KC_ENG_LIST_OFFSETS_MAX,
+                                   lo_encode,
+                                   lo_done,
+                                   r};
+        kc_error_t err;
+        rc = kc_conn_send(c, &spec, &err);
+        if (rc == KC_OK) {
+            q->pending++;
+            return;
+        }
+    } else if (r) {
+        rc = KC_ERR_TRANSPORT; /* a leader the engine has no address for: metadata again */
+    }
+    free(r);
+    for (size_t j = 0; j < n; j++) {
+        lk_fail(&in->lookups[idx[j]], rc, 0);
+        q->final[idx[j]] = rc == KC_ERR_UNSUPPORTED;
+    }
+}
+
+/* ---- routing the unanswered lookups by the Metadata answer --------------------------------- */
+
+typedef struct route {
+    int32_t leader;
+    size_t idx;
+    const kc_engine_lookup_t *l;
+} route_t;
+
+static int route_cmp(const void *a, const void *b)
+{
+    const route_t *x = a, *y = b;
+    if (x->leader != y->leader)
+        return x->leader < y->leader ? -1 : 1;
+    int c = strcmp(x->l->topic, y->l->topic);
+    if (c)
+        return c;
+    if (x->l->partition != y->l->partition)
+        return x->l->partition < y->l->partition ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* The lookup's leader from `md`, or -1 with the lookup failed (final or not). */
+static int32_t leader_of(q_t *q, size_t i, const kc_metadata_t *md)
+{
+    kc_engine_lookup_t *l = &q->in->lookups[i];
+    for (size_t t = 0; t < md->n_topics; t++) {
+        const kc_metadata_topic_t *mt = &md->topics[t];
+        if (strcmp(mt->name, l->topic) != 0)
+            continue;
+        if (mt->error_code) {
+            lk_fail(l,
+                    mt->error_code == KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION ? KC_ERR_NOT_FOUND
+                                                                          : KC_ERR_BROKER,
+                    mt->error_code);
+            q->final[i] = !kafka_retriable(mt->error_code);
+            return -1;
+        }
+        for (size_t p = 0; p < mt->n_partitions; p++)
+            if (mt->partitions[p].id == l->partition) {
+                if (mt->partitions[p].leader >= 0)
+                    return mt->partitions[p].leader;
+                lk_fail(l, KC_ERR_BROKER, KC_KAFKA_LEADER_NOT_AVAILABLE);
+                return -1;
+            }
+        lk_fail(l, KC_ERR_NOT_FOUND, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION);
+        q->final[i] = 1;
+        return -1;
+    }
+    lk_fail(l, KC_ERR_NOT_FOUND, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION);
+    q->final[i] = 1;
+    return -1;
+}
+
+static void lookups_send(q_t *q)
+{
+    kc_engine_query_t *in = q->in;
+    route_t *rt = calloc(in->n_lookups ? in->n_lookups : 1, sizeof *rt);
+    size_t *idx = calloc(in->n_lookups ? in->n_lookups : 1, sizeof *idx);
+    uint8_t *used = calloc(in->n_lookups ? in->n_lookups : 1, 1);
+    if (!rt || !idx || !used) {
+        for (size_t i = 0; i < in->n_lookups; i++)
+            if (!q->final[i]) {
+                lk_fail(&in->lookups[i], KC_ERR_NOMEM, 0);
+                q->final[i] = 1;
+            }
+        free(rt), free(idx), free(used);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < in->n_lookups; i++) {
+        if (q->final[i])
+            continue;
+        int32_t leader = leader_of(q, i, in->md);
+        if (leader >= 0)
+            rt[n++] = (route_t){leader, i, &in->lookups[i]};
+    }
+    qsort(rt, n, sizeof *rt, route_cmp);
+    /* One request per (leader, round): within a leader's run (sorted by topic-partition), each
+     * pass takes the first unused lookup of every topic-partition. */
+    for (size_t s = 0; s < n;) {
+        size_t end = s;
+        while (end < n && rt[end].leader == rt[s].leader)
+            end++;
+        for (size_t left = end - s; left > 0;) {
+            size_t k = 0;
+            const kc_engine_lookup_t *last = NULL;
+            for (size_t j = s; j < end; j++) {
+                if (used[j] || (last && same_tp(last, rt[j].l)))
+                    continue;
+                used[j] = 1;
+                last = rt[j].l;
+                idx[k++] = rt[j].idx;
+            }
+            lo_send(q, rt[s].leader, idx, k);
+            left -= k;
+        }
+        s = end;
+    }
+    free(rt), free(idx), free(used);
+}
+
+/* ---- Metadata ------------------------------------------------------------------------------ */
 
 static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
@@ -61,103 +372,31 @@ static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     kc_metadata_request_t m;
     kc_metadata_request_init(&m);
     m.allow_auto_topic_creation = false;
-    kc_metadata_request_topic_t t;
-    memset(&t, 0, sizeof t);
-    t.name = kc_str(q->topic);
-    m.topics.count = 1;
-    m.topics.items = &t;
-    kc_error_t err;
-    return kc_metadata_request_encode(&m, version, out, &err);
-}
-
-static kc_err_t lo_encode(kc_wbuf_t *out, int16_t version, void *opaque)
-{
-    q_lo_t *l = opaque;
-    kc_list_offsets_request_t m;
-    kc_list_offsets_request_init(&m);
-    m.replica_id = -1;
-    m.isolation_level = l->q->e->conf.isolation_level;
-    m.timeout_ms = l->q->e->conf.request_timeout_ms;
-    kc_list_offsets_request_list_offsets_topic_t t;
-    kc_list_offsets_request_list_offsets_partition_t p;
-    memset(&t, 0, sizeof t);
-    memset(&p, 0, sizeof p);
-    t.name = kc_str(l->q->topic);
-    p.partition_index = l->q->partition;
-    p.current_leader_epoch = -1;
-    p.timestamp = l->ts;
-    t.partitions.count = 1;
-    t.partitions.items = &p;
-    m.topics.count = 1;
-    m.topics.items = &t;
-    kc_error_t err;
-    return kc_list_offsets_request_encode(&m, version, out, &err);
-}
-
-static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
-                    void *opaque)
-{
-    q_lo_t *l = opaque;
-    q_t *q = l->q;
-    int found = 0;
-    if (rc != KC_OK) {
-        fail_conn(q, conn, rc, "ListOffsets");
+    kc_metadata_request_topic_t *t = NULL;
+    if (q->topics) {
+        t = calloc(q->n_topics ? q->n_topics : 1, sizeof *t);
+        if (!t)
+            return KC_ERR_NOMEM;
+        for (size_t i = 0; i < q->n_topics; i++)
+            t[i].name = kc_str(q->topics[i]);
+        m.topics.count = (int32_t)q->n_topics;
+        m.topics.items = t;
     } else {
-        kc_arena_t a = {0};
-        kc_error_t err;
-        kc_list_offsets_response_t m;
-        kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
-        if (kc_list_offsets_response_decode(&m, version, &r, &a, &err) != KC_OK) {
-            fail(q, KC_ERR_MALFORMED, 0, "ListOffsets");
-        } else {
-            for (int32_t t = 0; t < m.topics.count; t++)
-                for (int32_t j = 0; j < m.topics.items[t].partitions.count; j++) {
-                    const kc_list_offsets_response_list_offsets_partition_response_t *rp =
-                        &m.topics.items[t].partitions.items[j];
-                    if (rp->partition_index != q->partition)
-                        continue;
-                    found = 1;
-                    if (rp->error_code)
-                        fail(q, KC_ERR_BROKER, rp->error_code, "ListOffsets");
-                    else if (l->ts == -2)
-                        q->res.low = rp->offset;
-                    else
-                        q->res.high = rp->offset;
-                }
-            if (!found)
-                fail(q, KC_ERR_MALFORMED, 0, "ListOffsets (partition missing from the answer)");
-        }
-        kc_arena_free(&a);
+        m.topics.count = -1; /* every topic */
     }
-    kc_buf_unref(frame);
-    free(l);
-    if (--q->pending == 0)
-        finish(q);
+    kc_error_t err;
+    kc_err_t rc = kc_metadata_request_encode(&m, version, out, &err);
+    free(t);
+    return rc;
 }
 
-static int send_lo(q_t *q, kc_conn_t *c, int64_t ts)
+static void md_fail(q_t *q, kc_conn_t *conn, kc_err_t rc, const char *why)
 {
-    q_lo_t *l = calloc(1, sizeof *l);
-    if (!l)
-        return 0;
-    l->q = q;
-    l->ts = ts;
-    kc_conn_req_spec_t spec = {KC_LIST_OFFSETS_REQUEST_API_KEY,
-                               KC_ENG_LIST_OFFSETS_MIN,
-                               KC_ENG_LIST_OFFSETS_MAX,
-                               lo_encode,
-                               lo_done,
-                               l};
-    kc_error_t err;
-    kc_err_t rc = kc_conn_send(c, &spec, &err);
-    if (rc != KC_OK) {
-        if (rc == KC_ERR_UNSUPPORTED && q->res.rc == KC_OK)
-            q->res.rc = kc_fail(&q->res.err, rc, "topic %s: %s", q->topic, err.msg);
-        free(l);
-        return 0;
-    }
-    q->pending++;
-    return 1;
+    kc_engine_query_t *in = q->in;
+    if (rc == KC_ERR_UNSUPPORTED && conn)
+        in->rc = kc_fail(&in->err, rc, "%s", kc_conn_refusal(conn)->msg);
+    else
+        in->rc = kc_fail(&in->err, rc, "Metadata: %s", why);
 }
 
 static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
@@ -165,98 +404,133 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
 {
     q_t *q = opaque;
     kc_engine_t *e = q->e;
-    int32_t leader = -1;
+    kc_engine_query_t *in = q->in;
     if (rc != KC_OK) {
-        fail_conn(q, conn, rc, "Metadata");
-        kc_buf_unref(frame);
-        finish(q);
-        return;
-    }
-    kc_arena_t a = {0};
-    kc_error_t err;
-    kc_metadata_response_t m;
-    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
-    if (kc_metadata_response_decode(&m, version, &r, &a, &err) != KC_OK) {
-        fail(q, KC_ERR_MALFORMED, 0, "Metadata");
+        md_fail(q, conn, rc, kc_err_name(rc));
+        q->md_retry = rc != KC_ERR_UNSUPPORTED && rc != KC_ERR_CLOSED;
     } else {
-        char host[256];
-        for (int32_t i = 0; !e->closed && i < m.brokers.count; i++) {
-            const kc_metadata_response_broker_t *b = &m.brokers.items[i];
-            size_t hl =
-                b->host.len > 0 && (size_t)b->host.len < sizeof host ? (size_t)b->host.len : 0;
-            memcpy(host, b->host.ptr, hl);
-            host[hl] = '\0';
-            kc_eng_broker_update(e, b->node_id, host, b->port);
-        }
-        const kc_metadata_response_topic_t *t = NULL;
-        for (int32_t i = 0; i < m.topics.count && !t; i++)
-            if ((size_t)(m.topics.items[i].name.len > 0 ? m.topics.items[i].name.len : 0) ==
-                    strlen(q->topic) &&
-                memcmp(m.topics.items[i].name.ptr, q->topic, strlen(q->topic)) == 0)
-                t = &m.topics.items[i];
-        if (!t || t->error_code == KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION) {
-            q->res.rc = kc_fail(&q->res.err, KC_ERR_NOT_FOUND,
-                                "topic %s is not known to the cluster", q->topic);
-        } else if (t->error_code) {
-            fail(q, KC_ERR_BROKER, t->error_code, "Metadata");
+        kc_arena_t a = {0};
+        kc_error_t err;
+        kc_metadata_response_t m;
+        kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+        if (kc_metadata_response_decode(&m, version, &r, &a, &err) != KC_OK) {
+            md_fail(q, NULL, KC_ERR_MALFORMED, err.msg);
         } else {
-            q->res.count = t->partitions.count > 0 ? t->partitions.count : 0;
-            for (int32_t j = 0; j < t->partitions.count; j++)
-                if (t->partitions.items[j].partition_index == q->partition)
-                    leader = t->partitions.items[j].leader_id;
-            if (q->partition >= 0 && q->partition >= q->res.count)
-                q->res.rc = kc_fail(&q->res.err, KC_ERR_NOT_FOUND, "%s has %d partitions, no %d",
-                                    q->topic, q->res.count, q->partition);
-            else if (q->partition >= 0 && leader < 0)
-                fail(q, KC_ERR_BROKER, KC_KAFKA_LEADER_NOT_AVAILABLE, "Metadata");
+            kc_metadata_t *md = kc_eng_metadata_export(&m);
+            if (!md) {
+                md_fail(q, NULL, KC_ERR_NOMEM, "out of memory");
+            } else {
+                free(in->md); /* one allocation (query_metadata.c) */
+                in->md = md;
+                in->rc = KC_OK;
+                for (size_t i = 0; !e->closing && i < md->n_brokers; i++)
+                    kc_eng_broker_update(e, md->brokers[i].id, md->brokers[i].host,
+                                         md->brokers[i].port);
+                if (!e->closing)
+                    lookups_send(q);
+            }
         }
+        kc_arena_free(&a);
     }
-    kc_arena_free(&a);
     kc_buf_unref(frame);
-    if (q->res.rc == KC_OK && q->partition >= 0) {
-        kc_conn_t *c = e->closed ? NULL : kc_eng_broker_conn(e, leader);
-        if (!c) {
-            fail(q, KC_ERR_TRANSPORT, 0, "no connection to the leader of");
-        } else {
-            send_lo(q, c, -2);
-            send_lo(q, c, -1);
-            if (q->pending != 2)
-                fail(q, KC_ERR_TRANSPORT, 0, "ListOffsets not sent for");
-            if (q->pending)
-                return; /* the last answer finishes */
-        }
-    }
-    finish(q);
+    req_done(q);
 }
 
-kc_err_t kc_engine_query(kc_engine_t *e, const char *topic, int32_t partition,
-                         kc_engine_query_cb cb, void *opaque, kc_error_t *err)
+static void try_start(q_t *q)
+{
+    kc_engine_t *e = q->e;
+    q->tries++;
+    q->md_retry = 0;
+    q->pending = 1; /* this try, until its requests are all sent */
+    kc_conn_t *c = e->closing ? NULL : kc_eng_any_conn(e);
+    kc_error_t err;
+    if (!c) {
+        md_fail(q, NULL, e->closing ? KC_ERR_CLOSED : KC_ERR_TRANSPORT,
+                e->closing ? "the consumer is closing" : "no connection to ask");
+        q->md_retry = !e->closing;
+    } else {
+        kc_conn_req_spec_t spec = {KC_METADATA_REQUEST_API_KEY,
+                                   KC_ENG_METADATA_MIN,
+                                   KC_ENG_METADATA_MAX,
+                                   md_encode,
+                                   md_done,
+                                   q};
+        kc_err_t rc = kc_conn_send(c, &spec, &err);
+        if (rc == KC_OK)
+            q->pending++;
+        else
+            md_fail(q, NULL, rc, err.msg);
+        q->md_retry = rc != KC_OK && rc != KC_ERR_UNSUPPORTED;
+    }
+    req_done(q);
+}
+
+static void on_timer(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    (void)loop;
+    q_t *q = (q_t *)((char *)t - offsetof(q_t, timer));
+    try_start(q);
+}
+
+kc_err_t kc_engine_query(kc_engine_t *e, kc_engine_query_t *in, kc_engine_query_cb cb, void *opaque,
+                         kc_error_t *err)
 {
     if (e->closing || e->closed)
         return kc_fail(err, KC_ERR_CLOSED, "engine is closing");
-    kc_conn_t *c = kc_eng_any_conn(e);
-    if (!c)
-        return kc_fail(err, KC_ERR_TRANSPORT, "no connection for metadata");
     q_t *q = calloc(1, sizeof *q);
-    if (!q || !(q->topic = strdup(topic))) {
+    size_t nl = in->n_lookups, nt = in->n_topics ? in->n_topics : nl;
+    if (q) {
+        q->final = calloc(nl ? nl : 1, 1);
+        q->topics = in->all_topics && !in->n_topics ? NULL : calloc(nt ? nt : 1, sizeof(char *));
+    }
+    if (!q || !q->final || (!q->topics && !(in->all_topics && !in->n_topics))) {
+        if (q)
+            free(q->final), free(q->topics);
         free(q);
         return kc_fail(err, KC_ERR_NOMEM, "query: out of memory");
     }
+    if (q->topics && in->n_topics) {
+        memcpy(q->topics, in->topics, in->n_topics * sizeof(char *));
+        q->n_topics = in->n_topics;
+    } else if (q->topics) { /* the lookups' distinct topics */
+        for (size_t i = 0; i < nl; i++) {
+            size_t j = 0;
+            while (j < q->n_topics && strcmp(q->topics[j], in->lookups[i].topic) != 0)
+                j++;
+            if (j == q->n_topics)
+                q->topics[q->n_topics++] = in->lookups[i].topic;
+        }
+    }
+    for (size_t i = 0; i < nl; i++) {
+        kc_engine_lookup_t *l = &in->lookups[i];
+        l->rc = KC_OK;
+        l->kafka_code = 0;
+        l->offset = l->record_ts = -1;
+        l->leader_epoch = -1;
+    }
+    in->rc = KC_OK;
+    in->md = NULL;
     q->e = e;
-    q->partition = partition;
+    q->in = in;
     q->cb = cb;
     q->opaque = opaque;
-    q->res.low = q->res.high = -1;
-    kc_conn_req_spec_t spec = {KC_METADATA_REQUEST_API_KEY,
-                               KC_ENG_METADATA_MIN,
-                               KC_ENG_METADATA_MAX,
-                               md_encode,
-                               md_done,
-                               q};
-    kc_err_t rc = kc_conn_send(c, &spec, err);
-    if (rc != KC_OK) {
-        free(q->topic);
-        free(q);
+    q->timer.cb = on_timer;
+    q->next = e->queries;
+    if (q->next)
+        q->next->prev = &q->next;
+    q->prev = &e->queries;
+    e->queries = q;
+    try_start(q);
+    return KC_OK;
+}
+
+void kc_eng_queries_close(kc_engine_t *e)
+{
+    for (q_t *q = e->queries, *next; q; q = next) {
+        next = q->next;
+        if (q->pending == 0 && kc_loop_timer_armed(&q->timer)) {
+            kc_loop_timer_stop(e->loop, &q->timer);
+            try_end(q); /* closing: no further try */
+        }
     }
-    return rc;
 }

@@ -15,6 +15,7 @@
 #ifndef KCONSUME_H
 #define KCONSUME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -474,6 +475,80 @@ KC_API kc_err_t kc_topic_partitions(kc_consumer_t *c, const char *topic, int32_t
                                     int timeout_ms, kc_error_t *err);
 KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t partition,
                                     int64_t *low, int64_t *high, int timeout_ms, kc_error_t *err);
+
+/*
+ * Offsets for times: for each entry, the earliest offset whose record timestamp is >= `timestamp`
+ * (ListOffsets by time to the partition's leader, as Java's offsetsForTimes). Blocks up to
+ * timeout_ms, retrying what the cluster calls retriable (a leader moving, a leader not elected
+ * yet) within it: app threads only, never callback context. The partitions need not be assigned.
+ *
+ * In: topic, partition, timestamp (ms since the epoch, >= 0). Out, per entry: err (KC_OK or why
+ * this entry has no answer: KC_ERR_NOT_FOUND for an unknown topic or partition, KC_ERR_BROKER with
+ * kafka_code for a broker's refusal, KC_ERR_TIMEOUT), and with KC_OK: offset and the record's
+ * timestamp and leader epoch, or offset = record_timestamp = -1 when no record is that late
+ * (Java's null). The call returns KC_OK when every entry has KC_OK, else the first entry's
+ * error, with `err` naming that entry and how many failed. One topic-partition may appear more
+ * than once (each gets its own answer).
+ */
+typedef struct kc_offset_time {
+    const char *topic;        /* in */
+    int32_t partition;        /* in */
+    int64_t timestamp;        /* in */
+    int64_t offset;           /* out */
+    int64_t record_timestamp; /* out */
+    int32_t leader_epoch;     /* out: -1 when the broker does not say (ListOffsets < v4) */
+    int16_t kafka_code;       /* out: the broker's error code with KC_ERR_BROKER, else 0 */
+    kc_err_t err;             /* out */
+} kc_offset_time_t;
+KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *q, size_t n,
+                                     int timeout_ms, kc_error_t *err);
+
+/*
+ * Cluster metadata: a fresh Metadata answer (never the consumer's cache) for `topics` (n names),
+ * or for every topic when topics is NULL and n is 0. Topics are never created by asking. Blocks
+ * up to timeout_ms: app threads only, never callback context. On KC_OK *out is the answer, owned
+ * by the caller until kc_metadata_destroy; it shares nothing with the consumer, so it may
+ * outlive it. A listed topic the cluster does not know is in the answer with error_code
+ * UNKNOWN_TOPIC_OR_PARTITION (3) and no partitions; topics and partitions are in the broker's
+ * order, brokers sorted by id.
+ */
+typedef struct kc_metadata_broker {
+    int32_t id;
+    const char *host;
+    int32_t port;
+    const char *rack; /* NULL when the broker has none */
+} kc_metadata_broker_t;
+
+typedef struct kc_metadata_partition {
+    int32_t id;
+    int16_t error_code; /* the broker's, 0 when none (LEADER_NOT_AVAILABLE: leader is -1) */
+    int32_t leader;     /* broker id, -1 when none */
+    int32_t leader_epoch;
+    const int32_t *replicas, *isr, *offline;
+    size_t n_replicas, n_isr, n_offline;
+} kc_metadata_partition_t;
+
+typedef struct kc_metadata_topic {
+    const char *name;
+    uint8_t id[16]; /* the topic id; all zero from a broker that has none (before Kafka 2.8) */
+    int16_t error_code;
+    bool internal;
+    const kc_metadata_partition_t *partitions;
+    size_t n_partitions;
+} kc_metadata_topic_t;
+
+typedef struct kc_metadata {
+    const char *cluster_id; /* NULL when the cluster has none */
+    int32_t controller_id;  /* -1 when the broker does not say */
+    const kc_metadata_broker_t *brokers;
+    size_t n_brokers;
+    const kc_metadata_topic_t *topics;
+    size_t n_topics;
+} kc_metadata_t;
+
+KC_API kc_err_t kc_metadata(kc_consumer_t *c, const char *const *topics, size_t n, int timeout_ms,
+                            kc_metadata_t **out, kc_error_t *err);
+KC_API void kc_metadata_destroy(kc_metadata_t *md);
 /* The group member id the coordinator gave this consumer, NUL-terminated into buf ("" before the
  * first join and without group.id). Any thread, callback context included; no waiting.
  * KC_ERR_TOO_LARGE when buf (len bytes) is too small (buf then holds ""). */

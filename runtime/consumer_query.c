@@ -1,6 +1,7 @@
 /*
- * kc_topic_partitions, kc_query_watermarks (engine/query.h asked on the network thread) and the
- * member id (kc_member_id, kc_consumer_set_member_id).
+ * The cluster questions (kc_topic_partitions, kc_query_watermarks, kc_offsets_for_times,
+ * kc_metadata: engine/query.h, asked on the network thread) and the member id (kc_member_id,
+ * kc_consumer_set_member_id).
  *
  * Threads: the public calls run on app threads and block on a condition variable; the question
  * is started and answered on the network thread. The wait object is shared by both and freed by
@@ -18,6 +19,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "consumer_int.h"
+#include "proto/kafka_errors.h"
 #include "query.h"
 
 typedef struct qwait {
@@ -25,9 +27,10 @@ typedef struct qwait {
     pthread_cond_t cv;
     int refs, done;
     kc_consumer_t *c;
-    const char *topic;
-    int32_t partition;
-    kc_engine_query_result_t res;
+    kc_engine_query_t q; /* its strings and lookups are the wait's own copies (below) */
+    char **names;        /* q.topics: copied, so a caller that gave up may free its own */
+    size_t n_names;
+    kc_engine_lookup_t *lookups;
 } qwait_t;
 
 static void qw_unref(qwait_t *w)
@@ -38,15 +41,56 @@ static void qw_unref(qwait_t *w)
     if (last) {
         pthread_mutex_destroy(&w->mu);
         pthread_cond_destroy(&w->cv);
+        free(w->q.md);
+        for (size_t i = 0; i < w->n_names; i++)
+            free(w->names[i]);
+        free(w->names);
+        free(w->lookups);
         free(w);
     }
 }
 
-static void on_answer(void *opaque, const kc_engine_query_result_t *res)
+/* The wait's own copy of `name`, shared by every lookup of the same topic. */
+static const char *intern(qwait_t *w, const char *name)
 {
+    for (size_t i = 0; i < w->n_names; i++)
+        if (strcmp(w->names[i], name) == 0)
+            return w->names[i];
+    char *s = strdup(name);
+    if (!s)
+        return NULL;
+    w->names[w->n_names++] = s;
+    return s;
+}
+
+static qwait_t *qw_new(kc_consumer_t *c, size_t n_topics, size_t n_lookups)
+{
+    qwait_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    size_t nn = n_topics + n_lookups;
+    w->names = calloc(nn ? nn : 1, sizeof *w->names);
+    w->lookups = calloc(n_lookups ? n_lookups : 1, sizeof *w->lookups);
+    if (!w->names || !w->lookups) {
+        free(w->names);
+        free(w->lookups);
+        free(w);
+        return NULL;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    kc_cond_init_monotonic(&w->cv);
+    w->refs = 1;
+    w->c = c;
+    w->q.lookups = w->lookups;
+    w->q.rc = KC_OK;
+    return w;
+}
+
+static void on_answer(void *opaque, kc_engine_query_t *q)
+{
+    (void)q;
     qwait_t *w = opaque;
     pthread_mutex_lock(&w->mu);
-    w->res = *res;
     w->done = 1;
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
@@ -59,83 +103,246 @@ static void start(kc_loop_t *loop, void *arg)
     (void)loop;
     qwait_t *w = arg;
     kc_error_t err;
-    kc_err_t rc = w->c->e ? kc_engine_query(w->c->e, w->topic, w->partition, on_answer, w, &err)
+    kc_err_t rc = w->c->e ? kc_engine_query(w->c->e, &w->q, on_answer, w, &err)
                           : kc_fail(&err, KC_ERR_CLOSED, "consumer is closed");
     if (rc != KC_OK) {
-        kc_engine_query_result_t r = {.rc = rc, .err = err};
-        on_answer(w, &r);
+        w->q.rc = rc;
+        w->q.err = err;
+        for (size_t i = 0; i < w->q.n_lookups; i++)
+            w->q.lookups[i].rc = rc;
+        on_answer(w, &w->q);
     }
 }
 
-static kc_err_t ask(kc_consumer_t *c, const char *topic, int32_t partition, int timeout_ms,
-                    kc_engine_query_result_t *out, kc_error_t *err)
+/* Asks w's question and waits up to timeout_ms. KC_OK: w->q holds the answer (the caller still
+ * holds its reference and drops it with qw_unref). Otherwise the error, and w is released. */
+static kc_err_t ask(qwait_t *w, const char *fn, const char *what, int timeout_ms, kc_error_t *err)
 {
-    kc_err_t g = kc_consumer_guard(c, partition < 0 ? "kc_topic_partitions" : "kc_query_watermarks",
-                                   true, err);
-    if (g != KC_OK)
+    kc_consumer_t *c = w->c;
+    kc_err_t g = kc_consumer_guard(c, fn, true, err);
+    if (g == KC_OK && atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED)
+        g = kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
+    if (g != KC_OK) {
+        qw_unref(w);
         return g;
-    if (!topic || !*topic)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "query: topic is required");
-    if (atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED)
-        return kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
-    qwait_t *w = calloc(1, sizeof *w);
-    if (!w)
-        return kc_fail(err, KC_ERR_NOMEM, "query: out of memory");
-    pthread_mutex_init(&w->mu, NULL);
-    kc_cond_init_monotonic(&w->cv);
-    w->refs = 2;
-    w->c = c;
-    w->topic = topic; /* read by start() only, while the caller still waits in netthread_call */
-    w->partition = partition;
+    }
+    int64_t now = kc_now_ms();
+    w->q.deadline_ms = timeout_ms < 0 ? INT64_MAX : now + timeout_ms;
+    w->refs = 2; /* the caller's and the answer's */
     kc_netthread_call(c->nt, start, w);
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
     int64_t ns = dl.tv_nsec + (int64_t)(timeout_ms < 0 ? 0 : timeout_ms % 1000) * 1000000;
     dl.tv_sec += (timeout_ms < 0 ? 0 : timeout_ms / 1000) + ns / 1000000000;
     dl.tv_nsec = ns % 1000000000;
-    kc_err_t rc;
+    kc_err_t rc = KC_OK;
     pthread_mutex_lock(&w->mu);
     int to = 0;
     while (!w->done && !to)
         to = timeout_ms < 0 ? pthread_cond_wait(&w->cv, &w->mu) != 0
                             : pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT;
-    if (w->done) {
-        *out = w->res;
-        rc = w->res.rc;
-        if (rc != KC_OK && err)
-            *err = w->res.err;
-    } else {
-        rc = kc_fail(err, KC_ERR_TIMEOUT, "no answer about %s within %d ms", topic, timeout_ms);
-    }
+    if (!w->done)
+        rc = kc_fail(err, KC_ERR_TIMEOUT, "no answer about %s within %d ms", what, timeout_ms);
     pthread_mutex_unlock(&w->mu);
-    qw_unref(w);
+    if (rc != KC_OK)
+        qw_unref(w);
     return rc;
+}
+
+/* The Metadata question's own failure, else KC_OK. */
+static kc_err_t md_result(const qwait_t *w, kc_error_t *err)
+{
+    if (w->q.rc != KC_OK && err)
+        *err = w->q.err;
+    return w->q.rc;
+}
+
+static const kc_metadata_topic_t *md_topic(const kc_metadata_t *md, const char *topic)
+{
+    for (size_t i = 0; md && i < md->n_topics; i++)
+        if (strcmp(md->topics[i].name, topic) == 0)
+            return &md->topics[i];
+    return NULL;
 }
 
 KC_API kc_err_t kc_topic_partitions(kc_consumer_t *c, const char *topic, int32_t *count,
                                     int timeout_ms, kc_error_t *err)
 {
-    kc_engine_query_result_t r;
-    kc_err_t rc = ask(c, topic, -1, timeout_ms, &r, err);
-    if (rc == KC_OK && count)
-        *count = r.count;
+    if (!c)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_topic_partitions: consumer is NULL");
+    if (!topic || !*topic)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "query: topic is required");
+    qwait_t *w = qw_new(c, 1, 0);
+    if (!w || !intern(w, topic)) {
+        if (w)
+            qw_unref(w);
+        return kc_fail(err, KC_ERR_NOMEM, "query: out of memory");
+    }
+    w->q.topics = (const char *const *)w->names;
+    w->q.n_topics = 1;
+    kc_err_t rc = ask(w, "kc_topic_partitions", topic, timeout_ms, err);
+    if (rc != KC_OK)
+        return rc;
+    rc = md_result(w, err);
+    const kc_metadata_topic_t *t = rc == KC_OK ? md_topic(w->q.md, topic) : NULL;
+    if (rc != KC_OK) {
+    } else if (!t || t->error_code == KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION) {
+        rc = kc_fail(err, KC_ERR_NOT_FOUND, "topic %s is not known to the cluster", topic);
+    } else if (t->error_code) {
+        rc =
+            kc_fail(err, KC_ERR_BROKER, "Metadata %s: %s", topic, kc_kafka_err_name(t->error_code));
+        if (err)
+            err->kafka_code = t->error_code;
+    } else if (count) {
+        *count = (int32_t)t->n_partitions;
+    }
+    qw_unref(w);
+    return rc;
+}
+
+/* The first failed lookup as the call's error: which partition, why, and how many failed. */
+static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *err)
+{
+    size_t failed = 0, first = 0;
+    for (size_t i = 0; i < w->q.n_lookups; i++)
+        if (w->q.lookups[i].rc != KC_OK && failed++ == 0)
+            first = i;
+    if (!failed)
+        return KC_OK;
+    const kc_engine_lookup_t *l = &w->q.lookups[first];
+    if (w->q.rc != KC_OK && err) {
+        *err = w->q.err;
+        return l->rc;
+    }
+    kc_err_t rc = kc_fail(err, l->rc, "%s %s[%d]: %s%s (%zu of %zu failed)", what, l->topic,
+                          l->partition, l->kafka_code ? kc_kafka_err_name(l->kafka_code) : "",
+                          l->kafka_code ? "" : kc_err_name(l->rc), failed, w->q.n_lookups);
+    if (err)
+        err->kafka_code = l->kafka_code;
     return rc;
 }
 
 KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t partition,
                                     int64_t *low, int64_t *high, int timeout_ms, kc_error_t *err)
 {
+    if (!c)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_query_watermarks: consumer is NULL");
+    if (!topic || !*topic)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "query: topic is required");
     if (partition < 0)
         return kc_fail(err, KC_ERR_INVALID_ARG, "query_watermarks: partition must be >= 0");
-    kc_engine_query_result_t r;
-    kc_err_t rc = ask(c, topic, partition, timeout_ms, &r, err);
+    qwait_t *w = qw_new(c, 0, 2);
+    const char *name = w ? intern(w, topic) : NULL;
+    if (!name) {
+        if (w)
+            qw_unref(w);
+        return kc_fail(err, KC_ERR_NOMEM, "query: out of memory");
+    }
+    w->lookups[0] = (kc_engine_lookup_t){.topic = name, .partition = partition, .timestamp = -2};
+    w->lookups[1] = (kc_engine_lookup_t){.topic = name, .partition = partition, .timestamp = -1};
+    w->q.n_lookups = 2;
+    kc_err_t rc = ask(w, "kc_query_watermarks", topic, timeout_ms, err);
+    if (rc != KC_OK)
+        return rc;
+    rc = lookups_result(w, "ListOffsets", err);
     if (rc == KC_OK) {
         if (low)
-            *low = r.low;
+            *low = w->lookups[0].offset;
         if (high)
-            *high = r.high;
+            *high = w->lookups[1].offset;
     }
+    qw_unref(w);
     return rc;
+}
+
+KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *qs, size_t n,
+                                     int timeout_ms, kc_error_t *err)
+{
+    if (!c || (n && !qs))
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_offsets_for_times: consumer or list is NULL");
+    for (size_t i = 0; i < n; i++) {
+        if (!qs[i].topic || !*qs[i].topic || qs[i].partition < 0)
+            return kc_fail(err, KC_ERR_INVALID_ARG,
+                           "kc_offsets_for_times: entry %zu needs a topic and a partition >= 0", i);
+        if (qs[i].timestamp < 0)
+            return kc_fail(err, KC_ERR_INVALID_ARG,
+                           "kc_offsets_for_times: %s[%d]: timestamp %lld is negative", qs[i].topic,
+                           qs[i].partition, (long long)qs[i].timestamp);
+    }
+    if (n == 0)
+        return KC_OK;
+    qwait_t *w = qw_new(c, 0, n);
+    for (size_t i = 0; w && i < n; i++) {
+        const char *name = intern(w, qs[i].topic);
+        if (!name) {
+            qw_unref(w);
+            w = NULL;
+            break;
+        }
+        w->lookups[i] = (kc_engine_lookup_t){
+            .topic = name, .partition = qs[i].partition, .timestamp = qs[i].timestamp};
+    }
+    if (!w)
+        return kc_fail(err, KC_ERR_NOMEM, "kc_offsets_for_times: out of memory");
+    w->q.n_lookups = n;
+    kc_err_t rc = ask(w, "kc_offsets_for_times", qs[0].topic, timeout_ms, err);
+    if (rc != KC_OK) {
+        for (size_t i = 0; i < n; i++) {
+            qs[i].err = rc;
+            qs[i].offset = qs[i].record_timestamp = -1;
+            qs[i].leader_epoch = -1;
+            qs[i].kafka_code = 0;
+        }
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const kc_engine_lookup_t *l = &w->lookups[i];
+        qs[i].err = l->rc;
+        qs[i].kafka_code = l->kafka_code;
+        qs[i].offset = l->rc == KC_OK ? l->offset : -1;
+        qs[i].record_timestamp = l->rc == KC_OK ? l->record_ts : -1;
+        qs[i].leader_epoch = l->rc == KC_OK ? l->leader_epoch : -1;
+    }
+    rc = lookups_result(w, "offsets for times", err);
+    qw_unref(w);
+    return rc;
+}
+
+KC_API kc_err_t kc_metadata(kc_consumer_t *c, const char *const *topics, size_t n, int timeout_ms,
+                            kc_metadata_t **out, kc_error_t *err)
+{
+    if (!c || !out || (n && !topics))
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_metadata: consumer, topics or out is NULL");
+    *out = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (!topics[i] || !*topics[i])
+            return kc_fail(err, KC_ERR_INVALID_ARG, "kc_metadata: topic %zu is empty", i);
+    qwait_t *w = qw_new(c, n, 0);
+    for (size_t i = 0; w && i < n; i++)
+        if (!intern(w, topics[i])) {
+            qw_unref(w);
+            w = NULL;
+        }
+    if (!w)
+        return kc_fail(err, KC_ERR_NOMEM, "kc_metadata: out of memory");
+    w->q.topics = (const char *const *)w->names;
+    w->q.n_topics = w->n_names;
+    w->q.all_topics = n == 0;
+    kc_err_t rc = ask(w, "kc_metadata", n ? topics[0] : "the cluster", timeout_ms, err);
+    if (rc != KC_OK)
+        return rc;
+    rc = md_result(w, err);
+    if (rc == KC_OK) {
+        *out = w->q.md;
+        w->q.md = NULL;
+    }
+    qw_unref(w);
+    return rc;
+}
+
+KC_API void kc_metadata_destroy(kc_metadata_t *md)
+{
+    free(md); /* one allocation (engine/query_metadata.c) */
 }
 
 /* ---- member id ----------------------------------------------------------------------------- */

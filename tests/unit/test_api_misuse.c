@@ -65,6 +65,10 @@ static void null_handles_and_arguments(void **state)
     expect(kc_subscribe(NULL, topics, 1, &e), &e, KC_ERR_INVALID_ARG, "required");
     expect(kc_topic_partitions(NULL, "t", &cnt, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
     expect(kc_query_watermarks(NULL, "t", 0, NULL, NULL, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
+    kc_offset_time_t ot = {.topic = "t", .partition = 0, .timestamp = 0};
+    expect(kc_offsets_for_times(NULL, &ot, 1, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
+    kc_metadata_t *md = (kc_metadata_t *)1;
+    expect(kc_metadata(NULL, NULL, 0, 10, &md, &e), &e, KC_ERR_INVALID_ARG, "NULL");
     expect(kc_consumer_new(NULL, NULL, NULL, &e), &e, KC_ERR_INVALID_ARG, "required");
     expect(kc_conf_set(NULL, "a", "b", &e), &e, KC_ERR_INVALID_ARG, "NULL conf");
     expect(kc_conf_validate(NULL, &e), &e, KC_ERR_INVALID_ARG, "NULL conf");
@@ -90,6 +94,14 @@ static void null_handles_and_arguments(void **state)
     expect(kc_seek(c, "t", 0, (kc_seek_kind_t)9, 0, &e), &e, KC_ERR_INVALID_ARG, "unknown kind 9");
     expect(kc_seek(c, "t", 0, KC_SEEK_OFFSET, -5, &e), &e, KC_ERR_INVALID_ARG, "offset -5 < 0");
     expect(kc_topic_partitions(c, NULL, &cnt, 10, &e), &e, KC_ERR_INVALID_ARG, "topic");
+    kc_offset_time_t neg = {.topic = "t", .partition = 0, .timestamp = -1};
+    expect(kc_offsets_for_times(c, &neg, 1, 10, &e), &e, KC_ERR_INVALID_ARG, "negative");
+    kc_offset_time_t nop = {.topic = NULL, .partition = 0, .timestamp = 0};
+    expect(kc_offsets_for_times(c, &nop, 1, 10, &e), &e, KC_ERR_INVALID_ARG, "needs a topic");
+    const char *empty[] = {""};
+    kc_metadata_t *md2 = NULL;
+    expect(kc_metadata(c, empty, 1, 10, &md2, &e), &e, KC_ERR_INVALID_ARG, "empty");
+    assert_null(md2);
     expect(kc_subscribe(c, topics, 0, &e), &e, KC_ERR_INVALID_ARG, "required");
     const char *holes[] = {"t", NULL};
     expect(kc_subscribe(c, holes, 2, &e), &e, KC_ERR_INVALID_ARG, "empty topic name");
@@ -119,6 +131,10 @@ static void calls_after_close_say_closed(void **state)
     const char *topics[] = {"t"};
     expect(kc_subscribe(c, topics, 1, &e), &e, KC_ERR_CLOSED, "closed");
     expect(kc_query_watermarks(c, "t", 0, NULL, NULL, 100, &e), &e, KC_ERR_CLOSED, "closed");
+    kc_offset_time_t ot = {.topic = "t", .partition = 0, .timestamp = 0};
+    expect(kc_offsets_for_times(c, &ot, 1, 100, &e), &e, KC_ERR_CLOSED, "closed");
+    kc_metadata_t *md = NULL;
+    expect(kc_metadata(c, NULL, 0, 100, &md, &e), &e, KC_ERR_CLOSED, "closed");
     kc_records_t *b = (kc_records_t *)1;
     expect(kc_poll(c, 10, &b, &e), &e, KC_ERR_CLOSED, "closed");
     assert_null(b);
@@ -161,8 +177,8 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
-    kc_err_t rc[8];
-    kc_error_t err[8];
+    kc_err_t rc[10];
+    kc_error_t err[10];
 } cbctx_t;
 
 static void on_event(void *opaque, const kc_event_t *ev)
@@ -186,6 +202,10 @@ static void on_event(void *opaque, const kc_event_t *ev)
     x->rc[i] = kc_poll(c, 1000, &b, &x->err[i]), i++;
     x->rc[i] = kc_topic_partitions(c, "t", &n, 1000, &x->err[i]), i++;
     x->rc[i] = kc_query_watermarks(c, "t", 0, NULL, NULL, 1000, &x->err[i]), i++;
+    kc_offset_time_t ot = {.topic = "t", .partition = 0, .timestamp = 0};
+    x->rc[i] = kc_offsets_for_times(c, &ot, 1, 1000, &x->err[i]), i++;
+    kc_metadata_t *md;
+    x->rc[i] = kc_metadata(c, NULL, 0, 1000, &md, &x->err[i]), i++;
     kc_destroy(c); /* ignored, logged */
     /* the non-blocking calls stay allowed in callbacks */
     x->rc[i] = kc_poll(c, 0, &b, &x->err[i]), i++;
@@ -219,15 +239,21 @@ static void blocking_calls_from_a_callback_are_refused(void **state)
     int done = x.done;
     pthread_mutex_unlock(&x.mu);
     assert_true(done);
-    static const char *fns[] = {"kc_close", "kc_commit",           "kc_committed",
-                                "kc_poll",  "kc_topic_partitions", "kc_query_watermarks"};
-    for (int i = 0; i < 6; i++) {
+    static const char *fns[] = {"kc_close",
+                                "kc_commit",
+                                "kc_committed",
+                                "kc_poll",
+                                "kc_topic_partitions",
+                                "kc_query_watermarks",
+                                "kc_offsets_for_times",
+                                "kc_metadata"};
+    for (int i = 0; i < 8; i++) {
         expect(x.rc[i], &x.err[i], KC_ERR_STATE, fns[i]);
         expect(x.rc[i], &x.err[i], KC_ERR_STATE, "from a kconsume callback");
     }
     /* kc_poll(0) in push mode: the push-mode refusal, not the callback one */
-    expect(x.rc[6], &x.err[6], KC_ERR_STATE, "push mode");
-    assert_int_not_equal(x.rc[7], KC_ERR_STATE);
+    expect(x.rc[8], &x.err[8], KC_ERR_STATE, "push mode");
+    assert_int_not_equal(x.rc[9], KC_ERR_STATE);
     /* the refused kc_close did not half-close it: the app thread still can */
     kc_error_t e;
     kc_topic_partition_t tp = {"t", 0, 0};
