@@ -173,6 +173,9 @@ KC_API int64_t kc_records_next_offset(const kc_records_t *b);
 /* 0 CreateTime, 1 LogAppendTime, for every record of the view (a view never spans two Kafka
  * batches). */
 KC_API int kc_records_timestamp_type(const kc_records_t *b);
+/* The partition leader epoch (KIP-320) the view's records were written under, the same for every
+ * record of the view (Java's ConsumerRecord.leaderEpoch()); -1 when the batch carries none. */
+KC_API int32_t kc_records_leader_epoch(const kc_records_t *b);
 
 /* ---- the callback contract ------------------------------------------------------------------ */
 

@@ -41,8 +41,8 @@ static void ctx_free(void *opaque, void *ctx)
     free(x);
 }
 
-static kc_err_t open_batch(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b, int *ts_type,
-                           kc_error_t *err)
+static kc_err_t open_batch(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b,
+                           kc_rt_batch_facts_t *facts, kc_error_t *err)
 {
     batch_ctx_t *x = ctx;
     kc_batch_splitter_t sp;
@@ -56,7 +56,10 @@ static kc_err_t open_batch(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b,
                        b->raw.len);
     if (rc != KC_OK)
         return rc;
-    *ts_type = (int)kc_batch_timestamp_type(&x->batch);
+    facts->ts_type = (int)kc_batch_timestamp_type(&x->batch);
+    /* Brokers before KIP-101 (and messages converted from the v0/v1 formats) write -1. */
+    facts->leader_epoch =
+        x->batch.h.partition_leader_epoch < 0 ? -1 : x->batch.h.partition_leader_epoch;
     x->empty = kc_batch_is_control(&x->batch);
     if (x->empty)
         return KC_OK;

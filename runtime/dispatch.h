@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "kconsume.h"
+#include "record.h"
 #include "ring.h"
 #include "runq.h"
 
@@ -94,9 +95,9 @@ typedef struct kc_rt_decoder {
     void *(*ctx_new)(void *opaque);
     void (*ctx_free)(void *opaque, void *ctx);
     /* Opens one Kafka batch (CRC check and decompression happen here, on the worker); sets
-     * *ts_type (0 CreateTime, 1 LogAppendTime). */
-    kc_err_t (*open)(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b, int *ts_type,
-                     kc_error_t *err);
+     * *facts from its header. */
+    kc_err_t (*open)(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b,
+                     kc_rt_batch_facts_t *facts, kc_error_t *err);
     /* Next record into *rec: 1 = a record, 0 = end of batch, < 0 = decode error (kc_err_t). */
     int (*next)(void *ctx, kc_record_t *rec, kc_error_t *err);
     void *opaque;

@@ -144,5 +144,10 @@ int64_t kc_records_next_offset(const kc_records_t *b)
 
 int kc_records_timestamp_type(const kc_records_t *b)
 {
-    return b->ts_type;
+    return b->facts.ts_type;
+}
+
+int32_t kc_records_leader_epoch(const kc_records_t *b)
+{
+    return b->facts.leader_epoch;
 }

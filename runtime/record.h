@@ -14,6 +14,12 @@
 /* struct kc_record (the public kc_record_t) is io/batch's record view: one type end to end. */
 #include "batch/batch.h"
 
+/* What a view tells about its Kafka batch (a view never spans two). */
+typedef struct kc_rt_batch_facts {
+    int ts_type;          /* 0 CreateTime, 1 LogAppendTime */
+    int32_t leader_epoch; /* the partition leader epoch it was written under, -1: none */
+} kc_rt_batch_facts_t;
+
 struct kc_rt_part;
 struct kc_rt_decoder;
 
@@ -21,12 +27,12 @@ struct kc_records {
     struct kc_rt_part *part;
     const struct kc_rt_decoder *dec;
     void *dctx;
-    kc_record_t rec;   /* the one record view, reused by every kc_records_next */
-    int ts_type;       /* of the open Kafka batch: 0 CreateTime, 1 LogAppendTime */
-    bool peeked;       /* rec holds the view's first record, not yet returned */
-    bool end;          /* the decoder reported the end of the batch (or an error) */
-    uint32_t left;     /* records this view may still return */
-    uint32_t returned; /* records returned by this view */
+    kc_record_t rec;           /* the one record view, reused by every kc_records_next */
+    kc_rt_batch_facts_t facts; /* of the open Kafka batch */
+    bool peeked;               /* rec holds the view's first record, not yet returned */
+    bool end;                  /* the decoder reported the end of the batch (or an error) */
+    uint32_t left;             /* records this view may still return */
+    uint32_t returned;         /* records returned by this view */
     int64_t first_offset;
     int64_t next_offset; /* after the last record returned */
     kc_err_t err;

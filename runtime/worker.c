@@ -174,7 +174,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     kc_rt_t *rt = w->rt;
     kc_records_t *b = &w->view;
     *b = (kc_records_t){.part = p, .dec = &rt->o.decoder, .dctx = w->dctx};
-    kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->ts_type, &b->errinfo);
+    kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->facts, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves
          * past it and the error is reported. */

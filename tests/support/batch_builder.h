@@ -48,6 +48,7 @@ typedef struct tb_batch {
     bool set_pid;
     int16_t producer_epoch;
     int64_t base_ts, max_ts;
+    int32_t leader_epoch;       /* partitionLeaderEpoch, written as is */
     int32_t count_override;     /* != 0: written as recordCount instead of n */
     const uint8_t *raw_records; /* non-NULL: these bytes are the records section (pre-codec) */
     size_t raw_records_len;

@@ -34,12 +34,13 @@ static inline void fake_ctx_free(void *opaque, void *ctx)
 }
 
 static inline kc_err_t fake_open(void *vctx, const kc_part_t *p, const kc_rt_bref_t *b,
-                                 int *ts_type, kc_error_t *err)
+                                 kc_rt_batch_facts_t *facts, kc_error_t *err)
 {
     fake_ctx_t *c = vctx;
     int64_t first;
     (void)p;
-    *ts_type = 0;
+    facts->ts_type = 0;
+    facts->leader_epoch = -1;
     memcpy(&first, b->raw.ptr, sizeof first);
     if (b->raw.len >= 8 && first == FAKE_CORRUPT)
         return kc_fail(err, KC_ERR_CRC, "fake corrupt batch at %lld", (long long)b->base_offset);

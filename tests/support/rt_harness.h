@@ -30,6 +30,7 @@ typedef struct h_part {
     _Atomic int script;       /* one-shot result to return next: 0 none, else kc_cb_result_t+1 */
     _Atomic long value_bytes; /* sum of delivered value lengths */
     _Atomic int ts_type;      /* of the last view */
+    _Atomic int leader_epoch; /* of the last view */
 } h_part_t;
 
 typedef struct harness {
@@ -95,6 +96,7 @@ static inline kc_cb_result_t h_on_records(void *opaque, kc_part_t *p, kc_records
         }
     }
     atomic_store(&hp->ts_type, kc_records_timestamp_type(b));
+    atomic_store(&hp->leader_epoch, kc_records_leader_epoch(b));
     atomic_fetch_add(&hp->records, n);
     atomic_fetch_add(&hp->batches, 1);
     atomic_fetch_sub(&hp->in_cb, 1);

@@ -1,12 +1,14 @@
 /* kc-test-label: threads */
 /* The io/batch decoder plugged into the dispatcher: real v2 batches (plain and zstd), CRC
- * checked on the worker, a corrupt batch skipped and reported, LogAppendTime per view. */
+ * checked on the worker, a corrupt batch skipped and reported, LogAppendTime and the leader epoch
+ * per view. */
 #include <stdio.h>
 
 #include "batch_builder.h"
 #include "rt_harness.h"
 
 static harness_t *H;
+static int32_t epoch; /* the next batch's partitionLeaderEpoch */
 
 static kc_rt_bref_t make(int64_t base, int n, int codec, bool log_append, bool corrupt)
 {
@@ -27,7 +29,8 @@ static kc_rt_bref_t make(int64_t base, int n, int codec, bool log_append, bool c
                       .codec = codec,
                       .log_append = log_append,
                       .base_ts = 1000,
-                      .max_ts = 2000};
+                      .max_ts = 2000,
+                      .leader_epoch = epoch};
     size_t len = tb_batch(&out, &cfg, recs, n);
     if (corrupt)
         out.p[len - 1] ^= 0x55; /* last record byte: the CRC no longer matches */
@@ -55,8 +58,13 @@ static void real_batches_through_the_dispatcher(void **state)
     kc_rt_opts_t o = h_opts(H, 2);
     o.decoder = kc_rt_batch_decoder(&dconf);
     h_start(H, &o, 1);
-    kc_rt_bref_t b[4] = {make(0, 5, 0, false, false), make(5, 5, 4, true, false),
-                         make(10, 3, 0, false, true), make(13, 2, 3, false, false)};
+    kc_rt_bref_t b[4];
+    epoch = 4;
+    b[0] = make(0, 5, 0, false, false);
+    b[1] = make(5, 5, 4, true, false);
+    b[2] = make(10, 3, 0, false, true);
+    epoch = -1;
+    b[3] = make(13, 2, 3, false, false);
     for (int i = 0; i < 4; i++)
         assert_int_equal(kc_rt_part_push(H->p[0], &b[i]), KC_OK);
     assert_true(h_wait(H, settled, 5000));
@@ -66,6 +74,7 @@ static void real_batches_through_the_dispatcher(void **state)
     assert_int_equal(atomic_load(&H->events), 1);
     assert_int_equal(atomic_load(&H->violations), 1); /* the one gap, 10..12, that was skipped */
     assert_int_equal(atomic_load(&H->hp[0].ts_type), 0);
+    assert_int_equal(atomic_load(&H->hp[0].leader_epoch), -1); /* a batch that carries none */
     kc_rt_shutdown(H->rt, false, 5000);
     kc_rt_free(H->rt);
     free(H);
@@ -84,10 +93,12 @@ static void log_append_time_per_view(void **state)
     kc_rt_opts_t o = h_opts(H, 1);
     o.decoder = kc_rt_batch_decoder(&dconf);
     h_start(H, &o, 1);
-    kc_rt_bref_t b = make(0, 5, 1, true, false); /* gzip, LogAppendTime */
+    epoch = 7;
+    kc_rt_bref_t b = make(0, 5, 1, true, false); /* gzip, LogAppendTime, leader epoch 7 */
     assert_int_equal(kc_rt_part_push(H->p[0], &b), KC_OK);
     assert_true(h_wait(H, got5, 5000));
     assert_int_equal(atomic_load(&H->hp[0].ts_type), 1);
+    assert_int_equal(atomic_load(&H->hp[0].leader_epoch), 7);
     assert_int_equal(kc_rt_part_committable(H->p[0]), 5);
     kc_rt_shutdown(H->rt, false, 5000);
     kc_rt_free(H->rt);

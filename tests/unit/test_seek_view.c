@@ -42,12 +42,12 @@ static void hold(void)
     pthread_mutex_unlock(&S.mu);
 }
 
-static kc_err_t sv_open(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b, int *ts_type,
-                        kc_error_t *err)
+static kc_err_t sv_open(void *ctx, const kc_part_t *p, const kc_rt_bref_t *b,
+                        kc_rt_batch_facts_t *facts, kc_error_t *err)
 {
     if (b->base_offset == S.block_open)
         hold();
-    return fake_open(ctx, p, b, ts_type, err);
+    return fake_open(ctx, p, b, facts, err);
 }
 
 static int sv_next(void *ctx, kc_record_t *r, kc_error_t *err)
