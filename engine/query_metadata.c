@@ -100,6 +100,12 @@ static void walk(slab_t *s, const kc_metadata_response_t *m, kc_metadata_t *out)
     }
 }
 
+static int part_cmp(const void *a, const void *b)
+{
+    const kc_metadata_partition_t *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
 static int broker_cmp(const void *a, const void *b)
 {
     const kc_metadata_broker_t *x = a, *y = b;
@@ -118,5 +124,8 @@ kc_metadata_t *kc_eng_metadata_export(const kc_metadata_response_t *m)
     kc_metadata_t *md = take(&s, sizeof *md, _Alignof(kc_metadata_t));
     walk(&s, m, md);
     qsort((void *)md->brokers, md->n_brokers, sizeof md->brokers[0], broker_cmp);
+    for (size_t i = 0; i < md->n_topics; i++)
+        qsort((void *)md->topics[i].partitions, md->topics[i].n_partitions,
+              sizeof md->topics[i].partitions[0], part_cmp);
     return md;
 }

@@ -73,6 +73,10 @@ typedef enum kc_err {
  * storage; never NULL (unknown codes give "KC_ERR_UNKNOWN"). */
 KC_API const char *kc_err_name(kc_err_t err);
 KC_API const char *kc_err_str(kc_err_t err);
+/* Kafka's name for a broker error code (kc_error_t.kafka_code, the metadata error_code fields):
+ * "UNKNOWN_TOPIC_OR_PARTITION" for 3, "NONE" for 0; "UNKNOWN_KAFKA_ERROR" for a code this
+ * version does not know. Any thread; static storage. */
+KC_API const char *kc_kafka_error_name(int16_t code);
 
 /*
  * An error with its explanation. Caller-owned (usually on the stack); kconsume only writes into
@@ -176,6 +180,9 @@ KC_API int kc_records_timestamp_type(const kc_records_t *b);
 /* The partition leader epoch (KIP-320) the view's records were written under, the same for every
  * record of the view (Java's ConsumerRecord.leaderEpoch()); -1 when the batch carries none. */
 KC_API int32_t kc_records_leader_epoch(const kc_records_t *b);
+/* The id of the broker whose Fetch answer carried the view: the partition's leader, or the
+ * replica read from under KIP-392 (client.rack). */
+KC_API int32_t kc_records_broker(const kc_records_t *b);
 
 /* ---- the callback contract ------------------------------------------------------------------ */
 
@@ -512,8 +519,8 @@ KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *q, size
  * up to timeout_ms: app threads only, never callback context. On KC_OK *out is the answer, owned
  * by the caller until kc_metadata_destroy; it shares nothing with the consumer, so it may
  * outlive it. A listed topic the cluster does not know is in the answer with error_code
- * UNKNOWN_TOPIC_OR_PARTITION (3) and no partitions; topics and partitions are in the broker's
- * order, brokers sorted by id.
+ * UNKNOWN_TOPIC_OR_PARTITION (3) and no partitions; topics are in the broker's order, brokers
+ * and each topic's partitions sorted by id.
  */
 typedef struct kc_metadata_broker {
     int32_t id;

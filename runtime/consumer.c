@@ -35,10 +35,10 @@
 /* ---- engine sink and runtime completions (network thread) ---------------------------------- */
 
 static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_t partition,
-                             kc_slice_t *s, int64_t first, int64_t next)
+                             int32_t broker, kc_slice_t *s, int64_t first, int64_t next)
 {
     (void)opaque, (void)topic, (void)partition;
-    kc_rt_bref_t b = {*s, first, next - 1};
+    kc_rt_bref_t b = {.raw = *s, .base_offset = first, .last_offset = next - 1, .broker = broker};
     kc_err_t rc = kc_rt_part_push(user, &b);
     if (rc == KC_OK)
         s->buf = NULL; /* the ring owns the reference now */

@@ -151,3 +151,8 @@ int32_t kc_records_leader_epoch(const kc_records_t *b)
 {
     return b->facts.leader_epoch;
 }
+
+int32_t kc_records_broker(const kc_records_t *b)
+{
+    return b->broker;
+}

@@ -29,6 +29,7 @@ struct kc_records {
     void *dctx;
     kc_record_t rec;           /* the one record view, reused by every kc_records_next */
     kc_rt_batch_facts_t facts; /* of the open Kafka batch */
+    int32_t broker;            /* whose Fetch answer carried it */
     bool peeked;               /* rec holds the view's first record, not yet returned */
     bool end;                  /* the decoder reported the end of the batch (or an error) */
     uint32_t left;             /* records this view may still return */

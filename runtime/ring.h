@@ -76,6 +76,7 @@ typedef struct kc_rt_bref {
     int64_t base_offset;
     int64_t last_offset;
     uint32_t seek_gen; /* the partition's seek generation when pushed (seek.c) */
+    int32_t broker;    /* the broker whose Fetch answer holds it */
     bool frame_first;  /* the partition's first batch from this response frame (memory_budget.c) */
 } kc_rt_bref_t;
 

@@ -202,7 +202,12 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
                         .worker = w->id,
                         .member = member,
                         .cb_start_ns = t0,
-                        .hdr_next = kc_cli_fmt_uses(&kc_app.fmt, KC_CLI_HEADERS) ? hdr_next : NULL};
+                        .ts_type = kc_records_timestamp_type(batch),
+                        .broker = kc_records_broker(batch),
+                        .hdr_next = kc_cli_fmt_uses(&kc_app.fmt, KC_CLI_HEADERS) ||
+                                            kc_cli_fmt_uses(&kc_app.fmt, KC_CLI_JSON)
+                                        ? hdr_next
+                                        : NULL};
     int64_t end =
         p && kc_app.a.exit_at_end ? atomic_load_explicit(&p->end, memory_order_relaxed) : -1;
     int64_t n = 0;
@@ -347,6 +352,14 @@ static int run(void)
         kc_conf_destroy(conf);
         fprintf(stderr, "kconsume: %s\n", e.msg);
         return rc == KC_ERR_CONFIG ? KC_CLI_EXIT_CONFIG : KC_CLI_EXIT_RUNTIME;
+    }
+    if (kc_app.a.list || kc_app.a.query) {
+        int code = kc_app.a.list ? kc_app_list() : kc_app_query();
+        if (shutdown_consumer() && code == KC_CLI_EXIT_OK)
+            code = KC_CLI_EXIT_RUNTIME;
+        kc_destroy(kc_app.c);
+        kc_app.c = NULL;
+        return code;
     }
     uint64_t t0 = kc_app_now_ns();
     if (kc_app.a.group && kc_app.a.exit_at_end)

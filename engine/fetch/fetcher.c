@@ -136,8 +136,8 @@ static void deliver(kc_engine_t *e, kc_eng_broker_t *b, size_t i, kc_buf_t *fram
         if (last >= p->position) {
             int64_t first = h.base_offset > p->position ? h.base_offset : p->position;
             kc_slice_t s = kc_slice_make(frame, base + pos, size);
-            if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, &s, first,
-                                last + 1) != KC_OK) {
+            if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, b->id, &s,
+                                first, last + 1) != KC_OK) {
                 kc_slice_release(&s);
                 break; /* not taken: the next request asks again from here */
             }

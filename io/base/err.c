@@ -24,6 +24,11 @@ const char *kc_err_name(kc_err_t err)
     return "KC_ERR_UNKNOWN";
 }
 
+const char *kc_kafka_error_name(int16_t code)
+{
+    return kc_kafka_err_name(code);
+}
+
 const char *kc_err_str(kc_err_t err)
 {
     switch (err) {

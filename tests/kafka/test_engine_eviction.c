@@ -44,10 +44,10 @@ typedef struct cons {
 static cons_t cons[NCONS];
 static kc_netthread_t *nt;
 
-static kc_err_t sink_records(void *opaque, void *user, const char *t, int32_t part, kc_slice_t *s,
-                             int64_t first, int64_t next)
+static kc_err_t sink_records(void *opaque, void *user, const char *t, int32_t part, int32_t broker,
+                             kc_slice_t *s, int64_t first, int64_t next)
 {
-    (void)opaque;
+    (void)opaque, (void)broker;
     pst_t *ps = user;
     kc_batch_splitter_t sp;
     kc_batch_splitter_init(&sp, s, t, part, true);

@@ -48,9 +48,9 @@ typedef struct ctx {
 static ctx_t C;
 
 static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_t partition,
-                             kc_slice_t *s, int64_t first, int64_t next)
+                             int32_t broker, kc_slice_t *s, int64_t first, int64_t next)
 {
-    (void)opaque;
+    (void)opaque, (void)broker;
     pstate_t *ps = user;
     kc_batch_splitter_t sp;
     kc_batch_splitter_init(&sp, s, topic, partition, true);

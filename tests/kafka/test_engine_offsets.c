@@ -32,10 +32,10 @@ typedef struct result {
     kc_engine_offset_t res[2];
 } result_t;
 
-static kc_err_t no_records(void *o, void *u, const char *t, int32_t p, kc_slice_t *s, int64_t f,
-                           int64_t n)
+static kc_err_t no_records(void *o, void *u, const char *t, int32_t p, int32_t b, kc_slice_t *s,
+                           int64_t f, int64_t n)
 {
-    (void)o, (void)u, (void)t, (void)p, (void)f, (void)n;
+    (void)o, (void)u, (void)t, (void)p, (void)b, (void)f, (void)n;
     kc_slice_release(s);
     return KC_OK;
 }

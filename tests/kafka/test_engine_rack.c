@@ -94,10 +94,10 @@ static kc_engine_t *eng;
 static pst_t ps[NP];
 static int64_t n_errors;
 
-static kc_err_t sink_records(void *opaque, void *user, const char *t, int32_t part, kc_slice_t *s,
-                             int64_t first, int64_t next)
+static kc_err_t sink_records(void *opaque, void *user, const char *t, int32_t part, int32_t broker,
+                             kc_slice_t *s, int64_t first, int64_t next)
 {
-    (void)opaque;
+    (void)opaque, (void)broker;
     pst_t *p = user;
     if (!p) {
         kc_slice_release(s); /* the leader probe: not counted */

@@ -109,6 +109,36 @@ static void headers(void **state)
     EXPECT("[%h]", &r, "[(malformed headers)]");
 }
 
+/* -J: kcat's envelope, field by field (the kafka suite compares it with kcat's own output). */
+static void json_envelope(void **state)
+{
+    (void)state;
+    kc_cli_rec_t r = sample();
+    r.ts_type = 0;
+    r.broker = 2;
+    EXPECT("%J", &r,
+           "{\"topic\":\"orders\",\"partition\":7,\"offset\":1234567890123,\"tstype\":\"create\","
+           "\"ts\":1700000000001,\"broker\":2,\"key\":\"k1\",\"payload\":\"hello\"}");
+    fake_hdrs_t h = {.n = 3, .malformed_after = -1};
+    r.hdr_src = &h;
+    r.hdr_next = fake_next;
+    r.ts_type = 1;
+    r.key = NULL;
+    static const char v[] = {'"', '\\', '\n', '\t', 1, 0x1b, (char)0xc3, (char)0xa9, (char)0xff};
+    r.value = v;
+    r.value_len = sizeof v;
+    EXPECT("%J", &r,
+           "{\"topic\":\"orders\",\"partition\":7,\"offset\":1234567890123,\"tstype\":"
+           "\"logappend\",\"ts\":1700000000001,\"broker\":2,\"headers\":[\"a\",\"1\",\"nul\",null,"
+           "\"c\",\"xyz\"],\"key\":null,\"payload\":\"\\\"\\\\\\n\\t\\u0001\\u001B\xc3\xa9\xff\"}");
+    h.n = 0; /* a header source with no headers: no "headers" field, as kcat */
+    r.ts_type = -1;
+    r.value = NULL;
+    EXPECT("%J", &r,
+           "{\"topic\":\"orders\",\"partition\":7,\"offset\":1234567890123,\"tstype\":"
+           "\"unknown\",\"ts\":1700000000001,\"broker\":2,\"key\":null,\"payload\":null}");
+}
+
 static void compile_errors(void **state)
 {
     (void)state;
@@ -210,6 +240,22 @@ static void flags_ok(void **state)
     assert_string_equal(a.format, "%s\\n");
     kc_cli_args_free(&a);
 
+    const char *argvj[] = {"kconsume", "-C", "-b", "h:1", "-t", "x", "-J", NULL};
+    assert_int_equal(parse(&a, why, argvj), KC_CLI_EXIT_OK);
+    assert_string_equal(a.format, KC_CLI_JSON_FORMAT);
+    kc_cli_args_free(&a);
+    const char *argvl[] = {"kconsume", "-b", "h:1", "-L", NULL}; /* -L: -t optional */
+    assert_int_equal(parse(&a, why, argvl), KC_CLI_EXIT_OK);
+    assert_true(a.list);
+    kc_cli_args_free(&a);
+    const char *argvq[] = {"kconsume", "-b", "h:1", "-Q", "-t", "a.b-c:3:1700000000000", NULL};
+    assert_int_equal(parse(&a, why, argvq), KC_CLI_EXIT_OK);
+    assert_true(a.query);
+    assert_string_equal(a.queries[0].topic, "a.b-c");
+    assert_int_equal(a.queries[0].partition, 3);
+    assert_int_equal(a.queries[0].timestamp, 1700000000000);
+    kc_cli_args_free(&a);
+
     const char *argv2[] = {"kconsume", "-b", "h:1", "-t", "x", "-o", "beginning", NULL};
     assert_int_equal(parse(&a, why, argv2), KC_CLI_EXIT_OK);
     assert_int_equal(a.start, KC_CLI_START_BEGINNING);
@@ -240,6 +286,13 @@ static void flags_bad(void **state)
         {{"kconsume", "-b", "h", "-t", "x", "stray", NULL}, "'stray'"},
         {{"kconsume", "-b", "h", "-t", "x", "-G", "g", "-p", "1", NULL}, "-p"},
         {{"kconsume", "-b", "h", "-t", "x", "-G", "g", "-o", "5", NULL}, "-o OFFSET"},
+        {{"kconsume", "-b", "h", "-t", "x", "-J", "-f", "%s", NULL}, "-J prints"},
+        {{"kconsume", "-b", "h", "-L", "-Q", NULL}, "use one of them"},
+        {{"kconsume", "-b", "h", "-Q", NULL}, "-Q needs -t"},
+        {{"kconsume", "-b", "h", "-Q", "-t", "x:1", NULL}, "TOPIC:PARTITION:TIMESTAMP"},
+        {{"kconsume", "-b", "h", "-Q", "-t", "x:a:1", NULL}, "the partition"},
+        {{"kconsume", "-b", "h", "-Q", "-t", "x:1:-5", NULL}, "the timestamp"},
+        {{"kconsume", "-b", "h", "-L", "-G", "g", NULL}, "-G does not apply"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         kc_cli_args_t a;
@@ -286,7 +339,7 @@ int main(void)
         cmocka_unit_test(headers),          cmocka_unit_test(compile_errors),
         cmocka_unit_test(uses_and_merging), cmocka_unit_test(buffer_growth),
         cmocka_unit_test(flags_ok),         cmocka_unit_test(flags_bad),
-        cmocka_unit_test(live_table),
+        cmocka_unit_test(live_table),       cmocka_unit_test(json_envelope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

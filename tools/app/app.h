@@ -82,6 +82,10 @@ int kc_app_all_at_end(void);
 /* -G -e, before kc_subscribe: the end mark of every partition of the topics (ends.c). */
 void kc_app_learn_group_ends(void);
 
+/* tools/app/query.c, main thread: -L and -Q, each one question and its answer on stdout; the
+ * exit code. */
+int kc_app_list(void);
+int kc_app_query(void);
 /* tools/app/view.c, main thread: one --live frame on stderr (final: the last one), the summary. */
 void kc_app_live_frame(uint64_t t0, int final);
 void kc_app_print_summary(uint64_t t0);

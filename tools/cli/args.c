@@ -3,6 +3,7 @@
  * checked here so that a bad value names its flag. Main thread only.
  */
 #include "args.h"
+#include "format.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +22,9 @@ static const struct option longopts[] = {
     {"count", required_argument, NULL, 'c'},
     {"exit", no_argument, NULL, 'e'},
     {"format", required_argument, NULL, 'f'},
+    {"json", no_argument, NULL, 'J'},
+    {"list", no_argument, NULL, 'L'},
+    {"query", no_argument, NULL, 'Q'},
     {"quiet", no_argument, NULL, 'q'},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"stats", required_argument, NULL, OPT_STATS},
@@ -81,6 +85,45 @@ static int parse_offset(kc_cli_args_t *a, const char *s, char *why, size_t why_l
     return KC_CLI_EXIT_OK;
 }
 
+/* -Q: every -t is TOPIC:PARTITION:TIMESTAMP; the topic is what precedes the last two colons
+ * (topic names cannot hold ':', but the check stays on the numbers). */
+static int parse_queries(kc_cli_args_t *a, char *why, size_t why_len)
+{
+    if (a->n_topics == 0)
+        FAIL("-Q needs -t TOPIC:PARTITION:TIMESTAMP (repeatable; TIMESTAMP in ms since the epoch)");
+    a->queries = calloc(a->n_topics, sizeof *a->queries);
+    if (!a->queries)
+        FAIL("out of memory");
+    for (size_t i = 0; i < a->n_topics; i++) {
+        const char *s = a->topics[i];
+        const char *c2 = strrchr(s, ':');
+        const char *c1 = NULL;
+        for (const char *x = s; c2 && x < c2; x++)
+            if (*x == ':')
+                c1 = x;
+        int64_t p, ts;
+        char num[32];
+        size_t pl = c1 ? (size_t)(c2 - c1 - 1) : 0;
+        if (!c1 || c1 == s || pl == 0 || pl >= sizeof num)
+            FAIL("-t %s: -Q needs TOPIC:PARTITION:TIMESTAMP (e.g. -t orders:0:1700000000000)", s);
+        memcpy(num, c1 + 1, pl);
+        num[pl] = '\0';
+        if (parse_i64(num, 0, INT32_MAX, &p))
+            FAIL("-t %s: the partition is a number >= 0", s);
+        if (parse_i64(c2 + 1, 0, INT64_MAX, &ts))
+            FAIL("-t %s: the timestamp is milliseconds since the epoch (>= 0)", s);
+        size_t tl = (size_t)(c1 - s);
+        a->queries[i].topic = malloc(tl + 1);
+        if (!a->queries[i].topic)
+            FAIL("out of memory");
+        memcpy(a->queries[i].topic, s, tl);
+        a->queries[i].topic[tl] = '\0';
+        a->queries[i].partition = (int32_t)p;
+        a->queries[i].timestamp = ts;
+    }
+    return KC_CLI_EXIT_OK;
+}
+
 int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t why_len)
 {
     *a = (kc_cli_args_t){.partition = -1, .format = "%s\\n"};
@@ -88,7 +131,8 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
     int c;
     optind = 1;
     opterr = 0; /* our messages, not getopt's */
-    while ((c = getopt_long(argc, argv, ":b:G:t:p:o:c:ef:X:q", longopts, NULL)) != -1) {
+    int have_format = 0;
+    while ((c = getopt_long(argc, argv, ":b:G:t:p:o:c:ef:X:qJLQC", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             a->brokers = optarg;
@@ -120,6 +164,18 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             break;
         case 'f':
             a->format = optarg;
+            have_format = 1;
+            break;
+        case 'J':
+            a->json = 1;
+            break;
+        case 'C': /* kcat's consumer mode: the only mode kconsume has besides -L and -Q */
+            break;
+        case 'L':
+            a->list = 1;
+            break;
+        case 'Q':
+            a->query = 1;
             break;
         case 'X':
             if (!strchr(optarg, '=') || optarg[0] == '=')
@@ -179,6 +235,17 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
         FAIL("unexpected argument '%s' (topics go after -t)", argv[optind]);
     if (!a->brokers)
         FAIL("-b BROKERS is required (e.g. -b localhost:9092)");
+    if (a->json && have_format)
+        FAIL("-J prints kcat's JSON and -f a format of your own: use one of them");
+    if (a->json)
+        a->format = KC_CLI_JSON_FORMAT;
+    if (a->list && a->query)
+        FAIL("-L lists metadata and -Q queries offsets: use one of them");
+    if (a->list || a->query) {
+        if (a->group)
+            FAIL("%s asks the cluster and exits: -G does not apply", a->list ? "-L" : "-Q");
+        return a->query ? parse_queries(a, why, why_len) : KC_CLI_EXIT_OK;
+    }
     if (a->n_topics == 0)
         FAIL("-t TOPIC is required (repeat -t for several topics)");
     if (a->group && a->partition >= 0)
@@ -191,6 +258,10 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
 
 void kc_cli_args_free(kc_cli_args_t *a)
 {
+    for (size_t i = 0; a->queries && i < a->n_topics; i++)
+        free(a->queries[i].topic);
+    free(a->queries);
+    a->queries = NULL;
     free(a->topics);
     free(a->conf);
     a->topics = NULL;

@@ -15,6 +15,9 @@ enum {
     KC_CLI_EXIT_RUNTIME = 1,
     KC_CLI_EXIT_USAGE = 2,
     KC_CLI_EXIT_CONFIG = 3,
+    KC_CLI_EXIT_NOT_FOUND = 4,   /* a topic or partition the cluster does not know */
+    KC_CLI_EXIT_UNREACHABLE = 5, /* no broker answered in time */
+    KC_CLI_EXIT_AUTH = 6,        /* TLS or SASL refused the login */
 };
 
 typedef enum kc_cli_start {
@@ -24,6 +27,13 @@ typedef enum kc_cli_start {
     KC_CLI_START_OFFSET,    /* start_value = offset */
     KC_CLI_START_TIMESTAMP, /* start_value = ms since the epoch */
 } kc_cli_start_t;
+
+/* One -Q question: -t TOPIC:PARTITION:TIMESTAMP (the topic is the argv string up to the colon). */
+typedef struct kc_cli_query {
+    char *topic;
+    int32_t partition;
+    int64_t timestamp;
+} kc_cli_query_t;
 
 typedef struct kc_cli_args {
     const char *brokers;
@@ -48,6 +58,11 @@ typedef struct kc_cli_args {
      * it printed (0: none). For demos of slow consumers: sleeping costs no CPU. */
     int64_t work_us;
     int help, version;
+    int json; /* -J: kcat's JSON, for records and for -L / -Q */
+    /* -L: list metadata (the -t topics, or all) and exit. -Q: print offsets for times and exit;
+     * each -t is then TOPIC:PARTITION:TIMESTAMP, parsed into queries. */
+    int list, query;
+    kc_cli_query_t *queries; /* n_topics of them with -Q */
 } kc_cli_args_t;
 
 /* Parses argv. Returns KC_CLI_EXIT_OK, or KC_CLI_EXIT_USAGE with a one-line message in why.

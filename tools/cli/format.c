@@ -36,6 +36,8 @@ static kc_cli_op_t op_of(char c)
         return KC_CLI_MEMBER;
     case 'n':
         return KC_CLI_CB_NS;
+    case 'J':
+        return KC_CLI_JSON;
     default:
         return KC_CLI_LIT; /* "not a conversion" */
     }
@@ -175,6 +177,73 @@ static int put_headers(const kc_cli_rec_t *r, kc_cli_buf_t *b)
     return 0;
 }
 
+/* A JSON string (or null for NULL): see format.h for what is escaped. */
+static int put_json_str(kc_cli_buf_t *b, const void *data, size_t len)
+{
+    if (!data)
+        return kc_cli_buf_put(b, "null", 4);
+    const unsigned char *s = data;
+    if (kc_cli_buf_put(b, "\"", 1))
+        return -1;
+    size_t run = 0; /* bytes copied as they are, in one put */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = s[i];
+        char esc[8];
+        size_t el = 0;
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c, el = 2;
+        } else if (c < 0x20) {
+            const char *named = c == '\n'   ? "\\n"
+                                : c == '\t' ? "\\t"
+                                : c == '\r' ? "\\r"
+                                : c == '\b' ? "\\b"
+                                : c == '\f' ? "\\f"
+                                            : NULL;
+            el = named ? 2 : 6;
+            if (named)
+                memcpy(esc, named, 2);
+            else
+                snprintf(esc, sizeof esc, "\\u%04X", c);
+        }
+        if (!el)
+            continue;
+        if (kc_cli_buf_put(b, s + run, i - run) || kc_cli_buf_put(b, esc, el))
+            return -1;
+        run = i + 1;
+    }
+    return kc_cli_buf_put(b, s + run, len - run) || kc_cli_buf_put(b, "\"", 1);
+}
+
+static int put_json(const kc_cli_rec_t *r, kc_cli_buf_t *b)
+{
+    static const char *const tstype[] = {"unknown", "create", "logappend"};
+    int t = r->ts_type >= 0 && r->ts_type <= 1 ? r->ts_type + 1 : 0;
+    if (kc_cli_buf_put(b, "{\"topic\":", 9) || put_json_str(b, r->topic, strlen(r->topic)) ||
+        kc_cli_buf_put(b, ",\"partition\":", 13) || put_i64(b, r->partition) ||
+        kc_cli_buf_put(b, ",\"offset\":", 10) || put_i64(b, r->offset) ||
+        kc_cli_buf_put(b, ",\"tstype\":\"", 11) ||
+        kc_cli_buf_put(b, tstype[t], strlen(tstype[t])) || kc_cli_buf_put(b, "\",\"ts\":", 7) ||
+        put_i64(b, r->timestamp) || kc_cli_buf_put(b, ",\"broker\":", 10) || put_i64(b, r->broker))
+        return -1;
+    if (r->hdr_next) {
+        size_t cur = 0, nl, vl;
+        const char *name;
+        const void *val;
+        int rc, n = 0;
+        while ((rc = r->hdr_next(r->hdr_src, &cur, &name, &nl, &val, &vl)) == 0) {
+            if (kc_cli_buf_put(b, n ? "," : ",\"headers\":[", n ? 1 : 12) ||
+                put_json_str(b, name, nl) || kc_cli_buf_put(b, ",", 1) || put_json_str(b, val, vl))
+                return -1;
+            n++;
+        }
+        if (n && kc_cli_buf_put(b, "]", 1))
+            return -1;
+    }
+    return kc_cli_buf_put(b, ",\"key\":", 7) || put_json_str(b, r->key, r->key_len) ||
+           kc_cli_buf_put(b, ",\"payload\":", 11) || put_json_str(b, r->value, r->value_len) ||
+           kc_cli_buf_put(b, "}", 1);
+}
+
 int kc_cli_fmt_render(const kc_cli_fmt_t *f, const kc_cli_rec_t *r, kc_cli_buf_t *b)
 {
     size_t mark = b->len;
@@ -220,6 +289,9 @@ int kc_cli_fmt_render(const kc_cli_fmt_t *f, const kc_cli_rec_t *r, kc_cli_buf_t
             break;
         case KC_CLI_CB_NS:
             rc = put_i64(b, (int64_t)r->cb_start_ns);
+            break;
+        case KC_CLI_JSON:
+            rc = put_json(r, b);
             break;
         case KC_CLI_OP_COUNT:
             break;

@@ -27,6 +27,7 @@ typedef enum kc_cli_op {
     KC_CLI_WORKER,    /* %w */
     KC_CLI_MEMBER,    /* %M */
     KC_CLI_CB_NS,     /* %n: CLOCK_MONOTONIC ns when the delivering callback started */
+    KC_CLI_JSON,      /* %J: the record as kcat -J's JSON object (see kc_cli_fmt_render) */
     KC_CLI_OP_COUNT
 } kc_cli_op_t;
 
@@ -58,6 +59,8 @@ typedef struct kc_cli_rec {
     size_t value_len;
     const void *hdr_src; /* passed to hdr_next; hdr_next NULL means "no headers" */
     kc_cli_hdr_next_fn hdr_next;
+    int ts_type;    /* 0 CreateTime, 1 LogAppendTime (-1: unknown) */
+    int32_t broker; /* the broker whose Fetch answer carried it */
     int worker;
     const char *member; /* NUL-terminated, never NULL */
     uint64_t cb_start_ns;
@@ -81,7 +84,15 @@ typedef struct kc_cli_buf {
 int kc_cli_buf_put(kc_cli_buf_t *b, const void *data, size_t n); /* 0 ok, -1 out of memory */
 void kc_cli_buf_free(kc_cli_buf_t *b);
 
-/* Appends one rendered record to b. 0 ok, -1 out of memory (b keeps what it had). */
+/* The format -J stands for: kcat's JSON envelope, one object per line. */
+#define KC_CLI_JSON_FORMAT "%J\\n"
+
+/* Appends one rendered record to b. 0 ok, -1 out of memory (b keeps what it had).
+ * %J writes kcat -J's object with its field names, order and value types: topic, partition,
+ * offset, tstype ("create", "logappend", "unknown"), ts, broker, headers (only when the record
+ * has some: [name, value, ...], a null value as null), key and payload (null for null); strings
+ * escape '"', '\' and control characters (\t \n \r \b \f, else \u00XX, upper-case hex) and pass
+ * every other byte through as it is, as kcat does. */
 int kc_cli_fmt_render(const kc_cli_fmt_t *f, const kc_cli_rec_t *r, kc_cli_buf_t *b);
 
 #endif
