@@ -16,7 +16,7 @@
 /* A group module's "group" object for the stats JSON: writes it (names per the contract:
  * protocol, state, member_id, epoch, assignment [[topic, partition], ...], rebalances) into buf
  * like snprintf (cap 0: only measure) and returns its length. Called on the network thread. */
-typedef size_t (*kc_consumer_group_stats_fn)(void *opaque, char *buf, size_t cap);
+typedef void (*kc_consumer_group_stats_fn)(void *opaque, kc_json_t *w);
 
 /* One manually assigned partition. Owner: network thread. */
 typedef struct kc_cpart {

@@ -67,6 +67,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/json.h"
 #include "kconsume.h"
 #include "ring.h"
 #include "runq.h"
@@ -172,9 +173,9 @@ typedef struct kc_rt_part {
  * queued.max.bytes, max.poll.interval.ms, enable.auto.offset.store); leaves the rest. */
 void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o);
 
-/* The "workers" array of the stats JSON ({"id","callbacks","records","busy_ns"} each) into buf,
- * NUL-terminated; returns the length it needed (like snprintf). Any thread. */
-size_t kc_rt_stats_workers(const kc_rt_t *rt, char *buf, size_t cap);
+/* Appends the "workers" array of the stats JSON ({"id","callbacks","records","busy_ns"} each).
+ * Any thread. */
+void kc_rt_stats_workers(const kc_rt_t *rt, kc_json_t *w);
 
 /* Lifecycle of the dispatcher. Network thread (or whoever owns the consumer). */
 kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err);
