@@ -291,6 +291,31 @@ KC_API kc_err_t kc_conf_set(kc_conf_t *conf, const char *key, const char *value,
 KC_API kc_err_t kc_conf_get(const kc_conf_t *conf, const char *key, char *buf, size_t *len);
 /* Cross-key checks: conflicting or incomplete settings, each explained. */
 KC_API kc_err_t kc_conf_validate(const kc_conf_t *conf, kc_error_t *err);
+
+/*
+ * Logging, per consumer. Levels as syslog's; log.level picks the most verbose one a consumer
+ * emits (its own: another consumer's level changes nothing here).
+ */
+typedef enum kc_log_level {
+    KC_LOG_ERROR = 3,
+    KC_LOG_WARN = 4,
+    KC_LOG_INFO = 6,
+    KC_LOG_DEBUG = 7,
+} kc_log_level_t;
+/*
+ * A log line: `level` a kc_log_level_t, `subsystem` a short tag ("conn", "fetch", "group",
+ * "engine", ...), `name` the consumer's client.id, `message` one line without a newline. The
+ * strings are valid during the call only. Called on the consumer's network thread or one of its
+ * workers, possibly from several at once: the callback must be thread-safe and must not call
+ * back into kconsume. No message ever holds a credential (passwords, key passwords, tokens).
+ */
+typedef void (*kc_log_cb_t)(void *opaque, int level, const char *subsystem, const char *name,
+                            const char *message);
+/* Sets the log callback of consumers created from `conf` (kc_conf_dup copies it; NULL restores
+ * the default). With a callback kconsume writes nothing to stderr; without one, each line goes to
+ * stderr as "<seconds.ms> kconsume LEVEL <client.id> [subsystem] message". KC_ERR_INVALID_ARG for
+ * a NULL conf. */
+KC_API kc_err_t kc_conf_set_log_cb(kc_conf_t *conf, kc_log_cb_t cb, void *opaque, kc_error_t *err);
 /* Writes the reference of every key (name, type, default, allowed values, doc) to `out` (a
  * FILE *, as void * to keep <stdio.h> out of this header). Markdown when markdown != 0. Secret
  * keys are listed without any value. Any thread. */

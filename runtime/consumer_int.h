@@ -43,6 +43,7 @@ struct kc_consumer {
     kc_conn_security_t *sec; /* security.protocol; read by the network thread's connections */
     kc_callbacks_t cbs;
     kc_netthread_t *nt;
+    kc_logger_t log; /* client.id, log.level, the conf's log callback; read-only once threads run */
     kc_engine_t *e;
     kc_rt_t *rt;
     char *group;

@@ -68,6 +68,7 @@
 #include <stdint.h>
 
 #include "base/json.h"
+#include "base/log.h"
 #include "kconsume.h"
 #include "ring.h"
 #include "runq.h"
@@ -129,6 +130,8 @@ typedef struct kc_rt_opts {
      * redundant wake-ups with a flag uses kc_rt_wake_claim / kc_rt_wake_rearm below. */
     void (*wake)(void *wake_ctx);
     void *wake_ctx;
+    /* The workers log through it (base/log.h); NULL: the process-wide logger. Outlives them. */
+    const kc_logger_t *log;
 } kc_rt_opts_t;
 
 typedef struct kc_rt kc_rt_t;

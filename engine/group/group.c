@@ -558,6 +558,14 @@ const kc_group_conf_t *kc_group_config(const kc_group_t *g)
     return &g->conf;
 }
 
+void kc_group_rebalanced(kc_group_t *g)
+{
+    g->n.rebalances++;
+    kc_log(KC_LOG_INFO, "group", "group %s: rebalanced: %s %d (%s, rebalance %llu)", g->group,
+           g->p->epoch_name, (int)g->p->epoch(g->m), g->p->name,
+           (unsigned long long)g->n.rebalances);
+}
+
 kc_group_counters_t *kc_group_counters(kc_group_t *g)
 {
     return &g->n;

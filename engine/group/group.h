@@ -223,6 +223,9 @@ typedef struct kc_group_counters {
 kc_engine_t *kc_group_engine(const kc_group_t *g);
 const kc_group_conf_t *kc_group_config(const kc_group_t *g);
 kc_group_counters_t *kc_group_counters(kc_group_t *g);
+/* The member reached a new generation (classic) or epoch (KIP-848) without error: counted in
+ * "rebalances" and logged at INFO, the one place both protocols report a rebalance. */
+void kc_group_rebalanced(kc_group_t *g);
 /* Runs the drive loop (or marks one more pass when inside it): after every answer. */
 void kc_group_drive(kc_group_t *g);
 /* An error for the application (hooks.error); fatal: the member stopped for good. */

@@ -122,7 +122,7 @@ static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         int32_t before = p->gc.epoch;
         kc_g848_on_heartbeat_response(&p->gc, now, &resp);
         if (p->gc.epoch != before && resp.error_code == 0)
-            n->rebalances++;
+            kc_group_rebalanced(p->grp);
     }
     kc_arena_free(&a);
     kc_buf_unref(frame);

@@ -229,7 +229,7 @@ static void p_finish(void *m, int64_t now)
     kc_classic_io_t *g = m;
     if (g->m.generation != g->last_generation && g->m.generation >= 0) {
         g->last_generation = g->m.generation;
-        kc_group_counters(g->grp)->rebalances++;
+        kc_group_rebalanced(g->grp);
     }
 }
 
