@@ -23,6 +23,8 @@ kc_require(libzstd libzstd-dev)
 kc_require(zlib zlib1g-dev)
 kc_require(liblz4 liblz4-dev)
 kc_require(snappy libsnappy-dev)
+# kc_metrics reads the stats JSON back to render it (runtime/metrics.c).
+kc_require(jansson libjansson-dev)
 
 if(KC_BUILD_TESTS)
     pkg_check_modules(KCDEP_cmocka QUIET IMPORTED_TARGET GLOBAL cmocka)

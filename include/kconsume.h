@@ -503,6 +503,19 @@ KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t
  * first join and without group.id). Any thread, callback context included; no waiting.
  * KC_ERR_TOO_LARGE when buf (len bytes) is too small (buf then holds ""). */
 KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
+
+/*
+ * The consumer's stats, now, in the Prometheus text exposition format (version 0.0.4, which
+ * OpenMetrics scrapers also read), for an HTTP endpoint to serve as is. The same numbers as the
+ * stats JSON (README, "Metrics"): kconsume_* gauges and *_total counters labelled with
+ * client_id, and per broker (broker), partition (topic, partition; lag included), group and
+ * worker (worker); string fields are labels of a *_info metric with value 1. Label values are
+ * escaped as the format says (backslash, double quote, newline). *text is malloc'd,
+ * NUL-terminated (free() it), *len its length (len may be NULL). Any app thread, callback
+ * context included (it waits only for the network thread to take a snapshot).
+ * KC_ERR_CLOSED after kc_close.
+ */
+KC_API kc_err_t kc_metrics(kc_consumer_t *c, char **text, size_t *len, kc_error_t *err);
 /* The id of the worker thread calling it (0 .. worker.threads-1), the same number the stats JSON
  * shows as workers[].id and partitions[].worker; -1 on any thread that is not a kconsume worker
  * (app threads, the network thread, a kc_poll caller). Ids are per consumer: two consumers in

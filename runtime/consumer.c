@@ -519,6 +519,12 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_COMMITS_IDLE:
         k->done = c->async_pending == 0;
         break;
+    case KC_COP_STATS:
+        if (!c->e)
+            k->rc = kc_fail(&k->err, KC_ERR_CLOSED, "consumer is closed");
+        else if (!(k->text = kc_consumer_stats_json(c)))
+            k->rc = kc_fail(&k->err, KC_ERR_NOMEM, "stats: out of memory");
+        break;
     case KC_COP_POSITION:
         if ((rp = part_of(c, k->topic, k->partition)))
             k->value = kc_rt_part_position(rp);

@@ -118,6 +118,7 @@ typedef struct kc_ccall {
     kc_err_t fin_rc; /* KC_OK where done was set without an answer (nothing to commit) */
     kc_error_t fin_err;
     kc_topic_partition_t *out;
+    char *text; /* KC_COP_STATS: the stats JSON, malloc'd; the caller frees it */
 } kc_ccall_t;
 
 enum {
@@ -137,6 +138,7 @@ enum {
     KC_COP_SUBSCRIBE,    /* group.c: out = the topic names, n */
     KC_COP_GROUP_CLOSE,  /* group.c: revoke, commit, leave; done when left */
     KC_COP_COMMITS_IDLE, /* kc_close: done once no async commit waits for its answer */
+    KC_COP_STATS,        /* text <- one stats JSON object, now (kc_metrics) */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */

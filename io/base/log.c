@@ -62,9 +62,16 @@ static const char *level_name(int level)
 }
 
 /* One line on stderr: "<s.ms> kconsume LEVEL [subsystem] message", the logger's name after the
- * level when there is one. */
+ * level when there is one. client.id may hold anything: its control characters print as '?',
+ * so one line stays one line. */
 static void to_stderr(int level, const char *name, const char *subsystem, const char *line)
 {
+    char safe[sizeof((kc_logger_t *)0)->name];
+    size_t k = 0;
+    for (; name && name[k] && k + 1 < sizeof safe; k++)
+        safe[k] = (unsigned char)name[k] < 0x20 || name[k] == 0x7f ? '?' : name[k];
+    safe[k] = '\0';
+    name = safe;
     char out[1200];
     int64_t ms = kc_now_ms();
     int n = snprintf(out, sizeof out, "%lld.%03lld kconsume %s%s%s [%s] %s\n",
