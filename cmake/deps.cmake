@@ -23,6 +23,15 @@ kc_require(libzstd libzstd-dev)
 kc_require(zlib zlib1g-dev)
 kc_require(liblz4 liblz4-dev)
 kc_require(snappy libsnappy-dev)
+# kc_metrics reads the stats JSON back to render it (runtime/metrics.c).
+kc_require(jansson libjansson-dev)
+
+# The CLI only (--metrics-port's HTTP listener, tools/app/metrics_http.c); not the library's.
+pkg_check_modules(KCDEP_microhttpd QUIET IMPORTED_TARGET GLOBAL libmicrohttpd)
+if(NOT KCDEP_microhttpd_FOUND)
+    message(FATAL_ERROR "the kconsume CLI needs libmicrohttpd: install the Debian package "
+                        "'libmicrohttpd-dev' (or run tests/testkit/install-deps)")
+endif()
 
 if(KC_BUILD_TESTS)
     pkg_check_modules(KCDEP_cmocka QUIET IMPORTED_TARGET GLOBAL cmocka)

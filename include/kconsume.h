@@ -302,6 +302,31 @@ KC_API kc_err_t kc_conf_set(kc_conf_t *conf, const char *key, const char *value,
 KC_API kc_err_t kc_conf_get(const kc_conf_t *conf, const char *key, char *buf, size_t *len);
 /* Cross-key checks: conflicting or incomplete settings, each explained. */
 KC_API kc_err_t kc_conf_validate(const kc_conf_t *conf, kc_error_t *err);
+
+/*
+ * Logging, per consumer. Levels as syslog's; log.level picks the most verbose one a consumer
+ * emits (its own: another consumer's level changes nothing here).
+ */
+typedef enum kc_log_level {
+    KC_LOG_ERROR = 3,
+    KC_LOG_WARN = 4,
+    KC_LOG_INFO = 6,
+    KC_LOG_DEBUG = 7,
+} kc_log_level_t;
+/*
+ * A log line: `level` a kc_log_level_t, `subsystem` a short tag ("conn", "fetch", "group",
+ * "engine", ...), `name` the consumer's client.id, `message` one line without a newline. The
+ * strings are valid during the call only. Called on the consumer's network thread or one of its
+ * workers, possibly from several at once: the callback must be thread-safe and must not call
+ * back into kconsume. No message ever holds a credential (passwords, key passwords, tokens).
+ */
+typedef void (*kc_log_cb_t)(void *opaque, int level, const char *subsystem, const char *name,
+                            const char *message);
+/* Sets the log callback of consumers created from `conf` (kc_conf_dup copies it; NULL restores
+ * the default). With a callback kconsume writes nothing to stderr; without one, each line goes to
+ * stderr as "<seconds.ms> kconsume LEVEL <client.id> [subsystem] message". KC_ERR_INVALID_ARG for
+ * a NULL conf. */
+KC_API kc_err_t kc_conf_set_log_cb(kc_conf_t *conf, kc_log_cb_t cb, void *opaque, kc_error_t *err);
 /* Writes the reference of every key (name, type, default, allowed values, doc) to `out` (a
  * FILE *, as void * to keep <stdio.h> out of this header). Markdown when markdown != 0. Secret
  * keys are listed without any value. Any thread. */
@@ -563,6 +588,19 @@ KC_API void kc_metadata_destroy(kc_metadata_t *md);
  * first join and without group.id). Any thread, callback context included; no waiting.
  * KC_ERR_TOO_LARGE when buf (len bytes) is too small (buf then holds ""). */
 KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
+
+/*
+ * The consumer's stats, now, in the Prometheus text exposition format (version 0.0.4, which
+ * OpenMetrics scrapers also read), for an HTTP endpoint to serve as is. The same numbers as the
+ * stats JSON (README, "Metrics"): kconsume_* gauges and *_total counters labelled with
+ * client_id, and per broker (broker), partition (topic, partition; lag included), group and
+ * worker (worker); string fields are labels of a *_info metric with value 1. Label values are
+ * escaped as the format says (backslash, double quote, newline). *text is malloc'd,
+ * NUL-terminated (free() it), *len its length (len may be NULL). Any app thread, callback
+ * context included (it waits only for the network thread to take a snapshot).
+ * KC_ERR_CLOSED after kc_close.
+ */
+KC_API kc_err_t kc_metrics(kc_consumer_t *c, char **text, size_t *len, kc_error_t *err);
 /* The id of the worker thread calling it (0 .. worker.threads-1), the same number the stats JSON
  * shows as workers[].id and partitions[].worker; -1 on any thread that is not a kconsume worker
  * (app threads, the network thread, a kc_poll caller). Ids are per consumer: two consumers in

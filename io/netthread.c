@@ -8,6 +8,7 @@ struct kc_netthread {
     pthread_t tid;
     kc_loop_t *loop;
     kc_loop_backend_t backend;
+    const kc_logger_t *log;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int started;
@@ -18,6 +19,7 @@ struct kc_netthread {
 static void *thread_main(void *arg)
 {
     kc_netthread_t *nt = arg;
+    kc_log_bind(nt->log);
     kc_loop_t *loop = NULL;
     kc_error_t e = {0};
     kc_err_t rc = kc_loop_new(&loop, nt->backend, &e);
@@ -34,12 +36,14 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-kc_err_t kc_netthread_start(kc_netthread_t **out, kc_loop_backend_t backend, kc_error_t *err)
+kc_err_t kc_netthread_start(kc_netthread_t **out, kc_loop_backend_t backend, const kc_logger_t *log,
+                            kc_error_t *err)
 {
     kc_netthread_t *nt = calloc(1, sizeof *nt);
     if (!nt)
         return kc_fail(err, KC_ERR_NOMEM, "netthread: out of memory");
     nt->backend = backend;
+    nt->log = log;
     pthread_mutex_init(&nt->mu, NULL);
     pthread_cond_init(&nt->cv, NULL);
     if (pthread_create(&nt->tid, NULL, thread_main, nt) != 0) {

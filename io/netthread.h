@@ -8,13 +8,16 @@
 
 #include <pthread.h>
 
+#include "base/log.h"
 #include "loop.h"
 
 typedef struct kc_netthread kc_netthread_t;
 
 /* Starts the thread and creates its loop on it (SINGLE_ISSUER ties the ring to that thread).
- * Returns once the loop exists, or with the loop's creation error. Caller thread: any. */
-kc_err_t kc_netthread_start(kc_netthread_t **out, kc_loop_backend_t backend, kc_error_t *err);
+ * The thread logs through `log` (base/log.h; NULL: the process-wide logger), which must outlive
+ * it. Returns once the loop exists, or with the loop's creation error. Caller thread: any. */
+kc_err_t kc_netthread_start(kc_netthread_t **out, kc_loop_backend_t backend, const kc_logger_t *log,
+                            kc_error_t *err);
 /* Any thread. `cmd->fn` runs on the network thread. */
 void kc_netthread_post(kc_netthread_t *nt, kc_loop_cmd_t *cmd);
 /* Any thread but the network thread: runs `fn(loop, arg)` there and waits for it to return. */

@@ -319,7 +319,18 @@ kc_conf_t *kc_conf_dup(const kc_conf_t *conf)
             return NULL;
         }
     }
+    d->log_cb = conf->log_cb;
+    d->log_opaque = conf->log_opaque;
     return d;
+}
+
+kc_err_t kc_conf_set_log_cb(kc_conf_t *conf, kc_log_cb_t cb, void *opaque, kc_error_t *err)
+{
+    if (!conf)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_conf_set_log_cb: NULL conf");
+    conf->log_cb = cb;
+    conf->log_opaque = cb ? opaque : NULL;
+    return KC_OK;
 }
 
 kc_err_t kc_conf_set(kc_conf_t *conf, const char *key, const char *value, kc_error_t *err)

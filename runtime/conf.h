@@ -13,6 +13,8 @@
 
 struct kc_conf {
     char *val[KC_CONF__COUNT]; /* NULL = unset (the table's default applies); owned */
+    kc_log_cb_t log_cb;        /* kc_conf_set_log_cb; NULL: stderr */
+    void *log_opaque;
 };
 
 /* Typed reads of the effective value (set or default). Values were validated at set time, so

@@ -136,7 +136,7 @@
     X(STATISTICS_INTERVAL_MS, "statistics.interval.ms", INT, "0", 0, 86400000, NULL, 0,            \
       "Stats JSON to on_event every this many ms; 0 = off")                                        \
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "error|warn|info|debug", 0,                      \
-      "Most verbose level logged to stderr; process-wide, the most verbose any consumer asks")     \
+      "Most verbose level this consumer logs (to its log callback, else stderr)")     \
     X(DECOMPRESS_MAX_BYTES, "decompress.max.bytes", INT, "67108864", 4096, KC_I32MAX, NULL, 0,     \
       "Largest decompressed record batch accepted (bounds a decompression bomb)")
 

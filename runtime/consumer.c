@@ -519,6 +519,12 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_COMMITS_IDLE:
         k->done = c->async_pending == 0;
         break;
+    case KC_COP_STATS:
+        if (!c->e)
+            k->rc = kc_fail(&k->err, KC_ERR_CLOSED, "consumer is closed");
+        else if (!(k->text = kc_consumer_stats_json(c)))
+            k->rc = kc_fail(&k->err, KC_ERR_NOMEM, "stats: out of memory");
+        break;
     case KC_COP_POSITION:
         if ((rp = part_of(c, k->topic, k->partition)))
             k->value = kc_rt_part_position(rp);
@@ -641,7 +647,6 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
         return kc_fail(err, KC_ERR_CONFIG, "bootstrap.servers is required");
-    kc_log_raise(log_level(kc_conf_str(conf, KC_CONF_LOG_LEVEL)));
     /* security.protocol: the TLS context and SASL credentials every connection of this
      * consumer uses (io/conn_security.h); loaded now so bad material fails creation. */
     kc_conn_security_t *sec = NULL;
@@ -668,6 +673,9 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     }
     c->sec = sec;
     c->conf = conf;
+    kc_logger_init(&c->log, conf->log_cb, conf->log_opaque,
+                   log_level(kc_conf_str(conf, KC_CONF_LOG_LEVEL)),
+                   kc_conf_str(conf, KC_CONF_CLIENT_ID));
     c->cbs = *cbs;
     const char *g = kc_conf_str(conf, KC_CONF_GROUP_ID);
     c->group = *g ? strdup(g) : NULL;
@@ -678,7 +686,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     c->wake_cmd.opaque = c;
     kc_loop_backend_t be;
     if ((rc = kc_loop_backend_parse(kc_conf_str(conf, KC_CONF_IO_BACKEND), &be, err)) != KC_OK ||
-        (rc = kc_netthread_start(&c->nt, be, err)) != KC_OK) {
+        (rc = kc_netthread_start(&c->nt, be, &c->log, err)) != KC_OK) {
         free(c->group);
         kc_conn_security_free(c->sec);
         free(c);
@@ -704,6 +712,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.decoder = kc_rt_batch_decoder(&c->dec_conf);
     o.wake = wake_hook;
     o.wake_ctx = c;
+    o.log = &c->log;
     if ((rc = kc_rt_new(&o, &c->rt, err)) != KC_OK) {
         kc_netthread_stop(c->nt);
         kc_pull_free(c);

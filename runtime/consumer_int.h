@@ -16,7 +16,7 @@
 /* A group module's "group" object for the stats JSON: writes it (names per the contract:
  * protocol, state, member_id, epoch, assignment [[topic, partition], ...], rebalances) into buf
  * like snprintf (cap 0: only measure) and returns its length. Called on the network thread. */
-typedef size_t (*kc_consumer_group_stats_fn)(void *opaque, char *buf, size_t cap);
+typedef void (*kc_consumer_group_stats_fn)(void *opaque, kc_json_t *w);
 
 /* One manually assigned partition. Owner: network thread. */
 typedef struct kc_cpart {
@@ -43,6 +43,7 @@ struct kc_consumer {
     kc_conn_security_t *sec; /* security.protocol; read by the network thread's connections */
     kc_callbacks_t cbs;
     kc_netthread_t *nt;
+    kc_logger_t log; /* client.id, log.level, the conf's log callback; read-only once threads run */
     kc_engine_t *e;
     kc_rt_t *rt;
     char *group;
@@ -117,6 +118,7 @@ typedef struct kc_ccall {
     kc_err_t fin_rc; /* KC_OK where done was set without an answer (nothing to commit) */
     kc_error_t fin_err;
     kc_topic_partition_t *out;
+    char *text; /* KC_COP_STATS: the stats JSON, malloc'd; the caller frees it */
 } kc_ccall_t;
 
 enum {
@@ -136,6 +138,7 @@ enum {
     KC_COP_SUBSCRIBE,    /* group.c: out = the topic names, n */
     KC_COP_GROUP_CLOSE,  /* group.c: revoke, commit, leave; done when left */
     KC_COP_COMMITS_IDLE, /* kc_close: done once no async commit waits for its answer */
+    KC_COP_STATS,        /* text <- one stats JSON object, now (kc_metrics) */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */

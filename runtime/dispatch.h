@@ -67,6 +67,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/json.h"
+#include "base/log.h"
 #include "kconsume.h"
 #include "record.h"
 #include "ring.h"
@@ -129,6 +131,8 @@ typedef struct kc_rt_opts {
      * redundant wake-ups with a flag uses kc_rt_wake_claim / kc_rt_wake_rearm below. */
     void (*wake)(void *wake_ctx);
     void *wake_ctx;
+    /* The workers log through it (base/log.h); NULL: the process-wide logger. Outlives them. */
+    const kc_logger_t *log;
 } kc_rt_opts_t;
 
 typedef struct kc_rt kc_rt_t;
@@ -173,9 +177,9 @@ typedef struct kc_rt_part {
  * queued.max.bytes, max.poll.interval.ms, enable.auto.offset.store); leaves the rest. */
 void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o);
 
-/* The "workers" array of the stats JSON ({"id","callbacks","records","busy_ns"} each) into buf,
- * NUL-terminated; returns the length it needed (like snprintf). Any thread. */
-size_t kc_rt_stats_workers(const kc_rt_t *rt, char *buf, size_t cap);
+/* Appends the "workers" array of the stats JSON ({"id","callbacks","records","busy_ns"} each).
+ * Any thread. */
+void kc_rt_stats_workers(const kc_rt_t *rt, kc_json_t *w);
 
 /* Lifecycle of the dispatcher. Network thread (or whoever owns the consumer). */
 kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err);

@@ -187,10 +187,10 @@ static unsigned h_poll_over(void *o)
     return kc_rt_watchdog_check(cg->rt, kc_now_ns());
 }
 
-/* consumer_int.h's group_stats hook: the "group" object of the stats JSON, snprintf-style. */
-static size_t cg_stats_hook(void *opaque, char *buf, size_t cap)
+/* consumer_int.h's group_stats hook: the "group" object of the stats JSON. */
+static void cg_stats_hook(void *opaque, kc_json_t *w)
 {
-    return kc_rt_group_stats_json(opaque, buf, cap);
+    kc_rt_group_stats_json(opaque, w);
 }
 
 /* The group protocols, by kc_conf_group_protocol's choice (AUTO: the driver chooses). */
@@ -290,9 +290,9 @@ void kc_rt_group_free(kc_rt_group_t *cg)
     free(cg);
 }
 
-size_t kc_rt_group_stats_json(const kc_rt_group_t *cg, char *buf, size_t cap)
+void kc_rt_group_stats_json(const kc_rt_group_t *cg, kc_json_t *w)
 {
-    return kc_group_stats_json(cg->g, buf, cap);
+    kc_group_stats_json(cg->g, w);
 }
 
 bool kc_rt_group_part_at(const kc_rt_group_t *cg, size_t i, const char **topic, int32_t *partition,

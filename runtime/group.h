@@ -27,7 +27,7 @@ void kc_rt_group_close(kc_rt_group_t *cg);
 bool kc_rt_group_closed(const kc_rt_group_t *cg);
 /* After the engine was closed (its coordinator work finished), before it is freed. */
 void kc_rt_group_free(kc_rt_group_t *cg);
-size_t kc_rt_group_stats_json(const kc_rt_group_t *cg, char *buf, size_t cap);
+void kc_rt_group_stats_json(const kc_rt_group_t *cg, kc_json_t *w);
 /* The group's i-th owned partition (not being revoked), for the stats JSON's "partitions" and
  * kc_position: false past the end. Network thread. */
 bool kc_rt_group_part_at(const kc_rt_group_t *cg, size_t i, const char **topic, int32_t *partition,

@@ -9,7 +9,6 @@
  * are atomics (relaxed: a snapshot needs untorn values, not ordering).
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,76 +17,25 @@
 #include "group.h"
 #include "consumer_int.h"
 
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf_t;
-
-static void put(sbuf_t *b, const char *fmt, ...)
-{
-    for (int tries = 0; tries < 2 && !b->oom; tries++) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->p && b->n + (size_t)k < b->cap) {
-            b->n += (size_t)k;
-            return;
-        }
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)k;
-        char *np = realloc(b->p, cap);
-        if (!np) {
-            b->oom = 1;
-            return;
-        }
-        b->p = np;
-        b->cap = cap;
-    }
-}
-
-/* JSON string body: topics and ids are printable in practice, but escape anyway. */
-static void put_str(sbuf_t *b, const char *s)
-{
-    put(b, "\"");
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            put(b, "\\%c", ch);
-        else if (ch < 0x20)
-            put(b, "\\u%04x", ch);
-        else
-            put(b, "%c", ch);
-    }
-    put(b, "\"");
-}
-
-static void put_group(kc_consumer_t *c, sbuf_t *b)
+static void put_group(kc_consumer_t *c, kc_json_t *b)
 {
     if (c->group_stats) {
         /* the group module writes the whole object, names as in the contract */
-        size_t need = c->group_stats(c->group_stats_opaque, NULL, 0);
-        put(b, "%*s", (int)need, "");
-        if (!b->oom && b->n >= need)
-            c->group_stats(c->group_stats_opaque, b->p + b->n - need, need + 1);
+        c->group_stats(c->group_stats_opaque, b);
         return;
     }
-    put(b, "{\"protocol\":\"none\",\"state\":\"manual\",\"member_id\":\"\",\"epoch\":-1,"
-           "\"assignment\":[");
+    kc_json_raw(b, "{\"protocol\":\"none\",\"state\":\"manual\",\"member_id\":\"\",\"epoch\":-1,"
+                   "\"assignment\":[");
     for (size_t i = 0; i < c->n; i++) {
-        put(b, i ? ",[" : "[");
-        put_str(b, c->parts[i].topic);
-        put(b, ",%d]", c->parts[i].partition);
+        kc_json_raw(b, i ? ",[" : "[");
+        kc_json_str(b, c->parts[i].topic);
+        kc_json_raw(b, ",%d]", c->parts[i].partition);
     }
-    put(b, "],\"rebalances\":0}");
+    kc_json_raw(b, "],\"rebalances\":0}");
 }
 
 /* One entry of "partitions": the n-th (comma before all but the first). */
-static void put_part(kc_consumer_t *c, sbuf_t *b, size_t n, const char *topic, int32_t partition,
+static void put_part(kc_consumer_t *c, kc_json_t *b, size_t n, const char *topic, int32_t partition,
                      kc_rt_part_t *p)
 {
     kc_engine_part_stats_t ps = {.position = -1, .committed = -1, .high_watermark = -1, .lag = -1};
@@ -97,15 +45,15 @@ static void put_part(kc_consumer_t *c, sbuf_t *b, size_t n, const char *topic, i
      * the first delivery, the start once known (e.g. the group's committed offset) */
     int64_t pos = kc_rt_part_position(p);
     int64_t hw = ps.high_watermark;
-    put(b, n ? ",{\"topic\":" : "{\"topic\":");
-    put_str(b, topic);
-    put(b,
-        ",\"partition\":%d,\"position\":%lld,\"fetch_position\":%lld,\"committed\":%lld,"
-        "\"high_watermark\":%lld,\"lag\":%lld,\"buffered_bytes\":%lld,\"worker\":%d}",
-        partition, (long long)pos, (long long)ps.position, (long long)ps.committed, (long long)hw,
-        (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
-        (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
-        atomic_load_explicit(&p->last_worker, memory_order_relaxed));
+    kc_json_raw(b, n ? ",{\"topic\":" : "{\"topic\":");
+    kc_json_str(b, topic);
+    kc_json_raw(b,
+                ",\"partition\":%d,\"position\":%lld,\"fetch_position\":%lld,\"committed\":%lld,"
+                "\"high_watermark\":%lld,\"lag\":%lld,\"buffered_bytes\":%lld,\"worker\":%d}",
+                partition, (long long)pos, (long long)ps.position, (long long)ps.committed,
+                (long long)hw, (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
+                (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
+                atomic_load_explicit(&p->last_worker, memory_order_relaxed));
 }
 
 char *kc_consumer_stats_json(kc_consumer_t *c)
@@ -119,35 +67,38 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
     kc_rt_part_t *grtp;
     for (size_t i = 0; c->grp && kc_rt_group_part_at(c->grp, i, &gt, &gpn, &grtp); i++)
         nparts++;
-    sbuf_t b = {0};
-    b.cap = 4096 + 256 * nparts;
-    if (!(b.p = malloc(b.cap)))
-        return NULL;
+    kc_json_t b;
+    kc_json_init(&b, 4096 + 256 * nparts);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    put(&b, "{\"ts_ms\":%lld,\"brokers\":[", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    kc_json_raw(&b, "{\"ts_ms\":%lld,\"brokers\":[",
+                (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
     if (c->e) {
         kc_engine_broker_stats_t bs[64];
         size_t nb = kc_engine_broker_stats(c->e, bs, 64);
-        for (size_t i = 0; i < nb && i < 64; i++)
-            put(&b,
-                "%s{\"id\":%d,\"state\":\"%s\",\"fetch_requests\":%" PRIu64
-                ",\"fetch_request_bytes\":%" PRIu64 ",\"fetch_partitions_sent\":%" PRIu64
-                ",\"fetch_forgotten_sent\":%" PRIu64 ",\"fetch_responses\":%" PRIu64
-                ",\"fetch_errors\":%" PRIu64 ",\"fetch_record_bytes\":%" PRIu64
+        for (size_t i = 0; i < nb && i < 64; i++) {
+            kc_json_raw(&b, "%s{\"id\":%d,\"state\":", i ? "," : "", bs[i].broker_id);
+            kc_json_str(&b, bs[i].state ? bs[i].state : "down");
+            kc_json_raw(
+                &b,
+                ",\"fetch_requests\":%" PRIu64 ",\"fetch_request_bytes\":%" PRIu64
+                ",\"fetch_partitions_sent\":%" PRIu64 ",\"fetch_forgotten_sent\":%" PRIu64
+                ",\"fetch_responses\":%" PRIu64 ",\"fetch_errors\":%" PRIu64
+                ",\"fetch_record_bytes\":%" PRIu64
                 ",\"fetch_session_id\":%d,\"fetch_session_epoch\":%d,"
                 "\"fetch_request_bytes_min\":%" PRIu64 ",\"fetch_request_bytes_max\":%" PRIu64
                 ",\"fetch_request_bytes_last\":%" PRIu64 ",\"fetch_request_parts_last\":%" PRIu64
-                ",\"io_backend\":\"%s\"}",
-                i ? "," : "", bs[i].broker_id, bs[i].state ? bs[i].state : "down",
+                ",\"io_backend\":",
                 bs[i].fetch_requests, bs[i].fetch_request_bytes, bs[i].fetch_partitions_sent,
                 bs[i].fetch_forgotten_sent, bs[i].fetch_responses, bs[i].fetch_errors,
                 bs[i].fetch_record_bytes, bs[i].fetch_session_id, bs[i].fetch_session_epoch,
                 bs[i].fetch_request_bytes_min, bs[i].fetch_request_bytes_max,
-                bs[i].last_request_bytes, bs[i].last_request_parts,
-                bs[i].io_backend ? bs[i].io_backend : "");
+                bs[i].last_request_bytes, bs[i].last_request_parts);
+            kc_json_str(&b, bs[i].io_backend ? bs[i].io_backend : "");
+            kc_json_raw(&b, "}");
+        }
     }
-    put(&b, "],\"partitions\":[");
+    kc_json_raw(&b, "],\"partitions\":[");
     size_t np = 0;
     for (size_t i = 0; i < c->n; i++)
         put_part(c, &b, np++, c->parts[i].topic, c->parts[i].partition, c->parts[i].rtp);
@@ -155,20 +106,13 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
     for (size_t i = 0; c->grp && kc_rt_group_part_at(c->grp, i, &gt, &gpn, &grtp); i++)
         if (grtp)
             put_part(c, &b, np++, gt, gpn, grtp);
-    put(&b, "],\"group\":");
+    kc_json_raw(&b, "],\"group\":");
     put_group(c, &b);
-    put(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",
-        (long long)kc_rt_buffered_bytes(c->rt), (long long)kc_rt_frame_bytes(c->rt));
-    size_t need = kc_rt_stats_workers(c->rt, NULL, 0);
-    put(&b, "%*s", (int)need, "");
-    if (!b.oom)
-        kc_rt_stats_workers(c->rt, b.p + b.n - need, need + 1);
-    put(&b, "}");
-    if (b.oom) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
+    kc_json_raw(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",
+                (long long)kc_rt_buffered_bytes(c->rt), (long long)kc_rt_frame_bytes(c->rt));
+    kc_rt_stats_workers(c->rt, &b);
+    kc_json_raw(&b, "}");
+    return kc_json_take(&b);
 }
 
 static void tick(kc_loop_t *loop, kc_loop_timer_t *t)

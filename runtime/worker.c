@@ -326,6 +326,7 @@ void *kc_rt_worker_main(void *arg)
 {
     kc_rt_worker_t *w = arg;
     tl_worker_id = (int)w->id;
+    kc_log_bind(w->rt->o.log);
     kc_rt_part_t *p;
     bool had = false;
     while ((p = kc_rt_runq_pop(&w->rt->rq, had))) {

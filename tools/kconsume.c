@@ -361,6 +361,11 @@ static int run(void)
         kc_app.c = NULL;
         return code;
     }
+    if (kc_app.a.metrics_port && kc_app_metrics_start(kc_app.a.metrics_port)) {
+        kc_destroy(kc_app.c);
+        kc_app.c = NULL;
+        return KC_CLI_EXIT_RUNTIME;
+    }
     uint64_t t0 = kc_app_now_ns();
     if (kc_app.a.group && kc_app.a.exit_at_end)
         kc_app_learn_group_ends();
@@ -391,6 +396,7 @@ static int run(void)
         kc_app_live_frame(t0, 1);
     if (kc_app.a.summary)
         kc_app_print_summary(t0);
+    kc_app_metrics_stop();
     kc_destroy(kc_app.c);
     kc_app.c = NULL;
     return code;

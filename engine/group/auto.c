@@ -299,19 +299,15 @@ static int32_t c_coordinator(const void *m)
     return kc_engine_coord_node(c->e, c->conf->group_id);
 }
 
-static size_t c_stats_head(const void *m, char *buf, size_t cap)
+static void c_stats_head(const void *m, kc_json_t *w)
 {
     (void)m;
-    size_t n = 0;
-    kc_group_jsonf(buf, cap, &n,
-                   "\"state\":\"choosing\",\"member_id\":\"\",\"epoch\":-1,\"assignment\":[]");
-    return n;
+    kc_json_raw(w, "\"state\":\"choosing\",\"member_id\":\"\",\"epoch\":-1,\"assignment\":[]");
 }
 
-static size_t c_stats_extra(const void *m, char *buf, size_t cap)
+static void c_stats_extra(const void *m, kc_json_t *w)
 {
-    (void)m, (void)buf, (void)cap;
-    return 0;
+    (void)m, (void)w;
 }
 
 const kc_group_proto_t kc_group_auto_proto = {

@@ -558,6 +558,14 @@ const kc_group_conf_t *kc_group_config(const kc_group_t *g)
     return &g->conf;
 }
 
+void kc_group_rebalanced(kc_group_t *g)
+{
+    g->n.rebalances++;
+    kc_log(KC_LOG_INFO, "group", "group %s: rebalanced: %s %d (%s, rebalance %llu)", g->group,
+           g->p->epoch_name, (int)g->p->epoch(g->m), g->p->name,
+           (unsigned long long)g->n.rebalances);
+}
+
 kc_group_counters_t *kc_group_counters(kc_group_t *g)
 {
     return &g->n;
@@ -713,31 +721,20 @@ kc_group_tp_t *kc_group_parts(kc_group_t *g, size_t n)
     return g->parts;
 }
 
-void kc_group_jsonf(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+void kc_group_stats_json(const kc_group_t *g, kc_json_t *w)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(buf ? buf + (*n < cap ? *n : cap) : NULL, *n < cap ? cap - *n : 0, fmt, ap);
-    va_end(ap);
-    if (w > 0)
-        *n += (size_t)w;
-}
-
-size_t kc_group_stats_json(const kc_group_t *g, char *buf, size_t cap)
-{
-    size_t n = 0;
-    kc_group_jsonf(buf, cap, &n, "{\"protocol\":\"%s\",", g->p->name);
-    n += g->p->stats_head(g->m, buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0);
-    kc_group_jsonf(buf, cap, &n,
-                   ",\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,"
-                   "\"commits\":%llu,\"commit_failures\":%llu,\"rediscoveries\":%llu",
-                   (unsigned long long)g->n.rebalances, (unsigned long long)g->n.heartbeats,
-                   (unsigned long long)g->n.hb_errors, (unsigned long long)g->n.commits,
-                   (unsigned long long)g->n.commit_failures,
-                   (unsigned long long)g->n.rediscoveries);
-    n += g->p->stats_extra(g->m, buf ? buf + (n < cap ? n : cap) : NULL, n < cap ? cap - n : 0);
-    kc_group_jsonf(buf, cap, &n, ",\"coordinator\":%d,\"self_fenced\":%s,\"self_fences\":%llu}",
-                   (int)g->p->coordinator(g->m), g->self_fenced ? "true" : "false",
-                   (unsigned long long)g->self_fences);
-    return n;
+    kc_json_raw(w, "{\"protocol\":");
+    kc_json_str(w, g->p->name);
+    kc_json_raw(w, ",");
+    g->p->stats_head(g->m, w);
+    kc_json_raw(w,
+                ",\"rebalances\":%llu,\"heartbeats\":%llu,\"heartbeat_errors\":%llu,"
+                "\"commits\":%llu,\"commit_failures\":%llu,\"rediscoveries\":%llu",
+                (unsigned long long)g->n.rebalances, (unsigned long long)g->n.heartbeats,
+                (unsigned long long)g->n.hb_errors, (unsigned long long)g->n.commits,
+                (unsigned long long)g->n.commit_failures, (unsigned long long)g->n.rediscoveries);
+    g->p->stats_extra(g->m, w);
+    kc_json_raw(w, ",\"coordinator\":%d,\"self_fenced\":%s,\"self_fences\":%llu}",
+                (int)g->p->coordinator(g->m), g->self_fenced ? "true" : "false",
+                (unsigned long long)g->self_fences);
 }

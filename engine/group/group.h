@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/json.h"
 #include "coordinator.h"
 #include "engine.h"
 #include "offsets.h"
@@ -151,11 +152,11 @@ typedef struct kc_group_proto {
     int32_t (*epoch)(const void *m);
     const char *(*member_id)(const void *m);
     int32_t (*coordinator)(const void *m); /* the coordinator's broker id, -1 unknown */
-    /* The protocol's members of the stats "group" object, no braces (snprintf rules): `head`
-     * "state", "member_id", "epoch", its own identity fields and "assignment"; `extra` its own
-     * counters and settings, each preceded by a comma. */
-    size_t (*stats_head)(const void *m, char *buf, size_t cap);
-    size_t (*stats_extra)(const void *m, char *buf, size_t cap);
+    /* The protocol's members of the stats "group" object, no braces: `head` "state",
+     * "member_id", "epoch", its own identity fields and "assignment"; `extra` its own counters
+     * and settings, each preceded by a comma. Strings through kc_json_str (base/json.h). */
+    void (*stats_head)(const void *m, kc_json_t *w);
+    void (*stats_extra)(const void *m, kc_json_t *w);
 } kc_group_proto_t;
 
 /* The protocols there are; kc_group_auto_proto is group.protocol=auto's placeholder until the
@@ -203,8 +204,8 @@ void kc_group_app_commit_result(kc_group_t *g, int16_t code);
 void kc_group_count_commit(kc_group_t *g, int16_t code);
 /* Auto-commit may run now: not closing, not self-fenced, the protocol stable. */
 bool kc_group_may_auto_commit(const kc_group_t *g);
-/* The "group" object of the stats JSON (snprintf rules; returns the length needed). */
-size_t kc_group_stats_json(const kc_group_t *g, char *buf, size_t cap);
+/* Appends the "group" object of the stats JSON. */
+void kc_group_stats_json(const kc_group_t *g, kc_json_t *w);
 
 /* ---- for the protocols (group/848/, group/classic/) ---------------------------------------- */
 
@@ -222,6 +223,9 @@ typedef struct kc_group_counters {
 kc_engine_t *kc_group_engine(const kc_group_t *g);
 const kc_group_conf_t *kc_group_config(const kc_group_t *g);
 kc_group_counters_t *kc_group_counters(kc_group_t *g);
+/* The member reached a new generation (classic) or epoch (KIP-848) without error: counted in
+ * "rebalances" and logged at INFO, the one place both protocols report a rebalance. */
+void kc_group_rebalanced(kc_group_t *g);
 /* Runs the drive loop (or marks one more pass when inside it): after every answer. */
 void kc_group_drive(kc_group_t *g);
 /* An error for the application (hooks.error); fatal: the member stopped for good. */
@@ -233,10 +237,6 @@ bool kc_group_closing(const kc_group_t *g);
  * protocols fill their actions' `parts` here. NULL when out of memory (or n is 0 and nothing
  * was ever asked). */
 kc_group_tp_t *kc_group_parts(kc_group_t *g, size_t n);
-/* Appends to a stats JSON buffer with snprintf rules: *n grows by what the text needs, even
- * past `cap` (then nothing more is written), so the caller learns the size it needs. */
-void kc_group_jsonf(char *buf, size_t cap, size_t *n, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 /* The auto placeholder's verdict: `p` runs from the next drive pass on (group.h's rules). */
 void kc_group_choose(kc_group_t *g, const kc_group_proto_t *p, const char *why);
 /* FindCoordinator for the group through the engine's cache, one lookup at a time: the answer

@@ -165,7 +165,7 @@ static void member_identity_read_per_request(void **state)
     src.epoch = a.gc.epoch;
 
     kc_error_t err;
-    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, &err), KC_OK);
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     result_t r;
     if (run_wait(OP_NEW, &r, &err) != KC_OK) /* no callback: returns at once */
         fail_msg("engine: %s", err.msg);

@@ -196,7 +196,7 @@ static void sessions_evicted_consumption_completes(void **state)
     cluster(args, NULL, 0);
 
     kc_error_t err;
-    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, &err), KC_OK);
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     /* The eight small consumers take one shard each; then the two big ones arrive. */
     call_t c = {.op = 0, .from = 0, .to = 8};
     kc_netthread_call(nt, on_net, &c);

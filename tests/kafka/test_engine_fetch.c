@@ -215,7 +215,7 @@ static void test_engine_fetch(void **state)
         snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topics[t], NP);
         run(cmd);
     }
-    assert_int_equal(kc_netthread_start(&C.nt, KC_LOOP_AUTO, &err), KC_OK);
+    assert_int_equal(kc_netthread_start(&C.nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     assert_int_equal(net(0, 0, 0).rc, KC_OK);
     for (int i = 0; i < NPARTS; i++)
         assert_int_equal(net(1, i / NP, i % NP).rc, KC_OK);

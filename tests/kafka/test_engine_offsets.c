@@ -121,7 +121,7 @@ static void anonymous_commit_fetch_and_refusal(void **state)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic);
     run(cmd);
-    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, &err), KC_OK);
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     call_t c = {0, NULL, KC_OK};
     kc_netthread_call(nt, on_net, &c);
     assert_int_equal(c.rc, KC_OK);

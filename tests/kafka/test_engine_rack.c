@@ -233,7 +233,7 @@ static void reads_from_the_rack_replica_then_falls_back(void **state)
     snprintf(args, sizeof args, "produce %s --records %d --size 100 --keys 64", g_topic, N1);
     cluster(args);
     kc_error_t err;
-    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, &err), KC_OK);
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
 
     /* Who leads what, from a probe consumer without a rack. */
     call_t c = {.op = OP_NEW, .rack = NULL};

@@ -4,11 +4,12 @@
  * printed reference, cross-key errors, kc_consumer_new), a SCRAM exchange with the wrong password
  * against the SASL_SSL listener, a good SCRAM exchange with the cluster's password, and an
  * encrypted client key opened with the wrong and the right password — with logging at DEBUG
- * into a capture. Each failure must still say what went wrong (mechanism, key file); no probe,
- * nor the cluster's password, may appear in any error message or log line. The captured log is
- * also written to $KC_LEAK_DIR, which tests/run-suite searches at the end with every other
- * output of the suite. Environment: KC_SASL_SSL_BOOTSTRAP, KC_CA_FILE, KC_SCRAM_USER,
- * KC_SCRAM_PASSWORD (tests/run-suite).
+ * into a capture; and whole consumers (wrong password, then the cluster's) at log.level=debug
+ * whose lines reach the same capture through their log callback (kc_conf_set_log_cb). Each failure
+ * must still say what went wrong (mechanism, key file); no probe, nor the cluster's password, may
+ * appear in any error message or log line. The captured log is also written to $KC_LEAK_DIR, which
+ * tests/run-suite searches at the end with every other output of the suite. Environment:
+ * KC_SASL_SSL_BOOTSTRAP, KC_CA_FILE, KC_SCRAM_USER, KC_SCRAM_PASSWORD (tests/run-suite).
  */
 #include "kc_test.h"
 
@@ -43,6 +44,16 @@ static void capture(void *opaque, int level, const char *subsystem, const char *
         assert_non_null(logbuf);
     }
     loglen += (size_t)snprintf(logbuf + loglen, logcap - loglen, "[%s] %s\n", subsystem, line);
+}
+
+/* A consumer's log callback: the same capture, and a count of its lines. */
+static int cb_lines;
+static void capture_cb(void *opaque, int level, const char *subsystem, const char *name,
+                       const char *message)
+{
+    (void)name;
+    cb_lines++;
+    capture(opaque, level, subsystem, message);
 }
 
 /* The text must not hold any credential. */
@@ -240,6 +251,44 @@ static void right_sasl_password_is_not_logged_either(void **state)
     clean("the DEBUG log so far", logbuf);
 }
 
+/* A whole consumer over SASL_SSL with `password`, logging at DEBUG through its callback until
+ * its connections have tried to log in (an error event for a refused login, or 3 s). */
+static void consumer_logs_through_callback(const char *password)
+{
+    kc_conf_t *c = kc_conf_new();
+    kc_error_t e;
+    assert_int_equal(kc_conf_set(c, "bootstrap.servers", kc_test_env("KC_SASL_SSL_BOOTSTRAP"), &e),
+                     KC_OK);
+    assert_int_equal(kc_conf_set(c, "security.protocol", "SASL_SSL", &e), KC_OK);
+    assert_int_equal(kc_conf_set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"), &e), KC_OK);
+    assert_int_equal(kc_conf_set(c, "sasl.mechanism", "SCRAM-SHA-256", &e), KC_OK);
+    assert_int_equal(kc_conf_set(c, "sasl.username", kc_test_env("KC_SCRAM_USER"), &e), KC_OK);
+    assert_int_equal(kc_conf_set(c, "sasl.password", password, &e), KC_OK);
+    assert_int_equal(kc_conf_set(c, "log.level", "debug", &e), KC_OK);
+    assert_int_equal(kc_conf_set_log_cb(c, capture_cb, NULL, &e), KC_OK);
+    kc_consumer_t *k;
+    if (kc_consumer_new(c, NULL, &k, &e) != KC_OK)
+        fail_msg("kc_consumer_new: %s", e.msg);
+    int32_t n;
+    kc_err_t rc = kc_topic_partitions(k, "kc-secrets-no-topic", &n, 3000, &e);
+    clean("kc_topic_partitions", e.msg);
+    fprintf(stderr, "consumer with %s password: kc_topic_partitions: %s\n",
+            strcmp(password, PROBE_SASL) == 0 ? "a wrong" : "the cluster's",
+            rc == KC_OK ? "ok" : e.msg);
+    kc_destroy(k);
+}
+
+static void consumer_log_callback_holds_no_secret(void **state)
+{
+    (void)state;
+    int before = cb_lines;
+    consumer_logs_through_callback(PROBE_SASL);
+    consumer_logs_through_callback(kc_test_env("KC_SCRAM_PASSWORD"));
+    fprintf(stderr, "%d lines through the consumers' log callback\n", cb_lines - before);
+    assert_true(cb_lines - before > 0); /* the callback path was really exercised */
+    clean("the consumers' callback log", logbuf);
+}
+
 /* ---- an encrypted client key -------------------------------------------------------------- */
 
 static void bad_key_password_names_the_file_not_the_password(void **state)
@@ -282,6 +331,7 @@ int main(void)
         cmocka_unit_test(config_paths_never_echo_secrets),
         cmocka_unit_test(wrong_sasl_password_fails_without_echo),
         cmocka_unit_test(right_sasl_password_is_not_logged_either),
+        cmocka_unit_test(consumer_log_callback_holds_no_secret),
         cmocka_unit_test(bad_key_password_names_the_file_not_the_password),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

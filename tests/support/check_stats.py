@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Checks stats JSON lines (one object per line, argv[1]) against the stats' public contract (the
 README's Stats table): every contracted name present with the right JSON type. Exit 0 when all
-lines pass; prints what failed."""
+lines pass; prints what failed.
+
+--member-id-prefix-hex HEX: also require a line whose group member_id, decoded, starts with the
+bytes HEX spells (a client.id with quotes, backslashes or control characters cannot travel through
+a shell as it is)."""
+import argparse
 import json
 import sys
 
@@ -29,7 +34,13 @@ def check(obj, spec, where):
 
 
 def main():
-    lines = [ln for ln in open(sys.argv[1]) if ln.strip()]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("path")
+    ap.add_argument("--member-id-prefix-hex")
+    args = ap.parse_args()
+    prefix = bytes.fromhex(args.member_id_prefix_hex).decode() if args.member_id_prefix_hex else None
+    matched = 0
+    lines = [ln for ln in open(args.path, encoding="utf-8") if ln.strip()]
     if not lines:
         print("no stats lines")
         return 1
@@ -49,6 +60,13 @@ def main():
                 raise ValueError(f"line {i}: assignment entry {a!r}")
         for w in o["workers"]:
             check(w, WORKER, f"line {i} worker")
+        if prefix is not None and o["group"]["member_id"].startswith(prefix):
+            matched += 1
+    if prefix is not None:
+        if not matched:
+            print(f"no member_id starts with {prefix!r}")
+            return 1
+        print(f"{matched} objects carry a member_id starting with {prefix!r}")
     print(f"{len(lines)} stats objects match the contract")
     return 0
 

@@ -1032,7 +1032,7 @@ static void netthread_drives_conn(kc_loop_backend_t b)
     char addr[64];
     snprintf(addr, sizeof addr, "127.0.0.1:%d", s.port);
     kc_netthread_t *nt = NULL;
-    if (kc_netthread_start(&nt, b, NULL) != KC_OK)
+    if (kc_netthread_start(&nt, b, NULL, NULL) != KC_OK)
         skip();
     static nt_ctx n;
     memset(&n, 0, sizeof n);

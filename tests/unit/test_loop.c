@@ -146,7 +146,7 @@ static void queue_many_producers(kc_loop_backend_t b)
 {
     kc_netthread_t *nt = NULL;
     kc_error_t e = {0};
-    assert_int_equal(kc_netthread_start(&nt, b, &e), KC_OK);
+    assert_int_equal(kc_netthread_start(&nt, b, NULL, &e), KC_OK);
     counter c;
     memset(&c, 0, sizeof c);
     c.fifo_ok = 1;
@@ -183,7 +183,7 @@ static void queue_many_producers(kc_loop_backend_t b)
 static void idle_loop_sleeps_and_wakes(kc_loop_backend_t b)
 {
     kc_netthread_t *nt = NULL;
-    assert_int_equal(kc_netthread_start(&nt, b, NULL), KC_OK);
+    assert_int_equal(kc_netthread_start(&nt, b, NULL, NULL), KC_OK);
     kc_loop_stats_t a, z;
     kc_loop_get_stats(kc_netthread_loop(nt), &a);
     struct timespec ts = {0, 300000000};

@@ -134,7 +134,7 @@ static void start(unsigned workers, void (*on_cmpl)(void *, const kc_rt_cmpl_t *
     W.cmd.fn = wake_run;
     W.cmd.opaque = &W;
     kc_error_t e;
-    assert_int_equal(kc_netthread_start(&W.nt, KC_LOOP_AUTO, &e), KC_OK);
+    assert_int_equal(kc_netthread_start(&W.nt, KC_LOOP_AUTO, NULL, &e), KC_OK);
     kc_rt_opts_t o = {
         .workers = workers,
         .ring_slots = 64,

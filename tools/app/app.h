@@ -89,5 +89,10 @@ int kc_app_query(void);
 /* tools/app/view.c, main thread: one --live frame on stderr (final: the last one), the summary. */
 void kc_app_live_frame(uint64_t t0, int final);
 void kc_app_print_summary(uint64_t t0);
+/* tools/app/metrics_http.c (main thread): --metrics-port's HTTP listener on 127.0.0.1, serving
+ * kc_metrics on the CLI's consumer. start: 0, or -1 with a message on stderr; stop before
+ * kc_destroy. */
+int kc_app_metrics_start(int port);
+void kc_app_metrics_stop(void);
 
 #endif

@@ -11,7 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPT_WORKERS = 1000, OPT_STATS, OPT_SUMMARY, OPT_LIVE, OPT_WORK_US, OPT_HELP, OPT_VERSION };
+enum {
+    OPT_WORKERS = 1000,
+    OPT_STATS,
+    OPT_SUMMARY,
+    OPT_LIVE,
+    OPT_WORK_US,
+    OPT_METRICS_PORT,
+    OPT_HELP,
+    OPT_VERSION
+};
 
 static const struct option longopts[] = {
     {"brokers", required_argument, NULL, 'b'},
@@ -31,6 +40,7 @@ static const struct option longopts[] = {
     {"summary", no_argument, NULL, OPT_SUMMARY},
     {"live", no_argument, NULL, OPT_LIVE},
     {"work-us", required_argument, NULL, OPT_WORK_US},
+    {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -212,6 +222,11 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             break;
         case OPT_LIVE:
             a->live = 1;
+            break;
+        case OPT_METRICS_PORT:
+            if (parse_i64(optarg, 1, 65535, &v))
+                FAIL("--metrics-port %s: expected a TCP port from 1 to 65535", optarg);
+            a->metrics_port = (int)v;
             break;
         case OPT_WORK_US:
             if (parse_i64(optarg, 0, 1000000, &a->work_us))

@@ -57,6 +57,7 @@ typedef struct kc_cli_args {
     /* --work-us: simulated processing, each callback sleeps this many microseconds per record
      * it printed (0: none). For demos of slow consumers: sleeping costs no CPU. */
     int64_t work_us;
+    int metrics_port; /* --metrics-port: serve kc_metrics on 127.0.0.1:port (0: no) */
     int help, version;
     int json; /* -J: kcat's JSON, for records and for -L / -Q */
     /* -L: list metadata (the -t topics, or all) and exit. -Q: print offsets for times and exit;

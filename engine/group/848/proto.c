@@ -122,7 +122,7 @@ static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         int32_t before = p->gc.epoch;
         kc_g848_on_heartbeat_response(&p->gc, now, &resp);
         if (p->gc.epoch != before && resp.error_code == 0)
-            n->rebalances++;
+            kc_group_rebalanced(p->grp);
     }
     kc_arena_free(&a);
     kc_buf_unref(frame);
@@ -637,30 +637,30 @@ static int32_t p_coordinator(const void *m)
     return kc_engine_coord_node(p->e, group_of(p));
 }
 
-static size_t p_stats_head(const void *m, char *buf, size_t cap)
+static void p_stats_head(const void *m, kc_json_t *w)
 {
     const p848_t *p = m;
-    size_t n = 0;
-    kc_group_jsonf(buf, cap, &n,
-                   "\"state\":\"%s\",\"member_id\":\"%s\",\"epoch\":%d,\"assignment\":[",
-                   kc_g848_state_name(p->gc.state), p->gc.member_id, (int)p->gc.epoch);
+    kc_json_raw(w, "\"state\":");
+    kc_json_str(w, kc_g848_state_name(p->gc.state));
+    kc_json_raw(w, ",\"member_id\":");
+    kc_json_str(w, p->gc.member_id);
+    kc_json_raw(w, ",\"epoch\":%d,\"assignment\":[", (int)p->gc.epoch);
     const kc_tpset_t *o = kc_g848_owned(&p->gc);
     for (size_t i = 0; i < o->n; i++) {
         const char *t = lookup((void *)p, o->items[i].topic_id);
-        kc_group_jsonf(buf, cap, &n, "%s[\"%s\",%d]", i ? "," : "", t ? t : "?",
-                       (int)o->items[i].partition);
+        kc_json_raw(w, i ? ",[" : "[");
+        kc_json_str(w, t ? t : "?");
+        kc_json_raw(w, ",%d]", (int)o->items[i].partition);
     }
-    kc_group_jsonf(buf, cap, &n, "]");
-    return n;
+    kc_json_raw(w, "]");
 }
 
-static size_t p_stats_extra(const void *m, char *buf, size_t cap)
+static void p_stats_extra(const void *m, kc_json_t *w)
 {
     const p848_t *p = m;
-    size_t n = 0;
-    kc_group_jsonf(buf, cap, &n, ",\"session_timeout_ms\":%lld,\"session_timeout_source\":\"%s\"",
-                   (long long)p->session_ms, p->dc_from_broker ? "group" : "config");
-    return n;
+    kc_json_raw(
+        w, ",\"session_timeout_ms\":%lld,\"session_timeout_source\":", (long long)p->session_ms);
+    kc_json_str(w, p->dc_from_broker ? "group" : "config");
 }
 const kc_group_proto_t kc_g848_proto = {
     .name = "consumer",

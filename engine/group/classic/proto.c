@@ -229,7 +229,7 @@ static void p_finish(void *m, int64_t now)
     kc_classic_io_t *g = m;
     if (g->m.generation != g->last_generation && g->m.generation >= 0) {
         g->last_generation = g->m.generation;
-        kc_group_counters(g->grp)->rebalances++;
+        kc_group_rebalanced(g->grp);
     }
 }
 
@@ -340,29 +340,31 @@ static const char *state_name(kc_classic_state_t s)
     return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "?";
 }
 
-static size_t p_stats_head(const void *m, char *buf, size_t cap)
+/* The member id is the coordinator's (client.id + "-" + a UUID in Kafka), and client.id is
+ * any string: it goes through kc_json_str like every other string. */
+static void p_stats_head(const void *m, kc_json_t *w)
 {
     const kc_classic_io_t *g = m;
-    size_t n = 0;
-    kc_group_jsonf(
-        buf, cap, &n,
-        "\"state\":\"%s\",\"member_id\":\"%s\",\"epoch\":%d,\"leader\":%s,\"assignor\":\"%s\","
-        "\"assignment\":[",
-        state_name(g->m.state), g->m.member_id ? g->m.member_id : "", (int)g->m.generation,
-        g->m.is_leader ? "true" : "false", g->m.protocol ? g->m.protocol : "");
-    for (size_t i = 0; i < g->m.owned.n; i++)
-        kc_group_jsonf(buf, cap, &n, "%s[\"%s\",%d]", i ? "," : "", g->m.owned.items[i].topic,
-                       (int)g->m.owned.items[i].partition);
-    kc_group_jsonf(buf, cap, &n, "]");
-    return n;
+    kc_json_raw(w, "\"state\":");
+    kc_json_str(w, state_name(g->m.state));
+    kc_json_raw(w, ",\"member_id\":");
+    kc_json_str(w, g->m.member_id);
+    kc_json_raw(w, ",\"epoch\":%d,\"leader\":%s,\"assignor\":", (int)g->m.generation,
+                g->m.is_leader ? "true" : "false");
+    kc_json_str(w, g->m.protocol);
+    kc_json_raw(w, ",\"assignment\":[");
+    for (size_t i = 0; i < g->m.owned.n; i++) {
+        kc_json_raw(w, i ? ",[" : "[");
+        kc_json_str(w, g->m.owned.items[i].topic);
+        kc_json_raw(w, ",%d]", (int)g->m.owned.items[i].partition);
+    }
+    kc_json_raw(w, "]");
 }
 
-static size_t p_stats_extra(const void *m, char *buf, size_t cap)
+static void p_stats_extra(const void *m, kc_json_t *w)
 {
     const kc_classic_io_t *g = m;
-    size_t n = 0;
-    kc_group_jsonf(buf, cap, &n, ",\"poll_leaves\":%llu", (unsigned long long)g->poll_leaves);
-    return n;
+    kc_json_raw(w, ",\"poll_leaves\":%llu", (unsigned long long)g->poll_leaves);
 }
 const kc_group_proto_t kc_classic_proto = {
     .name = "classic",
