@@ -54,8 +54,10 @@ struct kc_consumer {
      * by add_one, so a revoke never allocates. */
     kc_rt_part_t **revs;
     size_t revs_cap;
-    size_t close_revoking; /* network thread: kc_close's revocations still waiting for
-                              REVOKE_DONE (their parts are kept, kc_cpart.closing) */
+    bool assignment_changed; /* network thread: the manual table changed since the last
+                                KC_EVENT_ASSIGNMENT (consumer.c, post_manual_assignment) */
+    size_t close_revoking;   /* network thread: kc_close's revocations still waiting for
+                                REVOKE_DONE (their parts are kept, kc_cpart.closing) */
     atomic_int wake_pending;
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
@@ -105,6 +107,8 @@ typedef struct kc_ccall {
     const char *topic;
     int32_t partition;
     bool internal; /* kc_close's own commands: past the close gate (refused_by_close) */
+    char *buf;     /* KC_COP_GROUP_GENERATION: the member id goes here (buf_len bytes) */
+    size_t buf_len;
     kc_err_t rc;
     kc_error_t err;
     /* For calls that finish later (commit, committed). The answer has its own fields, under mu:
@@ -131,11 +135,13 @@ enum {
     KC_COP_COMMITTED,
     KC_COP_CLOSE,
     KC_COP_RT_DEAD,
-    KC_COP_POSITION,     /* value <- the partition's committable offset */
-    KC_COP_STORE,        /* the partition's committable offset <- value */
-    KC_COP_SUBSCRIBE,    /* group.c: out = the topic names, n */
-    KC_COP_GROUP_CLOSE,  /* group.c: revoke, commit, leave; done when left */
-    KC_COP_COMMITS_IDLE, /* kc_close: done once no async commit waits for its answer */
+    KC_COP_POSITION,         /* value <- the partition's committable offset */
+    KC_COP_STORE,            /* the partition's committable offset <- value */
+    KC_COP_SUBSCRIBE,        /* group.c: out = the topic names, n */
+    KC_COP_UNSUBSCRIBE,      /* group.c: revoke, commit, leave; done when left (subscribe again) */
+    KC_COP_GROUP_GENERATION, /* group.c: value <- generation / epoch, buf <- member id */
+    KC_COP_GROUP_CLOSE,      /* group.c: revoke, commit, leave; done when left */
+    KC_COP_COMMITS_IDLE,     /* kc_close: done once no async commit waits for its answer */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */
