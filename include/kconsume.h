@@ -393,6 +393,22 @@ KC_API kc_err_t kc_incremental_assign(kc_consumer_t *c, const kc_topic_partition
                                       kc_error_t *err);
 /* Removes every partition (on_revoke for each). Any app thread. */
 KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err);
+/* Removes only these partitions from the manual assignment (on_revoke for each); the others
+ * keep running untouched. Every entry must be assigned: otherwise KC_ERR_NOT_FOUND naming it and
+ * nothing is removed. KC_ERR_STATE while subscribed. Any app thread. */
+KC_API kc_err_t kc_incremental_unassign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                        kc_error_t *err);
+/* What the consumer holds now: the group's partitions (those being revoked excluded) while
+ * subscribed, else the manual assignment. *out is one malloc'd block (the entries, then their
+ * topic strings; offsets KC_OFFSET_INVALID): release it with free(). NULL and 0 when nothing is
+ * held. Any thread, callback context included (one network-thread round trip). */
+KC_API kc_err_t kc_assignment(kc_consumer_t *c, kc_topic_partition_t **out, size_t *n,
+                              kc_error_t *err);
+/* The topics of the last kc_subscribe that succeeded (a regex subscription: its one entry), while
+ * subscribed; NULL and 0 otherwise (never subscribed, after kc_unsubscribe). *out is one
+ * malloc'd block (the pointers, then the strings): release it with free(). Any thread, callback
+ * context included. */
+KC_API kc_err_t kc_subscription(kc_consumer_t *c, char ***out, size_t *n, kc_error_t *err);
 
 typedef enum kc_seek_kind {
     KC_SEEK_OFFSET = 0,    /* `value` is the offset of the next record to deliver */
@@ -409,6 +425,12 @@ typedef enum kc_seek_kind {
  * (on_assign, on_records: then no further record of the current view is delivered). */
 KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
                         int64_t value, kc_error_t *err);
+/* kc_seek for a list, in one step on the network thread: each entry's offset (>= 0, or
+ * KC_OFFSET_BEGINNING / KC_OFFSET_END; anything else is KC_ERR_INVALID_ARG before anything
+ * moves). Entries are applied in order; the first failure (e.g. a partition not assigned)
+ * stops there and is returned. Threads as kc_seek. */
+KC_API kc_err_t kc_seek_partitions(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                   kc_error_t *err);
 /* The offset of the next record to be delivered to a callback (not fetched: delivered), from
  * the runtime's committable offset; before the first callback returned, the start when it is
  * known (an explicit assign offset, or the group's committed offset for a group partition),

@@ -108,6 +108,7 @@ typedef struct kc_ccall {
     int32_t partition;
     bool internal; /* kc_close's own commands: past the close gate (refused_by_close) */
     char *buf;     /* KC_COP_GROUP_GENERATION: the member id goes here (buf_len bytes) */
+    void *result;  /* KC_COP_ASSIGNMENT, KC_COP_SUBSCRIPTION: the block for the caller */
     size_t buf_len;
     kc_err_t rc;
     kc_error_t err;
@@ -140,6 +141,10 @@ enum {
     KC_COP_SUBSCRIBE,        /* group.c: out = the topic names, n */
     KC_COP_UNSUBSCRIBE,      /* group.c: revoke, commit, leave; done when left (subscribe again) */
     KC_COP_GROUP_GENERATION, /* group.c: value <- generation / epoch, buf <- member id */
+    KC_COP_SUBSCRIPTION,     /* group.c: result <- kc_consumer_str_block, value <- count */
+    KC_COP_REMOVE,           /* kc_incremental_unassign: revoke the entries of tps */
+    KC_COP_ASSIGNMENT,       /* result <- kc_consumer_tp_block of what is held, value <- count */
+    KC_COP_SEEK_MANY,        /* kc_seek_partitions: each entry's offset, in order */
     KC_COP_GROUP_CLOSE,      /* group.c: revoke, commit, leave; done when left */
     KC_COP_COMMITS_IDLE,     /* kc_close: done once no async commit waits for its answer */
 };
@@ -150,6 +155,11 @@ kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
 kc_err_t kc_consumer_guard(const kc_consumer_t *c, const char *fn, bool waits, kc_error_t *err);
 /* Same, then waits for the engine's callback (commit, committed). */
 kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
+
+/* consumer_query.c: a list the application frees with one free(): the entries, then the
+ * strings they point to, in one malloc'd block. NULL when out of memory. Any thread. */
+kc_topic_partition_t *kc_consumer_tp_block(const kc_topic_partition_t *tps, size_t n);
+char **kc_consumer_str_block(const char *const *s, size_t n);
 
 /* consumer_query.c. Group modules call this (any thread, usually the network thread) when the
  * coordinator assigns or changes the member id; NULL or "" clears it. kc_member_id reads it

@@ -50,7 +50,37 @@ struct kc_rt_group {
     bool subscribed, leaving;
     /* The owned (not revoking) set changed since the last KC_EVENT_ASSIGNMENT. */
     bool assignment_dirty;
+    /* The last subscription that succeeded (kc_subscription), as given. */
+    char **sub;
+    size_t n_sub;
 };
+
+static void free_sub(kc_rt_group_t *cg)
+{
+    for (size_t i = 0; i < cg->n_sub; i++)
+        free(cg->sub[i]);
+    free(cg->sub);
+    cg->sub = NULL;
+    cg->n_sub = 0;
+}
+
+/* Out of memory keeps the old list: kc_subscription may then be stale, nothing else reads it. */
+static void keep_sub(kc_rt_group_t *cg, const char *const *topics, size_t n)
+{
+    char **t = calloc(n ? n : 1, sizeof *t);
+    size_t k = 0;
+    while (t && k < n && (t[k] = strdup(topics[k])))
+        k++;
+    if (!t || k < n) {
+        for (size_t i = 0; t && i < k; i++)
+            free(t[i]);
+        free(t);
+        return;
+    }
+    free_sub(cg);
+    cg->sub = t;
+    cg->n_sub = n;
+}
 
 static gpart_t *find(kc_rt_group_t *cg, const char *topic, int32_t partition)
 {
@@ -205,16 +235,33 @@ static void h_settled(void *o)
     kc_rt_group_t *cg = o;
     if (!cg->assignment_dirty || kc_group_closing(cg->g)) /* kc_close's revocation: none */
         return;
-    kc_topic_partition_t *tps = calloc(cg->n ? cg->n : 1, sizeof *tps);
+    size_t n;
+    kc_topic_partition_t *tps = kc_rt_group_assignment(cg, &n);
     if (!tps)
         return; /* out of memory: posted at the next pass that finds memory */
-    size_t n = 0;
-    for (size_t i = 0; i < cg->n; i++)
-        if (!cg->p[i].revoking)
-            tps[n++] = (kc_topic_partition_t){cg->p[i].topic, cg->p[i].partition, 0};
     if (kc_rt_post_assignment(cg->rt, tps, n) == KC_OK)
         cg->assignment_dirty = false;
     free(tps);
+}
+
+kc_topic_partition_t *kc_rt_group_assignment(const kc_rt_group_t *cg, size_t *n)
+{
+    kc_topic_partition_t *tps = calloc(cg->n ? cg->n : 1, sizeof *tps);
+    *n = 0;
+    for (size_t i = 0; tps && i < cg->n; i++)
+        if (!cg->p[i].revoking)
+            tps[(*n)++] = (kc_topic_partition_t){cg->p[i].topic, cg->p[i].partition, 0};
+    return tps;
+}
+
+const char *const *kc_rt_group_subscription(kc_rt_group_t *cg, size_t *n)
+{
+    if (!kc_rt_group_subscribed(cg)) {
+        *n = 0;
+        return NULL;
+    }
+    *n = cg->n_sub;
+    return (const char *const *)cg->sub;
 }
 
 /* consumer_int.h's group_stats hook: the "group" object of the stats JSON, snprintf-style. */
@@ -324,6 +371,7 @@ void kc_rt_group_free(kc_rt_group_t *cg)
     if (!cg)
         return;
     kc_group_free(cg->g);
+    free_sub(cg);
     for (size_t i = 0; i < cg->n; i++)
         free(cg->p[i].topic); /* the runtime frees the partitions themselves (kc_rt_free) */
     free(cg->p);
@@ -509,8 +557,10 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
         if (k->rc == KC_OK)
             k->rc = kc_rt_group_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n,
                                           &k->err);
-        if (k->rc == KC_OK)
+        if (k->rc == KC_OK) {
             c->grp->subscribed = true;
+            keep_sub(c->grp, (const char *const *)(const void *)k->out, k->n);
+        }
         return;
     }
     if (k->op == KC_COP_UNSUBSCRIBE) {
@@ -523,6 +573,15 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
         if (c->grp)
             kc_rt_drain_completions(c->rt, drain, c);
         k->done = !kc_rt_group_subscribed(c->grp);
+        return;
+    }
+    if (k->op == KC_COP_SUBSCRIPTION) {
+        size_t n;
+        const char *const *list = kc_rt_group_subscription(c->grp, &n);
+        k->result = n ? kc_consumer_str_block(list, n) : NULL;
+        k->value = (int64_t)n;
+        if (n && !k->result)
+            k->rc = kc_fail(&k->err, KC_ERR_NOMEM, "kc_subscription: out of memory");
         return;
     }
     if (k->op == KC_COP_GROUP_GENERATION) {

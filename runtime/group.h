@@ -28,6 +28,13 @@ void kc_rt_group_close(kc_rt_group_t *cg);
  * kc_close) not over yet. false for NULL. Manual assignment is refused meanwhile, and commits
  * go under the member's identity. Network thread. */
 bool kc_rt_group_subscribed(kc_rt_group_t *cg);
+/* The owned partitions (not being revoked), calloc'd (the caller frees the array; the topic
+ * strings are the group's, valid until its next change); *n their count. NULL when out of
+ * memory. Network thread. */
+kc_topic_partition_t *kc_rt_group_assignment(const kc_rt_group_t *cg, size_t *n);
+/* The subscription as last given to a kc_subscribe that succeeded; NULL / 0 when not
+ * subscribed. Valid until the next subscribe. Network thread. */
+const char *const *kc_rt_group_subscription(kc_rt_group_t *cg, size_t *n);
 bool kc_rt_group_closed(const kc_rt_group_t *cg);
 /* After the engine was closed (its coordinator work finished), before it is freed. */
 void kc_rt_group_free(kc_rt_group_t *cg);

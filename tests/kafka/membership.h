@@ -235,6 +235,14 @@ static inline kc_consumer_t *mb_consumer(mb_tracker_t *t, const char *group, con
     return t->c;
 }
 
+static inline long records_of_tracker(mb_tracker_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    long n = t->records;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
 /* Waits up to ms for cond(t) (evaluated under t->mu); false on timeout. */
 typedef bool (*mb_cond_fn)(mb_tracker_t *t, const void *arg);
 static inline bool mb_wait(mb_tracker_t *t, mb_cond_fn cond, const void *arg, int ms)

@@ -38,14 +38,6 @@ static bool read_all(mb_tracker_t *t, const void *arg)
     return t->records >= *(const long *)arg;
 }
 
-static long records_of(mb_tracker_t *t)
-{
-    pthread_mutex_lock(&t->mu);
-    long n = t->records;
-    pthread_mutex_unlock(&t->mu);
-    return n;
-}
-
 static bool event_is(mb_tracker_t *t, const void *arg)
 {
     return t->events > 0 && strcmp(t->last_event, arg) == 0 && t->n_held == (*(char *)arg != 0);
@@ -72,9 +64,9 @@ static void unsubscribe(const char *protocol, const char *const *extra, const ch
         fail_msg("%s: X and Y never shared %s (X %zu '%s', Y %zu '%s')", protocol, a, x.n_held,
                  x.last_event, y.n_held, y.last_event);
     int64_t end = kc_test_now_ms() + 60000;
-    while (records_of(&x) + records_of(&y) < RECA && kc_test_now_ms() < end)
+    while (records_of_tracker(&x) + records_of_tracker(&y) < RECA && kc_test_now_ms() < end)
         kc_test_sleep_ms(50);
-    assert_int_equal(records_of(&x) + records_of(&y), RECA);
+    assert_int_equal(records_of_tracker(&x) + records_of_tracker(&y), RECA);
 
     /* The generation / epoch and member id, together: X is in the group. */
     int32_t gen = -5;
@@ -130,7 +122,7 @@ static void unsubscribe(const char *protocol, const char *const *extra, const ch
            protocol, (long long)left_ms, (long long)(kc_test_now_ms() - t1), nheld);
 
     /* 2: X joins again, on B. */
-    long before = records_of(&x);
+    long before = records_of_tracker(&x);
     const char *sb[] = {b};
     if (kc_subscribe(cx, sb, 1, &err) != KC_OK)
         fail_msg("%s: kc_subscribe after kc_unsubscribe: %s", protocol, err.msg);
@@ -140,14 +132,15 @@ static void unsubscribe(const char *protocol, const char *const *extra, const ch
     assert_true(gen > 0);
     long want = before + RECB;
     if (!mb_wait(&x, read_all, &want, 60000))
-        fail_msg("%s: X read %ld of %s's %d records", protocol, records_of(&x) - before, b, RECB);
+        fail_msg("%s: X read %ld of %s's %d records", protocol, records_of_tracker(&x) - before, b,
+                 RECB);
 
     /* 3: manual assignment only once the group no longer owns the assignment. */
     kc_topic_partition_t one = {a, 0, KC_OFFSET_BEGINNING};
     assert_int_equal(kc_assign(cx, &one, 1, &err), KC_ERR_STATE);
     if (kc_unsubscribe(cx, 30000, &err) != KC_OK)
         fail_msg("%s: second kc_unsubscribe: %s", protocol, err.msg);
-    before = records_of(&x);
+    before = records_of_tracker(&x);
     if (kc_assign(cx, &one, 1, &err) != KC_OK)
         fail_msg("%s: kc_assign after kc_unsubscribe: %s", protocol, err.msg);
     char a0[80];
