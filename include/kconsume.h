@@ -345,8 +345,9 @@ typedef struct kc_topic_partition {
  *  - any call after kc_close: KC_ERR_CLOSED (kc_close again: KC_OK); during kc_close, the
  *    assignment changes and kc_poll (see kc_close). After kc_destroy the handle is gone: using it
  *    is undefined, as with free();
- *  - kc_subscribe after kc_assign, and kc_assign / kc_incremental_assign / kc_unassign while
- *    subscribed: KC_ERR_STATE (one consumer has one owner of its assignment);
+ *  - kc_subscribe after kc_assign, and kc_assign / kc_incremental_assign / kc_unassign /
+ *    kc_incremental_unassign while subscribed (until kc_unsubscribe has left): KC_ERR_STATE
+ *    (one consumer has one owner of its assignment);
  *  - from callback context (any kconsume callback, i.e. on a worker thread), the calls that wait
  *    for the network thread — kc_close, kc_unsubscribe, kc_commit, kc_committed,
  * kc_topic_partitions, kc_query_watermarks, kc_poll with a timeout — return KC_ERR_STATE instead of
