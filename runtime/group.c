@@ -557,8 +557,9 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
         if (k->rc == KC_OK)
             k->rc = kc_rt_group_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n,
                                           &k->err);
-        if (k->rc == KC_OK) {
+        if (k->rc == KC_OK) { /* the protocol refuses while a leave runs: any is over */
             c->grp->subscribed = true;
+            c->grp->leaving = false;
             keep_sub(c->grp, (const char *const *)(const void *)k->out, k->n);
         }
         return;
