@@ -241,7 +241,13 @@ typedef struct kc_event {
     kc_event_type_t type;
     const kc_error_t *error; /* KC_EVENT_ERROR only */
     const char *json;        /* KC_EVENT_STATS only; NUL-terminated */
-    /* KC_EVENT_ASSIGNMENT only: the whole new assignment (offset fields unused). */
+    /* KC_EVENT_ASSIGNMENT only: the whole new assignment (offset fields unused); NULL and 0
+     * when nothing is assigned any more. Posted once per change, in the order of the changes:
+     * by a group member after each step of a rebalance that changed what it owns (partitions
+     * being revoked are no longer listed, their on_revoke may still be running; partitions
+     * added are listed once their committed offset was read and their on_assign is queued),
+     * by kc_assign / kc_incremental_assign / kc_unassign when they changed the manual
+     * assignment. kc_close's revocations post none. */
     const struct kc_topic_partition *assignment;
     size_t assignment_len;
 } kc_event_t;
@@ -375,21 +381,36 @@ typedef struct kc_topic_partition {
  *  - any call after kc_close: KC_ERR_CLOSED (kc_close again: KC_OK); during kc_close, the
  *    assignment changes and kc_poll (see kc_close). After kc_destroy the handle is gone: using it
  *    is undefined, as with free();
- *  - kc_subscribe after kc_assign, and kc_assign / kc_incremental_assign / kc_unassign while
- *    subscribed: KC_ERR_STATE (one consumer has one owner of its assignment);
+ *  - kc_subscribe after kc_assign, and kc_assign / kc_incremental_assign / kc_unassign /
+ *    kc_incremental_unassign while subscribed (until kc_unsubscribe has left): KC_ERR_STATE
+ *    (one consumer has one owner of its assignment);
  *  - from callback context (any kconsume callback, i.e. on a worker thread), the calls that wait
- *    for the network thread — kc_close, kc_commit, kc_committed, kc_topic_partitions,
- *    kc_query_watermarks, kc_poll with a timeout — return KC_ERR_STATE instead of deadlocking;
- *    kc_destroy there is ignored and logged. kc_commit_async, kc_seek, kc_pause, kc_resume,
- *    kc_store_offset, kc_position and kc_member_id are fine in callbacks.
- * Not detected: a handle used after kc_destroy, or one app thread's kc_conf_t shared without
- * locking.
+ *    for the network thread — kc_close, kc_unsubscribe, kc_commit, kc_committed,
+ * kc_topic_partitions, kc_query_watermarks, kc_poll with a timeout — return KC_ERR_STATE instead of
+ * deadlocking; kc_destroy there is ignored and logged. kc_commit_async, kc_seek, kc_pause,
+ * kc_resume, kc_store_offset, kc_position and kc_member_id are fine in callbacks. Not detected: a
+ * handle used after kc_destroy, or one app thread's kc_conf_t shared without locking.
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
- * are copied. Any app thread. KC_ERR_STATE when manual assignment is in use. */
+ * are copied. Any app thread. KC_ERR_STATE when manual assignment is in use.
+ * Called again while subscribed, the new list replaces the old one, in both protocols: the
+ * member tells the coordinator (KIP-848: the next heartbeat; classic: it rejoins once the new
+ * topics' partition counts are known) and the rebalance that follows revokes the partitions of
+ * topics no longer listed (classic eager assignors such as range revoke everything, as in Java;
+ * cooperative-sticky and KIP-848 revoke only what leaves). KC_ERR_STATE while a kc_unsubscribe
+ * is still leaving. */
 KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
                              kc_error_t *err);
+/* Leaves the group and waits until it has left, at most timeout_ms (>= 0): on_revoke for every
+ * partition the member holds, the revocation's commit (enable.auto.commit), then the leave
+ * (KIP-848: a heartbeat with epoch -1, -2 for a static member; classic: LeaveGroup for a dynamic
+ * member, a static one keeps its place for session.timeout.ms). Afterwards the consumer may
+ * kc_subscribe again (to any topics: it joins anew) or assign by hand. Not subscribed: KC_OK at
+ * once. KC_ERR_TIMEOUT when the leave is not over in time: it goes on, and kc_subscribe /
+ * kc_assign stay refused (KC_ERR_STATE) until it is; kc_unsubscribe again waits for it. App
+ * threads only, never callback context (it waits for on_revoke). */
+KC_API kc_err_t kc_unsubscribe(kc_consumer_t *c, int timeout_ms, kc_error_t *err);
 /* Manual assignment, replacing the current one by the difference. Any app thread. The list is
  * copied; returns once the change is queued (callbacks follow on the workers).
  *  - partitions not in the list are revoked (on_revoke);
@@ -409,6 +430,22 @@ KC_API kc_err_t kc_incremental_assign(kc_consumer_t *c, const kc_topic_partition
                                       kc_error_t *err);
 /* Removes every partition (on_revoke for each). Any app thread. */
 KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err);
+/* Removes only these partitions from the manual assignment (on_revoke for each); the others
+ * keep running untouched. Every entry must be assigned: otherwise KC_ERR_NOT_FOUND naming it and
+ * nothing is removed. KC_ERR_STATE while subscribed. Any app thread. */
+KC_API kc_err_t kc_incremental_unassign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                        kc_error_t *err);
+/* What the consumer holds now: the group's partitions (those being revoked excluded) while
+ * subscribed, else the manual assignment. *out is one malloc'd block (the entries, then their
+ * topic strings; offsets KC_OFFSET_INVALID): release it with free(). NULL and 0 when nothing is
+ * held. Any thread, callback context included (one network-thread round trip). */
+KC_API kc_err_t kc_assignment(kc_consumer_t *c, kc_topic_partition_t **out, size_t *n,
+                              kc_error_t *err);
+/* The topics of the last kc_subscribe that succeeded (a regex subscription: its one entry), while
+ * subscribed; NULL and 0 otherwise (never subscribed, after kc_unsubscribe). *out is one
+ * malloc'd block (the pointers, then the strings): release it with free(). Any thread, callback
+ * context included. */
+KC_API kc_err_t kc_subscription(kc_consumer_t *c, char ***out, size_t *n, kc_error_t *err);
 
 typedef enum kc_seek_kind {
     KC_SEEK_OFFSET = 0,    /* `value` is the offset of the next record to deliver */
@@ -425,6 +462,12 @@ typedef enum kc_seek_kind {
  * (on_assign, on_records: then no further record of the current view is delivered). */
 KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
                         int64_t value, kc_error_t *err);
+/* kc_seek for a list, in one step on the network thread: each entry's offset (>= 0, or
+ * KC_OFFSET_BEGINNING / KC_OFFSET_END; anything else is KC_ERR_INVALID_ARG before anything
+ * moves). Entries are applied in order; the first failure (e.g. a partition not assigned)
+ * stops there and is returned. Threads as kc_seek. */
+KC_API kc_err_t kc_seek_partitions(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                   kc_error_t *err);
 /* The offset of the next record to be delivered to a callback (not fetched: delivered), from
  * the runtime's committable offset; before the first callback returned, the start when it is
  * known (an explicit assign offset, or the group's committed offset for a group partition),
@@ -601,6 +644,16 @@ KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
  * KC_ERR_CLOSED after kc_close.
  */
 KC_API kc_err_t kc_metrics(kc_consumer_t *c, char **text, size_t *len, kc_error_t *err);
+
+/* The member's generation (classic) or member epoch (KIP-848) and its member id, read together
+ * on the network thread, so the pair is one the coordinator gave at the same time: what an
+ * application that fences its own sink (writes tagged with the generation, older ones refused)
+ * needs. *generation is -1 and member_id "" while the consumer is not in a group (no
+ * kc_subscribe, joining, rejoining after a fence, after kc_unsubscribe). KC_ERR_TOO_LARGE when
+ * member_id (len bytes) is too small (it then holds ""). Any thread, callback context included:
+ * one round trip to the network thread, which never waits for a callback. */
+KC_API kc_err_t kc_group_generation(kc_consumer_t *c, int32_t *generation, char *member_id,
+                                    size_t len, kc_error_t *err);
 /* The id of the worker thread calling it (0 .. worker.threads-1), the same number the stats JSON
  * shows as workers[].id and partitions[].worker; -1 on any thread that is not a kconsume worker
  * (app threads, the network thread, a kc_poll caller). Ids are per consumer: two consumers in

@@ -176,7 +176,7 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
         answered(a);
         return;
     }
-    if (c->grp) {
+    if (kc_rt_group_subscribed(c->grp)) {
         start_member(a);
         return;
     }
@@ -264,9 +264,10 @@ static void ac_tick(kc_loop_t *loop, kc_loop_timer_t *t)
      * with no reconciliation running (the reconciliation commits what it revokes) and not
      * self-fenced: a due commit waits for that and looks again shortly; a manual assignment
      * commits anonymously, once it holds partitions. */
-    bool wait = c->grp && !kc_rt_group_may_auto_commit(c->grp);
+    bool member = kc_rt_group_subscribed(c->grp);
+    bool wait = member && !kc_rt_group_may_auto_commit(c->grp);
     kc_loop_timer_start(loop, t, wait && interval > AC_SOON_MS ? AC_SOON_MS : interval);
-    if (c->ac_inflight || wait || (!c->grp && c->n == 0))
+    if (c->ac_inflight || wait || (!member && c->n == 0))
         return;
     acommit_t *a = calloc(1, sizeof *a);
     if (!a)

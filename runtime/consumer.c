@@ -267,6 +267,7 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
     cp->rtp = rtp;
     cp->closing = false;
     cp->held = held;
+    c->assignment_changed = true;
     return cp->topic ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
 }
 
@@ -276,6 +277,63 @@ static void remove_at(kc_consumer_t *c, size_t i)
     revoke_copy(c, c->parts[i].rtp); /* a held one never ran: no callback at all */
     free(c->parts[i].topic);
     c->parts[i] = c->parts[--c->n];
+    c->assignment_changed = true;
+}
+
+/* KC_EVENT_ASSIGNMENT after a manual change: the whole manual assignment, once per call that
+ * changed it (also one that failed part-way: what it changed is the new assignment). */
+/* The manual assignment, calloc'd (topics borrowed from the table); NULL out of memory. */
+static kc_topic_partition_t *manual_list(const kc_consumer_t *c)
+{
+    kc_topic_partition_t *tps = calloc(c->n ? c->n : 1, sizeof *tps);
+    for (size_t i = 0; tps && i < c->n; i++)
+        tps[i] = (kc_topic_partition_t){c->parts[i].topic, c->parts[i].partition, 0};
+    return tps;
+}
+
+static void post_manual_assignment(kc_consumer_t *c)
+{
+    if (!c->assignment_changed)
+        return;
+    kc_topic_partition_t *tps = manual_list(c);
+    if (!tps)
+        return; /* out of memory: the next change posts the whole set again */
+    if (kc_rt_post_assignment(c->rt, tps, c->n) == KC_OK)
+        c->assignment_changed = false;
+    free(tps);
+}
+
+/* kc_incremental_unassign: every entry must be assigned (checked first, so a refusal changes
+ * nothing); those are revoked, the others keep running. */
+static kc_err_t unassign_some(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                              kc_error_t *err)
+{
+    for (size_t j = 0; j < n; j++)
+        if (find(c, tps[j].topic, tps[j].partition) < 0)
+            return kc_fail(err, KC_ERR_NOT_FOUND,
+                           "kc_incremental_unassign: %s[%d] is not assigned (nothing removed)",
+                           tps[j].topic, (int)tps[j].partition);
+    for (size_t j = 0; j < n; j++) {
+        ssize_t i = find(c, tps[j].topic, tps[j].partition);
+        if (i >= 0) /* a duplicate entry was removed already */
+            remove_at(c, (size_t)i);
+    }
+    return KC_OK;
+}
+
+/* kc_assignment: the group's or the manual one, as one block for free(). */
+static kc_err_t assignment_block(kc_consumer_t *c, kc_ccall_t *k)
+{
+    size_t n = c->n;
+    kc_topic_partition_t *tps =
+        kc_rt_group_subscribed(c->grp) ? kc_rt_group_assignment(c->grp, &n) : manual_list(c);
+    kc_topic_partition_t *block = tps && n ? kc_consumer_tp_block(tps, n) : NULL;
+    free(tps);
+    if (!tps || (n && !block))
+        return kc_fail(&k->err, KC_ERR_NOMEM, "kc_assignment: out of memory");
+    k->result = block;
+    k->value = (int64_t)n;
+    return KC_OK;
 }
 
 /* kc_seek's network-thread half: the engine's position, then the runtime (seek.c: drop stale
@@ -349,7 +407,9 @@ static kc_err_t commit_all(kc_ccall_t *k)
         }
     }
     kc_err_t rc = KC_OK;
-    if (c->grp) {
+    /* kc_close's final commit (internal) is the manual assignment's: a group member's
+     * revocation committed its partitions itself. */
+    if (kc_rt_group_subscribed(c->grp) && !k->internal) {
         /* A group member commits under its own identity, read by the group module when the
          * request is built (group.h); the manual table above is empty then, so
          * tps == NULL means the group's held partitions. */
@@ -385,7 +445,8 @@ static bool refused_by_close(kc_consumer_t *c, kc_ccall_t *k)
 {
     int phase = atomic_load_explicit(&c->phase, memory_order_relaxed);
     bool assignment = k->op == KC_COP_ADD || k->op == KC_COP_ASSIGN || k->op == KC_COP_UNASSIGN ||
-                      k->op == KC_COP_SUBSCRIBE;
+                      k->op == KC_COP_REMOVE || k->op == KC_COP_SUBSCRIBE ||
+                      k->op == KC_COP_UNSUBSCRIBE;
     if (past_close_gate(k))
         return false;
     if (!c->e || phase == KC_PHASE_CLOSED) {
@@ -443,26 +504,51 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     }
     case KC_COP_ADD:
-        if (c->grp)
+        if (kc_rt_group_subscribed(c->grp))
             k->rc = kc_fail(&k->err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
         for (size_t j = 0; j < k->n && k->rc == KC_OK; j++)
             k->rc = add_one(c, &k->tps[j], &k->err);
+        post_manual_assignment(c);
         break;
     case KC_COP_ASSIGN:
-        if (c->grp)
+        if (kc_rt_group_subscribed(c->grp))
             k->rc = kc_fail(&k->err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
         else
             k->rc = assign_diff(c, k);
+        post_manual_assignment(c);
+        break;
+    case KC_COP_REMOVE:
+        if (kc_rt_group_subscribed(c->grp))
+            k->rc = kc_fail(&k->err, KC_ERR_STATE,
+                            "kc_incremental_unassign: the consumer is subscribed to a group");
+        else
+            k->rc = unassign_some(c, k->tps, k->n, &k->err);
+        post_manual_assignment(c);
+        break;
+    case KC_COP_ASSIGNMENT:
+        k->rc = assignment_block(c, k);
+        break;
+    case KC_COP_SEEK_MANY:
+        /* One command: no other call sees some of the list moved and some not. */
+        for (size_t j = 0; j < k->n && k->rc == KC_OK; j++) {
+            int64_t o = k->tps[j].offset;
+            int kind = o >= 0                     ? KC_SEEK_OFFSET
+                       : o == KC_OFFSET_BEGINNING ? KC_SEEK_BEGINNING
+                                                  : KC_SEEK_END;
+            k->rc =
+                seek_one(c, k->tps[j].topic, k->tps[j].partition, kind, o >= 0 ? o : 0, &k->err);
+        }
         break;
     case KC_COP_UNASSIGN:
         /* A group owns the assignment: manual calls would fight the coordinator's. */
-        if (c->grp) {
+        if (kc_rt_group_subscribed(c->grp)) {
             k->rc = kc_fail(&k->err, KC_ERR_STATE,
                             "assign/unassign: the consumer is subscribed to a group");
             break;
         }
         while (c->n)
             remove_at(c, c->n - 1);
+        post_manual_assignment(c);
         break;
     case KC_COP_SEEK:
         k->rc = seek_one(c, k->topic, k->partition, k->kind, k->value, &k->err);
@@ -494,10 +580,11 @@ static void on_net(kc_loop_t *loop, void *arg)
         }
         for (size_t j = 0; j < k->n; j++)
             offs[j] = (kc_engine_offset_t){k->tps[j].topic, k->tps[j].partition, -1, -1, NULL, 0};
-        k->rc = c->grp ? kc_rt_group_committed(c->grp, offs, k->n, k->timeout_ms, finish_later, k,
-                                               &k->err)
-                       : kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms,
-                                             finish_later, k, &k->err);
+        k->rc =
+            kc_rt_group_subscribed(c->grp)
+                ? kc_rt_group_committed(c->grp, offs, k->n, k->timeout_ms, finish_later, k, &k->err)
+                : kc_engine_committed(c->e, c->group, offs, k->n, k->timeout_ms, finish_later, k,
+                                      &k->err);
         free(offs);
         break;
     }
@@ -542,6 +629,9 @@ static void on_net(kc_loop_t *loop, void *arg)
                             k->partition);
         break;
     case KC_COP_SUBSCRIBE:
+    case KC_COP_UNSUBSCRIBE:
+    case KC_COP_SUBSCRIPTION:
+    case KC_COP_GROUP_GENERATION:
     case KC_COP_GROUP_CLOSE:
         kc_rt_group_call(c, k, on_cmpl);
         break;
@@ -764,10 +854,9 @@ static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
      * committable never passes a callback in flight). */
     int64_t total = deadline - kc_now_ns();
     int64_t reserve = total / 4 < 2000000000LL ? total / 4 : 2000000000LL;
-    int64_t revoke_deadline =
-        c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)
-            ? deadline - (reserve > 0 ? reserve : 0)
-            : deadline;
+    int64_t revoke_deadline = c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)
+                                  ? deadline - (reserve > 0 ? reserve : 0)
+                                  : deadline;
     for (;;) {
         kc_ccall_t k = {.op = KC_COP_CLOSE};
         kc_consumer_call(c, &k, NULL);
@@ -784,7 +873,7 @@ static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
     }
     /* The final commit of a manual assignment: what every callback finished, or what was
      * stored, on_revoke included (a group member's revocation committed its own above). */
-    if (c->group && !c->grp && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
+    if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
         int left = left_ms(deadline);
         kc_error_t e2;
         kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = left, .internal = true};

@@ -108,6 +108,37 @@ KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err)
     return kc_consumer_call(c, &k, err);
 }
 
+KC_API kc_err_t kc_incremental_unassign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                        kc_error_t *err)
+{
+    kc_err_t g = kc_consumer_guard(c, "kc_incremental_unassign", false, err);
+    if (g == KC_OK)
+        g = check_tps("kc_incremental_unassign", tps, n, err);
+    if (g != KC_OK)
+        return g;
+    kc_ccall_t k = {.op = KC_COP_REMOVE, .tps = tps, .n = n};
+    return kc_consumer_call(c, &k, err);
+}
+
+KC_API kc_err_t kc_seek_partitions(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                   kc_error_t *err)
+{
+    kc_err_t g = kc_consumer_guard(c, "kc_seek_partitions", false, err);
+    if (g == KC_OK)
+        g = check_tps("kc_seek_partitions", tps, n, err);
+    if (g != KC_OK)
+        return g;
+    for (size_t i = 0; i < n; i++)
+        if (tps[i].offset < 0 && tps[i].offset != KC_OFFSET_BEGINNING &&
+            tps[i].offset != KC_OFFSET_END)
+            return kc_fail(err, KC_ERR_INVALID_ARG,
+                           "kc_seek_partitions: entry %zu (%s[%d]): offset %lld is neither >= 0 "
+                           "nor KC_OFFSET_BEGINNING / KC_OFFSET_END",
+                           i, tps[i].topic, (int)tps[i].partition, (long long)tps[i].offset);
+    kc_ccall_t k = {.op = KC_COP_SEEK_MANY, .tps = tps, .n = n};
+    return kc_consumer_call(c, &k, err);
+}
+
 KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, kc_seek_kind_t kind,
                         int64_t value, kc_error_t *err)
 {

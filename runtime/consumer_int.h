@@ -55,8 +55,10 @@ struct kc_consumer {
      * by add_one, so a revoke never allocates. */
     kc_rt_part_t **revs;
     size_t revs_cap;
-    size_t close_revoking; /* network thread: kc_close's revocations still waiting for
-                              REVOKE_DONE (their parts are kept, kc_cpart.closing) */
+    bool assignment_changed; /* network thread: the manual table changed since the last
+                                KC_EVENT_ASSIGNMENT (consumer.c, post_manual_assignment) */
+    size_t close_revoking;   /* network thread: kc_close's revocations still waiting for
+                                REVOKE_DONE (their parts are kept, kc_cpart.closing) */
     atomic_int wake_pending;
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
@@ -106,6 +108,9 @@ typedef struct kc_ccall {
     const char *topic;
     int32_t partition;
     bool internal; /* kc_close's own commands: past the close gate (refused_by_close) */
+    char *buf;     /* KC_COP_GROUP_GENERATION: the member id goes here (buf_len bytes) */
+    void *result;  /* KC_COP_ASSIGNMENT, KC_COP_SUBSCRIPTION: the block for the caller */
+    size_t buf_len;
     kc_err_t rc;
     kc_error_t err;
     /* For calls that finish later (commit, committed). The answer has its own fields, under mu:
@@ -133,12 +138,18 @@ enum {
     KC_COP_COMMITTED,
     KC_COP_CLOSE,
     KC_COP_RT_DEAD,
-    KC_COP_POSITION,     /* value <- the partition's committable offset */
-    KC_COP_STORE,        /* the partition's committable offset <- value */
-    KC_COP_SUBSCRIBE,    /* group.c: out = the topic names, n */
-    KC_COP_GROUP_CLOSE,  /* group.c: revoke, commit, leave; done when left */
-    KC_COP_COMMITS_IDLE, /* kc_close: done once no async commit waits for its answer */
-    KC_COP_STATS,        /* text <- one stats JSON object, now (kc_metrics) */
+    KC_COP_POSITION,         /* value <- the partition's committable offset */
+    KC_COP_STORE,            /* the partition's committable offset <- value */
+    KC_COP_SUBSCRIBE,        /* group.c: out = the topic names, n */
+    KC_COP_UNSUBSCRIBE,      /* group.c: revoke, commit, leave; done when left (subscribe again) */
+    KC_COP_GROUP_GENERATION, /* group.c: value <- generation / epoch, buf <- member id */
+    KC_COP_SUBSCRIPTION,     /* group.c: result <- kc_consumer_str_block, value <- count */
+    KC_COP_REMOVE,           /* kc_incremental_unassign: revoke the entries of tps */
+    KC_COP_ASSIGNMENT,       /* result <- kc_consumer_tp_block of what is held, value <- count */
+    KC_COP_SEEK_MANY,        /* kc_seek_partitions: each entry's offset, in order */
+    KC_COP_GROUP_CLOSE,      /* group.c: revoke, commit, leave; done when left */
+    KC_COP_COMMITS_IDLE,     /* kc_close: done once no async commit waits for its answer */
+    KC_COP_STATS,            /* text <- one stats JSON object, now (kc_metrics) */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */
@@ -147,6 +158,11 @@ kc_err_t kc_consumer_call(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
 kc_err_t kc_consumer_guard(const kc_consumer_t *c, const char *fn, bool waits, kc_error_t *err);
 /* Same, then waits for the engine's callback (commit, committed). */
 kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err);
+
+/* consumer_query.c: a list the application frees with one free(): the entries, then the
+ * strings they point to, in one malloc'd block. NULL when out of memory. Any thread. */
+kc_topic_partition_t *kc_consumer_tp_block(const kc_topic_partition_t *tps, size_t n);
+char **kc_consumer_str_block(const char *const *s, size_t n);
 
 /* consumer_query.c. Group modules call this (any thread, usually the network thread) when the
  * coordinator assigns or changes the member id; NULL or "" clears it. kc_member_id reads it

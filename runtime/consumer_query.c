@@ -1,7 +1,8 @@
 /*
  * The cluster questions (kc_topic_partitions, kc_query_watermarks, kc_offsets_for_times,
- * kc_metadata: engine/query.h, asked on the network thread) and the member id (kc_member_id,
- * kc_consumer_set_member_id).
+ * kc_metadata: engine/query.h, asked on the network thread), the member id (kc_member_id,
+ * kc_consumer_set_member_id), and what the consumer holds as lists the application frees
+ * (kc_assignment, kc_subscription: one block each).
  *
  * Threads: the public calls run on app threads and block on a condition variable; the question
  * is started and answered on the network thread. The wait object is shared by both and freed by
@@ -381,6 +382,69 @@ KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len)
         return KC_ERR_TOO_LARGE;
     memcpy(buf, id ? id : "", n + 1);
     return KC_OK;
+}
+
+kc_topic_partition_t *kc_consumer_tp_block(const kc_topic_partition_t *tps, size_t n)
+{
+    size_t bytes = n * sizeof *tps;
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(tps[i].topic) + 1;
+    kc_topic_partition_t *b = malloc(bytes ? bytes : 1);
+    char *str = (char *)(b + n);
+    for (size_t i = 0; b && i < n; i++) {
+        size_t len = strlen(tps[i].topic) + 1;
+        memcpy(str, tps[i].topic, len);
+        b[i] = (kc_topic_partition_t){str, tps[i].partition, KC_OFFSET_INVALID};
+        str += len;
+    }
+    return b;
+}
+
+char **kc_consumer_str_block(const char *const *s, size_t n)
+{
+    size_t bytes = n * sizeof(char *);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(s[i]) + 1;
+    char **b = malloc(bytes ? bytes : 1);
+    char *str = (char *)(b + n);
+    for (size_t i = 0; b && i < n; i++) {
+        size_t len = strlen(s[i]) + 1;
+        memcpy(str, s[i], len);
+        b[i] = str;
+        str += len;
+    }
+    return b;
+}
+
+KC_API kc_err_t kc_assignment(kc_consumer_t *c, kc_topic_partition_t **out, size_t *n,
+                              kc_error_t *err)
+{
+    if (!c || !out || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_assignment: bad arguments");
+    *out = NULL;
+    *n = 0;
+    kc_ccall_t k = {.op = KC_COP_ASSIGNMENT};
+    kc_err_t rc = kc_consumer_call(c, &k, err);
+    if (rc == KC_OK) {
+        *out = k.result;
+        *n = (size_t)k.value;
+    }
+    return rc;
+}
+
+KC_API kc_err_t kc_subscription(kc_consumer_t *c, char ***out, size_t *n, kc_error_t *err)
+{
+    if (!c || !out || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_subscription: bad arguments");
+    *out = NULL;
+    *n = 0;
+    kc_ccall_t k = {.op = KC_COP_SUBSCRIPTION};
+    kc_err_t rc = kc_consumer_call(c, &k, err);
+    if (rc == KC_OK) {
+        *out = k.result;
+        *n = (size_t)k.value;
+    }
+    return rc;
 }
 
 void kc_consumer_ext_free(kc_consumer_t *c)

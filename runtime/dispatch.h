@@ -284,6 +284,9 @@ void kc_rt_wake_rearm(atomic_int *pending);
 /* Group-level events for on_event: copied; delivered on a worker, serialised, in post order.
  * Any thread. KC_ERR_QUEUE_FULL when too many are pending (the caller may retry later). */
 kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev);
+/* KC_EVENT_ASSIGNMENT with the whole assignment tps[0..n) (n 0: nothing assigned), the one
+ * event every owner of an assignment (the manual table, the group) posts after a change. */
+kc_err_t kc_rt_post_assignment(kc_rt_t *rt, const kc_topic_partition_t *tps, size_t n);
 
 /* Runs fn(arg) on a worker, serialised with on_event (the control pseudo-partition), e.g. the
  * kc_commit_async result callback. Never dropped (an unbounded list, unlike events). Any thread.

@@ -60,6 +60,12 @@ kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev)
     return KC_OK;
 }
 
+kc_err_t kc_rt_post_assignment(kc_rt_t *rt, const kc_topic_partition_t *tps, size_t n)
+{
+    kc_event_t ev = {.type = KC_EVENT_ASSIGNMENT, .assignment = tps, .assignment_len = n};
+    return kc_rt_post_event(rt, &ev);
+}
+
 typedef struct kc_rt_call {
     struct kc_rt_call *next;
     void (*fn)(void *arg, int run);

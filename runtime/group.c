@@ -44,7 +44,43 @@ struct kc_rt_group {
     /* Self-fenced (the fence hook): every partition of the group carries the runtime's FENCED
      * bit, those assigned meanwhile too, and the application's commits are refused. */
     bool fenced;
+    /* The membership as the consumer sees it: subscribed from a kc_subscribe that succeeded;
+     * leaving from kc_unsubscribe or kc_close until the driver says the leave is over, which
+     * ends the subscription (kc_rt_group_subscribed). Meanwhile the group owns the assignment. */
+    bool subscribed, leaving;
+    /* The owned (not revoking) set changed since the last KC_EVENT_ASSIGNMENT. */
+    bool assignment_dirty;
+    /* The last subscription that succeeded (kc_subscription), as given. */
+    char **sub;
+    size_t n_sub;
 };
+
+static void free_sub(kc_rt_group_t *cg)
+{
+    for (size_t i = 0; i < cg->n_sub; i++)
+        free(cg->sub[i]);
+    free(cg->sub);
+    cg->sub = NULL;
+    cg->n_sub = 0;
+}
+
+/* Out of memory keeps the old list: kc_subscription may then be stale, nothing else reads it. */
+static void keep_sub(kc_rt_group_t *cg, const char *const *topics, size_t n)
+{
+    char **t = calloc(n ? n : 1, sizeof *t);
+    size_t k = 0;
+    while (t && k < n && (t[k] = strdup(topics[k])))
+        k++;
+    if (!t || k < n) {
+        for (size_t i = 0; t && i < k; i++)
+            free(t[i]);
+        free(t);
+        return;
+    }
+    free_sub(cg);
+    cg->sub = t;
+    cg->n_sub = n;
+}
 
 static gpart_t *find(kc_rt_group_t *cg, const char *topic, int32_t partition)
 {
@@ -68,6 +104,7 @@ static int h_revoke(void *o, const char *topic, int32_t partition, bool lost)
         return 0;
     if (!gp->revoking) {
         gp->revoking = true;
+        cg->assignment_dirty = true;
         /* Stop fetching too: the ring refuses its batches from now on. */
         kc_engine_pause(cg->e, topic, partition, 1, NULL);
         kc_rt_part_revoke(gp->rtp, lost);
@@ -129,7 +166,10 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     if (rc != KC_OK) {
         gp->revoking = gp->dropped = true; /* freed at its REVOKE_DONE */
         kc_rt_part_revoke(rtp, false);
-    } else if (start >= 0) {
+        return rc;
+    }
+    cg->assignment_dirty = true;
+    if (start >= 0) {
         /* start >= 0 is the group's committed offset (OffsetFetch): kc_position and the stats
          * report it before the first delivery, and the stats' "committed" starts there. */
         kc_rt_part_set_start(rtp, start);
@@ -187,6 +227,43 @@ static unsigned h_poll_over(void *o)
     return kc_rt_watchdog_check(cg->rt, kc_now_ns());
 }
 
+/* A drive pass ended: the assignment it changed goes to on_event once, whole (the owned
+ * partitions, those being revoked excluded, as kc_rt_group_find sees them). Posted from the
+ * network thread in the order of the changes; on_event runs on a worker. */
+static void h_settled(void *o)
+{
+    kc_rt_group_t *cg = o;
+    if (!cg->assignment_dirty || kc_group_closing(cg->g)) /* kc_close's revocation: none */
+        return;
+    size_t n;
+    kc_topic_partition_t *tps = kc_rt_group_assignment(cg, &n);
+    if (!tps)
+        return; /* out of memory: posted at the next pass that finds memory */
+    if (kc_rt_post_assignment(cg->rt, tps, n) == KC_OK)
+        cg->assignment_dirty = false;
+    free(tps);
+}
+
+kc_topic_partition_t *kc_rt_group_assignment(const kc_rt_group_t *cg, size_t *n)
+{
+    kc_topic_partition_t *tps = calloc(cg->n ? cg->n : 1, sizeof *tps);
+    *n = 0;
+    for (size_t i = 0; tps && i < cg->n; i++)
+        if (!cg->p[i].revoking)
+            tps[(*n)++] = (kc_topic_partition_t){cg->p[i].topic, cg->p[i].partition, 0};
+    return tps;
+}
+
+const char *const *kc_rt_group_subscription(kc_rt_group_t *cg, size_t *n)
+{
+    if (!kc_rt_group_subscribed(cg)) {
+        *n = 0;
+        return NULL;
+    }
+    *n = cg->n_sub;
+    return (const char *const *)cg->sub;
+}
+
 /* consumer_int.h's group_stats hook: the "group" object of the stats JSON. */
 static void cg_stats_hook(void *opaque, kc_json_t *w)
 {
@@ -225,8 +302,8 @@ kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const
     cg->group = kc_conf_str(conf, KC_CONF_GROUP_ID);
     kc_group_conf_t gc;
     kc_rt_group_conf(conf, &gc);
-    kc_group_hooks_t h = {h_revoke,    h_committable, h_drop, h_assign,
-                          h_poll_over, h_error,       cg,     h_fence};
+    kc_group_hooks_t h = {h_revoke, h_committable, h_drop,   h_assign, h_poll_over, h_error,
+                          cg,       h_fence,       h_settled};
     kc_err_t rc = kc_group_new(&cg->g, e, protocols[choice], key ? why : NULL, &gc, &h, err);
     if (rc != KC_OK) {
         free(cg);
@@ -271,7 +348,17 @@ bool kc_rt_group_on_revoke_done(kc_rt_group_t *cg, kc_rt_part_t *p)
 
 void kc_rt_group_close(kc_rt_group_t *cg)
 {
+    cg->leaving = true;
     kc_group_close(cg->g);
+}
+
+bool kc_rt_group_subscribed(kc_rt_group_t *cg)
+{
+    if (!cg)
+        return false;
+    if (cg->leaving && kc_group_closed(cg->g))
+        cg->subscribed = cg->leaving = false;
+    return cg->subscribed || cg->leaving;
 }
 
 bool kc_rt_group_closed(const kc_rt_group_t *cg)
@@ -284,6 +371,7 @@ void kc_rt_group_free(kc_rt_group_t *cg)
     if (!cg)
         return;
     kc_group_free(cg->g);
+    free_sub(cg);
     for (size_t i = 0; i < cg->n; i++)
         free(cg->p[i].topic); /* the runtime frees the partitions themselves (kc_rt_free) */
     free(cg->p);
@@ -464,9 +552,53 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
                 c->group_stats_opaque = c->grp;
             }
         }
+        /* A second subscribe replaces the first (the protocol rebalances); one while a leave is
+         * still running is refused by the protocol. */
         if (k->rc == KC_OK)
             k->rc = kc_rt_group_subscribe(c->grp, (const char *const *)(const void *)k->out, k->n,
                                           &k->err);
+        if (k->rc == KC_OK) { /* the protocol refuses while a leave runs: any is over */
+            c->grp->subscribed = true;
+            c->grp->leaving = false;
+            keep_sub(c->grp, (const char *const *)(const void *)k->out, k->n);
+        }
+        return;
+    }
+    if (k->op == KC_COP_UNSUBSCRIBE) {
+        /* Start the leave once; each call drains completions (REVOKE_DONE) and says whether it
+         * is over. Not subscribed (never, or left already): nothing to do. */
+        if (c->grp && c->grp->subscribed && !c->grp->leaving) {
+            c->grp->leaving = true;
+            kc_group_unsubscribe(c->grp->g);
+        }
+        if (c->grp)
+            kc_rt_drain_completions(c->rt, drain, c);
+        k->done = !kc_rt_group_subscribed(c->grp);
+        return;
+    }
+    if (k->op == KC_COP_SUBSCRIPTION) {
+        size_t n;
+        const char *const *list = kc_rt_group_subscription(c->grp, &n);
+        k->result = n ? kc_consumer_str_block(list, n) : NULL;
+        k->value = (int64_t)n;
+        if (n && !k->result)
+            k->rc = kc_fail(&k->err, KC_ERR_NOMEM, "kc_subscription: out of memory");
+        return;
+    }
+    if (k->op == KC_COP_GROUP_GENERATION) {
+        /* Both read at once, on the thread that changes them: a pair that belongs together. */
+        int32_t epoch = kc_rt_group_subscribed(c->grp) ? kc_group_epoch(c->grp->g) : -1;
+        const char *id = epoch > 0 ? kc_group_member_id(c->grp->g) : "";
+        k->value = epoch > 0 ? epoch : -1;
+        size_t n = strlen(id);
+        k->buf[0] = '\0';
+        if (n >= k->buf_len)
+            k->rc = kc_fail(&k->err, KC_ERR_TOO_LARGE,
+                            "kc_group_generation: the member id needs "
+                            "%zu bytes, the buffer has %zu",
+                            n + 1, k->buf_len);
+        else
+            memcpy(k->buf, id, n + 1);
         return;
     }
     /* KC_COP_GROUP_CLOSE: start the leave once; each call drains completions (REVOKE_DONE) and
@@ -478,19 +610,50 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
     k->done = !c->grp || kc_rt_group_closed(c->grp);
 }
 
-kc_err_t kc_rt_group_close_wait(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
+/* Repeats `op` (KC_COP_GROUP_CLOSE, KC_COP_UNSUBSCRIBE) on the network thread until it says
+ * done, or timeout_ms passed. */
+static kc_err_t group_wait(kc_consumer_t *c, int op, int timeout_ms, const char *what,
+                           kc_error_t *err)
 {
     for (int64_t waited = 0;; waited += 10) {
-        kc_ccall_t k = {.op = KC_COP_GROUP_CLOSE};
-        kc_consumer_call(c, &k, NULL);
+        kc_ccall_t k = {.op = op};
+        kc_err_t rc = kc_consumer_call(c, &k, err);
+        if (rc != KC_OK)
+            return rc;
         if (k.done)
             return KC_OK;
         if (waited >= timeout_ms)
-            return kc_fail(err, KC_ERR_TIMEOUT, "close: the group did not finish leaving in %d ms",
-                           timeout_ms);
+            return kc_fail(err, KC_ERR_TIMEOUT, "%s: the group did not finish leaving in %d ms",
+                           what, timeout_ms);
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+}
+
+kc_err_t kc_rt_group_close_wait(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
+{
+    return group_wait(c, KC_COP_GROUP_CLOSE, timeout_ms, "close", err);
+}
+
+KC_API kc_err_t kc_group_generation(kc_consumer_t *c, int32_t *generation, char *member_id,
+                                    size_t len, kc_error_t *err)
+{
+    if (!c || !generation || !member_id || !len)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_group_generation: bad arguments");
+    kc_ccall_t k = {.op = KC_COP_GROUP_GENERATION, .buf = member_id, .buf_len = len};
+    kc_err_t rc = kc_consumer_call(c, &k, err);
+    *generation = rc == KC_OK ? (int32_t)k.value : -1;
+    return rc;
+}
+
+KC_API kc_err_t kc_unsubscribe(kc_consumer_t *c, int timeout_ms, kc_error_t *err)
+{
+    kc_err_t g = kc_consumer_guard(c, "kc_unsubscribe", true, err);
+    if (g != KC_OK)
+        return g;
+    if (timeout_ms < 0)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_unsubscribe: timeout_ms %d < 0", timeout_ms);
+    return group_wait(c, KC_COP_UNSUBSCRIBE, timeout_ms, "kc_unsubscribe", err);
 }
 
 KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n, kc_error_t *err)

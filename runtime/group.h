@@ -24,6 +24,17 @@ kc_err_t kc_rt_group_subscribe(kc_rt_group_t *cg, const char *const *topics, siz
 /* A REVOKE_DONE completion: true when the partition is the group's (then the group frees it). */
 bool kc_rt_group_on_revoke_done(kc_rt_group_t *cg, kc_rt_part_t *p);
 void kc_rt_group_close(kc_rt_group_t *cg);
+/* The group owns the consumer's assignment: subscribed, or its leave (kc_unsubscribe,
+ * kc_close) not over yet. false for NULL. Manual assignment is refused meanwhile, and commits
+ * go under the member's identity. Network thread. */
+bool kc_rt_group_subscribed(kc_rt_group_t *cg);
+/* The owned partitions (not being revoked), calloc'd (the caller frees the array; the topic
+ * strings are the group's, valid until its next change); *n their count. NULL when out of
+ * memory. Network thread. */
+kc_topic_partition_t *kc_rt_group_assignment(const kc_rt_group_t *cg, size_t *n);
+/* The subscription as last given to a kc_subscribe that succeeded; NULL / 0 when not
+ * subscribed. Valid until the next subscribe. Network thread. */
+const char *const *kc_rt_group_subscription(kc_rt_group_t *cg, size_t *n);
 bool kc_rt_group_closed(const kc_rt_group_t *cg);
 /* After the engine was closed (its coordinator work finished), before it is freed. */
 void kc_rt_group_free(kc_rt_group_t *cg);
@@ -81,9 +92,10 @@ void kc_rt_group_conf(const kc_conf_t *conf, kc_group_conf_t *out);
  * reconciliation is running, not closing, not self-fenced. */
 bool kc_rt_group_may_auto_commit(const kc_rt_group_t *cg);
 
-/* consumer.c's hooks. kc_rt_group_call runs KC_COP_SUBSCRIBE / KC_COP_GROUP_CLOSE on the network
- * thread (`drain` is consumer.c's completion handler). kc_rt_group_close_wait (app thread, from
- * kc_close) revokes, commits and leaves, waiting up to timeout_ms; KC_OK without a group. */
+/* consumer.c's hooks. kc_rt_group_call runs KC_COP_SUBSCRIBE / KC_COP_UNSUBSCRIBE /
+ * KC_COP_GROUP_CLOSE on the network thread (`drain` is consumer.c's completion handler).
+ * kc_rt_group_close_wait (app thread, from kc_close) revokes, commits and leaves, waiting up to
+ * timeout_ms; KC_OK without a group. */
 struct kc_ccall;
 void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
                       void (*drain)(void *ctx, const kc_rt_cmpl_t *m));

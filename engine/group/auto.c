@@ -324,6 +324,7 @@ const kc_group_proto_t kc_group_auto_proto = {
     .next_wakeup = c_next_wakeup,
     .poll_expired = c_poll_expired,
     .close = c_now,
+    .unsubscribe = c_now, /* nothing joined yet; the driver forgets the subscription */
     .closed = c_closed,
     .identity = c_identity,
     .offset_fetch_names_member = false,

@@ -330,6 +330,8 @@ void kc_group_drive(kc_group_t *g)
         g->p->finish(g->m, now);
     } while (g->again || g->next_p);
     g->driving = false;
+    if (g->h.settled)
+        g->h.settled(g->h.opaque);
     int64_t wake = g->p->next_wakeup(g->m, now) - now;
     int64_t fence_at;
     if (!g->self_fenced &&
@@ -447,6 +449,17 @@ kc_err_t kc_group_subscribe(kc_group_t *g, const char *const *topics, size_t n, 
     return rc;
 }
 
+void kc_group_unsubscribe(kc_group_t *g)
+{
+    if (g->closing || !g->subscribed)
+        return;
+    /* A protocol group.protocol=auto chooses later must not join with the old subscription. */
+    g->subscribed = false;
+    kc_opend_clear(&g->pending); /* leaving: nothing more to start */
+    g->p->unsubscribe(g->m, kc_now_ms());
+    kc_group_drive(g);
+}
+
 void kc_group_revoked(kc_group_t *g)
 {
     if (!g->revoke_active || --g->revoke_wait > 0)
@@ -502,6 +515,11 @@ const kc_group_proto_t *kc_group_protocol(const kc_group_t *g)
 const char *kc_group_member_id(const kc_group_t *g)
 {
     return g->p->member_id(g->m);
+}
+
+int32_t kc_group_epoch(const kc_group_t *g)
+{
+    return g->p->epoch(g->m);
 }
 
 kc_err_t kc_group_commit_identity(void *gp, kc_commit_identity_t *who, kc_error_t *err)

@@ -32,6 +32,9 @@
  *                may start (running ones finish), buffered records are kept and the
  *                application's commits are refused; `why` is reported once. off: the
  *                coordinator answered in time, delivery resumes where it stopped.
+ *   settled      a drive pass ended (may be NULL): every revoke and assign the pass decided
+ *                has been handed to the hooks, so the runtime can report the assignment once
+ *                per change rather than once per partition.
  *
  * Periodic auto-commit is not here: the runtime runs one timer for every kind of consumer and
  * asks kc_group_may_auto_commit / kc_group_commit_identity. Commit-on-revoke is the
@@ -63,6 +66,7 @@ typedef struct kc_group_hooks {
     void (*error)(void *o, const kc_error_t *e, bool fatal);
     void *opaque;
     void (*fence)(void *o, bool on, const kc_error_t *why);
+    void (*settled)(void *o);
 } kc_group_hooks_t;
 
 /* Every protocol's settings in one struct; runtime/rt_conf.c (kc_rt_group_conf) fills it from the
@@ -135,6 +139,9 @@ typedef struct kc_group_proto {
     /* max.poll.interval.ms: a callback overran it (true) / returned (false). */
     void (*poll_expired)(void *m, bool expired, int64_t now);
     void (*close)(void *m, int64_t now);
+    /* Leave the group as close does (revoke, commit, leave), but stay able to subscribe again:
+     * `closed` says when it is over, and a later `subscribe` joins anew. */
+    void (*unsubscribe)(void *m, int64_t now);
     bool (*closed)(const void *m); /* left, or stopped for good; no request in flight */
     /* The identity the application's commits (and auto-commit) go under right now. */
     kc_err_t (*identity)(void *m, kc_commit_identity_t *who, kc_error_t *err);
@@ -182,10 +189,18 @@ kc_err_t kc_group_new(kc_group_t **out, kc_engine_t *e, const kc_group_proto_t *
                       kc_error_t *err);
 kc_err_t kc_group_subscribe(kc_group_t *g, const char *const *topics, size_t n, const char *regex,
                             kc_error_t *err);
+/* Leave the group without closing: the pending reconciliation is finished or abandoned as at
+ * close, the partitions are revoked (and committed), the member leaves (KIP-848: a heartbeat
+ * with epoch -1, -2 when static; classic: LeaveGroup when dynamic), and kc_group_closed says when
+ * that is over. kc_group_subscribe afterwards joins again, with whatever subscription it names.
+ * A subscribe while the leave is still running is refused by the protocol (KC_ERR_STATE). */
+void kc_group_unsubscribe(kc_group_t *g);
 /* One partition's revoke/lost completion (a hook returned 1 for it). */
 void kc_group_revoked(kc_group_t *g);
 /* Close: finish or abandon the pending reconciliation (the protocol's rules), commit, leave.
- * kc_group_closed says when it is over (the caller decides how long to wait). */
+ * kc_group_closed says when it is over (the caller decides how long to wait): not a member and
+ * nothing of a leave in flight, which also holds before the first subscribe and once an
+ * unsubscribe finished. */
 void kc_group_close(kc_group_t *g);
 bool kc_group_closed(const kc_group_t *g);
 /* After kc_engine_close (the engine's answers are over or refused), before the engine's free. */
@@ -194,6 +209,9 @@ void kc_group_free(kc_group_t *g);
 const kc_group_proto_t *kc_group_protocol(const kc_group_t *g);
 /* The member id the coordinator knows us by ("" before the first join). Network thread. */
 const char *kc_group_member_id(const kc_group_t *g);
+/* The protocol's generation (classic) or member epoch (KIP-848) as it is now: <= 0 while not in
+ * the group. Network thread. */
+int32_t kc_group_epoch(const kc_group_t *g);
 /* coordinator.h's kc_engine_identity_fn for the application's commits (ctx: the group), and
  * the one for its OffsetFetch (the anonymous form unless the protocol names the member). */
 kc_err_t kc_group_commit_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);

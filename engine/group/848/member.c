@@ -146,9 +146,10 @@ void kc_g848_m_update_state(kc_g848_t *gc)
     switch (gc->state) {
     case KC_G848_FENCED:
         if (kc_g848_m_reconcile_quiet(gc)) {
-            if (gc->close_requested)
+            if (gc->close_requested) {
                 gc->state = KC_G848_UNSUBSCRIBED; /* the broker no longer knows us: no leave */
-            else
+                gc->close_requested = false;      /* left: a subscribe may join again */
+            } else
                 kc_g848_m_start_join(gc);
         }
         break;
@@ -289,6 +290,13 @@ static void begin_leave(kc_g848_t *gc, int64_t now_ms)
 }
 
 void kc_g848_close(kc_g848_t *gc, int64_t now_ms)
+{
+    begin_leave(gc, now_ms);
+}
+
+/* The same leave as close (Java's unsubscribe leaves with the epoch close uses, -2 for a static
+ * member): what differs is only the caller's, which may subscribe again once UNSUBSCRIBED. */
+void kc_g848_unsubscribe(kc_g848_t *gc, int64_t now_ms)
 {
     begin_leave(gc, now_ms);
 }

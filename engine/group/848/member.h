@@ -179,6 +179,8 @@ kc_err_t kc_g848_subscribe(kc_g848_t *gc, const char *const *topics, int32_t n, 
                            int64_t now_ms, kc_error_t *err);
 void kc_g848_close(kc_g848_t *gc,
                    int64_t now_ms); /* revoke all, leave with -1 / -2; done when UNSUBSCRIBED */
+/* The same leave; once UNSUBSCRIBED, kc_g848_subscribe joins again (epoch 0, same member id). */
+void kc_g848_unsubscribe(kc_g848_t *gc, int64_t now_ms);
 
 /* A heartbeat is due now: fills *req (storage owned by gc, valid until the next call) for
  * `version` and marks it in flight. KC_ERR_AGAIN when none is due; KC_ERR_UNSUPPORTED when the

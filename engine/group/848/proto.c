@@ -581,6 +581,12 @@ static void p_close(void *m, int64_t now)
     kc_g848_close(&p->gc, now);
 }
 
+static void p_unsubscribe(void *m, int64_t now)
+{
+    p848_t *p = m;
+    kc_g848_unsubscribe(&p->gc, now);
+}
+
 static bool p_closed(const void *m)
 {
     const p848_t *p = m;
@@ -676,6 +682,7 @@ const kc_group_proto_t kc_g848_proto = {
     .next_wakeup = p_next_wakeup,
     .poll_expired = p_poll_expired,
     .close = p_close,
+    .unsubscribe = p_unsubscribe,
     .closed = p_closed,
     .identity = p_identity,
     .offset_fetch_names_member = true,

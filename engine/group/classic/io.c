@@ -21,18 +21,31 @@
 
 /* ---- metadata: partition counts of the subscription ----------------------------------------- */
 
+/* A topic of the leader's snapshot (every member's subscription) that we do not subscribe to. */
+static bool other_topic(const kc_classic_io_t *g, const char *t)
+{
+    for (size_t i = 0; i < g->n_topics; i++)
+        if (strcmp(g->topics[i], t) == 0)
+            return false;
+    return true;
+}
+
 static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
     kc_classic_io_t *g = opaque;
     kc_metadata_request_t m;
     kc_metadata_request_init(&m);
     m.allow_auto_topic_creation = false;
-    kc_metadata_request_topic_t *ts = calloc(g->n_topics ? g->n_topics : 1, sizeof *ts);
+    size_t n = g->n_topics + (g->m.is_leader ? g->m.n_snap : 0), k = 0;
+    kc_metadata_request_topic_t *ts = calloc(n ? n : 1, sizeof *ts);
     if (!ts)
         return KC_ERR_NOMEM;
     for (size_t i = 0; i < g->n_topics; i++)
-        ts[i].name = kc_str(g->topics[i]);
-    m.topics.count = (int32_t)g->n_topics;
+        ts[k++].name = kc_str(g->topics[i]);
+    for (size_t i = 0; g->m.is_leader && i < g->m.n_snap; i++)
+        if (other_topic(g, g->m.snap_topics[i]))
+            ts[k++].name = kc_str(g->m.snap_topics[i]);
+    m.topics.count = (int32_t)k;
     m.topics.items = ts;
     kc_error_t err;
     kc_err_t rc = kc_metadata_request_encode(&m, version, out, &err);
@@ -69,6 +82,13 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         if (kc_metadata_response_decode(&m, version, &r, &a, &e) == KC_OK) {
             for (int32_t i = 0; i < m.topics.count; i++) {
                 const kc_metadata_response_topic_t *t = &m.topics.items[i];
+                for (size_t j = 0; g->m.is_leader && j < g->m.n_snap; j++) {
+                    const char *o = g->m.snap_topics[j];
+                    if ((size_t)t->name.len == strlen(o) &&
+                        memcmp(t->name.ptr, o, (size_t)t->name.len) == 0 && other_topic(g, o) &&
+                        t->error_code == 0 && t->partitions.count > 0)
+                        changed |= kc_classic_io_set_other(g, o, t->partitions.count);
+                }
                 for (size_t j = 0; j < g->n_topics; j++) {
                     if ((size_t)t->name.len != strlen(g->topics[j]) ||
                         memcmp(t->name.ptr, g->topics[j], (size_t)t->name.len) != 0)
@@ -87,7 +107,10 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     }
     for (size_t j = 0; j < g->n_topics; j++)
         known = known && g->counts[j] > 0;
-    g->md_known = g->md_known || known || rc == KC_OK;
+    if (g->md_sent_gen == g->md_gen)
+        g->md_known = g->md_known || known || rc == KC_OK;
+    else
+        g->next_md_ms = 0; /* asked for a list since replaced: ask for this one now */
     if (changed)
         kc_classic_metadata_changed(&g->m, kc_now_ms());
     kc_group_drive(g->grp);
@@ -101,6 +124,7 @@ void kc_classic_io_md_maybe_send(kc_classic_io_t *g, int64_t now)
     if (!c)
         return;
     g->next_md_ms = now + MD_REFRESH_MS;
+    g->md_sent_gen = g->md_gen;
     kc_conn_req_spec_t s = {KC_METADATA_REQUEST_API_KEY,
                             KC_ENG_METADATA_MIN,
                             KC_ENG_METADATA_MAX,

@@ -16,13 +16,44 @@
 #include "base/clock.h"
 #include "group/classic/proto_int.h"
 
-static int32_t partitions_of(void *ctx, const char *topic)
+int32_t kc_classic_io_partitions(void *ctx, const char *topic)
 {
     kc_classic_io_t *g = ctx;
     for (size_t i = 0; i < g->n_topics; i++)
         if (strcmp(g->topics[i], topic) == 0)
             return g->counts[i];
+    for (size_t i = 0; i < g->n_others; i++)
+        if (strcmp(g->others[i], topic) == 0)
+            return g->other_counts[i];
     return 0;
+}
+
+/* true when the count is new or changed (the leader's assignment may need a rejoin). */
+bool kc_classic_io_set_other(kc_classic_io_t *g, const char *topic, int32_t count)
+{
+    for (size_t i = 0; i < g->n_others; i++)
+        if (strcmp(g->others[i], topic) == 0) {
+            bool changed = g->other_counts[i] != count;
+            g->other_counts[i] = count;
+            return changed;
+        }
+    char **no = realloc(g->others, (g->n_others + 1) * sizeof *no);
+    if (no)
+        g->others = no;
+    int32_t *nc = no ? realloc(g->other_counts, (g->n_others + 1) * sizeof *nc) : NULL;
+    if (nc)
+        g->other_counts = nc;
+    char *t = nc ? strdup(topic) : NULL;
+    if (!t)
+        return false; /* out of memory: the assignment stays without this topic */
+    g->others[g->n_others] = t;
+    g->other_counts[g->n_others++] = count;
+    return true;
+}
+
+static int32_t partitions_of(void *ctx, const char *topic)
+{
+    return kc_classic_io_partitions(ctx, topic);
 }
 
 static kc_err_t parse_assignors(kc_classic_config_t *c, const char *list, kc_error_t *err)
@@ -76,6 +107,13 @@ static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
     return KC_OK;
 }
 
+static void free_topics(char **t, size_t n)
+{
+    for (size_t i = 0; t && i < n; i++)
+        free(t[i]);
+    free(t);
+}
+
 static void p_destroy(void *m)
 {
     kc_classic_io_t *g = m;
@@ -84,14 +122,19 @@ static void p_destroy(void *m)
         kc_conn_close(g->conn); /* its failing callbacks see `dead` */
     kc_classic_free(&g->m);
     kc_classic_io_racks_free(g); /* before the topics: it walks them */
-    for (size_t i = 0; i < g->n_topics; i++)
-        free(g->topics[i]);
-    free(g->topics);
+    free_topics(g->topics, g->n_topics);
     free(g->counts);
+    free_topics(g->others, g->n_others);
+    free(g->other_counts);
     kc_wbuf_free(&g->req);
     free(g);
 }
 
+/* The first subscription and every later one: the new list replaces the old, and goes to the
+ * member (which rejoins when it differs, revoking per its protocol: cooperative only what left)
+ * once the Metadata answer for this very list gave its partition counts, because the leader's
+ * assignors read them. Counts of topics the old list had are kept, so they are not unknown in
+ * between. */
 static kc_err_t p_subscribe(void *m, const char *const *topics, size_t n, const char *regex,
                             kc_error_t *err)
 {
@@ -100,16 +143,31 @@ static kc_err_t p_subscribe(void *m, const char *const *topics, size_t n, const 
         return kc_fail(err, KC_ERR_UNSUPPORTED,
                        "subscribe: a regular expression needs group.protocol=consumer (the "
                        "classic protocol names its topics)");
-    if (g->n_topics)
-        return kc_fail(err, KC_ERR_STATE, "classic group: already subscribed");
-    g->topics = calloc(n ? n : 1, sizeof *g->topics);
-    g->counts = calloc(n ? n : 1, sizeof *g->counts);
-    if (!g->topics || !g->counts)
+    if (g->m.state == KC_CLASSIC_ST_CLOSING || g->m.state == KC_CLASSIC_ST_CLOSED)
+        return kc_fail(err, KC_ERR_STATE, "group %s: leaving; subscribe after it has left",
+                       g->conf->group_id);
+    char **t = calloc(n ? n : 1, sizeof *t);
+    int32_t *counts = calloc(n ? n : 1, sizeof *counts);
+    bool ok = t && counts;
+    for (size_t i = 0; ok && i < n; i++) {
+        ok = (t[i] = strdup(topics[i])) != NULL;
+        counts[i] = ok ? partitions_of(g, topics[i]) : 0;
+    }
+    if (!ok) {
+        free_topics(t, n);
+        free(counts);
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
-    for (size_t i = 0; i < n; i++)
-        if (!(g->topics[i] = strdup(topics[i])))
-            return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+    }
+    kc_classic_io_racks_free(g); /* indexed by the old list; the next Metadata answer refills */
+    free_topics(g->topics, g->n_topics);
+    free(g->counts);
+    g->topics = t;
+    g->counts = counts;
     g->n_topics = n;
+    g->md_known = false;
+    g->md_gen++;       /* an answer already on its way was asked for the old list */
+    g->next_md_ms = 0; /* ask now */
+    g->sub_pending = true;
     return KC_OK;
 }
 
@@ -118,9 +176,10 @@ static void p_step(void *m, int64_t now)
     kc_classic_io_t *g = m;
     bool closing = kc_group_closing(g->grp);
     kc_classic_io_md_maybe_send(g, now);
-    if (!g->subscribed && (g->md_known || closing)) {
+    if (g->sub_pending && (g->md_known || closing)) {
         /* The leader's assignors need the partition counts: join once they are known. */
         kc_error_t err;
+        g->sub_pending = false;
         g->subscribed = true;
         if (!closing &&
             kc_classic_subscribe(&g->m, (const char *const *)g->topics, g->n_topics, &err) != KC_OK)
@@ -261,6 +320,17 @@ static void p_close(void *m, int64_t now)
     kc_classic_close(&g->m);
 }
 
+/* Revoke, commit, LeaveGroup when dynamic (as close), then IDLE: a later subscribe joins anew
+ * (Java forgets the member id once it has left). A list still waiting for its Metadata is not
+ * handed to the member any more. */
+static void p_unsubscribe(void *m, int64_t now)
+{
+    (void)now;
+    kc_classic_io_t *g = m;
+    g->sub_pending = false;
+    kc_classic_unsubscribe(&g->m);
+}
+
 static bool p_closed(const void *m)
 {
     const kc_classic_io_t *g = m;
@@ -380,6 +450,7 @@ const kc_group_proto_t kc_classic_proto = {
     .next_wakeup = p_next_wakeup,
     .poll_expired = p_poll_expired,
     .close = p_close,
+    .unsubscribe = p_unsubscribe,
     .closed = p_closed,
     .identity = p_identity,
     .offset_fetch_names_member = false,

@@ -48,10 +48,20 @@ typedef struct kc_classic_io {
     char **topics;
     int32_t *counts; /* partition count per subscribed topic, 0 = unknown */
     size_t n_topics;
+    /* The leader's assignment also covers the other members' topics (Java's leader asks for
+     * the metadata of the whole group's subscription): the partition counts of the topics of
+     * the leader's snapshot that we do not subscribe to, from the same Metadata requests. */
+    char **others;
+    int32_t *other_counts;
+    size_t n_others;
     kc_classic_racks_t *racks; /* per subscribed topic (same index), from the last Metadata */
     char **rack_names;         /* per broker of that answer (its order), NULL: no rack */
     size_t n_rack_names;
-    bool md_known, subscribed, md_inflight;
+    /* md_known: the counts of this list were answered (md_gen counts lists; md_sent_gen is the
+     * one the request in flight asked for). sub_pending: the list still has to go to the member
+     * (once md_known). subscribed: the member was given a list once (coordinator lookups run). */
+    bool md_known, subscribed, md_inflight, sub_pending;
+    uint32_t md_gen, md_sent_gen;
     int64_t next_md_ms;
     /* coordinator */
     kc_conn_t *conn;
@@ -78,6 +88,11 @@ static inline bool kc_classic_io_gone(const kc_classic_io_t *g)
 void kc_classic_io_md_maybe_send(kc_classic_io_t *g, int64_t now);
 void kc_classic_io_find_maybe_send(kc_classic_io_t *g, int64_t now);
 void kc_classic_io_send_group(kc_classic_io_t *g, const kc_classic_out_t *o, int64_t now);
+
+/* proto.c: the partition count of a subscribed topic or of one only other members read (0:
+ * unknown), and the latter's list kept in step with the leader's snapshot. */
+int32_t kc_classic_io_partitions(void *ctx, const char *topic);
+bool kc_classic_io_set_other(kc_classic_io_t *g, const char *topic, int32_t count);
 
 /* racks.c: replica racks for the leader's assignors (kc_classic_racks_fn). */
 struct kc_metadata_response;
