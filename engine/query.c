@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_wire.h"
 #include "engine_int.h"
 #include "proto/kafka_errors.h"
 #include "query.h"
@@ -44,15 +45,27 @@ static void fail(q_t *q, kc_err_t rc, int16_t kcode, const char *what)
 }
 
 /* A request that failed in the connection: a version refusal says which API and which
- * versions, the refusal's own text (the code alone would not tell a too-old broker from anything
+ * versions, an answer that did not decode which API, version and broker, each in the
+ * connection's own text (the code alone would not tell a too-old or broken broker from anything
  * else). */
 static void fail_conn(q_t *q, kc_conn_t *conn, kc_err_t rc, const char *what)
 {
-    if (rc == KC_ERR_UNSUPPORTED && q->res.rc == KC_OK) {
+    if ((rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED) && q->res.rc == KC_OK) {
         q->res.rc = kc_fail(&q->res.err, rc, "topic %s: %s", q->topic, kc_conn_refusal(conn)->msg);
         return;
     }
     fail(q, rc, 0, what);
+}
+
+/* An answer whose body did not decode: the API, version, broker and the decoder's reason. */
+static void bad_body(q_t *q, const kc_conn_t *conn, int16_t api_key, int16_t version,
+                     const kc_error_t *decode_err)
+{
+    if (q->res.rc != KC_OK)
+        return; /* the first failure explains best */
+    kc_error_t why;
+    kc_wire_bad_answer(&why, kc_conn_peer(conn), api_key, version, decode_err->msg);
+    q->res.rc = kc_fail(&q->res.err, why.code, "topic %s: %s", q->topic, why.msg);
 }
 
 static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
@@ -108,7 +121,7 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         kc_list_offsets_response_t m;
         kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
         if (kc_list_offsets_response_decode(&m, version, &r, &a, &err) != KC_OK) {
-            fail(q, KC_ERR_MALFORMED, 0, "ListOffsets");
+            bad_body(q, conn, KC_LIST_OFFSETS_REQUEST_API_KEY, version, &err);
         } else {
             for (int32_t t = 0; t < m.topics.count; t++)
                 for (int32_t j = 0; j < m.topics.items[t].partitions.count; j++) {
@@ -177,7 +190,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     kc_metadata_response_t m;
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     if (kc_metadata_response_decode(&m, version, &r, &a, &err) != KC_OK) {
-        fail(q, KC_ERR_MALFORMED, 0, "Metadata");
+        bad_body(q, conn, KC_METADATA_REQUEST_API_KEY, version, &err);
     } else {
         char host[256];
         for (int32_t i = 0; !e->closed && i < m.brokers.count; i++) {
