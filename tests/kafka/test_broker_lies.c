@@ -8,6 +8,7 @@
  *    caller's timeout), and says what happened: KC_ERR_MALFORMED for a body that does not
  *    decode (not a transport error), UNSUPPORTED_VERSION for the refusal;
  *  - nothing is delivered, no crash (the ASan build), and kc_close returns within its timeout.
+ * KC_LIES_LOG=debug sets the consumers' log.level (default info) for a post-mortem.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
