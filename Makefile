@@ -4,6 +4,7 @@
 #   make demo        boot a broker, fill a topic, consume it with kconsume (the main job)
 #   make test        deps, ASan+UBSan build, unit tests, boot the testkit cluster, integration tests
 #   make test-long   the long variants (chaos, rolling upgrades) and valgrind; make soak: hours of churn
+#   make test-compat the compatibility suite: every Kafka version the testkit runs, then README's table
 #   make valgrind    every unit test under valgrind memcheck (plain Debug build in build/debug)
 #   make perf        the benchmark report in perf/results/
 #   make fuzz        each libFuzzer target for FUZZ_SECONDS (default 60)
@@ -15,7 +16,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
-.PHONY: all deps kafka-jars build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long soak demo perf \
+.PHONY: all deps kafka-jars build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long test-compat soak demo perf \
         fuzz install codegen format clean
 
 all: build
@@ -62,6 +63,14 @@ test-unit: build-asan kafka-jars
 
 test-long: build-asan build-tsan valgrind kafka-jars
 	tests/run-suite --build build/asan --labels "unit kafka interop chaos long" --tsan build/tsan
+
+# The compatibility suite (tests/compat/run-compat, label compat): each Kafka version on a cluster
+# of its own, the feature set against it. Its result lines are kept in tests/compat/results.txt and
+# README.md's table is generated from them (tests/compat/table.py), also when a feature failed.
+test-compat: build-asan kafka-jars
+	cd build/asan && ctest -L '^compat$$' --output-on-failure; rc=$$?; cd ../.. && \
+	cp build/asan/compat/results.txt tests/compat/results.txt && \
+	python3 tests/compat/table.py tests/compat/results.txt --readme README.md; exit $$rc
 
 soak: build
 	tests/run-suite --build build/release --labels "soak"

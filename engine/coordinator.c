@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "conn_wire.h"
 #include "coordinator_int.h"
 #include "offsets_codec.h"
 #include "proto/kafka_errors.h"
@@ -180,7 +181,8 @@ int kc_eng_coord_answered(coord_op_t *op, kc_conn_t *conn, kc_err_t rc, kc_buf_t
         kc_eng_coord_finish(op, KC_ERR_CLOSED, NULL);
         return 0;
     }
-    if (rc == KC_ERR_UNSUPPORTED) { /* asking again would be refused again */
+    /* Asking again would be refused again, or get the same bytes back. */
+    if (rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED) {
         kc_eng_coord_finish(op, rc, kc_conn_refusal(conn));
         return 0;
     }
@@ -202,8 +204,19 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     int code = kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node);
     kc_buf_unref(frame);
     const char *why = NULL;
+    kc_error_t err;
     if (code == KC_ENG_FC_UNDECODABLE) {
-        why = "undecodable FindCoordinator";
+        /* The broker's bytes for the version it offered: the same next time. */
+        kc_wire_bad_answer(&err, kc_conn_peer(conn), KC_FIND_COORDINATOR_REQUEST_API_KEY, version,
+                           "no FindCoordinator response in it");
+        kc_eng_coord_finish(op, err.code, &err);
+        return;
+    } else if (code == KC_KAFKA_UNSUPPORTED_VERSION) {
+        kc_fail_kafka(&err, (int16_t)code,
+                      "FindCoordinator v%d: broker %s refuses a version its ApiVersions offers",
+                      (int)version, kc_conn_peer(conn));
+        kc_eng_coord_finish(op, err.code, &err);
+        return;
     } else if (code == KC_ENG_FC_NONE_NAMED) {
         why = "FindCoordinator named no coordinator";
     } else if (code) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_wire.h"
 #include "coordinator_int.h"
 #include "offsets_codec.h"
 #include "proto/kafka_errors.h"
@@ -151,6 +152,7 @@ void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         return;
     kc_arena_t a = {0};
     kc_error_t err;
+    kc_fail(&err, KC_ERR_MALFORMED, "no offsets in it"); /* a decoder failing says more */
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     int16_t top = 0;
     int16_t *codes = calloc(op->n ? op->n : 1, sizeof *codes);
@@ -190,9 +192,18 @@ void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     }
     kc_arena_free(&a);
     kc_buf_unref(frame);
-    if (!decoded) {
+    if (!decoded && !codes) {
+        kc_eng_coord_again(op, 0, "no memory");
+        return;
+    }
+    if (!decoded) { /* the broker's bytes for the version it offered: the same next time */
         free(codes);
-        kc_eng_coord_again(op, 1, "undecodable response");
+        kc_error_t why;
+        kc_wire_bad_answer(&why, kc_conn_peer(conn),
+                           op->kind == OP_COMMIT ? KC_OFFSET_COMMIT_REQUEST_API_KEY
+                                                 : KC_OFFSET_FETCH_REQUEST_API_KEY,
+                           version, err.msg);
+        kc_eng_coord_finish(op, why.code, &why);
         return;
     }
     for (size_t i = 0; i < op->n; i++) {

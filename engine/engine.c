@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "conn_wire.h"
 #include "engine_int.h"
 #include "query.h"
 
@@ -159,16 +160,29 @@ void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err)
         e->sink.error(e->sink.opaque, e->info[i].user, e->info[i].topic, e->info[i].partition, err);
 }
 
-void kc_eng_version_refused(kc_engine_t *e, int16_t api_key, const kc_error_t *why)
+void kc_eng_api_unusable(kc_engine_t *e, int16_t api_key, const kc_error_t *why)
 {
-    if (api_key < 0 || api_key >= KC_API_KEY_MAX || e->refused[api_key])
+    uint8_t kind = why->code == KC_ERR_UNSUPPORTED ? 1 : why->code == KC_ERR_MALFORMED ? 2 : 4;
+    if (api_key < 0 || api_key >= KC_API_KEY_MAX || (e->refused[api_key] & kind))
         return;
-    e->refused[api_key] = 1;
-    kc_error_t copy = *why;
-    copy.code = KC_ERR_UNSUPPORTED;
-    kc_log(KC_LOG_ERROR, "engine", "%s", copy.msg);
+    e->refused[api_key] |= kind;
+    kc_log(KC_LOG_ERROR, "engine", "%s", why->msg);
     if (e->sink.error)
-        e->sink.error(e->sink.opaque, NULL, NULL, -1, &copy);
+        e->sink.error(e->sink.opaque, NULL, NULL, -1, why);
+}
+
+void kc_eng_conn_failed(kc_engine_t *e, int16_t api_key, const kc_conn_t *conn, kc_err_t rc)
+{
+    if (rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED)
+        kc_eng_api_unusable(e, api_key, kc_conn_refusal(conn));
+}
+
+void kc_eng_bad_answer(kc_engine_t *e, int16_t api_key, const kc_conn_t *conn, int16_t version,
+                       const kc_error_t *decode_err)
+{
+    kc_error_t why;
+    kc_wire_bad_answer(&why, kc_conn_peer(conn), api_key, version, decode_err->msg);
+    kc_eng_api_unusable(e, api_key, &why);
 }
 
 void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev)

@@ -86,7 +86,8 @@ struct kc_engine {
     size_t n_topics, cap_topics;
     uint64_t n_synthetic;   /* synthetic topic ids handed out */
     kc_fetch_names_t names; /* the Fetch codec's view of `topics` */
-    /* APIs whose version refusal was reported (kc_eng_version_refused), by API key. */
+    /* By API key, the kinds of kc_eng_api_unusable reports made (bit 1 unsupported, 2
+     * malformed, 4 a refused version). */
     uint8_t refused[KC_API_KEY_MAX];
 
     kc_partition_t *parts; /* contiguous: kc_fetch_plan_compute takes the array */
@@ -140,12 +141,23 @@ kc_err_t kc_eng_fc_encode(kc_wbuf_t *out, int16_t version, const char *group);
 int kc_eng_fc_decode(const kc_buf_t *frame, size_t body_off, int16_t version, char *addr,
                      size_t cap, int32_t *node_id);
 
-/* A request of `api_key` refused for want of a common version (KC_ERR_UNSUPPORTED, `why` naming
- * the API and both ranges): reported to the sink once per API, for no partition. The broker
- * will not speak another version until it is upgraded, so the request's owner stops retrying
- * or retries only at its usual backoff, locally (a refusal sends nothing); saying so at every
- * retry would bury the one line that explains why nothing is consumed. */
-void kc_eng_version_refused(kc_engine_t *e, int16_t api_key, const kc_error_t *why);
+/* A request of `api_key` the broker cannot serve, reported to the sink once per API and kind,
+ * for no partition; the kind is why->code: KC_ERR_UNSUPPORTED, no version in common (`why`
+ * naming the API and both ranges); KC_ERR_MALFORMED, an answer that does not decode
+ * (kc_wire_bad_answer); anything else, an answer refusing a version the broker itself offered
+ * (UNSUPPORTED_VERSION). None of them goes away until the broker changes, so the request's owner
+ * stops retrying or retries only at its usual backoff; saying so at every retry would bury the
+ * one line that explains why nothing is consumed. */
+void kc_eng_api_unusable(kc_engine_t *e, int16_t api_key, const kc_error_t *why);
+/* A request of `api_key` that its connection failed (`rc` from the callback): the failures that
+ * are the broker's (no version in common, an answer whose header does not decode) go to
+ * kc_eng_api_unusable with the connection's reason (kc_conn_refusal); a transport failure is
+ * the caller's to retry and says nothing here. */
+void kc_eng_conn_failed(kc_engine_t *e, int16_t api_key, const kc_conn_t *conn, kc_err_t rc);
+/* An answer of `api_key` at `version` on `conn` whose body did not decode (`decode_err`): to
+ * kc_eng_api_unusable, naming the API, the version and the broker (kc_wire_bad_answer). */
+void kc_eng_bad_answer(kc_engine_t *e, int16_t api_key, const kc_conn_t *conn, int16_t version,
+                       const kc_error_t *decode_err);
 
 /* metadata.c */
 void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms);

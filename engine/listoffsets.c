@@ -167,11 +167,10 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         req_free(q);
         return;
     }
-    if (rc == KC_ERR_UNSUPPORTED)
-        kc_eng_version_refused(e,
-                               q->validate ? KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_API_KEY
-                                           : KC_LIST_OFFSETS_REQUEST_API_KEY,
-                               kc_conn_refusal(conn));
+    kc_eng_conn_failed(e,
+                       q->validate ? KC_OFFSET_FOR_LEADER_EPOCH_REQUEST_API_KEY
+                                   : KC_LIST_OFFSETS_REQUEST_API_KEY,
+                       conn, rc);
     /* Every entry still ours leaves "in flight"; those the answer does not settle retry. */
     uint8_t *settled = calloc(q->n ? q->n : 1, 1);
     for (size_t k = 0; k < q->n; k++) {
@@ -337,7 +336,7 @@ static void send_for(kc_engine_t *e, int32_t broker, int validate, int64_t now)
          * the usual backoff, not at the next drive; fresh metadata would not change the
          * broker's versions, so none is asked for. */
         if (rc == KC_ERR_UNSUPPORTED)
-            kc_eng_version_refused(e, spec.api_key, &err);
+            kc_eng_api_unusable(e, spec.api_key, &err);
         for (size_t k = 0; k < q->n; k++) {
             ssize_t i = still_ours(e, &q->ent[k]);
             if (i >= 0)

@@ -226,8 +226,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         return;
     }
     if (rc != KC_OK) {
-        if (rc == KC_ERR_UNSUPPORTED)
-            kc_eng_version_refused(e, KC_METADATA_REQUEST_API_KEY, kc_conn_refusal(conn));
+        kc_eng_conn_failed(e, KC_METADATA_REQUEST_API_KEY, conn, rc);
         md_failed(e, now, kc_err_name(rc));
         kc_eng_drive(e);
         return;
@@ -237,6 +236,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     kc_metadata_response_t m;
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     if (kc_metadata_response_decode(&m, version, &r, &a, &err) != KC_OK) {
+        kc_eng_bad_answer(e, KC_METADATA_REQUEST_API_KEY, conn, version, &err);
         md_failed(e, now, err.msg);
         goto out;
     }
@@ -304,7 +304,7 @@ void kc_eng_metadata_maybe_send(kc_engine_t *e, int64_t now_ms)
     kc_err_t rc = kc_conn_send(c, &spec, &err);
     if (rc != KC_OK) {
         if (rc == KC_ERR_UNSUPPORTED)
-            kc_eng_version_refused(e, KC_METADATA_REQUEST_API_KEY, &err);
+            kc_eng_api_unusable(e, KC_METADATA_REQUEST_API_KEY, &err);
         md_failed(e, now_ms, err.msg);
         return;
     }

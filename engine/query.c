@@ -21,6 +21,7 @@
 
 #include "backoff.h"
 #include "base/clock.h"
+#include "conn_wire.h"
 #include "engine_int.h"
 #include "proto/kafka_errors.h"
 #include "query.h"
@@ -74,6 +75,25 @@ static void lk_fail(kc_engine_lookup_t *l, kc_err_t rc, int16_t kcode)
 {
     l->rc = rc;
     l->kafka_code = kcode;
+}
+
+/* Failures that asking again cannot change, from the connection or the decoder: the broker does
+ * not speak the API at a version we do, or its answer does not decode (it offered that version,
+ * so it would send the same bytes again). */
+static int conn_final(kc_err_t rc)
+{
+    return rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED || rc == KC_ERR_CLOSED;
+}
+
+/* Keeps the first explained lookup failure's text for the asker (which API, which versions or
+ * which broker): a lookup itself holds only codes. */
+static void lk_explain(q_t *q, kc_err_t rc, const kc_error_t *why)
+{
+    kc_engine_query_t *in = q->in;
+    if (in->lookup_why.code == KC_OK && rc != KC_OK) {
+        in->lookup_why = *why;
+        in->lookup_why.code = rc;
+    }
 }
 
 /* Whether asking again may change a lookup's answer. UNKNOWN_TOPIC_OR_PARTITION is retriable to
@@ -213,6 +233,10 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         if (kc_list_offsets_response_decode(&m, version, &rb, &a, &err) == KC_OK) {
             lo_answer(r, &m);
         } else {
+            kc_error_t why;
+            kc_wire_bad_answer(&why, kc_conn_peer(conn), KC_LIST_OFFSETS_REQUEST_API_KEY, version,
+                               err.msg);
+            lk_explain(q, KC_ERR_MALFORMED, &why);
             for (size_t j = 0; j < r->n; j++) {
                 lk_fail(&in->lookups[r->idx[j]], KC_ERR_MALFORMED, 0);
                 q->final[r->idx[j]] = 1;
@@ -220,10 +244,13 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         }
         kc_arena_free(&a);
     } else {
-        /* A version refusal cannot change by asking again; the transport kinds can. */
+        /* A version refusal or an undecodable answer cannot change by asking again; the
+         * transport kinds can. */
+        if (rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED)
+            lk_explain(q, rc, kc_conn_refusal(conn));
         for (size_t j = 0; j < r->n; j++) {
             lk_fail(&in->lookups[r->idx[j]], rc, 0);
-            q->final[r->idx[j]] = rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_CLOSED;
+            q->final[r->idx[j]] = conn_final(rc);
         }
     }
     kc_buf_unref(frame);
@@ -253,6 +280,7 @@ static void lo_send(q_t *q, int32_t leader, const size_t *idx, size_t n)
             q->pending++;
             return;
         }
+        lk_explain(q, rc, &err);
     } else if (r) {
         rc = KC_ERR_TRANSPORT; /* a leader the engine has no address for: metadata again */
     }
@@ -393,7 +421,7 @@ static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 static void md_fail(q_t *q, kc_conn_t *conn, kc_err_t rc, const char *why)
 {
     kc_engine_query_t *in = q->in;
-    if (rc == KC_ERR_UNSUPPORTED && conn)
+    if ((rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED) && conn)
         in->rc = kc_fail(&in->err, rc, "%s", kc_conn_refusal(conn)->msg);
     else
         in->rc = kc_fail(&in->err, rc, "Metadata: %s", why);
@@ -407,14 +435,17 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     kc_engine_query_t *in = q->in;
     if (rc != KC_OK) {
         md_fail(q, conn, rc, kc_err_name(rc));
-        q->md_retry = rc != KC_ERR_UNSUPPORTED && rc != KC_ERR_CLOSED;
+        q->md_retry = !conn_final(rc);
     } else {
         kc_arena_t a = {0};
         kc_error_t err;
         kc_metadata_response_t m;
         kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
         if (kc_metadata_response_decode(&m, version, &r, &a, &err) != KC_OK) {
-            md_fail(q, NULL, KC_ERR_MALFORMED, err.msg);
+            kc_error_t why;
+            kc_wire_bad_answer(&why, kc_conn_peer(conn), KC_METADATA_REQUEST_API_KEY, version,
+                               err.msg);
+            in->rc = kc_fail(&in->err, KC_ERR_MALFORMED, "%s", why.msg);
         } else {
             kc_metadata_t *md = kc_eng_metadata_export(&m);
             if (!md) {
@@ -460,7 +491,7 @@ static void try_start(q_t *q)
             q->pending++;
         else
             md_fail(q, NULL, rc, err.msg);
-        q->md_retry = rc != KC_OK && rc != KC_ERR_UNSUPPORTED;
+        q->md_retry = rc != KC_OK && !conn_final(rc);
     }
     req_done(q);
 }
@@ -510,6 +541,7 @@ kc_err_t kc_engine_query(kc_engine_t *e, kc_engine_query_t *in, kc_engine_query_
     }
     in->rc = KC_OK;
     in->md = NULL;
+    memset(&in->lookup_why, 0, sizeof in->lookup_why);
     q->e = e;
     q->in = in;
     q->cb = cb;

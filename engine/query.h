@@ -41,6 +41,9 @@ typedef struct kc_engine_query {
     kc_err_t rc;
     kc_error_t err;
     kc_metadata_t *md; /* the last Metadata answer, the asker's: one allocation, free() */
+    /* The first lookup failure that has its own text (a version refusal, an undecodable
+     * answer: which API, which versions or broker), code KC_OK when none. */
+    kc_error_t lookup_why;
 } kc_engine_query_t;
 
 typedef void (*kc_engine_query_cb)(void *opaque, kc_engine_query_t *q);

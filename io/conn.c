@@ -290,6 +290,19 @@ static void on_request_timer(kc_loop_t *loop, kc_loop_timer_t *t)
 
 /* ---- responses ------------------------------------------------------------------------------- */
 
+/* The frame in place of the oldest request's answer is not its answer (`why`): Kafka answers
+ * in order, so that request fails with the reason (KC_ERR_MALFORMED, kc_conn_refusal naming the
+ * API, version and broker: the broker offered the version, the application must hear which API
+ * it cannot serve), and the others in flight with the reset, as the stream can no longer be
+ * matched to requests. */
+static void bad_answer(kc_conn_t *c, const char *why)
+{
+    req_t *r = q_pop(&c->inflight);
+    kc_wire_bad_answer(&c->refusal, c->addrs[c->cur_addr].name, r->spec.api_key, r->version, why);
+    fail_req(c, r, KC_ERR_MALFORMED);
+    kc_conn_reset(c, KC_ERR_MALFORMED, why);
+}
+
 /* One complete response frame: match it to the oldest request and hand it over. Returns 0 when
  * the connection was reset (by a mismatch or by the callback), so the caller stops parsing. */
 int kc_conn_deliver(kc_conn_t *c, kc_buf_t *frame)
@@ -310,12 +323,14 @@ int kc_conn_deliver(kc_conn_t *c, kc_buf_t *frame)
     if (kc_wire_response_header(frame->data, frame->len, r->resp_hdr, &corr, &body_off, &e) !=
         KC_OK) {
         kc_buf_unref(frame);
-        kc_conn_reset(c, KC_ERR_MALFORMED, e.msg);
+        bad_answer(c, e.msg);
         return 0;
     }
     if (corr != r->corr) {
         kc_buf_unref(frame);
-        kc_conn_reset(c, KC_ERR_MALFORMED, "correlation id out of order");
+        kc_fail(&e, KC_ERR_MALFORMED, "correlation id %d where %d was due", (int)corr,
+                (int)r->corr);
+        bad_answer(c, e.msg);
         return 0;
     }
     q_pop(&c->inflight);

@@ -138,10 +138,11 @@ int kc_conn_reauthenticating(const kc_conn_t *conn);
 void kc_conn_reset(kc_conn_t *conn, kc_err_t code, const char *why);
 
 kc_conn_state_t kc_conn_state(const kc_conn_t *conn);
-/* Why the last request refused with KC_ERR_UNSUPPORTED (no version both sides speak) was
- * refused: kc_conn_send() returns the same text in its error, and a request that waited for
- * READY gets only the code in its callback, so the callback reads the reason here (it is
- * current there: nothing else is sent between the refusal and the callback). */
+/* Why the connection itself failed the last request it failed: KC_ERR_UNSUPPORTED, no version
+ * both sides speak (kc_conn_send() returns the same text in its error), or KC_ERR_MALFORMED, its
+ * answer's header did not decode (kc_wire_bad_answer: the API, version and broker). A callback
+ * gets only the code, so it reads the reason here (it is current there: nothing else is sent or
+ * failed between the failure and the callback). */
 const kc_error_t *kc_conn_refusal(const kc_conn_t *conn);
 /* Highest version both sides speak within [min,max], or -1. Needs a completed handshake. */
 int kc_conn_pick_version(const kc_conn_t *conn, int16_t api_key, int16_t min, int16_t max);

@@ -44,7 +44,7 @@ struct kc_conn {
     uint64_t rng;
     int16_t av_version; /* ApiVersions version being tried */
     kc_api_ranges_t ranges;
-    kc_error_t refusal; /* the last request refused for want of a common version */
+    kc_error_t refusal; /* why the last request this connection failed itself failed */
     int32_t next_corr;
     req_q pending;  /* accepted while not READY: not yet encoded */
     req_q inflight; /* encoded (in `out`, `sending`, or on the wire), awaiting answers */

@@ -88,15 +88,29 @@ kc_err_t kc_wire_apiversions_response(const uint8_t *p, size_t len, int16_t vers
     return rc;
 }
 
+static void api_name(char *name, size_t cap, int16_t api_key)
+{
+    const kc_proto_api_t *api = kc_proto_api_find(api_key);
+    if (api)
+        snprintf(name, cap, "%s", api->name);
+    else
+        snprintf(name, cap, "API %d", (int)api_key);
+}
+
+kc_err_t kc_wire_bad_answer(kc_error_t *err, const char *peer, int16_t api_key, int16_t version,
+                            const char *why)
+{
+    char name[32];
+    api_name(name, sizeof name, api_key);
+    return kc_fail(err, KC_ERR_MALFORMED, "%s v%d answer from broker %s does not decode: %s", name,
+                   (int)version, peer, why);
+}
+
 kc_err_t kc_wire_version_refusal(kc_error_t *err, const char *peer, const kc_api_ranges_t *r,
                                  int16_t api_key, int16_t min, int16_t max)
 {
-    const kc_proto_api_t *api = kc_proto_api_find(api_key);
     char name[32];
-    if (api)
-        snprintf(name, sizeof name, "%s", api->name);
-    else
-        snprintf(name, sizeof name, "API %d", (int)api_key);
+    api_name(name, sizeof name, api_key);
     int known = api_key >= 0 && api_key < KC_API_KEY_MAX && r->min[api_key] >= 0;
     if (!known)
         return kc_fail(err, KC_ERR_UNSUPPORTED,

@@ -47,6 +47,14 @@ kc_err_t kc_wire_apiversions_response(const uint8_t *p, size_t len, int16_t vers
 kc_err_t kc_wire_version_refusal(kc_error_t *err, const char *peer, const kc_api_ranges_t *r,
                                  int16_t api_key, int16_t min, int16_t max);
 
+/* Why an answer to a request of `api_key` at `version` cannot be used: KC_ERR_MALFORMED with a
+ * message naming the API, the version, the broker (`peer`) and what did not decode (`why`), e.g.
+ * "Fetch v12 answer from broker 127.0.0.1:9092 does not decode: ResponseHeader v1: ...". The
+ * broker offered that version in ApiVersions, so asking again gets the same bytes: the caller
+ * reports it rather than retrying in silence. */
+kc_err_t kc_wire_bad_answer(kc_error_t *err, const char *peer, int16_t api_key, int16_t version,
+                            const char *why);
+
 /* Appends raw bytes (the frame size prefix). KC_ERR_NOMEM on failure. */
 kc_err_t kc_wire_append(kc_wbuf_t *w, const void *p, size_t n);
 

@@ -215,6 +215,9 @@ static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *e
         *err = w->q.err;
         return l->rc;
     }
+    if (w->q.lookup_why.code == l->rc && l->rc != KC_OK)
+        return kc_fail(err, l->rc, "%s %s[%d]: %s (%zu of %zu failed)", what, l->topic,
+                       l->partition, w->q.lookup_why.msg, failed, w->q.n_lookups);
     kc_err_t rc = kc_fail(err, l->rc, "%s %s[%d]: %s%s (%zu of %zu failed)", what, l->topic,
                           l->partition, l->kafka_code ? kc_kafka_err_name(l->kafka_code) : "",
                           l->kafka_code ? "" : kc_err_name(l->rc), failed, w->q.n_lookups);

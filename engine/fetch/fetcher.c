@@ -200,8 +200,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         return;
     }
     if (rc != KC_OK) {
-        if (rc == KC_ERR_UNSUPPORTED)
-            kc_eng_version_refused(e, KC_FETCH_REQUEST_API_KEY, kc_conn_refusal(conn));
+        kc_eng_conn_failed(e, KC_FETCH_REQUEST_API_KEY, conn, rc);
         b->st.fetch_errors++;
         fetch_failed(e, b->id, now);
         /* A broker that stopped answering may have lost its leaderships: a dead leader sends
@@ -215,7 +214,7 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
     kc_fetch_response_t m;
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     if (kc_fetch_response_decode(&m, version, &r, &b->fetch_arena, &err) != KC_OK) {
-        kc_log(KC_LOG_WARN, "fetch", "broker %d: %s", b->id, err.msg);
+        kc_eng_bad_answer(e, KC_FETCH_REQUEST_API_KEY, conn, version, &err);
         b->st.fetch_errors++;
         fetch_failed(e, b->id, now);
         kc_buf_unref(frame);
@@ -240,6 +239,15 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         b->st.fetch_errors++;
         kc_log(KC_LOG_WARN, "fetch", "broker %d: Fetch failed: %s", b->id,
                kc_kafka_err_name(m.error_code));
+        /* The version came from the broker's own ApiVersions: a broker refusing it will refuse
+         * every Fetch, and the backoff alone would say nothing to the application. */
+        if (m.error_code == KC_KAFKA_UNSUPPORTED_VERSION) {
+            kc_error_t why;
+            kc_fail_kafka(&why, m.error_code,
+                          "Fetch v%d: broker %d (%s) refuses a version its ApiVersions offers",
+                          (int)version, b->id, kc_conn_peer(conn));
+            kc_eng_api_unusable(e, KC_FETCH_REQUEST_API_KEY, &why);
+        }
         replicas_to_leaders(e, b->id, now); /* the plan already backed the broker off */
     }
     if ((o == KC_SESSION_OK || o == KC_SESSION_FALLBACK) && f && !e->closing) {
@@ -311,7 +319,7 @@ void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)
     kc_err_t rc = kc_conn_send(c, &spec, &err);
     if (rc != KC_OK) {
         if (rc == KC_ERR_UNSUPPORTED)
-            kc_eng_version_refused(e, KC_FETCH_REQUEST_API_KEY, &err);
+            kc_eng_api_unusable(e, KC_FETCH_REQUEST_API_KEY, &err);
         else
             kc_log(KC_LOG_ERROR, "fetch", "broker %d: %s", id, err.msg);
         fetch_failed(e, id, now);

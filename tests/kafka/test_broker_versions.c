@@ -476,5 +476,6 @@ int main(void)
         cmocka_unit_test(kafka_2_1_versions),
         cmocka_unit_test(below_floor_fails_fast),
     };
+    kc_test_filter();
     return cmocka_run_group_tests(tests, setup, NULL);
 }

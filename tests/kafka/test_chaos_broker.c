@@ -6,6 +6,7 @@
  * Stall bound: a dead leader's partitions wait for the controller to notice (the broker session,
  * 9 s by default in KRaft) and for the new leader's metadata; the consumer's share of that must
  * stay under the group's session timeout on top, so the bound is 9 s + 6 s.
+ * restart_default: a controlled restart of the coordinator, default group settings (below).
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "chaos.h"
 #include "kc_test.h"
@@ -113,9 +114,51 @@ static void kill_restart(void **state)
     kc_chaos_finish(ch, n, 9000 + 6000);
 }
 
+/* A controlled restart (stop-broker: SIGTERM, the broker hands its leaderships over before it
+ * exits) of the group's coordinator while the producer runs, with default group settings: the
+ * group protocol is whichever group.protocol=auto picks on this broker (KIP-848 on 4.x, classic
+ * before), so the same case runs on every supported Kafka version (the compatibility suite,
+ * tests/compat/run-compat). Leadership moves at once, so the stall bound is the kill case's. */
+static void restart_default(void **state)
+{
+    (void)state;
+    long n = 30000;
+    kc_chaos_t *ch = kc_chaos_new("broker_restart", 6, 3, n);
+    kc_chaos_allow_error(ch, KC_ERR_BROKER);
+    char group[128];
+    snprintf(group, sizeof group, "kc-chaos-restart-%d", (int)getpid());
+    kc_chaos_member_t *m[2] = {kc_chaos_member_new(ch, kc_test_env("KC_BOOTSTRAP"), group, ""),
+                               kc_chaos_member_new(ch, kc_test_env("KC_BOOTSTRAP"), group, "")};
+    int64_t end = kc_chaos_now_ms() + 30000;
+    while (kc_chaos_now_ms() < end &&
+           !(kc_chaos_member_owned(m[0]) > 0 && kc_chaos_member_owned(m[1]) > 0))
+        usleep(100 * 1000);
+    int coord = coordinator_node(group);
+    assert_true(coord >= 1 && coord <= 3);
+    pid_t prod = kc_chaos_produce_bg(ch, n, 3000);
+    sleep(2);
+    int64_t t0 = kc_chaos_now_ms();
+    kc_chaos_cluster("stop-broker %d", coord);
+    sleep(2);
+    kc_chaos_cluster("start-broker %d", coord);
+    printf("# restarted node %d (coordinator), back after %lld ms, delivered so far %ld\n", coord,
+           (long long)(kc_chaos_now_ms() - t0), kc_chaos_delivered(ch));
+    int st = 0;
+    if (waitpid(prod, &st, 0) == prod)
+        assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    bool done = kc_chaos_wait_complete(ch, 120000);
+    printf("# complete %d, rebalances %ld/%ld, on_lost %d/%d\n", done,
+           kc_chaos_member_rebalances(m[0]), kc_chaos_member_rebalances(m[1]),
+           kc_chaos_member_lost(m[0]), kc_chaos_member_lost(m[1]));
+    kc_chaos_member_close(m[0]);
+    kc_chaos_member_close(m[1]);
+    kc_chaos_finish(ch, n, 9000 + 6000);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(kill_restart)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(kill_restart),
+                                       cmocka_unit_test(restart_default)};
     kc_chaos_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -262,5 +262,6 @@ int main(void)
         cmocka_unit_test(sasl_group_classic),
         cmocka_unit_test(sasl_wrong_password),
     };
+    kc_test_filter();
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,7 +1,8 @@
 /* group.protocol=classic acceptance with the public consumer, members as separate
  * processes (tests/support/g848_member re-executes this binary; KC_GM_CONF selects classic).
  *
- *  scaleout_coop / scaleout_eager: 6 partitions, a steady producer (RoundRobinPartitioner,
+ *  scaleout_coop / scaleout_eager / scaleout_roundrobin (cooperative-sticky / range /
+ *    roundrobin): 6 partitions, a steady producer (RoundRobinPartitioner,
  *    ~600 records/s); members 0 and 1 start, member 2 joins. Asserted: sampled ownership never
  *    intersects, no overlapping callbacks across members, every record processed, none twice
  *    (graceful moves commit before revoking). Measured: the longest callback gap on partitions
@@ -139,6 +140,13 @@ static void scaleout_eager(void **state)
 {
     (void)state;
     scaleout("eager", "range", false);
+}
+
+/* The third assignor, eager too: the compatibility suite runs each assignor on every broker. */
+static void scaleout_roundrobin(void **state)
+{
+    (void)state;
+    scaleout("rr", "roundrobin", false);
 }
 
 /* ---- static member restart ------------------------------------------------------------------- */
@@ -537,6 +545,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(static_restart),
         cmocka_unit_test(scaleout_coop),
         cmocka_unit_test(scaleout_eager),
+        cmocka_unit_test(scaleout_roundrobin),
         cmocka_unit_test_teardown(mixed_java_range, java_teardown),
         cmocka_unit_test_teardown(mixed_java_roundrobin, java_teardown),
         cmocka_unit_test_teardown(mixed_java_coop, java_teardown),

@@ -127,3 +127,10 @@ void kc_test_sleep_ms(int ms)
     while (nanosleep(&ts, &left) != 0 && errno == EINTR)
         ts = left;
 }
+
+void kc_test_filter(void)
+{
+    const char *f = getenv("KC_TEST_FILTER");
+    if (f && *f)
+        cmocka_set_test_filter(f);
+}

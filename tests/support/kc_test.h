@@ -12,6 +12,11 @@
  * message naming the variable (and how tests/run-suite sets it) when it is unset. */
 const char *kc_test_env(const char *name);
 
+/* Runs only the cases of this program whose name matches the glob in KC_TEST_FILTER (cmocka's
+ * filter), when it is set: the compatibility suite (tests/compat/run-compat) runs one feature's
+ * cases per broker version. Call before cmocka_run_group_tests. */
+void kc_test_filter(void);
+
 /* Path of a file under the source tree (KC_SOURCE_DIR), in a static buffer. */
 const char *kc_test_src_path(const char *rel);
 

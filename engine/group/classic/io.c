@@ -62,6 +62,33 @@ static void refused(kc_classic_io_t *g, const kc_error_t *why)
     kc_group_report(g->grp, &e, true);
 }
 
+/* The group API of each out kind, and FindCoordinator for KC_CLASSIC_REDISCOVER. */
+static const int16_t kind_key[] = {[KC_CLASSIC_SEND_JOIN] = KC_JOIN_GROUP_REQUEST_API_KEY,
+                                   [KC_CLASSIC_SEND_SYNC] = KC_SYNC_GROUP_REQUEST_API_KEY,
+                                   [KC_CLASSIC_SEND_HEARTBEAT] = KC_HEARTBEAT_REQUEST_API_KEY,
+                                   [KC_CLASSIC_SEND_LEAVE] = KC_LEAVE_GROUP_REQUEST_API_KEY,
+                                   [KC_CLASSIC_DESCRIBE] = KC_DESCRIBE_GROUPS_REQUEST_API_KEY,
+                                   [KC_CLASSIC_REDISCOVER] = KC_FIND_COORDINATOR_REQUEST_API_KEY};
+
+/* An answer of `kind`'s API that does not decode, for the version the coordinator offered: the
+ * member keeps retrying at its usual pace (the request failed), but the application hears once
+ * per API what is wrong, not silence. `why` is the connection's reason (header) or NULL with the
+ * decoder's error in `decode_err` (body). */
+static void bad_answer(kc_classic_io_t *g, kc_conn_t *conn, int kind, int16_t version,
+                       const kc_error_t *why, const kc_error_t *decode_err)
+{
+    if (g->bad_said & (1u << kind))
+        return;
+    g->bad_said |= (uint8_t)(1u << kind);
+    kc_error_t w, e;
+    if (!why) {
+        kc_wire_bad_answer(&w, kc_conn_peer(conn), kind_key[kind], version, decode_err->msg);
+        why = &w;
+    }
+    kc_fail(&e, why->code, "group %s: %s", g->conf->group_id, why->msg);
+    kc_group_report(g->grp, &e, false);
+}
+
 static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
@@ -206,13 +233,20 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         refused(g, kc_conn_refusal(conn));
         return;
     }
+    if (rc == KC_ERR_MALFORMED)
+        bad_answer(g, conn, KC_CLASSIC_REDISCOVER, version, kc_conn_refusal(conn), NULL);
     bool ok = false;
     if (rc == KC_OK) {
         char addr[300];
         int32_t node = -1;
-        if (kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node) == 0) {
+        int code = kc_eng_fc_decode(frame, body_off, version, addr, sizeof addr, &node);
+        if (code == 0) {
             use_coordinator(g, addr, node);
             ok = true;
+        } else if (code == KC_ENG_FC_UNDECODABLE) {
+            kc_error_t d;
+            kc_fail(&d, KC_ERR_MALFORMED, "no FindCoordinator response in it");
+            bad_answer(g, conn, KC_CLASSIC_REDISCOVER, version, NULL, &d);
         }
         kc_buf_unref(frame);
     }
@@ -282,7 +316,6 @@ static void describe_done(kc_classic_io_t *g, const kc_describe_groups_response_
 static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
                      int16_t version, void *opaque)
 {
-    (void)conn;
     kc_classic_io_t *g = opaque;
     if (g->dead) {
         kc_buf_unref(frame);
@@ -296,6 +329,8 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
      * that): then the coordinator restarted it no earlier than `sent`. */
     int64_t ok_before = g->m.last_heartbeat_ok_ms;
     if (rc != KC_OK) {
+        if (rc == KC_ERR_MALFORMED)
+            bad_answer(g, conn, kind, version, kc_conn_refusal(conn), NULL);
         if (kind == KC_CLASSIC_SEND_HEARTBEAT)
             kc_group_counters(g->grp)->hb_errors++;
         if (kind == KC_CLASSIC_DESCRIBE) /* the error goes out without the group's side */
@@ -348,6 +383,8 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
     if (drc == KC_OK && (kind == KC_CLASSIC_SEND_HEARTBEAT || kind == KC_CLASSIC_SEND_SYNC) &&
         g->m.last_heartbeat_ok_ms != ok_before)
         kc_group_session_answered(g->grp, sent);
+    if (drc != KC_OK && kind >= KC_CLASSIC_SEND_JOIN && kind <= KC_CLASSIC_DESCRIBE)
+        bad_answer(g, conn, kind, version, NULL, &e);
     if (drc != KC_OK && kind == KC_CLASSIC_DESCRIBE)
         kc_classic_describe_result(&g->m, NULL, NULL);
     else if (drc != KC_OK)
@@ -359,11 +396,7 @@ static void req_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
 
 void kc_classic_io_send_group(kc_classic_io_t *g, const kc_classic_out_t *o, int64_t now)
 {
-    static const int16_t key[] = {[KC_CLASSIC_SEND_JOIN] = KC_JOIN_GROUP_REQUEST_API_KEY,
-                                  [KC_CLASSIC_SEND_SYNC] = KC_SYNC_GROUP_REQUEST_API_KEY,
-                                  [KC_CLASSIC_SEND_HEARTBEAT] = KC_HEARTBEAT_REQUEST_API_KEY,
-                                  [KC_CLASSIC_SEND_LEAVE] = KC_LEAVE_GROUP_REQUEST_API_KEY,
-                                  [KC_CLASSIC_DESCRIBE] = KC_DESCRIBE_GROUPS_REQUEST_API_KEY};
+    const int16_t *key = kind_key;
     static const int16_t lo[] = {[KC_CLASSIC_SEND_JOIN] = 2,
                                  [KC_CLASSIC_SEND_SYNC] = 0,
                                  [KC_CLASSIC_SEND_HEARTBEAT] = 0,

@@ -73,6 +73,9 @@ typedef struct kc_classic_io {
     int req_kind; /* 0 none, else the out kind */
     kc_wbuf_t req;
     int64_t req_sent_ms;
+    /* 1 << out kind (KC_CLASSIC_REDISCOVER for FindCoordinator) of each API whose answer did
+     * not decode and was reported: once each, the retries stay quiet. */
+    uint8_t bad_said;
     int32_t last_generation;
     uint64_t poll_leaves;
     bool closed_out, dead;
