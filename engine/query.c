@@ -78,11 +78,15 @@ static void lk_fail(kc_engine_lookup_t *l, kc_err_t rc, int16_t kcode)
 }
 
 /* Failures that asking again cannot change, from the connection or the decoder: the broker does
- * not speak the API at a version we do, or its answer does not decode (it offered that version,
- * so it would send the same bytes again). */
-static int conn_final(kc_err_t rc)
+ * not speak the API at a version we do, its answer does not decode (it offered that version, so
+ * it would send the same bytes again), or the login was refused. */
+static int conn_final(const q_t *q, kc_err_t rc)
 {
-    return rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED || rc == KC_ERR_CLOSED;
+    /* CLOSED is final only because the engine closes: a broker that moved has its connection
+     * closed too, and the next try goes to its new address. A connection refused by TLS or
+     * authentication refuses every request until it is restarted. */
+    return rc == KC_ERR_UNSUPPORTED || rc == KC_ERR_MALFORMED || rc == KC_ERR_AUTH ||
+           rc == KC_ERR_TLS || (rc == KC_ERR_CLOSED && q->e->closing);
 }
 
 /* Keeps the first explained lookup failure's text for the asker (which API, which versions or
@@ -108,8 +112,9 @@ static void try_end(q_t *q)
 {
     kc_engine_t *e = q->e;
     kc_engine_query_t *in = q->in;
+    /* A Metadata failure asking again cannot change ends the question, lookups and all. */
     int again = q->md_retry;
-    for (size_t i = 0; i < in->n_lookups && !again; i++)
+    for (size_t i = 0; in->rc == KC_OK && i < in->n_lookups && !again; i++)
         again = !q->final[i];
     int64_t pause = kc_backoff_ms(e->conf.retry_backoff_ms, e->conf.retry_backoff_max_ms, q->tries,
                                   kc_backoff_rand(&e->rng));
@@ -250,7 +255,7 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
             lk_explain(q, rc, kc_conn_refusal(conn));
         for (size_t j = 0; j < r->n; j++) {
             lk_fail(&in->lookups[r->idx[j]], rc, 0);
-            q->final[r->idx[j]] = conn_final(rc);
+            q->final[r->idx[j]] = conn_final(q, rc);
         }
     }
     kc_buf_unref(frame);
@@ -275,11 +280,12 @@ static void lo_send(q_t *q, int32_t leader, const size_t *idx, size_t n)
                                    lo_done,
                                    r};
         kc_error_t err;
+        /* Counted before the send: a connection that fails while sending answers at once. */
+        q->pending++;
         rc = kc_conn_send(c, &spec, &err);
-        if (rc == KC_OK) {
-            q->pending++;
+        if (rc == KC_OK)
             return;
-        }
+        q->pending--;
         lk_explain(q, rc, &err);
     } else if (r) {
         rc = KC_ERR_TRANSPORT; /* a leader the engine has no address for: metadata again */
@@ -287,7 +293,7 @@ static void lo_send(q_t *q, int32_t leader, const size_t *idx, size_t n)
     free(r);
     for (size_t j = 0; j < n; j++) {
         lk_fail(&in->lookups[idx[j]], rc, 0);
-        q->final[idx[j]] = rc == KC_ERR_UNSUPPORTED;
+        q->final[idx[j]] = conn_final(q, rc);
     }
 }
 
@@ -435,7 +441,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     kc_engine_query_t *in = q->in;
     if (rc != KC_OK) {
         md_fail(q, conn, rc, kc_err_name(rc));
-        q->md_retry = !conn_final(rc);
+        q->md_retry = !conn_final(q, rc);
     } else {
         kc_arena_t a = {0};
         kc_error_t err;
@@ -454,9 +460,13 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                 free(in->md); /* one allocation (query_metadata.c) */
                 in->md = md;
                 in->rc = KC_OK;
+                /* Brokers the engine does not know yet are added (a lookup needs a connection
+                 * to its leader); a known broker's address is the engine's own metadata's to
+                 * change, with what a move entails (metadata.c). */
                 for (size_t i = 0; !e->closing && i < md->n_brokers; i++)
-                    kc_eng_broker_update(e, md->brokers[i].id, md->brokers[i].host,
-                                         md->brokers[i].port);
+                    if (!kc_eng_broker_get(e, md->brokers[i].id))
+                        kc_eng_broker_update(e, md->brokers[i].id, md->brokers[i].host,
+                                             md->brokers[i].port);
                 if (!e->closing)
                     lookups_send(q);
             }
@@ -486,12 +496,13 @@ static void try_start(q_t *q)
                                    md_encode,
                                    md_done,
                                    q};
+        q->pending++; /* before the send: see lo_send */
         kc_err_t rc = kc_conn_send(c, &spec, &err);
-        if (rc == KC_OK)
-            q->pending++;
-        else
+        if (rc != KC_OK) {
+            q->pending--;
             md_fail(q, NULL, rc, err.msg);
-        q->md_retry = rc != KC_OK && !conn_final(rc);
+        }
+        q->md_retry = rc != KC_OK && !conn_final(q, rc);
     }
     req_done(q);
 }

@@ -542,8 +542,9 @@ KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t
  * and its -e end marks). Both block the caller up to timeout_ms while the network thread asks the
  * cluster: app threads only, never callback context. Implemented by the engine.
  *
- * kc_topic_partitions: the partition count of `topic` from metadata (a cached answer younger than
- * metadata.max.age.ms may be used). KC_ERR_NOT_FOUND when the cluster does not know the topic.
+ * kc_topic_partitions: the partition count of `topic` from a fresh Metadata answer.
+ * KC_ERR_NOT_FOUND when the cluster does not know the topic. Both retry, within timeout_ms, what
+ * Kafka calls retriable (a leader moving or not elected yet, a lost connection).
  * kc_query_watermarks: the partition's log start (*low) and end (*high) from its leader
  * (ListOffsets earliest and latest). Under isolation.level=read_committed *high is the last stable
  * offset, which is where consumption of the partition currently ends. The partition need not be
@@ -560,13 +561,17 @@ KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t
  * timeout_ms, retrying what the cluster calls retriable (a leader moving, a leader not elected
  * yet) within it: app threads only, never callback context. The partitions need not be assigned.
  *
- * In: topic, partition, timestamp (ms since the epoch, >= 0). Out, per entry: err (KC_OK or why
- * this entry has no answer: KC_ERR_NOT_FOUND for an unknown topic or partition, KC_ERR_BROKER with
- * kafka_code for a broker's refusal, KC_ERR_TIMEOUT), and with KC_OK: offset and the record's
- * timestamp and leader epoch, or offset = record_timestamp = -1 when no record is that late
- * (Java's null). The call returns KC_OK when every entry has KC_OK, else the first entry's
- * error, with `err` naming that entry and how many failed. One topic-partition may appear more
- * than once (each gets its own answer).
+ * In: topic, partition, timestamp (ms since the epoch, >= 0). Out, per entry: err, and with KC_OK
+ * the offset and that record's timestamp and leader epoch, or offset = record_timestamp = -1 when
+ * no record is that late (Java's null). An entry's err otherwise says why it has no answer:
+ * KC_ERR_NOT_FOUND (unknown topic or partition), KC_ERR_BROKER with kafka_code (the broker's
+ * refusal: when a retriable one lasted to the timeout, that one), KC_ERR_UNSUPPORTED or
+ * KC_ERR_MALFORMED (a broker without a usable ListOffsets or Metadata, or whose answer does not
+ * decode: not retried), KC_ERR_AUTH / KC_ERR_TLS (the login refused), KC_ERR_TRANSPORT (no
+ * connection to its leader until the timeout), KC_ERR_TIMEOUT (no answer at all in time),
+ * KC_ERR_CLOSED. The call returns KC_OK when every entry has KC_OK, else the first failed
+ * entry's err, with `err` naming that entry, why, and how many failed. One topic-partition may
+ * appear more than once (each gets its own answer).
  */
 typedef struct kc_offset_time {
     const char *topic;        /* in */

@@ -211,8 +211,9 @@ static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *e
     if (!failed)
         return KC_OK;
     const kc_engine_lookup_t *l = &w->q.lookups[first];
-    if (w->q.rc != KC_OK && err) {
-        *err = w->q.err;
+    if (w->q.rc != KC_OK && l->rc == w->q.rc) { /* it took the Metadata's failure */
+        if (err)
+            *err = w->q.err;
         return l->rc;
     }
     if (w->q.lookup_why.code == l->rc && l->rc != KC_OK)

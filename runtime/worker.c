@@ -173,7 +173,11 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
     kc_records_t *b = &w->view;
-    *b = (kc_records_t){.part = p, .dec = &rt->o.decoder, .dctx = w->dctx, .broker = p->cur.broker};
+    *b = (kc_records_t){.part = p,
+                        .dec = &rt->o.decoder,
+                        .dctx = w->dctx,
+                        .facts = {.leader_epoch = -1}, /* for a decoder plug that does not say */
+                        .broker = p->cur.broker};
     kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->facts, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves

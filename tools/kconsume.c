@@ -367,16 +367,17 @@ static int run(void)
         return KC_CLI_EXIT_RUNTIME;
     }
     uint64_t t0 = kc_app_now_ns();
-    if (kc_app.a.group && kc_app.a.exit_at_end)
-        kc_app_learn_group_ends();
-    if (kc_app.a.group)
+    int start_code = kc_app.a.group && kc_app.a.exit_at_end ? kc_app_learn_group_ends() : 0;
+    if (start_code) {
+        kc_app_request_stop(start_code);
+    } else if (kc_app.a.group) {
         rc = kc_subscribe(kc_app.c, kc_app.a.topics, kc_app.a.n_topics, &e);
-    else
-        rc = kc_app_assign_all() ? KC_ERR_NOT_FOUND : KC_OK;
-    if (rc != KC_OK) {
-        if (kc_app.a.group)
+        if (rc != KC_OK) {
             fprintf(stderr, "kconsume: subscribe: %s\n", e.msg);
-        kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
+            kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
+        }
+    } else if ((start_code = kc_app_assign_all()) != 0) {
+        kc_app_request_stop(start_code);
     }
 
     uint64_t next_frame = t0;

@@ -608,15 +608,18 @@ void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal)
                      (int)(sizeof g->next_why - len - 1), e->msg);
             return;
         }
+        /* The fix first, then the broker's words: a long refusal may be cut at the end of the
+         * message, the fix never. */
         kc_error_t hint = *e;
-        size_t len = strlen(hint.msg);
-        snprintf(hint.msg + len, sizeof hint.msg - len,
-                 "; set group.protocol=classic%s%s: the coordinator does not run the KIP-848 "
-                 "protocol (Kafka 4.0+ does; 3.7-3.9 with "
-                 "group.coordinator.rebalance.protocols=classic,consumer)",
-                 g->forced_by[0] ? " or drop the setting that chose it (" : "", g->forced_by);
-        if (g->forced_by[0] && (len = strlen(hint.msg)) + 1 < sizeof hint.msg)
-            snprintf(hint.msg + len, sizeof hint.msg - len, ")");
+        int n = snprintf(hint.msg, sizeof hint.msg,
+                         "set group.protocol=classic%s%s%s: the coordinator does not run KIP-848 "
+                         "(Kafka 4.0+ does; 3.7-3.9 with "
+                         "group.coordinator.rebalance.protocols=classic,consumer); ",
+                         g->forced_by[0] ? " or drop " : "", g->forced_by,
+                         g->forced_by[0] ? ", which chose KIP-848" : "");
+        size_t len = n > 0 && (size_t)n < sizeof hint.msg ? (size_t)n : sizeof hint.msg - 1;
+        snprintf(hint.msg + len, sizeof hint.msg - len, "%.*s", (int)(sizeof hint.msg - len - 1),
+                 e->msg);
         hint.code = KC_ERR_UNSUPPORTED;
         g->h.error(g->h.opaque, &hint, fatal);
         return;

@@ -9,7 +9,8 @@
 #     leader/replicas/isrs) carry kcat's values; our cluster id, topic id and rack are extra.
 #  3. -Q plain and -J: the offsets kcat answers for the same topic:partition:timestamp list.
 #  4. Exit codes: an unknown topic (-L) and an unknown partition (-Q) exit 4; an unreachable
-#     cluster exits 5 within the query timeout, with one line on stderr; -J with -f exits 2.
+#     cluster exits 5 within the query timeout, with one line on stderr; -J with -f exits 2;
+#     consuming with -e, a missing topic exits 4 (manual and -G) and an unreachable cluster 5.
 set -euo pipefail
 for v in KC_BOOTSTRAP KC_TESTKIT KC_CLUSTER_DIR KC_BUILD_DIR; do
     [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set (run under tests/run-suite)" >&2; exit 1; }
@@ -95,5 +96,17 @@ took=$(($(date +%s) - start))
 [[ $took -le 25 ]] || fail "-L on an unreachable cluster took ${took}s"
 "$cli" -b "$b" -t "$topic" -J -f '%s' >/dev/null 2>&1; rc=$?
 [[ $rc -eq 2 ]] || fail "-J with -f exited $rc, not 2"
+# Consuming: a missing topic (manual and -G) and an unreachable cluster each say so once, and
+# -e exits with its code instead of waiting for an end that cannot come.
+timeout 60 "$cli" -b "$b" -t "$topic-missing" -e >/dev/null 2>"$tmp/m.err"; rc=$?
+[[ $rc -eq 4 ]] || fail "-e on a missing topic exited $rc, not 4 ($(cat "$tmp/m.err"))"
+timeout 60 "$cli" -b "$b" -G "g-$topic" -t "$topic-missing" -e >/dev/null 2>"$tmp/gm.err"; rc=$?
+[[ $rc -eq 4 ]] || fail "-G -e on a missing topic exited $rc, not 4 ($(cat "$tmp/gm.err"))"
+start=$(date +%s)
+timeout 60 "$cli" -b 127.0.0.1:1 -t x -e >/dev/null 2>"$tmp/u.err"; rc=$?
+took2=$(($(date +%s) - start))
+[[ $rc -eq 5 && $took2 -le 25 ]] || fail "-e against an unreachable cluster: exit $rc after ${took2}s"
+[[ $(wc -l <"$tmp/u.err") -le 2 ]] || fail "unreachable cluster: $(wc -l <"$tmp/u.err") lines: $(head -5 "$tmp/u.err")"
 set -e
 echo "ok: exit codes 4 (unknown topic, unknown partition), 5 (unreachable, ${took}s), 2 (-J with -f)"
+echo "ok: consuming: missing topic exits 4 (manual, -G -e), unreachable exits 5 after ${took2}s: $(cat "$tmp/u.err")"

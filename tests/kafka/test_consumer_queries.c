@@ -10,8 +10,9 @@
  *     (KC_ERR_NOT_FOUND on that entry, the others still answered), and a negative time refused.
  *  2. retries: through the fault proxy, ListOffsets answers NOT_LEADER_OR_FOLLOWER twice (what a
  *     partition whose leader moves answers) and the call still gets the right offsets; answered
- *     so without end, the call fails with that error within its timeout; an unknown topic fails
- *     at once, not at the timeout.
+ *     so without end, the call fails with that error within its timeout; Metadata answers that
+ *     do not decode and a broker without ListOffsets end the call at once, naming the API; an
+ *     unknown topic fails at once, not at the timeout.
  *  3. kc_metadata: the cluster id, the brokers (id, host, port, rack), every topic's name (all
  *     topics), and the test topic's id, partitions, leaders, replicas and ISR; a listed unknown
  *     topic comes back with UNKNOWN_TOPIC_OR_PARTITION; the answer outlives the consumer.
@@ -232,6 +233,36 @@ static void retries(void **state)
     assert_true(took >= 500 && took < 2500);
     assert_true(kc_fp_stat(fp, "fired.inject") > 3);
     assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
+
+    /* Failures asking again cannot change end the call at once, naming the API: Metadata
+     * answers that do not decode, then a broker without a ListOffsets version we speak. */
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "garbage api=Metadata count=100000"), 0);
+    t0 = kc_test_now_ms();
+    rc = kc_offsets_for_times(c, &q, 1, 10000, &err);
+    took = kc_test_now_ms() - t0;
+    printf("# undecodable Metadata: %s after %lld ms: %s\n", kc_err_name(rc), (long long)took,
+           err.msg);
+    assert_int_equal(rc, KC_ERR_MALFORMED);
+    assert_non_null(strstr(err.msg, "Metadata"));
+    assert_true(took < 3000);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "cap-api api=ListOffsets max=0"), 0);
+    kc_consumer_t *old = consumer_at(kc_fp_bootstrap(fp)); /* connects under the cap */
+    t0 = kc_test_now_ms();
+    rc = kc_offsets_for_times(old, &q, 1, 10000, &err);
+    took = kc_test_now_ms() - t0;
+    printf("# no ListOffsets: %s after %lld ms: %s\n", kc_err_name(rc), (long long)took, err.msg);
+    assert_int_equal(rc, KC_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.msg, "ListOffsets"));
+    assert_true(took < 3000);
+    assert_int_equal(kc_close(old, 5000, &err), KC_OK);
+    kc_destroy(old);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
+    /* And the first consumer asks again as if nothing had happened. */
+    rc = kc_offsets_for_times(c, &q, 1, 10000, &err);
+    if (rc != KC_OK)
+        fail_msg("after the lies: %s", err.msg);
+    assert_int_equal(q.offset, 50);
 
     kc_offset_time_t u = {.topic = "kc-queries-no-such-topic", .partition = 0, .timestamp = 0};
     t0 = kc_test_now_ms();

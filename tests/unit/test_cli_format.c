@@ -105,6 +105,16 @@ static void headers(void **state)
     EXPECT("[%h]", &r, "[a=1,nul,c=xyz]");
     h.malformed_after = 1;
     EXPECT("[%h]", &r, "[a=1,(malformed headers)]");
+    r.key = NULL;
+    r.value = NULL;
+    r.broker = 1;
+    EXPECT("%J", &r,
+           "{\"topic\":\"orders\",\"partition\":7,\"offset\":1234567890123,\"tstype\":"
+           "\"create\",\"ts\":1700000000001,\"broker\":1,\"headers\":[\"a\",\"1\"],"
+           "\"headers_malformed\":true,\"key\":null,\"payload\":null}");
+    r = sample();
+    r.hdr_src = &h;
+    r.hdr_next = fake_next;
     h.malformed_after = 0;
     EXPECT("[%h]", &r, "[(malformed headers)]");
 }
@@ -293,6 +303,8 @@ static void flags_bad(void **state)
         {{"kconsume", "-b", "h", "-Q", "-t", "x:a:1", NULL}, "the partition"},
         {{"kconsume", "-b", "h", "-Q", "-t", "x:1:-5", NULL}, "the timestamp"},
         {{"kconsume", "-b", "h", "-L", "-G", "g", NULL}, "-G does not apply"},
+        {{"kconsume", "-b", "h", "-L", "-e", NULL}, "-e do not apply"},
+        {{"kconsume", "-b", "h", "-Q", "-t", "x:1:5", "-t", "x:1:6", NULL}, "asked twice"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         kc_cli_args_t a;

@@ -75,17 +75,21 @@ void kc_app_request_stop(int code);
 part_t *kc_app_part_get(const char *topic, int32_t partition);
 
 /* tools/app/ends.c, main thread. assign_all: manual assignment of every -t partition (-p's), end
- * marks first under -e; 0 ok, -1 reported. all_at_end: 1 when every assigned partition is done
- * (blocking questions: never from a callback). */
+ * marks first under -e; 0 ok, else the exit code (reported). all_at_end: 1 when every assigned
+ * partition is done (blocking questions: never from a callback). */
 int kc_app_assign_all(void);
 int kc_app_all_at_end(void);
-/* -G -e, before kc_subscribe: the end mark of every partition of the topics (ends.c). */
-void kc_app_learn_group_ends(void);
+/* -G -e, before kc_subscribe: the end mark of every partition of the topics (ends.c). 0, or the
+ * exit code when a topic is unknown to the cluster or no broker answers (reported): -e waits for
+ * no end that cannot come. */
+int kc_app_learn_group_ends(void);
 
 /* tools/app/query.c, main thread: -L and -Q, each one question and its answer on stdout; the
  * exit code. */
 int kc_app_list(void);
 int kc_app_query(void);
+/* The exit code for a question the cluster did not answer (args.h lists them). Any thread. */
+int kc_app_exit_for(kc_err_t rc);
 /* tools/app/view.c, main thread: one --live frame on stderr (final: the last one), the summary. */
 void kc_app_live_frame(uint64_t t0, int final);
 void kc_app_print_summary(uint64_t t0);

@@ -58,24 +58,25 @@ int kc_app_assign_all(void)
         int32_t count = 1, first = kc_app.a.partition;
         if (first < 0) {
             first = 0;
-            if (kc_topic_partitions(kc_app.c, kc_app.a.topics[t], &count, META_TIMEOUT_MS, &e) !=
-                KC_OK) {
+            kc_err_t rc =
+                kc_topic_partitions(kc_app.c, kc_app.a.topics[t], &count, META_TIMEOUT_MS, &e);
+            if (rc != KC_OK) {
                 fprintf(stderr, "kconsume: topic '%s': %s\n", kc_app.a.topics[t], e.msg);
                 free(tps);
-                return -1;
+                return kc_app_exit_for(rc);
             }
         }
         kc_topic_partition_t *more = realloc(tps, (n + (size_t)count) * sizeof *tps);
         if (!more) {
             free(tps);
-            return -1;
+            return KC_CLI_EXIT_RUNTIME;
         }
         tps = more;
         for (int32_t i = 0; i < count; i++) {
             part_t *p = kc_app_part_get(kc_app.a.topics[t], first + i);
             if (!p) {
                 free(tps);
-                return -1;
+                return KC_CLI_EXIT_RUNTIME;
             }
             atomic_store(&p->assigned, 1);
             if (kc_app.a.exit_at_end)
@@ -87,7 +88,7 @@ int kc_app_assign_all(void)
     free(tps);
     if (rc != KC_OK) {
         fprintf(stderr, "kconsume: assign: %s\n", e.msg);
-        return -1;
+        return KC_CLI_EXIT_RUNTIME;
     }
     return 0;
 }
@@ -98,12 +99,20 @@ int kc_app_assign_all(void)
  * fetch.max.wait.ms each): asking per partition after the assignment took ~1 s a partition.
  * "The end" is the high watermark at start anyway. A topic that cannot be asked now is left to
  * all_at_end (per partition, as before). */
-void kc_app_learn_group_ends(void)
+int kc_app_learn_group_ends(void)
 {
     kc_error_t e;
     for (size_t t = 0; t < kc_app.a.n_topics; t++) {
         int32_t count = 0;
-        if (kc_topic_partitions(kc_app.c, kc_app.a.topics[t], &count, META_TIMEOUT_MS, &e) != KC_OK)
+        kc_err_t rc =
+            kc_topic_partitions(kc_app.c, kc_app.a.topics[t], &count, META_TIMEOUT_MS, &e);
+        int code = kc_app_exit_for(rc);
+        if (code == KC_CLI_EXIT_NOT_FOUND || code == KC_CLI_EXIT_UNREACHABLE ||
+            code == KC_CLI_EXIT_AUTH) {
+            fprintf(stderr, "kconsume: topic '%s': %s\n", kc_app.a.topics[t], e.msg);
+            return code;
+        }
+        if (rc != KC_OK)
             continue;
         for (int32_t i = 0; i < count; i++) {
             part_t *p = kc_app_part_get(kc_app.a.topics[t], i);
@@ -111,6 +120,7 @@ void kc_app_learn_group_ends(void)
                 (void)learn_end(p);
         }
     }
+    return 0;
 }
 
 /* -G: partitions handed to this member whose delivery position is still unknown (nothing

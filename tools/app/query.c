@@ -9,8 +9,7 @@
 
 #include "app/app.h"
 
-/* The exit code for a failed question or entry (args.h lists them). */
-static int exit_for(kc_err_t rc)
+int kc_app_exit_for(kc_err_t rc)
 {
     switch (rc) {
     case KC_OK:
@@ -28,24 +27,13 @@ static int exit_for(kc_err_t rc)
     }
 }
 
-/* A JSON string: '"', '\' and control characters escaped (format.c's rule, for names here). */
+/* A JSON string, or null for NULL: format.c's rule, the one -J's records use. */
 static void json_str(FILE *o, const char *s)
 {
-    if (!s) {
-        fputs("null", o);
-        return;
-    }
-    fputc('"', o);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(o, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(o, "\\u%04X", c);
-        else
-            fputc(c, o);
-    }
-    fputc('"', o);
+    kc_cli_buf_t b = {0};
+    if (kc_cli_json_str(&b, s, s ? strlen(s) : 0) == 0)
+        fwrite(b.p, 1, b.len, o);
+    kc_cli_buf_free(&b);
 }
 
 static void ids_plain(FILE *o, const int32_t *v, size_t n)
@@ -169,7 +157,7 @@ int kc_app_list(void)
     kc_err_t rc = kc_metadata(kc_app.c, a->topics, a->n_topics, META_TIMEOUT_MS, &md, &err);
     if (rc != KC_OK) {
         fprintf(stderr, "kconsume: -L: %s: %s\n", kc_err_name(rc), err.msg);
-        return exit_for(rc);
+        return kc_app_exit_for(rc);
     }
     char what[256] = "all topics";
     if (a->n_topics)
@@ -178,11 +166,14 @@ int kc_app_list(void)
         list_json(stdout, md, a->n_topics ? what : "*");
     else
         list_plain(stdout, md, what);
-    /* A topic asked by name and unknown to the cluster is the answer "not found". */
+    /* A topic asked by name and unknown to the cluster is the answer "not found"; any other
+     * topic error (not authorized, ...) is a runtime error. */
     int code = KC_CLI_EXIT_OK;
     for (size_t i = 0; i < md->n_topics; i++)
         if (md->topics[i].error_code == 3)
             code = KC_CLI_EXIT_NOT_FOUND;
+        else if (md->topics[i].error_code && code == KC_CLI_EXIT_OK)
+            code = KC_CLI_EXIT_RUNTIME;
     kc_metadata_destroy(md);
     return code;
 }
@@ -202,7 +193,7 @@ int kc_app_query(void)
                                   .timestamp = a->queries[i].timestamp};
     kc_error_t err;
     kc_err_t rc = kc_offsets_for_times(kc_app.c, q, n, META_TIMEOUT_MS, &err);
-    int code = exit_for(rc);
+    int code = kc_app_exit_for(rc);
     if (a->json) {
         /* kcat's shape: {"topic":{"topic":"t","P":{"partition":P,"offset":O},...},...}, topics
          * in the order first asked. */

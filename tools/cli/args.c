@@ -130,6 +130,10 @@ static int parse_queries(kc_cli_args_t *a, char *why, size_t why_len)
         a->queries[i].topic[tl] = '\0';
         a->queries[i].partition = (int32_t)p;
         a->queries[i].timestamp = ts;
+        for (size_t k = 0; k < i; k++) /* one answer per partition, as kcat's JSON keys it */
+            if (a->queries[k].partition == a->queries[i].partition &&
+                strcmp(a->queries[k].topic, a->queries[i].topic) == 0)
+                FAIL("-t %s: partition %d of %s is asked twice", s, (int)p, a->queries[i].topic);
     }
     return KC_CLI_EXIT_OK;
 }
@@ -257,8 +261,11 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
     if (a->list && a->query)
         FAIL("-L lists metadata and -Q queries offsets: use one of them");
     if (a->list || a->query) {
+        const char *m = a->list ? "-L" : "-Q";
         if (a->group)
-            FAIL("%s asks the cluster and exits: -G does not apply", a->list ? "-L" : "-Q");
+            FAIL("%s asks the cluster and exits: -G does not apply", m);
+        if (a->partition >= 0 || a->start != KC_CLI_START_DEFAULT || a->count || a->exit_at_end)
+            FAIL("%s asks the cluster and exits: -p, -o, -c and -e do not apply", m);
         return a->query ? parse_queries(a, why, why_len) : KC_CLI_EXIT_OK;
     }
     if (a->n_topics == 0)

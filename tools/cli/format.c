@@ -177,8 +177,7 @@ static int put_headers(const kc_cli_rec_t *r, kc_cli_buf_t *b)
     return 0;
 }
 
-/* A JSON string (or null for NULL): see format.h for what is escaped. */
-static int put_json_str(kc_cli_buf_t *b, const void *data, size_t len)
+int kc_cli_json_str(kc_cli_buf_t *b, const void *data, size_t len)
 {
     if (!data)
         return kc_cli_buf_put(b, "null", 4);
@@ -218,7 +217,7 @@ static int put_json(const kc_cli_rec_t *r, kc_cli_buf_t *b)
 {
     static const char *const tstype[] = {"unknown", "create", "logappend"};
     int t = r->ts_type >= 0 && r->ts_type <= 1 ? r->ts_type + 1 : 0;
-    if (kc_cli_buf_put(b, "{\"topic\":", 9) || put_json_str(b, r->topic, strlen(r->topic)) ||
+    if (kc_cli_buf_put(b, "{\"topic\":", 9) || kc_cli_json_str(b, r->topic, strlen(r->topic)) ||
         kc_cli_buf_put(b, ",\"partition\":", 13) || put_i64(b, r->partition) ||
         kc_cli_buf_put(b, ",\"offset\":", 10) || put_i64(b, r->offset) ||
         kc_cli_buf_put(b, ",\"tstype\":\"", 11) ||
@@ -232,15 +231,19 @@ static int put_json(const kc_cli_rec_t *r, kc_cli_buf_t *b)
         int rc, n = 0;
         while ((rc = r->hdr_next(r->hdr_src, &cur, &name, &nl, &val, &vl)) == 0) {
             if (kc_cli_buf_put(b, n ? "," : ",\"headers\":[", n ? 1 : 12) ||
-                put_json_str(b, name, nl) || kc_cli_buf_put(b, ",", 1) || put_json_str(b, val, vl))
+                kc_cli_json_str(b, name, nl) || kc_cli_buf_put(b, ",", 1) ||
+                kc_cli_json_str(b, val, vl))
                 return -1;
             n++;
         }
         if (n && kc_cli_buf_put(b, "]", 1))
             return -1;
+        /* Header bytes that do not parse: the record still prints, and says so. */
+        if (rc < 0 && kc_cli_buf_put(b, ",\"headers_malformed\":true", 25))
+            return -1;
     }
-    return kc_cli_buf_put(b, ",\"key\":", 7) || put_json_str(b, r->key, r->key_len) ||
-           kc_cli_buf_put(b, ",\"payload\":", 11) || put_json_str(b, r->value, r->value_len) ||
+    return kc_cli_buf_put(b, ",\"key\":", 7) || kc_cli_json_str(b, r->key, r->key_len) ||
+           kc_cli_buf_put(b, ",\"payload\":", 11) || kc_cli_json_str(b, r->value, r->value_len) ||
            kc_cli_buf_put(b, "}", 1);
 }
 

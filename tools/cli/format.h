@@ -84,6 +84,10 @@ typedef struct kc_cli_buf {
 int kc_cli_buf_put(kc_cli_buf_t *b, const void *data, size_t n); /* 0 ok, -1 out of memory */
 void kc_cli_buf_free(kc_cli_buf_t *b);
 
+/* Appends `data` as a JSON string, null for NULL, escaped as %J's strings are (below). 0 ok, -1
+ * out of memory. */
+int kc_cli_json_str(kc_cli_buf_t *b, const void *data, size_t len);
+
 /* The format -J stands for: kcat's JSON envelope, one object per line. */
 #define KC_CLI_JSON_FORMAT "%J\\n"
 
@@ -92,7 +96,8 @@ void kc_cli_buf_free(kc_cli_buf_t *b);
  * offset, tstype ("create", "logappend", "unknown"), ts, broker, headers (only when the record
  * has some: [name, value, ...], a null value as null), key and payload (null for null); strings
  * escape '"', '\' and control characters (\t \n \r \b \f, else \u00XX, upper-case hex) and pass
- * every other byte through as it is, as kcat does. */
+ * every other byte through as it is, as kcat does. Header bytes that do not parse end the
+ * headers array early and add "headers_malformed":true. */
 int kc_cli_fmt_render(const kc_cli_fmt_t *f, const kc_cli_rec_t *r, kc_cli_buf_t *b);
 
 #endif

@@ -74,7 +74,7 @@ void kc_cli_usage(FILE *out)
         "Exit codes: 0 done (-e, -c, or the output reader went away); 1 runtime error;\n"
         "2 usage error; 3 configuration error (-X key or value, or a conflict); 4 a topic or\n"
         "partition the cluster does not know; 5 no broker answered in time; 6 TLS or SASL\n"
-        "refused the login (4-6: -L and -Q);\n"
+        "refused the login (4-6: -L, -Q, and at start: a -t topic, with -G -e too);\n"
         "130 / 143 stopped by SIGINT / SIGTERM (a first signal closes cleanly and commits,\n"
         "a second one exits at once).\n"
         "\n"
@@ -95,6 +95,10 @@ int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, 
 {
     char num[32];
     if (conf_set(conf, "bootstrap.servers", a->brokers, "-b"))
+        return -1;
+    /* The CLI says once what is wrong; the library's INFO lines (a reset per reconnect attempt,
+     * each rebalance) are there for -X log.level=info. */
+    if (conf_set(conf, "log.level", "warn", "-b"))
         return -1;
     if (a->group) {
         if (conf_set(conf, "group.id", a->group, "-G"))
