@@ -632,6 +632,9 @@ typedef struct kc_metadata {
 KC_API kc_err_t kc_metadata(kc_consumer_t *c, const char *const *topics, size_t n, int timeout_ms,
                             kc_metadata_t **out, kc_error_t *err);
 KC_API void kc_metadata_destroy(kc_metadata_t *md);
+/* A topic id as Kafka's tools print it (URL-safe base64, no padding): 22 characters and a NUL
+ * into out. Any thread. */
+KC_API void kc_topic_id_str(const uint8_t id[16], char out[23]);
 /* The group member id the coordinator gave this consumer, NUL-terminated into buf ("" before the
  * first join and without group.id). Any thread, callback context included; no waiting.
  * KC_ERR_TOO_LARGE when buf (len bytes) is too small (buf then holds ""). */

@@ -345,6 +345,20 @@ KC_API kc_err_t kc_metadata(kc_consumer_t *c, const char *const *topics, size_t 
     return rc;
 }
 
+KC_API void kc_topic_id_str(const uint8_t id[16], char out[23])
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    size_t o = 0;
+    for (size_t i = 0; i < 16; i += 3) { /* 5 groups of 3 bytes, then 1 byte as 2 characters */
+        uint32_t v = (uint32_t)id[i] << 16 | (i + 1 < 16 ? (uint32_t)id[i + 1] << 8 : 0) |
+                     (i + 2 < 16 ? id[i + 2] : 0);
+        size_t chars = i + 2 < 16 ? 4 : 2;
+        for (size_t k = 0; k < chars; k++)
+            out[o++] = b64[(v >> (18 - 6 * k)) & 63];
+    }
+    out[o] = '\0';
+}
+
 KC_API void kc_metadata_destroy(kc_metadata_t *md)
 {
     free(md); /* one allocation (engine/query_metadata.c) */

@@ -286,21 +286,6 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Kafka's Uuid text: URL-safe base64 of the 16 bytes, no padding (22 characters). */
-static void uuid_text(const uint8_t id[16], char out[23])
-{
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0;
-    for (size_t i = 0; i < 16; i += 3) {
-        uint32_t v = (uint32_t)id[i] << 16 | (i + 1 < 16 ? (uint32_t)id[i + 1] << 8 : 0) |
-                     (i + 2 < 16 ? id[i + 2] : 0);
-        size_t chars = i + 2 < 16 ? 4 : 16 - i + 1;
-        for (size_t k = 0; k < chars; k++)
-            out[o++] = b64[(v >> (18 - 6 * k)) & 63];
-    }
-    out[o] = '\0';
-}
-
 static void ids(char *out, size_t cap, const int32_t *v, size_t n)
 {
     size_t l = 0;
@@ -356,7 +341,7 @@ static void metadata(void **state)
             t = &md->topics[i];
     assert_non_null(t);
     char uid[23];
-    uuid_text(t->id, uid);
+    kc_topic_id_str(t->id, uid);
     OUT("topic %s %s internal %s\n", t->name, uid, t->internal ? "true" : "false");
     kc_metadata_partition_t parts[16];
     assert_true(t->n_partitions == 3);

@@ -50,21 +50,6 @@ static void ids_json(FILE *o, const int32_t *v, size_t n)
     fputc(']', o);
 }
 
-/* Kafka's Uuid text (URL-safe base64, no padding), as its tools print topic ids. */
-static void uuid_text(const uint8_t id[16], char out[23])
-{
-    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    size_t o = 0;
-    for (size_t i = 0; i < 16; i += 3) {
-        uint32_t v = (uint32_t)id[i] << 16 | (i + 1 < 16 ? (uint32_t)id[i + 1] << 8 : 0) |
-                     (i + 2 < 16 ? id[i + 2] : 0);
-        size_t chars = i + 2 < 16 ? 4 : 16 - i + 1;
-        for (size_t k = 0; k < chars; k++)
-            out[o++] = b64[(v >> (18 - 6 * k)) & 63];
-    }
-    out[o] = '\0';
-}
-
 static void list_plain(FILE *o, const kc_metadata_t *md, const char *what)
 {
     fprintf(o, "Metadata for %s (cluster %s, controller %d):\n", what,
@@ -123,7 +108,7 @@ static void list_json(FILE *o, const kc_metadata_t *md, const char *what)
     for (size_t i = 0; i < md->n_topics; i++) {
         const kc_metadata_topic_t *t = &md->topics[i];
         char id[23];
-        uuid_text(t->id, id);
+        kc_topic_id_str(t->id, id);
         fputs(i ? ",{\"topic\":" : "{\"topic\":", o);
         json_str(o, t->name);
         fprintf(o, ",\"id\":\"%s\",\"internal\":%s", id, t->internal ? "true" : "false");
