@@ -498,6 +498,40 @@ static void blackhole_never_answers(void **state)
     kc_rc_close(&c);
 }
 
+/* A partition that heals delivers what it held, in order: a request sent during it reaches the
+ * broker afterwards, and an answer on its way when it began arrives afterwards. Nothing is cut
+ * out of the stream, so a client sees only lateness, never a correlation id out of turn. */
+static void blackhole_heals_in_order(void **state)
+{
+    (void)state;
+    kc_rc_t c;
+    char reply[256];
+    kc_rc_open(&c, kc_fp_bootstrap(g_fp));
+    struct timeval tv = {.tv_sec = 1, .tv_usec = 500000};
+    setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    kc_metadata_request_t q;
+    kc_metadata_request_init(&q);
+    q.topics.count = -1;
+    kc_metadata_response_t r;
+    /* A request sent into the partition. */
+    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole on"), 0);
+    kc_rc_send(&c, KC_METADATA_REQUEST_API_KEY, ver(&c, 3), &q);
+    assert_int_equal(kc_rc_recv(&c, KC_METADATA_REQUEST_API_KEY, ver(&c, 3), &r),
+                     KC_ERR_TRANSPORT); /* no answer while it lasts */
+    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole off"), 0);
+    assert_int_equal(kc_rc_recv(&c, KC_METADATA_REQUEST_API_KEY, ver(&c, 3), &r), KC_OK);
+    /* An answer on its way (delayed 500 ms in the proxy) when the partition begins. */
+    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "delay api=Metadata ms=500"), 0);
+    kc_rc_send(&c, KC_METADATA_REQUEST_API_KEY, ver(&c, 3), &q);
+    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole on"), 0);
+    assert_int_equal(kc_rc_recv(&c, KC_METADATA_REQUEST_API_KEY, ver(&c, 3), &r), KC_ERR_TRANSPORT);
+    assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole off"), 0);
+    assert_int_equal(kc_rc_recv(&c, KC_METADATA_REQUEST_API_KEY, ver(&c, 3), &r), KC_OK);
+    /* And the connection goes on. */
+    assert_int_equal(metadata(&c, &r), KC_OK);
+    kc_rc_close(&c);
+}
+
 static void latency_delays(void **state)
 {
     (void)state;
@@ -583,6 +617,7 @@ int main(void)
         T(garbage_is_not_a_response),
         T(close_after_bytes),
         T(blackhole_never_answers),
+        T(blackhole_heals_in_order),
         T(latency_delays),
         T(bandwidth_paces),
         T(kcat_through_idle_proxy),

@@ -83,6 +83,29 @@ static void conn_release(conn_t *c)
     atomic_fetch_sub(&g_live, 1);
 }
 
+/* A network partition holds the stream rather than cutting frames out of it: TCP retransmits
+ * what a partition delays, so when it heals both sides see every byte, in order, late. A frame
+ * that arrives while the partition is on waits here until it is off. Returns false when the
+ * connection is to end instead: the proxy stops, or the client hung up while held (its late
+ * answers would go nowhere, and a client retrying through a long partition must not pile up
+ * held connections). */
+static bool hold_while_blackholed(conn_t *c)
+{
+    fp_t *fp = c->fp;
+    for (;;) {
+        pthread_mutex_lock(&fp->lock);
+        bool hole = fp->blackhole[c->broker];
+        pthread_mutex_unlock(&fp->lock);
+        if (!hole)
+            return true;
+        if (fp->stop)
+            return false;
+        struct pollfd p = {.fd = c->cfd, .events = POLLRDHUP};
+        if (poll(&p, 1, 20) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            return false;
+    }
+}
+
 static void *up_main(void *arg)
 {
     conn_t *c = arg;
@@ -113,12 +136,11 @@ static void *up_main(void *arg)
             break; /* what a broker that does not speak the version does */
         }
         pthread_mutex_lock(&fp->lock);
-        bool hole = fp->blackhole[c->broker];
         if (api >= 0 && api <= KC_PROTO_MAX_API_KEY)
             fp->requests[api]++;
         pthread_mutex_unlock(&fp->lock);
-        if (hole)
-            continue; /* a network partition: the broker never hears of it */
+        if (!hold_while_blackholed(c))
+            break; /* a network partition: the broker hears of it only when it heals */
         pthread_mutex_lock(&c->lock);
         bool full = c->n == MAX_INFLIGHT;
         if (!full) {
@@ -207,11 +229,11 @@ static void *down_main(void *arg)
         }
         fp_plan_t plan;
         fp_plan_response(fp, api, c->broker, &plan);
-        if (plan.swallow)
-            continue;
         if (budget < 0)
             claim_close_after(fp, c->broker, &budget);
         sleep_ms(plan.latency_ms);
+        if (!hold_while_blackholed(c))
+            break; /* the client hears of it only when the partition heals */
         kc_arena_reset(&a);
         fp_transform(fp, api, v, &f, &plan, &out, &a);
         if (out.len < 4)

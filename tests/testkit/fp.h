@@ -73,7 +73,7 @@ typedef struct fp {
 
 /* What the response thread must do to one response, decided under the lock. */
 typedef struct fp_plan {
-    bool inject, corrupt, truncate, garbage, swallow;
+    bool inject, corrupt, truncate, garbage;
     fp_rule_t inject_rule;
     int64_t truncate_bytes;
     int64_t close_after; /* -1: none; else bytes this connection may still send */

@@ -220,14 +220,13 @@ void fp_plan_response(fp_t *fp, int16_t api, int broker, fp_plan_t *plan)
         fp->responses[api]++;
     plan->latency_ms = fp->latency_ms;
     plan->bandwidth = fp->bandwidth;
-    plan->swallow = fp->blackhole[broker];
     if (api == KC_API_VERSIONS_REQUEST_API_KEY)
         for (int k = 0; k <= KC_PROTO_MAX_API_KEY; k++) {
             plan->hide_apis |= plan->hidden[k] = fp->hidden_api[k];
             plan->cap_apis |= plan->capped[k] = fp->capped_api[k];
             plan->cap[k] = fp->api_cap[k];
         }
-    for (int i = 0; i < fp->n_rules && !plan->swallow; i++) {
+    for (int i = 0; i < fp->n_rules; i++) {
         fp_rule_t *r = &fp->rules[i];
         if ((r->api >= 0 && r->api != api) || (r->broker >= 0 && r->broker != broker) ||
             r->kind == FP_CLOSE_AFTER)
