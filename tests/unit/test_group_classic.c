@@ -397,6 +397,85 @@ static void not_coordinator_in_success_rediscovers_silently(void **state)
     kc_classic_free(&m);
 }
 
+/* A coordinator that answers JoinGroup and then fails every SyncGroup (a broker whose answers
+ * do not decode): each loss before the member got anywhere is looked up later than the last,
+ * 100 ms doubling to retry.backoff.max.ms (with Kafka's jitter), not again at once; a round
+ * that completes resets it. */
+static void repeated_losses_back_off(void **state)
+{
+    (void)state;
+    kc_classic_t m;
+    kc_classic_config_t c = config(KC_ASSIGNOR_RANGE, NULL);
+    c.retry_backoff_max_ms = 1000;
+    kc_error_t e;
+    n_orders = 6;
+    assert_int_equal(kc_classic_init(&m, &c, lookup, NULL, &e), KC_OK);
+    const char *topics[] = {"orders"};
+    assert_int_equal(kc_classic_subscribe(&m, topics, 1, &e), KC_OK);
+    kc_classic_coordinator_known(&m, 0);
+    const int64_t waits[] = {0, 100, 200, 400, 800, 1000, 1000};
+    int64_t now = 0;
+    for (size_t i = 0; i < sizeof waits / sizeof *waits; i++) {
+        expect(&m, now, KC_CLASSIC_SEND_JOIN);
+        kc_join_group_response_t jr = join_ok((int32_t)i + 1, "range", "x-other", "m-a", NULL, 0);
+        kc_classic_join_response(&m, &jr, now);
+        expect(&m, now, KC_CLASSIC_SEND_SYNC);
+        kc_classic_request_failed(&m, now); /* the SyncGroup answer did not decode */
+        if (waits[i] > 0) { /* Kafka's jitter: 0.8 to 1.2 times the doubled backoff */
+            int64_t at = kc_classic_next_wakeup(&m);
+            assert_true(at >= now + waits[i] * 8 / 10 && at < now + waits[i] * 12 / 10);
+            expect_nothing(&m, at - 1);
+            now = at;
+        }
+        expect(&m, now, KC_CLASSIC_REDISCOVER);
+        now += 5;
+        kc_classic_coordinator_known(&m, now);
+    }
+    /* A round that gets through: the next loss is looked up at once again. */
+    expect(&m, now, KC_CLASSIC_SEND_JOIN);
+    kc_join_group_response_t jr = join_ok(20, "range", "x-other", "m-a", NULL, 0);
+    kc_classic_join_response(&m, &jr, now);
+    expect(&m, now, KC_CLASSIC_SEND_SYNC);
+    const int32_t p[] = {0, 1};
+    kc_wbuf_t w = encode_assignment(p, 2);
+    kc_sync_group_response_t sr = sync_ok((kc_bytes_t){w.data, (int32_t)w.len});
+    kc_classic_sync_response(&m, &sr, now);
+    kc_wbuf_free(&w);
+    kc_classic_out_t o = expect(&m, now, KC_CLASSIC_ASSIGN);
+    kc_classic_action_done(&m, o.seq, now);
+    heartbeat(&m, &now, KC_KAFKA_NOT_COORDINATOR);
+    expect(&m, now, KC_CLASSIC_REDISCOVER);
+    kc_classic_free(&m);
+}
+
+/* kc_close while SyncGroup is in flight, and then that request fails (the coordinator's answer
+ * does not decode): the member goes on closing; it does not join again. */
+static void close_survives_failed_sync(void **state)
+{
+    (void)state;
+    kc_classic_t m;
+    start(&m, KC_ASSIGNOR_RANGE, NULL);
+    expect(&m, 0, KC_CLASSIC_SEND_JOIN);
+    kc_join_group_response_t jr = join_ok(1, "range", "x-other", "m-a", NULL, 0);
+    kc_classic_join_response(&m, &jr, 0);
+    expect(&m, 0, KC_CLASSIC_SEND_SYNC);
+    kc_classic_close(&m);
+    kc_classic_request_failed(&m, 10);
+    kc_classic_out_t o;
+    bool closed = false;
+    for (int i = 0; i < 10 && kc_classic_poll(&m, 10, &o); i++) {
+        if (o.kind == KC_CLASSIC_SEND_JOIN || o.kind == KC_CLASSIC_SEND_SYNC)
+            fail_msg("a closing member joined again (output %d)", o.kind);
+        if (o.kind == KC_CLASSIC_REDISCOVER) /* the coordinator for the LeaveGroup */
+            kc_classic_coordinator_known(&m, 10);
+        if (o.kind == KC_CLASSIC_SEND_LEAVE)
+            kc_classic_leave_response(&m, 0, 10);
+        closed |= o.kind == KC_CLASSIC_CLOSED;
+    }
+    assert_true(closed);
+    kc_classic_free(&m);
+}
+
 static void inconsistent_protocol_names_both_sides(void **state)
 {
     (void)state;
@@ -651,6 +730,8 @@ int main(void)
         cmocka_unit_test(illegal_generation_loses_without_commit),
         cmocka_unit_test(fenced_instance_is_fatal),
         cmocka_unit_test(not_coordinator_in_success_rediscovers_silently),
+        cmocka_unit_test(repeated_losses_back_off),
+        cmocka_unit_test(close_survives_failed_sync),
         cmocka_unit_test(inconsistent_protocol_names_both_sides),
         cmocka_unit_test(partition_count_change_makes_only_the_leader_rejoin),
         cmocka_unit_test(static_member_close_does_not_leave),

@@ -132,6 +132,7 @@ static void on_assignment(kc_classic_t *m, const kc_ctps_t *assigned, int64_t no
     m->last_assigned_gen = m->generation;
     m->state = KC_CLASSIC_ST_STABLE;
     m->prepared = false;
+    m->lost_streak = 0; /* a whole round went through this coordinator */
     m->last_heartbeat_ok_ms = now_ms;
     m->next_heartbeat_ms = now_ms + m->cfg.heartbeat_interval_ms;
 }
@@ -199,6 +200,7 @@ void kc_classic_heartbeat_response(kc_classic_t *m, int16_t code, int64_t now_ms
     m->inflight = KC_CLASSIC_IF_NONE;
     if (code == 0) {
         m->last_heartbeat_ok_ms = now_ms;
+        m->lost_streak = 0; /* the coordinator works */
         return;
     }
     if (code == KC_KAFKA_REBALANCE_IN_PROGRESS) /* counts as a live session too */

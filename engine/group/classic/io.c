@@ -257,7 +257,10 @@ static void fc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
 
 void kc_classic_io_find_maybe_send(kc_classic_io_t *g, int64_t now)
 {
-    if (g->finding || now < g->find_retry_ms)
+    /* The machine paces lookups after repeated losses (member.h, lost_streak); this call also
+     * runs from the drive while the coordinator is unknown, so it keeps that pace too. */
+    if (g->finding || now < g->find_retry_ms ||
+        (g->m.rediscover_due && now < g->m.rediscover_at_ms))
         return;
     kc_conn_t *c = kc_eng_any_conn(g->e);
     if (!c)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "group/classic/assign/assign_int.h"
 
 bool kc_classic_is_coord_error(int16_t c)
@@ -69,6 +70,10 @@ kc_err_t kc_classic_init(kc_classic_t *m, const kc_classic_config_t *cfg,
     }
     m->partitions = partitions;
     m->partitions_ctx = ctx;
+    /* FNV-1a of the group id: members of different groups do not back off in step. */
+    m->backoff_rng = 0xcbf29ce484222325ULL;
+    for (const char *p = m->cfg.group_id; *p; p++)
+        m->backoff_rng = (m->backoff_rng ^ (uint8_t)*p) * 0x100000001b3ULL;
     /* Java: the rebalance protocol is the newest one every configured assignor supports, so a
      * single eager assignor in the list makes the whole member eager. */
     m->cooperative = true;
@@ -175,13 +180,25 @@ void kc_classic_coordinator_lost(kc_classic_t *m, int64_t now_ms)
     /* One FindCoordinator per loss; the deadline runs from the first loss. */
     if (m->coord_known || m->coord_lost_at_ms == 0)
         m->coord_lost_at_ms = now_ms;
-    if (m->coord_known)
+    if (m->coord_known) {
         m->rediscover_due = true;
+        int64_t wait = 0;
+        if (m->lost_streak > 0) {
+            int64_t base = m->cfg.retry_backoff_ms > 0 ? m->cfg.retry_backoff_ms : 100;
+            int64_t cap = m->cfg.retry_backoff_max_ms > base ? m->cfg.retry_backoff_max_ms : base;
+            wait = kc_backoff_ms(base, cap, m->lost_streak, kc_backoff_rand(&m->backoff_rng));
+        }
+        m->lost_streak++;
+        m->rediscover_at_ms = now_ms + wait;
+    }
     m->coord_known = false;
     /* Whatever was in flight went to the old coordinator: JoinGroup is sent again; a lost
-     * SyncGroup means joining again (Java); a lost LeaveGroup is not retried. */
-    if (m->inflight == KC_CLASSIC_IF_JOIN || m->inflight == KC_CLASSIC_IF_SYNC)
-        m->state = m->state == KC_CLASSIC_ST_FATAL ? m->state : KC_CLASSIC_ST_UNJOINED;
+     * SyncGroup means joining again (Java); a lost LeaveGroup is not retried. Only a member
+     * that was joining joins again: one closing (or fatal) when the request failed goes on
+     * with that. */
+    if ((m->inflight == KC_CLASSIC_IF_JOIN || m->inflight == KC_CLASSIC_IF_SYNC) &&
+        (m->state == KC_CLASSIC_ST_JOINING || m->state == KC_CLASSIC_ST_SYNCING))
+        m->state = KC_CLASSIC_ST_UNJOINED;
     if (m->inflight == KC_CLASSIC_IF_SYNC)
         m->prepared = true; /* the round was prepared already: no second revoke */
     if (m->inflight == KC_CLASSIC_IF_LEAVE && m->state == KC_CLASSIC_ST_CLOSING)

@@ -59,6 +59,7 @@ typedef struct kc_classic_config {
     bool auto_commit;               /* commit processed offsets before revoking */
     int64_t commit_timeout_ms;      /* how long a revocation waits on its commit */
     int64_t retry_backoff_ms;       /* retry.backoff.ms */
+    int64_t retry_backoff_max_ms;   /* retry.backoff.max.ms: the cap of rediscover_at_ms */
 } kc_classic_config_t;
 
 /* Partition count of a topic from the engine's metadata (0 = unknown). */
@@ -167,9 +168,15 @@ typedef struct kc_classic {
     uint64_t seq;
     int64_t commit_deadline_ms, commit_retry_at_ms;
 
-    /* coordinator */
+    /* coordinator. A coordinator lost again before the member got anywhere with it (a
+     * successful heartbeat or an assignment) is looked up after a backoff that doubles from
+     * retry.backoff.ms to retry.backoff.max.ms (lost_streak counts those losses): a coordinator
+     * that answers JoinGroup and then fails every SyncGroup would otherwise be reconnected to
+     * and joined again every few milliseconds. The first loss is looked up at once. */
     bool coord_known, rediscover_due, coord_error_surfaced;
-    int64_t coord_lost_at_ms;
+    int64_t coord_lost_at_ms, rediscover_at_ms;
+    int lost_streak;
+    uint64_t backoff_rng; /* the jitter of that backoff (io/backoff.h), seeded from the group id */
 
     int64_t next_heartbeat_ms, last_heartbeat_ok_ms, retry_at_ms;
     bool describe_due;

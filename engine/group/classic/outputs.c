@@ -260,7 +260,7 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
         m->fatal_code = KC_KAFKA_INCONSISTENT_GROUP_PROTOCOL;
         return true;
     }
-    if (m->rediscover_due) {
+    if (m->rediscover_due && now_ms >= m->rediscover_at_ms) {
         m->rediscover_due = false;
         out->kind = KC_CLASSIC_REDISCOVER;
         return true;
@@ -368,6 +368,8 @@ int64_t kc_classic_next_wakeup(const kc_classic_t *m)
     }
     if (!m->coord_known && m->coord_lost_at_ms && !m->coord_error_surfaced)
         AT(m->coord_lost_at_ms + m->cfg.coordinator_timeout_ms);
+    if (m->rediscover_due)
+        AT(m->rediscover_at_ms);
 #undef AT
     return w;
 }

@@ -95,6 +95,7 @@ static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
     c.auto_commit = conf->commit_on_revoke;
     c.commit_timeout_ms = conf->commit_timeout_ms;
     c.retry_backoff_ms = g->e->conf.retry_backoff_ms;
+    c.retry_backoff_max_ms = g->e->conf.retry_backoff_max_ms;
     kc_err_t rc = parse_assignors(&c, conf->assignors, err);
     if (rc == KC_OK)
         rc = kc_classic_init(&g->m, &c, partitions_of, g, err);
