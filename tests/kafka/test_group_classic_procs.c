@@ -17,6 +17,7 @@
  *    for range, roundrobin and cooperative-sticky; kconsume leads first, then (restarted) the
  *    Java member leads. Each time ConsumerGroupCommand shows every partition owned by exactly one
  *    of the two members, and kconsume's own assignment (stats) matches what the broker shows.
+ * make test runs a subset (main() says which); KC_PROCS_SCALE=long runs them all.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR. kc-test-label: kafka */
 #include "classic_procs.h"
 
@@ -538,8 +539,14 @@ static void rolling_upgrade(void **state)
 int main(int argc, char **argv)
 {
     kc_gm_maybe_member(argc, argv);
-    if (getenv("KC_TEST_FILTER")) /* one case by name, e.g. max_poll_leave */
-        cmocka_set_test_filter(getenv("KC_TEST_FILTER"));
+    /* make test runs the cases that each show a different rule; KC_PROCS_SCALE=long (label
+     * long, make test-long) adds the ones that repeat a rule with another assignor (range and
+     * roundrobin are byte-checked against Java's in interop/assignors) and the rolling upgrade,
+     * the longest at 70 s. */
+    const struct CMUnitTest short_tests[] = {
+        cmocka_unit_test(partitions_grow), cmocka_unit_test(static_restart),
+        cmocka_unit_test(scaleout_coop), cmocka_unit_test(scaleout_eager),
+        cmocka_unit_test_teardown(mixed_java_coop, java_teardown)};
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(partitions_grow),
         cmocka_unit_test(static_restart),
@@ -552,5 +559,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(rolling_upgrade)};
     if (getenv("KC_TEST_FILTER")) /* one test while developing, e.g. KC_TEST_FILTER=static* */
         cmocka_set_test_filter(getenv("KC_TEST_FILTER"));
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const char *scale = getenv("KC_PROCS_SCALE");
+    if ((scale && strcmp(scale, "long") == 0) || getenv("KC_TEST_FILTER"))
+        return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(short_tests, NULL, NULL);
 }
