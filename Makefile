@@ -1,5 +1,6 @@
-# Thin wrapper over CMake. Every target installs what it needs first (tests/testkit/install-deps,
-# idempotent), so these work on a fresh machine. See README.md.
+# Thin wrapper over CMake. Every target that runs something (demo, tests, perf) installs what it
+# needs first (tests/testkit/install-deps, idempotent), so these work on a fresh machine; build and
+# install use the build libraries already there (README.md, Requirements). See README.md.
 #
 #   make demo        boot a broker, fill a topic, consume it with kconsume (the main job)
 #   make test        deps, ASan+UBSan build, unit tests, boot the testkit cluster, integration tests
@@ -8,7 +9,8 @@
 #   make valgrind    every unit test under valgrind memcheck (plain Debug build in build/debug)
 #   make perf        the benchmark report in perf/results/
 #   make fuzz        each libFuzzer target for FUZZ_SECONDS (default 60)
-#   make install     PREFIX=/usr/local DESTDIR= honoured
+#   make install     PREFIX=/usr/local DESTDIR= honoured; runs no package manager
+#   make abi-baseline rewrite abi/ after an intended ABI change (tests/unit/abi.test.sh)
 #   make codegen     regenerate io/proto/*.gen.[ch] from Kafka's message schemas
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
@@ -17,7 +19,7 @@ FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
 .PHONY: all deps kafka-jars build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long test-compat soak demo perf \
-        fuzz install codegen format clean
+        fuzz install abi-baseline codegen format clean
 
 all: build
 
@@ -29,7 +31,9 @@ deps:
 kafka-jars: deps
 	@tests/testkit/fetch-kafka >/dev/null
 
-build: deps
+# The library, its CLI and the install need only the build libraries (README, Requirements;
+# `make deps` installs them and the test tools): no package manager runs here.
+build:
 	cmake -S . -B build/release -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
 	cmake --build build/release -j $(JOBS)
 
@@ -72,13 +76,13 @@ test-compat: build-asan kafka-jars
 	cp build/asan/compat/results.txt tests/compat/results.txt && \
 	python3 tests/compat/table.py tests/compat/results.txt --readme README.md; exit $$rc
 
-soak: build
+soak: kafka-jars build
 	tests/run-suite --build build/release --labels "soak"
 
-demo: build
+demo: deps build
 	tools/demo.sh build/release
 
-perf: build
+perf: deps build
 	perf/run
 
 build-fuzz: deps
@@ -90,6 +94,11 @@ fuzz: build-fuzz
 
 install: build
 	DESTDIR=$(DESTDIR) cmake --install build/release --prefix $(PREFIX)
+
+# The ABI baseline tests/unit/abi.test.sh compares the library with (abi/dump): run after an
+# intended ABI change and commit abi/ with it.
+abi-baseline: build-asan
+	abi/dump build/asan/libkconsume.so abi/$$(objdump -p build/asan/libkconsume.so | awk '$$1 == "SONAME" {print $$2}').abi
 
 codegen:
 	python3 io/proto/gen/generate.py

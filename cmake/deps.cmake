@@ -4,6 +4,9 @@ find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 
 set(KC_DEP_TARGETS Threads::Threads m)
+# The pkg-config modules behind KC_DEP_TARGETS: kconsume.pc's Requires.private, and what
+# kconsumeConfig.cmake looks up again for a program that links the static library.
+set(KC_DEP_MODULES "")
 
 # kc_require(<pkg-config module> <Debian package>)
 function(kc_require module debian)
@@ -14,6 +17,7 @@ function(kc_require module debian)
                             "(or run tests/testkit/install-deps, which installs everything)")
     endif()
     set(KC_DEP_TARGETS ${KC_DEP_TARGETS} PkgConfig::${var} PARENT_SCOPE)
+    set(KC_DEP_MODULES ${KC_DEP_MODULES} ${module} PARENT_SCOPE)
 endfunction()
 
 kc_require(liburing liburing-dev)

@@ -236,7 +236,9 @@ typedef enum kc_event_type {
     KC_EVENT_STATS = 3,      /* `json` is one stats object (see README for the field names) */
 } kc_event_type_t;
 
-/* Everything an event points to is owned by kconsume and valid until on_event returns. */
+/* Everything an event points to is owned by kconsume and valid until on_event returns. kconsume
+ * allocates events, so members may be added at the end in a later version without breaking a
+ * program built against this one. */
 typedef struct kc_event {
     kc_event_type_t type;
     const kc_error_t *error; /* KC_EVENT_ERROR only */
@@ -275,6 +277,12 @@ typedef struct kc_event {
  * heartbeat.
  */
 typedef struct kc_callbacks {
+    /* The struct's size as the caller compiled it: 0 or sizeof(kc_callbacks_t). Members are only
+     * ever added at the end, so a program built against this header keeps working with a later
+     * library; a program built against a later header (a larger size, with callbacks this
+     * library does not have set) is refused by kc_consumer_new with KC_ERR_UNSUPPORTED instead
+     * of having them silently ignored. 0 means this layout. */
+    size_t size;
     void (*on_assign)(void *opaque, kc_part_t *p);
     kc_cb_result_t (*on_records)(void *opaque, kc_part_t *p, kc_records_t *batch);
     void (*on_revoke)(void *opaque, kc_part_t *p);

@@ -727,12 +727,44 @@ static int log_level(const char *name)
 
 /* ---- the public API ------------------------------------------------------------------------ */
 
+/* The caller's kc_callbacks_t as this library knows it (kconsume.h, `size`): this layout when
+ * size is 0 or ours; a later layout is accepted only if nothing past ours is set. */
+static kc_err_t take_callbacks(const kc_callbacks_t *in, kc_callbacks_t *out, kc_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!in)
+        return KC_OK; /* pull mode with no callbacks at all */
+    if (in->size == 0 || in->size == sizeof *in) {
+        *out = *in;
+        return KC_OK;
+    }
+    if (in->size < sizeof *in)
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "kc_callbacks_t.size is %zu: set it to 0 or sizeof(kc_callbacks_t) (%zu)",
+                       in->size, sizeof *in);
+    const unsigned char *tail = (const unsigned char *)in + sizeof *in;
+    for (size_t i = 0; i < in->size - sizeof *in; i++)
+        if (tail[i])
+            return kc_fail(err, KC_ERR_UNSUPPORTED,
+                           "kc_callbacks_t sets a callback this library (kconsume %s) does not "
+                           "have: it was built against a later kconsume.h",
+                           kc_version());
+    *out = *in;
+    out->size = sizeof *out;
+    return KC_OK;
+}
+
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
                                 kc_error_t *err)
 {
     if (!conf || !out)
         return kc_fail(err, KC_ERR_INVALID_ARG, "kc_consumer_new: conf and out are required");
-    kc_err_t rc = kc_conf_validate(conf, err);
+    kc_callbacks_t given;
+    kc_err_t rc = take_callbacks(cbs, &given, err);
+    if (rc != KC_OK)
+        return rc;
+    cbs = &given;
+    rc = kc_conf_validate(conf, err);
     if (rc != KC_OK)
         return rc;
     if (!*kc_conf_str(conf, KC_CONF_BOOTSTRAP_SERVERS))
@@ -753,9 +785,6 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         .sasl_password = kc_conf_str(conf, KC_CONF_SASL_PASSWORD)};
     if ((rc = kc_conn_security_new(&scf, &sec, err)) != KC_OK)
         return rc;
-    kc_callbacks_t none = {0};
-    if (!cbs)
-        cbs = &none; /* pull mode with no callbacks at all */
     kc_consumer_t *c = calloc(1, sizeof *c);
     if (!c) {
         kc_conn_security_free(sec);

@@ -81,7 +81,7 @@ static void consume_commit_close(void **state)
     set(conf, "group.id", group);
     set(conf, "worker.threads", "2");
     set(conf, "enable.auto.commit", "false");
-    kc_callbacks_t cbs = {on_assign, on_records, on_revoke, NULL, NULL, NULL};
+    kc_callbacks_t cbs = {.on_assign = on_assign, .on_records = on_records, .on_revoke = on_revoke};
     kc_consumer_t *c = NULL;
     kc_error_t err;
     if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)

@@ -128,7 +128,7 @@ static void corrupt_batch_reported_skipped(void **state)
     assert_int_equal(kc_conf_set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"), &err),
                      KC_OK);
     assert_int_equal(kc_conf_set(conf, "worker.threads", "1", &err), KC_OK);
-    kc_callbacks_t cbs = {NULL, on_records, NULL, NULL, on_event, NULL};
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
     kc_consumer_t *c = NULL;
     if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
         fail_msg("kc_consumer_new: %s", err.msg);

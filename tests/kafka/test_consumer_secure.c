@@ -132,7 +132,7 @@ static kc_conf_t *base_conf(int sasl, const char *password)
 
 static kc_consumer_t *start(kc_conf_t *conf)
 {
-    kc_callbacks_t cbs = {NULL, on_records, NULL, NULL, on_event, NULL};
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
     kc_consumer_t *c = NULL;
     kc_error_t err;
     if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)

@@ -98,7 +98,12 @@ static void start(member_t *m, const char *group, const char *assignor)
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (kc_conf_set(conf, kv[i][0], kv[i][1], &err) != KC_OK)
             fail_msg("%s: %s", kv[i][0], err.msg);
-    kc_callbacks_t cbs = {on_assign, on_records, on_revoke, on_revoke, on_event, m};
+    kc_callbacks_t cbs = {.on_assign = on_assign,
+                          .on_records = on_records,
+                          .on_revoke = on_revoke,
+                          .on_lost = on_revoke,
+                          .on_event = on_event,
+                          .opaque = m};
     if (kc_consumer_new(conf, &cbs, &m->c, &err) != KC_OK)
         fail_msg("kc_consumer_new: %s", err.msg);
     const char *sub[] = {topics[0], topics[1]};

@@ -193,7 +193,12 @@ static void member_start(member_t *m, const char *name, const char *bs, const ch
         if (kc_conf_set(conf, kv, eq + 1, &err) != KC_OK)
             fail_msg("%s=%s: %s", kv, eq + 1, err.msg);
     }
-    kc_callbacks_t cbs = {on_assign, on_records, on_revoke, on_lost, on_event, m};
+    kc_callbacks_t cbs = {.on_assign = on_assign,
+                          .on_records = on_records,
+                          .on_revoke = on_revoke,
+                          .on_lost = on_lost,
+                          .on_event = on_event,
+                          .opaque = m};
     if (kc_consumer_new(conf, &cbs, &m->c, &err) != KC_OK)
         fail_msg("kc_consumer_new: %s", err.msg);
     const char *topics[] = {"F"};

@@ -449,7 +449,12 @@ kc_chaos_member_t *kc_chaos_member_new(kc_chaos_t *ch, const char *bootstrap, co
         setc(conf, kv, eq + 1);
     }
     free(extra);
-    kc_callbacks_t cbs = {on_assign, on_records, on_gone, on_lost, on_event, m};
+    kc_callbacks_t cbs = {.on_assign = on_assign,
+                          .on_records = on_records,
+                          .on_revoke = on_gone,
+                          .on_lost = on_lost,
+                          .on_event = on_event,
+                          .opaque = m};
     kc_error_t e;
     if (kc_consumer_new(conf, &cbs, &m->c, &e) != KC_OK) {
         kc_conf_destroy(conf); /* still ours on failure */

@@ -185,7 +185,11 @@ void kc_gm_maybe_member(int argc, char **argv)
         }
     }
     free(extra);
-    kc_callbacks_t cbs = {m_assign, m_records, m_revoke, m_lost, m_event, NULL};
+    kc_callbacks_t cbs = {.on_assign = m_assign,
+                          .on_records = m_records,
+                          .on_revoke = m_revoke,
+                          .on_lost = m_lost,
+                          .on_event = m_event};
     kc_consumer_t *c = NULL;
     kc_error_t err;
     if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK) {

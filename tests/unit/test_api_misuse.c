@@ -113,6 +113,36 @@ static void null_handles_and_arguments(void **state)
     kc_destroy(c);
 }
 
+/* kc_callbacks_t.size: 0 and sizeof are this layout; a smaller size is refused; a larger one
+ * (a program built against a later header) only if nothing past this layout is set. */
+static void callbacks_size_is_checked(void **state)
+{
+    (void)state;
+    kc_error_t e;
+    kc_conf_t *conf = kc_conf_new();
+    assert_int_equal(kc_conf_set(conf, "bootstrap.servers", "127.0.0.1:1", &e), KC_OK);
+    kc_consumer_t *c = NULL;
+    kc_callbacks_t small = {.size = 8};
+    expect(kc_consumer_new(conf, &small, &c, &e), &e, KC_ERR_INVALID_ARG, "sizeof(kc_callbacks_t)");
+    struct {
+        kc_callbacks_t cbs;
+        void (*on_future)(void *);
+    } later;
+    memset(&later, 0, sizeof later);
+    later.cbs.size = sizeof later;
+    later.on_future = (void (*)(void *))free;
+    expect(kc_consumer_new(conf, &later.cbs, &c, &e), &e, KC_ERR_UNSUPPORTED, "later kconsume.h");
+    assert_null(c);
+    later.on_future = NULL; /* the later layout with nothing new set works */
+    assert_int_equal(kc_consumer_new(conf, &later.cbs, &c, &e), KC_OK);
+    assert_int_equal(kc_close(c, 1000, &e), KC_OK);
+    kc_destroy(c);
+    kc_callbacks_t exact = {.size = sizeof exact};
+    c = make(NULL, NULL, &exact);
+    assert_int_equal(kc_close(c, 1000, &e), KC_OK);
+    kc_destroy(c);
+}
+
 static void calls_after_close_say_closed(void **state)
 {
     (void)state;
@@ -266,6 +296,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(null_handles_and_arguments),
+        cmocka_unit_test(callbacks_size_is_checked),
         cmocka_unit_test(calls_after_close_say_closed),
         cmocka_unit_test(manual_assignment_and_subscribe_exclude_each_other),
         cmocka_unit_test(blocking_calls_from_a_callback_are_refused),
