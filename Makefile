@@ -11,6 +11,7 @@
 #   make fuzz        each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make install     PREFIX=/usr/local DESTDIR= honoured; runs no package manager
 #   make abi-baseline rewrite abi/ after an intended ABI change (tests/unit/abi.test.sh)
+#   make docs        rewrite docs/CONFIGURATION.md from the configuration table
 #   make codegen     regenerate io/proto/*.gen.[ch] from Kafka's message schemas
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
@@ -19,7 +20,7 @@ FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
 .PHONY: all deps kafka-jars build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long test-compat soak demo perf \
-        fuzz install abi-baseline codegen format clean
+        fuzz install docs abi-baseline codegen format clean
 
 all: build
 
@@ -94,6 +95,10 @@ fuzz: build-fuzz
 
 install: build
 	DESTDIR=$(DESTDIR) cmake --install build/release --prefix $(PREFIX)
+
+# docs/CONFIGURATION.md from the configuration table (tests/unit/test_conf.c checks it is current).
+docs: build
+	mkdir -p docs && build/release/kconsume --config-reference > docs/CONFIGURATION.md
 
 # The ABI baseline tests/unit/abi.test.sh compares the library with (abi/dump): run after an
 # intended ABI change and commit abi/ with it.

@@ -295,8 +295,8 @@ typedef struct kc_callbacks {
 
 /*
  * Configuration uses Kafka's own key names ("bootstrap.servers", "group.id", ...); the full list
- * with types, defaults and allowed values is printed by kc_conf_print_reference (and in the
- * README). A kc_conf_t belongs to one app thread at a time (no internal locking).
+ * with types, defaults and allowed values is printed by kc_conf_print_reference (and in
+ * docs/CONFIGURATION.md). A kc_conf_t belongs to one app thread at a time (no internal locking).
  */
 KC_API kc_conf_t *kc_conf_new(void); /* NULL when out of memory */
 KC_API void kc_conf_destroy(kc_conf_t *conf);
@@ -342,8 +342,9 @@ typedef void (*kc_log_cb_t)(void *opaque, int level, const char *subsystem, cons
  * a NULL conf. */
 KC_API kc_err_t kc_conf_set_log_cb(kc_conf_t *conf, kc_log_cb_t cb, void *opaque, kc_error_t *err);
 /* Writes the reference of every key (name, type, default, allowed values, doc) to `out` (a
- * FILE *, as void * to keep <stdio.h> out of this header). Markdown when markdown != 0. Secret
- * keys are listed without any value. Any thread. */
+ * FILE *, as void * to keep <stdio.h> out of this header). markdown != 0: docs/CONFIGURATION.md,
+ * which also gives the Java client's and librdkafka's name for each key and their keys kconsume
+ * does not take. Secret keys are listed without any value. Any thread. */
 KC_API void kc_conf_print_reference(void *out, int markdown);
 
 /* ---- the consumer --------------------------------------------------------------------------- */

@@ -418,6 +418,11 @@ int main(int argc, char **argv)
         kc_cli_args_free(&kc_app.a);
         return KC_CLI_EXIT_OK;
     }
+    if (kc_app.a.config_reference) {
+        kc_conf_print_reference(stdout, 1);
+        kc_cli_args_free(&kc_app.a);
+        return KC_CLI_EXIT_OK;
+    }
     if (kc_app.a.version) {
         printf("kconsume %s\n", kc_version());
         kc_cli_args_free(&kc_app.a);

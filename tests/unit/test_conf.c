@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "conf_peers.h"
 #include "group.h"
 #include "dispatch.h"
 #include "kc_test.h"
@@ -498,6 +499,41 @@ static void group_protocol_auto_consumer_key(void **state)
     assert_null(key);
 }
 
+/* docs/CONFIGURATION.md is what kc_conf_print_reference writes (make docs regenerates it), and
+ * every key has its row of the other clients' names (runtime/conf_peers.c). */
+static void configuration_doc_is_current(void **state)
+{
+    (void)state;
+    for (int i = 0; i < KC_CONF__COUNT; i++)
+        if (!kc_conf_peer(kc_conf_name((kc_conf_id_t)i)))
+            fail_msg("runtime/conf_peers.c has no row for %s", kc_conf_name((kc_conf_id_t)i));
+    char *want = NULL;
+    size_t wlen = 0;
+    FILE *f = open_memstream(&want, &wlen);
+    kc_conf_print_reference(f, 1);
+    fclose(f);
+    const char *src = getenv("KC_SOURCE_DIR");
+    assert_non_null(src);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/docs/CONFIGURATION.md", src);
+    FILE *d = fopen(path, "rb");
+    if (!d)
+        fail_msg("%s is missing: make docs writes it", path);
+    char *have = malloc(wlen + 2);
+    size_t hlen = fread(have, 1, wlen + 1, d);
+    fclose(d);
+    if (hlen != wlen || memcmp(have, want, wlen) != 0) {
+        size_t at = 0;
+        while (at < hlen && at < wlen && have[at] == want[at])
+            at++;
+        fail_msg("docs/CONFIGURATION.md is stale (first difference at byte %zu): run make docs "
+                 "and commit it",
+                 at);
+    }
+    free(have);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -505,6 +541,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(bad_values_name_key_value_and_allowed, setup, teardown),
         cmocka_unit_test_setup_teardown(conflicts_are_explained, setup, teardown),
         cmocka_unit_test_setup_teardown(secrets_never_printed, setup, teardown),
+        cmocka_unit_test(configuration_doc_is_current),
         cmocka_unit_test_setup_teardown(runtime_options_from_conf, setup, teardown),
         cmocka_unit_test_setup_teardown(classic_rebalance_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(group_conf_per_protocol, setup, teardown),

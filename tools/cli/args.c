@@ -19,7 +19,8 @@ enum {
     OPT_WORK_US,
     OPT_METRICS_PORT,
     OPT_HELP,
-    OPT_VERSION
+    OPT_VERSION,
+    OPT_CONFIG_REFERENCE
 };
 
 static const struct option longopts[] = {
@@ -43,6 +44,7 @@ static const struct option longopts[] = {
     {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"config-reference", no_argument, NULL, OPT_CONFIG_REFERENCE},
     {NULL, 0, NULL, 0},
 };
 
@@ -241,6 +243,9 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             return KC_CLI_EXIT_OK;
         case OPT_VERSION:
             a->version = 1;
+            return KC_CLI_EXIT_OK;
+        case OPT_CONFIG_REFERENCE:
+            a->config_reference = 1;
             return KC_CLI_EXIT_OK;
         case ':':
             FAIL("%s needs a value", argv[optind - 1]);

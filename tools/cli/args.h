@@ -59,7 +59,8 @@ typedef struct kc_cli_args {
     int64_t work_us;
     int metrics_port; /* --metrics-port: serve kc_metrics on 127.0.0.1:port (0: no) */
     int help, version;
-    int json; /* -J: kcat's JSON, for records and for -L / -Q */
+    int config_reference; /* --config-reference: docs/CONFIGURATION.md on stdout */
+    int json;             /* -J: kcat's JSON, for records and for -L / -Q */
     /* -L: list metadata (the -t topics, or all) and exit. -Q: print offsets for times and exit;
      * each -t is then TOPIC:PARTITION:TIMESTAMP, parsed into queries. */
     int list, query;

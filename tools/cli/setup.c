@@ -65,7 +65,7 @@ void kc_cli_usage(FILE *out)
         "  --metrics-port N       serve the stats as Prometheus text (kc_metrics) over HTTP\n"
         "                         on 127.0.0.1:N, for scraping (any path, GET)\n"
         "  -q, --quiet            no non-fatal error messages on stderr\n"
-        "  --help, --version\n"
+        "  --help, --version, --config-reference (every key as Markdown)\n"
         "\n"
         "With -G, offsets are committed by the library's auto-commit (enable.auto.commit)\n"
         "and at exit; they cover only records that were printed (with -c and -e too).\n"

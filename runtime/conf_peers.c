@@ -1,0 +1,107 @@
+/*
+ * What each configuration key is called by the two clients users move from (the Java client and
+ * librdkafka), and the keys of theirs kconsume does not take, with what to do instead: the
+ * tables behind docs/CONFIGURATION.md (kc_conf_print_reference, markdown). Read-only static data;
+ * any thread. tests/unit/test_conf.c checks that every key of conf_keys.h has a row here and
+ * that docs/CONFIGURATION.md is what kc_conf_print_reference writes.
+ */
+#include "conf_peers.h"
+
+#include <stddef.h>
+#include <string.h>
+
+/* NULL: that client has no such key. A note says where the meaning differs. */
+static const kc_conf_peer_t peers[] = {
+    {"bootstrap.servers", "bootstrap.servers", "bootstrap.servers", NULL},
+    {"client.id", "client.id", "client.id", NULL},
+    {"client.rack", "client.rack", "client.rack", NULL},
+    {"group.id", "group.id", "group.id", NULL},
+    {"group.protocol", "group.protocol", "group.protocol",
+     "adds auto: KIP-848 where the coordinator offers it, else classic"},
+    {"group.instance.id", "group.instance.id", "group.instance.id", NULL},
+    {"group.remote.assignor", "group.remote.assignor", "group.remote.assignor", NULL},
+    {"partition.assignment.strategy", "partition.assignment.strategy",
+     "partition.assignment.strategy",
+     "names (range, roundrobin, cooperative-sticky, sticky) where Java takes class names"},
+    {"session.timeout.ms", "session.timeout.ms", "session.timeout.ms", NULL},
+    {"group.consumer.session.timeout.ms", NULL, NULL,
+     "the broker's KIP-848 session (its group.consumer.session.timeout.ms), for self-fencing"},
+    {"group.self.fence.ratio", NULL, NULL, NULL},
+    {"heartbeat.interval.ms", "heartbeat.interval.ms", "heartbeat.interval.ms", NULL},
+    {"max.poll.interval.ms", "max.poll.interval.ms", "max.poll.interval.ms",
+     "bounds one callback (or the time between kc_poll calls in pull mode)"},
+    {"rebalance.timeout.ms", NULL, NULL, "Java and librdkafka use max.poll.interval.ms"},
+    {"enable.auto.commit", "enable.auto.commit", "enable.auto.commit", NULL},
+    {"auto.commit.interval.ms", "auto.commit.interval.ms", "auto.commit.interval.ms", NULL},
+    {"enable.auto.offset.store", NULL, "enable.auto.offset.store", NULL},
+    {"auto.offset.reset", "auto.offset.reset", "auto.offset.reset", NULL},
+    {"isolation.level", "isolation.level", "isolation.level",
+     "defaults to read_committed, as librdkafka; Java defaults to read_uncommitted"},
+    {"check.crcs", "check.crcs", "check.crcs", NULL},
+    {"fetch.min.bytes", "fetch.min.bytes", "fetch.min.bytes", NULL},
+    {"fetch.max.bytes", "fetch.max.bytes", "fetch.max.bytes", NULL},
+    {"max.partition.fetch.bytes", "max.partition.fetch.bytes", "max.partition.fetch.bytes", NULL},
+    {"fetch.max.wait.ms", "fetch.max.wait.ms", "fetch.wait.max.ms", NULL},
+    {"queued.max.bytes", NULL, "queued.max.messages.kbytes",
+     "bytes, where librdkafka counts KiB per partition"},
+    {"worker.threads", NULL, NULL, NULL},
+    {"callback.batch.max.records", "max.poll.records", NULL,
+     "records per on_records call (or per kc_poll view)"},
+    {"request.timeout.ms", "request.timeout.ms", "socket.timeout.ms", NULL},
+    {"reconnect.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.ms", NULL},
+    {"reconnect.backoff.max.ms", "reconnect.backoff.max.ms", "reconnect.backoff.max.ms", NULL},
+    {"retry.backoff.ms", "retry.backoff.ms", "retry.backoff.ms", NULL},
+    {"retry.backoff.max.ms", "retry.backoff.max.ms", "retry.backoff.max.ms", NULL},
+    {"metadata.max.age.ms", "metadata.max.age.ms", "metadata.max.age.ms", NULL},
+    {"socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.ms",
+     "socket.connection.setup.timeout.ms", NULL},
+    {"security.protocol", "security.protocol", "security.protocol", NULL},
+    {"ssl.ca.location", "ssl.truststore.location", "ssl.ca.location",
+     "a PEM file (Java: with ssl.truststore.type=PEM)"},
+    {"ssl.certificate.location", "ssl.keystore.location", "ssl.certificate.location",
+     "a PEM file (Java: with ssl.keystore.type=PEM)"},
+    {"ssl.key.location", "ssl.keystore.location", "ssl.key.location",
+     "a PEM file (Java keeps key and certificate in one keystore)"},
+    {"ssl.key.password", "ssl.key.password", "ssl.key.password", NULL},
+    {"ssl.endpoint.identification.algorithm", "ssl.endpoint.identification.algorithm",
+     "ssl.endpoint.identification.algorithm", NULL},
+    {"sasl.mechanism", "sasl.mechanism", "sasl.mechanisms", "sasl.mechanisms is accepted too"},
+    {"sasl.username", NULL, "sasl.username", "Java: username in sasl.jaas.config"},
+    {"sasl.password", NULL, "sasl.password", "Java: password in sasl.jaas.config"},
+    {"io.backend", NULL, NULL, NULL},
+    {"statistics.interval.ms", NULL, "statistics.interval.ms", NULL},
+    {"log.level", NULL, "log_level", "names (error, warn, info, debug), not syslog numbers"},
+    {"decompress.max.bytes", NULL, NULL, NULL},
+};
+
+/* Keys users bring from the other clients that kconsume does not take. */
+static const kc_conf_foreign_t foreign[] = {
+    {"Java", "key.deserializer, value.deserializer",
+     "records are bytes: decode them in on_records (kc_record_key / kc_record_value)"},
+    {"Java", "sasl.jaas.config", "sasl.username and sasl.password"},
+    {"Java", "default.api.timeout.ms", "every blocking call takes its own timeout argument"},
+    {"Java", "allow.auto.create.topics", "a consumer never creates topics"},
+    {"Java", "interceptor.classes, metric.reporters", "on_event (stats) and kc_metrics"},
+    {"Java", "ssl.keystore.type, ssl.truststore.type", "TLS material is read as PEM files"},
+    {"librdkafka", "debug", "log.level=debug"},
+    {"librdkafka", "enable.partition.eof", "not yet: kc_watermarks tells where a partition ends"},
+    {"librdkafka", "queued.min.messages", "queued.max.bytes bounds what waits for the callbacks"},
+    {"librdkafka", "fetch.error.backoff.ms", "retry.backoff.ms"},
+    {"librdkafka", "topic.metadata.refresh.interval.ms", "metadata.max.age.ms"},
+    {"librdkafka", "api.version.request, broker.version.fallback",
+     "versions are always negotiated with ApiVersions (Kafka 2.1 and later)"},
+};
+
+const kc_conf_peer_t *kc_conf_peer(const char *name)
+{
+    for (size_t i = 0; i < sizeof peers / sizeof *peers; i++)
+        if (strcmp(peers[i].name, name) == 0)
+            return &peers[i];
+    return NULL;
+}
+
+const kc_conf_foreign_t *kc_conf_foreign(size_t *n)
+{
+    *n = sizeof foreign / sizeof *foreign;
+    return foreign;
+}
