@@ -2,8 +2,7 @@
  * even, the broker's answer to our client message, fed through the exchange (io/sasl.c over a
  * token slot: empty = accepted, else the RFC 7628 error JSON, answered with \x01); odd, an OIDC
  * token endpoint's answer body (runtime/oidc.c: JSON, then the JWT payload's exp and sub). The
- * token is fixed, so a token or secret in an error message would show as a leak check failure
- * below. */
+ * token is fixed, so our own error messages are checked not to carry it. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,9 +53,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (kc_sasl_step(s, data, size, &out, &n, &err) == KC_OK && !kc_sasl_done(s) &&
                 (n != 1 || out[0] != 0x01))
                 abort(); /* an error message is answered with exactly \x01 */
+            /* (kc_sasl_server_detail is the server's own words: it may repeat anything) */
             no_leak(&err);
-            if (strstr(kc_sasl_server_detail(s), TOKEN))
-                abort();
         }
         kc_sasl_free(s);
     }
