@@ -5,7 +5,8 @@
  *  - callback_consume: the application's token callback gets a token from the endpoint itself
  *    (libcurl, as an application would), with a SASL extension; every record exactly once; the
  *    callback runs first on the creating thread, later only on the refresher ("kc-oauth");
- *  - oidc_consume: sasl.oauthbearer.method=oidc (KIP-768) consumes, commits and reads back;
+ *  - oidc_consume: sasl.oauthbearer.method=oidc (KIP-768), no scope, consumes, commits and
+ *    reads back;
  *  - oidc_expiry_reauth: 15 s tokens (the endpoint's "lifetime:15" scope) over a 40 s run with a
  *    second batch produced mid-run: the token is refreshed and every connection re-authenticates
  *    in place (KIP-368: stats reauths grow, connects stay 1), nothing lost, nothing twice;
@@ -274,7 +275,7 @@ static void oidc_consume(void **state)
 {
     (void)state;
     reset_counts();
-    kc_conf_t *conf = oidc_conf(NULL, "kafka");
+    kc_conf_t *conf = oidc_conf(NULL, NULL); /* no scope: the request has none */
     char group[80];
     snprintf(group, sizeof group, "%s-oidc", topic);
     set(conf, "group.id", group);
