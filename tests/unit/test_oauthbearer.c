@@ -1,17 +1,23 @@
+/* kc-test-label: threads */
 /* SASL OAUTHBEARER without a broker: the RFC 7628 client message byte for byte, the token and
  * extension rules, the server's error JSON and the \x01 answer, the exchange over a token slot
  * (a re-authentication sends the slot's new token), the OIDC token response (JWT exp and sub,
- * expires_in), the refresh point, the token callback's answers, and the OIDC configuration
- * checks (the secret read back redacted). */
+ * expires_in), the refresh point, the token callback's answers, the OIDC configuration checks
+ * (the secret read back redacted), and the refresher thread (refresh at 80%, a failure keeps the
+ * old token and is retried). */
 #include "kc_test.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
+#include "base/log.h"
 #include "conf.h"
 #include "kconsume.h"
 #include "oauth_refresh.h"
@@ -347,6 +353,51 @@ static void token_callback_answers(void **state)
     kc_conf_destroy(c);
 }
 
+/* The refresher calls the callback again at 80% of the lifetime, on its own thread; a failed
+ * refresh keeps the old token in use and is retried. */
+static _Atomic int rf_calls, rf_wrong_thread;
+static void refresh_cb(void *opaque, kc_oauthbearer_req_t *req)
+{
+    (void)opaque;
+    int n = atomic_fetch_add(&rf_calls, 1);
+    char name[32] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    if (n > 0 && strcmp(name, "kc-oauth") != 0)
+        atomic_fetch_add(&rf_wrong_thread, 1);
+    if (n == 2) { /* the third call fails */
+        kc_oauthbearer_set_token_failure(req, "idp down");
+        return;
+    }
+    kc_error_t e;
+    char tok[16];
+    snprintf(tok, sizeof tok, "t%d", n);
+    kc_oauthbearer_set_token(req, tok, wall_ms() + 2000, "me", NULL, 0, &e);
+}
+
+static void refresher_thread(void **state)
+{
+    (void)state;
+    kc_conf_t *c = oauth_conf();
+    kc_error_t e;
+    assert_int_equal(kc_conf_set_oauthbearer_token_cb(c, refresh_cb, NULL, &e), KC_OK);
+    kc_oauth_refresher_t *r = NULL;
+    assert_int_equal(kc_oauth_refresher_new(c, &r, &e), KC_OK);
+    assert_int_equal(atomic_load(&rf_calls), 1); /* the first, on this thread */
+    kc_logger_t lg;
+    kc_logger_init(&lg, NULL, NULL, KC_LOG_ERROR, "test");
+    assert_int_equal(kc_oauth_refresher_start(r, &lg, &e), KC_OK);
+    kc_oauth_slot_t *slot = kc_oauth_refresher_slot(r);
+    /* 2 s tokens: refreshed at 1.6 s, again 1.6 s later (that one fails: t1 stays, and is
+     * retried 1 s later) */
+    for (int i = 0; i < 100 && atomic_load(&rf_calls) < 4; i++)
+        usleep(100 * 1000);
+    assert_true(atomic_load(&rf_calls) >= 4);
+    assert_int_equal(atomic_load(&rf_wrong_thread), 0);
+    assert_true(kc_oauth_slot_generation(slot) >= 3); /* t0, t1, t3 */
+    kc_oauth_refresher_free(r);
+    kc_conf_destroy(c);
+}
+
 static void oidc_conf_checks(void **state)
 {
     (void)state;
@@ -390,6 +441,7 @@ int main(void)
         cmocka_unit_test(server_error_json),      cmocka_unit_test(exchange_over_slot),
         cmocka_unit_test(oidc_response),          cmocka_unit_test(refresh_point),
         cmocka_unit_test(token_callback_answers), cmocka_unit_test(oidc_conf_checks),
+        cmocka_unit_test(refresher_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
