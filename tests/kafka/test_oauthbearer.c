@@ -7,6 +7,8 @@
  *    callback runs first on the creating thread, later only on the refresher ("kc-oauth");
  *  - oidc_consume: sasl.oauthbearer.method=oidc (KIP-768), no scope, consumes, commits and
  *    reads back;
+ *  - oidc_group_classic / oidc_group_consumer: group members over OIDC (their coordinator
+ *    connections log in with the token as well) read everything;
  *  - oidc_expiry_reauth: 15 s tokens (the endpoint's "lifetime:15" scope) over a 40 s run with a
  *    second batch produced mid-run: the token is refreshed and every connection re-authenticates
  *    in place (KIP-368: stats reauths grow, connects stay 1), nothing lost, nothing twice;
@@ -299,6 +301,41 @@ static void oidc_consume(void **state)
     kc_destroy(c);
 }
 
+/* Group members: the group coordinator's connections (a classic member's own, KIP-848's
+ * through the engine) log in with the token too. */
+static void oidc_group(const char *protocol)
+{
+    reset_counts();
+    kc_conf_t *conf = oidc_conf(NULL, NULL);
+    char group[80];
+    snprintf(group, sizeof group, "%s-g-%s", topic, protocol);
+    set(conf, "group.id", group);
+    set(conf, "group.protocol", protocol);
+    set(conf, "auto.offset.reset", "earliest");
+    kc_consumer_t *c = start(conf);
+    const char *sub[] = {topic};
+    kc_error_t err;
+    if (kc_subscribe(c, sub, 1, &err) != KC_OK)
+        fail_msg("kc_subscribe: %s", err.msg);
+    char what[64];
+    snprintf(what, sizeof what, "OIDC, group.protocol=%s", protocol);
+    wait_total(RECS, what);
+    assert_int_equal(kc_close(c, 10000, &err), KC_OK);
+    kc_destroy(c);
+}
+
+static void oidc_group_classic(void **state)
+{
+    (void)state;
+    oidc_group("classic");
+}
+
+static void oidc_group_consumer(void **state)
+{
+    (void)state;
+    oidc_group("consumer");
+}
+
 static void oidc_expiry_reauth(void **state)
 {
     (void)state;
@@ -381,6 +418,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(callback_consume),   cmocka_unit_test(oidc_consume),
         cmocka_unit_test(oidc_wrong_secret),  cmocka_unit_test(callback_failure),
+        cmocka_unit_test(oidc_group_classic), cmocka_unit_test(oidc_group_consumer),
         cmocka_unit_test(oidc_expiry_reauth),
     };
     kc_test_filter();
