@@ -29,6 +29,10 @@ kc_require(liblz4 liblz4-dev)
 kc_require(snappy libsnappy-dev)
 # kc_metrics reads the stats JSON back to render it (runtime/metrics.c).
 kc_require(jansson libjansson-dev)
+# SASL OAUTHBEARER's OIDC client: the token endpoint over HTTPS (runtime/oidc.c). The OpenSSL
+# flavour, so the endpoint's certificate is checked with the same library and CA files as the
+# brokers'.
+kc_require(libcurl libcurl4-openssl-dev)
 
 # The CLI only (--metrics-port's HTTP listener, tools/app/metrics_http.c); not the library's.
 pkg_check_modules(KCDEP_microhttpd QUIET IMPORTED_TARGET GLOBAL libmicrohttpd)

@@ -377,6 +377,12 @@ size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *ou
         out[i].state = kc_engine_conn_state_name(b->conn != NULL,
                                                  b->conn ? kc_conn_state(b->conn) : KC_CONN_DOWN,
                                                  b->conn ? kc_conn_failures(b->conn) : 0);
+        if (b->conn) {
+            kc_conn_stats_t cs;
+            kc_conn_get_stats(b->conn, &cs);
+            out[i].connects = cs.connects;
+            out[i].reauths = cs.reauths;
+        }
     }
     return e->n_brokers;
 }

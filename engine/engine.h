@@ -149,6 +149,9 @@ typedef struct kc_engine_broker_stats {
     uint64_t fetch_request_bytes_min; /* smallest / largest Fetch sent (perf: incremental size) */
     uint64_t fetch_request_bytes_max;
     const char *io_backend;
+    /* Its data connection's TCP connects and KIP-368 re-authentications, totals (a token
+     * refresh shows as a reauth, not a connect). */
+    uint64_t connects, reauths;
 } kc_engine_broker_stats_t;
 
 /* The stats name of a broker connection's state: "idle" (known from metadata, no connection

@@ -341,6 +341,52 @@ typedef void (*kc_log_cb_t)(void *opaque, int level, const char *subsystem, cons
  * stderr as "<seconds.ms> kconsume LEVEL <client.id> [subsystem] message". KC_ERR_INVALID_ARG for
  * a NULL conf. */
 KC_API kc_err_t kc_conf_set_log_cb(kc_conf_t *conf, kc_log_cb_t cb, void *opaque, kc_error_t *err);
+
+/*
+ * SASL OAUTHBEARER tokens from the application (sasl.mechanism=OAUTHBEARER with
+ * sasl.oauthbearer.method=default): a token callback, the way to plug in any token source (a
+ * company identity provider, an AWS MSK IAM signer, a file a sidecar renews).
+ *
+ * When it is called: once in kc_consumer_new, on the thread calling it, before any broker is
+ * contacted (a failure then fails kc_consumer_new with KC_ERR_AUTH and the callback's text);
+ * afterwards on the consumer's own token thread ("kc-oauth"), at 80% of the current token's
+ * remaining lifetime (Java's sasl.login.refresh.window.factor and librdkafka's default), and
+ * again after a failure (1 s doubling to 10 s, while the old token stays in use until it
+ * expires). Never on the network thread nor a worker, and never twice at once, so it may block
+ * (an HTTP request) for as long as it needs; kc_consumer_close waits for a call in progress.
+ *
+ * What it does: exactly one of kc_oauthbearer_set_token or kc_oauthbearer_set_token_failure on
+ * the `req` it was given, before it returns (returning without either counts as a failure). It
+ * must not call any other kconsume function, and must not keep `req`.
+ *
+ * The token is handed to the network thread through the consumer's token slot; every broker
+ * connection authenticates with the current one, and re-authenticates (KIP-368, no reconnect)
+ * with the current one when the broker's session lifetime (the token's expiry, bounded by the
+ * broker's connections.max.reauth.ms) nears its end.
+ */
+typedef struct kc_oauthbearer_req kc_oauthbearer_req_t;
+typedef void (*kc_oauthbearer_token_cb_t)(void *opaque, kc_oauthbearer_req_t *req);
+/* Sets the token callback of consumers created from `conf` (kc_conf_dup copies it; NULL
+ * removes it). KC_ERR_INVALID_ARG for a NULL conf. */
+KC_API kc_err_t kc_conf_set_oauthbearer_token_cb(kc_conf_t *conf, kc_oauthbearer_token_cb_t cb,
+                                                 void *opaque, kc_error_t *err);
+/*
+ * The callback's answer: `token` (an RFC 6750 bearer token, e.g. a JWT; copied), `expiry_ms` the
+ * wall-clock time it expires (milliseconds since the Unix epoch, > now), `principal` the name it
+ * identifies (copied; logs only: the broker reads the principal from the token; may be NULL),
+ * and `extensions` SASL extensions (RFC 7628 key=value pairs sent with the token, e.g. Confluent
+ * Cloud's logicalCluster and identityPoolId): `extension_count` strings, alternating key and
+ * value (so an even number; NULL and 0 for none; keys are letters only, never "auth").
+ * KC_ERR_INVALID_ARG (and nothing stored: the request then counts as failed with that message)
+ * when any of these is wrong. The token is never logged nor put in an error message.
+ */
+KC_API kc_err_t kc_oauthbearer_set_token(kc_oauthbearer_req_t *req, const char *token,
+                                         int64_t expiry_ms, const char *principal,
+                                         const char *const *extensions, size_t extension_count,
+                                         kc_error_t *err);
+/* The callback could not get a token: `reason` (copied, one line, no secrets) is what
+ * kc_consumer_new, the logs and a connection that has no valid token left report. */
+KC_API void kc_oauthbearer_set_token_failure(kc_oauthbearer_req_t *req, const char *reason);
 /* Writes the reference of every key (name, type, default, allowed values, doc) to `out` (a
  * FILE *, as void * to keep <stdio.h> out of this header). markdown != 0: docs/CONFIGURATION.md,
  * which also gives the Java client's and librdkafka's name for each key and their keys kconsume

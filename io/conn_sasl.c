@@ -16,20 +16,32 @@ struct kc_conn_sasl {
     uint64_t rng;
 };
 
-kc_err_t kc_conn_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password,
-                          kc_conn_sasl_t **out, kc_error_t *err)
+static kc_err_t wrap(kc_sasl_t *s, kc_conn_sasl_t **out, kc_error_t *err)
 {
     kc_conn_sasl_t *cs = calloc(1, sizeof *cs);
-    if (!cs)
+    if (!cs) {
+        kc_sasl_free(s);
         return kc_fail(err, KC_ERR_NOMEM, "sasl: out of memory");
-    kc_err_t rc = kc_sasl_new(mech, user, password, &cs->s, err);
-    if (rc != KC_OK) {
-        free(cs);
-        return rc;
     }
+    cs->s = s;
     cs->rng = (uint64_t)kc_now_ns() ^ (uint64_t)(uintptr_t)cs;
     *out = cs;
     return KC_OK;
+}
+
+kc_err_t kc_conn_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password,
+                          kc_conn_sasl_t **out, kc_error_t *err)
+{
+    kc_sasl_t *s = NULL;
+    kc_err_t rc = kc_sasl_new(mech, user, password, &s, err);
+    return rc != KC_OK ? rc : wrap(s, out, err);
+}
+
+kc_err_t kc_conn_sasl_new_oauthbearer(kc_oauth_slot_t *slot, kc_conn_sasl_t **out, kc_error_t *err)
+{
+    kc_sasl_t *s = NULL;
+    kc_err_t rc = kc_sasl_new_oauthbearer(slot, &s, err);
+    return rc != KC_OK ? rc : wrap(s, out, err);
 }
 
 void kc_conn_sasl_free(kc_conn_sasl_t *cs)

@@ -20,6 +20,9 @@ typedef struct kc_conn_sasl kc_conn_sasl_t;
 
 kc_err_t kc_conn_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password,
                           kc_conn_sasl_t **out, kc_error_t *err);
+/* OAUTHBEARER: each exchange (first authentication and every re-authentication) sends the
+ * slot's current token; `slot` outlives the connection. */
+kc_err_t kc_conn_sasl_new_oauthbearer(kc_oauth_slot_t *slot, kc_conn_sasl_t **out, kc_error_t *err);
 void kc_conn_sasl_free(kc_conn_sasl_t *cs);
 void kc_conn_sasl_authenticate(kc_conn_t *conn, void *opaque);
 /* session_lifetime_ms from the last successful exchange (0: none), for the re-auth clock. */

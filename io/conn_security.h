@@ -24,9 +24,12 @@
 typedef struct kc_conn_security_conf {
     const char *protocol;       /* PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL */
     kc_tls_conf_t tls;          /* read for SSL and SASL_SSL */
-    const char *sasl_mechanism; /* PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512, for SASL_* */
+    const char *sasl_mechanism; /* PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER */
     const char *sasl_username;
     const char *sasl_password;
+    /* OAUTHBEARER: the consumer's token slot (io/oauth_token.h), filled by its refresher; not
+     * owned, outlives every connection. */
+    kc_oauth_slot_t *oauth;
 } kc_conn_security_conf_t;
 
 typedef struct kc_conn_security kc_conn_security_t;

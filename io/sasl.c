@@ -16,6 +16,9 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 
+#include "base/clock.h"
+#include "sasl_oauthbearer.h"
+
 /* Kafka's ScramMechanism bounds: brokers refuse to store credentials outside 4096..16384
  * iterations. RFC 7677 says a client should reject counts below 4096 (a downgrade by a server
  * that wants cheap brute force); the upper bound keeps a hostile server from making us spend
@@ -42,6 +45,8 @@ struct kc_sasl {
     uint8_t *out; /* the message kc_sasl_step() returned; may hold secrets (PLAIN) */
     size_t out_len;
     int64_t reauth_at_ms;
+    kc_oauth_slot_t *slot;   /* OAUTHBEARER: where the token comes from (not owned) */
+    char server_detail[160]; /* OAUTHBEARER: the server's error status, "" if none */
 };
 
 const char *kc_sasl_mech_name(kc_sasl_mech_t mech)
@@ -53,6 +58,8 @@ const char *kc_sasl_mech_name(kc_sasl_mech_t mech)
         return "SCRAM-SHA-256";
     case KC_SASL_SCRAM_SHA_512:
         return "SCRAM-SHA-512";
+    case KC_SASL_OAUTHBEARER:
+        return "OAUTHBEARER";
     }
     return "UNKNOWN";
 }
@@ -60,7 +67,7 @@ const char *kc_sasl_mech_name(kc_sasl_mech_t mech)
 kc_err_t kc_sasl_mech_parse(const char *name, kc_sasl_mech_t *out, kc_error_t *err)
 {
     static const kc_sasl_mech_t all[] = {KC_SASL_PLAIN, KC_SASL_SCRAM_SHA_256,
-                                         KC_SASL_SCRAM_SHA_512};
+                                         KC_SASL_SCRAM_SHA_512, KC_SASL_OAUTHBEARER};
     for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++) {
         if (strcmp(name, kc_sasl_mech_name(all[i])) == 0) {
             *out = all[i];
@@ -68,7 +75,8 @@ kc_err_t kc_sasl_mech_parse(const char *name, kc_sasl_mech_t *out, kc_error_t *e
         }
     }
     return kc_fail(err, KC_ERR_CONFIG,
-                   "sasl.mechanism '%s' is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)",
+                   "sasl.mechanism '%s' is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+                   "OAUTHBEARER)",
                    name ? name : "(null)");
 }
 
@@ -107,7 +115,8 @@ kc_err_t kc_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password
 {
     *out = NULL;
     if (mech != KC_SASL_PLAIN && mech != KC_SASL_SCRAM_SHA_256 && mech != KC_SASL_SCRAM_SHA_512)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "SASL: unknown mechanism %d", (int)mech);
+        return kc_fail(err, KC_ERR_INVALID_ARG, "SASL: mechanism %s has no user and password",
+                       kc_sasl_mech_name(mech));
     if (!user || !*user || !password)
         return kc_fail(err, KC_ERR_CONFIG, "SASL %s: sasl.username and sasl.password are required",
                        kc_sasl_mech_name(mech));
@@ -129,8 +138,29 @@ kc_err_t kc_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password
     return KC_OK;
 }
 
+kc_err_t kc_sasl_new_oauthbearer(kc_oauth_slot_t *slot, kc_sasl_t **out, kc_error_t *err)
+{
+    *out = NULL;
+    if (!slot)
+        return kc_fail(err, KC_ERR_CONFIG, "SASL OAUTHBEARER: no token source");
+    kc_sasl_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return kc_fail(err, KC_ERR_NOMEM, "SASL: out of memory");
+    s->mech = KC_SASL_OAUTHBEARER;
+    s->slot = slot;
+    s->reauth_at_ms = INT64_MAX;
+    *out = s;
+    return KC_OK;
+}
+
+const char *kc_sasl_server_detail(const kc_sasl_t *s)
+{
+    return s->server_detail;
+}
+
 void kc_sasl_reset(kc_sasl_t *s)
 {
+    s->server_detail[0] = '\0';
     clear_out(s);
     wipe_free(s->client_first_bare, s->client_first_bare ? strlen(s->client_first_bare) : 0);
     s->client_first_bare = NULL;
@@ -238,6 +268,43 @@ static kc_err_t plain_step(kc_sasl_t *s, size_t in_len, kc_error_t *err)
                        in_len);
     s->state = ST_DONE;
     return KC_OK;
+}
+
+/* ---- OAUTHBEARER ---- */
+
+static kc_err_t oauthbearer_step(kc_sasl_t *s, const uint8_t *in, size_t in_len, kc_error_t *err)
+{
+    if (s->state == ST_START) {
+        clear_out(s);
+        /* The slot's token now: a re-authentication sends the refreshed one. */
+        kc_err_t rc = kc_oauth_slot_message(s->slot, kc_wall_ms(), &s->out, &s->out_len, err);
+        if (rc == KC_OK)
+            s->state = ST_SENT_FIRST;
+        return rc;
+    }
+    if (s->state == ST_SENT_FIRST) {
+        clear_out(s);
+        if (in_len == 0) { /* accepted */
+            s->state = ST_DONE;
+            return KC_OK;
+        }
+        /* RFC 7628 3.2.2: the server explains its refusal; we answer with \x01 and the broker
+         * then fails the exchange, which the caller reports with this status. */
+        kc_err_t rc =
+            kc_oauthbearer_server_error(in, in_len, s->server_detail, sizeof s->server_detail, err);
+        if (rc != KC_OK)
+            return rc;
+        s->out = malloc(1);
+        if (!s->out)
+            return kc_fail(err, KC_ERR_NOMEM, "SASL OAUTHBEARER: out of memory");
+        s->out[0] = kc_oauthbearer_client_ack[0];
+        s->out_len = 1;
+        s->state = ST_SENT_FINAL;
+        return KC_OK;
+    }
+    /* After our \x01 the broker must fail the exchange; an answer instead is a protocol error. */
+    return kc_fail(err, KC_ERR_AUTH, "SASL OAUTHBEARER: server refused the token (%s)",
+                   s->server_detail[0] ? s->server_detail : "no status");
 }
 
 /* ---- SCRAM helpers ---- */
@@ -490,6 +557,8 @@ kc_err_t kc_sasl_step(kc_sasl_t *s, const uint8_t *in, size_t in_len, const uint
         return kc_fail(err, KC_ERR_INVALID_ARG, "SASL: NULL input");
     if (s->mech == KC_SASL_PLAIN) {
         rc = plain_step(s, in_len, err);
+    } else if (s->mech == KC_SASL_OAUTHBEARER) {
+        rc = oauthbearer_step(s, in, in_len, err);
     } else if (s->state == ST_START) {
         rc = scram_first(s, err);
     } else if (s->state == ST_SENT_FIRST) {

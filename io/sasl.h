@@ -1,6 +1,8 @@
 /*
  * SASL client mechanisms as pure state machines: PLAIN (RFC 4616), SCRAM-SHA-256 and
- * SCRAM-SHA-512 (RFC 5802, RFC 7677), plus the KIP-368 re-authentication clock.
+ * SCRAM-SHA-512 (RFC 5802, RFC 7677), OAUTHBEARER (RFC 7628, KIP-255: the token comes from a
+ * kc_oauth_slot_t at each first step, so every re-authentication sends the current token), plus
+ * the KIP-368 re-authentication clock.
  *
  * No I/O here. The connection layer wraps the bytes this module produces in the generated
  * SaslAuthenticate request (after a SaslHandshake naming kc_sasl_mech_name()) and feeds the
@@ -43,14 +45,17 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "oauth_token.h"
 
 typedef enum kc_sasl_mech {
     KC_SASL_PLAIN,
     KC_SASL_SCRAM_SHA_256,
     KC_SASL_SCRAM_SHA_512,
+    KC_SASL_OAUTHBEARER,
 } kc_sasl_mech_t;
 
-/* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512": the names Kafka's sasl.mechanism uses. */
+/* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER": the names Kafka's sasl.mechanism
+ * uses. */
 const char *kc_sasl_mech_name(kc_sasl_mech_t mech);
 
 /* Parses a sasl.mechanism value (case-sensitive, as Kafka). KC_ERR_CONFIG names the choices. */
@@ -61,6 +66,15 @@ typedef struct kc_sasl kc_sasl_t;
 /* A fresh exchange for `user`/`password` (both copied; NUL-terminated UTF-8). */
 kc_err_t kc_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password, kc_sasl_t **out,
                      kc_error_t *err);
+
+/* An OAUTHBEARER exchange reading its token from `slot` (not owned; it outlives the exchange).
+ * OAUTHBEARER: the first step sends the slot's current token (KC_ERR_AUTH when it has none that
+ * is valid); an empty answer is success; a server error message (JSON) is answered with \x01 and
+ * its status is kept for the failure the broker sends next (kc_sasl_server_detail). */
+kc_err_t kc_sasl_new_oauthbearer(kc_oauth_slot_t *slot, kc_sasl_t **out, kc_error_t *err);
+
+/* What the server said before refusing us (OAUTHBEARER's error status), or "" . */
+const char *kc_sasl_server_detail(const kc_sasl_t *s);
 
 /* Wipes every secret and frees. NULL is fine. */
 void kc_sasl_free(kc_sasl_t *s);

@@ -62,11 +62,15 @@ kc_err_t kc_sasl_authenticate_result(kc_sasl_t *s, const kc_sasl_authenticate_re
     if (resp->error_code != 0) {
         /* The broker's error_message says why (e.g. "invalid credentials"); it never echoes the
          * password. Bound it so the broker/mechanism part always fits. */
-        char detail[200];
+        char detail[360];
         const kc_str_t *em = &resp->error_message;
-        snprintf(detail, sizeof detail, "%s%s%.*s", kc_kafka_err_name(resp->error_code),
+        /* OAUTHBEARER: the status the server sent before the failure says why the token was
+         * refused (invalid_token, an expired token, a wrong audience); Kafka's error_message
+         * does not. */
+        const char *sd = kc_sasl_server_detail(s);
+        snprintf(detail, sizeof detail, "%s%s%.*s%s%s%s", kc_kafka_err_name(resp->error_code),
                  em->len > 0 ? ": " : "", em->len > 0 ? (em->len > 160 ? 160 : (int)em->len) : 0,
-                 em->len > 0 ? em->ptr : "");
+                 em->len > 0 ? em->ptr : "", *sd ? " (server: " : "", sd, *sd ? ")" : "");
         kc_err_t rc = kc_sasl_auth_fail(err, mech, broker, detail);
         if (err)
             err->kafka_code = resp->error_code;

@@ -322,7 +322,19 @@ kc_conf_t *kc_conf_dup(const kc_conf_t *conf)
     }
     d->log_cb = conf->log_cb;
     d->log_opaque = conf->log_opaque;
+    d->oauth_cb = conf->oauth_cb;
+    d->oauth_opaque = conf->oauth_opaque;
     return d;
+}
+
+kc_err_t kc_conf_set_oauthbearer_token_cb(kc_conf_t *conf, kc_oauthbearer_token_cb_t cb,
+                                          void *opaque, kc_error_t *err)
+{
+    if (!conf)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_conf_set_oauthbearer_token_cb: NULL conf");
+    conf->oauth_cb = cb;
+    conf->oauth_opaque = cb ? opaque : NULL;
+    return KC_OK;
 }
 
 kc_err_t kc_conf_set_log_cb(kc_conf_t *conf, kc_log_cb_t cb, void *opaque, kc_error_t *err)

@@ -15,6 +15,8 @@ struct kc_conf {
     char *val[KC_CONF__COUNT]; /* NULL = unset (the table's default applies); owned */
     kc_log_cb_t log_cb;        /* kc_conf_set_log_cb; NULL: stderr */
     void *log_opaque;
+    kc_oauthbearer_token_cb_t oauth_cb; /* kc_conf_set_oauthbearer_token_cb; NULL: none */
+    void *oauth_opaque;
 };
 
 /* Typed reads of the effective value (set or default). Values were validated at set time, so

@@ -127,10 +127,28 @@
       "https", 0, 0, "https|none", EMPTY_OK,                                                       \
       "https: the broker certificate must match its host name; none or empty (Java's way): skip "  \
       "the name check, the chain is still verified (testing only)")                                \
-    X(SASL_MECHANISM, "sasl.mechanism", ENUM, "PLAIN", 0, 0, "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512",  \
-      0, "SASL mechanism (security.protocol SASL_*)")                                              \
+    X(SASL_MECHANISM, "sasl.mechanism", ENUM, "PLAIN", 0, 0,                                       \
+      "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512|OAUTHBEARER", 0,                                          \
+      "SASL mechanism (security.protocol SASL_*)")                                                 \
     X(SASL_USERNAME, "sasl.username", STR, "", 0, 0, NULL, 0, "SASL user name")                    \
     X(SASL_PASSWORD, "sasl.password", STR, "", 0, 0, NULL, SECRET, "SASL password")                \
+    X(SASL_OAUTHBEARER_METHOD, "sasl.oauthbearer.method", ENUM, "default", 0, 0, "default|oidc",   \
+      0,                                                                                           \
+      "OAUTHBEARER tokens: default = the application's token callback "                            \
+      "(kc_conf_set_oauthbearer_token_cb); oidc = the client-credentials grant (KIP-768)")         \
+    X(SASL_OAUTHBEARER_CLIENT_ID, "sasl.oauthbearer.client.id", STR, "", 0, 0, NULL, 0,            \
+      "OIDC client id (Java: sasl.oauthbearer.client.credentials.client.id)")                      \
+    X(SASL_OAUTHBEARER_CLIENT_SECRET, "sasl.oauthbearer.client.secret", STR, "", 0, 0, NULL,       \
+      SECRET, "OIDC client secret (Java: sasl.oauthbearer.client.credentials.client.secret)")      \
+    X(SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL, "sasl.oauthbearer.token.endpoint.url", STR, "", 0, 0,   \
+      NULL, 0, "OIDC token endpoint (https://...) the client-credentials grant is POSTed to")      \
+    X(SASL_OAUTHBEARER_SCOPE, "sasl.oauthbearer.scope", STR, "", 0, 0, NULL, 0,                    \
+      "OIDC scope asked for (space-separated; empty: none sent)")                                  \
+    X(SASL_OAUTHBEARER_EXTENSIONS, "sasl.oauthbearer.extensions", STR, "", 0, 0, NULL, 0,          \
+      "SASL extensions sent with an OIDC token, key=value[,key=value...] (RFC 7628)")              \
+    X(HTTPS_CA_LOCATION, "https.ca.location", STR, "", 0, 0, NULL, 0,                              \
+      "CA bundle (PEM file) that verifies the OIDC token endpoint; empty = ssl.ca.location, "      \
+      "and if that is empty too the system default")                                               \
     X(IO_BACKEND, "io.backend", ENUM, "auto", 0, 0, "auto|io_uring|epoll", 0,                      \
       "Network event loop; auto = io_uring when the kernel allows it, else epoll")                 \
     X(STATISTICS_INTERVAL_MS, "statistics.interval.ms", INT, "0", 0, 86400000, NULL, 0,            \

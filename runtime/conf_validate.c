@@ -101,7 +101,38 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
                        : SET(SASL_USERNAME) ? "sasl.username"
                                             : "sasl.password",
                        proto);
-    if (sasl && (!STR(SASL_USERNAME)[0] || !STR(SASL_PASSWORD)[0]))
+    bool oauth = strcmp(STR(SASL_MECHANISM), "OAUTHBEARER") == 0;
+    bool oidc = strcmp(STR(SASL_OAUTHBEARER_METHOD), "oidc") == 0;
+    if (oauth && (SET(SASL_USERNAME) || SET(SASL_PASSWORD)))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.mechanism=OAUTHBEARER takes no %s: the token is the credential "
+                       "(sasl.oauthbearer.method=oidc, or a token callback)",
+                       SET(SASL_USERNAME) ? "sasl.username" : "sasl.password");
+    if (oidc && (!STR(SASL_OAUTHBEARER_CLIENT_ID)[0] || !STR(SASL_OAUTHBEARER_CLIENT_SECRET)[0] ||
+                 !STR(SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL)[0]))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.oauthbearer.method=oidc needs sasl.oauthbearer.client.id, "
+                       "sasl.oauthbearer.client.secret and sasl.oauthbearer.token.endpoint.url "
+                       "(%s is missing)",
+                       !STR(SASL_OAUTHBEARER_CLIENT_ID)[0] ? "sasl.oauthbearer.client.id"
+                       : !STR(SASL_OAUTHBEARER_CLIENT_SECRET)[0]
+                           ? "sasl.oauthbearer.client.secret"
+                           : "sasl.oauthbearer.token.endpoint.url");
+    if (oidc && !has_prefix(STR(SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL), "https://"))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.oauthbearer.token.endpoint.url must be an https:// URL (the client "
+                       "secret would otherwise travel in the clear)");
+    if (!oidc && (SET(SASL_OAUTHBEARER_CLIENT_ID) || SET(SASL_OAUTHBEARER_CLIENT_SECRET) ||
+                  SET(SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL) || SET(SASL_OAUTHBEARER_SCOPE) ||
+                  SET(SASL_OAUTHBEARER_EXTENSIONS) || SET(HTTPS_CA_LOCATION)))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.oauthbearer.* OIDC settings are set but sasl.oauthbearer.method is "
+                       "not oidc");
+    if (oidc && !(sasl && oauth))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.oauthbearer.method=oidc needs security.protocol=SASL_SSL (or "
+                       "SASL_PLAINTEXT) and sasl.mechanism=OAUTHBEARER");
+    if (sasl && !oauth && (!STR(SASL_USERNAME)[0] || !STR(SASL_PASSWORD)[0]))
         return kc_fail(err, KC_ERR_CONFIG,
                        "security.protocol=%s with sasl.mechanism=%s needs "
                        "sasl.username and sasl.password",

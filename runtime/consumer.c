@@ -30,6 +30,7 @@
 #include "base/log.h"
 #include "group.h"
 #include "consumer_int.h"
+#include "oauth_refresh.h"
 #include "coordinator.h"
 
 /* ---- engine sink and runtime completions (network thread) ---------------------------------- */
@@ -783,18 +784,34 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         .sasl_mechanism = kc_conf_str(conf, KC_CONF_SASL_MECHANISM),
         .sasl_username = kc_conf_str(conf, KC_CONF_SASL_USERNAME),
         .sasl_password = kc_conf_str(conf, KC_CONF_SASL_PASSWORD)};
-    if ((rc = kc_conn_security_new(&scf, &sec, err)) != KC_OK)
+    /* OAUTHBEARER: the first token now, on this thread (the token source may block), so a
+     * consumer that cannot log in fails here with the reason (runtime/oauth_refresh.h). */
+    kc_oauth_refresher_t *oauth = NULL;
+    if ((rc = kc_oauth_refresher_new(conf, &oauth, err)) != KC_OK)
         return rc;
+    scf.oauth = kc_oauth_refresher_slot(oauth);
+    if ((rc = kc_conn_security_new(&scf, &sec, err)) != KC_OK) {
+        kc_oauth_refresher_free(oauth);
+        return rc;
+    }
     kc_consumer_t *c = calloc(1, sizeof *c);
     if (!c) {
         kc_conn_security_free(sec);
+        kc_oauth_refresher_free(oauth);
         return kc_fail(err, KC_ERR_NOMEM, "kc_consumer_new: out of memory");
     }
     c->sec = sec;
+    c->oauth = oauth;
     c->conf = conf;
     kc_logger_init(&c->log, conf->log_cb, conf->log_opaque,
                    log_level(kc_conf_str(conf, KC_CONF_LOG_LEVEL)),
                    kc_conf_str(conf, KC_CONF_CLIENT_ID));
+    if (c->oauth && (rc = kc_oauth_refresher_start(c->oauth, &c->log, err)) != KC_OK) {
+        kc_conn_security_free(c->sec);
+        kc_oauth_refresher_free(c->oauth);
+        free(c);
+        return rc;
+    }
     c->cbs = *cbs;
     const char *g = kc_conf_str(conf, KC_CONF_GROUP_ID);
     c->group = *g ? strdup(g) : NULL;
@@ -808,6 +825,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         (rc = kc_netthread_start(&c->nt, be, &c->log, err)) != KC_OK) {
         free(c->group);
         kc_conn_security_free(c->sec);
+        kc_oauth_refresher_free(c->oauth);
         free(c);
         return rc;
     }
@@ -822,6 +840,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
             kc_netthread_stop(c->nt);
             free(c->group);
             kc_conn_security_free(c->sec);
+            kc_oauth_refresher_free(c->oauth);
             free(c);
             return kc_fail(err, rc, "kc_consumer_new: out of memory");
         }
@@ -837,6 +856,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         kc_pull_free(c);
         free(c->group);
         kc_conn_security_free(c->sec);
+        kc_oauth_refresher_free(c->oauth);
         free(c);
         return rc;
     }
@@ -849,6 +869,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
         kc_pull_free(c);
         free(c->group);
         kc_conn_security_free(c->sec);
+        kc_oauth_refresher_free(c->oauth);
         free(c);
         return rc;
     }
@@ -1030,6 +1051,7 @@ KC_API void kc_destroy(kc_consumer_t *c)
     pthread_mutex_destroy(&c->close_mu);
     pthread_cond_destroy(&c->close_cv);
     kc_conf_destroy(c->conf);
-    kc_conn_security_free(c->sec); /* after the network thread: no connection uses it now */
+    kc_conn_security_free(c->sec);     /* after the network thread: no connection uses it now */
+    kc_oauth_refresher_free(c->oauth); /* the same: no connection reads its slot now */
     free(c);
 }

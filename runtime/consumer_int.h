@@ -41,6 +41,9 @@ typedef struct kc_pull kc_pull_t; /* pull.c */
 struct kc_consumer {
     kc_conf_t *conf;
     kc_conn_security_t *sec; /* security.protocol; read by the network thread's connections */
+    /* OAUTHBEARER's token refresher (runtime/oauth_refresh.h: its own thread and locking); NULL
+     * without OAUTHBEARER. Freed after the network thread stopped. */
+    struct kc_oauth_refresher *oauth;
     kc_callbacks_t cbs;
     kc_netthread_t *nt;
     kc_logger_t log; /* client.id, log.level, the conf's log callback; read-only once threads run */

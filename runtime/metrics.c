@@ -30,6 +30,8 @@ static const char *const counters[] = {
     "fetch_responses",
     "fetch_errors",
     "fetch_record_bytes",
+    "connects",
+    "reauths",
     "callbacks",
     "records",
     "busy_ns",

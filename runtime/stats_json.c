@@ -88,12 +88,12 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
                 ",\"fetch_session_id\":%d,\"fetch_session_epoch\":%d,"
                 "\"fetch_request_bytes_min\":%" PRIu64 ",\"fetch_request_bytes_max\":%" PRIu64
                 ",\"fetch_request_bytes_last\":%" PRIu64 ",\"fetch_request_parts_last\":%" PRIu64
-                ",\"io_backend\":",
+                ",\"connects\":%" PRIu64 ",\"reauths\":%" PRIu64 ",\"io_backend\":",
                 bs[i].fetch_requests, bs[i].fetch_request_bytes, bs[i].fetch_partitions_sent,
                 bs[i].fetch_forgotten_sent, bs[i].fetch_responses, bs[i].fetch_errors,
                 bs[i].fetch_record_bytes, bs[i].fetch_session_id, bs[i].fetch_session_epoch,
                 bs[i].fetch_request_bytes_min, bs[i].fetch_request_bytes_max,
-                bs[i].last_request_bytes, bs[i].last_request_parts);
+                bs[i].last_request_bytes, bs[i].last_request_parts, bs[i].connects, bs[i].reauths);
             kc_json_str(&b, bs[i].io_backend ? bs[i].io_backend : "");
             kc_json_raw(&b, "}");
         }

@@ -29,7 +29,8 @@ static inline int64_t kc_now_ms(void)
     return kc_now_ns() / 1000000LL;
 }
 
-/* Wall clock in ms since the epoch, for stats timestamps and ListOffsets-by-time only. */
+/* Wall clock in ms since the epoch, for stats timestamps, ListOffsets-by-time and OAUTHBEARER
+ * token expiry (tokens carry wall-clock times) only. */
 static inline int64_t kc_wall_ms(void)
 {
     struct timespec ts;

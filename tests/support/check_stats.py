@@ -14,7 +14,8 @@ TOP = {"ts_ms": int, "brokers": list, "partitions": list, "group": dict, "worker
 BROKER = {"id": int, "state": str, "fetch_requests": int, "fetch_request_bytes": int,
           "fetch_partitions_sent": int, "fetch_forgotten_sent": int, "fetch_session_id": int,
           "fetch_session_epoch": int, "fetch_request_bytes_min": int, "fetch_request_bytes_max": int,
-          "fetch_request_bytes_last": int, "fetch_request_parts_last": int, "io_backend": str}
+          "fetch_request_bytes_last": int, "fetch_request_parts_last": int, "connects": int,
+          "reauths": int, "io_backend": str}
 PART = {"topic": str, "partition": int, "position": int, "committed": int,
         "high_watermark": int, "lag": int, "buffered_bytes": int, "worker": int}
 GROUP = {"protocol": str, "state": str, "member_id": str, "epoch": int, "assignment": list,

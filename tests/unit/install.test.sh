@@ -2,7 +2,7 @@
 # `cmake --install` of a build tree puts everything a program needs under a prefix, and a
 # program builds and runs against it the two ways users add a library:
 #  - pkg-config (kconsume.pc, found through PKG_CONFIG_PATH): compile, link the shared library,
-#    run (LD_LIBRARY_PATH), and link the static one with `pkg-config --static`;
+#    run (LD_LIBRARY_PATH), and link the static one with the modules kconsume.pc requires;
 #  - CMake (find_package(kconsume CONFIG), through CMAKE_PREFIX_PATH): one program on
 #    kconsume::kconsume, one on kconsume::kconsume_static.
 # The program is a small one written here (kc_version, a consumer created and closed) and
@@ -73,9 +73,14 @@ out=$(LD_LIBRARY_PATH=$libdir "$work/app_pc") || fail "the pkg-config program fa
 [[ $out == "kconsume "* ]] || fail "unexpected output: $out"
 LD_LIBRARY_PATH=$libdir ldd "$work/app_pc" | grep -q "$libdir/$soname" || fail "app_pc did not load the installed $soname"
 # shellcheck disable=SC2086
+# The archive with its dependencies as shared libraries (what kconsume::kconsume_static does):
+# the modules kconsume.pc requires privately, linked the usual way. (`pkg-config --static`
+# would ask for every dependency's own static dependencies, e.g. libcurl's LDAP.)
+private=$(pkg-config --print-requires-private kconsume | awk '{print $1}' | tr '\n' ' ')
+[[ -n $private ]] || fail "kconsume.pc has no Requires.private"
 cc -std=c11 -Wall -Werror $sflags $cflags "$work/app.c" -o "$work/app_pc_static" \
-    "$libdir/libkconsume.a" $(pkg-config --static --libs kconsume | sed 's/-lkconsume//') ||
-    fail "building against the installed static library with pkg-config --static failed"
+    "$libdir/libkconsume.a" $(pkg-config --libs $private) -lpthread -lm ||
+    fail "building against the installed static library with kconsume.pc's modules failed"
 "$work/app_pc_static" >/dev/null || fail "the statically linked program failed"
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Werror $sflags $cflags -c "$src/examples/consume_example.c" -o "$work/ex.o" ||

@@ -1,0 +1,426 @@
+/* kc-test-label: threads */
+/* SASL OAUTHBEARER (KIP-255) against the testkit's oauthbearer listener, whose broker validates
+ * RS256 JWTs against the token endpoint's JWKS with Kafka's own
+ * OAuthBearerValidatorCallbackHandler (tests/testkit/cluster, oauth_broker_config):
+ *  - callback_consume: the application's token callback gets a token from the endpoint itself
+ *    (libcurl, as an application would), with a SASL extension; every record exactly once; the
+ *    callback runs first on the creating thread, later only on the refresher ("kc-oauth");
+ *  - oidc_consume: sasl.oauthbearer.method=oidc (KIP-768), no scope, consumes, commits and
+ *    reads back;
+ *  - oidc_group_classic / oidc_group_consumer: group members over OIDC (their coordinator
+ *    connections log in with the token as well) read everything;
+ *  - oidc_expiry_reauth: 15 s tokens (the endpoint's "lifetime:15" scope) over a 40 s run with a
+ *    second batch produced mid-run: the token is refreshed and every connection re-authenticates
+ *    in place (KIP-368: stats reauths grow, connects stay 1), nothing lost, nothing twice;
+ *  - oidc_wrong_secret: kc_consumer_new fails with KC_ERR_AUTH naming OAUTHBEARER and the token
+ *    endpoint, never the secret (the message goes to the suite's credential scan);
+ *  - callback_failure: the callback's failure fails kc_consumer_new with its reason.
+ * Needs KC_OAUTHBEARER_BOOTSTRAP, KC_OIDC_TOKEN_URL, KC_OIDC_CLIENT_ID, KC_OIDC_CLIENT_SECRET,
+ * KC_CA_FILE, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite, --listeners ...,oauthbearer); skips
+ * (77) only when KC_OAUTHBEARER_BOOTSTRAP is absent: a cluster without that listener. */
+#include "kc_test.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kconsume.h"
+
+#define NP   2
+#define RECS 400
+
+static char topic[64];
+static _Atomic int64_t total, dups, auth_errors, other_errors;
+static _Atomic int64_t next_off[NP];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char last_error[512];   /* under mu */
+static char last_stats[16384]; /* under mu: the latest stats JSON */
+static pthread_t main_thread;
+static _Atomic int cb_calls, cb_off_thread; /* token callback calls; calls on a wrong thread */
+
+static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
+{
+    (void)o;
+    const kc_record_t *r;
+    while ((r = kc_records_next(b))) {
+        int64_t off = kc_record_offset(r);
+        if (off < atomic_load(&next_off[p->partition]))
+            atomic_fetch_add(&dups, 1);
+        atomic_store(&next_off[p->partition], off + 1);
+        atomic_fetch_add(&total, 1);
+    }
+    return KC_CB_CONTINUE;
+}
+
+static void on_event(void *o, const kc_event_t *ev)
+{
+    (void)o;
+    pthread_mutex_lock(&mu);
+    if (ev->type == KC_EVENT_STATS && ev->json)
+        snprintf(last_stats, sizeof last_stats, "%s", ev->json);
+    if (ev->type == KC_EVENT_ERROR && ev->error) {
+        atomic_fetch_add(ev->error->code == KC_ERR_AUTH ? &auth_errors : &other_errors, 1);
+        snprintf(last_error, sizeof last_error, "%s", ev->error->msg);
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+static void run(const char *cmd)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
+             kc_test_env("KC_CLUSTER_DIR"));
+    if (system(line) != 0)
+        fail_msg("failed: %s", line);
+}
+
+static void set(kc_conf_t *c, const char *k, const char *v)
+{
+    kc_error_t e;
+    if (kc_conf_set(c, k, v, &e) != KC_OK)
+        fail_msg("%s: %s", k, e.msg);
+}
+
+static void reset_counts(void)
+{
+    atomic_store(&total, 0);
+    atomic_store(&dups, 0);
+    atomic_store(&auth_errors, 0);
+    atomic_store(&other_errors, 0);
+    atomic_store(&cb_calls, 0);
+    atomic_store(&cb_off_thread, 0);
+    for (int i = 0; i < NP; i++)
+        atomic_store(&next_off[i], 0);
+    pthread_mutex_lock(&mu);
+    last_error[0] = last_stats[0] = 0;
+    pthread_mutex_unlock(&mu);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    main_thread = pthread_self();
+    snprintf(topic, sizeof topic, "kc-oauth-%d", (int)getpid());
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d", topic, NP);
+    run(cmd);
+    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
+    run(cmd);
+    return 0;
+}
+
+static kc_conf_t *base_conf(void)
+{
+    kc_conf_t *c = kc_conf_new();
+    set(c, "bootstrap.servers", kc_test_env("KC_OAUTHBEARER_BOOTSTRAP"));
+    set(c, "security.protocol", "SASL_SSL");
+    set(c, "sasl.mechanism", "OAUTHBEARER");
+    set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"));
+    set(c, "worker.threads", "2");
+    set(c, "statistics.interval.ms", "1000");
+    return c;
+}
+
+static kc_conf_t *oidc_conf(const char *secret, const char *scope)
+{
+    kc_conf_t *c = base_conf();
+    set(c, "sasl.oauthbearer.method", "oidc");
+    set(c, "sasl.oauthbearer.token.endpoint.url", kc_test_env("KC_OIDC_TOKEN_URL"));
+    set(c, "sasl.oauthbearer.client.id", kc_test_env("KC_OIDC_CLIENT_ID"));
+    set(c, "sasl.oauthbearer.client.secret",
+        secret ? secret : kc_test_env("KC_OIDC_CLIENT_SECRET"));
+    if (scope)
+        set(c, "sasl.oauthbearer.scope", scope);
+    return c;
+}
+
+static kc_consumer_t *start(kc_conf_t *conf)
+{
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_consumer_t *c = NULL;
+    kc_error_t err;
+    if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
+        fail_msg("kc_consumer_new: %s", err.msg);
+    return c;
+}
+
+static void assign_all(kc_consumer_t *c)
+{
+    kc_topic_partition_t tps[NP];
+    for (int i = 0; i < NP; i++)
+        tps[i] = (kc_topic_partition_t){topic, i, KC_OFFSET_BEGINNING};
+    kc_error_t err;
+    assert_int_equal(kc_assign(c, tps, NP, &err), KC_OK);
+}
+
+static void wait_total(int64_t want, const char *what)
+{
+    for (int i = 0; i < 600 && atomic_load(&total) < want; i++)
+        usleep(100 * 1000);
+    usleep(300 * 1000);
+    char le[512];
+    pthread_mutex_lock(&mu);
+    snprintf(le, sizeof le, "%s", last_error);
+    pthread_mutex_unlock(&mu);
+    printf("# %s: delivered %lld of %lld, dups %lld, errors %lld (%s)\n", what,
+           (long long)atomic_load(&total), (long long)want, (long long)atomic_load(&dups),
+           (long long)(atomic_load(&auth_errors) + atomic_load(&other_errors)), le);
+    assert_int_equal(atomic_load(&total), want);
+    assert_int_equal(atomic_load(&dups), 0);
+    assert_int_equal(atomic_load(&auth_errors), 0);
+}
+
+/* Sums a broker counter over brokers[] of the latest stats JSON. */
+static int64_t broker_stat(const char *field)
+{
+    pthread_mutex_lock(&mu);
+    json_t *o = json_loads(last_stats, 0, NULL);
+    pthread_mutex_unlock(&mu);
+    int64_t sum = -1;
+    json_t *bs = json_object_get(o, "brokers");
+    size_t i;
+    json_t *b;
+    json_array_foreach(bs, i, b)
+    {
+        json_t *v = json_object_get(b, field);
+        if (json_is_integer(v))
+            sum = (sum < 0 ? 0 : sum) + json_integer_value(v);
+    }
+    json_decref(o);
+    return sum;
+}
+
+/* ---- the application's token source: the endpoint, over libcurl ---- */
+
+typedef struct buf {
+    char d[65536];
+    size_t n;
+} buf_t;
+
+static size_t on_body(char *p, size_t s, size_t n, void *o)
+{
+    buf_t *b = o;
+    size_t k = s * n;
+    if (b->n + k >= sizeof b->d)
+        return 0;
+    memcpy(b->d + b->n, p, k);
+    b->n += k;
+    b->d[b->n] = 0;
+    return k;
+}
+
+static void token_cb(void *opaque, kc_oauthbearer_req_t *req)
+{
+    (void)opaque;
+    atomic_fetch_add(&cb_calls, 1);
+    char name[32] = "";
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    if (!pthread_equal(pthread_self(), main_thread) && strcmp(name, "kc-oauth") != 0)
+        atomic_fetch_add(&cb_off_thread, 1);
+    CURL *h = curl_easy_init();
+    buf_t *b = calloc(1, sizeof *b);
+    char userpwd[256];
+    snprintf(userpwd, sizeof userpwd, "%s:%s", kc_test_env("KC_OIDC_CLIENT_ID"),
+             kc_test_env("KC_OIDC_CLIENT_SECRET"));
+    curl_easy_setopt(h, CURLOPT_URL, kc_test_env("KC_OIDC_TOKEN_URL"));
+    curl_easy_setopt(h, CURLOPT_CAINFO, kc_test_env("KC_CA_FILE"));
+    curl_easy_setopt(h, CURLOPT_USERPWD, userpwd);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "grant_type=client_credentials&scope=kafka");
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    CURLcode cc = curl_easy_perform(h);
+    curl_easy_cleanup(h);
+    json_t *o = cc == CURLE_OK ? json_loadb(b->d, b->n, 0, NULL) : NULL;
+    const char *tok = json_string_value(json_object_get(o, "access_token"));
+    json_int_t life = json_integer_value(json_object_get(o, "expires_in"));
+    if (!tok || life <= 0) {
+        kc_oauthbearer_set_token_failure(req, "the test's token request failed");
+    } else {
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        int64_t now = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+        const char *ext[] = {"traceId", "kconsume-test"};
+        kc_error_t e;
+        if (kc_oauthbearer_set_token(req, tok, now + life * 1000, kc_test_env("KC_OIDC_CLIENT_ID"),
+                                     ext, 2, &e) != KC_OK)
+            fprintf(stderr, "kc_oauthbearer_set_token: %s\n", e.msg);
+    }
+    json_decref(o);
+    free(b);
+}
+
+static void callback_consume(void **state)
+{
+    (void)state;
+    reset_counts();
+    kc_conf_t *conf = base_conf();
+    kc_error_t err;
+    assert_int_equal(kc_conf_set_oauthbearer_token_cb(conf, token_cb, NULL, &err), KC_OK);
+    kc_consumer_t *c = start(conf);
+    assert_int_equal(atomic_load(&cb_calls), 1); /* the first token, in kc_consumer_new */
+    assign_all(c);
+    wait_total(RECS, "OAUTHBEARER, token callback");
+    assert_int_equal(atomic_load(&cb_off_thread), 0);
+    assert_int_equal(kc_close(c, 5000, &err), KC_OK);
+    kc_destroy(c);
+}
+
+static void oidc_consume(void **state)
+{
+    (void)state;
+    reset_counts();
+    kc_conf_t *conf = oidc_conf(NULL, NULL); /* no scope: the request has none */
+    char group[80];
+    snprintf(group, sizeof group, "%s-oidc", topic);
+    set(conf, "group.id", group);
+    set(conf, "enable.auto.commit", "false");
+    kc_consumer_t *c = start(conf);
+    assign_all(c);
+    wait_total(RECS, "OAUTHBEARER, OIDC");
+    kc_error_t err;
+    if (kc_commit(c, NULL, 0, 30000, &err) != KC_OK)
+        fail_msg("kc_commit: %s", err.msg);
+    kc_topic_partition_t got[NP];
+    for (int i = 0; i < NP; i++)
+        got[i] = (kc_topic_partition_t){topic, i, 0};
+    if (kc_committed(c, got, NP, 30000, &err) != KC_OK)
+        fail_msg("kc_committed: %s", err.msg);
+    int64_t sum = 0; /* a partition the producer left empty has no committed offset */
+    for (int i = 0; i < NP; i++)
+        sum += got[i].offset > 0 ? got[i].offset : 0;
+    assert_int_equal(sum, RECS);
+    assert_int_equal(kc_close(c, 5000, &err), KC_OK);
+    kc_destroy(c);
+}
+
+/* Group members: the group coordinator's connections (a classic member's own, KIP-848's
+ * through the engine) log in with the token too. */
+static void oidc_group(const char *protocol)
+{
+    reset_counts();
+    kc_conf_t *conf = oidc_conf(NULL, NULL);
+    char group[80];
+    snprintf(group, sizeof group, "%s-g-%s", topic, protocol);
+    set(conf, "group.id", group);
+    set(conf, "group.protocol", protocol);
+    set(conf, "auto.offset.reset", "earliest");
+    kc_consumer_t *c = start(conf);
+    const char *sub[] = {topic};
+    kc_error_t err;
+    if (kc_subscribe(c, sub, 1, &err) != KC_OK)
+        fail_msg("kc_subscribe: %s", err.msg);
+    char what[64];
+    snprintf(what, sizeof what, "OIDC, group.protocol=%s", protocol);
+    wait_total(RECS, what);
+    assert_int_equal(kc_close(c, 10000, &err), KC_OK);
+    kc_destroy(c);
+}
+
+static void oidc_group_classic(void **state)
+{
+    (void)state;
+    oidc_group("classic");
+}
+
+static void oidc_group_consumer(void **state)
+{
+    (void)state;
+    oidc_group("consumer");
+}
+
+static void oidc_expiry_reauth(void **state)
+{
+    (void)state;
+    reset_counts();
+    /* 15 s tokens: the broker's session lifetime is what is left of the token, so without a
+     * refreshed token and a re-authentication it closes the connection after 15 s. */
+    kc_conf_t *conf = oidc_conf(NULL, "kafka lifetime:15");
+    if (getenv("KC_OAUTH_TEST_DEBUG"))
+        set(conf, "log.level", "debug");
+    kc_consumer_t *c = start(conf);
+    assign_all(c);
+    wait_total(RECS, "OIDC 15 s tokens, first batch");
+    sleep(18);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
+    run(cmd);
+    wait_total(2 * RECS, "OIDC 15 s tokens, second batch after an expiry");
+    sleep(20); /* at least two more refreshes */
+    int64_t connects = broker_stat("connects"), reauths = broker_stat("reauths");
+    printf("# 40+ s of 15 s tokens: brokers' connects %lld, reauths %lld\n", (long long)connects,
+           (long long)reauths);
+    assert_int_equal(atomic_load(&total), 2 * RECS);
+    assert_int_equal(atomic_load(&dups), 0);
+    assert_int_equal(atomic_load(&auth_errors), 0);
+    assert_int_equal(connects, 1); /* one broker: one connection, never reopened */
+    assert_true(reauths >= 2);
+    kc_error_t err;
+    assert_int_equal(kc_close(c, 5000, &err), KC_OK);
+    kc_destroy(c);
+}
+
+static void oidc_wrong_secret(void **state)
+{
+    (void)state;
+    const char *wrong = "kc-leak-probe-oidc-secret-5c2d";
+    kc_conf_t *conf = oidc_conf(wrong, NULL);
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_consumer_t *c = NULL;
+    kc_error_t err;
+    kc_err_t rc = kc_consumer_new(conf, &cbs, &c, &err);
+    printf("# wrong client secret: %s (%s)\n", kc_err_name(rc), err.msg);
+    assert_int_equal(rc, KC_ERR_AUTH);
+    assert_null(c);
+    assert_non_null(strstr(err.msg, "OAUTHBEARER"));
+    assert_non_null(strstr(err.msg, kc_test_env("KC_OIDC_TOKEN_URL")));
+    assert_null(strstr(err.msg, wrong));
+    assert_null(strstr(err.msg, kc_test_env("KC_OIDC_CLIENT_SECRET")));
+    kc_conf_destroy(conf); /* not taken on failure */
+}
+
+static void failing_cb(void *opaque, kc_oauthbearer_req_t *req)
+{
+    (void)opaque;
+    kc_oauthbearer_set_token_failure(req, "identity provider unreachable (test)");
+}
+
+static void callback_failure(void **state)
+{
+    (void)state;
+    kc_conf_t *conf = base_conf();
+    kc_error_t err;
+    assert_int_equal(kc_conf_set_oauthbearer_token_cb(conf, failing_cb, NULL, &err), KC_OK);
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_consumer_t *c = NULL;
+    kc_err_t rc = kc_consumer_new(conf, &cbs, &c, &err);
+    printf("# failing callback: %s (%s)\n", kc_err_name(rc), err.msg);
+    assert_int_equal(rc, KC_ERR_AUTH);
+    assert_non_null(strstr(err.msg, "identity provider unreachable (test)"));
+    kc_conf_destroy(conf);
+}
+
+int main(void)
+{
+    if (!getenv("KC_OAUTHBEARER_BOOTSTRAP") || !*getenv("KC_OAUTHBEARER_BOOTSTRAP")) {
+        printf("skipped: KC_OAUTHBEARER_BOOTSTRAP is not set (the cluster has no oauthbearer "
+               "listener: tests/testkit/cluster up --listeners ...,oauthbearer)\n");
+        return 77;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(callback_consume),   cmocka_unit_test(oidc_consume),
+        cmocka_unit_test(oidc_wrong_secret),  cmocka_unit_test(callback_failure),
+        cmocka_unit_test(oidc_group_classic), cmocka_unit_test(oidc_group_consumer),
+        cmocka_unit_test(oidc_expiry_reauth),
+    };
+    kc_test_filter();
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
