@@ -43,8 +43,8 @@ struct verify_failure {
 struct kc_tls {
     SSL *ssl;
     const kc_tls_ctx_t *ctx; /* outlives the session (tls.h: Threads) */
-    BIO *rbio; /* reads `in` for OpenSSL (in_bio_method) */
-    BIO *wbio; /* ciphertext for the peer, written by OpenSSL, drained into `out` */
+    BIO *rbio;               /* reads `in` for OpenSSL (in_bio_method) */
+    BIO *wbio;               /* ciphertext for the peer, written by OpenSSL, drained into `out` */
     char server_name[256];
     bool handshake_done, shut;
     bool read_any; /* application data arrived: a later alert is no refusal of the handshake */
@@ -159,7 +159,8 @@ static kc_err_t refused(kc_tls_t *t, kc_error_t *err)
     const char *hint = alert_hint(ERR_peek_last_error());
     kc_tls_ssl_reason(r, sizeof r);
     if (hint)
-        return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s refused by the broker: %s: %s (offered: %s)",
+        return kc_fail(err, KC_ERR_TLS,
+                       "TLS handshake with %s refused by the broker: %s: %s (offered: %s)",
                        t->server_name, r, hint, t->ctx->offered);
     return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s failed: %s", t->server_name, r);
 }

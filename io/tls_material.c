@@ -163,8 +163,8 @@ static kc_err_t load_key(SSL_CTX *c, const kc_tls_conf_t *conf, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG, "%s%s%s%s: cannot read the key%s: %s", what,
                        file ? " '" : "", file ? conf->key_location : "", file ? "'" : "",
                        pa.asked ? " (encrypted: ssl.key.password missing or wrong)"
-                                : file ? ""
-                                       : " (expected a -----BEGIN PRIVATE KEY----- block)",
+                       : file   ? ""
+                                : " (expected a -----BEGIN PRIVATE KEY----- block)",
                        kc_tls_ssl_reason(r, sizeof r));
     int ok = SSL_CTX_use_PrivateKey(c, key);
     EVP_PKEY_free(key);
@@ -367,7 +367,8 @@ static kc_err_t set_ciphers(SSL_CTX *c, const char *list, int *min, int max, kc_
         p += n;
     }
     if (!v12[0] && !v13[0]) {
-        rc = kc_fail(err, KC_ERR_CONFIG, "ssl.cipher.suites: no cipher suite named in \"%s\"", list);
+        rc =
+            kc_fail(err, KC_ERR_CONFIG, "ssl.cipher.suites: no cipher suite named in \"%s\"", list);
         goto out;
     }
     if (SSL_CTX_set_ciphersuites(c, v13) != 1) {

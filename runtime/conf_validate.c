@@ -106,14 +106,20 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
                        "security.protocol=%s with sasl.mechanism=%s needs "
                        "sasl.username and sasl.password",
                        proto, STR(SASL_MECHANISM));
-    static const kc_conf_id_t tls_keys[] = {
-        KC_CONF_SSL_CA_LOCATION,       KC_CONF_SSL_CA_PEM,
-        KC_CONF_SSL_CERTIFICATE_LOCATION, KC_CONF_SSL_CERTIFICATE_PEM,
-        KC_CONF_SSL_KEY_LOCATION,      KC_CONF_SSL_KEY_PEM,
-        KC_CONF_SSL_KEY_PASSWORD,      KC_CONF_SSL_KEYSTORE_LOCATION,
-        KC_CONF_SSL_KEYSTORE_PASSWORD, KC_CONF_SSL_CRL_LOCATION,
-        KC_CONF_SSL_CIPHER_SUITES,     KC_CONF_SSL_ENABLED_PROTOCOLS,
-        KC_CONF_SSL_PROTOCOL,          KC_CONF_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM};
+    static const kc_conf_id_t tls_keys[] = {KC_CONF_SSL_CA_LOCATION,
+                                            KC_CONF_SSL_CA_PEM,
+                                            KC_CONF_SSL_CERTIFICATE_LOCATION,
+                                            KC_CONF_SSL_CERTIFICATE_PEM,
+                                            KC_CONF_SSL_KEY_LOCATION,
+                                            KC_CONF_SSL_KEY_PEM,
+                                            KC_CONF_SSL_KEY_PASSWORD,
+                                            KC_CONF_SSL_KEYSTORE_LOCATION,
+                                            KC_CONF_SSL_KEYSTORE_PASSWORD,
+                                            KC_CONF_SSL_CRL_LOCATION,
+                                            KC_CONF_SSL_CIPHER_SUITES,
+                                            KC_CONF_SSL_ENABLED_PROTOCOLS,
+                                            KC_CONF_SSL_PROTOCOL,
+                                            KC_CONF_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM};
     for (size_t i = 0; !tls && i < sizeof tls_keys / sizeof tls_keys[0]; i++)
         if (kc_conf_is_set(c, tls_keys[i]))
             return kc_fail(err, KC_ERR_CONFIG,
@@ -125,15 +131,16 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "ssl.certificate.location and ssl.certificate.pem are both set: set one");
     if (STR(SSL_KEY_LOCATION)[0] && STR(SSL_KEY_PEM)[0])
-        return kc_fail(err, KC_ERR_CONFIG, "ssl.key.location and ssl.key.pem are both set: set one");
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.key.location and ssl.key.pem are both set: set one");
     bool cert = STR(SSL_CERTIFICATE_LOCATION)[0] || STR(SSL_CERTIFICATE_PEM)[0];
     bool key = STR(SSL_KEY_LOCATION)[0] || STR(SSL_KEY_PEM)[0];
     if (STR(SSL_KEYSTORE_LOCATION)[0] && (cert || key))
-        return kc_fail(err, KC_ERR_CONFIG,
-                       "ssl.keystore.location and %s are two client identities: set one",
-                       cert ? (STR(SSL_CERTIFICATE_PEM)[0] ? "ssl.certificate.pem"
-                                                           : "ssl.certificate.location")
-                            : (STR(SSL_KEY_PEM)[0] ? "ssl.key.pem" : "ssl.key.location"));
+        return kc_fail(
+            err, KC_ERR_CONFIG, "ssl.keystore.location and %s are two client identities: set one",
+            cert
+                ? (STR(SSL_CERTIFICATE_PEM)[0] ? "ssl.certificate.pem" : "ssl.certificate.location")
+                : (STR(SSL_KEY_PEM)[0] ? "ssl.key.pem" : "ssl.key.location"));
     if (cert != key)
         return kc_fail(err, KC_ERR_CONFIG,
                        "mutual TLS needs both ssl.certificate.location and ssl.key.location (or "
