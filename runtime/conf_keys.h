@@ -113,6 +113,11 @@
       "Metadata is refreshed at least this often")                                                 \
     X(SOCKET_CONNECTION_SETUP_TIMEOUT_MS, "socket.connection.setup.timeout.ms", INT, "10000", 100, \
       3600000, NULL, 0, "TCP connect and TLS handshake must finish within this")                   \
+    X(SOCKET_KEEPALIVE_ENABLE, "socket.keepalive.enable", BOOL, "true", 0, 0, NULL, 0,             \
+      "SO_KEEPALIVE on every broker socket (Java always sets it; librdkafka's default is false)")  \
+    X(CONNECTIONS_MAX_IDLE_MS, "connections.max.idle.ms", INT, "540000", 0, KC_I32MAX, NULL, 0,    \
+      "A broker connection idle this long (nothing sent or answered) is closed and opened again "  \
+      "when needed (Java's default; 0 = never, librdkafka's default)")                             \
     X(SECURITY_PROTOCOL, "security.protocol", ENUM, "PLAINTEXT", 0, 0,                             \
       "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL", 0, "Transport to the brokers")                      \
     X(SSL_CA_LOCATION, "ssl.ca.location", STR, "", 0, 0, NULL, 0,                                  \

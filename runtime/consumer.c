@@ -494,6 +494,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.connect_timeout_ms = (int)kc_conf_int(f, KC_CONF_SOCKET_CONNECTION_SETUP_TIMEOUT_MS);
         ec.reconnect_backoff_ms = (int)kc_conf_int(f, KC_CONF_RECONNECT_BACKOFF_MS);
         ec.reconnect_backoff_max_ms = (int)kc_conf_int(f, KC_CONF_RECONNECT_BACKOFF_MAX_MS);
+        ec.keepalive = kc_conf_bool(f, KC_CONF_SOCKET_KEEPALIVE_ENABLE);
+        ec.idle_timeout_ms = (int)kc_conf_int(f, KC_CONF_CONNECTIONS_MAX_IDLE_MS);
         ec.security = c->sec;
         kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
