@@ -176,11 +176,21 @@ static void idle_close_off(void **state)
     assert_int_equal(quiet_run("0", group), 0);
 }
 
-/* This process's established TCP sockets to the broker port with a keepalive timer, and all. */
-static void count_sockets(const char *port, int *with_keepalive, int *all)
+/* This process's established TCP sockets to the brokers of `servers` (host:port,...) with a
+ * keepalive timer, and all of them. */
+static void count_sockets(const char *servers, int *with_keepalive, int *all)
 {
-    char cmd[256], line[1024], me[32];
-    snprintf(cmd, sizeof cmd, "ss -tnpoH state established '( dport = :%s )' 2>/dev/null", port);
+    char filter[512] = "", cmd[768], line[1024], me[32];
+    for (const char *p = servers; *p;) {
+        size_t n = strcspn(p, ",");
+        const char *colon = memrchr(p, ':', n);
+        assert_non_null(colon);
+        size_t used = strlen(filter);
+        snprintf(filter + used, sizeof filter - used, "%sdport = :%.*s", used ? " or " : "",
+                 (int)(n - (size_t)(colon + 1 - p)), colon + 1);
+        p += n + (p[n] == ',');
+    }
+    snprintf(cmd, sizeof cmd, "ss -tnpoH state established '( %s )' 2>/dev/null", filter);
     snprintf(me, sizeof me, "pid=%d,", (int)getpid());
     FILE *f = popen(cmd, "r");
     assert_non_null(f);
@@ -198,10 +208,6 @@ static void keepalive(void **state)
 {
     (void)state;
     const char *bs = kc_test_env("KC_BOOTSTRAP");
-    const char *colon = strrchr(bs, ':');
-    assert_non_null(colon);
-    char port[16];
-    snprintf(port, sizeof port, "%.*s", (int)strcspn(colon + 1, ","), colon + 1);
     const char *on[] = {"true", "false"};
     for (int i = 0; i < 2; i++) {
         char group[96];
@@ -209,9 +215,9 @@ static void keepalive(void **state)
         kc_consumer_t *c = start("0", on[i], group);
         wait_total(in_topic, on[i]);
         int ka = 0, all = 0;
-        count_sockets(port, &ka, &all);
-        printf("# socket.keepalive.enable=%s: %d of %d socket(s) to port %s with keepalive\n",
-               on[i], ka, all, port);
+        count_sockets(bs, &ka, &all);
+        printf("# socket.keepalive.enable=%s: %d of %d socket(s) to the brokers with keepalive\n",
+               on[i], ka, all);
         assert_true(all >= 1);
         if (i == 0)
             assert_int_equal(ka, all);

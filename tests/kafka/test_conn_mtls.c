@@ -232,6 +232,20 @@ static void has(const char *text, const char *needle)
         fail_msg("\"%s\" does not say \"%s\"", text, needle);
 }
 
+/* The message names one of the brokers of `servers` (host:port). */
+static void names_a_broker(const char *text, const char *servers)
+{
+    char one[128];
+    for (const char *p = servers; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(one, sizeof one, "%.*s", (int)n, p);
+        if (strstr(text, one))
+            return;
+        p += n + (p[n] == ',');
+    }
+    fail_msg("\"%s\" names none of the brokers %s", text, servers);
+}
+
 static void keystore_consume(void **state)
 {
     (void)state;
@@ -294,7 +308,7 @@ static void no_client_cert(void **state)
     expect_tls_error("no client certificate", le, sizeof le);
     has(le, "refused by the broker");
     has(le, "client certificate");
-    has(le, kc_test_env("KC_MTLS_BOOTSTRAP"));
+    names_a_broker(le, kc_test_env("KC_MTLS_BOOTSTRAP"));
     /* a refusal is final per connection: a handful of connections, not one per backoff */
     assert_true(atomic_load(&tls_errors) <= 3);
     stop(c);
@@ -333,7 +347,7 @@ static void revoked_broker(void **state)
     expect_tls_error("revoked broker certificate, CRL loaded", le, sizeof le);
     has(le, "revoked");
     has(le, "CN=kconsume-testkit-revoked-broker");
-    has(le, kc_test_env("KC_REVOKED_BOOTSTRAP"));
+    names_a_broker(le, kc_test_env("KC_REVOKED_BOOTSTRAP"));
     has(le, kc_test_env("KC_CRL_FILE"));
     stop(c);
 }
