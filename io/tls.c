@@ -162,7 +162,10 @@ static kc_err_t refused(kc_tls_t *t, kc_error_t *err)
         return kc_fail(err, KC_ERR_TLS,
                        "TLS handshake with %s refused by the broker: %s: %s (offered: %s)",
                        t->server_name, r, hint, t->ctx->offered);
-    return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s failed: %s", t->server_name, r);
+    /* No alert we can name (Kafka before 3.x answers some refusals with a record OpenSSL cannot
+     * parse, "wrong version number"): what this client offered is still the likely cause. */
+    return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s failed: %s (offered: %s)",
+                   t->server_name, r, t->ctx->offered);
 }
 
 static kc_err_t handshake_fail(kc_tls_t *t, kc_error_t *err)
@@ -280,10 +283,12 @@ kc_err_t kc_tls_ctx_new(const kc_tls_conf_t *conf, kc_tls_ctx_t **out, kc_error_
         int lo = SSL_CTX_get_min_proto_version(ctx->ssl_ctx);
         int hi = SSL_CTX_get_max_proto_version(ctx->ssl_ctx);
         const char *cs = conf->cipher_suites;
-        snprintf(ctx->offered, sizeof ctx->offered, "%s%s%s, ssl.cipher.suites=%s",
+        snprintf(ctx->offered, sizeof ctx->offered, "%s%s%s, ssl.cipher.suites=%s, %s",
                  lo == TLS1_3_VERSION ? "TLSv1.3" : "TLSv1.2", lo == hi ? "" : "-",
                  lo == hi ? "" : (hi == TLS1_2_VERSION ? "TLSv1.2" : "TLSv1.3"),
-                 cs && *cs ? cs : "(OpenSSL's defaults)");
+                 cs && *cs ? cs : "(OpenSSL's defaults)",
+                 SSL_CTX_get0_certificate(ctx->ssl_ctx) ? "a client certificate"
+                                                        : "no client certificate");
         snprintf(ctx->crl, sizeof ctx->crl, "%s", conf->crl_location ? conf->crl_location : "");
     }
     if (rc != KC_OK) {
@@ -484,8 +489,8 @@ kc_err_t kc_tls_read(kc_tls_t *t, void *buf, size_t cap, size_t *n, kc_error_t *
     default:
         if (!t->handshake_done && t->vf.code)
             return handshake_fail(t, err);
-        if (!t->read_any && alert_hint(ERR_peek_last_error()))
-            return refused(t, err); /* TLS 1.3: the broker's verdict on our certificate */
+        if (!t->read_any) /* TLS 1.3: the broker's verdict on our certificate comes here */
+            return refused(t, err);
         return kc_fail(err, KC_ERR_TLS, "TLS read from %s failed: %s", t->server_name,
                        kc_tls_ssl_reason(r, sizeof r));
     }

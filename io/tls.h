@@ -51,10 +51,13 @@
  * A broker certificate listed in ssl.crl.location fails with "revoked", the certificate's subject
  * and serial. An alert from the broker that ends the handshake (no shared cipher suite or
  * protocol version, a client certificate refused or missing) names the alert and what this
- * client offered; with TLS 1.3 the broker's verdict on the client certificate arrives after the
- * client's side of the handshake is done, so the first kc_tls_read reports it (KC_ERR_TLS, the
- * same message): the connection layer treats a TLS failure before its first answer as final.
- * The caller prefixes the broker address. Key passwords never appear in any message or log.
+ * client offered (versions, ssl.cipher.suites, whether a client certificate was configured); a
+ * failure without a recognisable alert (Kafka 2.8 answers a refusal with a record OpenSSL cannot
+ * parse) still says what was offered; with TLS 1.3 the broker's verdict on the client certificate
+ * arrives after the client's side of the handshake is done, so the first kc_tls_read reports it
+ * (KC_ERR_TLS, the same message): the connection layer treats a TLS failure before its first answer
+ * as final. The caller prefixes the broker address. Key passwords never appear in any message or
+ * log.
  */
 #ifndef KC_IO_TLS_H
 #define KC_IO_TLS_H

@@ -74,7 +74,7 @@ ssl.keystore.password=$KC_CLIENT_KEYSTORE_PASSWORD
 request.timeout.ms=10000
 default.api.timeout.ms=15000
 PROPS
-if ! "$KC_TESTKIT" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$KC_MTLS_BOOTSTRAP" \
+if ! "$KC_TESTKIT" tool TopicCommand --bootstrap-server "$KC_MTLS_BOOTSTRAP" \
     --command-config "$tmp/mtls.properties" --list --dir "${KC_CLUSTER_DIR:-$tmp}" >"$tmp/out" 2>&1; then
     echo "FAIL: the Java client with the PKCS#12 keystore over mTLS:" >&2
     grep -v '^\s*at ' "$tmp/out" | head -20 >&2
