@@ -183,6 +183,7 @@ static kc_err_t load_keystore(SSL_CTX *c, const kc_tls_conf_t *conf, kc_error_t 
 {
     char r[160];
     const char *loc = conf->keystore_location;
+    errno = 0; /* BIO_new_file fails through fopen, which says why in errno */
     BIO *b = BIO_new_file(loc, "rb");
     if (!b)
         return kc_fail(err, KC_ERR_CONFIG, "ssl.keystore.location '%s': %s", loc,
