@@ -32,6 +32,13 @@ static void conn_state(kc_conn_t *conn, kc_conn_state_t st, const kc_error_t *wh
         e->sink.error(e->sink.opaque, NULL, NULL, -1, why);
 }
 
+static void conn_idle_closed(kc_conn_t *conn, void *opaque)
+{
+    (void)conn;
+    kc_engine_t *e = opaque;
+    e->stats.idle_closes++;
+}
+
 kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
 {
     kc_conn_opts_t o = {0};
@@ -43,6 +50,9 @@ kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
     o.request_timeout_ms = e->conf.request_timeout_ms;
     o.reconnect_backoff_ms = e->conf.reconnect_backoff_ms;
     o.reconnect_backoff_max_ms = e->conf.reconnect_backoff_max_ms;
+    o.keepalive = e->conf.keepalive;
+    o.idle_timeout_ms = e->conf.idle_timeout_ms;
+    o.on_idle_close = conn_idle_closed;
     kc_conn_t *c = NULL;
     kc_error_t err;
     if (kc_conn_security_apply(e->conf.security, &o, &err) != KC_OK) {

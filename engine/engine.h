@@ -73,6 +73,11 @@ typedef struct kc_engine_conf {
     int connect_timeout_ms;       /* 10000 */
     int reconnect_backoff_ms;     /* 50 */
     int reconnect_backoff_max_ms; /* 1000 */
+    int keepalive;                /* socket.keepalive.enable: SO_KEEPALIVE on every socket */
+    /* connections.max.idle.ms (0 = never) for the broker, bootstrap and coordinator
+     * connections; a classic member's own coordinator connection is kept busy by heartbeats
+     * and not idle-closed. */
+    int idle_timeout_ms;
     /* security.protocol for every connection the engine opens (NULL: PLAINTEXT); must outlive
      * the engine and its connections (io/conn_security.h). */
     const kc_conn_security_t *security;
@@ -194,6 +199,7 @@ typedef struct kc_engine_stats {
     uint64_t
         replica_fallbacks, /* KIP-392: partitions sent back to the leader by a failed replica */
         replica_avoided;   /* KIP-392: a named replica passed over, its Fetch failed recently */
+    uint64_t idle_closes;  /* connections closed by connections.max.idle.ms */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 

@@ -401,11 +401,19 @@ KC_API void kc_conf_print_reference(void *out, int markdown);
  * caller still owns it). `cbs` is copied. Any app thread. Implemented by the engine.
  * security.protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) applies to EVERY connection the
  * consumer opens (bootstrap, brokers, coordinators, a classic member's own coordinator
- * connection): TLS verifies the chain and the host name by default (ssl.ca.location, or the
- * system store when unset; ssl.endpoint.identification.algorithm= turns the name check off, as in
- * Java); SASL is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (sasl.mechanism, sasl.username,
+ * connection): TLS verifies the chain and the host name by default (ssl.ca.location and/or
+ * ssl.ca.pem, or the system store when neither is set; ssl.crl.location adds the revocation check
+ * of the broker's certificate; ssl.endpoint.identification.algorithm= turns the name check off,
+ * as in Java). The client identity for mutual TLS is a PKCS#12 keystore (ssl.keystore.location,
+ * ssl.keystore.password) or a certificate and key, each a PEM file or PEM text
+ * (ssl.certificate.location / .pem, ssl.key.location / .pem, ssl.key.password);
+ * ssl.enabled.protocols, ssl.protocol and ssl.cipher.suites bound what is offered (README, "TLS
+ * material"). SASL is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (sasl.mechanism, sasl.username,
  * sasl.password) with KIP-368 re-authentication. TLS material that does not load fails here with
- * KC_ERR_CONFIG; a refused login reaches the error callback as KC_ERR_AUTH (never the password).
+ * KC_ERR_CONFIG naming the key and the file (never a password or key text); a refused login
+ * reaches the error callback as KC_ERR_AUTH (SASL) or KC_ERR_TLS (a revoked broker certificate,
+ * a client certificate the broker refuses, no shared cipher suite or protocol version), and that
+ * connection is not retried.
  */
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
                                 kc_error_t *err);

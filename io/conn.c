@@ -16,8 +16,10 @@
 #include "conn_internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "backoff.h"
@@ -105,6 +107,7 @@ void kc_conn_finish_reset(kc_conn_t *c)
         kc_loop_timer_stop(c->loop, &c->t_request);
         kc_loop_timer_stop(c->loop, &c->t_reauth);
         kc_loop_timer_stop(c->loop, &c->t_close);
+        kc_loop_timer_stop(c->loop, &c->t_idle);
         kc_wbuf_free(&c->out);
         kc_wbuf_free(&c->sending);
         free(c->stage);
@@ -119,6 +122,13 @@ void kc_conn_finish_reset(kc_conn_t *c)
     if (c->auth_failed) {
         kc_loop_timer_stop(c->loop, &c->t_connect);
         set_state(c, KC_CONN_FAILED, &c->fail_err);
+        return;
+    }
+    if (c->idling) { /* closed for idleness: nothing failed, nothing to retry until asked */
+        c->idling = 0;
+        c->parked = 1;
+        c->next_addr = c->naddrs; /* the next open resolves again, from the first address */
+        set_state(c, KC_CONN_DOWN, NULL);
         return;
     }
     /* A broker that was up and no longer answers on any of its addresses is dead for now:
@@ -143,12 +153,13 @@ void kc_conn_reset(kc_conn_t *c, kc_err_t code, const char *why)
     kc_error_t e;
     kc_fail(&e, code, "%s: %s", c->cur_addr >= 0 ? c->addrs[c->cur_addr].name : "?", why);
     /* Our own close is routine (DEBUG); a connection lost otherwise is worth a line. */
-    kc_log(c->closing ? KC_LOG_DEBUG : KC_LOG_INFO, "conn", "reset: %s", e.msg);
+    kc_log(c->closing || c->idling ? KC_LOG_DEBUG : KC_LOG_INFO, "conn", "reset: %s", e.msg);
     c->st.resets++;
     set_state(c, KC_CONN_RESETTING, &e);
     kc_loop_timer_stop(c->loop, &c->t_connect);
     kc_loop_timer_stop(c->loop, &c->t_reauth); /* the session dies with the socket */
     kc_loop_timer_stop(c->loop, &c->t_close);
+    kc_loop_timer_stop(c->loop, &c->t_idle);
     c->reauth = 0;
     if (c->resolving) { /* a lookup nobody wants any more */
         kc_resolve_cancel(c->resolving);
@@ -214,6 +225,7 @@ static kc_err_t dispatch(kc_conn_t *c, req_t *r, kc_error_t *err)
         return rc;
     q_push(&c->inflight, r);
     c->st.requests++;
+    c->last_active_ns = kc_now_ns();
     kc_conn_io_flush(c);
     return KC_OK;
 }
@@ -241,6 +253,10 @@ static kc_err_t submit(kc_conn_t *c, const kc_conn_req_spec_t *spec, int interna
         }
     } else {
         q_push(&c->pending, r);
+        if (c->parked && c->state == KC_CONN_DOWN) { /* closed for idleness: open it again */
+            c->parked = 0;
+            connect_next(c);
+        }
     }
     arm_request_timer(c);
     return KC_OK;
@@ -335,6 +351,7 @@ int kc_conn_deliver(kc_conn_t *c, kc_buf_t *frame)
     }
     q_pop(&c->inflight);
     c->st.responses++;
+    c->last_active_ns = kc_now_ns();
     uint64_t resets = c->st.resets;
     r->spec.cb(c, KC_OK, frame, body_off, r->version, r->spec.opaque);
     free(r);
@@ -362,11 +379,41 @@ static void drain_pending(kc_conn_t *c)
     arm_request_timer(c);
 }
 
+/* connections.max.idle.ms: checked when the idle time could have run out; a connection that
+ * was busy meanwhile is looked at again when its own idle time would end. */
+static void on_idle_timer(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    (void)loop;
+    kc_conn_t *c = t->opaque;
+    if (c->state != KC_CONN_READY || c->closing)
+        return;
+    int64_t idle_ns = (int64_t)c->o.idle_timeout_ms * 1000000LL;
+    int64_t quiet = kc_now_ns() - c->last_active_ns;
+    if (c->inflight.head || c->pending.head || c->reauth || quiet < idle_ns) {
+        int64_t left_ms = c->inflight.head || c->pending.head || c->reauth
+                              ? c->o.idle_timeout_ms
+                              : (idle_ns - quiet) / 1000000LL + 1;
+        kc_loop_timer_start(c->loop, &c->t_idle, left_ms);
+        return;
+    }
+    char why[96];
+    snprintf(why, sizeof why, "idle for %lld ms (connections.max.idle.ms)",
+             (long long)(quiet / 1000000LL));
+    c->st.idle_closes++;
+    if (c->o.on_idle_close)
+        c->o.on_idle_close(c, c->o.state_opaque);
+    c->idling = 1;
+    kc_conn_reset(c, KC_ERR_CLOSED, why);
+}
+
 static void become_ready(kc_conn_t *c)
 {
     c->failures = 0;
     c->was_ready = 1;
+    c->last_active_ns = kc_now_ns();
     set_state(c, KC_CONN_READY, NULL);
+    if (c->o.idle_timeout_ms > 0)
+        kc_loop_timer_start(c->loop, &c->t_idle, c->o.idle_timeout_ms);
     drain_pending(c);
 }
 
@@ -554,6 +601,7 @@ static void on_resolved(kc_err_t rc, const kc_addr_t *addrs, int n, const kc_err
 static void connect_next(kc_conn_t *c)
 {
     kc_error_t e;
+    c->parked = 0;
     if (c->next_addr >= c->naddrs) {
         /* Re-resolve on every pass over the list (broker addresses may move), on the loop's
          * resolver thread: getaddrinfo may block for seconds (io/resolver.h). */
@@ -576,6 +624,11 @@ static void connect_next(kc_conn_t *c)
         return;
     }
     c->fd = fd;
+    if (c->o.keepalive) { /* a dead peer behind a silent network is found even when idle */
+        int one = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) != 0)
+            kc_log(KC_LOG_WARN, "conn", "SO_KEEPALIVE: %s", strerror(errno));
+    }
     kc_loop_timer_start(c->loop, &c->t_connect, c->o.connect_timeout_ms);
     kc_loop_connect(c->loop, &c->op_connect, fd, (struct sockaddr *)&a->sa, a->len);
 }
@@ -638,6 +691,7 @@ kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opt
     c->t_request = (kc_loop_timer_t){.cb = on_request_timer, .opaque = c};
     c->t_reauth = (kc_loop_timer_t){.cb = on_reauth_timer, .opaque = c};
     c->t_close = (kc_loop_timer_t){.cb = on_close_timer, .opaque = c};
+    c->t_idle = (kc_loop_timer_t){.cb = on_idle_timer, .opaque = c};
     *out = c;
     return KC_OK;
 }
@@ -661,6 +715,7 @@ void kc_conn_close(kc_conn_t *c)
     kc_loop_timer_stop(c->loop, &c->t_request);
     kc_loop_timer_stop(c->loop, &c->t_connect);
     kc_loop_timer_stop(c->loop, &c->t_reauth);
+    kc_loop_timer_stop(c->loop, &c->t_idle);
     fail_queue(c, &c->pending, KC_ERR_CLOSED);
     fail_queue(c, &c->inflight, KC_ERR_CLOSED);
     c->closing = 1;

@@ -85,6 +85,13 @@ typedef struct kc_conn_opts {
     int reconnect_backoff_ms;     /* default 50 */
     int reconnect_backoff_max_ms; /* default 1000 */
     size_t max_frame;             /* receive.message.max.bytes + slack, default 100 MiB */
+    int keepalive;                /* socket.keepalive.enable: SO_KEEPALIVE on each socket */
+    /* connections.max.idle.ms: a READY connection with nothing in flight or queued and no
+     * request sent or answer received for this long is closed (DOWN, no failure counted, no
+     * backoff) and opened again by the next kc_conn_send. 0 = never. */
+    int idle_timeout_ms;
+    /* Called on each such close (stats). Optional; gets state_opaque. */
+    void (*on_idle_close)(kc_conn_t *conn, void *opaque);
     /* Auth step (SASL), run after ApiVersions: may send with kc_conn_send_internal(), must end
      * with kc_conn_auth_done(). NULL = none. */
     void (*authenticate)(kc_conn_t *conn, void *opaque);
@@ -103,7 +110,7 @@ typedef struct kc_conn_opts {
 
 typedef struct kc_conn_stats {
     uint64_t connects, resets, requests, responses, bytes_in, bytes_out, frames_staged,
-        frames_direct, reauths;
+        frames_direct, reauths, idle_closes;
 } kc_conn_stats_t;
 
 #define KC_CONN_GOODBYE_MS 200

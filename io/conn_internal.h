@@ -31,9 +31,12 @@ struct kc_conn {
     char *servers, *client_id;
     kc_conn_state_t state;
     int closing;
-    int auth_failed;     /* the reset in progress ends in FAILED, not in a backoff */
-    int reauth;          /* KIP-368 re-authentication running on this READY connection */
-    kc_error_t fail_err; /* why we are FAILED */
+    int auth_failed;        /* the reset in progress ends in FAILED, not in a backoff */
+    int reauth;             /* KIP-368 re-authentication running on this READY connection */
+    int idling;             /* the reset in progress is an idle close: it ends DOWN, parked */
+    int parked;             /* DOWN after an idle close: the next request opens it again */
+    int64_t last_active_ns; /* last request dispatched or answer delivered */
+    kc_error_t fail_err;    /* why we are FAILED */
     int fd;
     kc_addr_t addrs[MAX_ADDRS];
     int naddrs, next_addr, cur_addr;
@@ -59,7 +62,7 @@ struct kc_conn {
     int goodbye;   /* closing: the transport's close_notify is being sent (t_close bounds it) */
     uint8_t *cbuf; /* transport mode: ciphertext receive buffer (STAGE_CAP) */
     kc_loop_op_t op_connect, op_send, op_recv;
-    kc_loop_timer_t t_connect, t_backoff, t_request, t_reauth, t_close;
+    kc_loop_timer_t t_connect, t_backoff, t_request, t_reauth, t_close, t_idle;
     kc_conn_stats_t st;
 };
 

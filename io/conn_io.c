@@ -216,6 +216,14 @@ static void transport_pump(kc_conn_t *c)
         }
         if (rc == KC_ERR_AGAIN)
             break;
+        /* A TLS failure before the broker's first answer is its refusal of the handshake: with
+         * TLS 1.3 the alert for a missing or rejected client certificate arrives only after our
+         * side of the handshake completed. Final, like a failed handshake: reconnecting would
+         * be refused the same way. */
+        if (rc == KC_ERR_TLS && (c->state == KC_CONN_HANDSHAKE || c->state == KC_CONN_AUTH)) {
+            kc_conn_fail_final(c, &e);
+            return;
+        }
         kc_conn_reset(c, rc == KC_ERR_CLOSED ? KC_ERR_TRANSPORT : rc,
                       rc == KC_ERR_CLOSED ? "broker closed the TLS session" : e.msg);
         return;

@@ -7,13 +7,15 @@
  */
 #include "tls.h"
 
+#include "base/log.h"
+#include "tls_material.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -23,6 +25,9 @@
 struct kc_tls_ctx {
     SSL_CTX *ssl_ctx;
     bool verify_name; /* ssl.endpoint.identification.algorithm=https */
+    /* For messages only: what the broker refused, or which CRL revoked its certificate. */
+    char offered[256]; /* "TLSv1.2-TLSv1.3, ssl.cipher.suites=..." */
+    char crl[256];     /* ssl.crl.location, "" when unset */
 };
 
 /* The first verification failure, captured in the verify callback because that is the only
@@ -30,15 +35,19 @@ struct kc_tls_ctx {
 struct verify_failure {
     int code; /* X509_V_ERR_*, 0 = none */
     int depth;
-    char names[160]; /* the failing certificate's SANs, or its subject */
+    char names[160];   /* the failing certificate's SANs, or its subject */
+    char subject[160]; /* its subject, RFC 2253 */
+    char serial[80];   /* its serial number, hex */
 };
 
 struct kc_tls {
     SSL *ssl;
-    BIO *rbio; /* reads `in` for OpenSSL (in_bio_method) */
-    BIO *wbio; /* ciphertext for the peer, written by OpenSSL, drained into `out` */
+    const kc_tls_ctx_t *ctx; /* outlives the session (tls.h: Threads) */
+    BIO *rbio;               /* reads `in` for OpenSSL (in_bio_method) */
+    BIO *wbio;               /* ciphertext for the peer, written by OpenSSL, drained into `out` */
     char server_name[256];
     bool handshake_done, shut;
+    bool read_any; /* application data arrived: a later alert is no refusal of the handshake */
     struct verify_failure vf;
     /* Input: ciphertext from the peer, [in_off, in_len) not yet read by OpenSSL. The socket can
      * receive straight into it (kc_tls_in_space/commit). */
@@ -50,21 +59,6 @@ struct kc_tls {
 };
 
 /* ---- error text ---- */
-
-/* OpenSSL's reason for the most recent error on this thread, and clears the queue. */
-static const char *ssl_reason(char *buf, size_t cap)
-{
-    unsigned long e = ERR_peek_last_error();
-    const char *r = e ? ERR_reason_error_string(e) : NULL;
-    if (r)
-        snprintf(buf, cap, "%s", r);
-    else if (e)
-        ERR_error_string_n(e, buf, cap);
-    else
-        snprintf(buf, cap, "no OpenSSL error recorded");
-    ERR_clear_error();
-    return buf;
-}
 
 static void append_name(char *dst, size_t cap, const char *kind, const char *val, size_t len)
 {
@@ -99,6 +93,49 @@ static void describe_cert_names(X509 *cert, char *dst, size_t cap)
         X509_NAME_oneline(X509_get_subject_name(cert), dst, (int)cap);
 }
 
+static void describe_subject(X509 *cert, struct verify_failure *vf)
+{
+    vf->subject[0] = vf->serial[0] = '\0';
+    if (!cert)
+        return;
+    BIO *b = BIO_new(BIO_s_mem());
+    if (b && X509_NAME_print_ex(b, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+        int n = BIO_read(b, vf->subject, (int)sizeof vf->subject - 1);
+        vf->subject[n > 0 ? n : 0] = '\0';
+    }
+    BIO_free(b);
+    BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+    char *hex = bn ? BN_bn2hex(bn) : NULL;
+    if (hex)
+        snprintf(vf->serial, sizeof vf->serial, "%s", hex);
+    OPENSSL_free(hex);
+    BN_free(bn);
+}
+
+/* A fatal alert the broker sent during (or, TLS 1.3, right after) the handshake: its refusal of
+ * what this client offered or presented. The hint says which settings decide it. */
+static const char *alert_hint(unsigned long e)
+{
+    switch (ERR_GET_REASON(e)) {
+    case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+    case SSL_R_TLSV1_ALERT_INSUFFICIENT_SECURITY:
+        return "the broker shares no cipher suite (or key exchange) with what this client offers";
+    case SSL_R_TLSV1_ALERT_PROTOCOL_VERSION:
+        return "the broker accepts none of the TLS versions this client offers";
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+        return "the broker refused the client certificate, or requires one and none is configured "
+               "(ssl.keystore.location, or ssl.certificate.* with ssl.key.*)";
+    default:
+        return NULL;
+    }
+}
+
 static int verify_cb(int preverify_ok, X509_STORE_CTX *xctx)
 {
     if (preverify_ok)
@@ -108,27 +145,50 @@ static int verify_cb(int preverify_ok, X509_STORE_CTX *xctx)
     if (t && !t->vf.code) {
         t->vf.code = X509_STORE_CTX_get_error(xctx);
         t->vf.depth = X509_STORE_CTX_get_error_depth(xctx);
-        describe_cert_names(X509_STORE_CTX_get_current_cert(xctx), t->vf.names, sizeof t->vf.names);
+        X509 *cert = X509_STORE_CTX_get_current_cert(xctx);
+        describe_cert_names(cert, t->vf.names, sizeof t->vf.names);
+        describe_subject(cert, &t->vf);
     }
     return 0; /* verification stays mandatory: the handshake fails */
 }
 
-static kc_err_t handshake_fail(kc_tls_t *t, kc_error_t *err)
+/* A handshake failure that is not our verdict on the broker: most often the broker's alert. */
+static kc_err_t refused(kc_tls_t *t, kc_error_t *err)
 {
     char r[160];
+    const char *hint = alert_hint(ERR_peek_last_error());
+    kc_tls_ssl_reason(r, sizeof r);
+    if (hint)
+        return kc_fail(err, KC_ERR_TLS,
+                       "TLS handshake with %s refused by the broker: %s: %s (offered: %s)",
+                       t->server_name, r, hint, t->ctx->offered);
+    /* No alert we can name (Kafka before 3.x answers some refusals with a record OpenSSL cannot
+     * parse, "wrong version number"): what this client offered is still the likely cause. */
+    return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s failed: %s (offered: %s)",
+                   t->server_name, r, t->ctx->offered);
+}
+
+static kc_err_t handshake_fail(kc_tls_t *t, kc_error_t *err)
+{
     int code = t->vf.code;
     if (code == X509_V_ERR_HOSTNAME_MISMATCH || code == X509_V_ERR_IP_ADDRESS_MISMATCH) {
         ERR_clear_error();
         return kc_fail(err, KC_ERR_TLS, "hostname mismatch: certificate is for %s, connected to %s",
                        t->vf.names, t->server_name);
     }
+    if (code == X509_V_ERR_CERT_REVOKED) {
+        ERR_clear_error();
+        return kc_fail(err, KC_ERR_TLS,
+                       "broker %s presented a revoked certificate (subject %s, serial %s, depth "
+                       "%d): listed in ssl.crl.location '%s'",
+                       t->server_name, t->vf.subject, t->vf.serial, t->vf.depth, t->ctx->crl);
+    }
     if (code) {
         ERR_clear_error();
         return kc_fail(err, KC_ERR_TLS, "certificate verify failed: %s (depth %d, %s)",
                        X509_verify_cert_error_string(code), t->vf.depth, t->vf.names);
     }
-    return kc_fail(err, KC_ERR_TLS, "TLS handshake with %s failed: %s", t->server_name,
-                   ssl_reason(r, sizeof r));
+    return refused(t, err);
 }
 
 /* ---- the input BIO ----
@@ -199,83 +259,6 @@ static const BIO_METHOD *in_bio_method(void)
 
 /* ---- context ---- */
 
-struct pw_arg {
-    const char *pw;
-    bool asked;
-};
-
-static int key_password_cb(char *buf, int size, int rwflag, void *u)
-{
-    (void)rwflag;
-    struct pw_arg *a = u;
-    a->asked = true;
-    if (!a->pw)
-        return -1;
-    size_t n = strlen(a->pw);
-    if (n > (size_t)size)
-        return -1;
-    memcpy(buf, a->pw, n);
-    return (int)n;
-}
-
-static kc_err_t load_ca(SSL_CTX *c, const char *loc, kc_error_t *err)
-{
-    char r[160];
-    if (!loc || !*loc) {
-        if (SSL_CTX_set_default_verify_paths(c) != 1)
-            return kc_fail(err, KC_ERR_CONFIG,
-                           "ssl.ca.location unset and the system CA store "
-                           "cannot be loaded: %s",
-                           ssl_reason(r, sizeof r));
-        return KC_OK;
-    }
-    struct stat st;
-    if (stat(loc, &st) != 0)
-        return kc_fail(err, KC_ERR_CONFIG, "ssl.ca.location '%s': %s", loc, strerror(errno));
-    bool dir = S_ISDIR(st.st_mode);
-    if (SSL_CTX_load_verify_locations(c, dir ? NULL : loc, dir ? loc : NULL) != 1)
-        return kc_fail(err, KC_ERR_CONFIG, "ssl.ca.location '%s': %s", loc,
-                       ssl_reason(r, sizeof r));
-    return KC_OK;
-}
-
-/* The key is decrypted here, once; the password is not stored anywhere afterwards. */
-static kc_err_t load_client_cert(SSL_CTX *c, const kc_tls_conf_t *conf, kc_error_t *err)
-{
-    char r[160];
-    bool has_cert = conf->cert_location && *conf->cert_location;
-    bool has_key = conf->key_location && *conf->key_location;
-    if (!has_cert && !has_key)
-        return KC_OK;
-    if (has_cert != has_key)
-        return kc_fail(err, KC_ERR_CONFIG,
-                       "ssl.certificate.location and ssl.key.location must "
-                       "be set together");
-    if (SSL_CTX_use_certificate_chain_file(c, conf->cert_location) != 1)
-        return kc_fail(err, KC_ERR_CONFIG, "ssl.certificate.location '%s': %s", conf->cert_location,
-                       ssl_reason(r, sizeof r));
-    BIO *b = BIO_new_file(conf->key_location, "r");
-    if (!b)
-        return kc_fail(err, KC_ERR_CONFIG, "ssl.key.location '%s': %s", conf->key_location,
-                       ssl_reason(r, sizeof r));
-    struct pw_arg pa = {conf->key_password, false};
-    EVP_PKEY *key = PEM_read_bio_PrivateKey(b, NULL, key_password_cb, &pa);
-    BIO_free(b);
-    if (!key)
-        return kc_fail(err, KC_ERR_CONFIG, "ssl.key.location '%s': cannot read the key%s: %s",
-                       conf->key_location,
-                       pa.asked ? " (encrypted: ssl.key.password missing or wrong)" : "",
-                       ssl_reason(r, sizeof r));
-    int ok = SSL_CTX_use_PrivateKey(c, key);
-    EVP_PKEY_free(key);
-    if (ok != 1 || SSL_CTX_check_private_key(c) != 1)
-        return kc_fail(err, KC_ERR_CONFIG,
-                       "ssl.key.location '%s' does not match "
-                       "ssl.certificate.location '%s': %s",
-                       conf->key_location, conf->cert_location, ssl_reason(r, sizeof r));
-    return KC_OK;
-}
-
 kc_err_t kc_tls_ctx_new(const kc_tls_conf_t *conf, kc_tls_ctx_t **out, kc_error_t *err)
 {
     char r[160];
@@ -291,13 +274,23 @@ kc_err_t kc_tls_ctx_new(const kc_tls_conf_t *conf, kc_tls_ctx_t **out, kc_error_
     ctx->ssl_ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx->ssl_ctx) {
         free(ctx);
-        return kc_fail(err, KC_ERR_TLS, "SSL_CTX_new: %s", ssl_reason(r, sizeof r));
+        return kc_fail(err, KC_ERR_TLS, "SSL_CTX_new: %s", kc_tls_ssl_reason(r, sizeof r));
     }
     SSL_CTX_set_min_proto_version(ctx->ssl_ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(ctx->ssl_ctx, SSL_VERIFY_PEER, verify_cb);
-    kc_err_t rc = load_ca(ctx->ssl_ctx, conf->ca_location, err);
-    if (rc == KC_OK)
-        rc = load_client_cert(ctx->ssl_ctx, conf, err);
+    kc_err_t rc = kc_tls_material_load(ctx->ssl_ctx, conf, err);
+    if (rc == KC_OK) {
+        int lo = SSL_CTX_get_min_proto_version(ctx->ssl_ctx);
+        int hi = SSL_CTX_get_max_proto_version(ctx->ssl_ctx);
+        const char *cs = conf->cipher_suites;
+        snprintf(ctx->offered, sizeof ctx->offered, "%s%s%s, ssl.cipher.suites=%s, %s",
+                 lo == TLS1_3_VERSION ? "TLSv1.3" : "TLSv1.2", lo == hi ? "" : "-",
+                 lo == hi ? "" : (hi == TLS1_2_VERSION ? "TLSv1.2" : "TLSv1.3"),
+                 cs && *cs ? cs : "(OpenSSL's defaults)",
+                 SSL_CTX_get0_certificate(ctx->ssl_ctx) ? "a client certificate"
+                                                        : "no client certificate");
+        snprintf(ctx->crl, sizeof ctx->crl, "%s", conf->crl_location ? conf->crl_location : "");
+    }
     if (rc != KC_OK) {
         kc_tls_ctx_free(ctx);
         return rc;
@@ -330,7 +323,7 @@ static kc_err_t set_peer_name(kc_tls_t *t, bool verify_name, kc_error_t *err)
     /* SNI carries DNS names only (RFC 6066 §3); brokers behind SNI routers need it. */
     if (!ip && SSL_set_tlsext_host_name(t->ssl, name) != 1)
         return kc_fail(err, KC_ERR_TLS, "TLS: cannot set SNI '%s': %s", name,
-                       ssl_reason(r, sizeof r));
+                       kc_tls_ssl_reason(r, sizeof r));
     if (!verify_name)
         return KC_OK;
     X509_VERIFY_PARAM *vp = SSL_get0_param(t->ssl);
@@ -339,7 +332,7 @@ static kc_err_t set_peer_name(kc_tls_t *t, bool verify_name, kc_error_t *err)
         ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, name) : X509_VERIFY_PARAM_set1_host(vp, name, 0);
     if (ok != 1)
         return kc_fail(err, KC_ERR_TLS, "TLS: cannot verify against '%s': %s", name,
-                       ssl_reason(r, sizeof r));
+                       kc_tls_ssl_reason(r, sizeof r));
     return KC_OK;
 }
 
@@ -363,11 +356,12 @@ kc_err_t kc_tls_new(kc_tls_ctx_t *ctx, const char *server_name, kc_tls_t **out, 
         BIO_free(t->wbio);
         t->rbio = t->wbio = NULL;
         kc_tls_free(t);
-        return kc_fail(err, KC_ERR_NOMEM, "TLS: %s", ssl_reason(r, sizeof r));
+        return kc_fail(err, KC_ERR_NOMEM, "TLS: %s", kc_tls_ssl_reason(r, sizeof r));
     }
     BIO_set_data(t->rbio, t);
     SSL_set_bio(t->ssl, t->rbio, t->wbio); /* the SSL owns both BIOs from here */
     SSL_set_app_data(t->ssl, t);
+    t->ctx = ctx;
     SSL_set_connect_state(t->ssl);
     kc_err_t rc = set_peer_name(t, ctx->verify_name, err);
     if (rc != KC_OK) {
@@ -443,6 +437,8 @@ kc_err_t kc_tls_handshake(kc_tls_t *t, kc_error_t *err)
     int rc = SSL_do_handshake(t->ssl);
     if (rc == 1) {
         t->handshake_done = true;
+        kc_log(KC_LOG_DEBUG, "tls", "%s: %s, %s", t->server_name, SSL_get_version(t->ssl),
+               SSL_get_cipher_name(t->ssl));
         return KC_OK;
     }
     int e = SSL_get_error(t->ssl, rc);
@@ -465,7 +461,7 @@ kc_err_t kc_tls_write(kc_tls_t *t, const void *data, size_t len, kc_error_t *err
          * encrypts the chunk or fails. */
         if (SSL_write_ex(t->ssl, p, len, &done) != 1)
             return kc_fail(err, KC_ERR_TLS, "TLS write to %s failed: %s", t->server_name,
-                           ssl_reason(r, sizeof r));
+                           kc_tls_ssl_reason(r, sizeof r));
         p += done;
         len -= done;
     }
@@ -480,8 +476,10 @@ kc_err_t kc_tls_read(kc_tls_t *t, void *buf, size_t cap, size_t *n, kc_error_t *
         return kc_fail(err, KC_ERR_INVALID_ARG, "TLS read into an empty buffer");
     ERR_clear_error();
     int rc = SSL_read_ex(t->ssl, buf, cap, n);
-    if (rc == 1)
+    if (rc == 1) {
+        t->read_any = true;
         return KC_OK;
+    }
     switch (SSL_get_error(t->ssl, rc)) {
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE:
@@ -491,8 +489,10 @@ kc_err_t kc_tls_read(kc_tls_t *t, void *buf, size_t cap, size_t *n, kc_error_t *
     default:
         if (!t->handshake_done && t->vf.code)
             return handshake_fail(t, err);
+        if (!t->read_any) /* TLS 1.3: the broker's verdict on our certificate comes here */
+            return refused(t, err);
         return kc_fail(err, KC_ERR_TLS, "TLS read from %s failed: %s", t->server_name,
-                       ssl_reason(r, sizeof r));
+                       kc_tls_ssl_reason(r, sizeof r));
     }
 }
 
@@ -539,7 +539,7 @@ kc_err_t kc_tls_shutdown(kc_tls_t *t, kc_error_t *err)
      * is closed right after), which TLS allows for a client that sends nothing more. */
     if (SSL_shutdown(t->ssl) < 0)
         return kc_fail(err, KC_ERR_TLS, "TLS shutdown to %s: %s", t->server_name,
-                       ssl_reason(r, sizeof r));
+                       kc_tls_ssl_reason(r, sizeof r));
     return KC_OK;
 }
 

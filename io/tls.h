@@ -48,7 +48,16 @@
  * Errors: every failure is KC_ERR_TLS (or KC_ERR_CONFIG at context creation) with a message that
  * names the reason, e.g. "certificate verify failed: self-signed certificate in certificate chain"
  * or "hostname mismatch: certificate is for DNS:localhost, IP:127.0.0.1, connected to 127.0.0.2".
- * The caller prefixes the broker address. Key passwords never appear in any message or log.
+ * A broker certificate listed in ssl.crl.location fails with "revoked", the certificate's subject
+ * and serial. An alert from the broker that ends the handshake (no shared cipher suite or
+ * protocol version, a client certificate refused or missing) names the alert and what this
+ * client offered (versions, ssl.cipher.suites, whether a client certificate was configured); a
+ * failure without a recognisable alert (Kafka 2.8 answers a refusal with a record OpenSSL cannot
+ * parse) still says what was offered; with TLS 1.3 the broker's verdict on the client certificate
+ * arrives after the client's side of the handshake is done, so the first kc_tls_read reports it
+ * (KC_ERR_TLS, the same message): the connection layer treats a TLS failure before its first answer
+ * as final. The caller prefixes the broker address. Key passwords never appear in any message or
+ * log.
  */
 #ifndef KC_IO_TLS_H
 #define KC_IO_TLS_H
@@ -58,12 +67,22 @@
 
 #include "base/err.h"
 
-/* Kafka / librdkafka names in comments. Strings are read during kc_tls_ctx_new() only. */
+/* Kafka / librdkafka names in comments (io/tls_material.h says how each is read). Strings are
+ * read during kc_tls_ctx_new() only; NULL or "" = not given. */
 typedef struct kc_tls_conf {
-    const char *ca_location;   /* ssl.ca.location: PEM file or hashed directory; NULL = system */
+    const char *ca_location;   /* ssl.ca.location: PEM file or hashed directory */
+    const char *ca_pem;        /* ssl.ca.pem: PEM CA certificates as text (no CA given: system) */
+    const char *crl_location;  /* ssl.crl.location: PEM CRLs; turns on the revocation check */
     const char *cert_location; /* ssl.certificate.location: PEM client certificate (mTLS) */
+    const char *cert_pem;      /* ssl.certificate.pem: the same as text */
     const char *key_location;  /* ssl.key.location: PEM private key for the certificate */
+    const char *key_pem;       /* ssl.key.pem: the same as text (a secret) */
     const char *key_password;  /* ssl.key.password: for an encrypted key; used once, not kept */
+    const char *keystore_location; /* ssl.keystore.location: PKCS#12 key + certificate + chain */
+    const char *keystore_password; /* ssl.keystore.password: used once, not kept */
+    const char *cipher_suites;     /* ssl.cipher.suites: TLS 1.2 and 1.3 suites, one list */
+    const char *enabled_protocols; /* ssl.enabled.protocols: "TLSv1.2,TLSv1.3" (the default) */
+    const char *protocol;          /* ssl.protocol: TLSv1.3 (default, no cap) or TLSv1.2 (cap) */
     /* ssl.endpoint.identification.algorithm: "https" (also when NULL: verify the broker's host
      * name or IP against its certificate, Kafka's default) or "" (chain only, no name check). */
     const char *endpoint_identification;
@@ -72,8 +91,9 @@ typedef struct kc_tls_conf {
 typedef struct kc_tls_ctx kc_tls_ctx_t;
 typedef struct kc_tls kc_tls_t;
 
-/* Builds the shared context: TLS 1.2+, peer verification always on. KC_ERR_CONFIG explains bad
- * files (which setting, which path, OpenSSL's reason). Application thread, at configuration. */
+/* Builds the shared context: TLS 1.2+ (narrowed by the protocol bounds), peer verification always
+ * on. KC_ERR_CONFIG explains bad material (which setting, which path, OpenSSL's reason; never a
+ * password or key text). Application thread, at configuration. */
 kc_err_t kc_tls_ctx_new(const kc_tls_conf_t *conf, kc_tls_ctx_t **out, kc_error_t *err);
 void kc_tls_ctx_free(kc_tls_ctx_t *ctx);
 

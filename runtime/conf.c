@@ -46,11 +46,16 @@ static const key_def_t keys[KC_CONF__COUNT] = {
 #undef KC__CONF_DEF
 };
 
-/* Names other clients use for the same key (librdkafka's plural), accepted silently. */
+/* Names other clients use for the same key (librdkafka's plural; Java's names of the PEM
+ * settings, which mean the same with its ssl.keystore.type / ssl.truststore.type PEM, the only
+ * in-memory type there is), accepted silently. */
 static const struct {
     const char *alias, *name;
 } aliases[] = {{"sasl.mechanisms", "sasl.mechanism"},
-               {"metadata.broker.list", "bootstrap.servers"}};
+               {"metadata.broker.list", "bootstrap.servers"},
+               {"ssl.keystore.key", "ssl.key.pem"},
+               {"ssl.keystore.certificate.chain", "ssl.certificate.pem"},
+               {"ssl.truststore.certificates", "ssl.ca.pem"}};
 
 static const char *type_name(int t)
 {

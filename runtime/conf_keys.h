@@ -113,6 +113,11 @@
       "Metadata is refreshed at least this often")                                                 \
     X(SOCKET_CONNECTION_SETUP_TIMEOUT_MS, "socket.connection.setup.timeout.ms", INT, "10000", 100, \
       3600000, NULL, 0, "TCP connect and TLS handshake must finish within this")                   \
+    X(SOCKET_KEEPALIVE_ENABLE, "socket.keepalive.enable", BOOL, "true", 0, 0, NULL, 0,             \
+      "SO_KEEPALIVE on every broker socket (Java always sets it; librdkafka's default is false)")  \
+    X(CONNECTIONS_MAX_IDLE_MS, "connections.max.idle.ms", INT, "540000", 0, KC_I32MAX, NULL, 0,    \
+      "A broker connection idle this long (nothing sent or answered) is closed and opened again "  \
+      "when needed (Java's default; 0 = never, librdkafka's default)")                             \
     X(SECURITY_PROTOCOL, "security.protocol", ENUM, "PLAINTEXT", 0, 0,                             \
       "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL", 0, "Transport to the brokers")                      \
     X(SSL_CA_LOCATION, "ssl.ca.location", STR, "", 0, 0, NULL, 0,                                  \
@@ -122,7 +127,30 @@
     X(SSL_KEY_LOCATION, "ssl.key.location", STR, "", 0, 0, NULL, 0,                                \
       "Client private key (PEM) for mutual TLS")                                                   \
     X(SSL_KEY_PASSWORD, "ssl.key.password", STR, "", 0, 0, NULL, SECRET,                           \
-      "Password of ssl.key.location")                                                              \
+      "Password of ssl.key.location or ssl.key.pem")                                               \
+    X(SSL_CA_PEM, "ssl.ca.pem", STR, "", 0, 0, NULL, 0,                                            \
+      "CA certificates as PEM text, trusted besides ssl.ca.location (Java: "                       \
+      "ssl.truststore.certificates)")                                                              \
+    X(SSL_CERTIFICATE_PEM, "ssl.certificate.pem", STR, "", 0, 0, NULL, 0,                          \
+      "Client certificate, chain after it, as PEM text (Java: ssl.keystore.certificate.chain)")    \
+    X(SSL_KEY_PEM, "ssl.key.pem", STR, "", 0, 0, NULL, SECRET,                                     \
+      "Client private key as PEM text, encrypted or not (Java: ssl.keystore.key)")                 \
+    X(SSL_KEYSTORE_LOCATION, "ssl.keystore.location", STR, "", 0, 0, NULL, 0,                      \
+      "PKCS#12 keystore: the client key, its certificate and the chain (instead of "               \
+      "ssl.certificate.* and ssl.key.*)")                                                          \
+    X(SSL_KEYSTORE_PASSWORD, "ssl.keystore.password", STR, "", 0, 0, NULL, SECRET,                 \
+      "Password of ssl.keystore.location (opens the store and its key)")                           \
+    X(SSL_CRL_LOCATION, "ssl.crl.location", STR, "", 0, 0, NULL, 0,                                \
+      "PEM CRLs of the broker certificate's issuer: a listed (revoked) broker certificate is "     \
+      "refused; a CRL for that issuer must be present")                                            \
+    X(SSL_CIPHER_SUITES, "ssl.cipher.suites", STR, "", 0, 0, NULL, 0,                              \
+      "The cipher suites offered, TLS 1.2 (OpenSSL or IANA names) and TLS 1.3 in one list "        \
+      "(',' or ':'); a version none is named for is not offered; empty = OpenSSL's defaults")      \
+    X(SSL_ENABLED_PROTOCOLS, "ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", 0, 0,               \
+      "TLSv1.2|TLSv1.3", 0, "TLS versions this client offers")                                     \
+    X(SSL_PROTOCOL, "ssl.protocol", ENUM, "TLSv1.3", 0, 0, "TLSv1.2|TLSv1.3|TLS", 0,               \
+      "As Java: TLSv1.2 caps the version at TLS 1.2 whatever ssl.enabled.protocols says; "         \
+      "TLSv1.3 or TLS: no cap")                                                                    \
     X(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM, "ssl.endpoint.identification.algorithm", ENUM,        \
       "https", 0, 0, "https|none", EMPTY_OK,                                                       \
       "https: the broker certificate must match its host name; none or empty (Java's way): skip "  \

@@ -137,24 +137,58 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
                        "security.protocol=%s with sasl.mechanism=%s needs "
                        "sasl.username and sasl.password",
                        proto, STR(SASL_MECHANISM));
-    if (!tls && (SET(SSL_CA_LOCATION) || SET(SSL_CERTIFICATE_LOCATION) || SET(SSL_KEY_LOCATION) ||
-                 SET(SSL_KEY_PASSWORD) || SET(SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)))
+    static const kc_conf_id_t tls_keys[] = {KC_CONF_SSL_CA_LOCATION,
+                                            KC_CONF_SSL_CA_PEM,
+                                            KC_CONF_SSL_CERTIFICATE_LOCATION,
+                                            KC_CONF_SSL_CERTIFICATE_PEM,
+                                            KC_CONF_SSL_KEY_LOCATION,
+                                            KC_CONF_SSL_KEY_PEM,
+                                            KC_CONF_SSL_KEY_PASSWORD,
+                                            KC_CONF_SSL_KEYSTORE_LOCATION,
+                                            KC_CONF_SSL_KEYSTORE_PASSWORD,
+                                            KC_CONF_SSL_CRL_LOCATION,
+                                            KC_CONF_SSL_CIPHER_SUITES,
+                                            KC_CONF_SSL_ENABLED_PROTOCOLS,
+                                            KC_CONF_SSL_PROTOCOL,
+                                            KC_CONF_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM};
+    for (size_t i = 0; !tls && i < sizeof tls_keys / sizeof tls_keys[0]; i++)
+        if (kc_conf_is_set(c, tls_keys[i]))
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "%s is set but security.protocol=%s does not use TLS; use SSL or "
+                           "SASL_SSL",
+                           kc_conf_name(tls_keys[i]), proto);
+    /* One source per piece: a file or PEM text, and a keystore instead of both. */
+    if (STR(SSL_CERTIFICATE_LOCATION)[0] && STR(SSL_CERTIFICATE_PEM)[0])
         return kc_fail(err, KC_ERR_CONFIG,
-                       "ssl.* settings are set but security.protocol=%s does not use TLS; use SSL "
-                       "or SASL_SSL",
-                       proto);
-    if (SET(SSL_CERTIFICATE_LOCATION) != SET(SSL_KEY_LOCATION))
+                       "ssl.certificate.location and ssl.certificate.pem are both set: set one");
+    if (STR(SSL_KEY_LOCATION)[0] && STR(SSL_KEY_PEM)[0])
         return kc_fail(err, KC_ERR_CONFIG,
-                       "mutual TLS needs both ssl.certificate.location and "
-                       "ssl.key.location");
-    if (STR(SSL_KEY_PASSWORD)[0] && !STR(SSL_KEY_LOCATION)[0])
+                       "ssl.key.location and ssl.key.pem are both set: set one");
+    bool cert = STR(SSL_CERTIFICATE_LOCATION)[0] || STR(SSL_CERTIFICATE_PEM)[0];
+    bool key = STR(SSL_KEY_LOCATION)[0] || STR(SSL_KEY_PEM)[0];
+    if (STR(SSL_KEYSTORE_LOCATION)[0] && (cert || key))
+        return kc_fail(
+            err, KC_ERR_CONFIG, "ssl.keystore.location and %s are two client identities: set one",
+            cert
+                ? (STR(SSL_CERTIFICATE_PEM)[0] ? "ssl.certificate.pem" : "ssl.certificate.location")
+                : (STR(SSL_KEY_PEM)[0] ? "ssl.key.pem" : "ssl.key.location"));
+    if (cert != key)
         return kc_fail(err, KC_ERR_CONFIG,
-                       "ssl.key.password is set but ssl.key.location is not: the password "
-                       "decrypts that key file");
+                       "mutual TLS needs both ssl.certificate.location and ssl.key.location (or "
+                       "their .pem forms)");
+    if (STR(SSL_KEY_PASSWORD)[0] && !key)
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.key.password is set but ssl.key.location is not (nor ssl.key.pem): the "
+                       "password decrypts that key");
+    if (STR(SSL_KEYSTORE_PASSWORD)[0] && !STR(SSL_KEYSTORE_LOCATION)[0])
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "ssl.keystore.password is set but ssl.keystore.location is not: the "
+                       "password opens that keystore");
     /* Files are checked here, at kc_consumer_new, as Java checks them when the client is built:
      * a typo in a path should not surface as a TLS failure at the first connection. */
     static const kc_conf_id_t files[] = {KC_CONF_SSL_CA_LOCATION, KC_CONF_SSL_CERTIFICATE_LOCATION,
-                                         KC_CONF_SSL_KEY_LOCATION};
+                                         KC_CONF_SSL_KEY_LOCATION, KC_CONF_SSL_KEYSTORE_LOCATION,
+                                         KC_CONF_SSL_CRL_LOCATION};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         const char *path = kc_conf_str(c, files[i]);
         if (path[0] && access(path, R_OK) != 0)

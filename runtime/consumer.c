@@ -495,6 +495,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.connect_timeout_ms = (int)kc_conf_int(f, KC_CONF_SOCKET_CONNECTION_SETUP_TIMEOUT_MS);
         ec.reconnect_backoff_ms = (int)kc_conf_int(f, KC_CONF_RECONNECT_BACKOFF_MS);
         ec.reconnect_backoff_max_ms = (int)kc_conf_int(f, KC_CONF_RECONNECT_BACKOFF_MAX_MS);
+        ec.keepalive = kc_conf_bool(f, KC_CONF_SOCKET_KEEPALIVE_ENABLE);
+        ec.idle_timeout_ms = (int)kc_conf_int(f, KC_CONF_CONNECTIONS_MAX_IDLE_MS);
         ec.security = c->sec;
         kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
@@ -776,9 +778,18 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     kc_conn_security_conf_t scf = {
         .protocol = kc_conf_str(conf, KC_CONF_SECURITY_PROTOCOL),
         .tls = {.ca_location = opt_str(conf, KC_CONF_SSL_CA_LOCATION),
+                .ca_pem = opt_str(conf, KC_CONF_SSL_CA_PEM),
+                .crl_location = opt_str(conf, KC_CONF_SSL_CRL_LOCATION),
                 .cert_location = opt_str(conf, KC_CONF_SSL_CERTIFICATE_LOCATION),
+                .cert_pem = opt_str(conf, KC_CONF_SSL_CERTIFICATE_PEM),
                 .key_location = opt_str(conf, KC_CONF_SSL_KEY_LOCATION),
+                .key_pem = opt_str(conf, KC_CONF_SSL_KEY_PEM),
                 .key_password = opt_str(conf, KC_CONF_SSL_KEY_PASSWORD),
+                .keystore_location = opt_str(conf, KC_CONF_SSL_KEYSTORE_LOCATION),
+                .keystore_password = opt_str(conf, KC_CONF_SSL_KEYSTORE_PASSWORD),
+                .cipher_suites = opt_str(conf, KC_CONF_SSL_CIPHER_SUITES),
+                .enabled_protocols = kc_conf_str(conf, KC_CONF_SSL_ENABLED_PROTOCOLS),
+                .protocol = kc_conf_str(conf, KC_CONF_SSL_PROTOCOL),
                 .endpoint_identification =
                     kc_conf_str(conf, KC_CONF_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)},
         .sasl_mechanism = kc_conf_str(conf, KC_CONF_SASL_MECHANISM),

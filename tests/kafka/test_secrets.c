@@ -3,7 +3,9 @@
  * ssl.key.password go through every path that handles them — the configuration (set, get, the
  * printed reference, cross-key errors, kc_consumer_new), a SCRAM exchange with the wrong password
  * against the SASL_SSL listener, a good SCRAM exchange with the cluster's password, and an
- * encrypted client key opened with the wrong and the right password — with logging at DEBUG
+ * encrypted client key opened with the wrong and the right password, a PKCS#12 keystore opened
+ * with the wrong and the right ssl.keystore.password, the encrypted key given as ssl.key.pem text
+ * — with logging at DEBUG
  * into a capture; and whole consumers (wrong password, then the cluster's) at log.level=debug
  * whose lines reach the same capture through their log callback (kc_conf_set_log_cb). Each failure
  * must still say what went wrong (mechanism, key file); no probe, nor the cluster's password, may
@@ -30,6 +32,7 @@
 /* Also in tests/run-suite's check_secrets: keep the two lists in step. */
 #define PROBE_SASL  "kc-leak-probe-sasl-4e1b9"
 #define PROBE_KEYPW "kc-leak-probe-keypw-a73c"
+#define PROBE_KSPW  "kc-leak-probe-kspw-5d2e"
 
 static char *logbuf;
 static size_t loglen, logcap;
@@ -59,8 +62,8 @@ static void capture_cb(void *opaque, int level, const char *subsystem, const cha
 /* The text must not hold any credential. */
 static void clean(const char *what, const char *text)
 {
-    const char *secrets[] = {PROBE_SASL, PROBE_KEYPW, kc_test_env("KC_SCRAM_PASSWORD")};
-    for (size_t i = 0; i < 3; i++)
+    const char *secrets[] = {PROBE_SASL, PROBE_KEYPW, PROBE_KSPW, kc_test_env("KC_SCRAM_PASSWORD")};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
         if (text && strstr(text, secrets[i]))
             fail_msg("%s holds a credential (secret #%zu)", what, i);
 }
@@ -324,6 +327,94 @@ static void bad_key_password_names_the_file_not_the_password(void **state)
     kc_tls_ctx_free(ctx);
 }
 
+/* ---- a PKCS#12 keystore and a key as PEM text ---------------------------------------------- */
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    char *buf = calloc(1, 16384);
+    assert_non_null(buf);
+    size_t n = fread(buf, 1, 16383, f);
+    fclose(f);
+    assert_true(n > 0);
+    return buf;
+}
+
+/* Whole consumers at log.level=debug over SSL: a keystore with a wrong password (refused at
+ * creation: the key and the file named, no password), the right one, and the encrypted key as
+ * ssl.key.pem text. Neither password nor the key's text reaches an error, kc_conf_get or the
+ * log. */
+static void keystore_and_pem_key_never_echoed(void **state)
+{
+    (void)state;
+    const char *dir = kc_test_tmpdir("secrets-ks");
+    char key[4096], crt[4096], ks[4096], cmd[16384];
+    kc_test_self_signed(dir, "client", "kc-test-client", 0, PROBE_KEYPW);
+    kc_test_path(key, sizeof key, dir, "client.key");
+    kc_test_path(crt, sizeof crt, dir, "client.pem");
+    kc_test_path(ks, sizeof ks, dir, "client.p12");
+    snprintf(cmd, sizeof cmd,
+             "openssl pkcs12 -export -in '%s' -inkey '%s' -passin pass:" PROBE_KEYPW
+             " -passout pass:" PROBE_KSPW " -out '%s' >/dev/null 2>&1",
+             crt, key, ks);
+    assert_int_equal(system(cmd), 0);
+    char *key_text = read_text(key);
+    /* a line of the key's base64 body: what a leak of the text would show */
+    const char *body = strchr(key_text, '\n');
+    assert_non_null(body);
+    char line[65] = "";
+    snprintf(line, sizeof line, "%.64s", body + 1);
+    const char *pw[] = {"not-" PROBE_KSPW, PROBE_KSPW};
+    for (int i = 0; i < 3; i++) {
+        kc_conf_t *c = kc_conf_new();
+        kc_error_t e;
+        assert_int_equal(kc_conf_set(c, "bootstrap.servers", kc_test_env("KC_SSL_BOOTSTRAP"), &e),
+                         KC_OK);
+        assert_int_equal(kc_conf_set(c, "security.protocol", "SSL", &e), KC_OK);
+        assert_int_equal(kc_conf_set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"), &e), KC_OK);
+        assert_int_equal(kc_conf_set(c, "log.level", "debug", &e), KC_OK);
+        assert_int_equal(kc_conf_set_log_cb(c, capture_cb, NULL, &e), KC_OK);
+        if (i < 2) {
+            assert_int_equal(kc_conf_set(c, "ssl.keystore.location", ks, &e), KC_OK);
+            assert_int_equal(kc_conf_set(c, "ssl.keystore.password", pw[i], &e), KC_OK);
+        } else {
+            assert_int_equal(kc_conf_set(c, "ssl.certificate.location", crt, &e), KC_OK);
+            assert_int_equal(kc_conf_set(c, "ssl.key.pem", key_text, &e), KC_OK);
+            assert_int_equal(kc_conf_set(c, "ssl.key.password", PROBE_KEYPW, &e), KC_OK);
+        }
+        char shown[64];
+        size_t len = sizeof shown;
+        assert_int_equal(
+            kc_conf_get(c, i < 2 ? "ssl.keystore.password" : "ssl.key.pem", shown, &len), KC_OK);
+        assert_string_equal(shown, "[redacted]");
+        kc_consumer_t *k = NULL;
+        kc_err_t rc = kc_consumer_new(c, NULL, &k, &e);
+        if (i == 0) {
+            assert_int_equal(rc, KC_ERR_CONFIG);
+            fprintf(stderr, "wrong keystore password: %s\n", e.msg);
+            clean("the keystore error", e.msg);
+            assert_null(strstr(e.msg, "not-kc-leak"));
+            has("the keystore error", e.msg, "ssl.keystore.password is wrong");
+            has("the keystore error", e.msg, ks);
+            kc_conf_destroy(c);
+            continue;
+        }
+        if (rc != KC_OK)
+            fail_msg("kc_consumer_new (%s): %s", i == 1 ? "keystore" : "ssl.key.pem", e.msg);
+        kc_metadata_t *md = NULL;
+        if (kc_metadata(k, NULL, 0, 10000, &md, &e) != KC_OK)
+            fail_msg("kc_metadata: %s", e.msg);
+        kc_metadata_destroy(md);
+        kc_destroy(k);
+    }
+    assert_non_null(logbuf);
+    assert_null(strstr(logbuf, line));
+    assert_null(strstr(logbuf, "PRIVATE KEY"));
+    free(key_text);
+}
+
 int main(void)
 {
     kc_test_env("KC_SASL_SSL_BOOTSTRAP"); /* fails loudly without the cluster */
@@ -333,6 +424,7 @@ int main(void)
         cmocka_unit_test(right_sasl_password_is_not_logged_either),
         cmocka_unit_test(consumer_log_callback_holds_no_secret),
         cmocka_unit_test(bad_key_password_names_the_file_not_the_password),
+        cmocka_unit_test(keystore_and_pem_key_never_echoed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

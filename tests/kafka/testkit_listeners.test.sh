@@ -56,3 +56,39 @@ fi
 grep -q "SaslAuthenticationException\|invalid credentials" "$tmp/out" ||
     { echo "FAIL: wrong password failed for another reason:" >&2; head -20 "$tmp/out" >&2; exit 1; }
 echo "ok: a wrong SCRAM password is refused"
+
+# --- mTLS (when the cluster has the mtls listener) ------------------------------------------------
+# The client keystore is PKCS#12 from OpenSSL 3 (PBES2, AES-256): Java must read it as well, and
+# the listener must refuse a client without a certificate.
+if [[ -z ${KC_MTLS_BOOTSTRAP:-} ]]; then
+    echo "ok: no mtls listener in this cluster (KC_MTLS_BOOTSTRAP unset): mTLS checks skipped"
+    exit 0
+fi
+cat >"$tmp/mtls.properties" <<PROPS
+security.protocol=SSL
+ssl.truststore.type=PEM
+ssl.truststore.location=$KC_CA_FILE
+ssl.keystore.type=PKCS12
+ssl.keystore.location=$KC_CLIENT_KEYSTORE
+ssl.keystore.password=$KC_CLIENT_KEYSTORE_PASSWORD
+request.timeout.ms=10000
+default.api.timeout.ms=15000
+PROPS
+if ! "$KC_TESTKIT" tool TopicCommand --bootstrap-server "$KC_MTLS_BOOTSTRAP" \
+    --command-config "$tmp/mtls.properties" --list --dir "${KC_CLUSTER_DIR:-$tmp}" >"$tmp/out" 2>&1; then
+    echo "FAIL: the Java client with the PKCS#12 keystore over mTLS:" >&2
+    grep -v '^\s*at ' "$tmp/out" | head -20 >&2
+    exit 1
+fi
+echo "ok: Java reads the PKCS#12 keystore and logs in over mTLS"
+out=$(kcat -b "$KC_MTLS_BOOTSTRAP" -X security.protocol=ssl -X ssl.ca.location="$KC_CA_FILE" \
+    -X ssl.certificate.location="$KC_CLIENT_CERT_PEM" -X ssl.key.location="$KC_CLIENT_KEY_PEM" \
+    -m 15 -L)
+grep -q "^ $nbrokers brokers:" <<<"$out" || { echo "FAIL: mTLS metadata (kcat): $out" >&2; exit 1; }
+echo "ok: kcat with the client PEM files lists $nbrokers brokers over mTLS"
+if kcat -b "$KC_MTLS_BOOTSTRAP" -X security.protocol=ssl -X ssl.ca.location="$KC_CA_FILE" \
+    -m 5 -L >/dev/null 2>&1; then
+    echo "FAIL: the mtls listener accepted a client without a certificate" >&2
+    exit 1
+fi
+echo "ok: the mtls listener refuses a client without a certificate"

@@ -10,7 +10,9 @@ import argparse
 import json
 import sys
 
-TOP = {"ts_ms": int, "brokers": list, "partitions": list, "group": dict, "workers": list}
+TOP = {"ts_ms": int, "brokers": list, "partitions": list, "group": dict, "workers": list,
+       "connections": dict}
+CONNECTIONS = {"idle_closes": int}
 BROKER = {"id": int, "state": str, "fetch_requests": int, "fetch_request_bytes": int,
           "fetch_partitions_sent": int, "fetch_forgotten_sent": int, "fetch_session_id": int,
           "fetch_session_epoch": int, "fetch_request_bytes_min": int, "fetch_request_bytes_max": int,
@@ -55,6 +57,7 @@ def main():
         for p in o["partitions"]:
             check(p, PART, f"line {i} partition")
         check(o["group"], GROUP, f"line {i} group")
+        check(o["connections"], CONNECTIONS, f"line {i} connections")
         for a in o["group"]["assignment"]:
             if not (isinstance(a, list) and len(a) == 2 and isinstance(a[0], str)
                     and isinstance(a[1], int)):

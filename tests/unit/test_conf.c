@@ -534,6 +534,86 @@ static void configuration_doc_is_current(void **state)
     free(want);
 }
 
+/* The TLS material keys: Java's names of the PEM settings are aliases, the passwords and the PEM
+ * key are secrets, and the conflicts between sources are explained by key. */
+static void tls_material_keys(void **state)
+{
+    (void)state;
+    const char *key_text =
+        "-----BEGIN PRIVATE KEY-----\nkc-unit-key-body-Z9\n-----END PRIVATE KEY-----\n";
+    set_ok("bootstrap.servers", "h:1");
+    set_ok("ssl.keystore.key", key_text); /* Java's name of ssl.key.pem */
+    set_ok("ssl.keystore.certificate.chain", "CERT");
+    set_ok("ssl.truststore.certificates", "CA");
+    assert_string_equal(kc_conf_str(C, KC_CONF_SSL_KEY_PEM), key_text);
+    assert_string_equal(kc_conf_str(C, KC_CONF_SSL_CERTIFICATE_PEM), "CERT");
+    assert_string_equal(kc_conf_str(C, KC_CONF_SSL_CA_PEM), "CA");
+    set_ok("ssl.keystore.password", "kc-unit-ks-pw-Z9");
+    const char *secret[] = {"ssl.key.pem", "ssl.keystore.key", "ssl.keystore.password"};
+    char buf[256];
+    for (size_t i = 0; i < 3; i++) {
+        size_t len = sizeof buf;
+        assert_int_equal(kc_conf_get(C, secret[i], buf, &len), KC_OK);
+        assert_string_equal(buf, "[redacted]");
+    }
+    size_t len = sizeof buf;
+    assert_int_equal(kc_conf_get(C, "ssl.truststore.certificates", buf, &len), KC_OK);
+    assert_string_equal(buf, "CA"); /* certificates are public */
+    len = sizeof buf;
+    assert_int_equal(kc_conf_get(C, "ssl.enabled.protocols", buf, &len), KC_OK);
+    assert_string_equal(buf, "TLSv1.2,TLSv1.3");
+    expect_msg("ssl.enabled.protocols", "TLSv1.1", "allowed: TLSv1.2|TLSv1.3");
+    expect_msg("ssl.protocol", "SSLv3", "allowed: TLSv1.2|TLSv1.3|TLS");
+    kc_error_t e;
+    /* not TLS: each material key is named */
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "does not use TLS"));
+    assert_null(strstr(e.msg, "kc-unit"));
+    set_ok("security.protocol", "SSL");
+    set_ok("ssl.key.pem", "");
+    set_ok("ssl.certificate.pem", "");
+    set_ok("ssl.keystore.password", "");
+    set_ok("ssl.crl.location", "/nonexistent/kc-crl.pem");
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "ssl.crl.location: cannot read \"/nonexistent/kc-crl.pem\""));
+    set_ok("ssl.crl.location", "/dev/null");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    set_ok("ssl.keystore.password", "kc-unit-ks-pw-Z9");
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "ssl.keystore.password is set but ssl.keystore.location is not"));
+    assert_null(strstr(e.msg, "kc-unit"));
+    set_ok("ssl.keystore.location", "/dev/null");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    set_ok("ssl.key.pem", key_text);
+    set_ok("ssl.certificate.location", "/dev/null");
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "two client identities"));
+    assert_null(strstr(e.msg, "kc-unit"));
+    set_ok("ssl.keystore.location", "");
+    set_ok("ssl.keystore.password", "");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK); /* a file certificate with a PEM key */
+    set_ok("ssl.certificate.pem", "CERT");
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "ssl.certificate.location and ssl.certificate.pem are both set"));
+    set_ok("ssl.certificate.location", "");
+    set_ok("ssl.key.location", "/dev/null");
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "ssl.key.location and ssl.key.pem are both set"));
+    set_ok("ssl.key.location", "");
+    set_ok("ssl.key.pem", "");
+    assert_int_equal(kc_conf_validate(C, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "mutual TLS needs both"));
+    /* the printed reference holds no secret */
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    kc_conf_print_reference(f, 1);
+    fclose(f);
+    assert_non_null(strstr(text, "`ssl.keystore.location`"));
+    assert_null(strstr(text, "kc-unit"));
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -551,6 +631,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(member_id_and_empty_identification, setup, teardown),
         cmocka_unit_test_setup_teardown(more_conflicts_are_explained, setup, teardown),
         cmocka_unit_test_setup_teardown(self_fence_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(tls_material_keys, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -201,6 +201,9 @@ static void use_coordinator(kc_classic_io_t *g, const char *addr, int32_t node)
     o.request_timeout_ms = g->conf->classic_rebalance_timeout_ms + 5000;
     o.reconnect_backoff_ms = g->e->conf.reconnect_backoff_ms;
     o.reconnect_backoff_max_ms = g->e->conf.reconnect_backoff_max_ms;
+    /* No idle close here: the member's heartbeats keep this connection busy, and a close would
+     * read as the coordinator lost (conn_state). */
+    o.keepalive = g->e->conf.keepalive;
     o.on_state = conn_state;
     o.state_opaque = g;
     kc_error_t err;
