@@ -178,22 +178,28 @@ static void wait_total(int64_t want, const char *what)
 }
 
 /* Sums a broker counter over brokers[] of the latest stats JSON. */
-static int64_t broker_stat(const char *field)
+/* A per-broker counter of the last stats: the sum over brokers (max_out: the largest one). */
+static int64_t broker_stat(const char *field, int64_t *max_out)
 {
     pthread_mutex_lock(&mu);
     json_t *o = json_loads(last_stats, 0, NULL);
     pthread_mutex_unlock(&mu);
-    int64_t sum = -1;
+    int64_t sum = -1, max = -1;
     json_t *bs = json_object_get(o, "brokers");
     size_t i;
     json_t *b;
     json_array_foreach(bs, i, b)
     {
         json_t *v = json_object_get(b, field);
-        if (json_is_integer(v))
+        if (json_is_integer(v)) {
             sum = (sum < 0 ? 0 : sum) + json_integer_value(v);
+            if (json_integer_value(v) > max)
+                max = json_integer_value(v);
+        }
     }
     json_decref(o);
+    if (max_out)
+        *max_out = max;
     return sum;
 }
 
@@ -354,13 +360,15 @@ static void oidc_expiry_reauth(void **state)
     run(cmd);
     wait_total(2 * RECS, "OIDC 15 s tokens, second batch after an expiry");
     sleep(20); /* at least two more refreshes */
-    int64_t connects = broker_stat("connects"), reauths = broker_stat("reauths");
-    printf("# 40+ s of 15 s tokens: brokers' connects %lld, reauths %lld\n", (long long)connects,
-           (long long)reauths);
+    int64_t most = 0;
+    int64_t connects = broker_stat("connects", &most), reauths = broker_stat("reauths", NULL);
+    printf("# 40+ s of 15 s tokens: brokers' connects %lld (at most %lld to one broker), reauths "
+           "%lld\n",
+           (long long)connects, (long long)most, (long long)reauths);
     assert_int_equal(atomic_load(&total), 2 * RECS);
     assert_int_equal(atomic_load(&dups), 0);
     assert_int_equal(atomic_load(&auth_errors), 0);
-    assert_int_equal(connects, 1); /* one broker: one connection, never reopened */
+    assert_int_equal(most, 1); /* each broker: one connection, never reopened */
     assert_true(reauths >= 2);
     kc_error_t err;
     assert_int_equal(kc_close(c, 5000, &err), KC_OK);
