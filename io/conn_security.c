@@ -13,6 +13,7 @@ struct kc_conn_security {
     kc_conn_tls_t tls; /* .ctx loaded once; the transport hook reads it per connection */
     kc_sasl_mech_t mech;
     char *user, *password;
+    kc_gss_cred_t *gss; /* GSSAPI */
 };
 
 kc_err_t kc_conn_security_new(const kc_conn_security_conf_t *conf, kc_conn_security_t **out,
@@ -45,10 +46,12 @@ kc_err_t kc_conn_security_new(const kc_conn_security_conf_t *conf, kc_conn_secur
     if (rc == KC_OK && sasl) {
         rc = kc_sasl_mech_parse(conf->sasl_mechanism ? conf->sasl_mechanism : "PLAIN", &s->mech,
                                 err);
-        if (rc == KC_OK && (!conf->sasl_username || !*conf->sasl_username))
+        if (rc == KC_OK && s->mech == KC_SASL_GSSAPI)
+            rc = kc_gss_cred_new(&conf->kerberos, &s->gss, err);
+        else if (rc == KC_OK && (!conf->sasl_username || !*conf->sasl_username))
             rc = kc_fail(err, KC_ERR_CONFIG,
                          "security.protocol=%s needs sasl.username (and sasl.password)", p);
-        if (rc == KC_OK) {
+        if (rc == KC_OK && s->mech != KC_SASL_GSSAPI) {
             s->user = strdup(conf->sasl_username);
             s->password = strdup(conf->sasl_password ? conf->sasl_password : "");
             if (!s->user || !s->password)
@@ -68,6 +71,7 @@ void kc_conn_security_free(kc_conn_security_t *s)
     if (!s)
         return;
     kc_tls_ctx_free(s->tls.ctx);
+    kc_gss_cred_free(s->gss);
     free(s->user);
     if (s->password) { /* do not leave the secret in freed heap memory */
         memset(s->password, 0, strlen(s->password));
@@ -92,7 +96,8 @@ kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opt
     }
     if (s->use_sasl) {
         kc_conn_sasl_t *cs = NULL;
-        kc_err_t rc = kc_conn_sasl_new(s->mech, s->user, s->password, &cs, err);
+        kc_err_t rc = s->gss ? kc_conn_sasl_new_gssapi(s->gss, &cs, err)
+                             : kc_conn_sasl_new(s->mech, s->user, s->password, &cs, err);
         if (rc != KC_OK)
             return rc;
         opts->authenticate = kc_conn_sasl_authenticate;

@@ -782,7 +782,12 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
                     kc_conf_str(conf, KC_CONF_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)},
         .sasl_mechanism = kc_conf_str(conf, KC_CONF_SASL_MECHANISM),
         .sasl_username = kc_conf_str(conf, KC_CONF_SASL_USERNAME),
-        .sasl_password = kc_conf_str(conf, KC_CONF_SASL_PASSWORD)};
+        .sasl_password = kc_conf_str(conf, KC_CONF_SASL_PASSWORD),
+        .kerberos = {.service_name = kc_conf_str(conf, KC_CONF_SASL_KERBEROS_SERVICE_NAME),
+                     .principal = opt_str(conf, KC_CONF_SASL_KERBEROS_PRINCIPAL),
+                     .keytab = opt_str(conf, KC_CONF_SASL_KERBEROS_KEYTAB),
+                     .min_relogin_ms =
+                         kc_conf_int(conf, KC_CONF_SASL_KERBEROS_MIN_TIME_BEFORE_RELOGIN)}};
     if ((rc = kc_conn_security_new(&scf, &sec, err)) != KC_OK)
         return rc;
     kc_consumer_t *c = calloc(1, sizeof *c);
