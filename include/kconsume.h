@@ -358,8 +358,17 @@ KC_API void kc_conf_print_reference(void *out, int markdown);
  * connection): TLS verifies the chain and the host name by default (ssl.ca.location, or the
  * system store when unset; ssl.endpoint.identification.algorithm= turns the name check off, as in
  * Java); SASL is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (sasl.mechanism, sasl.username,
- * sasl.password) with KIP-368 re-authentication. TLS material that does not load fails here with
- * KC_ERR_CONFIG; a refused login reaches the error callback as KC_ERR_AUTH (never the password).
+ * sasl.password) or GSSAPI, Kerberos through MIT krb5 (sasl.kerberos.service.name,
+ * sasl.kerberos.principal, sasl.kerberos.keytab, sasl.kerberos.min.time.before.relogin: the
+ * librdkafka names; Java puts principal and keytab in sasl.jaas.config's Krb5LoginModule), with
+ * KIP-368 re-authentication. GSSAPI: the realm and KDC come from the Kerberos library's
+ * configuration (/etc/krb5.conf or the KRB5_CONFIG environment variable); each broker is the
+ * service <service>@<its host as configured or advertised>; a keytab login goes into a private
+ * in-memory ticket cache per consumer and is renewed from the keytab; logins that talk to the
+ * KDC run on a helper thread of the network loop (a KDC that does not answer delays only the
+ * connections waiting to log in). TLS material that does not load fails here with KC_ERR_CONFIG;
+ * a refused login reaches the error callback as KC_ERR_AUTH naming the mechanism (and for GSSAPI
+ * the principal, the service and the Kerberos library's reason), never the password or a key.
  */
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
                                 kc_error_t *err);
