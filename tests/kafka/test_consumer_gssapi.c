@@ -293,6 +293,22 @@ static void wrong_principal(void **state)
     assert_non_null(strstr(le, "has no key for")); /* the keytab lacks it, and we say so */
 }
 
+/* KIP-368 re-authentications on live connections, from the connections' debug log lines. */
+static _Atomic int reauths, resets;
+
+static void on_log(void *o, int level, const char *subsystem, const char *name, const char *msg)
+{
+    (void)o;
+    (void)level;
+    (void)name;
+    if (strcmp(subsystem, "conn") != 0)
+        return;
+    if (strstr(msg, "re-authenticated"))
+        atomic_fetch_add(&reauths, 1);
+    else if (strncmp(msg, "reset:", 6) == 0)
+        atomic_fetch_add(&resets, 1);
+}
+
 /* Lines of the KDC's log that name `what` and `who`. */
 static int kdc_log_count(const char *what, const char *who)
 {
@@ -319,6 +335,9 @@ static void ticket_renewal(void **state)
     kc_conf_t *conf = base_conf(0, who, NULL);
     /* Re-login as soon as a login has expired (the default waits a minute between logins). */
     set(conf, "sasl.kerberos.min.time.before.relogin", "1000");
+    set(conf, "log.level", "debug");
+    kc_error_t lerr;
+    assert_int_equal(kc_conf_set_log_cb(conf, on_log, NULL, &lerr), KC_OK);
     kc_consumer_t *c = start(conf, &ca);
     assign_all(c);
     wait_n(&ca, RECS, "short tickets, start");
@@ -332,9 +351,12 @@ static void ticket_renewal(void **state)
     }
     wait_n(&ca, want, "short tickets, after several lifetimes");
     int as = kdc_log_count("AS_REQ", who) - as0, tgs = kdc_log_count("TGS_REQ", who) - tgs0;
-    printf("# %s: %d login(s) (AS-REQ), %d service ticket(s) (TGS-REQ) in %d s; tickets live %d "
-           "s\n",
-           who, as, tgs, 2 * life_s + 15, life_s);
+    printf("# %s: %d login(s) (AS-REQ), %d service ticket(s) (TGS-REQ), %d re-authentication(s), "
+           "%d connection reset(s) in %d s; tickets live %d s\n",
+           who, as, tgs, atomic_load(&reauths), atomic_load(&resets), 2 * life_s + 15, life_s);
+    /* The broker asks every connection to re-authenticate within connections.max.reauth.ms
+     * (20 s on the testkit's GSSAPI listeners): each did so on the live connection. */
+    assert_true(atomic_load(&reauths) >= 3);
     /* The first login, and at least one for each further lifetime the run spanned. */
     assert_true(as >= 3);
     assert_true(tgs >= 3);
