@@ -211,7 +211,12 @@ static void gss_done(void *arg)
     send_authenticate(c, cs);
 }
 
-static const kc_offload_fns_t gss_fns = {gss_work, gss_done, (void (*)(void *))gss_job_free};
+static void gss_discard(void *arg)
+{
+    gss_job_free(arg);
+}
+
+static const kc_offload_fns_t gss_fns = {gss_work, gss_done, gss_discard};
 
 /* Hands the exchange and the broker's message to the offload thread. */
 static kc_err_t gss_submit(kc_conn_t *c, kc_conn_sasl_t *cs, const uint8_t *in, size_t in_len,

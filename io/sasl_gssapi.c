@@ -33,7 +33,6 @@ struct kc_gss_cred {
     char ccache[64];    /* "MEMORY:..." of this login; "" without a keytab */
     char name[256];     /* the principal's display name: the authzid */
     int64_t login_at_ms;
-    _Atomic uint64_t logins;
 };
 
 enum gss_state { GS_CONTEXT, GS_LAYER, GS_FINISHED, GS_FAILED };
@@ -107,11 +106,6 @@ void kc_gss_cred_free(kc_gss_cred_t *c)
     free(c->principal);
     free(c->keytab);
     free(c);
-}
-
-uint64_t kc_gss_cred_logins(kc_gss_cred_t *c)
-{
-    return atomic_load_explicit(&c->logins, memory_order_relaxed);
 }
 
 /* gss_display_status' text for one code (every line of it, "; "-separated). */
@@ -243,7 +237,6 @@ static kc_err_t login(kc_gss_cred_t *c, const char *target, kc_error_t *err)
     gss_release_buffer(&minor, &shown);
     gss_release_name(&minor, &me);
     c->login_at_ms = kc_now_ms();
-    atomic_fetch_add_explicit(&c->logins, 1, memory_order_relaxed);
     return KC_OK;
 }
 

@@ -61,8 +61,6 @@ typedef struct kc_gss_ctx kc_gss_ctx_t;
 kc_err_t kc_gss_cred_new(const kc_gss_conf_t *conf, kc_gss_cred_t **out, kc_error_t *err);
 /* Releases the credential and destroys its private ticket cache. NULL is fine. */
 void kc_gss_cred_free(kc_gss_cred_t *c);
-/* Logins so far (acquisitions from the keytab or cache), for stats and tests. Any thread. */
-uint64_t kc_gss_cred_logins(kc_gss_cred_t *c);
 
 /* One exchange with the broker whose advertised host is `host` (service "<service>@<host>"). */
 kc_err_t kc_gss_ctx_new(kc_gss_cred_t *cred, const char *host, kc_gss_ctx_t **out, kc_error_t *err);
