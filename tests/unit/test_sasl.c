@@ -301,7 +301,7 @@ static void mechanism_names(void **state)
     assert_int_equal(m, KC_SASL_GSSAPI);
     assert_string_equal(kc_sasl_mech_name(KC_SASL_GSSAPI), "GSSAPI");
     assert_int_equal(kc_sasl_mech_parse("gssapi", &m, &e), KC_ERR_CONFIG); /* case-sensitive */
-    assert_non_null(strstr(e.msg, "GSSAPI"));                                /* lists it */
+    assert_non_null(strstr(e.msg, "GSSAPI"));                              /* lists it */
     kc_sasl_t *s = NULL;
     /* GSSAPI is not a kc_sasl_t state machine (io/sasl_gssapi.h). */
     assert_int_equal(kc_sasl_new(KC_SASL_GSSAPI, "u", "p", &s, &e), KC_ERR_INVALID_ARG);
