@@ -155,7 +155,7 @@ static kc_conf_t *base_conf(int ssl, const char *principal, const char *keytab)
 
 static kc_consumer_t *start(kc_conf_t *conf, counts_t *k)
 {
-    kc_callbacks_t cbs = {NULL, on_records, NULL, NULL, on_event, k};
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event, .opaque = k};
     kc_consumer_t *c = NULL;
     kc_error_t err;
     if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)

@@ -113,7 +113,7 @@ static void kdc_does_not_answer(void **state)
     set(conf, "sasl.mechanism", "GSSAPI");
     set(conf, "sasl.kerberos.principal", kc_test_env("KC_CLIENT_PRINCIPAL"));
     set(conf, "sasl.kerberos.keytab", kc_test_env("KC_CLIENT_KEYTAB"));
-    kc_callbacks_t cbs = {NULL, on_records, NULL, NULL, on_event, NULL};
+    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
     kc_consumer_t *c = NULL;
     kc_error_t err;
     int64_t t0 = now_ms();
