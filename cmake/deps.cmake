@@ -33,6 +33,9 @@ kc_require(jansson libjansson-dev)
 # flavour, so the endpoint's certificate is checked with the same library and CA files as the
 # brokers'.
 kc_require(libcurl libcurl4-openssl-dev)
+# SASL GSSAPI (Kerberos): MIT krb5's GSS-API library (io/sasl_gssapi.c).
+kc_require(krb5-gssapi libkrb5-dev)
+kc_require(krb5 libkrb5-dev) # its private ticket caches are destroyed with libkrb5
 
 # The CLI only (--metrics-port's HTTP listener, tools/app/metrics_http.c); not the library's.
 pkg_check_modules(KCDEP_microhttpd QUIET IMPORTED_TARGET GLOBAL libmicrohttpd)

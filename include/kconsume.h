@@ -409,11 +409,21 @@ KC_API void kc_conf_print_reference(void *out, int markdown);
  * (ssl.certificate.location / .pem, ssl.key.location / .pem, ssl.key.password);
  * ssl.enabled.protocols, ssl.protocol and ssl.cipher.suites bound what is offered (README, "TLS
  * material"). SASL is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (sasl.mechanism, sasl.username,
- * sasl.password) with KIP-368 re-authentication. TLS material that does not load fails here with
- * KC_ERR_CONFIG naming the key and the file (never a password or key text); a refused login
- * reaches the error callback as KC_ERR_AUTH (SASL) or KC_ERR_TLS (a revoked broker certificate,
- * a client certificate the broker refuses, no shared cipher suite or protocol version), and that
- * connection is not retried.
+ * sasl.password), OAUTHBEARER (kc_conf_set_oauthbearer_token_cb, or sasl.oauthbearer.method=oidc)
+ * or GSSAPI, Kerberos through MIT krb5 (sasl.kerberos.service.name, sasl.kerberos.principal,
+ * sasl.kerberos.keytab, sasl.kerberos.min.time.before.relogin: the librdkafka names; Java puts
+ * principal and keytab in sasl.jaas.config's Krb5LoginModule), each with KIP-368
+ * re-authentication. GSSAPI: the realm and KDC come from the Kerberos library's configuration
+ * (/etc/krb5.conf or the KRB5_CONFIG environment variable); each broker is the service
+ * <service>@<its host as configured or advertised>; a keytab login goes into a private in-memory
+ * ticket cache per consumer and is renewed from the keytab; logins that talk to the KDC run on a
+ * helper thread of the network loop (a KDC that does not answer delays only the connections
+ * waiting to log in). TLS material that does not load fails here with KC_ERR_CONFIG naming the
+ * key and the file (never a password or key text); a refused login reaches the error callback as
+ * KC_ERR_AUTH (SASL: naming the mechanism, and for GSSAPI the principal, the service and the
+ * Kerberos library's reason) or KC_ERR_TLS (a revoked broker certificate, a client certificate
+ * the broker refuses, no shared cipher suite or protocol version), and that connection is not
+ * retried.
  */
 KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_consumer_t **out,
                                 kc_error_t *err);

@@ -760,6 +760,16 @@ const char *kc_conn_peer(const kc_conn_t *c)
     return c->cur_addr >= 0 && c->fd >= 0 ? c->addrs[c->cur_addr].name : "";
 }
 
+const char *kc_conn_host(const kc_conn_t *c)
+{
+    return c->cur_addr >= 0 && c->fd >= 0 ? c->addrs[c->cur_addr].host : "";
+}
+
+kc_loop_t *kc_conn_loop(const kc_conn_t *c)
+{
+    return c->loop;
+}
+
 const kc_error_t *kc_conn_refusal(const kc_conn_t *c)
 {
     return &c->refusal;

@@ -157,6 +157,11 @@ const kc_api_ranges_t *kc_conn_api_ranges(const kc_conn_t *conn);
 void kc_conn_get_stats(const kc_conn_t *conn, kc_conn_stats_t *out);
 /* The address in use ("host:port"), or "" when not connected. */
 const char *kc_conn_peer(const kc_conn_t *conn);
+/* The host of the address in use as configured (a name, not what it resolved to: Kerberos
+ * service names and TLS server names are built from it), or "" when not connected. */
+const char *kc_conn_host(const kc_conn_t *conn);
+/* The loop the connection lives on (for an auth hook that hands work to its offload thread). */
+kc_loop_t *kc_conn_loop(const kc_conn_t *conn);
 int kc_conn_failures(const kc_conn_t *conn);
 /* The delay (ms) chosen for the current backoff, for tests. */
 int64_t kc_conn_last_backoff_ms(const kc_conn_t *conn);

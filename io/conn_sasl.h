@@ -8,6 +8,10 @@
  * KIP-368: when SaslAuthenticate returns session_lifetime_ms > 0 the hook schedules itself again
  * (kc_conn_schedule_reauth) at the jittered point io/sasl.c picks, and re-runs the exchange on the
  * live connection; a failed re-authentication fails the connection with KC_ERR_AUTH.
+ * GSSAPI (io/sasl_gssapi.h): every step may talk to the KDC and block, so each runs on the loop's
+ * offload thread (io/offload.h) and the exchange goes on when its result comes back; the network
+ * thread keeps serving every other connection meanwhile. A step's result that comes back after
+ * the connection was freed, reset or started a newer exchange is dropped.
  * Owner: the network thread.
  */
 #ifndef KC_IO_CONN_SASL_H
@@ -15,6 +19,7 @@
 
 #include "conn.h"
 #include "sasl.h"
+#include "sasl_gssapi.h"
 
 typedef struct kc_conn_sasl kc_conn_sasl_t;
 
@@ -23,6 +28,8 @@ kc_err_t kc_conn_sasl_new(kc_sasl_mech_t mech, const char *user, const char *pas
 /* OAUTHBEARER: each exchange (first authentication and every re-authentication) sends the
  * slot's current token; `slot` outlives the connection. */
 kc_err_t kc_conn_sasl_new_oauthbearer(kc_oauth_slot_t *slot, kc_conn_sasl_t **out, kc_error_t *err);
+/* GSSAPI with the consumer's credential (shared by its connections; it must outlive them). */
+kc_err_t kc_conn_sasl_new_gssapi(kc_gss_cred_t *cred, kc_conn_sasl_t **out, kc_error_t *err);
 void kc_conn_sasl_free(kc_conn_sasl_t *cs);
 void kc_conn_sasl_authenticate(kc_conn_t *conn, void *opaque);
 /* session_lifetime_ms from the last successful exchange (0: none), for the re-auth clock. */

@@ -14,6 +14,7 @@ struct kc_conn_security {
     kc_sasl_mech_t mech;
     char *user, *password;
     kc_oauth_slot_t *oauth; /* OAUTHBEARER; not owned */
+    kc_gss_cred_t *gss; /* GSSAPI */
 };
 
 kc_err_t kc_conn_security_new(const kc_conn_security_conf_t *conf, kc_conn_security_t **out,
@@ -53,10 +54,13 @@ kc_err_t kc_conn_security_new(const kc_conn_security_conf_t *conf, kc_conn_secur
                              "security.protocol=%s with sasl.mechanism=OAUTHBEARER needs a token: "
                              "sasl.oauthbearer.method=oidc or a token callback",
                              p);
-        } else if (rc == KC_OK && (!conf->sasl_username || !*conf->sasl_username))
+        } else if (rc == KC_OK && s->mech == KC_SASL_GSSAPI) {
+            rc = kc_gss_cred_new(&conf->kerberos, &s->gss, err);
+        } else if (rc == KC_OK && (!conf->sasl_username || !*conf->sasl_username)) {
             rc = kc_fail(err, KC_ERR_CONFIG,
                          "security.protocol=%s needs sasl.username (and sasl.password)", p);
-        if (rc == KC_OK) {
+        }
+        if (rc == KC_OK && s->mech != KC_SASL_GSSAPI) {
             s->user = strdup(conf->sasl_username ? conf->sasl_username : "");
             s->password = strdup(conf->sasl_password ? conf->sasl_password : "");
             if (!s->user || !s->password)
@@ -76,6 +80,7 @@ void kc_conn_security_free(kc_conn_security_t *s)
     if (!s)
         return;
     kc_tls_ctx_free(s->tls.ctx);
+    kc_gss_cred_free(s->gss);
     free(s->user);
     if (s->password) { /* do not leave the secret in freed heap memory */
         memset(s->password, 0, strlen(s->password));
@@ -102,7 +107,8 @@ kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opt
         kc_conn_sasl_t *cs = NULL;
         kc_err_t rc = s->mech == KC_SASL_OAUTHBEARER
                           ? kc_conn_sasl_new_oauthbearer(s->oauth, &cs, err)
-                          : kc_conn_sasl_new(s->mech, s->user, s->password, &cs, err);
+                      : s->gss ? kc_conn_sasl_new_gssapi(s->gss, &cs, err)
+                               : kc_conn_sasl_new(s->mech, s->user, s->password, &cs, err);
         if (rc != KC_OK)
             return rc;
         opts->authenticate = kc_conn_sasl_authenticate;

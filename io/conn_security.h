@@ -7,7 +7,8 @@
  * way; a connection that silently stayed plaintext would send credentials or data in the clear.
  * The TLS context (certificates, CA, key) is loaded once and shared; SASL exchange state is per
  * connection (kc_conn_sasl_t), created by kc_conn_security_apply and freed with the connection
- * (kc_conn_opts_t.auth_free). The password is copied into each exchange and never logged.
+ * (kc_conn_opts_t.auth_free). The password is copied into each exchange and never logged. A
+ * GSSAPI credential (the Kerberos login) is one per bundle, shared by every connection.
  *
  * Owner: created by the application thread before the network thread starts, then read only by
  * the network thread; freed after the last connection using it was freed.
@@ -19,17 +20,19 @@
 
 #include "conn.h"
 #include "sasl.h"
+#include "sasl_gssapi.h"
 #include "tls.h"
 
 typedef struct kc_conn_security_conf {
     const char *protocol;       /* PLAINTEXT | SSL | SASL_PLAINTEXT | SASL_SSL */
     kc_tls_conf_t tls;          /* read for SSL and SASL_SSL */
-    const char *sasl_mechanism; /* PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER */
-    const char *sasl_username;
+    const char *sasl_mechanism; /* PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512 | OAUTHBEARER | GSSAPI */
+    const char *sasl_username;  /* PLAIN, SCRAM */
     const char *sasl_password;
     /* OAUTHBEARER: the consumer's token slot (io/oauth_token.h), filled by its refresher; not
      * owned, outlives every connection. */
     kc_oauth_slot_t *oauth;
+    kc_gss_conf_t kerberos; /* GSSAPI */
 } kc_conn_security_conf_t;
 
 typedef struct kc_conn_security kc_conn_security_t;

@@ -38,6 +38,7 @@ struct kc_loop {
     unsigned uring_flags;
     pthread_t owner; /* the creating thread; debug builds check every owner-only call */
     struct kc_resolver *resolver; /* name lookups (io/resolver.h); created on first use */
+    struct kc_offload *offload;   /* blocking calls (io/offload.h); created on first use */
     struct {
         _Atomic uint64_t submissions, completions, enters, wakeups, wake_writes, commands, timers;
     } st;

@@ -60,6 +60,8 @@ const char *kc_sasl_mech_name(kc_sasl_mech_t mech)
         return "SCRAM-SHA-512";
     case KC_SASL_OAUTHBEARER:
         return "OAUTHBEARER";
+    case KC_SASL_GSSAPI:
+        return "GSSAPI";
     }
     return "UNKNOWN";
 }
@@ -67,7 +69,8 @@ const char *kc_sasl_mech_name(kc_sasl_mech_t mech)
 kc_err_t kc_sasl_mech_parse(const char *name, kc_sasl_mech_t *out, kc_error_t *err)
 {
     static const kc_sasl_mech_t all[] = {KC_SASL_PLAIN, KC_SASL_SCRAM_SHA_256,
-                                         KC_SASL_SCRAM_SHA_512, KC_SASL_OAUTHBEARER};
+                                         KC_SASL_SCRAM_SHA_512, KC_SASL_OAUTHBEARER,
+                                         KC_SASL_GSSAPI};
     for (size_t i = 0; name && i < sizeof all / sizeof all[0]; i++) {
         if (strcmp(name, kc_sasl_mech_name(all[i])) == 0) {
             *out = all[i];
@@ -76,7 +79,7 @@ kc_err_t kc_sasl_mech_parse(const char *name, kc_sasl_mech_t *out, kc_error_t *e
     }
     return kc_fail(err, KC_ERR_CONFIG,
                    "sasl.mechanism '%s' is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
-                   "OAUTHBEARER)",
+                   "OAUTHBEARER, GSSAPI)",
                    name ? name : "(null)");
 }
 

@@ -52,10 +52,13 @@ typedef enum kc_sasl_mech {
     KC_SASL_SCRAM_SHA_256,
     KC_SASL_SCRAM_SHA_512,
     KC_SASL_OAUTHBEARER,
+    /* Kerberos: not a kc_sasl_t state machine (its steps may block on the KDC, so they run off
+     * the network thread): io/sasl_gssapi.h, driven by io/conn_sasl.c. Named and parsed here. */
+    KC_SASL_GSSAPI,
 } kc_sasl_mech_t;
 
-/* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER": the names Kafka's sasl.mechanism
- * uses. */
+/* "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI": the names Kafka's
+ * sasl.mechanism uses. */
 const char *kc_sasl_mech_name(kc_sasl_mech_t mech);
 
 /* Parses a sasl.mechanism value (case-sensitive, as Kafka). KC_ERR_CONFIG names the choices. */
@@ -63,7 +66,8 @@ kc_err_t kc_sasl_mech_parse(const char *name, kc_sasl_mech_t *out, kc_error_t *e
 
 typedef struct kc_sasl kc_sasl_t;
 
-/* A fresh exchange for `user`/`password` (both copied; NUL-terminated UTF-8). */
+/* A fresh exchange for `user`/`password` (both copied; NUL-terminated UTF-8). PLAIN and SCRAM
+ * only (KC_ERR_INVALID_ARG for GSSAPI). */
 kc_err_t kc_sasl_new(kc_sasl_mech_t mech, const char *user, const char *password, kc_sasl_t **out,
                      kc_error_t *err);
 

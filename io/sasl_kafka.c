@@ -36,7 +36,8 @@ kc_err_t kc_sasl_handshake_result(const kc_sasl_handshake_response_t *resp, kc_s
 /* Rewrites a kc_sasl_step() error as the connection-level message that names the broker, keeping
  * its code. The state machine's own prefix ("SASL <mech>: ") is dropped to avoid saying it twice.
  */
-static kc_err_t with_broker(kc_err_t code, kc_sasl_mech_t mech, const char *broker, kc_error_t *err)
+kc_err_t kc_sasl_fail_at_broker(kc_err_t code, kc_sasl_mech_t mech, const char *broker,
+                                kc_error_t *err)
 {
     if (!err)
         return code;
@@ -52,13 +53,10 @@ static kc_err_t with_broker(kc_err_t code, kc_sasl_mech_t mech, const char *brok
     return code;
 }
 
-kc_err_t kc_sasl_authenticate_result(kc_sasl_t *s, const kc_sasl_authenticate_response_t *resp,
-                                     const char *broker, int64_t now_ms, uint32_t random32,
-                                     const uint8_t **out, size_t *out_len, kc_error_t *err)
+kc_err_t kc_sasl_authenticate_error(const kc_sasl_authenticate_response_t *resp,
+                                    kc_sasl_mech_t mech, const char *broker,
+                                    const char *server_detail, kc_error_t *err)
 {
-    kc_sasl_mech_t mech = kc_sasl_mech(s);
-    *out = NULL;
-    *out_len = 0;
     if (resp->error_code != 0) {
         /* The broker's error_message says why (e.g. "invalid credentials"); it never echoes the
          * password. Bound it so the broker/mechanism part always fits. */
@@ -67,7 +65,7 @@ kc_err_t kc_sasl_authenticate_result(kc_sasl_t *s, const kc_sasl_authenticate_re
         /* OAUTHBEARER: the status the server sent before the failure says why the token was
          * refused (invalid_token, an expired token, a wrong audience); Kafka's error_message
          * does not. */
-        const char *sd = kc_sasl_server_detail(s);
+        const char *sd = server_detail ? server_detail : "";
         snprintf(detail, sizeof detail, "%s%s%.*s%s%s%s", kc_kafka_err_name(resp->error_code),
                  em->len > 0 ? ": " : "", em->len > 0 ? (em->len > 160 ? 160 : (int)em->len) : 0,
                  em->len > 0 ? em->ptr : "", *sd ? " (server: " : "", sd, *sd ? ")" : "");
@@ -76,11 +74,24 @@ kc_err_t kc_sasl_authenticate_result(kc_sasl_t *s, const kc_sasl_authenticate_re
             err->kafka_code = resp->error_code;
         return rc;
     }
+    return KC_OK;
+}
+
+kc_err_t kc_sasl_authenticate_result(kc_sasl_t *s, const kc_sasl_authenticate_response_t *resp,
+                                     const char *broker, int64_t now_ms, uint32_t random32,
+                                     const uint8_t **out, size_t *out_len, kc_error_t *err)
+{
+    kc_sasl_mech_t mech = kc_sasl_mech(s);
+    *out = NULL;
+    *out_len = 0;
+    kc_err_t erc = kc_sasl_authenticate_error(resp, mech, broker, kc_sasl_server_detail(s), err);
+    if (erc != KC_OK)
+        return erc;
     const uint8_t *in = resp->auth_bytes.len > 0 ? resp->auth_bytes.ptr : NULL;
     size_t in_len = resp->auth_bytes.len > 0 ? (size_t)resp->auth_bytes.len : 0;
     kc_err_t rc = kc_sasl_step(s, in, in_len, out, out_len, err);
     if (rc != KC_OK)
-        return with_broker(rc, mech, broker, err);
+        return kc_sasl_fail_at_broker(rc, mech, broker, err);
     if (kc_sasl_done(s))
         kc_sasl_set_session_lifetime(s, now_ms, resp->session_lifetime_ms, random32);
     return KC_OK;

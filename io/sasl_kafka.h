@@ -28,6 +28,17 @@
 kc_err_t kc_sasl_handshake_result(const kc_sasl_handshake_response_t *resp, kc_sasl_mech_t mech,
                                   const char *broker, kc_error_t *err);
 
+/* KC_OK when the SaslAuthenticate response has no error; else the final KC_ERR_AUTH naming the
+ * mechanism, the broker, the broker's error_message and `server_detail` when not NULL or empty
+ * (what the mechanism's server said before failing: OAUTHBEARER's status JSON). */
+kc_err_t kc_sasl_authenticate_error(const kc_sasl_authenticate_response_t *resp,
+                                    kc_sasl_mech_t mech, const char *broker,
+                                    const char *server_detail, kc_error_t *err);
+/* Rewrites a mechanism's own error ("SASL <mech>: ...") as the connection-level message that
+ * names the broker, keeping `code`. */
+kc_err_t kc_sasl_fail_at_broker(kc_err_t code, kc_sasl_mech_t mech, const char *broker,
+                                kc_error_t *err);
+
 kc_err_t kc_sasl_authenticate_result(kc_sasl_t *s, const kc_sasl_authenticate_response_t *resp,
                                      const char *broker, int64_t now_ms, uint32_t random32,
                                      const uint8_t **out, size_t *out_len, kc_error_t *err);

@@ -156,7 +156,7 @@
       "https: the broker certificate must match its host name; none or empty (Java's way): skip "  \
       "the name check, the chain is still verified (testing only)")                                \
     X(SASL_MECHANISM, "sasl.mechanism", ENUM, "PLAIN", 0, 0,                                       \
-      "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512|OAUTHBEARER", 0,                                          \
+      "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512|OAUTHBEARER|GSSAPI", 0,                                   \
       "SASL mechanism (security.protocol SASL_*)")                                                 \
     X(SASL_USERNAME, "sasl.username", STR, "", 0, 0, NULL, 0, "SASL user name")                    \
     X(SASL_PASSWORD, "sasl.password", STR, "", 0, 0, NULL, SECRET, "SASL password")                \
@@ -177,12 +177,23 @@
     X(HTTPS_CA_LOCATION, "https.ca.location", STR, "", 0, 0, NULL, 0,                              \
       "CA bundle (PEM file) that verifies the OIDC token endpoint; empty = ssl.ca.location, "      \
       "and if that is empty too the system default")                                               \
+    X(SASL_KERBEROS_SERVICE_NAME, "sasl.kerberos.service.name", STR, "kafka", 0, 0, NULL, 0,       \
+      "GSSAPI: the brokers' Kerberos service; each broker is <service>@<its advertised host>")     \
+    X(SASL_KERBEROS_PRINCIPAL, "sasl.kerberos.principal", STR, "", 0, 0, NULL, 0,                  \
+      "GSSAPI: the client principal (user@REALM); empty = the keytab's or ticket cache's default") \
+    X(SASL_KERBEROS_KEYTAB, "sasl.kerberos.keytab", STR, "", 0, 0, NULL, 0,                        \
+      "GSSAPI: keytab to log in from (into a private ticket cache); empty = the default ticket "   \
+      "cache (kinit)")                                                                             \
+    X(SASL_KERBEROS_MIN_TIME_BEFORE_RELOGIN, "sasl.kerberos.min.time.before.relogin", INT,         \
+      "60000", 0, 86400000, NULL, 0,                                                               \
+      "GSSAPI: an expired login is renewed from the keytab at most this often (ms); 0 = never "    \
+      "re-login (the library's own refresh from the keytab still applies)")                        \
     X(IO_BACKEND, "io.backend", ENUM, "auto", 0, 0, "auto|io_uring|epoll", 0,                      \
       "Network event loop; auto = io_uring when the kernel allows it, else epoll")                 \
     X(STATISTICS_INTERVAL_MS, "statistics.interval.ms", INT, "0", 0, 86400000, NULL, 0,            \
       "Stats JSON to on_event every this many ms; 0 = off")                                        \
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "error|warn|info|debug", 0,                      \
-      "Most verbose level this consumer logs (to its log callback, else stderr)")     \
+      "Most verbose level this consumer logs (to its log callback, else stderr)")                  \
     X(DECOMPRESS_MAX_BYTES, "decompress.max.bytes", INT, "67108864", 4096, KC_I32MAX, NULL, 0,     \
       "Largest decompressed record batch accepted (bounds a decompression bomb)")
 

@@ -132,7 +132,18 @@ static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
         return kc_fail(err, KC_ERR_CONFIG,
                        "sasl.oauthbearer.method=oidc needs security.protocol=SASL_SSL (or "
                        "SASL_PLAINTEXT) and sasl.mechanism=OAUTHBEARER");
-    if (sasl && !oauth && (!STR(SASL_USERNAME)[0] || !STR(SASL_PASSWORD)[0]))
+    bool gssapi = strcmp(STR(SASL_MECHANISM), "GSSAPI") == 0;
+    bool kerberos_set = SET(SASL_KERBEROS_SERVICE_NAME) || SET(SASL_KERBEROS_PRINCIPAL) ||
+                        SET(SASL_KERBEROS_KEYTAB) || SET(SASL_KERBEROS_MIN_TIME_BEFORE_RELOGIN);
+    if (kerberos_set && !(sasl && gssapi))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.kerberos.* is set but the login is not Kerberos: use "
+                       "sasl.mechanism=GSSAPI with security.protocol SASL_SSL or SASL_PLAINTEXT");
+    if (sasl && gssapi && (SET(SASL_USERNAME) || SET(SASL_PASSWORD)))
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.mechanism=GSSAPI logs in with sasl.kerberos.principal and "
+                       "sasl.kerberos.keytab, not sasl.username/sasl.password");
+    if (sasl && !oauth && !gssapi && (!STR(SASL_USERNAME)[0] || !STR(SASL_PASSWORD)[0]))
         return kc_fail(err, KC_ERR_CONFIG,
                        "security.protocol=%s with sasl.mechanism=%s needs "
                        "sasl.username and sasl.password",

@@ -794,7 +794,12 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
                     kc_conf_str(conf, KC_CONF_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM)},
         .sasl_mechanism = kc_conf_str(conf, KC_CONF_SASL_MECHANISM),
         .sasl_username = kc_conf_str(conf, KC_CONF_SASL_USERNAME),
-        .sasl_password = kc_conf_str(conf, KC_CONF_SASL_PASSWORD)};
+        .sasl_password = kc_conf_str(conf, KC_CONF_SASL_PASSWORD),
+        .kerberos = {.service_name = kc_conf_str(conf, KC_CONF_SASL_KERBEROS_SERVICE_NAME),
+                     .principal = opt_str(conf, KC_CONF_SASL_KERBEROS_PRINCIPAL),
+                     .keytab = opt_str(conf, KC_CONF_SASL_KERBEROS_KEYTAB),
+                     .min_relogin_ms =
+                         kc_conf_int(conf, KC_CONF_SASL_KERBEROS_MIN_TIME_BEFORE_RELOGIN)}};
     /* OAUTHBEARER: the first token now, on this thread (the token source may block), so a
      * consumer that cannot log in fails here with the reason (runtime/oauth_refresh.h). */
     kc_oauth_refresher_t *oauth = NULL;

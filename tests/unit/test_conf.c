@@ -120,6 +120,41 @@ static void conflicts_are_explained(void **state)
     set_ok("sasl.username", "u");
     set_ok("sasl.password", "p");
     assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    /* Kerberos keys belong to sasl.mechanism=GSSAPI, which does not take a user/password. */
+    set_ok("sasl.kerberos.keytab", "/etc/kc.keytab");
+    conflict("sasl.kerberos.* is set but the login is not Kerberos");
+    set_ok("sasl.mechanism", "GSSAPI");
+    conflict("not sasl.username/sasl.password");
+    kc_conf_t *k = kc_conf_new();
+    kc_conf_t *outer = C;
+    C = k;
+    set_ok("bootstrap.servers", "h:1");
+    set_ok("security.protocol", "SASL_PLAINTEXT");
+    set_ok("sasl.mechanism", "GSSAPI");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK); /* the default ticket cache */
+    set_ok("sasl.kerberos.principal", "kc@EXAMPLE.ORG");
+    set_ok("sasl.kerberos.keytab", "/etc/kc.keytab");
+    set_ok("sasl.kerberos.min.time.before.relogin", "0");
+    assert_string_equal(kc_conf_str(C, KC_CONF_SASL_KERBEROS_SERVICE_NAME), "kafka");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    expect_msg("sasl.kerberos.min.time.before.relogin", "-1", "out of range");
+    expect_msg("sasl.mechanism", "KERBEROS", "allowed: PLAIN|SCRAM-SHA-256|SCRAM-SHA-512|OAUTHBEARER|GSSAPI");
+    kc_conf_destroy(k);
+    C = outer;
+    set_ok("sasl.mechanism", "SCRAM-SHA-256");
+    kc_conf_t *fresh = kc_conf_new(); /* drop the keytab setting: start over with SCRAM */
+    kc_conf_destroy(C);
+    C = fresh;
+    set_ok("bootstrap.servers", "127.0.0.1:9092");
+    set_ok("group.instance.id", "i1");
+    set_ok("group.id", "g");
+    set_ok("enable.auto.offset.store", "false");
+    set_ok("enable.auto.commit", "false");
+    set_ok("security.protocol", "SASL_SSL");
+    set_ok("sasl.mechanism", "SCRAM-SHA-256");
+    set_ok("sasl.username", "u");
+    set_ok("sasl.password", "p");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
 
     set_ok("group.protocol", "consumer");
     set_ok("session.timeout.ms", "6000");

@@ -297,9 +297,15 @@ static void mechanism_names(void **state)
     kc_error_t e;
     assert_int_equal(kc_sasl_mech_parse("SCRAM-SHA-512", &m, &e), KC_OK);
     assert_int_equal(m, KC_SASL_SCRAM_SHA_512);
-    assert_int_equal(kc_sasl_mech_parse("GSSAPI", &m, &e), KC_ERR_CONFIG);
-    assert_non_null(strstr(e.msg, "GSSAPI"));
+    assert_int_equal(kc_sasl_mech_parse("GSSAPI", &m, &e), KC_OK);
+    assert_int_equal(m, KC_SASL_GSSAPI);
+    assert_string_equal(kc_sasl_mech_name(KC_SASL_GSSAPI), "GSSAPI");
+    assert_int_equal(kc_sasl_mech_parse("gssapi", &m, &e), KC_ERR_CONFIG); /* case-sensitive */
+    assert_non_null(strstr(e.msg, "GSSAPI"));                              /* lists it */
     kc_sasl_t *s = NULL;
+    /* GSSAPI is not a kc_sasl_t state machine (io/sasl_gssapi.h). */
+    assert_int_equal(kc_sasl_new(KC_SASL_GSSAPI, "u", "p", &s, &e), KC_ERR_INVALID_ARG);
+    assert_null(s);
     assert_int_equal(kc_sasl_new(KC_SASL_PLAIN, "", "x", &s, &e), KC_ERR_CONFIG);
     assert_null(s);
     assert_int_equal(kc_sasl_auth_fail(&e, KC_SASL_SCRAM_SHA_256, "127.0.0.1:9093", "bad creds"),
