@@ -429,6 +429,29 @@ kc_err_t kc_conf_get(const kc_conf_t *conf, const char *key, char *buf, size_t *
     return KC_OK;
 }
 
+/* A key's allowed values for the reference: the range, the booleans as `bools`, or the ENUM/LIST
+ * choices separated by `sep`; empty when anything goes. */
+static void allowed_text(const key_def_t *k, char sep, const char *bools, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    if (k->type == T_INT)
+        snprintf(buf, cap, "%lld..%lld", (long long)k->min, (long long)k->max);
+    else if (k->type == T_BOOL)
+        snprintf(buf, cap, "%s", bools);
+    else if (k->allowed)
+        snprintf(buf, cap, "%s%s", k->allowed, (k->flags & F_EMPTY_OK) ? " or empty" : "");
+    if (k->type != T_BOOL)
+        for (char *c = buf; *c; c++)
+            if (*c == '|')
+                *c = sep;
+}
+
+/* A secret key's default is empty by construction; print nothing for it regardless. */
+static const char *default_text(const key_def_t *k)
+{
+    return (k->flags & F_SECRET) ? "(secret)" : k->def[0] ? k->def : "(unset)";
+}
+
 /* One table cell: '|' would end the cell, so it is escaped. */
 static void md_cell(FILE *f, const char *s)
 {
@@ -464,18 +487,9 @@ static void print_markdown(FILE *f)
                "|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < KC_CONF__COUNT; i++) {
         const key_def_t *k = &keys[i];
-        char allowed[256] = "";
-        if (k->type == T_INT)
-            snprintf(allowed, sizeof allowed, "%lld..%lld", (long long)k->min, (long long)k->max);
-        else if (k->type == T_BOOL)
-            snprintf(allowed, sizeof allowed, "true, false");
-        else if (k->allowed)
-            snprintf(allowed, sizeof allowed, "%s%s", k->allowed,
-                     (k->flags & F_EMPTY_OK) ? " or empty" : "");
-        for (char *c = allowed; *c; c++)
-            if (*c == '|')
-                *c = '/';
-        const char *def = (k->flags & F_SECRET) ? "(secret)" : k->def[0] ? k->def : "(unset)";
+        char allowed[256];
+        allowed_text(k, '/', "true, false", allowed, sizeof allowed);
+        const char *def = default_text(k);
         const kc_conf_peer_t *p = kc_conf_peer(k->name);
         fprintf(f, "| `%s` | %s | ", k->name, type_name(k->type));
         md_cell(f, def);
@@ -516,16 +530,9 @@ void kc_conf_print_reference(void *out, int markdown)
     }
     for (int i = 0; i < KC_CONF__COUNT; i++) {
         const key_def_t *k = &keys[i];
-        char allowed[64] = "";
-        if (k->type == T_INT)
-            snprintf(allowed, sizeof allowed, "%lld..%lld", (long long)k->min, (long long)k->max);
-        else if (k->type == T_BOOL)
-            snprintf(allowed, sizeof allowed, "true|false");
-        else if (k->allowed)
-            snprintf(allowed, sizeof allowed, "%s%s", k->allowed,
-                     (k->flags & F_EMPTY_OK) ? " or empty" : "");
-        /* A secret key's default is empty by construction; print nothing for it regardless. */
-        const char *def = (k->flags & F_SECRET) ? "(secret)" : k->def[0] ? k->def : "(unset)";
+        char allowed[256];
+        allowed_text(k, '|', "true|false", allowed, sizeof allowed);
+        const char *def = default_text(k);
         fprintf(f, "  %-38s %-6s default %s%s%s\n      %s\n", k->name, type_name(k->type), def,
                 allowed[0] ? "; allowed " : "", allowed, k->doc);
     }
