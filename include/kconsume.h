@@ -277,11 +277,12 @@ typedef struct kc_event {
  * heartbeat.
  */
 typedef struct kc_callbacks {
-    /* The struct's size as the caller compiled it: 0 or sizeof(kc_callbacks_t). Members are only
-     * ever added at the end, so a program built against this header keeps working with a later
-     * library; a program built against a later header (a larger size, with callbacks this
-     * library does not have set) is refused by kc_consumer_new with KC_ERR_UNSUPPORTED instead
-     * of having them silently ignored. 0 means this layout. */
+    /* 0, or sizeof(kc_callbacks_t) as the caller compiled it. Members are only ever added at the
+     * end. 0 always means the first layout (on_assign to opaque, as here): a later library reads
+     * only those, so a program that leaves size 0 keeps working; a program that uses a member
+     * added later sets size = sizeof(kc_callbacks_t). A program built against a later header
+     * that sets a callback this library does not have is refused by kc_consumer_new with
+     * KC_ERR_UNSUPPORTED instead of having it silently ignored. */
     size_t size;
     void (*on_assign)(void *opaque, kc_part_t *p);
     kc_cb_result_t (*on_records)(void *opaque, kc_part_t *p, kc_records_t *batch);

@@ -730,29 +730,31 @@ static int log_level(const char *name)
 
 /* ---- the public API ------------------------------------------------------------------------ */
 
-/* The caller's kc_callbacks_t as this library knows it (kconsume.h, `size`): this layout when
- * size is 0 or ours; a later layout is accepted only if nothing past ours is set. */
+/* The first layout of kc_callbacks_t: what `size` 0 stands for, in this and every later
+ * library, so a later library never reads members a program built against it lacks. */
+#define CALLBACKS_V0_SIZE (offsetof(kc_callbacks_t, opaque) + sizeof(void *))
+
+/* The caller's kc_callbacks_t as this library knows it (kconsume.h, `size`): the first layout
+ * when size is 0, else `size` bytes of it (never more than ours); members past ours are
+ * accepted only when none is set. */
 static kc_err_t take_callbacks(const kc_callbacks_t *in, kc_callbacks_t *out, kc_error_t *err)
 {
     memset(out, 0, sizeof *out);
     if (!in)
         return KC_OK; /* pull mode with no callbacks at all */
-    if (in->size == 0 || in->size == sizeof *in) {
-        *out = *in;
-        return KC_OK;
-    }
-    if (in->size < sizeof *in)
+    size_t given = in->size ? in->size : CALLBACKS_V0_SIZE;
+    if (given < CALLBACKS_V0_SIZE)
         return kc_fail(err, KC_ERR_INVALID_ARG,
                        "kc_callbacks_t.size is %zu: set it to 0 or sizeof(kc_callbacks_t) (%zu)",
                        in->size, sizeof *in);
     const unsigned char *tail = (const unsigned char *)in + sizeof *in;
-    for (size_t i = 0; i < in->size - sizeof *in; i++)
+    for (size_t i = 0; given > sizeof *in && i < given - sizeof *in; i++)
         if (tail[i])
             return kc_fail(err, KC_ERR_UNSUPPORTED,
                            "kc_callbacks_t sets a callback this library (kconsume %s) does not "
                            "have: it was built against a later kconsume.h",
                            kc_version());
-    *out = *in;
+    memcpy(out, in, given < sizeof *out ? given : sizeof *out);
     out->size = sizeof *out;
     return KC_OK;
 }

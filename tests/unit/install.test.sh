@@ -71,7 +71,8 @@ cc -std=c11 -Wall -Werror $sflags $cflags "$work/app.c" -o "$work/app_pc" $(pkg-
     fail "building against the installed library with pkg-config failed"
 out=$(LD_LIBRARY_PATH=$libdir "$work/app_pc") || fail "the pkg-config program failed: $out"
 [[ $out == "kconsume "* ]] || fail "unexpected output: $out"
-LD_LIBRARY_PATH=$libdir ldd "$work/app_pc" | grep -q "$libdir/$soname" || fail "app_pc did not load the installed $soname"
+deps=$(LD_LIBRARY_PATH=$libdir ldd "$work/app_pc") # whole, then matched: grep -q could end ldd early (pipefail)
+[[ $deps == *"$libdir/$soname"* ]] || fail "app_pc did not load the installed $soname"
 # shellcheck disable=SC2086
 # The archive with its dependencies as shared libraries (what kconsume::kconsume_static does):
 # the modules kconsume.pc requires privately, linked the usual way. (`pkg-config --static`

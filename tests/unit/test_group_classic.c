@@ -3,6 +3,7 @@
  * Payloads are decoded back with the generated codec and compared with the assignors' own
  * output, so a wrong byte in either direction fails here. */
 #include "group_classic_fixtures.h"
+#include "group/classic/member_int.h"
 #include "proto/kafka_errors.h"
 
 /* ---- tests -------------------------------------------------------------------------------- */
@@ -476,6 +477,52 @@ static void close_survives_failed_sync(void **state)
     kc_classic_free(&m);
 }
 
+/* A cooperative member keeps its partitions through a rebalance: kc_close while that round's
+ * SyncGroup is in flight, and then the SyncGroup fails: the close still revokes what it owns
+ * (on_revoke, the commit) before it ends. */
+static void close_after_failed_sync_revokes(void **state)
+{
+    (void)state;
+    kc_classic_t m;
+    start(&m, KC_ASSIGNOR_COOPERATIVE_STICKY, NULL);
+    const int32_t p[] = {0, 1};
+    join_alone(&m, "m-a", p, 2, 0);
+    kc_classic_rejoin(&m);
+    kc_classic_out_t o;
+    bool synced = false;
+    for (int i = 0; i < 10 && !synced && kc_classic_poll(&m, 10, &o); i++) {
+        if (o.kind == KC_CLASSIC_SEND_JOIN) {
+            kc_join_group_response_t jr =
+                join_ok(2, "cooperative-sticky", "x-other", "m-a", NULL, 0);
+            kc_classic_join_response(&m, &jr, 10);
+        }
+        synced = o.kind == KC_CLASSIC_SEND_SYNC;
+    }
+    assert_true(synced);
+    assert_int_equal(m.owned.n, 2);
+    kc_classic_close(&m);
+    kc_classic_request_failed(&m, 20);
+    bool revoked = false, closed = false;
+    for (int i = 0; i < 20 && !closed && kc_classic_poll(&m, 20, &o); i++) {
+        if (o.kind == KC_CLASSIC_REVOKE || o.kind == KC_CLASSIC_LOSE) {
+            revoked = true;
+            kc_classic_action_done(&m, o.seq, 20);
+        }
+        if (o.kind == KC_CLASSIC_COMMIT) /* what on_revoke processed, before giving it up */
+            kc_classic_commit_result(&m, o.seq, 0, 20);
+        if (o.kind == KC_CLASSIC_DROP)
+            kc_classic_action_done(&m, o.seq, 20);
+        if (o.kind == KC_CLASSIC_REDISCOVER)
+            kc_classic_coordinator_known(&m, 20);
+        if (o.kind == KC_CLASSIC_SEND_LEAVE)
+            kc_classic_leave_response(&m, 0, 20);
+        closed = o.kind == KC_CLASSIC_CLOSED;
+    }
+    assert_true(revoked);
+    assert_true(closed);
+    kc_classic_free(&m);
+}
+
 static void inconsistent_protocol_names_both_sides(void **state)
 {
     (void)state;
@@ -732,6 +779,7 @@ int main(void)
         cmocka_unit_test(not_coordinator_in_success_rediscovers_silently),
         cmocka_unit_test(repeated_losses_back_off),
         cmocka_unit_test(close_survives_failed_sync),
+        cmocka_unit_test(close_after_failed_sync_revokes),
         cmocka_unit_test(inconsistent_protocol_names_both_sides),
         cmocka_unit_test(partition_count_change_makes_only_the_leader_rejoin),
         cmocka_unit_test(static_member_close_does_not_leave),

@@ -70,10 +70,13 @@ kc_err_t kc_classic_init(kc_classic_t *m, const kc_classic_config_t *cfg,
     }
     m->partitions = partitions;
     m->partitions_ctx = ctx;
-    /* FNV-1a of the group id: members of different groups do not back off in step. */
+    /* FNV-1a of the group id, mixed with this member's address: members (of one group or of
+     * several, in one process or several) that lose a coordinator together do not retry in
+     * step. */
     m->backoff_rng = 0xcbf29ce484222325ULL;
     for (const char *p = m->cfg.group_id; *p; p++)
         m->backoff_rng = (m->backoff_rng ^ (uint8_t)*p) * 0x100000001b3ULL;
+    m->backoff_rng ^= (uint64_t)(uintptr_t)m;
     /* Java: the rebalance protocol is the newest one every configured assignor supports, so a
      * single eager assignor in the list makes the whole member eager. */
     m->cooperative = true;
@@ -196,11 +199,13 @@ void kc_classic_coordinator_lost(kc_classic_t *m, int64_t now_ms)
      * SyncGroup means joining again (Java); a lost LeaveGroup is not retried. Only a member
      * that was joining joins again: one closing (or fatal) when the request failed goes on
      * with that. */
-    if ((m->inflight == KC_CLASSIC_IF_JOIN || m->inflight == KC_CLASSIC_IF_SYNC) &&
-        (m->state == KC_CLASSIC_ST_JOINING || m->state == KC_CLASSIC_ST_SYNCING))
+    bool joining = m->state == KC_CLASSIC_ST_JOINING || m->state == KC_CLASSIC_ST_SYNCING;
+    if ((m->inflight == KC_CLASSIC_IF_JOIN || m->inflight == KC_CLASSIC_IF_SYNC) && joining)
         m->state = KC_CLASSIC_ST_UNJOINED;
-    if (m->inflight == KC_CLASSIC_IF_SYNC)
-        m->prepared = true; /* the round was prepared already: no second revoke */
+    /* The round was prepared already: no second revoke. A closing member's close has its own
+     * revoke still to run (begin_close cleared `prepared`). */
+    if (m->inflight == KC_CLASSIC_IF_SYNC && joining)
+        m->prepared = true;
     if (m->inflight == KC_CLASSIC_IF_LEAVE && m->state == KC_CLASSIC_ST_CLOSING)
         m->closed_pending = true;
     m->inflight = KC_CLASSIC_IF_NONE;
