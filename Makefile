@@ -108,7 +108,7 @@ abi-baseline: build-asan
 codegen:
 	python3 io/proto/gen/generate.py
 
-format:
+format: deps
 	clang-format -i $$(git ls-files '*.c' '*.h' | grep -v '\.gen\.')
 
 clean:

@@ -71,24 +71,12 @@ static void on_event(void *o, const kc_event_t *ev)
     first_error(o, ev->error->code, ev->error->msg);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static int setup(void **state)
 {
     (void)state;
     snprintf(topic, sizeof topic, "kc-lies-%d", (int)getpid());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records 100 --size 16 --keys 4", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d", topic, NP);
+    kc_test_cluster("produce %s --records 100 --size 16 --keys 4", topic);
     return 0;
 }
 

@@ -87,15 +87,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&s->mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static char topic[64];
 static int64_t high[NP]; /* each partition's end after the producers */
 
@@ -110,15 +101,12 @@ static int setup(void **state)
     int brokers = 1;
     for (const char *b = kc_test_env("KC_BOOTSTRAP"); *b; b++)
         brokers += *b == ',';
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication %d", topic, NP,
-             brokers < 3 ? brokers : 3);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication %d", topic, NP,
+                    brokers < 3 ? brokers : 3);
     static const char *codecs[RUNS] = {"gzip", "lz4", "zstd", "snappy"};
     for (int i = 0; i < RUNS; i++) {
-        snprintf(cmd, sizeof cmd, "produce %s --records %d --size 64 --keys 16 --compression %s",
-                 topic, PER_RUN, codecs[i]);
-        run(cmd);
+        kc_test_cluster("produce %s --records %d --size 64 --keys 16 --compression %s", topic,
+                        PER_RUN, codecs[i]);
     }
     return 0;
 }

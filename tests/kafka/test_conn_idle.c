@@ -10,6 +10,7 @@
  *    sockets (ss shows their keepalive timer), false leaves it off.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
+#include "tally.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -27,26 +28,12 @@
 
 static char topic[64];
 static int64_t in_topic = RECS; /* records in the topic so far (test thread only) */
-static _Atomic int64_t total, dups, idle_closes;
-static _Atomic int64_t next_off[NP];
-
-static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
-{
-    (void)o;
-    const kc_record_t *r;
-    while ((r = kc_records_next(b))) {
-        int64_t off = kc_record_offset(r);
-        if (off < atomic_load(&next_off[p->partition])) /* one worker per partition at a time */
-            atomic_fetch_add(&dups, 1);
-        atomic_store(&next_off[p->partition], off + 1);
-        atomic_fetch_add(&total, 1);
-    }
-    return KC_CB_CONTINUE;
-}
+static _Atomic int64_t idle_closes;
+static kc_tally_t tally;
 
 static void on_event(void *o, const kc_event_t *ev)
 {
-    (void)o;
+    kc_tally_event(o, ev);
     if (ev->type != KC_EVENT_STATS || !ev->json)
         return;
     const char *p = strstr(ev->json, "\"connections\":{\"idle_closes\":");
@@ -55,86 +42,32 @@ static void on_event(void *o, const kc_event_t *ev)
                      strtoll(p + strlen("\"connections\":{\"idle_closes\":"), NULL, 10));
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
-}
-
 static int setup(void **state)
 {
     (void)state;
     snprintf(topic, sizeof topic, "kc-idle-%d", (int)getpid());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 1", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 1", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 100", topic, RECS);
     return 0;
 }
 
 static kc_consumer_t *start(const char *idle_ms, const char *keepalive, const char *group)
 {
-    atomic_store(&total, 0);
-    atomic_store(&dups, 0);
+    kc_tally_reset(&tally);
     atomic_store(&idle_closes, -1);
-    for (int i = 0; i < NP; i++)
-        atomic_store(&next_off[i], 0);
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"));
-    set(conf, "group.id", group);
-    set(conf, "enable.auto.commit", "false");
-    set(conf, "worker.threads", "2");
-    set(conf, "statistics.interval.ms", "250");
-    set(conf, "connections.max.idle.ms", idle_ms);
-    set(conf, "socket.keepalive.enable", keepalive);
-    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
-    kc_consumer_t *c = NULL;
-    kc_error_t err;
-    if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
-        fail_msg("kc_consumer_new: %s", err.msg);
-    kc_topic_partition_t tps[NP];
-    for (int i = 0; i < NP; i++)
-        tps[i] = (kc_topic_partition_t){topic, i, KC_OFFSET_BEGINNING};
-    assert_int_equal(kc_assign(c, tps, NP, &err), KC_OK);
+    kc_test_conf_set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"));
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
+    kc_test_conf_set(conf, "worker.threads", "2");
+    kc_test_conf_set(conf, "statistics.interval.ms", "250");
+    kc_test_conf_set(conf, "connections.max.idle.ms", idle_ms);
+    kc_test_conf_set(conf, "socket.keepalive.enable", keepalive);
+    kc_callbacks_t cbs = {
+        .on_records = kc_tally_on_records, .on_event = on_event, .opaque = &tally};
+    kc_consumer_t *c = kc_test_consumer(conf, &cbs);
+    kc_test_assign_all(c, topic, NP, KC_OFFSET_BEGINNING);
     return c;
-}
-
-static void wait_total(int64_t want, const char *what)
-{
-    for (int i = 0; i < 600 && atomic_load(&total) < want; i++)
-        kc_test_sleep_ms(100);
-    kc_test_sleep_ms(200);
-    printf("# %s: delivered %lld of %lld, dups %lld\n", what, (long long)atomic_load(&total),
-           (long long)want, (long long)atomic_load(&dups));
-    assert_int_equal(atomic_load(&total), want);
-    assert_int_equal(atomic_load(&dups), 0);
-}
-
-static void commit_and_check(kc_consumer_t *c, int64_t want)
-{
-    kc_error_t err;
-    if (kc_commit(c, NULL, 0, 30000, &err) != KC_OK)
-        fail_msg("kc_commit: %s", err.msg);
-    kc_topic_partition_t got[NP];
-    for (int i = 0; i < NP; i++)
-        got[i] = (kc_topic_partition_t){topic, i, 0};
-    if (kc_committed(c, got, NP, 30000, &err) != KC_OK)
-        fail_msg("kc_committed: %s", err.msg);
-    int64_t sum = 0; /* a partition the producer left empty has no committed offset */
-    for (int i = 0; i < NP; i++)
-        sum += got[i].offset > 0 ? got[i].offset : 0;
-    assert_int_equal(sum, want);
 }
 
 /* Consumes everything, stays quiet for 4 s (the idle time, 1.5 s, over twice), commits, reads
@@ -142,18 +75,17 @@ static void commit_and_check(kc_consumer_t *c, int64_t want)
 static int64_t quiet_run(const char *idle_ms, const char *group)
 {
     kc_consumer_t *c = start(idle_ms, "true", group);
-    wait_total(in_topic, "the records there");
-    commit_and_check(c, in_topic);
+    kc_tally_expect(&tally, in_topic, 60000, "the records there");
+    kc_test_commit_check(c, topic, NP, in_topic);
     kc_test_sleep_ms(4000);
     int64_t closes = atomic_load(&idle_closes);
     printf("# connections.max.idle.ms=%s: %lld idle close(s) after 4 s quiet\n", idle_ms,
            (long long)closes);
-    commit_and_check(c, in_topic); /* the coordinator connection: opened again when closed */
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 50", topic, MORE);
-    run(cmd);
+    kc_test_commit_check(c, topic, NP,
+                         in_topic); /* the coordinator connection: opened again when closed */
+    kc_test_cluster("produce %s --records %d --size 50", topic, MORE);
     in_topic += MORE;
-    wait_total(in_topic, "with those produced after the quiet time");
+    kc_tally_expect(&tally, in_topic, 60000, "with those produced after the quiet time");
     kc_error_t err;
     assert_int_equal(kc_close(c, 5000, &err), KC_OK);
     kc_destroy(c);
@@ -213,7 +145,7 @@ static void keepalive(void **state)
         char group[96];
         snprintf(group, sizeof group, "%s-ka-%s", topic, on[i]);
         kc_consumer_t *c = start("0", on[i], group);
-        wait_total(in_topic, on[i]);
+        kc_tally_expect(&tally, in_topic, 60000, on[i]);
         int ka = 0, all = 0;
         count_sockets(bs, &ka, &all);
         printf("# socket.keepalive.enable=%s: %d of %d socket(s) to the brokers with keepalive\n",

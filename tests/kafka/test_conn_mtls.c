@@ -24,6 +24,7 @@
  * KC_CLUSTER_DIR (tests/run-suite, `cluster up --listeners ...,mtls`). Skipped (77) only when
  * KC_MTLS_BOOTSTRAP is unset: a cluster started without the mtls listener. */
 #include "kc_test.h"
+#include "tally.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -38,37 +39,10 @@
 #define RECS 400
 
 static char topic[64];
-static _Atomic int64_t total, dups, tls_errors, other_errors;
-static _Atomic int64_t next_off[NP];
+static kc_tally_t tally;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char last_error[1024]; /* under mu */
-static char *logtext;         /* under mu: the consumer's DEBUG lines of subsystem "tls" */
+static char *logtext; /* under mu: the consumer's DEBUG lines of subsystem "tls" */
 static size_t loglen;
-
-static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
-{
-    (void)o;
-    const kc_record_t *r;
-    while ((r = kc_records_next(b))) {
-        int64_t off = kc_record_offset(r);
-        if (off < atomic_load(&next_off[p->partition])) /* one worker per partition at a time */
-            atomic_fetch_add(&dups, 1);
-        atomic_store(&next_off[p->partition], off + 1);
-        atomic_fetch_add(&total, 1);
-    }
-    return KC_CB_CONTINUE;
-}
-
-static void on_event(void *o, const kc_event_t *ev)
-{
-    (void)o;
-    if (ev->type != KC_EVENT_ERROR || !ev->error)
-        return;
-    atomic_fetch_add(ev->error->code == KC_ERR_TLS ? &tls_errors : &other_errors, 1);
-    pthread_mutex_lock(&mu);
-    snprintf(last_error, sizeof last_error, "%s", ev->error->msg);
-    pthread_mutex_unlock(&mu);
-}
 
 static void on_log(void *o, int level, const char *subsystem, const char *name, const char *msg)
 {
@@ -86,22 +60,6 @@ static void on_log(void *o, int level, const char *subsystem, const char *name, 
         logtext[loglen] = '\0';
     }
     pthread_mutex_unlock(&mu);
-}
-
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
 }
 
 /* A whole (small) file as a NUL-terminated string; the caller frees it. */
@@ -122,24 +80,15 @@ static int setup(void **state)
 {
     (void)state;
     snprintf(topic, sizeof topic, "kc-mtls-%d", (int)getpid());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 1", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 1", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 100", topic, RECS);
     return 0;
 }
 
 static void reset(void)
 {
-    atomic_store(&total, 0);
-    atomic_store(&dups, 0);
-    atomic_store(&tls_errors, 0);
-    atomic_store(&other_errors, 0);
-    for (int i = 0; i < NP; i++)
-        atomic_store(&next_off[i], 0);
+    kc_tally_reset(&tally);
     pthread_mutex_lock(&mu);
-    last_error[0] = 0;
     free(logtext);
     logtext = NULL;
     loglen = 0;
@@ -158,12 +107,12 @@ static kc_conf_t *base_conf(const char *servers)
 {
     reset();
     kc_conf_t *c = kc_conf_new();
-    set(c, "bootstrap.servers", servers);
-    set(c, "security.protocol", "SSL");
-    set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"));
-    set(c, "worker.threads", "2");
-    set(c, "log.level", "debug");
-    set(c, "reconnect.backoff.ms", "100");
+    kc_test_conf_set(c, "bootstrap.servers", servers);
+    kc_test_conf_set(c, "security.protocol", "SSL");
+    kc_test_conf_set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"));
+    kc_test_conf_set(c, "worker.threads", "2");
+    kc_test_conf_set(c, "log.level", "debug");
+    kc_test_conf_set(c, "reconnect.backoff.ms", "100");
     kc_error_t e;
     assert_int_equal(kc_conf_set_log_cb(c, on_log, NULL, &e), KC_OK);
     return c;
@@ -171,21 +120,16 @@ static kc_conf_t *base_conf(const char *servers)
 
 static void with_keystore(kc_conf_t *c)
 {
-    set(c, "ssl.keystore.location", kc_test_env("KC_CLIENT_KEYSTORE"));
-    set(c, "ssl.keystore.password", kc_test_env("KC_CLIENT_KEYSTORE_PASSWORD"));
+    kc_test_conf_set(c, "ssl.keystore.location", kc_test_env("KC_CLIENT_KEYSTORE"));
+    kc_test_conf_set(c, "ssl.keystore.password", kc_test_env("KC_CLIENT_KEYSTORE_PASSWORD"));
 }
 
 static kc_consumer_t *start_assigned(kc_conf_t *conf)
 {
-    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
-    kc_consumer_t *c = NULL;
-    kc_error_t err;
-    if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
-        fail_msg("kc_consumer_new: %s", err.msg);
-    kc_topic_partition_t tps[NP];
-    for (int i = 0; i < NP; i++)
-        tps[i] = (kc_topic_partition_t){topic, i, KC_OFFSET_BEGINNING};
-    assert_int_equal(kc_assign(c, tps, NP, &err), KC_OK);
+    kc_callbacks_t cbs = {
+        .on_records = kc_tally_on_records, .on_event = kc_tally_on_event, .opaque = &tally};
+    kc_consumer_t *c = kc_test_consumer(conf, &cbs);
+    kc_test_assign_all(c, topic, NP, KC_OFFSET_BEGINNING);
     return c;
 }
 
@@ -200,30 +144,22 @@ static void stop(kc_consumer_t *c)
 
 static void expect_all(const char *what)
 {
-    for (int i = 0; i < 600 && atomic_load(&total) < RECS; i++)
-        kc_test_sleep_ms(100);
-    kc_test_sleep_ms(200);
-    char le[1024];
-    copy_locked(le, sizeof le, last_error);
-    printf("# %s: delivered %lld of %d, dups %lld, errors %lld (%s)\n", what,
-           (long long)atomic_load(&total), RECS, (long long)atomic_load(&dups),
-           (long long)(atomic_load(&tls_errors) + atomic_load(&other_errors)), le);
-    assert_int_equal(atomic_load(&total), RECS);
-    assert_int_equal(atomic_load(&dups), 0);
-    assert_int_equal(atomic_load(&tls_errors), 0);
+    kc_tally_expect(&tally, RECS, 60000, what);
+    assert_int_equal(kc_tally_errors_of(&tally, KC_ERR_TLS), 0);
 }
 
 /* Waits for a TLS error event and returns its text in `out`; nothing may have been delivered. */
 static void expect_tls_error(const char *what, char *out, size_t cap)
 {
-    for (int i = 0; i < 150 && atomic_load(&tls_errors) == 0; i++)
+    for (int i = 0; i < 150 && kc_tally_errors_of(&tally, KC_ERR_TLS) == 0; i++)
         kc_test_sleep_ms(100);
     kc_test_sleep_ms(1000); /* room for a reconnect storm to show */
-    copy_locked(out, cap, last_error);
-    printf("# %s: %lld TLS error(s), %lld other: %s\n", what, (long long)atomic_load(&tls_errors),
-           (long long)atomic_load(&other_errors), out);
-    assert_true(atomic_load(&tls_errors) > 0);
-    assert_int_equal(atomic_load(&total), 0);
+    kc_tally_last_error(&tally, out, cap);
+    int64_t tls = kc_tally_errors_of(&tally, KC_ERR_TLS);
+    printf("# %s: %lld TLS error(s), %lld other: %s\n", what, (long long)tls,
+           (long long)(atomic_load(&tally.errors) - tls), out);
+    assert_true(tls > 0);
+    assert_int_equal(atomic_load(&tally.total), 0);
 }
 
 static void has(const char *text, const char *needle)
@@ -251,25 +187,14 @@ static void keystore_consume(void **state)
     (void)state;
     kc_conf_t *conf = base_conf(kc_test_env("KC_MTLS_BOOTSTRAP"));
     with_keystore(conf);
-    set(conf, "ssl.crl.location", kc_test_env("KC_CRL_FILE"));
+    kc_test_conf_set(conf, "ssl.crl.location", kc_test_env("KC_CRL_FILE"));
     char group[96];
     snprintf(group, sizeof group, "%s-ks", topic);
-    set(conf, "group.id", group);
-    set(conf, "enable.auto.commit", "false");
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
     kc_consumer_t *c = start_assigned(conf);
     expect_all("mTLS, PKCS#12 keystore, CRL checked");
-    kc_error_t err;
-    if (kc_commit(c, NULL, 0, 30000, &err) != KC_OK)
-        fail_msg("kc_commit: %s", err.msg);
-    kc_topic_partition_t got[NP];
-    for (int i = 0; i < NP; i++)
-        got[i] = (kc_topic_partition_t){topic, i, 0};
-    if (kc_committed(c, got, NP, 30000, &err) != KC_OK)
-        fail_msg("kc_committed: %s", err.msg);
-    int64_t sum = 0; /* a partition the producer left empty has no committed offset */
-    for (int i = 0; i < NP; i++)
-        sum += got[i].offset > 0 ? got[i].offset : 0;
-    assert_int_equal(sum, RECS);
+    kc_test_commit_check(c, topic, NP, RECS);
     stop(c);
 }
 
@@ -282,9 +207,9 @@ static void pem_consume(void **state)
     kc_conf_t *conf = base_conf(kc_test_env("KC_MTLS_BOOTSTRAP"));
     kc_error_t e;
     assert_int_equal(kc_conf_set(conf, "ssl.ca.location", "", &e), KC_OK);
-    set(conf, "ssl.truststore.certificates", ca); /* Java's name for ssl.ca.pem */
-    set(conf, "ssl.certificate.pem", cert);
-    set(conf, "ssl.key.pem", key);
+    kc_test_conf_set(conf, "ssl.truststore.certificates", ca); /* Java's name for ssl.ca.pem */
+    kc_test_conf_set(conf, "ssl.certificate.pem", cert);
+    kc_test_conf_set(conf, "ssl.key.pem", key);
     char shown[64];
     size_t len = sizeof shown;
     assert_int_equal(kc_conf_get(conf, "ssl.key.pem", shown, &len), KC_OK);
@@ -310,7 +235,7 @@ static void no_client_cert(void **state)
     has(le, "client certificate");
     names_a_broker(le, kc_test_env("KC_MTLS_BOOTSTRAP"));
     /* a refusal is final per connection: a handful of connections, not one per backoff */
-    assert_true(atomic_load(&tls_errors) <= 3);
+    assert_true(kc_tally_errors_of(&tally, KC_ERR_TLS) <= 3);
     stop(c);
 }
 
@@ -319,9 +244,10 @@ static void wrong_keystore_password(void **state)
     (void)state;
     const char *wrong = "kc-not-the-keystore-pw-5521";
     kc_conf_t *conf = base_conf(kc_test_env("KC_MTLS_BOOTSTRAP"));
-    set(conf, "ssl.keystore.location", kc_test_env("KC_CLIENT_KEYSTORE"));
-    set(conf, "ssl.keystore.password", wrong);
-    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_test_conf_set(conf, "ssl.keystore.location", kc_test_env("KC_CLIENT_KEYSTORE"));
+    kc_test_conf_set(conf, "ssl.keystore.password", wrong);
+    kc_callbacks_t cbs = {
+        .on_records = kc_tally_on_records, .on_event = kc_tally_on_event, .opaque = &tally};
     kc_consumer_t *c = NULL;
     kc_error_t err;
     assert_int_equal(kc_consumer_new(conf, &cbs, &c, &err), KC_ERR_CONFIG);
@@ -341,7 +267,7 @@ static void revoked_broker(void **state)
     expect_all("revoked broker certificate, no CRL");
     stop(c);
     kc_conf_t *conf = base_conf(kc_test_env("KC_REVOKED_BOOTSTRAP"));
-    set(conf, "ssl.crl.location", kc_test_env("KC_CRL_FILE"));
+    kc_test_conf_set(conf, "ssl.crl.location", kc_test_env("KC_CRL_FILE"));
     c = start_assigned(conf);
     char le[1024];
     expect_tls_error("revoked broker certificate, CRL loaded", le, sizeof le);
@@ -357,7 +283,7 @@ static void cipher_not_shared(void **state)
     (void)state;
     kc_conf_t *conf = base_conf(kc_test_env("KC_MTLS_BOOTSTRAP"));
     with_keystore(conf);
-    set(conf, "ssl.cipher.suites", "TLS_CHACHA20_POLY1305_SHA256");
+    kc_test_conf_set(conf, "ssl.cipher.suites", "TLS_CHACHA20_POLY1305_SHA256");
     kc_consumer_t *c = start_assigned(conf);
     char le[1024];
     expect_tls_error("cipher suite the broker does not enable", le, sizeof le);
@@ -367,7 +293,8 @@ static void cipher_not_shared(void **state)
     stop(c);
     conf = base_conf(kc_test_env("KC_MTLS_BOOTSTRAP"));
     with_keystore(conf);
-    set(conf, "ssl.cipher.suites", "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384");
+    kc_test_conf_set(conf, "ssl.cipher.suites",
+                     "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384");
     c = start_assigned(conf);
     expect_all("a cipher suite list with one the broker enables");
     stop(c);
@@ -381,7 +308,7 @@ static void protocol_bounds(void **state)
     (void)state;
     kc_conf_t *conf = base_conf(kc_test_env("KC_MTLS_BOOTSTRAP"));
     with_keystore(conf);
-    set(conf, "ssl.protocol", "TLSv1.2"); /* Java's cap */
+    kc_test_conf_set(conf, "ssl.protocol", "TLSv1.2"); /* Java's cap */
     kc_consumer_t *c = start_assigned(conf);
     char le[1024];
     expect_tls_error("TLS 1.2 at most against a TLS 1.3-only broker", le, sizeof le);
@@ -392,7 +319,7 @@ static void protocol_bounds(void **state)
     const char *versions[] = {"TLSv1.2", "TLSv1.3"};
     for (int i = 0; i < 2; i++) {
         conf = base_conf(kc_test_env("KC_SSL_BOOTSTRAP"));
-        set(conf, "ssl.enabled.protocols", versions[i]);
+        kc_test_conf_set(conf, "ssl.enabled.protocols", versions[i]);
         c = start_assigned(conf);
         char what[64];
         snprintf(what, sizeof what, "ssl.enabled.protocols=%s", versions[i]);

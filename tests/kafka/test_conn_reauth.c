@@ -1,3 +1,4 @@
+/* kc-test-label: background */
 /*
  * KIP-368 re-authentication on a live SASL_SSL connection, on both backends, against a dedicated
  * 1-node cluster this test boots with connections.max.reauth.ms=10000 (the shared suite cluster

@@ -49,38 +49,20 @@ static void on_revoke(void *o, kc_part_t *p)
     atomic_fetch_add(&revoked, 1);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
-}
-
 static void consume_commit_close(void **state)
 {
     (void)state;
     snprintf(topic, sizeof topic, "kc-core-api-%d", (int)getpid());
-    char cmd[256], group[64];
+    char group[64];
     snprintf(group, sizeof group, "kc-core-api-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100 --compression zstd", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 3", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 100 --compression zstd", topic, RECS);
 
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"));
-    set(conf, "group.id", group);
-    set(conf, "worker.threads", "2");
-    set(conf, "enable.auto.commit", "false");
+    kc_test_conf_set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"));
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "worker.threads", "2");
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
     kc_callbacks_t cbs = {.on_assign = on_assign, .on_records = on_records, .on_revoke = on_revoke};
     kc_consumer_t *c = NULL;
     kc_error_t err;

@@ -52,26 +52,15 @@ static void on_commit(void *opaque, kc_err_t rc, const kc_error_t *err)
     atomic_fetch_add(&cb_calls, 1);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static void autocommit_and_async(void **state)
 {
     (void)state;
     app = pthread_self();
-    char topic[64], group[64], cmd[256];
+    char topic[64], group[64];
     snprintf(topic, sizeof topic, "kc-autocommit-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-autocommit-g-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2 --replication 3", topic);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 2 --replication 3", topic);
+    kc_test_cluster("produce %s --records %d --size 100", topic, RECS);
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;
     assert_int_equal(kc_conf_set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"), &err),

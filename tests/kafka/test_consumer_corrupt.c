@@ -46,15 +46,6 @@ static void on_event(void *o, const kc_event_t *ev)
     }
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null 2>&1", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static uint64_t be(const uint8_t *p, int n)
 {
     uint64_t v = 0;
@@ -98,12 +89,9 @@ static void corrupt_batch_reported_skipped(void **state)
 {
     (void)state;
     snprintf(topic, sizeof topic, "kc-core-corrupt-%d", (int)getpid());
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 1 --replication 1", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 1 --replication 1", topic);
     for (int i = 0; i < 3; i++) {
-        snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, PER_RUN);
-        run(cmd);
+        kc_test_cluster("produce %s --records %d --size 100", topic, PER_RUN);
     }
     const char *dir = kc_test_env("KC_CLUSTER_DIR");
     int node = 0;
@@ -114,12 +102,10 @@ static void corrupt_batch_reported_skipped(void **state)
             node = n;
     }
     assert_true(node > 0);
-    snprintf(cmd, sizeof cmd, "stop-broker %d", node);
-    run(cmd);
+    kc_test_cluster("stop-broker %d", node);
     int64_t cb, cl;
     corrupt(path, PER_RUN + PER_RUN / 2, &cb, &cl);
-    snprintf(cmd, sizeof cmd, "start-broker %d", node);
-    run(cmd); /* returns once the broker is ready again */
+    kc_test_cluster("start-broker %d", node); /* returns once the broker is ready again */
     printf("# corrupted the batch at offsets %lld..%lld on node %d\n", (long long)cb, (long long)cl,
            node);
 

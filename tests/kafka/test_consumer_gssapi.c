@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /* SASL GSSAPI (Kerberos) through the public consumer, against the testkit's MIT KDC and the
  * brokers' GSSAPI listeners (tests/testkit/cluster-kerberos.sh):
  *  - plaintext_assign: SASL_PLAINTEXT + GSSAPI, manual assignment, every record exactly once;
@@ -98,27 +98,9 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static void produce(int n)
 {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, n);
-    run(cmd);
-}
-
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
+    kc_test_cluster("produce %s --records %d --size 100", topic, n);
 }
 
 static int setup(void **state)
@@ -130,9 +112,7 @@ static int setup(void **state)
      * application points it at its krb5.conf the same way (or uses /etc/krb5.conf). */
     setenv("KRB5_CONFIG", kc_test_env("KC_KRB5_CONFIG"), 1);
     snprintf(topic, sizeof topic, "kc-gssapi-%d", (int)getpid());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 1", topic, NP);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 1", topic, NP);
     produce(RECS);
     return 0;
 }
@@ -140,16 +120,17 @@ static int setup(void **state)
 static kc_conf_t *base_conf(int ssl, const char *principal, const char *keytab)
 {
     kc_conf_t *c = kc_conf_new();
-    set(c, "bootstrap.servers",
-        kc_test_env(ssl ? "KC_GSSAPI_SSL_BOOTSTRAP" : "KC_GSSAPI_BOOTSTRAP"));
-    set(c, "security.protocol", ssl ? "SASL_SSL" : "SASL_PLAINTEXT");
+    kc_test_conf_set(c, "bootstrap.servers",
+                     kc_test_env(ssl ? "KC_GSSAPI_SSL_BOOTSTRAP" : "KC_GSSAPI_BOOTSTRAP"));
+    kc_test_conf_set(c, "security.protocol", ssl ? "SASL_SSL" : "SASL_PLAINTEXT");
     if (ssl)
-        set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"));
-    set(c, "sasl.mechanism", "GSSAPI");
-    set(c, "sasl.kerberos.service.name", "kafka");
-    set(c, "sasl.kerberos.principal", principal ? principal : kc_test_env("KC_CLIENT_PRINCIPAL"));
-    set(c, "sasl.kerberos.keytab", keytab ? keytab : kc_test_env("KC_CLIENT_KEYTAB"));
-    set(c, "worker.threads", "2");
+        kc_test_conf_set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"));
+    kc_test_conf_set(c, "sasl.mechanism", "GSSAPI");
+    kc_test_conf_set(c, "sasl.kerberos.service.name", "kafka");
+    kc_test_conf_set(c, "sasl.kerberos.principal",
+                     principal ? principal : kc_test_env("KC_CLIENT_PRINCIPAL"));
+    kc_test_conf_set(c, "sasl.kerberos.keytab", keytab ? keytab : kc_test_env("KC_CLIENT_KEYTAB"));
+    kc_test_conf_set(c, "worker.threads", "2");
     return c;
 }
 
@@ -206,9 +187,9 @@ static void ssl_group(void **state)
     kc_conf_t *conf = base_conf(1, NULL, NULL);
     char group[80];
     snprintf(group, sizeof group, "%s-ssl", topic);
-    set(conf, "group.id", group);
-    set(conf, "auto.offset.reset", "earliest");
-    set(conf, "enable.auto.commit", "false");
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
     kc_consumer_t *c = start(conf, &ca);
     const char *sub[] = {topic};
     kc_error_t err;
@@ -334,8 +315,8 @@ static void ticket_renewal(void **state)
     int as0 = kdc_log_count("AS_REQ", who), tgs0 = kdc_log_count("TGS_REQ", who);
     kc_conf_t *conf = base_conf(0, who, NULL);
     /* Re-login as soon as a login has expired (the default waits a minute between logins). */
-    set(conf, "sasl.kerberos.min.time.before.relogin", "1000");
-    set(conf, "log.level", "debug");
+    kc_test_conf_set(conf, "sasl.kerberos.min.time.before.relogin", "1000");
+    kc_test_conf_set(conf, "log.level", "debug");
     kc_error_t lerr;
     assert_int_equal(kc_conf_set_log_cb(conf, on_log, NULL, &lerr), KC_OK);
     kc_consumer_t *c = start(conf, &ca);

@@ -57,13 +57,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
-}
-
 /* A TCP socket on loopback that accepts connections into its backlog and never answers. */
 static int silent_listener(int *port)
 {
@@ -108,11 +101,11 @@ static void kdc_does_not_answer(void **state)
     setenv("KRB5_CONFIG", conf_path, 1);
 
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", kc_test_env("KC_GSSAPI_BOOTSTRAP"));
-    set(conf, "security.protocol", "SASL_PLAINTEXT");
-    set(conf, "sasl.mechanism", "GSSAPI");
-    set(conf, "sasl.kerberos.principal", kc_test_env("KC_CLIENT_PRINCIPAL"));
-    set(conf, "sasl.kerberos.keytab", kc_test_env("KC_CLIENT_KEYTAB"));
+    kc_test_conf_set(conf, "bootstrap.servers", kc_test_env("KC_GSSAPI_BOOTSTRAP"));
+    kc_test_conf_set(conf, "security.protocol", "SASL_PLAINTEXT");
+    kc_test_conf_set(conf, "sasl.mechanism", "GSSAPI");
+    kc_test_conf_set(conf, "sasl.kerberos.principal", kc_test_env("KC_CLIENT_PRINCIPAL"));
+    kc_test_conf_set(conf, "sasl.kerberos.keytab", kc_test_env("KC_CLIENT_KEYTAB"));
     kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
     kc_consumer_t *c = NULL;
     kc_error_t err;

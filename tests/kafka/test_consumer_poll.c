@@ -73,24 +73,13 @@ static void *poller(void *arg)
     return NULL;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static void poll_to_end(void **state)
 {
     (void)state;
-    char topic[64], cmd[256];
+    char topic[64];
     snprintf(topic, sizeof topic, "kc-poll-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 3", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 100", topic, RECS);
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;
     assert_int_equal(kc_conf_set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"), &err),

@@ -44,15 +44,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 /* Sums a broker counter over the "brokers" array of one stats object. */
 static unsigned long long broker_sum(const char *json, const char *name)
 {
@@ -102,10 +93,8 @@ static void query_and_idle_stats(void **state)
     (void)state;
     char topic[64], cmd[256];
     snprintf(topic, sizeof topic, "kc-query-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 50", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 3", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 50", topic, RECS);
 
     char path[] = "/tmp/kc-stats-XXXXXX";
     int fd = mkstemp(path);

@@ -48,15 +48,6 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     return KC_CB_CONTINUE;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static size_t logged(void)
 {
     pthread_mutex_lock(&mu);
@@ -90,11 +81,8 @@ static void seek_redelivers(void **state)
     (void)state;
     log_off = calloc(8 * RECS, sizeof *log_off);
     snprintf(topic, sizeof topic, "kc-seek-%d", (int)getpid());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 1 --replication 3", topic);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 1 --replication 3", topic);
+    kc_test_cluster("produce %s --records %d --size 100", topic, RECS);
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;
     assert_int_equal(kc_conf_set(conf, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"), &err),

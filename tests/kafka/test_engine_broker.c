@@ -12,14 +12,12 @@
  * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "kc_test.h"
 
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include "broker_blocking.h"
 #include "fetch/codec.h"
 #include "offsets_codec.h"
 #include "proto/kafka_errors.h"
@@ -27,101 +25,6 @@
 
 #define FETCH_V    13
 #define METADATA_V 12
-
-static int connect_first(const char *bootstrap)
-{
-    char host[256], port[16];
-    const char *comma = strchr(bootstrap, ',');
-    size_t len = comma ? (size_t)(comma - bootstrap) : strlen(bootstrap);
-    const char *colon = memrchr(bootstrap, ':', len);
-    if (!colon || (size_t)(colon - bootstrap) >= sizeof host ||
-        len - (size_t)(colon - bootstrap) - 1 >= sizeof port)
-        return -1;
-    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
-    host[colon - bootstrap] = '\0';
-    memcpy(port, colon + 1, len - (size_t)(colon - bootstrap) - 1);
-    port[len - (size_t)(colon - bootstrap) - 1] = '\0';
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -1;
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-        if (fd < 0)
-            continue;
-        struct timeval tv = {.tv_sec = 15};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-static int io_full(int fd, uint8_t *p, size_t n, int writing)
-{
-    while (n > 0) {
-        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-typedef kc_err_t (*encode_fn)(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *e);
-
-/* Sends one request and returns the response body (after the header) in frame and r. */
-static void exchange(int fd, int16_t key, int16_t v, const void *msg, encode_fn enc,
-                     uint8_t **frame, kc_rbuf_t *r)
-{
-    static int32_t corr = 1;
-    kc_wbuf_t w = {0};
-    kc_error_t e;
-    assert_int_equal(kc_wbuf_reserve(&w, 4), KC_OK);
-    w.len = 4;
-    kc_request_header_t h;
-    kc_request_header_init(&h);
-    h.request_api_key = key;
-    h.request_api_version = v;
-    h.correlation_id = corr++;
-    h.client_id = kc_str("kc-engine-test");
-    assert_int_equal(kc_request_header_encode(&h, kc_proto_request_header_version(key, v), &w, &e),
-                     KC_OK);
-    if (enc(msg, v, &w, &e) != KC_OK)
-        fail_msg("encode: %s", e.msg);
-    uint32_t n = (uint32_t)(w.len - 4);
-    w.data[0] = (uint8_t)(n >> 24), w.data[1] = (uint8_t)(n >> 16);
-    w.data[2] = (uint8_t)(n >> 8), w.data[3] = (uint8_t)n;
-    assert_int_equal(io_full(fd, w.data, w.len, 1), 0);
-    kc_wbuf_free(&w);
-    uint8_t sz[4];
-    assert_int_equal(io_full(fd, sz, 4, 0), 0);
-    uint32_t len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
-    *frame = malloc(len);
-    assert_non_null(*frame);
-    assert_int_equal(io_full(fd, *frame, len, 0), 0);
-    *r = kc_rbuf(*frame, len);
-    kc_response_header_t rh;
-    kc_arena_t a = {0};
-    assert_int_equal(
-        kc_response_header_decode(&rh, kc_proto_response_header_version(key, v), r, &a, &e), KC_OK);
-    assert_int_equal(rh.correlation_id, corr - 1);
-    kc_arena_free(&a);
-}
-
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
 
 /* Offsets carried by a records blob: first base offset and (last offset + 1), or -1/-1. */
 static void batch_span(kc_bytes_t rec, int64_t *first, int64_t *next)
@@ -163,8 +66,8 @@ static fetched_t do_fetch(int fd, const kc_session_req_t *req)
     assert_int_equal(kc_fetch_codec_request(&m, req, FETCH_V, &st, NULL, &a, &e), KC_OK);
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_FETCH_REQUEST_API_KEY, FETCH_V, &m, (encode_fn)kc_fetch_request_encode, &frame,
-             &r);
+    kc_tb_exchange(fd, KC_FETCH_REQUEST_API_KEY, FETCH_V, &m,
+                   (kc_tb_encode_fn)kc_fetch_request_encode, &frame, &r);
     kc_fetch_response_t resp;
     if (kc_fetch_response_decode(&resp, FETCH_V, &r, &a, &e) != KC_OK)
         fail_msg("FetchResponse: %s", e.msg);
@@ -196,8 +99,8 @@ static kc_session_part_t lookup(int fd, const char *topic)
     m.topics.items = &t;
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_METADATA_REQUEST_API_KEY, METADATA_V, &m, (encode_fn)kc_metadata_request_encode,
-             &frame, &r);
+    kc_tb_exchange(fd, KC_METADATA_REQUEST_API_KEY, METADATA_V, &m,
+                   (kc_tb_encode_fn)kc_metadata_request_encode, &frame, &r);
     kc_arena_t a = {0};
     kc_error_t e;
     kc_metadata_response_t resp;
@@ -224,17 +127,15 @@ static kc_session_part_t lookup(int fd, const char *topic)
 static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
 {
     (void)state;
-    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
+    int fd = kc_tb_connect(kc_test_env("KC_BOOTSTRAP"));
     assert_true(fd >= 0);
-    char topic[64], cmd[256];
+    char topic[64];
     snprintf(topic, sizeof topic, "kc-engine-session-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 1", topic);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records 20 --size 100", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 1", topic);
+    kc_test_cluster("produce %s --records 20 --size 100", topic);
     kc_session_part_t want = lookup(fd, topic);
     close(fd);
-    fd = connect_first(leader_addr);
+    fd = kc_tb_connect(leader_addr);
     assert_true(fd >= 0);
 
     /* 1. What the broker does with a consumed partition that is left out. */
@@ -278,8 +179,7 @@ static void broker_needs_consumed_offsets_and_engine_sends_them(void **state)
     assert_int_equal(f.first, -1); /* nothing new, nothing repeated */
     assert_int_equal(kc_session_build(&s, &want, 1, 0, &req, &e), KC_OK);
     assert_int_equal(req.n_parts, 0); /* idle steady state: 0 entries */
-    snprintf(cmd, sizeof cmd, "produce %s --records 5 --size 100", topic);
-    run(cmd);
+    kc_test_cluster("produce %s --records 5 --size 100", topic);
     f = do_fetch(fd, &req);
     sr = (kc_session_resp_t){f.top_error, f.session_id};
     assert_int_equal(kc_session_on_response(&s, &sr, 0), KC_SESSION_OK);
@@ -347,8 +247,8 @@ static int16_t find_coordinator(int fd, const char *group)
     m.coordinator_keys.items = &key;
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
-             (encode_fn)kc_find_coordinator_request_encode, &frame, &r);
+    kc_tb_exchange(fd, KC_FIND_COORDINATOR_REQUEST_API_KEY, 4, &m,
+                   (kc_tb_encode_fn)kc_find_coordinator_request_encode, &frame, &r);
     kc_arena_t a = {0};
     kc_error_t e;
     kc_find_coordinator_response_t resp;
@@ -373,8 +273,8 @@ static kc_offsets_result_t commit_once(int fd, const kc_commit_req_t *req)
     assert_int_equal(kc_offsets_codec_commit(&m, req, 9, &a, &e), KC_OK);
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_OFFSET_COMMIT_REQUEST_API_KEY, 9, &m,
-             (encode_fn)kc_offset_commit_request_encode, &frame, &r);
+    kc_tb_exchange(fd, KC_OFFSET_COMMIT_REQUEST_API_KEY, 9, &m,
+                   (kc_tb_encode_fn)kc_offset_commit_request_encode, &frame, &r);
     kc_offset_commit_response_t resp;
     assert_int_equal(kc_offset_commit_response_decode(&resp, 9, &r, &a, &e), KC_OK);
     kc_offsets_result_t res;
@@ -387,13 +287,12 @@ static kc_offsets_result_t commit_once(int fd, const kc_commit_req_t *req)
 static void anonymous_commit_then_offset_fetch(void **state)
 {
     (void)state;
-    int fd = connect_first(kc_test_env("KC_BOOTSTRAP"));
+    int fd = kc_tb_connect(kc_test_env("KC_BOOTSTRAP"));
     assert_true(fd >= 0);
-    char topic[64], group[64], cmd[256];
+    char topic[64], group[64];
     snprintf(topic, sizeof topic, "kc-engine-commit-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-engine-anon-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 2", topic);
     kc_commit_entry_t ents[2] = {{topic, {0}, 0, 17, -1, NULL}, {topic, {0}, 1, 29, -1, "meta"}};
     kc_commit_identity_t who;
     kc_error_t e;
@@ -413,7 +312,7 @@ static void anonymous_commit_then_offset_fetch(void **state)
     fd = -1;
     for (int i = 0; i < 600 && fd < 0; i++) {
         if (find_coordinator(boot, group) == 0)
-            fd = connect_first(coord_addr);
+            fd = kc_tb_connect(coord_addr);
         else
             usleep(100 * 1000);
     }
@@ -429,7 +328,7 @@ static void anonymous_commit_then_offset_fetch(void **state)
             fail_msg("anonymous commit refused: %s", kc_kafka_err_name(res.first_error));
         if (find_coordinator(boot, group) == 0) {
             close(fd);
-            fd = connect_first(coord_addr);
+            fd = kc_tb_connect(coord_addr);
             assert_true(fd >= 0);
         }
         int64_t at;
@@ -449,8 +348,8 @@ static void anonymous_commit_then_offset_fetch(void **state)
     fm.groups.items = &g;
     uint8_t *frame;
     kc_rbuf_t r;
-    exchange(fd, KC_OFFSET_FETCH_REQUEST_API_KEY, 9, &fm, (encode_fn)kc_offset_fetch_request_encode,
-             &frame, &r);
+    kc_tb_exchange(fd, KC_OFFSET_FETCH_REQUEST_API_KEY, 9, &fm,
+                   (kc_tb_encode_fn)kc_offset_fetch_request_encode, &frame, &r);
     kc_arena_t a = {0};
     kc_offset_fetch_response_t fr;
     assert_int_equal(kc_offset_fetch_response_decode(&fr, 9, &r, &a, &e), KC_OK);

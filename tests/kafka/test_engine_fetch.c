@@ -107,15 +107,6 @@ static void on_md_change(void *opaque, kc_engine_md_change_t what, const char *t
         C.md_topic_parts = value;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 /* ---- calls on the network thread ---------------------------------------------------------- */
 
 typedef struct call {
@@ -209,11 +200,9 @@ static void test_engine_fetch(void **state)
     (void)state;
     kc_error_t err;
     unsigned tag = (unsigned)time(NULL) ^ (unsigned)getpid();
-    char cmd[256];
     for (int t = 0; t < NT; t++) {
         snprintf(topics[t], sizeof topics[t], "core-%c-%x", 'a' + t, tag);
-        snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topics[t], NP);
-        run(cmd);
+        kc_test_cluster("topic create %s --partitions %d --replication 3", topics[t], NP);
     }
     assert_int_equal(kc_netthread_start(&C.nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     assert_int_equal(net(0, 0, 0).rc, KC_OK);
@@ -263,10 +252,8 @@ static void test_engine_fetch(void **state)
     }
 
     /* Consumption, exactly once. */
-    snprintf(cmd, sizeof cmd, "produce %s --records 3000 --size 100", topics[0]);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records 2000 --size 100 --compression lz4", topics[1]);
-    run(cmd);
+    kc_test_cluster("produce %s --records 3000 --size 100", topics[0]);
+    kc_test_cluster("produce %s --records 2000 --size 100 --compression lz4", topics[1]);
     wait_records(5000, 60);
 
     /* Unassign one partition: forgotten exactly once. */
@@ -285,14 +272,12 @@ static void test_engine_fetch(void **state)
     C.ps[NPARTS - 1].records = 0; /* no longer counted: it is not assigned */
 
     /* A broker dies mid-consumption: leaders move (replication 3), then it comes back. */
-    run("kill-broker 3");
-    snprintf(cmd, sizeof cmd, "produce %s --records 1500 --size 100", topics[0]);
-    run(cmd);
+    kc_test_cluster("kill-broker 3");
+    kc_test_cluster("produce %s --records 1500 --size 100", topics[0]);
     int64_t base = 5000 - removed;
     wait_records(base + 1500, 90);
-    run("start-broker 3");
-    snprintf(cmd, sizeof cmd, "produce %s --records 1500 --size 100", topics[0]);
-    run(cmd);
+    kc_test_cluster("start-broker 3");
+    kc_test_cluster("produce %s --records 1500 --size 100", topics[0]);
     wait_records(base + 3000, 90);
     call_t r = net(3, 0, 0);
     printf("restart: session resets %" PRIu64 ", fetch errors %" PRIu64
@@ -307,8 +292,7 @@ static void test_engine_fetch(void **state)
     assert_true(r.es.metadata_changes > 0);
 
     /* A partition-count change reaches the metadata listener (metadata.max.age.ms = 2 s). */
-    snprintf(cmd, sizeof cmd, "topic alter %s --partitions %d", topics[1], NP + 2);
-    run(cmd);
+    kc_test_cluster("topic alter %s --partitions %d", topics[1], NP + 2);
     for (int i = 0; i < 100; i++) {
         usleep(100 * 1000);
         net(3, 0, 0); /* on the network thread: orders the read of md_topic_parts */

@@ -103,24 +103,13 @@ static void run_wait(int op, result_t *r)
     pthread_mutex_unlock(&mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static void anonymous_commit_fetch_and_refusal(void **state)
 {
     (void)state;
     kc_error_t err;
     snprintf(topic, sizeof topic, "kc-core-commit-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-core-anon-%d", (int)getpid());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 2", topic);
     assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     call_t c = {0, NULL, KC_OK};
     kc_netthread_call(nt, on_net, &c);

@@ -82,13 +82,6 @@ static long requests(const char *stats, const char *api)
     return n;
 }
 
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s=%s: %s", k, v, e.msg);
-}
-
 static void rediscovery_backs_off(void **state)
 {
     (void)state;
@@ -108,17 +101,18 @@ static void rediscovery_backs_off(void **state)
     assert_true(n1 > 0);
 
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", bs1); /* node 1 only: FindCoordinator goes there */
-    set(conf, "group.id", "dead-coordinator");
-    set(conf, "group.protocol", "consumer");
-    set(conf, "enable.auto.commit", "false"); /* heartbeats alone ask for the coordinator */
-    set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "bootstrap.servers", bs1); /* node 1 only: FindCoordinator goes there */
+    kc_test_conf_set(conf, "group.id", "dead-coordinator");
+    kc_test_conf_set(conf, "group.protocol", "consumer");
+    kc_test_conf_set(conf, "enable.auto.commit",
+                     "false"); /* heartbeats alone ask for the coordinator */
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
     /* FindCoordinator shares node 1's connection with the fetches, and a broker answers one
      * request of a connection at a time: a fetch waiting for records spaces the answers out by
      * its wait (500 ms by default), which would hide how often the member asks. */
-    set(conf, "fetch.max.wait.ms", "20");
-    set(conf, "retry.backoff.ms", "100");
-    set(conf, "retry.backoff.max.ms", "1000");
+    kc_test_conf_set(conf, "fetch.max.wait.ms", "20");
+    kc_test_conf_set(conf, "retry.backoff.ms", "100");
+    kc_test_conf_set(conf, "retry.backoff.max.ms", "1000");
     kc_callbacks_t cbs = {.on_assign = on_assign, .on_records = on_records};
     kc_consumer_t *c;
     kc_error_t e;

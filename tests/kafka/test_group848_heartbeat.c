@@ -214,7 +214,7 @@ static void regex_picks_up_new_topic(void **state)
 {
     (void)state;
     const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
-    char group[64], regex[96], cmd[256];
+    char group[64], regex[96];
     snprintf(group, sizeof group, "kc-g848-rx-%d", (int)getpid());
     snprintf(regex, sizeof regex, "kc-g848-%d.*", (int)getpid()); /* matches `topic` */
     kc_gd_member_t a;
@@ -222,8 +222,7 @@ static void regex_picks_up_new_topic(void **state)
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_owns_all, 30000);
     assert_true(kc_gd_owns_all(&a));
     snprintf(kc_gd_topic2, sizeof kc_gd_topic2, "kc-g848-%d-late", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", kc_gd_topic2);
-    kc_tb_testkit(cmd);
+    kc_test_cluster("topic create %s --partitions 2", kc_gd_topic2);
     int64_t t0 = kc_gd_now_ms();
     kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_owns_five, 60000);
     assert_true(kc_gd_owns_five(&a));

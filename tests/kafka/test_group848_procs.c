@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /* KIP-848 acceptance with the public consumer, members as separate processes
  * (tests/support/g848_member: this binary re-executes itself as a member).
  *

@@ -46,15 +46,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 /* The number value of `"key":` inside the "partitions" entry of (topic, p) in json; -2 absent. */
 static long long part_field(const char *json, const char *topic, int p, const char *key)
 {
@@ -74,13 +65,11 @@ static long long part_field(const char *json, const char *topic, int p, const ch
 static void group_partitions_in_stats(void **state)
 {
     (void)state;
-    char topic[64], group[64], cmd[256];
+    char topic[64], group[64];
     snprintf(topic, sizeof topic, "kc-g848st-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-g848st-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 50 --keys 32", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 3", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 50 --keys 32", topic, RECS);
 
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;

@@ -47,27 +47,15 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 /* One topic for every case (each has its own group): created once, RECS records spread by key. */
 static char topic[64];
 
 static int make_topic(void **state)
 {
     (void)state;
-    char cmd[256];
     snprintf(topic, sizeof topic, "kc-gcommit-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100 --keys 60", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 3", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 100 --keys 60", topic, RECS);
     return 0;
 }
 

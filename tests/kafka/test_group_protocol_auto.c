@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /* group.protocol=auto, the default, against the suite's cluster (Kafka 4.x, which has KIP-848):
  *  fresh_group_is_kip848       two members with no group setting: both run KIP-848 ("protocol":
  *                              "consumer" in the stats), every record consumed, none twice.
@@ -70,15 +70,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&m->mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static char topic[64], group[64];
 
 static void fresh_topic(const char *tag)
@@ -86,11 +77,8 @@ static void fresh_topic(const char *tag)
     static int n;
     snprintf(topic, sizeof topic, "kc-auto-%s-%d-%d", tag, (int)getpid(), n);
     snprintf(group, sizeof group, "kc-auto-%s-%d-%d", tag, (int)getpid(), n++);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 40 --keys 40", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 3", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 40 --keys 40", topic, RECS);
 }
 
 /* A consumer of `group` through `bootstrap`, with extra settings "k=v;k=v". */

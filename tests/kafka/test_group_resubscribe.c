@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /* Against the suite's cluster: kc_subscribe called again replaces the subscription, in both
  * protocols, with a Java console consumer in the same group (the member of another client):
  *   1. Java joins on topic A, then our member subscribes [A]: both share A.

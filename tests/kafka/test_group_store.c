@@ -85,15 +85,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 /* The number value of `"key":` inside the "partitions" entry of (topic, p) in json; -2 absent. */
 static long long part_field(const char *json, const char *topic, int p, const char *key)
 {
@@ -138,13 +129,11 @@ static kc_consumer_t *member(const char *group)
 static void store_commit_restart(void **state)
 {
     (void)state;
-    char topic[64], group[64], cmd[256];
+    char topic[64], group[64];
     snprintf(topic, sizeof topic, "kc-gstore-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-gstore-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d --replication 3", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 50 --keys 32", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d --replication 3", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 50 --keys 32", topic, RECS);
     kc_error_t err;
     const char *topics[] = {topic};
 

@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /* Against the suite's cluster: kc_unsubscribe, in both protocols. Two members X and Y of one
  * group share topic A (all of it consumed):
  *   1. kc_unsubscribe(X) returns once X has left: every partition X was assigned got on_revoke

@@ -141,28 +141,22 @@ static void on_revoke(void *o, kc_part_t *p)
     atomic_fetch_add(&revoked, 1);
 }
 
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s=%s: %s", k, v, e.msg);
-}
-
 static kc_consumer_t *start(cmode_t m, const char *group, int manual_store_conf, bool pull)
 {
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", g_bs);
-    set(conf, "worker.threads", "4");
-    set(conf, "callback.batch.max.records", "50");
-    set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "bootstrap.servers", g_bs);
+    kc_test_conf_set(conf, "worker.threads", "4");
+    kc_test_conf_set(conf, "callback.batch.max.records", "50");
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
     if (group) {
-        set(conf, "group.id", group);
-        set(conf, "enable.auto.commit", "true");
-        set(conf, "auto.commit.interval.ms", "600000"); /* only the close's commit counts */
+        kc_test_conf_set(conf, "group.id", group);
+        kc_test_conf_set(conf, "enable.auto.commit", "true");
+        kc_test_conf_set(conf, "auto.commit.interval.ms",
+                         "600000"); /* only the close's commit counts */
         if (manual_store_conf)
-            set(conf, "enable.auto.offset.store", "false");
+            kc_test_conf_set(conf, "enable.auto.offset.store", "false");
         if (m != MANUAL)
-            set(conf, "group.protocol", mode_name[m]);
+            kc_test_conf_set(conf, "group.protocol", mode_name[m]);
     }
     kc_callbacks_t cbs = {.on_records = pull ? NULL : on_records, .on_revoke = on_revoke};
     kc_consumer_t *c;
@@ -195,9 +189,9 @@ static void wait_total(int64_t n, int ms)
 static void committed(const char *group, int64_t *out)
 {
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", g_bs);
-    set(conf, "group.id", group);
-    set(conf, "enable.auto.commit", "false");
+    kc_test_conf_set(conf, "bootstrap.servers", g_bs);
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
     kc_callbacks_t cbs = {.on_records = on_records};
     kc_consumer_t *c;
     kc_error_t e;
@@ -277,12 +271,12 @@ static void close_waits_for_async_commit(void **s)
     g_slow = kc_fp_start(g_bs);
     assert_non_null(g_slow);
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", kc_fp_bootstrap(g_slow));
-    set(conf, "worker.threads", "4");
-    set(conf, "callback.batch.max.records", "50");
-    set(conf, "group.id", group);
-    set(conf, "enable.auto.commit", "false");
-    set(conf, "enable.auto.offset.store", "false");
+    kc_test_conf_set(conf, "bootstrap.servers", kc_fp_bootstrap(g_slow));
+    kc_test_conf_set(conf, "worker.threads", "4");
+    kc_test_conf_set(conf, "callback.batch.max.records", "50");
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
+    kc_test_conf_set(conf, "enable.auto.offset.store", "false");
     kc_callbacks_t cbs = {.on_records = on_records, .on_revoke = on_revoke};
     kc_error_t e;
     if (kc_consumer_new(conf, &cbs, &g_c, &e) != KC_OK)
@@ -493,13 +487,13 @@ static void *holder(void *arg)
 static kc_consumer_t *start_pull(const char *group)
 {
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", g_bs);
-    set(conf, "worker.threads", "4");
-    set(conf, "callback.batch.max.records", "50");
+    kc_test_conf_set(conf, "bootstrap.servers", g_bs);
+    kc_test_conf_set(conf, "worker.threads", "4");
+    kc_test_conf_set(conf, "callback.batch.max.records", "50");
     if (group) {
-        set(conf, "group.id", group);
-        set(conf, "enable.auto.commit", "true");
-        set(conf, "auto.commit.interval.ms", "600000");
+        kc_test_conf_set(conf, "group.id", group);
+        kc_test_conf_set(conf, "enable.auto.commit", "true");
+        kc_test_conf_set(conf, "auto.commit.interval.ms", "600000");
     }
     kc_callbacks_t cbs = {.on_revoke = on_revoke_pull};
     kc_consumer_t *c;

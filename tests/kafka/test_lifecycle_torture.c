@@ -1064,23 +1064,16 @@ static void *app_main(void *arg)
 
 /* ---- one iteration -------------------------------------------------------------------------- */
 
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s=%s: %s", k, v, e.msg);
-}
-
 static kc_consumer_t *new_consumer(const char *group, const kc_callbacks_t *cbs,
                                    const char *const *kv)
 {
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", g_bs);
-    set(conf, "fetch.max.wait.ms", "50");
+    kc_test_conf_set(conf, "bootstrap.servers", g_bs);
+    kc_test_conf_set(conf, "fetch.max.wait.ms", "50");
     if (group)
-        set(conf, "group.id", group);
+        kc_test_conf_set(conf, "group.id", group);
     for (; kv && kv[0]; kv += 2)
-        set(conf, kv[0], kv[1]);
+        kc_test_conf_set(conf, kv[0], kv[1]);
     kc_consumer_t *c;
     kc_error_t e;
     if (kc_consumer_new(conf, cbs, &c, &e) != KC_OK)

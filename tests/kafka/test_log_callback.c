@@ -51,15 +51,6 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     return KC_CB_CONTINUE;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static int wait_for(int *counter, int at_least, int ms)
 {
     int v = 0;
@@ -77,13 +68,11 @@ static int wait_for(int *counter, int at_least, int ms)
 static void reconnect_and_rebalance_through_callback(void **state)
 {
     (void)state;
-    char topic[64], group[64], cmd[256];
+    char topic[64], group[64];
     snprintf(topic, sizeof topic, "kc-logcb-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-logcb-g-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2 --replication 1", topic);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records 200 --size 50", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 2 --replication 1", topic);
+    kc_test_cluster("produce %s --records 200 --size 50", topic);
     kc_fp_t *fp = kc_fp_start(kc_test_env("KC_BOOTSTRAP"));
     assert_non_null(fp);
 

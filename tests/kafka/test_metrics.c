@@ -35,25 +35,14 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     return KC_CB_CONTINUE;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static void metrics_parse_and_add_up(void **state)
 {
     (void)state;
-    char topic[64], group[64], cmd[256];
+    char topic[64], group[64];
     snprintf(topic, sizeof topic, "kc-metrics-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-metrics-g-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 3 --replication 1", topic);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 40", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 3 --replication 1", topic);
+    kc_test_cluster("produce %s --records %d --size 40", topic, RECS);
 
     kc_conf_t *conf = kc_conf_new();
     kc_error_t err;

@@ -19,6 +19,7 @@
  * KC_CA_FILE, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite, --listeners ...,oauthbearer); skips
  * (77) only when KC_OAUTHBEARER_BOOTSTRAP is absent: a cluster without that listener. */
 #include "kc_test.h"
+#include "tally.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -37,70 +38,15 @@
 #define RECS 400
 
 static char topic[64];
-static _Atomic int64_t total, dups, auth_errors, other_errors;
-static _Atomic int64_t next_off[NP];
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char last_error[512];   /* under mu */
-static char last_stats[16384]; /* under mu: the latest stats JSON */
+static kc_tally_t tally;
 static pthread_t main_thread;
 static _Atomic int cb_calls, cb_off_thread; /* token callback calls; calls on a wrong thread */
 
-static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
-{
-    (void)o;
-    const kc_record_t *r;
-    while ((r = kc_records_next(b))) {
-        int64_t off = kc_record_offset(r);
-        if (off < atomic_load(&next_off[p->partition]))
-            atomic_fetch_add(&dups, 1);
-        atomic_store(&next_off[p->partition], off + 1);
-        atomic_fetch_add(&total, 1);
-    }
-    return KC_CB_CONTINUE;
-}
-
-static void on_event(void *o, const kc_event_t *ev)
-{
-    (void)o;
-    pthread_mutex_lock(&mu);
-    if (ev->type == KC_EVENT_STATS && ev->json)
-        snprintf(last_stats, sizeof last_stats, "%s", ev->json);
-    if (ev->type == KC_EVENT_ERROR && ev->error) {
-        atomic_fetch_add(ev->error->code == KC_ERR_AUTH ? &auth_errors : &other_errors, 1);
-        snprintf(last_error, sizeof last_error, "%s", ev->error->msg);
-    }
-    pthread_mutex_unlock(&mu);
-}
-
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
-}
-
 static void reset_counts(void)
 {
-    atomic_store(&total, 0);
-    atomic_store(&dups, 0);
-    atomic_store(&auth_errors, 0);
-    atomic_store(&other_errors, 0);
+    kc_tally_reset(&tally);
     atomic_store(&cb_calls, 0);
     atomic_store(&cb_off_thread, 0);
-    for (int i = 0; i < NP; i++)
-        atomic_store(&next_off[i], 0);
-    pthread_mutex_lock(&mu);
-    last_error[0] = last_stats[0] = 0;
-    pthread_mutex_unlock(&mu);
 }
 
 static int setup(void **state)
@@ -108,82 +54,56 @@ static int setup(void **state)
     (void)state;
     main_thread = pthread_self();
     snprintf(topic, sizeof topic, "kc-oauth-%d", (int)getpid());
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions %d", topic, NP);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions %d", topic, NP);
+    kc_test_cluster("produce %s --records %d --size 100", topic, RECS);
     return 0;
 }
 
 static kc_conf_t *base_conf(void)
 {
     kc_conf_t *c = kc_conf_new();
-    set(c, "bootstrap.servers", kc_test_env("KC_OAUTHBEARER_BOOTSTRAP"));
-    set(c, "security.protocol", "SASL_SSL");
-    set(c, "sasl.mechanism", "OAUTHBEARER");
-    set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"));
-    set(c, "worker.threads", "2");
-    set(c, "statistics.interval.ms", "1000");
+    kc_test_conf_set(c, "bootstrap.servers", kc_test_env("KC_OAUTHBEARER_BOOTSTRAP"));
+    kc_test_conf_set(c, "security.protocol", "SASL_SSL");
+    kc_test_conf_set(c, "sasl.mechanism", "OAUTHBEARER");
+    kc_test_conf_set(c, "ssl.ca.location", kc_test_env("KC_CA_FILE"));
+    kc_test_conf_set(c, "worker.threads", "2");
+    kc_test_conf_set(c, "statistics.interval.ms", "1000");
     return c;
 }
 
 static kc_conf_t *oidc_conf(const char *secret, const char *scope)
 {
     kc_conf_t *c = base_conf();
-    set(c, "sasl.oauthbearer.method", "oidc");
-    set(c, "sasl.oauthbearer.token.endpoint.url", kc_test_env("KC_OIDC_TOKEN_URL"));
-    set(c, "sasl.oauthbearer.client.id", kc_test_env("KC_OIDC_CLIENT_ID"));
-    set(c, "sasl.oauthbearer.client.secret",
-        secret ? secret : kc_test_env("KC_OIDC_CLIENT_SECRET"));
+    kc_test_conf_set(c, "sasl.oauthbearer.method", "oidc");
+    kc_test_conf_set(c, "sasl.oauthbearer.token.endpoint.url", kc_test_env("KC_OIDC_TOKEN_URL"));
+    kc_test_conf_set(c, "sasl.oauthbearer.client.id", kc_test_env("KC_OIDC_CLIENT_ID"));
+    kc_test_conf_set(c, "sasl.oauthbearer.client.secret",
+                     secret ? secret : kc_test_env("KC_OIDC_CLIENT_SECRET"));
     if (scope)
-        set(c, "sasl.oauthbearer.scope", scope);
+        kc_test_conf_set(c, "sasl.oauthbearer.scope", scope);
     return c;
 }
 
 static kc_consumer_t *start(kc_conf_t *conf)
 {
-    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
-    kc_consumer_t *c = NULL;
-    kc_error_t err;
-    if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
-        fail_msg("kc_consumer_new: %s", err.msg);
-    return c;
-}
-
-static void assign_all(kc_consumer_t *c)
-{
-    kc_topic_partition_t tps[NP];
-    for (int i = 0; i < NP; i++)
-        tps[i] = (kc_topic_partition_t){topic, i, KC_OFFSET_BEGINNING};
-    kc_error_t err;
-    assert_int_equal(kc_assign(c, tps, NP, &err), KC_OK);
+    kc_callbacks_t cbs = {
+        .on_records = kc_tally_on_records, .on_event = kc_tally_on_event, .opaque = &tally};
+    return kc_test_consumer(conf, &cbs);
 }
 
 static void wait_total(int64_t want, const char *what)
 {
-    for (int i = 0; i < 600 && atomic_load(&total) < want; i++)
-        usleep(100 * 1000);
-    usleep(300 * 1000);
-    char le[512];
-    pthread_mutex_lock(&mu);
-    snprintf(le, sizeof le, "%s", last_error);
-    pthread_mutex_unlock(&mu);
-    printf("# %s: delivered %lld of %lld, dups %lld, errors %lld (%s)\n", what,
-           (long long)atomic_load(&total), (long long)want, (long long)atomic_load(&dups),
-           (long long)(atomic_load(&auth_errors) + atomic_load(&other_errors)), le);
-    assert_int_equal(atomic_load(&total), want);
-    assert_int_equal(atomic_load(&dups), 0);
-    assert_int_equal(atomic_load(&auth_errors), 0);
+    kc_tally_expect(&tally, want, 60000, what);
+    assert_int_equal(kc_tally_errors_of(&tally, KC_ERR_AUTH), 0);
 }
 
 /* Sums a broker counter over brokers[] of the latest stats JSON. */
 /* A per-broker counter of the last stats: the sum over brokers (max_out: the largest one). */
 static int64_t broker_stat(const char *field, int64_t *max_out)
 {
-    pthread_mutex_lock(&mu);
-    json_t *o = json_loads(last_stats, 0, NULL);
-    pthread_mutex_unlock(&mu);
+    static char stats[sizeof tally.last_stats];
+    kc_tally_last_stats(&tally, stats, sizeof stats);
+    json_t *o = json_loads(stats, 0, NULL);
     int64_t sum = -1, max = -1;
     json_t *bs = json_object_get(o, "brokers");
     size_t i;
@@ -272,7 +192,7 @@ static void callback_consume(void **state)
     assert_int_equal(kc_conf_set_oauthbearer_token_cb(conf, token_cb, NULL, &err), KC_OK);
     kc_consumer_t *c = start(conf);
     assert_int_equal(atomic_load(&cb_calls), 1); /* the first token, in kc_consumer_new */
-    assign_all(c);
+    kc_test_assign_all(c, topic, NP, KC_OFFSET_BEGINNING);
     wait_total(RECS, "OAUTHBEARER, token callback");
     assert_int_equal(atomic_load(&cb_off_thread), 0);
     assert_int_equal(kc_close(c, 5000, &err), KC_OK);
@@ -286,10 +206,10 @@ static void oidc_consume(void **state)
     kc_conf_t *conf = oidc_conf(NULL, NULL); /* no scope: the request has none */
     char group[80];
     snprintf(group, sizeof group, "%s-oidc", topic);
-    set(conf, "group.id", group);
-    set(conf, "enable.auto.commit", "false");
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
     kc_consumer_t *c = start(conf);
-    assign_all(c);
+    kc_test_assign_all(c, topic, NP, KC_OFFSET_BEGINNING);
     wait_total(RECS, "OAUTHBEARER, OIDC");
     kc_error_t err;
     if (kc_commit(c, NULL, 0, 30000, &err) != KC_OK)
@@ -315,9 +235,9 @@ static void oidc_group(const char *protocol)
     kc_conf_t *conf = oidc_conf(NULL, NULL);
     char group[80];
     snprintf(group, sizeof group, "%s-g-%s", topic, protocol);
-    set(conf, "group.id", group);
-    set(conf, "group.protocol", protocol);
-    set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "group.protocol", protocol);
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
     kc_consumer_t *c = start(conf);
     const char *sub[] = {topic};
     kc_error_t err;
@@ -350,14 +270,12 @@ static void oidc_expiry_reauth(void **state)
      * refreshed token and a re-authentication it closes the connection after 15 s. */
     kc_conf_t *conf = oidc_conf(NULL, "kafka lifetime:15");
     if (getenv("KC_OAUTH_TEST_DEBUG"))
-        set(conf, "log.level", "debug");
+        kc_test_conf_set(conf, "log.level", "debug");
     kc_consumer_t *c = start(conf);
-    assign_all(c);
+    kc_test_assign_all(c, topic, NP, KC_OFFSET_BEGINNING);
     wait_total(RECS, "OIDC 15 s tokens, first batch");
     sleep(18);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 100", topic, RECS);
-    run(cmd);
+    kc_test_cluster("produce %s --records %d --size 100", topic, RECS);
     wait_total(2 * RECS, "OIDC 15 s tokens, second batch after an expiry");
     sleep(20); /* at least two more refreshes */
     int64_t most = 0;
@@ -365,9 +283,9 @@ static void oidc_expiry_reauth(void **state)
     printf("# 40+ s of 15 s tokens: brokers' connects %lld (at most %lld to one broker), reauths "
            "%lld\n",
            (long long)connects, (long long)most, (long long)reauths);
-    assert_int_equal(atomic_load(&total), 2 * RECS);
-    assert_int_equal(atomic_load(&dups), 0);
-    assert_int_equal(atomic_load(&auth_errors), 0);
+    assert_int_equal(atomic_load(&tally.total), 2 * RECS);
+    assert_int_equal(atomic_load(&tally.dups), 0);
+    assert_int_equal(kc_tally_errors_of(&tally, KC_ERR_AUTH), 0);
     assert_int_equal(most, 1); /* each broker: one connection, never reopened */
     assert_true(reauths >= 2);
     kc_error_t err;
@@ -380,7 +298,8 @@ static void oidc_wrong_secret(void **state)
     (void)state;
     const char *wrong = "kc-leak-probe-oidc-secret-5c2d";
     kc_conf_t *conf = oidc_conf(wrong, NULL);
-    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_callbacks_t cbs = {
+        .on_records = kc_tally_on_records, .on_event = kc_tally_on_event, .opaque = &tally};
     kc_consumer_t *c = NULL;
     kc_error_t err;
     kc_err_t rc = kc_consumer_new(conf, &cbs, &c, &err);
@@ -406,7 +325,8 @@ static void callback_failure(void **state)
     kc_conf_t *conf = base_conf();
     kc_error_t err;
     assert_int_equal(kc_conf_set_oauthbearer_token_cb(conf, failing_cb, NULL, &err), KC_OK);
-    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
+    kc_callbacks_t cbs = {
+        .on_records = kc_tally_on_records, .on_event = kc_tally_on_event, .opaque = &tally};
     kc_consumer_t *c = NULL;
     kc_err_t rc = kc_consumer_new(conf, &cbs, &c, &err);
     printf("# failing callback: %s (%s)\n", kc_err_name(rc), err.msg);

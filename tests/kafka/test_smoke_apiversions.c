@@ -10,51 +10,14 @@
 #include "kc_test.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <unistd.h>
 
+#include "broker_blocking.h"
+
 enum { API_FETCH = 1, API_API_VERSIONS = 18 };
-
-/* Connects to the first host:port of a comma-separated bootstrap list; -1 on failure. */
-static int connect_first(const char *bootstrap)
-{
-    char host[256], port[16];
-    const char *comma = strchr(bootstrap, ',');
-    size_t len = comma ? (size_t)(comma - bootstrap) : strlen(bootstrap);
-    const char *colon = memrchr(bootstrap, ':', len);
-    if (!colon || (size_t)(colon - bootstrap) >= sizeof host ||
-        len - (size_t)(colon - bootstrap) - 1 >= sizeof port)
-        return -1;
-    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
-    host[colon - bootstrap] = '\0';
-    memcpy(port, colon + 1, len - (size_t)(colon - bootstrap) - 1);
-    port[len - (size_t)(colon - bootstrap) - 1] = '\0';
-
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    if (getaddrinfo(host, port, &hints, &res) != 0)
-        return -1;
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
-        if (fd < 0)
-            continue;
-        /* A hung broker must fail the test, not stall it until ctest's timeout. */
-        struct timeval tv = {.tv_sec = 10};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-            break;
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    return fd;
-}
 
 static int read_full(int fd, uint8_t *p, size_t n)
 {
@@ -81,7 +44,7 @@ static void apiversions_v0_lists_fetch_v12(void **state)
 {
     (void)state;
     const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
-    int fd = connect_first(bootstrap);
+    int fd = kc_tb_connect(bootstrap);
     if (fd < 0)
         fail_msg("cannot connect to the first broker of KC_BOOTSTRAP=%s", bootstrap);
 

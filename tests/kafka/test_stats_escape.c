@@ -41,15 +41,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static int joined(void)
 {
     pthread_mutex_lock(&mu);
@@ -61,11 +52,10 @@ static int joined(void)
 static void classic_member_id_escaped(void **state)
 {
     (void)state;
-    char topic[64], group[64], cmd[256];
+    char topic[64], group[64];
     snprintf(topic, sizeof topic, "kc-esc-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-esc-g-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2 --replication 1", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 2 --replication 1", topic);
 
     char path[] = "/tmp/kc-stats-esc-XXXXXX";
     int fd = mkstemp(path);

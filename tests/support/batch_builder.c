@@ -195,7 +195,7 @@ size_t tb_batch(tb_buf_t *out, const tb_batch_t *cfg, const tb_record_t *recs, i
                              (cfg->transactional ? 0x10 : 0) | (cfg->control ? 0x20 : 0));
     size_t start = out->len;
     be(out, (uint64_t)cfg->base_offset, 8);
-    be(out, (uint64_t)(49 + body.len), 4); /* batchLength: everything after this field */
+    be(out, (uint64_t)(49 + body.len), 4);   /* batchLength: everything after this field */
     be(out, (uint32_t)cfg->leader_epoch, 4); /* partitionLeaderEpoch */
     uint8_t magic = 2;
     tb_put(out, &magic, 1);

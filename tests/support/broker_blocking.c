@@ -96,12 +96,3 @@ void kc_tb_exchange(int fd, int16_t key, int16_t v, const void *msg, kc_tb_encod
     assert_int_equal(rh.correlation_id, corr - 1);
     kc_arena_free(&a);
 }
-
-void kc_tb_testkit(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}

@@ -18,7 +18,4 @@ int kc_tb_connect(const char *bootstrap);
 void kc_tb_exchange(int fd, int16_t key, int16_t v, const void *msg, kc_tb_encode_fn enc,
                     uint8_t **frame, kc_rbuf_t *r);
 
-/* Runs `$KC_TESTKIT <cmd> --dir $KC_CLUSTER_DIR`; fails the test if it fails. */
-void kc_tb_testkit(const char *cmd);
-
 #endif

@@ -323,10 +323,8 @@ bool kc_gd_owns_five(const kc_gd_member_t *m)
 int kc_gd_create_topic(void **state)
 {
     (void)state;
-    char cmd[256];
     snprintf(kc_gd_topic, sizeof kc_gd_topic, "kc-g848-%d", (int)getpid());
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 3", kc_gd_topic);
-    kc_tb_testkit(cmd);
+    kc_test_cluster("topic create %s --partitions 3", kc_gd_topic);
     int fd = kc_tb_connect(kc_test_env("KC_BOOTSTRAP"));
     assert_true(fd >= 0);
     kc_gd_metadata_topic(fd, kc_gd_topic, kc_gd_topic_id, 3);

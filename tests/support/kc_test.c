@@ -134,3 +134,74 @@ void kc_test_filter(void)
     if (f && *f)
         cmocka_set_test_filter(f);
 }
+
+/* ---- the suite's cluster and configuration ------------------------------------------------ */
+
+void kc_test_cluster(const char *fmt, ...)
+{
+    char sub[768], line[1280];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sub, sizeof sub, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof sub)
+        fail_msg("testkit command too long: %.64s...", sub);
+    n = snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), sub,
+                 kc_test_env("KC_CLUSTER_DIR"));
+    if (n < 0 || (size_t)n >= sizeof line)
+        fail_msg("testkit command too long: %s", sub);
+    if (system(line) != 0)
+        fail_msg("failed: %s", line);
+}
+
+void kc_test_conf_set(kc_conf_t *conf, const char *key, const char *value)
+{
+    kc_error_t e;
+    if (kc_conf_set(conf, key, value, &e) != KC_OK)
+        fail_msg("kc_conf_set %s: %s", key, e.msg);
+}
+
+/* ---- consumers ------------------------------------------------------------------------------ */
+
+kc_consumer_t *kc_test_consumer(kc_conf_t *conf, const kc_callbacks_t *cbs)
+{
+    kc_consumer_t *c = NULL;
+    kc_error_t err;
+    if (kc_consumer_new(conf, cbs, &c, &err) != KC_OK)
+        fail_msg("kc_consumer_new: %s", err.msg);
+    return c;
+}
+
+enum { MAX_PARTS = 256 };
+
+void kc_test_assign_all(kc_consumer_t *c, const char *topic, int np, int64_t offset)
+{
+    kc_topic_partition_t tps[MAX_PARTS];
+    if (np < 1 || np > MAX_PARTS)
+        fail_msg("kc_test_assign_all: %d partitions", np);
+    for (int i = 0; i < np; i++)
+        tps[i] = (kc_topic_partition_t){topic, i, offset};
+    kc_error_t err;
+    if (kc_assign(c, tps, (size_t)np, &err) != KC_OK)
+        fail_msg("kc_assign: %s", err.msg);
+}
+
+void kc_test_commit_check(kc_consumer_t *c, const char *topic, int np, int64_t want)
+{
+    kc_topic_partition_t got[MAX_PARTS];
+    if (np < 1 || np > MAX_PARTS)
+        fail_msg("kc_test_commit_check: %d partitions", np);
+    kc_error_t err;
+    if (kc_commit(c, NULL, 0, 30000, &err) != KC_OK)
+        fail_msg("kc_commit: %s", err.msg);
+    for (int i = 0; i < np; i++)
+        got[i] = (kc_topic_partition_t){topic, i, 0};
+    if (kc_committed(c, got, (size_t)np, 30000, &err) != KC_OK)
+        fail_msg("kc_committed: %s", err.msg);
+    int64_t sum = 0;
+    for (int i = 0; i < np; i++)
+        sum += got[i].offset > 0 ? got[i].offset : 0;
+    if (sum != want)
+        fail_msg("committed offsets of %s add up to %lld, %lld wanted", topic, (long long)sum,
+                 (long long)want);
+}

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "kconsume.h"
+
 /* The value of an environment variable that a kafka-labelled test needs; fails the test with a
  * message naming the variable (and how tests/run-suite sets it) when it is unset. */
 const char *kc_test_env(const char *name);
@@ -44,5 +46,23 @@ void kc_test_self_signed(const char *dir, const char *name, const char *cn, int 
 /* CLOCK_MONOTONIC in milliseconds, and a sleep that resumes after signals. Any thread. */
 int64_t kc_test_now_ms(void);
 void kc_test_sleep_ms(int ms);
+
+/* Runs the testkit's cluster script (KC_TESTKIT) with a printf-formatted subcommand against the
+ * suite's cluster (--dir KC_CLUSTER_DIR), e.g. kc_test_cluster("topic create %s --partitions %d",
+ * t, n). Its standard output is discarded, its standard error is not; a non-zero exit fails the
+ * test naming the command. */
+void kc_test_cluster(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* kc_conf_set that fails the test on error, naming the key and the library's message but never
+ * the value (it may be a password). */
+void kc_test_conf_set(kc_conf_t *conf, const char *key, const char *value);
+
+/* kc_consumer_new that fails the test with the library's message. */
+kc_consumer_t *kc_test_consumer(kc_conf_t *conf, const kc_callbacks_t *cbs);
+/* Assigns partitions 0..np-1 of `topic`, each from `offset` (KC_OFFSET_BEGINNING, ...). */
+void kc_test_assign_all(kc_consumer_t *c, const char *topic, int np, int64_t offset);
+/* Commits what was delivered (kc_commit with no list), reads it back with kc_committed and fails
+ * the test unless the committed offsets of partitions 0..np-1 add up to `want`. */
+void kc_test_commit_check(kc_consumer_t *c, const char *topic, int np, int64_t want);
 
 #endif
