@@ -5,7 +5,8 @@
 #    version node of cmake/kconsume.map, and every KC_API function of the header is exported;
 #  - abidiff (libabigail) finds no change against the baseline. An incompatible change (a struct
 #    member moved, a parameter changed) fails with the advice to raise the SOVERSION; a
-#    compatible one (a function added) fails until the baseline is regenerated with
+#    compatible one (a function added, a member added at the end of a struct whose first member
+#    is `size`, abi/growth.py) fails until the baseline is regenerated with
 #    `make abi-baseline` and committed, so every ABI change is a reviewed diff of abi/.
 # Needs KC_BUILD_DIR (a build with -g: build/asan) and abidiff (tests/testkit/install-deps).
 set -euo pipefail
@@ -24,7 +25,11 @@ node=$(sed -n 's/^\(KCONSUME_[0-9]*\) {.*/\1/p' "$src/cmake/kconsume.map" | tail
     fail "cmake/kconsume.map's newest node is '$node', the SOVERSION is $sover: add KCONSUME_$sover"
 
 # Exported symbols against the header.
-exported=$(objdump -T "$lib" | awk '$2 == "g" && $4 == ".text" {print $6 " " $7}' | sort)
+# Every defined dynamic symbol but the version node itself; a variable (DO) is never public API.
+defined=$(objdump -T "$lib" | awk '$4 != "*UND*" && $4 != "*ABS*" && ($2 == "g" || $2 == "w")')
+data=$(awk '$3 != "DF" {print $NF}' <<<"$defined" || true)
+[[ -z $data ]] || fail "exported data (only kc_* functions may leave the library): $data"
+exported=$(awk '{print $(NF-1) " " $NF}' <<<"$defined" | sort)
 bad=$(awk '$2 !~ /^kc_/ || $1 !~ /^KCONSUME_/' <<<"$exported" || true)
 [[ -z $bad ]] || fail "exported outside kc_* or without a version node: $bad"
 declared=$(sed -n 's/^KC_API[^(]*[ *]\(kc_[a-z0-9_]*\)(.*/\1/p' "$src/include/kconsume.h" | sort -u)
@@ -36,13 +41,23 @@ echo "exported: $(wc -l <<<"$exported") kc_* functions, all declared, node KCONS
 
 base=$src/abi/libkconsume.so.$sover.abi
 [[ -f $base ]] || fail "no baseline $base for SOVERSION $sover: make abi-baseline writes it"
-# The baseline holds the public types only (abi/dump); against the library's full DWARF, the
-# structs behind the opaque handles compare as declarations, so only the public ABI can differ.
+# The baseline holds the public types only (abi/dump); the library is dumped the same way, so
+# the structs behind the opaque handles are declarations on both sides and only the public ABI
+# can differ. Members added at the end of a size-versioned struct (first member `size`, e.g.
+# kc_callbacks_t) are compatible: abi/growth.py cuts them off before the comparison and names them.
+tmp=$(mktemp -d /tmp/kc-abi.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$src/abi/dump" "$lib" "$tmp/new.abi"
+grown=$(python3 "$src/abi/growth.py" "$base" "$tmp/new.abi" "$tmp/cmp.abi")
 set +e
-report=$(abidiff "$base" "$lib" 2>&1)
+report=$(abidiff "$base" "$tmp/cmp.abi" 2>&1)
 rc=$?
 set -e
-(( rc == 0 )) && { echo "abidiff: no change against ${base#$src/}"; exit 0; }
+if (( rc == 0 )); then
+    [[ -z $grown ]] && { echo "abidiff: no change against ${base#$src/}"; exit 0; }
+    fail "the ABI grew compatibly against ${base#$src/} ($grown): run make abi-baseline and" \
+        "commit the new baseline with the change"
+fi
 echo "$report" >&2
 (( rc & 3 )) && fail "abidiff failed (exit $rc)"
 if (( rc & 8 )) || grep -qE '(^|[^0-9])[1-9][0-9]* (Changed|Removed)' <<<"$report"; then
@@ -50,5 +65,5 @@ if (( rc & 8 )) || grep -qE '(^|[^0-9])[1-9][0-9]* (Changed|Removed)' <<<"$repor
         "public struct's layout changed): raise the SOVERSION (project VERSION's major in" \
         "CMakeLists.txt), add its node to cmake/kconsume.map and run make abi-baseline; or undo it"
 fi
-fail "the ABI grew compatibly against ${base#$src/} (functions added): run make abi-baseline" \
-    "and commit the new baseline with the change"
+fail "the ABI grew compatibly against ${base#$src/} (functions added${grown:+; $grown}): run" \
+    "make abi-baseline and commit the new baseline with the change"
