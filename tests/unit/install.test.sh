@@ -6,7 +6,7 @@
 #  - CMake (find_package(kconsume CONFIG), through CMAKE_PREFIX_PATH): one program on
 #    kconsume::kconsume, one on kconsume::kconsume_static.
 # The program is a small one written here (kc_version, a consumer created and closed) and
-# examples/consume_example.c, compiled and linked. Only installed files are used: the include
+# every examples/*.c, compiled and linked. Only installed files are used: the include
 # path is the prefix's, never the source tree's. Needs KC_BUILD_DIR (its library is what is
 # installed; a sanitized build's programs are compiled with the same sanitizer flags).
 set -euo pipefail
@@ -83,13 +83,19 @@ cc -std=c11 -Wall -Werror $sflags $cflags "$work/app.c" -o "$work/app_pc_static"
     "$libdir/libkconsume.a" $(pkg-config --libs $private) -lpthread -lm ||
     fail "building against the installed static library with kconsume.pc's modules failed"
 "$work/app_pc_static" >/dev/null || fail "the statically linked program failed"
-# shellcheck disable=SC2086
-cc -std=c11 -Wall -Werror $sflags $cflags -c "$src/examples/consume_example.c" -o "$work/ex.o" ||
-    fail "examples/consume_example.c does not compile against the installed header"
-# shellcheck disable=SC2086
-cc $sflags "$work/ex.o" -o "$work/consume_example" $(pkg-config --libs kconsume) ||
-    fail "examples/consume_example.c does not link against the installed library"
-echo "pkg-config: shared and static programs built and ran; consume_example built"
+n_ex=0
+for ex in "$src"/examples/*.c; do
+    name=$(basename "$ex" .c)
+    # shellcheck disable=SC2086
+    cc -std=c11 -Wall -Werror $sflags $cflags -c "$ex" -o "$work/$name.o" ||
+        fail "examples/$name.c does not compile against the installed header"
+    # shellcheck disable=SC2086
+    cc $sflags "$work/$name.o" -o "$work/$name" $(pkg-config --libs kconsume) -lpthread ||
+        fail "examples/$name.c does not link against the installed library"
+    n_ex=$((n_ex + 1))
+done
+((n_ex > 0)) || fail "no examples/*.c"
+echo "pkg-config: shared and static programs built and ran; $n_ex examples built"
 
 # CMake.
 mkdir -p "$work/proj"
