@@ -80,9 +80,13 @@ def parse_java(text):
             break
     metrics = {}
     for line in lines:
-        m = re.match(r"^([\w-]+):([\w-]+):\{([^}]*)\}\s*:\s*([-\d.E]+)", line)
+        # Numbers only: some metrics are text (app-info's version "4.4.0", commit id).
+        m = re.match(r"^([\w-]+):([\w-]+):\{([^}]*)\}\s*:\s*(-?\d+(?:\.\d+)?(?:E-?\d+)?)\s*$", line)
         if m:
             metrics[(m.group(1), m.group(2), m.group(3))] = float(m.group(4))
+    ver = re.search(r"^app-info:version:\{[^}]*\}\s*:\s*(\S+)", text, re.M)
+    if ver:
+        res["version"] = ver.group(1)
     fetch = [v for (g, n, t), v in metrics.items()
              if g == "consumer-fetch-manager-metrics" and n == "fetch-total" and "topic" not in t]
     if fetch:
