@@ -5,13 +5,18 @@
  *   - uncompressed records/s through splitter + iterator (100-byte values), with and without CRC
  *   - decode MB/s (of decompressed output) for gzip, snappy (xerial), lz4, zstd on batches of
  *     JSON-like 1 KiB values, including the iteration over the decoded records
- * Usage: bench_decode [CPU-seconds-per-case, default 0.5]. Single-threaded; times are thread
- * CPU time.
+ *   - "zstd pure": ZSTD_decompress alone (no batch parsing, no record iteration) of a records
+ *     section of 500 values, MB/s of values: the machine's floor for a zstd topic's CPU per
+ *     record. With PAYLOAD-FILE the values are its lines (perf/run passes T2's documents, so
+ *     the figure is for the same bytes), else the generated JSON-like values.
+ * Usage: bench_decode [CPU-seconds-per-case, default 0.5] [PAYLOAD-FILE]. Single-threaded; times
+ * are thread CPU time.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zstd.h>
 
 #include "batch/batch.h"
 #include "batch/crc32c.h"
@@ -191,6 +196,64 @@ static void bench_codec(kc_decode_ctx_t *ctx, const char *name, int codec)
     tb_free(&buf);
 }
 
+static void bench_zstd_pure(const char *payload_file)
+{
+    enum { N = 500, VMAX = 8192 };
+    static char vals[N][VMAX];
+    static tb_record_t rs[N];
+    size_t plain = 0;
+    FILE *f = payload_file ? fopen(payload_file, "r") : NULL;
+    if (payload_file && !f) {
+        printf("zstd pure: cannot open %s\n", payload_file);
+        return;
+    }
+    rng = 88172645463325252ull;
+    for (int i = 0; i < N; i++) {
+        int n;
+        if (f) {
+            if (!fgets(vals[i], VMAX, f)) {
+                rewind(f); /* fewer lines than values: cycle */
+                if (!fgets(vals[i], VMAX, f)) {
+                    printf("zstd pure: %s is empty\n", payload_file);
+                    fclose(f);
+                    return;
+                }
+            }
+            n = (int)strcspn(vals[i], "\n");
+        } else {
+            n = json_value(vals[i], 1024, i);
+        }
+        rs[i] = (tb_record_t){.off_delta = i, .value = vals[i], .value_len = n};
+        plain += (size_t)n;
+    }
+    if (f)
+        fclose(f);
+    tb_buf_t raw = {0}, comp = {0};
+    for (int i = 0; i < N; i++)
+        tb_record(&raw, &rs[i]);
+    tb_compress(&comp, 4, false, raw.p, raw.len);
+    uint8_t *dst = malloc(raw.len);
+    if (!dst)
+        abort();
+    uint64_t out = 0;
+    wall0 = wall();
+    double t0 = now(), t;
+    do {
+        size_t r = ZSTD_decompress(dst, raw.len, comp.p, comp.len);
+        if (ZSTD_isError(r) || r != raw.len)
+            abort();
+        sink += dst[r - 1];
+        out += plain;
+    } while ((t = now() - t0) < secs);
+    printf("zstd pure %10.0f MB/s of values  (ZSTD_decompress only; %zu -> %zu bytes, %s; cpu "
+           "share %.2f)\n",
+           (double)out / t / 1e6, comp.len, raw.len,
+           payload_file ? payload_file : "generated values", cpu_share(t));
+    free(dst);
+    tb_free(&raw);
+    tb_free(&comp);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -213,6 +276,7 @@ int main(int argc, char **argv)
     bench_codec(&ctx, "snappy", 2);
     bench_codec(&ctx, "lz4", 3);
     bench_codec(&ctx, "zstd", 4);
+    bench_zstd_pure(argc > 2 ? argv[2] : NULL);
     kc_decode_ctx_destroy(&ctx);
     return 0;
 }

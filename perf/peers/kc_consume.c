@@ -15,8 +15,18 @@
  * 2,000 ListOffsets round trips would cost more CPU than the records. -l N (latency) instead reads
  * N records of a topic being produced and reports p50/p99 of (callback time - record CreateTime).
  * -L keeps fetching idle for that many seconds after the end (T3: the steady-state incremental
- * Fetch), then takes the stats. Settings are in perf/README.md ("kconsume"); -X overrides any of
- * them.
+ * Fetch), then takes the stats; the process's CPU over that idle time is printed as idle_cpu_pct
+ * (T4). first_all_s is the time from the clock's start until every partition delivered a record.
+ * Settings are in perf/README.md ("kconsume"); -X overrides any of them.
+ *
+ * CPU by thread: once the last record arrived (before the linger and kc_close, which joins the
+ * threads) each thread's on-CPU time is read from
+ * /proc/self/task/TID (schedstat: nanoseconds; stat's utime+stime where schedstat is missing). A
+ * thread that ran on_records is a worker (each registers its id on its first callback); of the
+ * library's other threads the busiest is the network thread (the rest, the resolver helper, are
+ * "other"); main is this program's thread. Printed as cpu_main_s, cpu_net_s, cpu_workers_s,
+ * cpu_other_s and workers_seen: the report derives CPU per record per thread and the scaling
+ * prediction from them.
  *
  * Heap allocations: when perf/alloc_count.so is preloaded, its counter is read (dlsym) once 10%
  * of the records arrived and again at the end; allocs_per_record is the steady-state figure.
@@ -29,6 +39,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +59,7 @@
 
 #define MAX_X           64
 #define STEADY_FRACTION 10 /* the allocation window opens after 1/10 of the records */
+#define MAX_WORKER_TIDS 256
 
 typedef struct part {
     int64_t end;      /* high watermark at start; written by main before the assignment */
@@ -67,6 +80,10 @@ static struct {
     _Atomic int64_t lat_next;
     _Atomic int64_t seen;  /* records delivered so far (one add per batch) */
     atomic_int parts_done; /* partitions whose end reached the callback */
+    atomic_int parts_seen; /* partitions that delivered at least one record */
+    double t0;             /* the clock's start; written by main before the assignment */
+    double t_all_first;    /* when parts_seen reached nparts; written once by that worker, read
+                              by main after kc_close joined the workers */
     /* Allocation window: opened by the worker whose batch crosses total/10 (CAS on win_open). */
     atomic_int win_open;
     _Atomic int64_t win_seen0;
@@ -84,6 +101,10 @@ static struct {
     /* Set by main before kc_close: stats taken while closing would count the session-closing
      * Fetch (it forgets every partition) as the run's last request. */
     atomic_int closing;
+    /* Thread ids of the threads that ran on_records: slot claimed with n_worker_tids, then
+     * stored (release); main reads them (acquire) before kc_close. 0 = claimed, not yet stored. */
+    _Atomic int32_t worker_tids[MAX_WORKER_TIDS];
+    atomic_int n_worker_tids;
 } g = {.done_mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER, .stats_fd = -1};
 
 static void die(const char *what, const char *detail)
@@ -117,9 +138,22 @@ static void finish(void)
     pthread_mutex_unlock(&g.done_mu);
 }
 
+/* Once per worker thread: its id joins g.worker_tids (the per-thread CPU split). */
+static void register_worker(void)
+{
+    static _Thread_local int registered;
+    if (registered)
+        return;
+    registered = 1;
+    int slot = atomic_fetch_add(&g.n_worker_tids, 1);
+    if (slot < MAX_WORKER_TIDS)
+        atomic_store_explicit(&g.worker_tids[slot], (int32_t)gettid(), memory_order_release);
+}
+
 static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batch)
 {
     (void)opaque;
+    register_worker();
     if (kp->partition < 0 || kp->partition >= g.nparts)
         return KC_CB_CONTINUE;
     part_t *p = &g.parts[kp->partition];
@@ -140,6 +174,8 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
                 g.lat_us[slot] = now_us - kc_record_timestamp(r) * 1000;
         }
     }
+    if (p->records == 0 && n > 0 && atomic_fetch_add(&g.parts_seen, 1) + 1 == g.nparts)
+        g.t_all_first = mono_s();
     p->records += n;
     p->bytes += bytes;
     p->sum += sum;
@@ -219,6 +255,86 @@ static void wait_stats(int64_t since, double timeout_s)
     double t0 = mono_s();
     while (atomic_load(&g.stats_events) <= since && mono_s() - t0 < timeout_s)
         nanosleep(&(struct timespec){0, 20 * 1000000}, NULL);
+}
+
+/* User+system CPU seconds of the whole process so far. */
+static double process_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* On-CPU seconds of thread `tid` of this process, or -1 if it is gone. */
+static double thread_cpu_s(int tid)
+{
+    char path[64];
+    unsigned long long ns;
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        int ok = fscanf(f, "%llu", &ns) == 1;
+        fclose(f);
+        if (ok)
+            return (double)ns / 1e9;
+    }
+    /* stat: "pid (comm) state ..." with utime and stime the 14th and 15th fields; comm may hold
+     * spaces, so parse after its closing parenthesis. */
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    if (!(f = fopen(path, "r")))
+        return -1;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Prints ,"cpu_main_s":..,"cpu_net_s":..,"cpu_workers_s":..,"cpu_other_s":..,"workers_seen":N
+ * into `out` (the library's threads still run: call before kc_close). */
+static void thread_cpu_split(char *out, size_t cap)
+{
+    int nw = atomic_load(&g.n_worker_tids);
+    if (nw > MAX_WORKER_TIDS)
+        nw = MAX_WORKER_TIDS;
+    int main_tid = (int)getpid();
+    double cpu_main = 0, cpu_workers = 0, cpu_net = 0, cpu_other = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d) {
+        out[0] = '\0';
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int tid = atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        double s = thread_cpu_s(tid);
+        if (s < 0)
+            continue;
+        int worker = 0;
+        for (int i = 0; i < nw && !worker; i++)
+            worker = atomic_load_explicit(&g.worker_tids[i], memory_order_acquire) == tid;
+        if (tid == main_tid)
+            cpu_main += s;
+        else if (worker)
+            cpu_workers += s;
+        else if (s > cpu_net) { /* the busiest library thread is the network thread */
+            cpu_other += cpu_net;
+            cpu_net = s;
+        } else
+            cpu_other += s;
+    }
+    closedir(d);
+    snprintf(out, cap,
+             ",\"cpu_main_s\":%.4f,\"cpu_net_s\":%.4f,\"cpu_workers_s\":%.4f,"
+             "\"cpu_other_s\":%.4f,\"workers_seen\":%d",
+             cpu_main, cpu_net, cpu_workers, cpu_other, nw);
 }
 
 int main(int argc, char **argv)
@@ -321,7 +437,7 @@ int main(int argc, char **argv)
     if (!g.latency_n && !g.by_count && atomic_load(&g.parts_done) == g.nparts)
         die("topic", "empty");
 
-    double t0 = mono_s();
+    double t0 = g.t0 = mono_s();
     if (group_mode) {
         const char *topics[1] = {topic};
         if (kc_subscribe(c, topics, 1, &e) != KC_OK)
@@ -347,8 +463,12 @@ int main(int argc, char **argv)
     uint64_t allocs1 = g.alloc_count ? g.alloc_count() : 0;
     if (g.alloc_window)
         g.alloc_window(0);
+    /* The split covers the run up to the last record: not the linger (idle) or the close. */
+    char cpu_split[256];
+    thread_cpu_split(cpu_split, sizeof cpu_split);
     int64_t seen1 = atomic_load(&g.seen);
     int64_t ev0 = atomic_load(&g.stats_events);
+    double idle_cpu0 = process_cpu_s(), idle_t0 = mono_s();
     if (linger > 0)
         nanosleep(
             &(struct timespec){(time_t)linger, (long)((linger - (double)(time_t)linger) * 1e9)},
@@ -356,6 +476,7 @@ int main(int argc, char **argv)
     if (g.stats_fd >= 0)
         wait_stats(linger > 0 ? atomic_load(&g.stats_events) : ev0, 3.0);
 
+    double idle_pct = 100.0 * (process_cpu_s() - idle_cpu0) / (mono_s() - idle_t0);
     atomic_store(&g.closing, 1);
     if (kc_close(c, 10000, &e) != KC_OK)
         fprintf(stderr, "kc_consume: close: %s\n", e.msg);
@@ -371,6 +492,11 @@ int main(int argc, char **argv)
            "\"topic\":\"%s\",\"partitions\":%d,\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
            ",\"value_sum\":%" PRIu64 ",\"wall_s\":%.3f",
            kc_version(), mode, workers, topic, g.nparts, records, bytes, sum, wall);
+    fputs(cpu_split, stdout);
+    if (g.t_all_first > 0)
+        printf(",\"first_all_s\":%.3f", g.t_all_first - t0);
+    if (linger > 0)
+        printf(",\"idle_s\":%.1f,\"idle_cpu_pct\":%.3f", linger, idle_pct);
     if (g.alloc_count && atomic_load(&g.win_open) && seen1 > atomic_load(&g.win_seen0)) {
         uint64_t a = allocs1 - atomic_load(&g.win_allocs0);
         int64_t r = seen1 - atomic_load(&g.win_seen0);

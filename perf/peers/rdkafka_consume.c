@@ -10,7 +10,9 @@
  * The end is the partition-EOF event (enable.partition.eof=true): the run stops once every
  * partition reported EOF. -l N (latency mode) instead reads N records of a topic being produced
  * and reports p50/p99 of (poll time - record CreateTime). -L keeps the client fetching idle for
- * that many seconds after the end, so the last Fetch it sent is a steady-state one (T3).
+ * that many seconds after the end, so the last Fetch it sent is a steady-state one (T3), and
+ * prints the process's CPU over that idle time as idle_cpu_pct (T4). first_all_s: the time from
+ * client creation until every partition delivered a record.
  * Settings are in perf/README.md ("librdkafka"); -X overrides any of them.
  *
  * Threads: librdkafka's own threads fetch and decode; all state below is the main thread's,
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +42,14 @@ static double mono_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double process_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static int64_t real_us(void)
@@ -189,6 +200,9 @@ int main(int argc, char **argv)
     }
 
     char *eof = calloc((size_t)nparts + 1, 1);
+    char *seen = calloc((size_t)nparts + 1, 1);
+    int nseen = 0;
+    double first_all = 0;
     int64_t *lat = latency_n > 0 ? malloc(sizeof *lat * (size_t)latency_n) : NULL;
     long long records = 0, bytes = 0, polls = 0;
     uint64_t value_sum = 0;
@@ -206,6 +220,11 @@ int main(int argc, char **argv)
         } else if (m->err) {
             die("consume", rd_kafka_message_errstr(m));
         } else {
+            if (m->partition >= 0 && m->partition < nparts && !seen[m->partition]) {
+                seen[m->partition] = 1;
+                if (++nseen == nparts)
+                    first_all = mono_s() - t0;
+            }
             const unsigned char *v = m->payload;
             value_sum += perf_value_sum(v, m->len);
             bytes += (long long)m->len;
@@ -219,12 +238,14 @@ int main(int argc, char **argv)
         rd_kafka_message_destroy(m);
     }
     double wall = mono_s() - t0;
+    double idle_cpu0 = process_cpu_s(), idle_t0 = mono_s();
     for (double t1 = mono_s(); mono_s() - t1 < linger;) { /* idle fetches, records none */
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 100);
         if (m)
             rd_kafka_message_destroy(m);
     }
 
+    double idle_pct = 100.0 * (process_cpu_s() - idle_cpu0) / (mono_s() - idle_t0);
     pthread_mutex_lock(&fetches.lock); /* librdkafka's threads still run until destroy */
     printf("{\"client\":\"librdkafka\",\"version\":\"%s\",\"mode\":\"%s\",\"topic\":\"%s\","
            "\"partitions\":%d,\"records\":%lld,\"bytes\":%lld,\"value_sum\":%llu,"
@@ -235,6 +256,10 @@ int main(int argc, char **argv)
            (unsigned long long)value_sum, wall, polls, fetches.n, fetches.bytes, fetches.lo,
            fetches.hi, fetches.last);
     pthread_mutex_unlock(&fetches.lock);
+    if (first_all > 0)
+        printf(",\"first_all_s\":%.3f", first_all);
+    if (linger > 0)
+        printf(",\"idle_s\":%.1f,\"idle_cpu_pct\":%.3f", linger, idle_pct);
     if (lat && records > 0) {
         qsort(lat, (size_t)records, sizeof *lat, cmp_i64);
         printf(",\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f", lat[records / 2] / 1000.0,
@@ -247,6 +272,7 @@ int main(int argc, char **argv)
     rd_kafka_destroy(rk);
     rd_kafka_topic_partition_list_destroy(tpl);
     free(eof);
+    free(seen);
     free(lat);
     return 0;
 }
