@@ -131,26 +131,51 @@ void kc_engine_free(kc_engine_t *e)
         free(e->info[i].topic);
     free(e->parts);
     free(e->info);
+    kc_pidx_free(&e->by_name);
+    kc_pidx_free(&e->by_tp);
     free(e->bootstrap);
     free(e->client_id);
     free(e->rack);
     free(e);
 }
 
+typedef struct name_key {
+    const char *topic;
+    int32_t partition;
+} name_key_t;
+
+static bool name_eq(const void *ctx, size_t i, const void *key)
+{
+    const kc_engine_t *e = ctx;
+    const name_key_t *k = key;
+    return e->info[i].partition == k->partition && strcmp(e->info[i].topic, k->topic) == 0;
+}
+
+static bool tp_eq(const void *ctx, size_t i, const void *key)
+{
+    const kc_engine_t *e = ctx;
+    return e->info[i].have_id && kc_tp_cmp(&e->parts[i].tp, key) == 0;
+}
+
 ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition)
 {
-    for (size_t i = 0; i < e->n_parts; i++)
-        if (e->info[i].partition == partition && strcmp(e->info[i].topic, topic) == 0)
-            return (ssize_t)i;
-    return -1;
+    name_key_t k = {topic, partition};
+    return kc_pidx_find(&e->by_name, kc_pidx_hash_name(topic, partition), name_eq, e, &k);
 }
 
 ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp)
 {
-    for (size_t i = 0; i < e->n_parts; i++)
-        if (e->info[i].have_id && kc_tp_cmp(&e->parts[i].tp, tp) == 0)
-            return (ssize_t)i;
-    return -1;
+    return kc_pidx_find(&e->by_tp, kc_pidx_hash_id(tp->topic_id, tp->partition), tp_eq, e, tp);
+}
+
+void kc_eng_part_set_id(kc_engine_t *e, size_t i, const uint8_t id[16])
+{
+    kc_partition_t *p = &e->parts[i];
+    if (e->info[i].have_id)
+        kc_pidx_remove(&e->by_tp, kc_pidx_hash_id(p->tp.topic_id, p->tp.partition), i);
+    memcpy(p->tp.topic_id, id, 16);
+    e->info[i].have_id = 1;
+    kc_pidx_insert(&e->by_tp, kc_pidx_hash_id(p->tp.topic_id, p->tp.partition), i);
 }
 
 void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err)
@@ -275,6 +300,11 @@ kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int
     } else if (offset < 0) {
         return kc_fail(err, KC_ERR_INVALID_ARG, "assign: bad offset %lld", (long long)offset);
     }
+    /* Both indexes hold every partition at most once: room for one more now means the inserts
+     * below and kc_eng_part_set_id's cannot fail. */
+    if (kc_pidx_reserve(&e->by_name, e->n_parts + 1, err) != KC_OK ||
+        kc_pidx_reserve(&e->by_tp, e->n_parts + 1, err) != KC_OK)
+        return KC_ERR_NOMEM;
     if (e->n_parts == e->cap_parts) {
         size_t cap = e->cap_parts ? e->cap_parts * 2 : 16;
         kc_partition_t *np = realloc(e->parts, cap * sizeof *np);
@@ -303,6 +333,7 @@ kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int
     if (offset >= 0)
         kc_partition_seek(p, offset);
     size_t i = e->n_parts++;
+    kc_pidx_insert(&e->by_name, kc_pidx_hash_name(in->topic, partition), i);
     e->md_wanted = 1;
     kc_eng_metadata_apply_part(e, i); /* from the cache, if the topic is known already */
     kc_eng_drive(e);
@@ -314,11 +345,20 @@ kc_err_t kc_engine_remove(kc_engine_t *e, const char *topic, int32_t partition, 
     ssize_t i = kc_eng_find_part(e, topic, partition);
     if (i < 0)
         return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    kc_pidx_remove(&e->by_name, kc_pidx_hash_name(topic, partition), (size_t)i);
+    if (e->info[i].have_id)
+        kc_pidx_remove(&e->by_tp, kc_pidx_hash_id(e->parts[i].tp.topic_id, partition), (size_t)i);
     free(e->info[i].topic);
     size_t last = e->n_parts - 1;
     if ((size_t)i != last) {
         e->parts[i] = e->parts[last];
         e->info[i] = e->info[last];
+        kc_pidx_move(&e->by_name, kc_pidx_hash_name(e->info[i].topic, e->info[i].partition), last,
+                     (size_t)i);
+        if (e->info[i].have_id)
+            kc_pidx_move(&e->by_tp,
+                         kc_pidx_hash_id(e->parts[i].tp.topic_id, e->parts[i].tp.partition), last,
+                         (size_t)i);
     }
     e->n_parts--;
     kc_eng_drive(e); /* the partition leaves its session: forgotten on the next request */

@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "coordinator.h"
 #include "engine.h"
+#include "part_index.h"
 #include "fetch/codec.h"
 #include "fetch/plan.h"
 #include "proto/proto.h"
@@ -93,6 +94,9 @@ struct kc_engine {
     kc_partition_t *parts; /* contiguous: kc_fetch_plan_compute takes the array */
     kc_eng_pinfo_t *info;
     size_t n_parts, cap_parts;
+    /* Positions in parts/info by (info.topic, partition) and, once the topic id is known
+     * (info.have_id), by parts[].tp: kc_eng_find_part / kc_eng_find_tp. */
+    kc_pidx_t by_name, by_tp;
 
     /* metadata */
     uint8_t md_inflight, md_wanted;
@@ -105,7 +109,7 @@ struct kc_engine {
     uint8_t driving, drive_again, closing, closed;
     uint32_t gen;
     kc_engine_stats_t stats;
-    struct kc_coord *coord; /* coordinator.c */
+    struct kc_coord *coord;       /* coordinator.c */
     struct kc_eng_query *queries; /* query.c: the application's questions not answered yet */
     kc_engine_md_cb md_cb;
     void *md_cb_opaque;
@@ -115,6 +119,8 @@ struct kc_engine {
 void kc_eng_drive(kc_engine_t *e);
 ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition);
 ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp);
+/* Gives partition i its topic id (metadata), keeping the by_tp index in step. */
+void kc_eng_part_set_id(kc_engine_t *e, size_t i, const uint8_t id[16]);
 void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err);
 void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev);
 

@@ -204,8 +204,7 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i)
             p->position_epoch = KC_NO_EPOCH;
             in->reset_ts = e->conf.auto_offset_reset == KC_RESET_EARLIEST ? -2 : -1;
         }
-        memcpy(p->tp.topic_id, t->id, 16);
-        in->have_id = 1;
+        kc_eng_part_set_id(e, i, t->id);
     }
     int32_t leader = t->leader[in->partition];
     if (kc_partition_on_metadata(p, leader, t->epoch[in->partition]))
