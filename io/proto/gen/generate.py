@@ -39,6 +39,8 @@ APIS = [
     ("consumer_group_describe", "ConsumerGroupDescribe"), ("describe_groups", "DescribeGroups"),
     ("list_groups", "ListGroups"), ("sasl_handshake", "SaslHandshake"),
     ("sasl_authenticate", "SaslAuthenticate"), ("describe_configs", "DescribeConfigs"),
+    ("share_group_heartbeat", "ShareGroupHeartbeat"), ("share_group_describe", "ShareGroupDescribe"),
+    ("share_fetch", "ShareFetch"), ("share_acknowledge", "ShareAcknowledge"),
 ]
 # Single-message files: headers and the versioned consumer-protocol payloads.
 SINGLES = [
