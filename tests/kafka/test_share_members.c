@@ -8,7 +8,8 @@
  *   and more members than there are partitions got records.
  * The members join and get their assignments before the records are written (in a child
  * process while they heartbeat), so a late joiner does not find everything taken.
- * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them). */
+ * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
+ * kc-test-label: share */
 #include "kc_test.h"
 
 #include <stdio.h>

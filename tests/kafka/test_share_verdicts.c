@@ -5,7 +5,8 @@
  * - REJECT: no rejected record ever comes back (the member keeps fetching for 4 s after the
  *   rest is done);
  * - nothing but the released records is delivered twice, and every acknowledgement is applied.
- * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them). */
+ * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
+ * kc-test-label: share */
 #include "kc_test.h"
 
 #include <stdio.h>
