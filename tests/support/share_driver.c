@@ -78,6 +78,59 @@ bool kc_sd_produce_done(pid_t pid)
     return true;
 }
 
+pid_t kc_sd_testkit_start(const char *args, const char *out)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char line[2048];
+        snprintf(line, sizeof line, "%s %s --dir %s >%s 2>%s.err", getenv("KC_TESTKIT"), args,
+                 getenv("KC_SHARE_CLUSTER_DIR"), out, out);
+        int rc = system(line);
+        _exit(WIFEXITED(rc) ? WEXITSTATUS(rc) : 1);
+    }
+    return pid;
+}
+
+bool kc_sd_child_done(pid_t pid, int *status)
+{
+    int st;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == 0)
+        return false;
+    *status = r == pid && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return true;
+}
+
+static kc_err_t sgd_encode(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *e)
+{
+    return kc_share_group_describe_request_encode(m, v, w, e);
+}
+
+int kc_sd_describe_members(kc_sd_member_t *m, const char *group)
+{
+    kc_share_group_describe_request_t q;
+    kc_share_group_describe_request_init(&q);
+    kc_str_t g = kc_str(group);
+    q.group_ids.count = 1;
+    q.group_ids.items = &g;
+    uint8_t *frame;
+    kc_rbuf_t r;
+    kc_tb_exchange(m->hb_fd, KC_SHARE_GROUP_DESCRIBE_REQUEST_API_KEY, 1, &q, sgd_encode, &frame,
+                   &r);
+    kc_arena_t a = {0};
+    kc_error_t e;
+    kc_share_group_describe_response_t resp;
+    assert_int_equal(kc_share_group_describe_response_decode(&resp, 1, &r, &a, &e), KC_OK);
+    int n = resp.groups.count == 1 && resp.groups.items[0].error_code == 0
+                ? resp.groups.items[0].members.count
+                : -1;
+    free(frame);
+    kc_arena_free(&a);
+    return n;
+}
+
 static const char *lookup(void *ctx, const uint8_t id[16])
 {
     (void)ctx;

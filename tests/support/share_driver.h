@@ -51,6 +51,13 @@ void kc_sd_setup(const char *prefix, int partitions, const char *group);
  * (and fails the test if the producer failed). */
 pid_t kc_sd_produce_start(int records);
 bool kc_sd_produce_done(pid_t pid);
+/* `$KC_TESTKIT ARGS --dir $KC_SHARE_CLUSTER_DIR > out` in a child process; kc_sd_child_done
+ * (non-blocking) says when it exited and with which status (in *status). */
+pid_t kc_sd_testkit_start(const char *args, const char *out);
+bool kc_sd_child_done(pid_t pid, int *status);
+/* ShareGroupDescribe of `group` through member m's coordinator connection: its member count
+ * (-1 when the group is not known yet). */
+int kc_sd_describe_members(kc_sd_member_t *m, const char *group);
 void kc_sd_start(kc_sd_member_t *m, int id, const char *group, kc_sd_verdict_fn verdict, void *ctx);
 /* One round: actions, a heartbeat when due, one ShareFetch (or ShareAcknowledge). */
 void kc_sd_step(kc_sd_member_t *m);
