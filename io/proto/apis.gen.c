@@ -530,8 +530,8 @@ const kc_proto_api_t kc_proto_apis[KC_PROTO_API_COUNT] = {
     {32, "DescribeConfigs", 1, 4, 4, 4, sizeof(kc_describe_configs_request_t), sizeof(kc_describe_configs_response_t), enc_describe_configs_request, dec_describe_configs_request, enc_describe_configs_response, dec_describe_configs_response},
     {76, "ShareGroupHeartbeat", 1, 1, 1, 0, sizeof(kc_share_group_heartbeat_request_t), sizeof(kc_share_group_heartbeat_response_t), enc_share_group_heartbeat_request, dec_share_group_heartbeat_request, enc_share_group_heartbeat_response, dec_share_group_heartbeat_response},
     {77, "ShareGroupDescribe", 1, 1, 1, 0, sizeof(kc_share_group_describe_request_t), sizeof(kc_share_group_describe_response_t), enc_share_group_describe_request, dec_share_group_describe_request, enc_share_group_describe_response, dec_share_group_describe_response},
-    {78, "ShareFetch", 1, 1, 1, 0, sizeof(kc_share_fetch_request_t), sizeof(kc_share_fetch_response_t), enc_share_fetch_request, dec_share_fetch_request, enc_share_fetch_response, dec_share_fetch_response},
-    {79, "ShareAcknowledge", 1, 1, 1, 0, sizeof(kc_share_acknowledge_request_t), sizeof(kc_share_acknowledge_response_t), enc_share_acknowledge_request, dec_share_acknowledge_request, enc_share_acknowledge_response, dec_share_acknowledge_response},
+    {78, "ShareFetch", 1, 2, 2, 0, sizeof(kc_share_fetch_request_t), sizeof(kc_share_fetch_response_t), enc_share_fetch_request, dec_share_fetch_request, enc_share_fetch_response, dec_share_fetch_response},
+    {79, "ShareAcknowledge", 1, 2, 2, 0, sizeof(kc_share_acknowledge_request_t), sizeof(kc_share_acknowledge_response_t), enc_share_acknowledge_request, dec_share_acknowledge_request, enc_share_acknowledge_response, dec_share_acknowledge_response},
 };
 
 const kc_proto_api_t *kc_proto_api_find(int16_t key)
