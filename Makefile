@@ -28,9 +28,11 @@ deps:
 	@tests/testkit/install-deps
 
 # The pinned Kafka jars (Maven, once, into ~/.cache/kconsume): the brokers of the integration
-# suites, and the schemas the unit check tests/unit/codegen.test.sh regenerates from.
+# suites, and the schemas the unit check tests/unit/codegen.test.sh regenerates from; and the
+# share-group release, whose one broker the share tests run against (tests/run-suite).
 kafka-jars: deps
 	@tests/testkit/fetch-kafka >/dev/null
+	@tests/testkit/fetch-kafka --share >/dev/null
 
 # The library, its CLI and the install need only the build libraries (README, Requirements;
 # `make deps` installs them and the test tools): no package manager runs here.

@@ -63,7 +63,7 @@ struct kc_group {
     struct retired {
         const kc_group_proto_t *p;
         void *m;
-    } *retired;
+    } * retired;
     size_t n_retired;
     /* The self-fence: the send time of the last request whose answer kept the session (-1
      * before the first), and whether the member is fenced now. */
@@ -184,6 +184,16 @@ static void retry_op_drop(void *op)
 
 static void do_assign(kc_group_t *g, const kc_group_action_t *a, int64_t now)
 {
+    if (g->p->broker_positions) {
+        for (size_t i = 0; i < a->n; i++) {
+            kc_error_t err;
+            if (g->h.assign(g->h.opaque, a->parts[i].topic, a->parts[i].partition, -1, &err) !=
+                KC_OK)
+                kc_group_report(g, &err, false);
+        }
+        g->p->action_done(g->m, a->seq, now);
+        return;
+    }
     kc_engine_offset_t *offs = calloc(a->n ? a->n : 1, sizeof *offs);
     for (size_t i = 0; offs && i < a->n; i++)
         offs[i] = (kc_engine_offset_t){a->parts[i].topic, a->parts[i].partition, -1, -1, NULL, 0};

@@ -147,6 +147,9 @@ typedef struct kc_group_proto {
     kc_err_t (*identity)(void *m, kc_commit_identity_t *who, kc_error_t *err);
     /* OffsetFetch names the member (KIP-848, v9+) rather than the anonymous form. */
     bool offset_fetch_names_member;
+    /* The broker keeps the partitions' positions (share groups): ASSIGN hands the partitions to
+     * the assign hook at once with start -1, reading no committed offset. */
+    bool broker_positions;
     /* An application commit or auto-commit answered with `code` (0 ok); may be NULL. */
     void (*app_commit_result)(void *m, int16_t code, int64_t now);
     /* No reconciliation running and the member in its group: auto-commit may run. */
@@ -170,6 +173,7 @@ typedef struct kc_group_proto {
  * choice (auto.c). */
 extern const kc_group_proto_t kc_g848_proto;
 extern const kc_group_proto_t kc_classic_proto;
+extern const kc_group_proto_t kc_gshare_proto; /* share groups (KIP-932), group/share/ */
 extern const kc_group_proto_t kc_group_auto_proto;
 
 /* group.protocol=auto (proto NULL): the driver chooses at subscribe, from the coordinator, and

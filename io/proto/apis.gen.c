@@ -420,6 +420,94 @@ static kc_err_t dec_describe_configs_response(void *m, int16_t v, kc_rbuf_t *r, 
     return kc_describe_configs_response_decode(m, v, r, a, err);
 }
 
+static kc_err_t enc_share_group_heartbeat_request(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_group_heartbeat_request_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_group_heartbeat_request(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_group_heartbeat_request_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_share_group_heartbeat_response(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_group_heartbeat_response_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_group_heartbeat_response(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_group_heartbeat_response_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_share_group_describe_request(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_group_describe_request_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_group_describe_request(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_group_describe_request_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_share_group_describe_response(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_group_describe_response_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_group_describe_response(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_group_describe_response_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_share_fetch_request(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_fetch_request_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_fetch_request(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_fetch_request_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_share_fetch_response(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_fetch_response_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_fetch_response(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_fetch_response_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_share_acknowledge_request(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_acknowledge_request_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_acknowledge_request(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_acknowledge_request_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_share_acknowledge_response(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_share_acknowledge_response_encode(m, v, w, err);
+}
+
+static kc_err_t dec_share_acknowledge_response(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_share_acknowledge_response_decode(m, v, r, a, err);
+}
+
 const kc_proto_api_t kc_proto_apis[KC_PROTO_API_COUNT] = {
     {18, "ApiVersions", 0, 4, 4, 3, sizeof(kc_api_versions_request_t), sizeof(kc_api_versions_response_t), enc_api_versions_request, dec_api_versions_request, enc_api_versions_response, dec_api_versions_response},
     {3, "Metadata", 0, 13, 13, 9, sizeof(kc_metadata_request_t), sizeof(kc_metadata_response_t), enc_metadata_request, dec_metadata_request, enc_metadata_response, dec_metadata_response},
@@ -440,6 +528,10 @@ const kc_proto_api_t kc_proto_apis[KC_PROTO_API_COUNT] = {
     {17, "SaslHandshake", 0, 1, 1, 32767, sizeof(kc_sasl_handshake_request_t), sizeof(kc_sasl_handshake_response_t), enc_sasl_handshake_request, dec_sasl_handshake_request, enc_sasl_handshake_response, dec_sasl_handshake_response},
     {36, "SaslAuthenticate", 0, 2, 2, 2, sizeof(kc_sasl_authenticate_request_t), sizeof(kc_sasl_authenticate_response_t), enc_sasl_authenticate_request, dec_sasl_authenticate_request, enc_sasl_authenticate_response, dec_sasl_authenticate_response},
     {32, "DescribeConfigs", 1, 4, 4, 4, sizeof(kc_describe_configs_request_t), sizeof(kc_describe_configs_response_t), enc_describe_configs_request, dec_describe_configs_request, enc_describe_configs_response, dec_describe_configs_response},
+    {76, "ShareGroupHeartbeat", 1, 1, 1, 0, sizeof(kc_share_group_heartbeat_request_t), sizeof(kc_share_group_heartbeat_response_t), enc_share_group_heartbeat_request, dec_share_group_heartbeat_request, enc_share_group_heartbeat_response, dec_share_group_heartbeat_response},
+    {77, "ShareGroupDescribe", 1, 1, 1, 0, sizeof(kc_share_group_describe_request_t), sizeof(kc_share_group_describe_response_t), enc_share_group_describe_request, dec_share_group_describe_request, enc_share_group_describe_response, dec_share_group_describe_response},
+    {78, "ShareFetch", 1, 2, 2, 0, sizeof(kc_share_fetch_request_t), sizeof(kc_share_fetch_response_t), enc_share_fetch_request, dec_share_fetch_request, enc_share_fetch_response, dec_share_fetch_response},
+    {79, "ShareAcknowledge", 1, 2, 2, 0, sizeof(kc_share_acknowledge_request_t), sizeof(kc_share_acknowledge_response_t), enc_share_acknowledge_request, dec_share_acknowledge_request, enc_share_acknowledge_response, dec_share_acknowledge_response},
 };
 
 const kc_proto_api_t *kc_proto_api_find(int16_t key)

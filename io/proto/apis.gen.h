@@ -24,6 +24,10 @@
 #include "proto/sasl_handshake.gen.h"
 #include "proto/sasl_authenticate.gen.h"
 #include "proto/describe_configs.gen.h"
+#include "proto/share_group_heartbeat.gen.h"
+#include "proto/share_group_describe.gen.h"
+#include "proto/share_fetch.gen.h"
+#include "proto/share_acknowledge.gen.h"
 
 /* One row per API this codec speaks. min/max: the 4.x schema's validVersions;
  * max_stable: max unless the schema marks its newest version unstable (brokers do not
@@ -45,7 +49,9 @@ typedef struct kc_proto_api {
                                 kc_error_t *err);
 } kc_proto_api_t;
 
-#define KC_PROTO_API_COUNT 19
+#define KC_PROTO_API_COUNT 23
+/* The largest API key in the table. */
+#define KC_PROTO_API_MAX_KEY 79
 extern const kc_proto_api_t kc_proto_apis[KC_PROTO_API_COUNT];
 
 /* The row for an API key, or NULL when this codec does not speak it. */

@@ -15,7 +15,7 @@
 #include "proto/sticky_assignor_user_data.gen.h"
 
 /* Largest API key in our table; negotiated versions are indexed by key. */
-#define KC_PROTO_MAX_API_KEY 69
+#define KC_PROTO_MAX_API_KEY KC_PROTO_API_MAX_KEY
 
 /* Header versions for a request of `api_key` at `version`, chosen by the API's flexibleVersions:
  * request header v2 / response header v1 when flexible, else v1 / v0. ApiVersions responses

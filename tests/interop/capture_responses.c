@@ -211,6 +211,65 @@ static void *build(int16_t key, int16_t v, const kc_proto_api_t *api)
         r->resources.items = &res;
         break;
     }
+    case 76: {
+        /* a share member joining (client-generated member id), so that ShareFetch and
+         * ShareAcknowledge below come from a member of the group */
+        kc_share_group_heartbeat_request_t *r = m;
+        kc_share_group_heartbeat_request_init(r);
+        r->group_id = kc_str("kc-capture-share");
+        r->member_id = kc_str("kc-capture-share-member-01");
+        r->member_epoch = 0;
+        r->subscribed_topic_names.count = 1;
+        r->subscribed_topic_names.items = &topic;
+        break;
+    }
+    case 77: {
+        static kc_str_t gshare = {"kc-capture-share", 16};
+        kc_share_group_describe_request_t *r = m;
+        r->group_ids.count = 1;
+        r->group_ids.items = &gshare;
+        break;
+    }
+    case 78: {
+        /* opens a share session (epoch 0) on partition 0 of the topic */
+        static kc_share_fetch_request_fetch_partition_t fp = {0, {0, NULL}};
+        static kc_share_fetch_request_fetch_topic_t ft;
+        ft.topic_id = topic_id;
+        ft.partitions.count = 1;
+        ft.partitions.items = &fp;
+        kc_share_fetch_request_t *r = m;
+        kc_share_fetch_request_init(r);
+        r->group_id = kc_str("kc-capture-share");
+        r->member_id = kc_str("kc-capture-share-member-01");
+        r->share_session_epoch = 0;
+        r->max_wait_ms = 2000;
+        r->min_bytes = 1;
+        r->max_bytes = 1 << 20;
+        r->max_records = 10;
+        r->batch_size = 10;
+        r->topics.count = 1;
+        r->topics.items = &ft;
+        r->forgotten_topics_data.count = 0;
+        break;
+    }
+    case 79: {
+        /* accepts offset 0 in the session ShareFetch opened (its epoch is 1 now) */
+        static int8_t accept[1] = {1};
+        static kc_share_acknowledge_request_acknowledgement_batch_t ab = {0, 0, {1, accept}};
+        static kc_share_acknowledge_request_acknowledge_partition_t ap = {0, {1, &ab}};
+        static kc_share_acknowledge_request_acknowledge_topic_t at;
+        at.topic_id = topic_id;
+        at.partitions.count = 1;
+        at.partitions.items = &ap;
+        kc_share_acknowledge_request_t *r = m;
+        kc_share_acknowledge_request_init(r);
+        r->group_id = kc_str("kc-capture-share");
+        r->member_id = kc_str("kc-capture-share-member-01");
+        r->share_session_epoch = 1;
+        r->topics.count = 1;
+        r->topics.items = &at;
+        break;
+    }
     default:
         break; /* defaults: the broker answers with an error code, still a real response */
     }

@@ -4,7 +4,7 @@
 # folder and compares, so a hand edit of a .gen. file, or a generator change committed without
 # `make codegen`, fails here with the diff.
 #
-# Inputs: the pinned kafka-clients jar, which `make test` resolves before the suites
+# Inputs: the pinned kafka-clients jar and the share-group release's (fetch-kafka --share), which `make test` resolves before the suites
 # (tests/testkit/fetch-kafka, cached in ~/.cache/kconsume), and java for the error table. This
 # test never reaches the network itself: without the jar it fails and says how to get it.
 set -euo pipefail
@@ -14,10 +14,12 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 command -v java >/dev/null || fail "java is not installed (tests/testkit/install-deps installs it)"
 libs=$("$src/tests/testkit/fetch-kafka" --cached) ||
     fail "the pinned kafka-clients jar is missing: run tests/testkit/fetch-kafka (make test does)"
+share_libs=$("$src/tests/testkit/fetch-kafka" --share --cached) ||
+    fail "the share-group release's jar is missing: run tests/testkit/fetch-kafka --share (make test does)"
 
 out=$(mktemp -d "${TMPDIR:-/tmp}/kc-codegen.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-python3 "$src/io/proto/gen/generate.py" --out "$out" --libs "$libs" ||
+python3 "$src/io/proto/gen/generate.py" --out "$out" --libs "$libs" --share-libs "$share_libs" ||
     fail "io/proto/gen/generate.py failed"
 
 # Compare the file sets first (a stale committed file the generator no longer makes is an error

@@ -25,6 +25,7 @@
 #include "base/log.h"
 #include "engine_int.h"
 #include "group/848/member.h"
+#include "group/848/proto_int.h"
 #include "group/group.h"
 #include "group/self_fence.h"
 #include "proto/kafka_errors.h"
@@ -36,13 +37,15 @@ typedef struct tname {
 
 /* Owner: network thread. */
 typedef struct p848 {
+    const kc_g848_wire_t
+        *wire; /* the heartbeat API (ConsumerGroupHeartbeat, ShareGroupHeartbeat) */
     kc_group_t *grp;
     kc_engine_t *e;
     const kc_group_conf_t *conf; /* the group's, outlives us */
     kc_g848_t gc;
     kc_consumer_group_heartbeat_request_t req; /* gc's storage, valid while in flight */
     bool hb_inflight, md_inflight;
-    bool no_api; /* the coordinator lacks ConsumerGroupHeartbeat: reported, nothing more sent */
+    bool no_api;        /* the coordinator lacks the heartbeat API: reported, nothing more sent */
     kc_conn_t *hb_conn; /* the in-flight heartbeat's connection */
     int64_t hb_sent_ms, notready_since;
     tname_t *names; /* topic id → name, from the Metadata answers */
@@ -74,11 +77,34 @@ static const char *group_of(const p848_t *p)
 
 /* ---- heartbeat ------------------------------------------------------------------------------ */
 
+static kc_err_t cgh_encode(const kc_consumer_group_heartbeat_request_t *req, int16_t version,
+                           kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_consumer_group_heartbeat_request_encode(req, version, w, err);
+}
+
+static kc_err_t cgh_decode(kc_consumer_group_heartbeat_response_t *resp, int16_t version,
+                           kc_rbuf_t *r, kc_arena_t *a, kc_error_t *err)
+{
+    return kc_consumer_group_heartbeat_response_decode(resp, version, r, a, err);
+}
+
+const kc_g848_wire_t kc_g848_wire = {
+    .api = "ConsumerGroupHeartbeat",
+    .api_key = KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY,
+    .min_version = 0,
+    .max_version = 1,
+    .session_config = "consumer.session.timeout.ms",
+    .regex = true,
+    .encode = cgh_encode,
+    .decode = cgh_decode,
+};
+
 static kc_err_t hb_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
     p848_t *p = opaque;
     kc_error_t e;
-    return kc_consumer_group_heartbeat_request_encode(&p->req, version, out, &e);
+    return p->wire->encode(&p->req, version, out, &e);
 }
 
 static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
@@ -96,7 +122,7 @@ static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     int64_t now = kc_now_ms();
     if (rc != KC_OK) {
         kc_error_t why;
-        kc_fail(&why, rc, "ConsumerGroupHeartbeat: %s", kc_err_name(rc));
+        kc_fail(&why, rc, "%s: %s", p->wire->api, kc_err_name(rc));
         n->hb_errors++;
         kc_g848_on_heartbeat_failure(&p->gc, now, &why);
         kc_group_drive(p->grp);
@@ -106,7 +132,7 @@ static void hb_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     kc_arena_t a = {0};
     kc_error_t e;
     kc_consumer_group_heartbeat_response_t resp;
-    if (kc_consumer_group_heartbeat_response_decode(&resp, version, &r, &a, &e) != KC_OK) {
+    if (p->wire->decode(&resp, version, &r, &a, &e) != KC_OK) {
         n->hb_errors++;
         kc_g848_on_heartbeat_failure(&p->gc, now, &e);
     } else {
@@ -192,7 +218,8 @@ static void maybe_heartbeat(p848_t *p, int64_t now)
         return;
     }
     p->notready_since = 0;
-    int v = kc_conn_pick_version(conn, KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, 0, 1);
+    int v =
+        kc_conn_pick_version(conn, p->wire->api_key, p->wire->min_version, p->wire->max_version);
     if (v < 0) {
         /* Not a coordinator outage: asking again finds the same broker. Reported once as a
          * fatal error, after which the member sends nothing (it stays JOINING in the stats);
@@ -201,9 +228,9 @@ static void maybe_heartbeat(p848_t *p, int64_t now)
             p->no_api = true;
             kc_error_t e;
             kc_fail(&e, KC_ERR_UNSUPPORTED,
-                    "group %s: the group coordinator (broker %d, %s) does not offer "
-                    "ConsumerGroupHeartbeat",
-                    group_of(p), (int)kc_engine_coord_node(p->e, group_of(p)), kc_conn_peer(conn));
+                    "group %s: the group coordinator (broker %d, %s) does not offer %s",
+                    group_of(p), (int)kc_engine_coord_node(p->e, group_of(p)), kc_conn_peer(conn),
+                    p->wire->api);
             kc_group_report(p->grp, &e, true);
         }
         return;
@@ -216,8 +243,7 @@ static void maybe_heartbeat(p848_t *p, int64_t now)
         kc_group_report(p->grp, &e, true);
         return;
     }
-    kc_conn_req_spec_t s = {
-        KC_CONSUMER_GROUP_HEARTBEAT_REQUEST_API_KEY, (int16_t)v, (int16_t)v, hb_encode, hb_done, p};
+    kc_conn_req_spec_t s = {p->wire->api_key, (int16_t)v, (int16_t)v, hb_encode, hb_done, p};
     if (kc_conn_send(conn, &s, &e) != KC_OK) {
         kc_g848_on_heartbeat_failure(&p->gc, now, &e);
         return;
@@ -299,7 +325,7 @@ static kc_err_t dc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     p848_t *p = opaque;
     kc_describe_configs_request_t q;
     kc_describe_configs_request_init(&q);
-    kc_str_t key = kc_str("consumer.session.timeout.ms");
+    kc_str_t key = kc_str(p->wire->session_config);
     kc_describe_configs_request_describe_configs_resource_t res = {
         .resource_type = RESOURCE_TYPE_GROUP, .resource_name = kc_str(group_of(p))};
     res.configuration_keys.count = 1;
@@ -312,7 +338,7 @@ static kc_err_t dc_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 
 /* The session timeout from one DescribeConfigs answer, -1 with *why set when it has none. */
 static int64_t dc_session(const kc_describe_configs_response_t *m, const char *group,
-                          kc_error_t *why)
+                          const char *name, kc_error_t *why)
 {
     for (int32_t i = 0; i < m->results.count; i++) {
         const kc_describe_configs_response_describe_configs_result_t *r = &m->results.items[i];
@@ -323,9 +349,9 @@ static int64_t dc_session(const kc_describe_configs_response_t *m, const char *g
         for (int32_t j = 0; j < r->configs.count; j++) {
             const kc_describe_configs_response_describe_configs_resource_result_t *c =
                 &r->configs.items[j];
-            if (c->name.len != (int32_t)strlen("consumer.session.timeout.ms") ||
-                memcmp(c->name.ptr, "consumer.session.timeout.ms", (size_t)c->name.len) != 0 ||
-                c->value.len <= 0 || c->value.len > 18)
+            if (c->name.len != (int32_t)strlen(name) ||
+                memcmp(c->name.ptr, name, (size_t)c->name.len) != 0 || c->value.len <= 0 ||
+                c->value.len > 18)
                 continue;
             char num[20];
             memcpy(num, c->value.ptr, (size_t)c->value.len);
@@ -336,8 +362,7 @@ static int64_t dc_session(const kc_describe_configs_response_t *m, const char *g
                 return v;
         }
     }
-    kc_fail(why, KC_ERR_NOT_FOUND, "DescribeConfigs of group %s: no consumer.session.timeout.ms",
-            group);
+    kc_fail(why, KC_ERR_NOT_FOUND, "DescribeConfigs of group %s: no %s", group, name);
     return -1;
 }
 
@@ -360,14 +385,14 @@ static void dc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         kc_arena_t a = {0};
         kc_describe_configs_response_t m;
         if (kc_describe_configs_response_decode(&m, version, &r, &a, &why) == KC_OK)
-            v = dc_session(&m, group_of(p), &why);
+            v = dc_session(&m, group_of(p), p->wire->session_config, &why);
         kc_arena_free(&a);
         kc_buf_unref(frame);
     }
     if (v > 0) {
         if (v != p->session_ms)
-            kc_log(KC_LOG_DEBUG, "group848", "group %s: consumer.session.timeout.ms is %lld ms",
-                   group_of(p), (long long)v);
+            kc_log(KC_LOG_DEBUG, "group848", "group %s: %s is %lld ms", group_of(p),
+                   p->wire->session_config, (long long)v);
         p->session_ms = v;
         p->dc_from_broker = true;
         p->dc_next_ms = now + SESSION_REFRESH_MS;
@@ -389,7 +414,7 @@ static void dc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
 static void dc_maybe_send(p848_t *p, int64_t now)
 {
     if (p->dc_inflight || now < p->dc_next_ms || kc_group_closing(p->grp) ||
-        !(p->conf->self_fence_ratio > 0))
+        !p->wire->session_config || !(p->conf->self_fence_ratio > 0))
         return;
     kc_conn_t *conn = kc_eng_any_conn(p->e);
     kc_conn_req_spec_t s = {KC_DESCRIBE_CONFIGS_REQUEST_API_KEY,
@@ -423,11 +448,13 @@ static void dc_maybe_send(p848_t *p, int64_t now)
 
 /* ---- the protocol interface ----------------------------------------------------------------- */
 
-static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
+kc_err_t kc_g848_proto_create(void **out, kc_group_t *grp, const kc_g848_wire_t *wire,
+                              bool commit_on_revoke, kc_error_t *err)
 {
     p848_t *p = calloc(1, sizeof *p);
     if (!p)
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+    p->wire = wire;
     p->grp = grp;
     p->e = kc_group_engine(grp);
     p->conf = kc_group_config(grp);
@@ -438,7 +465,7 @@ static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
     c.rack_id = p->conf->rack_id;
     c.server_assignor = p->conf->server_assignor;
     c.rebalance_timeout_ms = p->conf->rebalance_timeout_ms;
-    c.commit_on_revoke = p->conf->commit_on_revoke;
+    c.commit_on_revoke = commit_on_revoke;
     c.commit_timeout_ms = p->conf->commit_timeout_ms;
     c.coordinator_timeout_ms = p->conf->coordinator_timeout_ms;
     c.retry_backoff_ms = p->e->conf.retry_backoff_ms;
@@ -454,7 +481,13 @@ static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
     return KC_OK;
 }
 
-static void p_destroy(void *m)
+static kc_err_t p_create(void **out, kc_group_t *grp, kc_error_t *err)
+{
+    return kc_g848_proto_create(out, grp, &kc_g848_wire, kc_group_config(grp)->commit_on_revoke,
+                                err);
+}
+
+void kc_g848_p_destroy(void *m)
 {
     p848_t *p = m;
     kc_g848_free(&p->gc);
@@ -464,14 +497,18 @@ static void p_destroy(void *m)
     free(p);
 }
 
-static kc_err_t p_subscribe(void *m, const char *const *topics, size_t n, const char *regex,
-                            kc_error_t *err)
+kc_err_t kc_g848_p_subscribe(void *m, const char *const *topics, size_t n, const char *regex,
+                             kc_error_t *err)
 {
     p848_t *p = m;
+    if (regex && !p->wire->regex)
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "group %s: %s has no regular-expression subscription (got '%s')",
+                       group_of(p), p->wire->api, regex);
     return kc_g848_subscribe(&p->gc, topics, (int32_t)n, regex, kc_now_ms(), err);
 }
 
-static void p_step(void *m, int64_t now)
+void kc_g848_p_step(void *m, int64_t now)
 {
     p848_t *p = m;
     kc_g848_tick(&p->gc, now);
@@ -492,7 +529,7 @@ static void by_name(p848_t *p, const kc_tpset_t *s, kc_group_action_t *out)
     }
 }
 
-static bool p_next_action(void *m, int64_t now, kc_group_action_t *out)
+bool kc_g848_p_next_action(void *m, int64_t now, kc_group_action_t *out)
 {
     p848_t *p = m;
     kc_g848_action_t a;
@@ -541,32 +578,32 @@ static bool p_next_action(void *m, int64_t now, kc_group_action_t *out)
     return false;
 }
 
-static void p_action_done(void *m, uint64_t seq, int64_t now)
+void kc_g848_p_action_done(void *m, uint64_t seq, int64_t now)
 {
     p848_t *p = m;
     kc_g848_action_done(&p->gc, seq, now);
 }
 
-static void p_commit_result(void *m, uint64_t seq, int16_t code, int64_t now)
+void kc_g848_p_commit_result(void *m, uint64_t seq, int16_t code, int64_t now)
 {
     p848_t *p = m;
     kc_g848_on_commit_result(&p->gc, seq, code, now);
 }
 
-static void p_finish(void *m, int64_t now)
+void kc_g848_p_finish(void *m, int64_t now)
 {
     p848_t *p = m;
     maybe_heartbeat(p, now);
     dc_maybe_send(p, now);
 }
 
-static int64_t p_next_wakeup(void *m, int64_t now)
+int64_t kc_g848_p_next_wakeup(void *m, int64_t now)
 {
     p848_t *p = m;
     return kc_g848_next_wakeup(&p->gc, now);
 }
 
-static void p_poll_expired(void *m, bool expired, int64_t now)
+void kc_g848_p_poll_expired(void *m, bool expired, int64_t now)
 {
     p848_t *p = m;
     if (expired)
@@ -575,25 +612,25 @@ static void p_poll_expired(void *m, bool expired, int64_t now)
         kc_g848_poll_resumed(&p->gc, now);
 }
 
-static void p_close(void *m, int64_t now)
+void kc_g848_p_close(void *m, int64_t now)
 {
     p848_t *p = m;
     kc_g848_close(&p->gc, now);
 }
 
-static void p_unsubscribe(void *m, int64_t now)
+void kc_g848_p_unsubscribe(void *m, int64_t now)
 {
     p848_t *p = m;
     kc_g848_unsubscribe(&p->gc, now);
 }
 
-static bool p_closed(const void *m)
+bool kc_g848_p_closed(const void *m)
 {
     const p848_t *p = m;
     return (p->gc.state == KC_G848_UNSUBSCRIBED || p->gc.state == KC_G848_FATAL) && !p->hb_inflight;
 }
 
-static kc_err_t p_identity(void *m, kc_commit_identity_t *who, kc_error_t *err)
+kc_err_t kc_g848_p_identity(void *m, kc_commit_identity_t *who, kc_error_t *err)
 {
     p848_t *p = m;
     if (kc_group_closing(p->grp) && p->gc.epoch <= 0)
@@ -601,49 +638,51 @@ static kc_err_t p_identity(void *m, kc_commit_identity_t *who, kc_error_t *err)
     return kc_g848_commit_identity(&p->gc, who, err);
 }
 
-static bool p_stable(const void *m)
+bool kc_g848_p_stable(const void *m)
 {
     const p848_t *p = m;
     return p->gc.state == KC_G848_STABLE;
 }
 
-static int64_t p_session_ms(const void *m)
+int64_t kc_g848_p_session_ms(const void *m)
 {
     return ((const p848_t *)m)->session_ms;
 }
 
 /* The configured ratio, raised for the heartbeat interval the coordinator gave
  * (group/self_fence.h). */
-static double p_fence_ratio(const void *m)
+double kc_g848_p_fence_ratio(const void *m)
 {
     const p848_t *p = m;
+    if (!p->wire->session_config)
+        return 0;
     return kc_self_fence_ratio(p->conf->self_fence_ratio, p->session_ms, p->gc.interval_ms);
 }
 
-static bool p_fence_applies(const void *m)
+bool kc_g848_p_fence_applies(const void *m)
 {
     const p848_t *p = m;
     return p->gc.rc.held.n > 0 && p->gc.state != KC_G848_UNSUBSCRIBED &&
            p->gc.state != KC_G848_FATAL;
 }
 
-static int32_t p_epoch(const void *m)
+int32_t kc_g848_p_epoch(const void *m)
 {
     return ((const p848_t *)m)->gc.epoch;
 }
 
-static const char *p_member_id(const void *m)
+const char *kc_g848_p_member_id(const void *m)
 {
     return ((const p848_t *)m)->gc.member_id;
 }
 
-static int32_t p_coordinator(const void *m)
+int32_t kc_g848_p_coordinator(const void *m)
 {
     const p848_t *p = m;
     return kc_engine_coord_node(p->e, group_of(p));
 }
 
-static void p_stats_head(const void *m, kc_json_t *w)
+void kc_g848_p_stats_head(const void *m, kc_json_t *w)
 {
     const p848_t *p = m;
     kc_json_raw(w, "\"state\":");
@@ -661,7 +700,7 @@ static void p_stats_head(const void *m, kc_json_t *w)
     kc_json_raw(w, "]");
 }
 
-static void p_stats_extra(const void *m, kc_json_t *w)
+void kc_g848_p_stats_extra(const void *m, kc_json_t *w)
 {
     const p848_t *p = m;
     kc_json_raw(
@@ -672,28 +711,28 @@ const kc_group_proto_t kc_g848_proto = {
     .name = "consumer",
     .epoch_name = "epoch",
     .create = p_create,
-    .destroy = p_destroy,
-    .subscribe = p_subscribe,
-    .step = p_step,
-    .next_action = p_next_action,
-    .action_done = p_action_done,
-    .commit_result = p_commit_result,
-    .finish = p_finish,
-    .next_wakeup = p_next_wakeup,
-    .poll_expired = p_poll_expired,
-    .close = p_close,
-    .unsubscribe = p_unsubscribe,
-    .closed = p_closed,
-    .identity = p_identity,
+    .destroy = kc_g848_p_destroy,
+    .subscribe = kc_g848_p_subscribe,
+    .step = kc_g848_p_step,
+    .next_action = kc_g848_p_next_action,
+    .action_done = kc_g848_p_action_done,
+    .commit_result = kc_g848_p_commit_result,
+    .finish = kc_g848_p_finish,
+    .next_wakeup = kc_g848_p_next_wakeup,
+    .poll_expired = kc_g848_p_poll_expired,
+    .close = kc_g848_p_close,
+    .unsubscribe = kc_g848_p_unsubscribe,
+    .closed = kc_g848_p_closed,
+    .identity = kc_g848_p_identity,
     .offset_fetch_names_member = true,
     .app_commit_result = NULL,
-    .stable = p_stable,
-    .session_ms = p_session_ms,
-    .fence_ratio = p_fence_ratio,
-    .fence_applies = p_fence_applies,
-    .epoch = p_epoch,
-    .member_id = p_member_id,
-    .coordinator = p_coordinator,
-    .stats_head = p_stats_head,
-    .stats_extra = p_stats_extra,
+    .stable = kc_g848_p_stable,
+    .session_ms = kc_g848_p_session_ms,
+    .fence_ratio = kc_g848_p_fence_ratio,
+    .fence_applies = kc_g848_p_fence_applies,
+    .epoch = kc_g848_p_epoch,
+    .member_id = kc_g848_p_member_id,
+    .coordinator = kc_g848_p_coordinator,
+    .stats_head = kc_g848_p_stats_head,
+    .stats_extra = kc_g848_p_stats_extra,
 };

@@ -31,6 +31,8 @@ def emit_apis(outdir, apis, source):
           "                                kc_error_t *err);",
           "} kc_proto_api_t;", "",
           "#define KC_PROTO_API_COUNT %d" % len(apis),
+          "/* The largest API key in the table. */",
+          "#define KC_PROTO_API_MAX_KEY %d" % max(req.api_key for _, req, _ in apis),
           "extern const kc_proto_api_t kc_proto_apis[KC_PROTO_API_COUNT];", "",
           "/* The row for an API key, or NULL when this codec does not speak it. */",
           "const kc_proto_api_t *kc_proto_api_find(int16_t key);", "", "#endif", ""]

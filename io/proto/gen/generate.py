@@ -3,7 +3,9 @@
 
 The schemas are the common/message/*.json files inside the kafka-clients jar of the pinned Kafka
 version (tests/testkit/fetch-kafka prints the folder holding it); they are read straight from the
-jar and never committed. Extra schemas written in the same format (layouts Kafka defines only in
+jar and never committed. The share-group APIs (KIP-932) are read from the share-group release's
+jar instead (`fetch-kafka --share`): they became production-ready after the pinned release, which
+lacks their newer versions. Extra schemas written in the same format (layouts Kafka defines only in
 Java code) live in io/proto/gen/extra/. Output is deterministic: same jar, same bytes.
 
 Usage: python3 io/proto/gen/generate.py [--out DIR] [--libs LIBS]
@@ -11,6 +13,7 @@ Usage: python3 io/proto/gen/generate.py [--out DIR] [--libs LIBS]
   --out DIR    write the same files under DIR instead (DIR/io/proto/..., DIR/tests/unit/...),
                so a check can compare them with the committed ones (tests/unit/codegen.test.sh)
   --libs LIBS  the folder holding the kafka-clients jar, instead of asking fetch-kafka
+  --share-libs LIBS  the same for the share-group release (default: fetch-kafka --share)
 """
 import argparse
 import json
@@ -39,6 +42,11 @@ APIS = [
     ("consumer_group_describe", "ConsumerGroupDescribe"), ("describe_groups", "DescribeGroups"),
     ("list_groups", "ListGroups"), ("sasl_handshake", "SaslHandshake"),
     ("sasl_authenticate", "SaslAuthenticate"), ("describe_configs", "DescribeConfigs"),
+]
+# From the share-group release's jar (module docstring).
+SHARE_APIS = [
+    ("share_group_heartbeat", "ShareGroupHeartbeat"), ("share_group_describe", "ShareGroupDescribe"),
+    ("share_fetch", "ShareFetch"), ("share_acknowledge", "ShareAcknowledge"),
 ]
 # Single-message files: headers and the versioned consumer-protocol payloads.
 SINGLES = [
@@ -70,28 +78,38 @@ def strip_comments(text):
     return "\n".join(out)
 
 
+def clients_jar(libs):
+    """The kafka-clients jar in `libs` and its version."""
+    jars = sorted(f for f in os.listdir(libs) if re.match(r"kafka-clients-.*\.jar$", f))
+    if not jars:
+        sys.exit("generate.py: no kafka-clients jar in " + libs)
+    return os.path.join(libs, jars[-1]), jars[-1][len("kafka-clients-"):-len(".jar")]
+
+
 def main():
     ap = argparse.ArgumentParser(description="Generates io/proto/*.gen.[ch] from Kafka's schemas")
     ap.add_argument("--out", default=ROOT, help="root to write under (default: this checkout)")
     ap.add_argument("--libs", help="folder holding the kafka-clients jar (default: fetch-kafka)")
+    ap.add_argument("--share-libs",
+                    help="the same for the share-group release (default: fetch-kafka --share)")
     args = ap.parse_args()
-    libs = args.libs or subprocess.run([os.path.join(ROOT, "tests", "testkit", "fetch-kafka")],
-                                       check=True, capture_output=True, text=True).stdout.strip()
+    fetch = os.path.join(ROOT, "tests", "testkit", "fetch-kafka")
+    libs = args.libs or subprocess.run([fetch], check=True, capture_output=True,
+                                       text=True).stdout.strip()
+    share_libs = args.share_libs or subprocess.run([fetch, "--share"], check=True,
+                                                   capture_output=True, text=True).stdout.strip()
     proto = os.path.join(args.out, "io", "proto")
     fill = os.path.join(args.out, "tests", "unit", "proto_fill.gen.inc")
     os.makedirs(proto, exist_ok=True)
     os.makedirs(os.path.dirname(fill), exist_ok=True)
-    jars = sorted(f for f in os.listdir(libs) if re.match(r"kafka-clients-.*\.jar$", f))
-    if not jars:
-        sys.exit("generate.py: no kafka-clients jar in " + libs)
-    jar = os.path.join(libs, jars[-1])
-    version = jars[-1][len("kafka-clients-"):-len(".jar")]
-    with zipfile.ZipFile(jar) as z:
-        def read(name):
+    jar, version = clients_jar(libs)
+    share_jar, share_version = clients_jar(share_libs)
+    with zipfile.ZipFile(jar) as z, zipfile.ZipFile(share_jar) as zs:
+        def read(name, jar=z):
             if name.startswith("extra/"):
                 with open(os.path.join(HERE, name + ".json")) as f:
                     return json.loads(strip_comments(f.read()))
-            return json.loads(strip_comments(z.read("common/message/%s.json" % name).decode()))
+            return json.loads(strip_comments(jar.read("common/message/%s.json" % name).decode()))
 
         source = "kafka-clients-%s.jar" % version
         apis = []
@@ -99,6 +117,11 @@ def main():
             req = load_message(read(base + "Request"))
             resp = load_message(read(base + "Response"))
             emit_message_files(proto, stem, [req, resp], source)
+            apis.append((stem, req, resp))
+        for stem, base in SHARE_APIS:
+            req = load_message(read(base + "Request", zs))
+            resp = load_message(read(base + "Response", zs))
+            emit_message_files(proto, stem, [req, resp], "kafka-clients-%s.jar" % share_version)
             apis.append((stem, req, resp))
         singles = []
         for stem, names in SINGLES:

@@ -1,0 +1,140 @@
+/*
+ * A share session (KIP-932) with one broker: which share-partitions the broker holds for this
+ * member, the session epoch, and the acknowledgements on their way. Pure: no sockets, the caller
+ * sends the requests this builds and hands back the answers (or the failure).
+ *
+ * Epoch rules (the broker's, ShareFetch/ShareAcknowledge "ShareSessionEpoch"):
+ *   0      opens a session: the request names every partition wanted and carries no
+ *          acknowledgements (the broker refuses them at 0), so they wait for the next request;
+ *   1..    each answered request moves the epoch on by one (INT32_MAX wraps to 1); the request
+ *          names only partitions the session lacks or whose acknowledgements it carries, and
+ *          forgets those no longer wanted;
+ *   -1     closes the session, after acknowledging what it carries (ShareAcknowledge at close).
+ * An answer with SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH or any other top-level
+ * error, and a request that got no answer (the broker may or may not have seen it), leave the
+ * session unknown: the next request opens a new one at epoch 0. Acknowledgements of such a
+ * request are reported failed with the cause (the records' locks run out and the broker hands
+ * them out again: at-least-once), never sent twice.
+ *
+ * Acknowledgements: kc_share_session_ack queues one per record; the next ShareFetch carries them
+ * (piggybacked), or kc_share_session_acknowledge builds a ShareAcknowledge for them when no fetch
+ * is going to be sent (close, or a consumer that stopped fetching). Each batch sent is answered
+ * per partition (acknowledge_error_code in ShareFetch, error_code in ShareAcknowledge) and
+ * reported to `acked` with the batches, so an application learns per record range what the broker
+ * made of its verdicts (INVALID_RECORD_STATE: the lock ran out first).
+ *
+ * One request at a time per session; a partition is wanted from one session at a time (its
+ * leader's). Partitions an answer names that the request did not are reported as errors and
+ * nothing of them is delivered.
+ *
+ * Owner: the caller (the network thread in the consumer). Not thread-safe.
+ */
+#ifndef KC_ENGINE_SHARE_SESSION_H
+#define KC_ENGINE_SHARE_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fetch/partition.h"
+#include "proto/share_acknowledge.gen.h"
+#include "proto/share_fetch.gen.h"
+#include "share/acks.h"
+#include "share/acquired.h"
+
+#define KC_SHARE_EPOCH_OPEN  0
+#define KC_SHARE_EPOCH_CLOSE (-1)
+
+/* One share-partition of the session. Owner: the session. */
+typedef struct kc_share_spart {
+    kc_tp_t tp;
+    bool wanted;             /* fetch it */
+    bool known;              /* the broker's session holds it */
+    kc_share_acks_t pending; /* acknowledgements not sent yet */
+    /* sent with the request in flight (in the session's request arena) */
+    kc_share_ack_batch_t *sent;
+    int32_t n_sent;
+    bool in_request; /* named by the request in flight */
+} kc_share_spart_t;
+
+/* What answers turn into. `records` and the ranges are views into the answer (valid while the
+ * caller keeps its frame and arena); the batches are the session's until the next request. */
+typedef struct kc_share_handler {
+    /* Acquired records of a partition, checked (acquired.h); the records are the answer's
+     * batches, of which only offsets inside a range may be delivered. */
+    void (*records)(void *o, const kc_tp_t *tp, kc_bytes_t records, const kc_share_range_t *r,
+                    size_t n);
+    /* The broker's verdict (code 0: applied) on acknowledgement batches sent. */
+    void (*acked)(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, int32_t n,
+                  int16_t code, const char *why);
+    /* A partition's error (tp NULL: the session's, which was reset). */
+    void (*error)(void *o, const kc_tp_t *tp, const kc_error_t *e);
+    void *opaque;
+} kc_share_handler_t;
+
+typedef struct kc_share_fetch_params {
+    const char *group_id, *member_id;
+    int32_t max_wait_ms, min_bytes, max_bytes, max_records, batch_size;
+} kc_share_fetch_params_t;
+
+/* Counters for the stats. */
+typedef struct kc_share_session_counters {
+    uint64_t requests, resets, opened;
+    uint64_t acquired;    /* acquired records handed out */
+    uint64_t acked[4];    /* acknowledged and answered without error, by kc_share_ack_type_t */
+    uint64_t ack_errors;  /* acknowledged records the broker refused (lock expired, ...) */
+    uint64_t ack_lost;    /* acknowledgements whose request got no usable answer */
+    uint64_t bad_answers; /* partitions refused (bad ranges, never asked for) */
+} kc_share_session_counters_t;
+
+/* Owner: the caller. */
+typedef struct kc_share_session {
+    int32_t broker;
+    int32_t epoch; /* the next request's */
+    kc_share_spart_t *parts;
+    size_t n, cap;
+    bool inflight;
+    bool inflight_close; /* the request in flight closes the session (epoch -1) */
+    bool closed;         /* a close was answered: nothing more to send */
+    int32_t inflight_epoch;
+    kc_arena_t req; /* the request in flight's arrays */
+    kc_share_session_counters_t c;
+} kc_share_session_t;
+
+void kc_share_session_init(kc_share_session_t *s, int32_t broker);
+void kc_share_session_free(kc_share_session_t *s);
+
+/* Fetch the partition from this session (on) or not (off). An unwanted partition with pending
+ * acknowledgements stays until they are sent. */
+kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on, kc_error_t *err);
+/* Queues the acknowledgement of one record (or GAP for an acquired offset without one).
+ * KC_ERR_NOT_FOUND for a partition the session does not have; KC_ERR_STATE for a repeat. */
+kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t offset,
+                              kc_share_ack_type_t type, kc_error_t *err);
+/* Anything to acknowledge? */
+bool kc_share_session_has_acks(const kc_share_session_t *s);
+/* Anything to fetch? */
+bool kc_share_session_has_wanted(const kc_share_session_t *s);
+
+/* The next ShareFetch into *req (arrays in the session, valid until the answer). KC_ERR_AGAIN
+ * while a request is in flight or once closed. */
+kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_params_t *p,
+                                kc_share_fetch_request_t *req, kc_error_t *err);
+/* A ShareAcknowledge of every pending acknowledgement; `close`: at epoch -1, ending the session
+ * (also when nothing is pending, if the session is open). KC_ERR_AGAIN when there is nothing to
+ * send or a request is in flight. */
+kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_id,
+                                      const char *member_id, bool close,
+                                      kc_share_acknowledge_request_t *req, kc_error_t *err);
+
+/* The answers, and the failure of the request in flight (no answer, or one that did not decode). */
+void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_response_t *m,
+                                   kc_arena_t *a, const kc_share_handler_t *h);
+void kc_share_session_ack_answer(kc_share_session_t *s, const kc_share_acknowledge_response_t *m,
+                                 const kc_share_handler_t *h);
+void kc_share_session_failed(kc_share_session_t *s, const kc_error_t *why,
+                             const kc_share_handler_t *h);
+
+/* The next epoch after `e` (0 → 1, INT32_MAX → 1). */
+int32_t kc_share_next_epoch(int32_t e);
+
+#endif

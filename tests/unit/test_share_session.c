@@ -1,0 +1,358 @@
+/* engine/share: acquired-range checks, acknowledgement batches and the share session's epochs,
+ * partition lists and answers, driven by hand-made ShareFetch / ShareAcknowledge answers. */
+#include "kc_test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "batch_builder.h"
+#include "proto/kafka_errors.h"
+#include "share/session.h"
+
+static kc_tp_t tp_of(uint8_t topic, int32_t partition)
+{
+    kc_tp_t tp = {{0}, partition};
+    tp.topic_id[15] = topic;
+    return tp;
+}
+
+static void acquired_checks(void **state)
+{
+    (void)state;
+    kc_error_t e;
+    kc_share_range_t ok[] = {{0, 4, 1}, {7, 9, 2}};
+    assert_int_equal(kc_share_acquired_check(ok, 2, 0, 9, "t", 0, &e), KC_OK);
+    assert_int_equal(kc_share_acquired_count(ok, 2, 0), 1);
+    assert_int_equal(kc_share_acquired_count(ok, 2, 4), 1);
+    assert_int_equal(kc_share_acquired_count(ok, 2, 5), 0);
+    assert_int_equal(kc_share_acquired_count(ok, 2, 8), 2);
+    assert_int_equal(kc_share_acquired_count(ok, 2, 10), 0);
+    assert_int_equal(kc_share_acquired_span(ok, 2), 8);
+
+    kc_share_range_t overlap[] = {{0, 4, 1}, {4, 9, 1}};
+    assert_int_equal(kc_share_acquired_check(overlap, 2, 0, 9, "t", 3, &e), KC_ERR_MALFORMED);
+    assert_non_null(strstr(e.msg, "t[3]"));
+    assert_non_null(strstr(e.msg, "overlap"));
+    kc_share_range_t repeat[] = {{0, 4, 1}, {0, 4, 1}};
+    assert_int_equal(kc_share_acquired_check(repeat, 2, 0, 9, "t", 0, &e), KC_ERR_MALFORMED);
+    assert_non_null(strstr(e.msg, "repeat"));
+    kc_share_range_t past[] = {{5, 12, 1}};
+    assert_int_equal(kc_share_acquired_check(past, 1, 0, 9, "t", 0, &e), KC_ERR_MALFORMED);
+    assert_non_null(strstr(e.msg, "outside"));
+    assert_int_equal(kc_share_acquired_check(past, 1, 0, -1, "t", 0, &e), KC_ERR_MALFORMED);
+    assert_non_null(strstr(e.msg, "no records"));
+    kc_share_range_t back[] = {{5, 4, 1}};
+    assert_int_equal(kc_share_acquired_check(back, 1, 0, 9, "t", 0, &e), KC_ERR_MALFORMED);
+    kc_share_range_t zero[] = {{1, 4, 0}};
+    assert_int_equal(kc_share_acquired_check(zero, 1, 0, 9, "t", 0, &e), KC_ERR_MALFORMED);
+    kc_share_range_t desc[] = {{5, 6, 1}, {0, 1, 1}};
+    assert_int_equal(kc_share_acquired_check(desc, 2, 0, 9, "t", 0, &e), KC_ERR_MALFORMED);
+}
+
+static void ack_batches(void **state)
+{
+    (void)state;
+    kc_share_acks_t a = {0};
+    kc_error_t e;
+    /* out of order, as workers finish: 3,1,2 accept; 4 release; 7,8 reject */
+    int64_t offs[] = {3, 1, 2, 4, 8, 7};
+    kc_share_ack_type_t types[] = {KC_SHARE_ACK_ACCEPT,  KC_SHARE_ACK_ACCEPT, KC_SHARE_ACK_ACCEPT,
+                                   KC_SHARE_ACK_RELEASE, KC_SHARE_ACK_REJECT, KC_SHARE_ACK_REJECT};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(kc_share_acks_add(&a, offs[i], types[i], &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 2, KC_SHARE_ACK_REJECT, &e), KC_ERR_STATE);
+    assert_int_equal(kc_share_acks_add(&a, 8, KC_SHARE_ACK_ACCEPT, &e), KC_ERR_STATE);
+    assert_int_equal(kc_share_acks_add(&a, 9, (kc_share_ack_type_t)7, &e), KC_ERR_INVALID_ARG);
+    kc_arena_t ar = {0};
+    kc_share_ack_batch_t *b;
+    int32_t n;
+    assert_int_equal(kc_share_acks_take(&a, &ar, &b, &n, &e), KC_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(b[0].first, 1);
+    assert_int_equal(b[0].last, 4);
+    assert_int_equal(b[0].n_types, 4); /* mixed: one type per offset */
+    assert_int_equal(b[0].types[3], KC_SHARE_ACK_RELEASE);
+    assert_int_equal(b[1].first, 7);
+    assert_int_equal(b[1].last, 8);
+    assert_int_equal(b[1].n_types, 1); /* uniform: one type for all */
+    assert_int_equal(b[1].types[0], KC_SHARE_ACK_REJECT);
+    int64_t c[4] = {0};
+    kc_share_ack_batches_count(b, n, c);
+    assert_int_equal(c[1], 3);
+    assert_int_equal(c[2], 1);
+    assert_int_equal(c[3], 2);
+    assert_int_equal(a.n, 0);
+    /* taken: the same offset may be acknowledged again only as a new verdict (not pending) */
+    assert_int_equal(kc_share_acks_add(&a, 2, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    kc_share_acks_free(&a);
+    kc_arena_free(&ar);
+}
+
+/* ---- the session --------------------------------------------------------------------------- */
+
+typedef struct seen {
+    int records, acked, errors, resets;
+    int64_t acked_first;
+    int16_t acked_code;
+    size_t ranges;
+    char last_error[256];
+} seen_t;
+
+static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_share_range_t *r,
+                       size_t n)
+{
+    (void)tp;
+    (void)rec;
+    (void)r;
+    seen_t *s = o;
+    s->records++;
+    s->ranges += n;
+}
+
+static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, int32_t n,
+                     int16_t code, const char *why)
+{
+    (void)tp;
+    (void)n;
+    (void)why;
+    seen_t *s = o;
+    s->acked++;
+    s->acked_first = b[0].first;
+    s->acked_code = code;
+}
+
+static void on_error(void *o, const kc_tp_t *tp, const kc_error_t *e)
+{
+    seen_t *s = o;
+    if (!tp)
+        s->resets++;
+    else
+        s->errors++;
+    snprintf(s->last_error, sizeof s->last_error, "%s", e->msg);
+}
+
+static const kc_share_fetch_params_t params = {"g", "m", 500, 1, 1 << 20, 100, 100};
+
+/* A ShareFetch answer for topic 1: partitions `parts` (n), each with records 0..9 and the
+ * acquired ranges `r` (nr). */
+typedef struct answer {
+    kc_share_fetch_response_t m;
+    kc_share_fetch_response_share_fetchable_topic_response_t t;
+    kc_share_fetch_response_partition_data_t d[4];
+    kc_share_fetch_response_acquired_records_t ar[4];
+    tb_buf_t batch;
+} answer_t;
+
+static const kc_share_fetch_response_t *mk(answer_t *x, const int32_t *parts, int n,
+                                           const kc_share_range_t *r, int nr)
+{
+    memset(x, 0, sizeof *x);
+    kc_share_fetch_response_init(&x->m);
+    tb_record_t recs[10];
+    memset(recs, 0, sizeof recs);
+    for (int i = 0; i < 10; i++) {
+        recs[i].off_delta = i;
+        recs[i].value = "v";
+        recs[i].value_len = 1;
+    }
+    tb_batch_t cfg = {0};
+    tb_batch(&x->batch, &cfg, recs, 10);
+    x->t.topic_id.b[15] = 1;
+    x->t.partitions.count = n;
+    x->t.partitions.items = x->d;
+    for (int i = 0; i < nr; i++)
+        x->ar[i] = (kc_share_fetch_response_acquired_records_t){r[i].first, r[i].last,
+                                                                r[i].delivery_count};
+    for (int i = 0; i < n; i++) {
+        kc_share_fetch_response_partition_data_t *d = &x->d[i];
+        d->partition_index = parts[i];
+        d->records = (kc_bytes_t){x->batch.p, (int32_t)x->batch.len};
+        d->acquired_records.count = nr;
+        d->acquired_records.items = x->ar;
+        d->error_message = KC_STR_NULL;
+        d->acknowledge_error_message = KC_STR_NULL;
+    }
+    x->m.responses.count = 1;
+    x->m.responses.items = &x->t;
+    return &x->m;
+}
+
+static void session_epochs_and_acks(void **state)
+{
+    (void)state;
+    kc_share_session_t s;
+    kc_share_session_init(&s, 1);
+    seen_t seen = {0};
+    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
+    kc_error_t e;
+    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    kc_share_fetch_request_t q;
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN); /* nothing */
+    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
+
+    /* epoch 0: both partitions, no acknowledgements even when some are pending */
+    assert_int_equal(kc_share_session_ack(&s, &p0, 3, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.share_session_epoch, 0);
+    assert_int_equal(q.topics.count, 1);
+    assert_int_equal(q.topics.items[0].partitions.count, 2);
+    assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 0);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN); /* in flight */
+
+    answer_t x;
+    kc_arena_t a = {0};
+    const kc_share_range_t r[] = {{0, 4, 1}, {6, 9, 1}};
+    const int32_t both[] = {0, 1};
+    kc_share_session_fetch_answer(&s, mk(&x, both, 2, r, 2), &a, &h);
+    assert_int_equal(seen.records, 2);
+    assert_int_equal(seen.ranges, 4);
+    assert_int_equal(s.epoch, 1);
+    assert_int_equal(s.c.acquired, 18);
+    tb_free(&x.batch);
+
+    /* epoch 1: only p0, which carries the pending acknowledgement; nothing forgotten */
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.share_session_epoch, 1);
+    assert_int_equal(q.topics.count, 1);
+    assert_int_equal(q.topics.items[0].partitions.count, 1);
+    assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 0);
+    assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
+    assert_int_equal(q.forgotten_topics_data.count, 0);
+    const int32_t zero[] = {0};
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, NULL, 0), &a, &h);
+    assert_int_equal(seen.acked, 1);
+    assert_int_equal(seen.acked_first, 3);
+    assert_int_equal(seen.acked_code, 0);
+    assert_int_equal(s.c.acked[KC_SHARE_ACK_ACCEPT], 1);
+    assert_int_equal(s.epoch, 2);
+    tb_free(&x.batch);
+
+    /* p1 no longer wanted: forgotten at epoch 2; an answer naming it afterwards is refused */
+    assert_int_equal(kc_share_session_want(&s, &p1, false, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.count, 0);
+    assert_int_equal(q.forgotten_topics_data.count, 1);
+    assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 1);
+    const int32_t one[] = {1};
+    kc_share_session_fetch_answer(&s, mk(&x, one, 1, r, 2), &a, &h);
+    assert_int_equal(seen.errors, 1);
+    assert_non_null(strstr(seen.last_error, "not asked for"));
+    assert_int_equal(seen.records, 2); /* nothing delivered of it */
+    tb_free(&x.batch);
+
+    /* bad ranges: refused, nothing delivered, the session goes on */
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    const kc_share_range_t bad[] = {{0, 4, 1}, {3, 9, 1}};
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, bad, 2), &a, &h);
+    assert_int_equal(seen.errors, 2);
+    assert_non_null(strstr(seen.last_error, "overlap"));
+    assert_int_equal(seen.records, 2);
+    assert_int_equal(s.c.bad_answers, 2);
+    tb_free(&x.batch);
+    const kc_share_range_t far[] = {{8, 20, 1}};
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, far, 1), &a, &h);
+    assert_non_null(strstr(seen.last_error, "outside"));
+    tb_free(&x.batch);
+
+    /* the session's epoch refused: reset to 0, the acknowledgement in flight reported with it */
+    assert_int_equal(kc_share_session_ack(&s, &p0, 5, KC_SHARE_ACK_RELEASE, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
+    kc_share_fetch_response_t err;
+    kc_share_fetch_response_init(&err);
+    err.error_code = KC_KAFKA_INVALID_SHARE_SESSION_EPOCH;
+    kc_share_session_fetch_answer(&s, &err, &a, &h);
+    assert_int_equal(seen.resets, 1);
+    assert_int_equal(seen.acked, 2);
+    assert_int_equal(seen.acked_code, KC_KAFKA_INVALID_SHARE_SESSION_EPOCH);
+    assert_int_equal(s.c.ack_errors, 1);
+    assert_int_equal(s.epoch, 0);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.share_session_epoch, 0);
+    assert_int_equal(q.topics.items[0].partitions.count, 1); /* p0 again, whole */
+
+    /* no answer at all: the same, code -1 */
+    kc_share_session_failed(&s, &e, &h);
+    assert_int_equal(seen.resets, 2);
+
+    kc_arena_free(&a);
+    kc_share_session_free(&s);
+}
+
+static void session_acknowledge_and_close(void **state)
+{
+    (void)state;
+    kc_share_session_t s;
+    kc_share_session_init(&s, 1);
+    seen_t seen = {0};
+    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
+    kc_error_t e;
+    kc_tp_t p0 = tp_of(1, 0);
+    kc_share_acknowledge_request_t q;
+    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
+    /* no session yet: nothing can be acknowledged or closed */
+    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", true, &q, &e), KC_ERR_AGAIN);
+    kc_share_fetch_request_t fq;
+    assert_int_equal(kc_share_session_fetch(&s, &params, &fq, &e), KC_OK);
+    answer_t x;
+    kc_arena_t a = {0};
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t zero[] = {0};
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, r, 1), &a, &h);
+    tb_free(&x.batch);
+    for (int64_t o = 0; o < 10; o++)
+        assert_int_equal(kc_share_session_ack(
+                             &s, &p0, o, o == 9 ? KC_SHARE_ACK_REJECT : KC_SHARE_ACK_ACCEPT, &e),
+                         KC_OK);
+    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", true, &q, &e), KC_OK);
+    assert_int_equal(q.share_session_epoch, -1);
+    assert_int_equal(q.topics.count, 1);
+    assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
+    assert_int_equal(q.topics.items[0]
+                         .partitions.items[0]
+                         .acknowledgement_batches.items[0]
+                         .acknowledge_types.count,
+                     10);
+    kc_share_acknowledge_response_t m;
+    kc_share_acknowledge_response_init(&m);
+    kc_share_acknowledge_response_share_acknowledge_topic_response_t t = {0};
+    kc_share_acknowledge_response_partition_data_t d = {0};
+    d.partition_index = 0;
+    d.error_code = KC_KAFKA_INVALID_RECORD_STATE;
+    d.error_message = kc_str("lock expired");
+    t.topic_id.b[15] = 1;
+    t.partitions.count = 1;
+    t.partitions.items = &d;
+    m.responses.count = 1;
+    m.responses.items = &t;
+    kc_share_session_ack_answer(&s, &m, &h);
+    assert_int_equal(seen.acked, 1);
+    assert_int_equal(seen.acked_code, KC_KAFKA_INVALID_RECORD_STATE);
+    assert_int_equal(s.c.ack_errors, 10);
+    assert_true(s.closed);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &fq, &e), KC_ERR_AGAIN);
+    kc_arena_free(&a);
+    kc_share_session_free(&s);
+}
+
+static void epoch_wraps(void **state)
+{
+    (void)state;
+    assert_int_equal(kc_share_next_epoch(0), 1);
+    assert_int_equal(kc_share_next_epoch(41), 42);
+    assert_int_equal(kc_share_next_epoch(INT32_MAX), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(acquired_checks),
+        cmocka_unit_test(ack_batches),
+        cmocka_unit_test(session_epochs_and_acks),
+        cmocka_unit_test(session_acknowledge_and_close),
+        cmocka_unit_test(epoch_wraps),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
