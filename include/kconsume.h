@@ -588,6 +588,30 @@ KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, siz
 typedef void (*kc_commit_cb)(void *opaque, kc_err_t result, const kc_error_t *err);
 KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                                 kc_commit_cb cb, void *opaque, kc_error_t *err);
+
+/*
+ * Commits with a metadata string per partition (Kafka's OffsetCommit metadata, Java's
+ * OffsetAndMetadata.metadata(), e.g. which run or host committed), and reads it back.
+ * kc_commit_metadata is kc_commit for the given entries (tps != NULL, n >= 1; same identity,
+ * threads and errors); an entry's metadata NULL commits none (the broker stores ""), and
+ * the broker refuses one longer than its offset.metadata.max.bytes (default 4096) with
+ * OFFSET_METADATA_TOO_LARGE (12). Commits without metadata (kc_commit, auto-commit, the
+ * revocation's) store "".
+ * kc_committed_metadata is kc_committed that also sets each entry's metadata: NULL when none
+ * (nothing committed, or "" stored), else a NUL-terminated string in one malloc'd block whose
+ * address goes to *block (NULL when no entry has one): release it with free() once done with
+ * the strings. App threads only, never callback context (both wait).
+ */
+typedef struct kc_offset_meta {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;       /* commit: the next offset to read; committed: out (KC_OFFSET_INVALID) */
+    const char *metadata; /* commit: in, NULL: none; committed: out */
+} kc_offset_meta_t;
+KC_API kc_err_t kc_commit_metadata(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
+                                   int timeout_ms, kc_error_t *err);
+KC_API kc_err_t kc_committed_metadata(kc_consumer_t *c, kc_offset_meta_t *tps, size_t n,
+                                      int timeout_ms, char **block, kc_error_t *err);
 /* Manual store (enable.auto.offset.store=false): marks `offset` (the next offset to read) as
  * committable for the partition. Any thread, usually the partition's own on_records. From the
  * partition's own callbacks no waiting: an atomic store the network thread reads at the next

@@ -208,6 +208,8 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
         if (j >= 0)
             k->out[j].offset =
                 res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_OFFSET_INVALID;
+        if (j >= 0 && k->meta_out && !k->meta_out[j] && res[i].error == 0 && res[i].metadata)
+            k->meta_out[j] = strdup(res[i].metadata); /* NULL when out of memory: none */
     }
     k->done = 1;
     pthread_cond_signal(&k->cv);
@@ -398,8 +400,12 @@ static kc_err_t commit_all(kc_ccall_t *k)
         return kc_fail(&k->err, KC_ERR_NOMEM, "commit: out of memory");
     for (size_t i = 0; i < n; i++) {
         if (k->tps) {
-            offs[m++] = (kc_engine_offset_t){
-                k->tps[i].topic, k->tps[i].partition, k->tps[i].offset, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){k->tps[i].topic,
+                                             k->tps[i].partition,
+                                             k->tps[i].offset,
+                                             -1,
+                                             k->meta_in ? k->meta_in[i] : NULL,
+                                             0};
         } else {
             int64_t o = kc_rt_part_committable(c->parts[i].rtp);
             if (o >= 0)
