@@ -234,6 +234,8 @@ typedef enum kc_event_type {
     KC_EVENT_ASSIGNMENT = 1, /* the assignment changed; `assignment` lists the new one */
     KC_EVENT_ERROR = 2,      /* `error` explains; fatal ones are KC_ERR_FATAL */
     KC_EVENT_STATS = 3,      /* `json` is one stats object (see README for the field names) */
+    /* enable.partition.eof: `topic` / `partition` reached the end of its log at `offset` */
+    KC_EVENT_PARTITION_EOF = 4,
 } kc_event_type_t;
 
 /* Everything an event points to is owned by kconsume and valid until on_event returns. kconsume
@@ -252,6 +254,17 @@ typedef struct kc_event {
      * assignment. kc_close's revocations post none. */
     const struct kc_topic_partition *assignment;
     size_t assignment_len;
+    /* KC_EVENT_PARTITION_EOF only (NULL, -1, -1 otherwise): with enable.partition.eof=true, the
+     * partition whose delivered records reached the end of its log, and that end (the high
+     * watermark, or the last stable offset under read_committed: the offset the next record
+     * will have). Posted once per end: when the fetch position reaches it and every record below
+     * it was delivered (its on_records returned; a paused partition's buffered records are not
+     * delivered), so it comes after those callbacks; a partition assigned at its end gets one at
+     * once. New records and a later end give another; the same end is not repeated (also not
+     * after a seek back to below it). kc_records_release'd pulls count as delivered. */
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
 } kc_event_t;
 
 /*

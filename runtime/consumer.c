@@ -61,6 +61,12 @@ static int sink_may_fetch(void *opaque, void *user)
     return kc_rt_may_fetch(c->rt, user);
 }
 
+static void sink_at_end(void *opaque, void *user, int64_t end)
+{
+    (void)opaque;
+    kc_rt_part_at_end(user, end);
+}
+
 static int64_t sink_budget(void *opaque)
 {
     kc_consumer_t *c = opaque;
@@ -504,7 +510,9 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.keepalive = kc_conf_bool(f, KC_CONF_SOCKET_KEEPALIVE_ENABLE);
         ec.idle_timeout_ms = (int)kc_conf_int(f, KC_CONF_CONNECTIONS_MAX_IDLE_MS);
         ec.security = c->sec;
-        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
+        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget, NULL};
+        if (kc_conf_bool(f, KC_CONF_ENABLE_PARTITION_EOF))
+            sink.at_end = sink_at_end;
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         if (k->rc == KC_OK) {
             kc_consumer_stats_start(c, loop);

@@ -30,6 +30,9 @@ typedef struct kc_rt_worker {
 typedef struct kc_rt_event {
     kc_event_type_t type;
     kc_error_t error;
+    char *topic; /* owned; KC_EVENT_PARTITION_EOF */
+    int32_t partition;
+    int64_t offset;
     char *json;                   /* owned */
     kc_topic_partition_t *assign; /* owned, topics owned */
     size_t assign_len;

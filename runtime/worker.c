@@ -52,6 +52,8 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
     kc_slice_release(&b->raw); /* after the last read of b: the frame may be freed here */
     if (cross)
         kc_rt_post(w, KC_RT_CMPL_DRAINED, NULL, KC_OK, 0);
+    if (rt->o.partition_eof && pold == n) /* the last queued batch: delivered up to the end? */
+        kc_rt_part_eof_drained(p);
 }
 
 /* The partition whose callback this thread is running, NULL outside callbacks: kc_store_offset
