@@ -254,7 +254,7 @@ typedef struct kc_event {
      * assignment. kc_close's revocations post none. */
     const struct kc_topic_partition *assignment;
     size_t assignment_len;
-    /* KC_EVENT_PARTITION_EOF only (NULL, -1, -1 otherwise): with enable.partition.eof=true, the
+    /* KC_EVENT_PARTITION_EOF (NULL, -1, -1 otherwise): with enable.partition.eof=true, the
      * partition whose delivered records reached the end of its log, and that end (the high
      * watermark, or the last stable offset under read_committed: the offset the next record
      * will have). Posted once per end: when the fetch position reaches it and every record below
@@ -265,6 +265,15 @@ typedef struct kc_event {
     const char *topic;
     int32_t partition;
     int64_t offset;
+    /* KC_EVENT_ERROR: `topic` and `partition` also name the partition an error is about (a fetch
+     * refused or out of range, a batch that does not decode, KC_CB_STOP), else NULL and -1.
+     * retriable: what failed may work when tried again and the consumer does so itself where it
+     * is its own request (a lost connection, a timeout, a broker code the Java client calls
+     * retriable: RetriableException); fatal: the consumer can do nothing more (KC_ERR_FATAL):
+     * close it. Both false for the other events. librdkafka's rd_kafka_error_is_retriable /
+     * is_fatal. */
+    bool retriable;
+    bool fatal;
 } kc_event_t;
 
 /*

@@ -49,9 +49,9 @@ static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_
 static void sink_error(void *opaque, void *user, const char *topic, int32_t partition,
                        const kc_error_t *e)
 {
-    (void)user, (void)topic, (void)partition;
+    (void)user;
     kc_consumer_t *c = opaque;
-    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e};
+    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e, .topic = topic, .partition = partition};
     (void)kc_rt_post_event(c->rt, &ev);
 }
 

@@ -8,7 +8,23 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "proto/kafka_errors.h"
 #include "rt_internal.h"
+
+bool kc_rt_error_retriable(const kc_error_t *e)
+{
+    switch (e->code) {
+    case KC_ERR_TIMEOUT:
+    case KC_ERR_TRANSPORT:
+    case KC_ERR_AGAIN:
+    case KC_ERR_QUEUE_FULL:
+        return true;
+    case KC_ERR_BROKER:
+        return kc_kafka_err_retriable(e->kafka_code) != 0;
+    default: /* a refusal that asking again does not change, or one only the caller can fix */
+        return false;
+    }
+}
 
 void kc_rt_event_free(kc_rt_event_t *e)
 {
@@ -29,9 +45,10 @@ static kc_err_t copy_event(kc_rt_event_t *d, const kc_event_t *ev)
     if (ev->json && !(d->json = strdup(ev->json)))
         return KC_ERR_NOMEM;
     bool eof = ev->type == KC_EVENT_PARTITION_EOF; /* the others say -1 (kconsume.h) */
-    d->partition = eof ? ev->partition : -1;
+    bool part = eof || (ev->type == KC_EVENT_ERROR && ev->topic);
+    d->partition = part ? ev->partition : -1;
     d->offset = eof ? ev->offset : -1;
-    if (ev->topic && !(d->topic = strdup(ev->topic)))
+    if (part && !(d->topic = strdup(ev->topic)))
         goto nomem;
     if (ev->assignment_len) {
         if (!(d->assign = calloc(ev->assignment_len, sizeof *d->assign)))
@@ -173,7 +190,10 @@ void kc_rt_run_events(kc_rt_worker_t *w)
                              .assignment_len = e.assign_len,
                              .topic = e.topic,
                              .partition = e.partition,
-                             .offset = e.offset};
+                             .offset = e.offset,
+                             .retriable =
+                                 e.type == KC_EVENT_ERROR && kc_rt_error_retriable(&e.error),
+                             .fatal = e.type == KC_EVENT_ERROR && e.error.code == KC_ERR_FATAL};
             rt->o.cbs.on_event(rt->o.cbs.opaque, &ev);
         }
         kc_rt_event_free(&e);
