@@ -495,7 +495,14 @@ typedef struct kc_topic_partition {
  * topics' partition counts are known) and the rebalance that follows revokes the partitions of
  * topics no longer listed (classic eager assignors such as range revoke everything, as in Java;
  * cooperative-sticky and KIP-848 revoke only what leaves). KC_ERR_STATE while a kc_unsubscribe
- * is still leaving. */
+ * is still leaving.
+ * A pattern: one entry starting with '^' subscribes to every topic whose name matches it.
+ * KIP-848 hands it to the broker (RE2/J syntax, the broker's subscribed_topic_regex); classic
+ * matches it in the member, POSIX extended syntax, against the non-internal topics of a
+ * Metadata answer for all topics, asked every 3 s, and rejoins when the matched set changes (a
+ * topic created or deleted), as the Java client does; a pattern matching nothing yet joins once
+ * something matches. Classic: a pattern that does not compile is KC_ERR_INVALID_ARG (KIP-848:
+ * the broker judges it). */
 KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
                              kc_error_t *err);
 /* Leaves the group and waits until it has left, at most timeout_ms (>= 0): on_revoke for every
