@@ -87,7 +87,8 @@ static void classic_pattern(void **state)
     snprintf(a, sizeof a, "rx-%d-a", pid);
     snprintf(b, sizeof b, "rx-%d-b", pid);
     snprintf(late_topic, sizeof late_topic, "rx-%d-late", pid);
-    snprintf(other, sizeof other, "other-rx-%d-a", pid); /* contains the prefix, does not start so */
+    snprintf(other, sizeof other, "other-rx-%d-a",
+             pid); /* contains the prefix, does not start so */
     snprintf(pattern, sizeof pattern, "^rx-%d-.*", pid);
     snprintf(group, sizeof group, "rx-g-%d", pid);
     run("topic create %s --partitions 2", a);
