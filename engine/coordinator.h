@@ -28,7 +28,7 @@ typedef struct kc_engine_offset {
     int32_t partition;
     int64_t offset;       /* commit: the next offset to read; fetch: the result, -1 = none */
     int32_t leader_epoch; /* -1 unknown */
-    const char *metadata; /* commit: NULL = none; fetch result: NULL */
+    const char *metadata; /* commit: NULL = none; fetch result: what was committed, NULL: none */
     int16_t error;        /* result: the partition's Kafka error code, 0 ok */
 } kc_engine_offset_t;
 

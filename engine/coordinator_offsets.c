@@ -186,6 +186,11 @@ void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                     x->error = f.error_code;
                     x->offset = f.offset;
                     x->leader_epoch = f.leader_epoch;
+                    /* The op owns ents' strings (freed with it); one that cannot be copied
+                     * reads back as none. */
+                    free((char *)x->metadata);
+                    x->metadata =
+                        f.metadata.len > 0 ? strndup(f.metadata.ptr, (size_t)f.metadata.len) : NULL;
                 }
             }
         }

@@ -51,6 +51,10 @@ typedef struct kc_engine_sink {
      * each Fetch asks for at most this divided by the number of brokers (Kafka still returns a
      * first batch larger than max_bytes, so progress never stops). NULL = fetch.max.bytes. */
     int64_t (*budget)(void *opaque);
+    /* A Fetch answer left the partition's position at the end of its log, `end` (the high
+     * watermark, or the last stable offset under read_committed): after every answer that does,
+     * so once per long poll while nothing new comes. NULL = not told. */
+    void (*at_end)(void *opaque, void *part_user, int64_t end);
 } kc_engine_sink_t;
 
 /* Settings, with Kafka's names. Copied by kc_engine_new (strings too). */

@@ -161,8 +161,9 @@ int kc_offsets_codec_fetched_next(kc_offsets_fetched_iter_t *it, kc_offsets_fetc
                 continue;
             }
             const kc_offset_fetch_response_partitions_t *p = &t->partitions.items[it->part++];
-            *out = (kc_offsets_fetched_t){t->name, p->partition_index, p->committed_offset,
-                                          p->committed_leader_epoch, p->error_code};
+            *out = (kc_offsets_fetched_t){
+                t->name,       p->partition_index, p->committed_offset, p->committed_leader_epoch,
+                p->error_code, p->metadata};
             return 1;
         }
         return 0;
@@ -175,8 +176,9 @@ int kc_offsets_codec_fetched_next(kc_offsets_fetched_iter_t *it, kc_offsets_fetc
             continue;
         }
         const kc_offset_fetch_response_partition_t *p = &t->partitions.items[it->part++];
-        *out = (kc_offsets_fetched_t){t->name, p->partition_index, p->committed_offset,
-                                      p->committed_leader_epoch, p->error_code};
+        *out = (kc_offsets_fetched_t){
+            t->name,       p->partition_index, p->committed_offset, p->committed_leader_epoch,
+            p->error_code, p->metadata};
         return 1;
     }
     return 0;

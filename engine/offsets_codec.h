@@ -47,6 +47,7 @@ typedef struct kc_offsets_fetched {
     int64_t offset;       /* -1: nothing committed */
     int32_t leader_epoch; /* -1 unknown (always before v5) */
     int16_t error_code;
+    kc_str_t metadata; /* the string committed with the offset; len -1: null */
 } kc_offsets_fetched_t;
 
 /* Walks a decoded OffsetFetch answer of `version`: kc_offsets_codec_fetched_init (0 when the

@@ -234,6 +234,8 @@ typedef enum kc_event_type {
     KC_EVENT_ASSIGNMENT = 1, /* the assignment changed; `assignment` lists the new one */
     KC_EVENT_ERROR = 2,      /* `error` explains; fatal ones are KC_ERR_FATAL */
     KC_EVENT_STATS = 3,      /* `json` is one stats object (see README for the field names) */
+    /* enable.partition.eof: `topic` / `partition` reached the end of its log at `offset` */
+    KC_EVENT_PARTITION_EOF = 4,
 } kc_event_type_t;
 
 /* Everything an event points to is owned by kconsume and valid until on_event returns. kconsume
@@ -252,6 +254,26 @@ typedef struct kc_event {
      * assignment. kc_close's revocations post none. */
     const struct kc_topic_partition *assignment;
     size_t assignment_len;
+    /* KC_EVENT_PARTITION_EOF (NULL, -1, -1 otherwise): with enable.partition.eof=true, the
+     * partition whose delivered records reached the end of its log, and that end (the high
+     * watermark, or the last stable offset under read_committed: the offset the next record
+     * will have). Posted once per end: when the fetch position reaches it and every record below
+     * it was delivered (its on_records returned; a paused partition's buffered records are not
+     * delivered), so it comes after those callbacks; a partition assigned at its end gets one at
+     * once. New records and a later end give another; the same end is not repeated (also not
+     * after a seek back to below it). kc_records_release'd pulls count as delivered. */
+    const char *topic;
+    int32_t partition;
+    int64_t offset;
+    /* KC_EVENT_ERROR: `topic` and `partition` also name the partition an error is about (a fetch
+     * refused or out of range, a batch that does not decode, KC_CB_STOP), else NULL and -1.
+     * retriable: what failed may work when tried again and the consumer does so itself where it
+     * is its own request (a lost connection, a timeout, a broker code the Java client calls
+     * retriable: RetriableException); fatal: the consumer can do nothing more (KC_ERR_FATAL):
+     * close it. Both false for the other events. librdkafka's rd_kafka_error_is_retriable /
+     * is_fatal. */
+    bool retriable;
+    bool fatal;
 } kc_event_t;
 
 /*
@@ -473,7 +495,14 @@ typedef struct kc_topic_partition {
  * topics' partition counts are known) and the rebalance that follows revokes the partitions of
  * topics no longer listed (classic eager assignors such as range revoke everything, as in Java;
  * cooperative-sticky and KIP-848 revoke only what leaves). KC_ERR_STATE while a kc_unsubscribe
- * is still leaving. */
+ * is still leaving.
+ * A pattern: one entry starting with '^' subscribes to every topic whose name matches it.
+ * KIP-848 hands it to the broker (RE2/J syntax, the broker's subscribed_topic_regex); classic
+ * matches it in the member, POSIX extended syntax, against the non-internal topics of a
+ * Metadata answer for all topics, asked every 3 s, and rejoins when the matched set changes (a
+ * topic created or deleted), as the Java client does; a pattern matching nothing yet joins once
+ * something matches. Classic: a pattern that does not compile is KC_ERR_INVALID_ARG (KIP-848:
+ * the broker judges it). */
 KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
                              kc_error_t *err);
 /* Leaves the group and waits until it has left, at most timeout_ms (>= 0): on_revoke for every
@@ -588,6 +617,30 @@ KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, siz
 typedef void (*kc_commit_cb)(void *opaque, kc_err_t result, const kc_error_t *err);
 KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                                 kc_commit_cb cb, void *opaque, kc_error_t *err);
+
+/*
+ * Commits with a metadata string per partition (Kafka's OffsetCommit metadata, Java's
+ * OffsetAndMetadata.metadata(), e.g. which run or host committed), and reads it back.
+ * kc_commit_metadata is kc_commit for the given entries (tps != NULL, n >= 1; same identity,
+ * threads and errors); an entry's metadata NULL commits none (the broker stores ""), and
+ * the broker refuses one longer than its offset.metadata.max.bytes (default 4096) with
+ * OFFSET_METADATA_TOO_LARGE (12). Commits without metadata (kc_commit, auto-commit, the
+ * revocation's) store "".
+ * kc_committed_metadata is kc_committed that also sets each entry's metadata: NULL when none
+ * (nothing committed, or "" stored), else a NUL-terminated string in one malloc'd block whose
+ * address goes to *block (NULL when no entry has one): release it with free() once done with
+ * the strings. App threads only, never callback context (both wait).
+ */
+typedef struct kc_offset_meta {
+    const char *topic;
+    int32_t partition;
+    int64_t offset;       /* commit: the next offset to read; committed: out (KC_OFFSET_INVALID) */
+    const char *metadata; /* commit: in, NULL: none; committed: out */
+} kc_offset_meta_t;
+KC_API kc_err_t kc_commit_metadata(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
+                                   int timeout_ms, kc_error_t *err);
+KC_API kc_err_t kc_committed_metadata(kc_consumer_t *c, kc_offset_meta_t *tps, size_t n,
+                                      int timeout_ms, char **block, kc_error_t *err);
 /* Manual store (enable.auto.offset.store=false): marks `offset` (the next offset to read) as
  * committable for the partition. Any thread, usually the partition's own on_records. From the
  * partition's own callbacks no waiting: an atomic store the network thread reads at the next

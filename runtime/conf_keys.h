@@ -78,6 +78,9 @@
     X(ENABLE_AUTO_OFFSET_STORE, "enable.auto.offset.store", BOOL, "true", 0, 0, NULL, 0,           \
       "true: a returned on_records callback advances the committable offset; false: only "         \
       "kc_store_offset does")                                                                      \
+    X(ENABLE_PARTITION_EOF, "enable.partition.eof", BOOL, "false", 0, 0, NULL, 0,                  \
+      "true: a KC_EVENT_PARTITION_EOF event each time a partition's delivered records reach the "  \
+      "end of its log (high watermark; last stable offset under read_committed), once per end")    \
     X(AUTO_OFFSET_RESET, "auto.offset.reset", ENUM, "latest", 0, 0, "earliest|latest|none", 0,     \
       "Where to start without a committed offset, or when it is out of range; none = error")       \
     X(ISOLATION_LEVEL, "isolation.level", ENUM, "read_committed", 0, 0,                            \

@@ -34,6 +34,9 @@ static const kc_conf_peer_t peers[] = {
     {"enable.auto.commit", "enable.auto.commit", "enable.auto.commit", NULL},
     {"auto.commit.interval.ms", "auto.commit.interval.ms", "auto.commit.interval.ms", NULL},
     {"enable.auto.offset.store", NULL, "enable.auto.offset.store", NULL},
+    {"enable.partition.eof", NULL, "enable.partition.eof",
+     "an on_event event after the partition's last on_records returned, not a message in the "
+     "partition's queue"},
     {"auto.offset.reset", "auto.offset.reset", "auto.offset.reset", NULL},
     {"isolation.level", "isolation.level", "isolation.level",
      "defaults to read_committed, as librdkafka; Java defaults to read_uncommitted"},
@@ -128,7 +131,6 @@ static const kc_conf_foreign_t foreign[] = {
     {"Java", "ssl.keystore.type, ssl.truststore.type",
      "keystores are PKCS#12 (ssl.keystore.location), other material PEM (files or text)"},
     {"librdkafka", "debug", "log.level=debug"},
-    {"librdkafka", "enable.partition.eof", "not yet: kc_watermarks tells where a partition ends"},
     {"librdkafka", "queued.min.messages", "queued.max.bytes bounds what waits for the callbacks"},
     {"librdkafka", "fetch.error.backoff.ms", "retry.backoff.ms"},
     {"librdkafka", "topic.metadata.refresh.interval.ms", "metadata.max.age.ms"},

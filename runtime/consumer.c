@@ -49,9 +49,9 @@ static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_
 static void sink_error(void *opaque, void *user, const char *topic, int32_t partition,
                        const kc_error_t *e)
 {
-    (void)user, (void)topic, (void)partition;
+    (void)user;
     kc_consumer_t *c = opaque;
-    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e};
+    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e, .topic = topic, .partition = partition};
     (void)kc_rt_post_event(c->rt, &ev);
 }
 
@@ -59,6 +59,12 @@ static int sink_may_fetch(void *opaque, void *user)
 {
     kc_consumer_t *c = opaque;
     return kc_rt_may_fetch(c->rt, user);
+}
+
+static void sink_at_end(void *opaque, void *user, int64_t end)
+{
+    (void)opaque;
+    kc_rt_part_at_end(user, end);
 }
 
 static int64_t sink_budget(void *opaque)
@@ -208,6 +214,8 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
         if (j >= 0)
             k->out[j].offset =
                 res[i].error == 0 && res[i].offset >= 0 ? res[i].offset : KC_OFFSET_INVALID;
+        if (j >= 0 && k->meta_out && !k->meta_out[j] && res[i].error == 0 && res[i].metadata)
+            k->meta_out[j] = strdup(res[i].metadata); /* NULL when out of memory: none */
     }
     k->done = 1;
     pthread_cond_signal(&k->cv);
@@ -398,8 +406,12 @@ static kc_err_t commit_all(kc_ccall_t *k)
         return kc_fail(&k->err, KC_ERR_NOMEM, "commit: out of memory");
     for (size_t i = 0; i < n; i++) {
         if (k->tps) {
-            offs[m++] = (kc_engine_offset_t){
-                k->tps[i].topic, k->tps[i].partition, k->tps[i].offset, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){k->tps[i].topic,
+                                             k->tps[i].partition,
+                                             k->tps[i].offset,
+                                             -1,
+                                             k->meta_in ? k->meta_in[i] : NULL,
+                                             0};
         } else {
             int64_t o = kc_rt_part_committable(c->parts[i].rtp);
             if (o >= 0)
@@ -498,7 +510,9 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.keepalive = kc_conf_bool(f, KC_CONF_SOCKET_KEEPALIVE_ENABLE);
         ec.idle_timeout_ms = (int)kc_conf_int(f, KC_CONF_CONNECTIONS_MAX_IDLE_MS);
         ec.security = c->sec;
-        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget};
+        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget, NULL};
+        if (kc_conf_bool(f, KC_CONF_ENABLE_PARTITION_EOF))
+            sink.at_end = sink_at_end;
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         if (k->rc == KC_OK) {
             kc_consumer_stats_start(c, loop);

@@ -217,6 +217,99 @@ KC_API kc_err_t kc_commit(kc_consumer_t *c, const kc_topic_partition_t *tps, siz
     return kc_consumer_call_wait(c, &k, err);
 }
 
+/* The metadata calls reuse kc_commit's and kc_committed's commands: the entries become a
+ * kc_topic_partition_t list and the strings ride beside it (kc_ccall_t.meta_in / meta_out). */
+static kc_topic_partition_t *meta_tps(const kc_offset_meta_t *tps, size_t n)
+{
+    kc_topic_partition_t *t = calloc(n ? n : 1, sizeof *t);
+    for (size_t i = 0; t && i < n; i++)
+        t[i] = (kc_topic_partition_t){tps[i].topic, tps[i].partition, tps[i].offset};
+    return t;
+}
+
+KC_API kc_err_t kc_commit_metadata(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
+                                   int timeout_ms, kc_error_t *err)
+{
+    kc_err_t g = kc_consumer_guard(c, "kc_commit_metadata", true, err);
+    if (g != KC_OK)
+        return g;
+    if (!tps || !n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_commit_metadata: no partitions given");
+    kc_topic_partition_t *t = meta_tps(tps, n);
+    const char **meta = calloc(n, sizeof *meta);
+    kc_err_t rc = t && meta ? check_tps("kc_commit_metadata", t, n, err)
+                            : kc_fail(err, KC_ERR_NOMEM, "kc_commit_metadata: out of memory");
+    for (size_t i = 0; rc == KC_OK && i < n; i++)
+        meta[i] = tps[i].metadata;
+    if (rc == KC_OK) {
+        kc_ccall_t k = {
+            .op = KC_COP_COMMIT, .tps = t, .n = n, .timeout_ms = timeout_ms, .meta_in = meta};
+        rc = kc_consumer_call_wait(c, &k, err);
+    }
+    free(meta);
+    free(t);
+    return rc;
+}
+
+KC_API kc_err_t kc_committed_metadata(kc_consumer_t *c, kc_offset_meta_t *tps, size_t n,
+                                      int timeout_ms, char **block, kc_error_t *err)
+{
+    if (!block)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_committed_metadata: NULL block");
+    *block = NULL;
+    if (!tps && n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_committed_metadata: NULL list of %zu", n);
+    for (size_t i = 0; i < n; i++)
+        tps[i].metadata = NULL;
+    kc_topic_partition_t *t = meta_tps(tps, n);
+    char **meta = calloc(n ? n : 1, sizeof *meta);
+    if (!t || !meta) {
+        free(t);
+        free(meta);
+        return kc_fail(err, KC_ERR_NOMEM, "kc_committed_metadata: out of memory");
+    }
+    kc_err_t rc = kc_consumer_guard(c, "kc_committed_metadata", true, err);
+    if (rc == KC_OK)
+        rc = check_tps("kc_committed_metadata", t, n, err);
+    if (rc == KC_OK && !n)
+        rc = kc_fail(err, KC_ERR_INVALID_ARG, "kc_committed_metadata: no partitions given");
+    if (rc == KC_OK && !c->group)
+        rc = kc_fail(err, KC_ERR_CONFIG, "committed needs group.id");
+    if (rc == KC_OK) {
+        for (size_t i = 0; i < n; i++)
+            t[i].offset = KC_OFFSET_INVALID;
+        kc_ccall_t k = {.op = KC_COP_COMMITTED,
+                        .tps = t,
+                        .n = n,
+                        .timeout_ms = timeout_ms,
+                        .out = t,
+                        .meta_out = meta};
+        rc = kc_consumer_call_wait(c, &k, err);
+    }
+    /* One block for every string, so the caller frees once. */
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += meta[i] ? strlen(meta[i]) + 1 : 0;
+    char *b = rc == KC_OK && bytes ? malloc(bytes) : NULL;
+    if (rc == KC_OK && bytes && !b)
+        rc = kc_fail(err, KC_ERR_NOMEM, "kc_committed_metadata: out of memory");
+    for (size_t i = 0, at = 0; i < n; i++) {
+        if (rc == KC_OK)
+            tps[i].offset = t[i].offset;
+        if (b && meta[i]) {
+            size_t l = strlen(meta[i]) + 1;
+            memcpy(b + at, meta[i], l);
+            tps[i].metadata = b + at;
+            at += l;
+        }
+        free(meta[i]);
+    }
+    *block = b;
+    free(meta);
+    free(t);
+    return rc;
+}
+
 /* From the partition's own callbacks (the usual place) both are one atomic access, since that
  * worker holds the partition; from any other thread the partition table, which lives on the
  * network thread, is asked with one command round trip (never waiting for I/O or a callback). */

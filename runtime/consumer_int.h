@@ -126,6 +126,11 @@ typedef struct kc_ccall {
     kc_err_t fin_rc; /* KC_OK where done was set without an answer (nothing to commit) */
     kc_error_t fin_err;
     kc_topic_partition_t *out;
+    /* KC_COP_COMMIT: each entry's metadata string (n of them, an entry NULL: none), or NULL.
+     * KC_COP_COMMITTED: n slots the answer's metadata strings are strdup'd into (NULL: none;
+     * the caller frees them), or NULL. */
+    const char *const *meta_in;
+    char **meta_out;
     char *text; /* KC_COP_STATS: the stats JSON, malloc'd; the caller frees it */
 } kc_ccall_t;
 

@@ -197,6 +197,8 @@ kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partit
     atomic_init(&p->seek_to, -1);
     atomic_init(&p->start_pos, -1);
     atomic_init(&p->last_worker, -1);
+    atomic_init(&p->eof_at, -1);
+    atomic_init(&p->eof_said, -1);
     p->all_next = rt->parts;
     if (rt->parts)
         rt->parts->all_prev = p;

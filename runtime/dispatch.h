@@ -122,7 +122,8 @@ typedef struct kc_rt_opts {
      * slow callback pins at most KC_RT_PART_MAX_FRAMES + 1 frames of this size). 0: no bound. */
     int64_t frame_max_bytes;
     int64_t max_poll_interval_ms;
-    bool auto_store; /* enable.auto.offset.store */
+    bool auto_store;    /* enable.auto.offset.store */
+    bool partition_eof; /* enable.partition.eof: KC_EVENT_PARTITION_EOF (kc_rt_part_at_end) */
     kc_callbacks_t cbs;
     kc_rt_decoder_t decoder;
     /* Installed by the network thread: wakes it when a completion is posted (and when the frame
@@ -154,7 +155,11 @@ typedef struct kc_rt_part {
     _Atomic int64_t start_pos;   /* the known start offset (e.g. the group's committed offset),
                                     -1 unknown; written by the network thread, read anywhere */
     _Atomic int last_worker;     /* id of the worker that last ran it (stats), -1 before */
-    struct kc_rt_part *rq_next;  /* guarded by the run queue's mutex */
+    /* enable.partition.eof: eof_at is the end of the log the fetch position last reached
+     * (network thread writes, -1 before), eof_said the end last reported (whoever reports it,
+     * by compare-exchange, so each end is reported once; -1 before). */
+    _Atomic int64_t eof_at, eof_said;
+    struct kc_rt_part *rq_next; /* guarded by the run queue's mutex */
     /* Owner: the worker running the partition (handed over through `sched`). */
     bool assigned_cb_done;
     bool have_cur; /* `cur` holds a dequeued batch not yet fully delivered */
@@ -193,6 +198,16 @@ bool kc_rt_in_worker(void);
 kc_err_t kc_rt_shutdown(kc_rt_t *rt, bool drain, int timeout_ms);
 /* Joins what is left, releases every queued buffer, frees partitions and the dispatcher. */
 void kc_rt_free(kc_rt_t *rt);
+
+/* enable.partition.eof. Network thread: the engine's fetch position reached `end` (the high
+ * watermark, or the last stable offset under read_committed). The event is posted once the
+ * partition's queued batches are all delivered (their callbacks returned): here when nothing is
+ * queued, else by the worker that releases the last one (kc_rt_part_eof_drained). The two sides
+ * are a store-then-load pair with seq_cst fences, so at least one sees the other's write, and
+ * eof_said's compare-exchange lets only one post. */
+void kc_rt_part_at_end(kc_rt_part_t *p, int64_t end);
+/* Worker, after its release of p's last queued batch; next_deliver is where delivery stands. */
+void kc_rt_part_eof_drained(kc_rt_part_t *p);
 
 /* Partitions. Network thread. `start_offset` is the first offset to deliver. The partition's
  * on_assign runs on a worker before any of its records. */

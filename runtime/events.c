@@ -8,11 +8,28 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "proto/kafka_errors.h"
 #include "rt_internal.h"
+
+bool kc_rt_error_retriable(const kc_error_t *e)
+{
+    switch (e->code) {
+    case KC_ERR_TIMEOUT:
+    case KC_ERR_TRANSPORT:
+    case KC_ERR_AGAIN:
+    case KC_ERR_QUEUE_FULL:
+        return true;
+    case KC_ERR_BROKER:
+        return kc_kafka_err_retriable(e->kafka_code) != 0;
+    default: /* a refusal that asking again does not change, or one only the caller can fix */
+        return false;
+    }
+}
 
 void kc_rt_event_free(kc_rt_event_t *e)
 {
     free(e->json);
+    free(e->topic);
     for (size_t i = 0; i < e->assign_len; i++)
         free((char *)e->assign[i].topic);
     free(e->assign);
@@ -27,6 +44,12 @@ static kc_err_t copy_event(kc_rt_event_t *d, const kc_event_t *ev)
         d->error = *ev->error;
     if (ev->json && !(d->json = strdup(ev->json)))
         return KC_ERR_NOMEM;
+    bool eof = ev->type == KC_EVENT_PARTITION_EOF; /* the others say -1 (kconsume.h) */
+    bool part = eof || (ev->type == KC_EVENT_ERROR && ev->topic);
+    d->partition = part ? ev->partition : -1;
+    d->offset = eof ? ev->offset : -1;
+    if (part && !(d->topic = strdup(ev->topic)))
+        goto nomem;
     if (ev->assignment_len) {
         if (!(d->assign = calloc(ev->assignment_len, sizeof *d->assign)))
             goto nomem;
@@ -64,6 +87,36 @@ kc_err_t kc_rt_post_assignment(kc_rt_t *rt, const kc_topic_partition_t *tps, siz
 {
     kc_event_t ev = {.type = KC_EVENT_ASSIGNMENT, .assignment = tps, .assignment_len = n};
     return kc_rt_post_event(rt, &ev);
+}
+
+/* The end `end` of p reported once: whoever wins eof_said's compare-exchange posts it. */
+static void eof_post(kc_rt_part_t *p, int64_t end)
+{
+    int64_t said = atomic_load(&p->eof_said);
+    if (said == end || !atomic_compare_exchange_strong(&p->eof_said, &said, end))
+        return;
+    kc_event_t ev = {.type = KC_EVENT_PARTITION_EOF,
+                     .topic = p->pub.topic,
+                     .partition = p->pub.partition,
+                     .offset = end};
+    if (kc_rt_post_event(p->rt, &ev) != KC_OK) /* a full or failed queue: said again next end */
+        atomic_store(&p->eof_said, -1);
+}
+
+void kc_rt_part_at_end(kc_rt_part_t *p, int64_t end)
+{
+    atomic_store(&p->eof_at, end);
+    atomic_thread_fence(memory_order_seq_cst); /* pairs with kc_rt_part_eof_drained's */
+    if (atomic_load(&p->buffered) == 0)
+        eof_post(p, end);
+}
+
+void kc_rt_part_eof_drained(kc_rt_part_t *p)
+{
+    atomic_thread_fence(memory_order_seq_cst); /* pairs with kc_rt_part_at_end's */
+    int64_t end = atomic_load(&p->eof_at);
+    if (end >= 0 && p->next_deliver == end) /* past it already: that end is not the end now */
+        eof_post(p, end);
 }
 
 typedef struct kc_rt_call {
@@ -134,7 +187,13 @@ void kc_rt_run_events(kc_rt_worker_t *w)
                              .error = e.type == KC_EVENT_ERROR ? &e.error : NULL,
                              .json = e.json,
                              .assignment = e.assign,
-                             .assignment_len = e.assign_len};
+                             .assignment_len = e.assign_len,
+                             .topic = e.topic,
+                             .partition = e.partition,
+                             .offset = e.offset,
+                             .retriable =
+                                 e.type == KC_EVENT_ERROR && kc_rt_error_retriable(&e.error),
+                             .fatal = e.type == KC_EVENT_ERROR && e.error.code == KC_ERR_FATAL};
             rt->o.cbs.on_event(rt->o.cbs.opaque, &ev);
         }
         kc_rt_event_free(&e);

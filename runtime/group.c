@@ -316,8 +316,9 @@ kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const
 kc_err_t kc_rt_group_subscribe(kc_rt_group_t *cg, const char *const *topics, size_t n,
                                kc_error_t *err)
 {
-    /* One entry starting with '^' is a regular expression, evaluated by the broker (KIP-848's
-     * subscribed_topic_regex, RE2/J syntax): the convention other Kafka clients use. */
+    /* One entry starting with '^' is a regular expression (the convention other Kafka clients
+     * use): KIP-848 sends it for the broker to evaluate (subscribed_topic_regex, RE2/J syntax);
+     * the classic member matches it against all topics' metadata itself (POSIX extended). */
     if (n == 1 && topics[0][0] == '^')
         return kc_group_subscribe(cg->g, NULL, 0, topics[0], err);
     return kc_group_subscribe(cg->g, topics, n, NULL, err);

@@ -30,6 +30,9 @@ typedef struct kc_rt_worker {
 typedef struct kc_rt_event {
     kc_event_type_t type;
     kc_error_t error;
+    char *topic; /* owned; KC_EVENT_PARTITION_EOF */
+    int32_t partition;
+    int64_t offset;
     char *json;                   /* owned */
     kc_topic_partition_t *assign; /* owned, topics owned */
     size_t assign_len;
@@ -72,6 +75,8 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b);
 /* Runs pending group events on worker w (the control pseudo-partition). */
 void kc_rt_run_events(kc_rt_worker_t *w);
 void kc_rt_event_free(kc_rt_event_t *e);
+/* events.c, pure: KC_EVENT_ERROR's `retriable` for an error (kconsume.h). */
+bool kc_rt_error_retriable(const kc_error_t *e);
 /* memory_budget.c. A partition with this many queued frame-starting batches is not fetched until it
  * is down to KC_RT_PART_RESUME_FRAMES. */
 #define KC_RT_PART_MAX_FRAMES    3

@@ -52,6 +52,8 @@ void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
     kc_slice_release(&b->raw); /* after the last read of b: the frame may be freed here */
     if (cross)
         kc_rt_post(w, KC_RT_CMPL_DRAINED, NULL, KC_OK, 0);
+    if (rt->o.partition_eof && pold == n) /* the last queued batch: delivered up to the end? */
+        kc_rt_part_eof_drained(p);
 }
 
 /* The partition whose callback this thread is running, NULL outside callbacks: kc_store_offset
@@ -105,11 +107,12 @@ static void advance(kc_rt_part_t *p, int64_t next)
         atomic_store_explicit(&p->committable, next, memory_order_release);
 }
 
-/* Errors the application hears about through on_event (serialised on a worker). If the event
- * queue is full the completion to the network thread still carries the error. */
-static void report(kc_rt_t *rt, const kc_error_t *e)
+/* Errors about partition p the application hears about through on_event (serialised on a
+ * worker). If the event queue is full the completion to the network thread still carries it. */
+static void report(kc_rt_t *rt, const kc_rt_part_t *p, const kc_error_t *e)
 {
-    kc_event_t ev = {.type = KC_EVENT_ERROR, .error = e};
+    kc_event_t ev = {
+        .type = KC_EVENT_ERROR, .error = e, .topic = p->pub.topic, .partition = p->pub.partition};
     (void)kc_rt_post_event(rt, &ev);
 }
 
@@ -153,7 +156,7 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
                 "%s[%d]: on_records returned KC_CB_STOP at offset %lld; the "
                 "partition is stopped until kc_resume",
                 p->pub.topic, p->pub.partition, (long long)b->first_offset);
-        report(rt, &e);
+        report(rt, p, &e);
         kc_rt_post(w, KC_RT_CMPL_STOPPED, p, KC_ERR_STATE, b->first_offset);
         return YIELD;
     }
@@ -182,7 +185,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves
          * past it and the error is reported. */
-        report(rt, &b->errinfo);
+        report(rt, p, &b->errinfo);
         kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
         advance(p, p->cur.last_offset + 1);
         return DONE;
@@ -199,7 +202,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
         from = p->next_deliver;
     }
     if (b->err != KC_OK) {
-        report(rt, &b->errinfo);
+        report(rt, p, &b->errinfo);
         kc_rt_post(w, KC_RT_CMPL_ERROR, p, b->err, p->cur.base_offset);
     }
     advance(p, p->cur.last_offset + 1); /* past a compacted tail too */

@@ -145,15 +145,6 @@ static void on_assign(void *opaque, kc_part_t *kp)
     }
     kp->app = p;
     atomic_store(&p->assigned, 1);
-    if (kc_app.a.start == KC_CLI_START_TIMESTAMP) {
-        kc_error_t e;
-        if (kc_seek(kc_app.c, kp->topic, kp->partition, KC_SEEK_TIMESTAMP, kc_app.a.start_value,
-                    &e)) {
-            fprintf(stderr, "kconsume: %s[%d]: seeking to @%" PRId64 ": %s\n", kp->topic,
-                    kp->partition, kc_app.a.start_value, e.msg);
-            kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
-        }
-    }
 }
 
 static void on_gone(void *opaque, kc_part_t *kp)
@@ -170,6 +161,32 @@ static int hdr_next(const void *src, size_t *cursor, const char **name, size_t *
 {
     kc_err_t rc = kc_record_header_next(src, cursor, name, name_len, value, value_len);
     return rc == KC_OK ? 0 : rc == KC_ERR_NOT_FOUND ? 1 : -1;
+}
+
+/* -s: the deserialized text of one key or value into the worker's buffer `out`, which the
+ * record's view then points at. Bytes that do not fit the spec are printed as they are, with
+ * one line on stderr saying why (not with -q). 0, or -1 out of memory. */
+static int deserialize(const kc_cli_serdes_t *sd, kc_cli_rec_t *rec, int is_key, kc_cli_buf_t *out)
+{
+    const void **data = is_key ? &rec->key : &rec->value;
+    size_t *len = is_key ? &rec->key_len : &rec->value_len;
+    if (!sd || !*data)
+        return 0; /* a null key or value stays null */
+    char why[160];
+    out->len = 0;
+    int rc = kc_cli_serdes_render(sd, *data, *len, out, why, sizeof why);
+    if (rc == -2)
+        return -1;
+    if (rc == -1) {
+        if (!kc_app.a.quiet)
+            fprintf(stderr, "kconsume: %s[%d] offset %" PRId64 ": %s is not -s %s: %s\n",
+                    rec->topic, rec->partition, rec->offset, is_key ? "key" : "value", sd->spec,
+                    why);
+        return 0;
+    }
+    *data = out->p ? out->p : "";
+    *len = out->len;
+    return 0;
 }
 
 /* Ends the view before `next` (the first record not printed) and pauses the partition: the
@@ -209,15 +226,19 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
                                         ? hdr_next
                                         : NULL};
     int64_t end =
-        p && kc_app.a.exit_at_end ? atomic_load_explicit(&p->end, memory_order_relaxed) : -1;
+        p && kc_app_ends_matter() ? atomic_load_explicit(&p->end, memory_order_relaxed) : -1;
     int64_t n = 0;
     uint64_t bytes = 0;
     kc_cb_result_t res = KC_CB_CONTINUE;
     const kc_record_t *r;
     while ((r = kc_records_next(batch)) != NULL) {
         rec.offset = kc_record_offset(r);
-        if (end >= 0 && rec.offset >= end) { /* past the end observed at start */
-            atomic_store(&p->done, 1);
+        rec.timestamp = kc_record_timestamp(r);
+        /* Past the end observed at start, or (-o e@MS) the first record that late. */
+        if ((end >= 0 && rec.offset >= end) ||
+            (kc_app.a.stop_ts >= 0 && rec.timestamp >= kc_app.a.stop_ts)) {
+            if (p)
+                atomic_store(&p->done, 1);
             res = stop_before(kp, rec.offset);
             break;
         }
@@ -226,11 +247,12 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
             res = stop_before(kp, rec.offset);
             break;
         }
-        rec.timestamp = kc_record_timestamp(r);
         rec.key = kc_record_key(r, &rec.key_len);
         rec.value = kc_record_value(r, &rec.value_len);
         rec.hdr_src = r;
-        if (kc_cli_fmt_render(&kc_app.fmt, &rec, &w->buf)) {
+        if (deserialize(kc_app.key_sd, &rec, 1, &w->key) ||
+            deserialize(kc_app.value_sd, &rec, 0, &w->value) ||
+            kc_cli_fmt_render(&kc_app.fmt, &rec, &w->buf)) {
             fprintf(stderr, "kconsume: out of memory formatting a record\n");
             kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
             res = stop_before(kp, rec.offset);
@@ -320,6 +342,8 @@ static void free_all(void)
     for (worker_t *w = kc_app.workers, *next; w; w = next) {
         next = w->next;
         kc_cli_buf_free(&w->buf);
+        kc_cli_buf_free(&w->key);
+        kc_cli_buf_free(&w->value);
         free(w);
     }
     kc_app.parts = NULL;
@@ -367,7 +391,7 @@ static int run(void)
         return KC_CLI_EXIT_RUNTIME;
     }
     uint64_t t0 = kc_app_now_ns();
-    int start_code = kc_app.a.group && kc_app.a.exit_at_end ? kc_app_learn_group_ends() : 0;
+    int start_code = kc_app.a.group && kc_app_ends_matter() ? kc_app_learn_group_ends() : 0;
     if (start_code) {
         kc_app_request_stop(start_code);
     } else if (kc_app.a.group) {
@@ -383,7 +407,7 @@ static int run(void)
     uint64_t next_frame = t0;
     while (atomic_load(&kc_app.stop_code) < 0 && !g_signal) {
         nanosleep(&(struct timespec){0, 50 * 1000000}, NULL);
-        if (kc_app.a.exit_at_end && kc_app_all_at_end())
+        if (kc_app_ends_matter() && kc_app_all_at_end())
             kc_app_request_stop(KC_CLI_EXIT_OK);
         if (kc_app.a.live && kc_app_now_ns() >= next_frame) {
             kc_app_live_frame(t0, 0);
@@ -418,6 +442,11 @@ int main(int argc, char **argv)
         kc_cli_args_free(&kc_app.a);
         return KC_CLI_EXIT_OK;
     }
+    if (kc_app.a.conf_list) { /* -X list: kcat's name for the key reference */
+        kc_conf_print_reference(stdout, 0);
+        kc_cli_args_free(&kc_app.a);
+        return KC_CLI_EXIT_OK;
+    }
     if (kc_app.a.config_reference) {
         kc_conf_print_reference(stdout, 1);
         kc_cli_args_free(&kc_app.a);
@@ -432,6 +461,17 @@ int main(int argc, char **argv)
         fprintf(stderr, "kconsume: -f: %s\nTry 'kconsume --help' for the flags.\n", why);
         kc_cli_args_free(&kc_app.a);
         return KC_CLI_EXIT_USAGE;
+    }
+    const char *sd_spec[2] = {kc_app.a.key_serdes, kc_app.a.value_serdes};
+    for (int i = 0; i < 2; i++) {
+        if (!sd_spec[i])
+            continue;
+        if (kc_cli_serdes_compile(&kc_app.sd[i], sd_spec[i], why, sizeof why)) {
+            fprintf(stderr, "kconsume: %s\nTry 'kconsume --help' for the flags.\n", why);
+            free_all();
+            return KC_CLI_EXIT_USAGE;
+        }
+        *(i ? &kc_app.value_sd : &kc_app.key_sd) = &kc_app.sd[i];
     }
     if (kc_app.a.stats_file) {
         kc_app.stats_fd =

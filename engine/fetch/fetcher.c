@@ -277,6 +277,11 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
             int32_t replica = usable_replica(e, pr.preferred_read_replica, now);
             kc_partition_on_fetch_ok(&e->parts[i], pr.high_watermark, pr.last_stable_offset,
                                      pr.log_start_offset, replica, &e->plan.conf.part, now);
+            const kc_partition_t *pp = &e->parts[i];
+            int64_t end =
+                e->plan.conf.part.read_committed ? pp->last_stable_offset : pp->high_watermark;
+            if (e->sink.at_end && end >= 0 && pp->position == end)
+                e->sink.at_end(e->sink.opaque, e->info[i].user, end);
             /* A leader that names a replica answers at once and empty (Kafka does not wait
              * fetch.max.wait.ms then): while we pass the replica over, pace the leader. */
             if (replica < 0 && pr.preferred_read_replica >= 0 && pr.records.len <= 0)

@@ -79,7 +79,8 @@ timeout 60 "$cli" -b "$KC_BOOTSTRAP" -t "$topic" -p 3 -o beginning -e -f '%o %T\
 read -r k ts < <(awk 'NR > 1 && $2 > prev { print $1, $2; found = 1; exit }
                       { prev = $2; if (NR == 1) { o0 = $1; t0 = $2 } }
                       END { if (!found) print o0, t0 }' "$tmp/p3t")
-last_ts=$(awk '$2 > m { m = $2 } END { print m + 0 }' "$tmp/p3t")
+# The field as printed: awk's "m + 0" would print 13 digits as 1.8e+12.
+last_ts=$(sort -k2,2n "$tmp/p3t" | tail -1 | awk '{ print $2 }')
 timeout 60 "$cli" -b "$KC_BOOTSTRAP" -t "$topic" -p 3 -o "@$ts" -e -f '%o\n' \
     >"$tmp/p3at" 2>"$tmp/p3at.err" || fail "-o @$ts exited $? ($(cat "$tmp/p3at.err"))"
 seq "$k" $((p3_end - 1)) | cmp -s - "$tmp/p3at" ||

@@ -8,6 +8,8 @@
 #    compatible one (a function added, a member added at the end of a struct whose first member
 #    is `size`, abi/growth.py) fails until the baseline is regenerated with
 #    `make abi-baseline` and committed, so every ABI change is a reviewed diff of abi/.
+#    The structs kconsume allocates and the application only reads (kc_event_t, listed in
+#    abi/growable) grow at the end the same way.
 # Needs KC_BUILD_DIR (a build with -g: build/asan) and abidiff (tests/testkit/install-deps).
 set -euo pipefail
 src=${KC_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -44,7 +46,8 @@ base=$src/abi/libkconsume.so.$sover.abi
 # The baseline holds the public types only (abi/dump); the library is dumped the same way, so
 # the structs behind the opaque handles are declarations on both sides and only the public ABI
 # can differ. Members added at the end of a size-versioned struct (first member `size`, e.g.
-# kc_callbacks_t) are compatible: abi/growth.py cuts them off before the comparison and names them.
+# kc_callbacks_t) or of one kconsume allocates (abi/growable) are compatible: abi/growth.py cuts
+# them off before the comparison and names them.
 tmp=$(mktemp -d /tmp/kc-abi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 "$src/abi/dump" "$lib" "$tmp/new.abi"

@@ -5,7 +5,9 @@
 #    no change, and the growth is named;
 #  - the same struct with two members swapped: left alone, abidiff reports the change;
 #  - a member added at the end of a struct without a leading `size`: left alone, reported;
-#  - a member added in the middle of a size-versioned struct: left alone, reported.
+#  - a member added in the middle of a size-versioned struct: left alone, reported;
+#  - a struct without `size` that the list of library-allocated structs names (abi/growable's
+#    role): growth at the end accepted, a member inserted before the end still reported.
 set -euo pipefail
 src=${KC_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -23,7 +25,7 @@ lib() { # lib NAME STRUCT-BODY: a library with one function taking the struct, a
 }
 verdict() { # verdict BASE NEW: "same <growth>" or "changed"
     local grown
-    grown=$(python3 "$src/abi/growth.py" "$tmp/$1.abi" "$tmp/$2.abi" "$tmp/$2.cmp.abi")
+    grown=$(python3 "$src/abi/growth.py" "$tmp/$1.abi" "$tmp/$2.abi" "$tmp/$2.cmp.abi" "${3:-$tmp/none}")
     if abidiff "$tmp/$1.abi" "$tmp/$2.cmp.abi" >/dev/null; then echo "same $grown"; else echo changed; fi
 }
 
@@ -42,4 +44,10 @@ v=$(verdict base middle)
 [[ $v == changed ]] || fail "a member inserted in the middle: '$v'"
 v=$(verdict plain plain_grown)
 [[ $v == changed ]] || fail "growth of a struct without a leading size: '$v'"
-echo "abi growth rule: 4 cases as expected"
+echo "cb # listed" >"$tmp/listed"
+lib plain_inserted 'void (*a)(void *); void (*b)(void *); void *opaque;'
+v=$(verdict plain plain_grown "$tmp/listed")
+[[ $v == "same grown at the end: cb (+b)" ]] || fail "growth of a listed struct: '$v'"
+v=$(verdict plain plain_inserted "$tmp/listed")
+[[ $v == changed ]] || fail "a member inserted into a listed struct: '$v'"
+echo "abi growth rule: 6 cases as expected"

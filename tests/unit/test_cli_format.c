@@ -5,8 +5,10 @@
 #include "kc_test.h"
 
 #include "cli/args.h"
+#include "cli/conf_file.h"
 #include "cli/format.h"
 #include "cli/live.h"
+#include "cli/serdes.h"
 
 /* Fake headers: "a"="1", "nul"=null, then either the end or a malformed marker. */
 typedef struct fake_hdrs {
@@ -316,7 +318,230 @@ static void flags_bad(void **state)
     }
 }
 
-/* ---- --live table ---------------------------------------------------------------------------- */
+/* The -o forms kcat has: one start (beginning, end, stored, OFFSET, -N, s@MS, @MS) and one
+ * e@MS stop, in either order; -s per side or for both; -F; -X list alone. */
+static void flags_kcat_forms(void **state)
+{
+    (void)state;
+    kc_cli_args_t a;
+    char why[256];
+    static const struct {
+        const char *o;
+        kc_cli_start_t start;
+        int64_t value;
+    } starts[] = {
+        {"beginning", KC_CLI_START_BEGINNING, 0}, {"end", KC_CLI_START_END, 0},
+        {"stored", KC_CLI_START_STORED, 0},       {"42", KC_CLI_START_OFFSET, 42},
+        {"-10", KC_CLI_START_TAIL, 10},           {"s@1700", KC_CLI_START_TIMESTAMP, 1700},
+        {"@1800", KC_CLI_START_TIMESTAMP, 1800}};
+    for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
+        const char *argv[] = {"kconsume", "-b", "h:1", "-t", "x", "-o", starts[i].o, NULL};
+        assert_int_equal(parse(&a, why, argv), KC_CLI_EXIT_OK);
+        assert_int_equal(a.start, starts[i].start);
+        assert_int_equal(a.start_value, starts[i].value);
+        assert_int_equal(a.stop_ts, -1);
+        kc_cli_args_free(&a);
+    }
+    const char *both[] = {"kconsume", "-b", "h:1", "-t", "x", "-o", "e@2000", "-o", "s@1000", NULL};
+    assert_int_equal(parse(&a, why, both), KC_CLI_EXIT_OK);
+    assert_int_equal(a.start, KC_CLI_START_TIMESTAMP);
+    assert_int_equal(a.start_value, 1000);
+    assert_int_equal(a.stop_ts, 2000);
+    kc_cli_args_free(&a);
+    /* e@ alone keeps the default start, and applies under -G too */
+    const char *grp[] = {"kconsume", "-b", "h:1", "-G", "g", "-t", "x", "-o", "e@5", NULL};
+    assert_int_equal(parse(&a, why, grp), KC_CLI_EXIT_OK);
+    assert_int_equal(a.start, KC_CLI_START_DEFAULT);
+    assert_int_equal(a.stop_ts, 5);
+    kc_cli_args_free(&a);
+
+    const char *sd[] = {"kconsume", "-b",     "h:1", "-t",         "x",
+                        "-s",       "key=<i", "-s",  "value=json", NULL};
+    assert_int_equal(parse(&a, why, sd), KC_CLI_EXIT_OK);
+    assert_string_equal(a.key_serdes, "<i");
+    assert_string_equal(a.value_serdes, "json");
+    kc_cli_args_free(&a);
+    const char *sd2[] = {"kconsume", "-b", "h:1", "-t", "x", "-s", "Q", NULL};
+    assert_int_equal(parse(&a, why, sd2), KC_CLI_EXIT_OK);
+    assert_string_equal(a.key_serdes, "Q");
+    assert_string_equal(a.value_serdes, "Q");
+    kc_cli_args_free(&a);
+
+    const char *f[] = {"kconsume", "-b", "h:1", "-t", "x", "-F", "/etc/k.conf", NULL};
+    assert_int_equal(parse(&a, why, f), KC_CLI_EXIT_OK);
+    assert_string_equal(a.conf_file, "/etc/k.conf");
+    kc_cli_args_free(&a);
+    const char *xl[] = {"kconsume", "-X", "list", NULL}; /* needs no -b */
+    assert_int_equal(parse(&a, why, xl), KC_CLI_EXIT_OK);
+    assert_true(a.conf_list);
+    kc_cli_args_free(&a);
+
+    static const struct {
+        const char *argv[12];
+        const char *needle;
+    } bad[] = {
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "-0", NULL}, "-N starts N >= 1"},
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "-x", NULL}, "-o -x"},
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "s@", NULL}, "s@ followed by"},
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "e@x", NULL}, "e@ is followed"},
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "end", "-o", "5", NULL}, "a second start"},
+        {{"kconsume", "-b", "h", "-t", "x", "-o", "e@1", "-o", "e@2", NULL}, "a second e@"},
+        {{"kconsume", "-b", "h", "-t", "x", "-G", "g", "-o", "-5", NULL}, "-o -N"},
+        {{"kconsume", "-b", "h", "-t", "x", "-G", "g", "-o", "s@5", NULL}, "s@MS need manual"},
+        {{"kconsume", "-b", "h", "-t", "x", "-s", "value=", NULL}, "empty deserializer"},
+        {{"kconsume", "-b", "h", "-t", "x", "-F", "a", "-F", "b", NULL}, "one configuration file"},
+        {{"kconsume", "-b", "h", "-L", "-s", "json", NULL}, "-s does not apply"},
+        {{"kconsume", "-b", "h", "-L", "-o", "e@5", NULL}, "-o, -c and -e do not apply"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char w[256] = "";
+        assert_int_equal(parse(&a, w, bad[i].argv), KC_CLI_EXIT_USAGE);
+        if (!strstr(w, bad[i].needle))
+            fail_msg("case %zu: message '%s' lacks '%s'", i, w, bad[i].needle);
+        kc_cli_args_free(&a);
+    }
+}
+
+/* ---- -s deserializers ------------------------------------------------------------------------ */
+
+static void serdes_expect(const char *spec, const void *data, size_t len, const char *want)
+{
+    kc_cli_serdes_t sd;
+    char why[200] = "";
+    if (kc_cli_serdes_compile(&sd, spec, why, sizeof why))
+        fail_msg("compile '%s': %s", spec, why);
+    kc_cli_buf_t b = {0};
+    if (kc_cli_serdes_render(&sd, data, len, &b, why, sizeof why))
+        fail_msg("render '%s': %s", spec, why);
+    if (b.len != strlen(want) || (b.len && memcmp(b.p, want, b.len)))
+        fail_msg("-s %s: got '%.*s', want '%s'", spec, (int)b.len, b.p ? b.p : "", want);
+    kc_cli_buf_free(&b);
+}
+
+static void serdes_fails(const char *spec, const void *data, size_t len, const char *needle)
+{
+    kc_cli_serdes_t sd;
+    char why[200] = "";
+    assert_int_equal(kc_cli_serdes_compile(&sd, spec, why, sizeof why), 0);
+    kc_cli_buf_t b = {0};
+    assert_int_equal(kc_cli_buf_put(&b, "keep", 4), 0);
+    assert_int_equal(kc_cli_serdes_render(&sd, data, len, &b, why, sizeof why), -1);
+    assert_int_equal(b.len, 4); /* nothing half-written */
+    if (!strstr(why, needle))
+        fail_msg("-s %s: reason '%s' lacks '%s'", spec, why, needle);
+    kc_cli_buf_free(&b);
+}
+
+static void serdes_pack(void **state)
+{
+    (void)state;
+    const unsigned char be[] = {0xff, 0xff, 0xff, 0xfe}; /* -2 as a big-endian int32 */
+    serdes_expect("i", be, 4, "-2");
+    serdes_expect("I", be, 4, "4294967294");
+    serdes_expect(">h>H", be, 4, "-1 65534");
+    serdes_expect("<i", (const unsigned char[]){0x2a, 0, 0, 0}, 4, "42");
+    const unsigned char mix[] = {0x80, 0x80, 0x01, 0x02, 'A', 'h', 'i'};
+    serdes_expect("bBhcs", mix, sizeof mix, "-128 128 258 A hi");
+    serdes_expect("<H", mix + 2, 2, "513");
+    const unsigned char q[] = {0x80, 0, 0, 0, 0, 0, 0, 0};
+    serdes_expect("q", q, 8, "-9223372036854775808");
+    serdes_expect("Q", q, 8, "9223372036854775808");
+    serdes_expect("i", "\0\0\0\x07trailing", 12, "7"); /* no $: the rest is ignored */
+    serdes_expect("i$", "\0\0\0\x07", 4, "7");
+    serdes_expect("s", "", 0, "");
+    serdes_expect("is$",
+                  "\0\0\0\x01"
+                  "ab",
+                  6, "1 ab");
+    serdes_fails("i", "\0\0\x01", 3, "'i' needs 4 bytes at byte 0, 3 left");
+    serdes_fails("hi", "\0\x01\0", 3, "'i' needs 4 bytes at byte 2, 1 left");
+    serdes_fails("i$", "\0\0\0\x07x", 5, "1 bytes left at byte 4");
+
+    static const struct {
+        const char *spec, *needle;
+    } bad[] = {{"iz", "'z' at position 2"},
+               {"si", "nothing may follow"},
+               {"$i", "nothing may follow"},
+               {"avro", "schema registry"},
+               {"", "1 to 63 characters"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        kc_cli_serdes_t sd;
+        char why[200] = "";
+        assert_int_equal(kc_cli_serdes_compile(&sd, bad[i].spec, why, sizeof why), -1);
+        if (!strstr(why, bad[i].needle))
+            fail_msg("spec '%s': '%s' lacks '%s'", bad[i].spec, why, bad[i].needle);
+    }
+}
+
+static void serdes_json(void **state)
+{
+    (void)state;
+    const char *in = " {\"a\": [1, 2.5e3, {}], \"b\":{\"c\":\"x,\\\"]}\"},\"d\":[ ],\"e\":null} ";
+    serdes_expect("json", in, strlen(in),
+                  "{\n  \"a\": [\n    1,\n    2.5e3,\n    {}\n  ],\n  \"b\": {\n    \"c\": "
+                  "\"x,\\\"]}\"\n  },\n  \"d\": [],\n  \"e\": null\n}");
+    serdes_expect("json", "42", 2, "42");
+    serdes_expect("json", "\"s\"", 3, "\"s\"");
+    serdes_fails("json", "{\"a\":1", 6, "1 bracket left open");
+    serdes_fails("json", "[1}", 3, "'}' at byte 2 closes nothing open");
+    serdes_fails("json", "\"abc", 4, "does not end");
+    serdes_fails("json", "1 2", 3, "more than one value");
+    serdes_fails("json", "", 0, "no value");
+    serdes_fails("json", "\x01", 1, "byte 0 (0x01)");
+}
+
+/* ---- -F files -------------------------------------------------------------------------------- */
+
+typedef struct pairs {
+    char got[512];
+    int stop_at;
+} pairs_t;
+
+static int collect(void *opaque, const char *key, const char *value, int line)
+{
+    pairs_t *p = opaque;
+    size_t l = strlen(p->got);
+    snprintf(p->got + l, sizeof p->got - l, "%d:[%s]=[%s];", line, key, value);
+    return line == p->stop_at ? 7 : 0;
+}
+
+static void conf_file_lines(void **state)
+{
+    (void)state;
+    const char *text = "# kcat.conf\n\n  bootstrap.servers = h:1,h:2  \r\nsasl.mechanisms=PLAIN\n"
+                       "\t# indented comment\nsasl.password=a=b#c\nempty=\nlast=1";
+    pairs_t p = {.stop_at = -1};
+    char why[200] = "";
+    assert_int_equal(kc_cli_conf_parse(text, strlen(text), collect, &p, why, sizeof why), 0);
+    assert_string_equal(p.got, "3:[bootstrap.servers]=[h:1,h:2];4:[sasl.mechanisms]=[PLAIN];"
+                               "6:[sasl.password]=[a=b#c];7:[empty]=[];8:[last]=[1];");
+    pairs_t s = {.stop_at = 4};
+    assert_int_equal(kc_cli_conf_parse(text, strlen(text), collect, &s, why, sizeof why), 7);
+    assert_string_equal(s.got, "3:[bootstrap.servers]=[h:1,h:2];4:[sasl.mechanisms]=[PLAIN];");
+
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *needle;
+    } bad[] = {{"a=1\nnovalue\n", 12, "line 2: expected key=value, got 'novalue'"},
+               {"=v\n", 3, "line 1: expected key=value"},
+               {"a=1\0\n", 5, "line 1: a NUL byte"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        pairs_t q = {.stop_at = -1};
+        assert_int_equal(kc_cli_conf_parse(bad[i].text, bad[i].len, collect, &q, why, sizeof why),
+                         -1);
+        if (!strstr(why, bad[i].needle))
+            fail_msg("case %zu: '%s' lacks '%s'", i, why, bad[i].needle);
+    }
+    char big[5000];
+    memset(big, 'a', sizeof big);
+    big[0] = 'k', big[1] = '=';
+    pairs_t q = {.stop_at = -1};
+    assert_int_equal(kc_cli_conf_parse(big, sizeof big, collect, &q, why, sizeof why), -1);
+    assert_non_null(strstr(why, "longer than 4095 bytes"));
+}
+
+/* ---- --live table ------------------------------------------------------------------------- */
 
 static void live_table(void **state)
 {
@@ -352,6 +577,8 @@ int main(void)
         cmocka_unit_test(uses_and_merging), cmocka_unit_test(buffer_growth),
         cmocka_unit_test(flags_ok),         cmocka_unit_test(flags_bad),
         cmocka_unit_test(live_table),       cmocka_unit_test(json_envelope),
+        cmocka_unit_test(flags_kcat_forms), cmocka_unit_test(serdes_pack),
+        cmocka_unit_test(serdes_json),      cmocka_unit_test(conf_file_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

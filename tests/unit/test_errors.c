@@ -5,6 +5,7 @@
 
 #include "base/err.h"
 #include "proto/kafka_errors.h"
+#include "rt_internal.h"
 
 static void kc_codes_have_names_and_texts(void **state)
 {
@@ -58,12 +59,46 @@ static void kafka_codes_come_from_kafkas_table(void **state)
     assert_string_equal(e.msg, "NOT_COORDINATOR: OffsetCommit to broker 2");
 }
 
+/* KC_EVENT_ERROR's `retriable`: connection and time-outs are, refusals and misuse are not, and
+ * a broker's code follows Kafka's RetriableException table. */
+static void error_events_say_retriable(void **state)
+{
+    (void)state;
+    static const struct {
+        kc_err_t code;
+        int16_t kafka;
+        bool retriable;
+    } cases[] = {
+        {KC_ERR_TRANSPORT, 0, true},
+        {KC_ERR_TIMEOUT, 0, true},
+        {KC_ERR_AGAIN, 0, true},
+        {KC_ERR_QUEUE_FULL, 0, true},
+        {KC_ERR_BROKER, KC_KAFKA_NOT_LEADER_OR_FOLLOWER, true},
+        {KC_ERR_BROKER, KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION, true},
+        {KC_ERR_BROKER, KC_KAFKA_OFFSET_OUT_OF_RANGE, false},
+        {KC_ERR_BROKER, KC_KAFKA_TOPIC_AUTHORIZATION_FAILED, false},
+        {KC_ERR_FATAL, 0, false},
+        {KC_ERR_AUTH, 0, false},
+        {KC_ERR_TLS, 0, false},
+        {KC_ERR_STATE, 0, false},
+        {KC_ERR_CONFIG, 0, false},
+        {KC_ERR_MALFORMED, 0, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        kc_error_t e = {.code = cases[i].code, .kafka_code = cases[i].kafka};
+        if (kc_rt_error_retriable(&e) != cases[i].retriable)
+            fail_msg("%s (kafka %d): retriable %d, want %d", kc_err_name(e.code), e.kafka_code,
+                     !cases[i].retriable, cases[i].retriable);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kc_codes_have_names_and_texts),
         cmocka_unit_test(kc_fail_formats_and_returns_code),
         cmocka_unit_test(kafka_codes_come_from_kafkas_table),
+        cmocka_unit_test(error_events_say_retriable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 
 #include "cli/args.h"
 #include "cli/format.h"
+#include "cli/serdes.h"
 
 #define META_TIMEOUT_MS  15000 /* metadata and watermark questions at start-up */
 #define CLOSE_TIMEOUT_MS 10000 /* in-flight callbacks, final commit, leaving the group */
@@ -26,8 +27,9 @@
 typedef struct part {
     char *topic;
     int32_t partition;
-    /* -e end mark: the high watermark the main thread observed; -1 until known. Written by the
-     * main thread, read by the partition's worker (relaxed: the worker only compares). */
+    /* End mark (-e: the high watermark the main thread observed; -o e@MS: the first offset that
+     * late, if earlier); -1 until known, INT64_MAX for none. Written by the main thread, read by
+     * the partition's worker (relaxed: the worker only compares). */
     _Atomic int64_t end;
     atomic_int done;     /* reached `end`: set by the worker or the main thread */
     atomic_int assigned; /* 1 between on_assign and on_revoke/on_lost (manual: from kc_assign) */
@@ -42,6 +44,7 @@ typedef struct part {
 /* One per worker thread that ran a callback. Owner: that worker; freed by main after close. */
 typedef struct worker {
     kc_cli_buf_t buf;
+    kc_cli_buf_t key, value; /* -s: the current record's deserialized key and value */
     int id;
     struct worker *next; /* all workers, under reg_mu */
 } worker_t;
@@ -49,6 +52,9 @@ typedef struct worker {
 typedef struct kc_app {
     kc_cli_args_t a;
     kc_cli_fmt_t fmt;
+    /* -s, compiled in main before the consumer starts, then read-only; NULL: printed raw. */
+    const kc_cli_serdes_t *key_sd, *value_sd;
+    kc_cli_serdes_t sd[2];
     kc_consumer_t *c;
     char client_id[256];
 
@@ -78,6 +84,8 @@ part_t *kc_app_part_get(const char *topic, int32_t partition);
  * marks first under -e; 0 ok, else the exit code (reported). all_at_end: 1 when every assigned
  * partition is done (blocking questions: never from a callback). */
 int kc_app_assign_all(void);
+/* 1 when partitions have ends to stop at: -e, or -o e@MS (ends.c). Any thread. */
+int kc_app_ends_matter(void);
 int kc_app_all_at_end(void);
 /* -G -e, before kc_subscribe: the end mark of every partition of the topics (ends.c). 0, or the
  * exit code when a topic is unknown to the cluster or no broker answers (reported): -e waits for

@@ -1,50 +1,129 @@
 /*
- * kconsume CLI: the start-up assignment (manual mode) and the -e end checks: each partition's end
- * mark (its high watermark when assigned) and whether every assigned partition reached it.
+ * kconsume CLI: the start-up assignment (manual mode) and the -e / -o e@MS end checks: each
+ * partition's end mark (its high watermark when assigned, or its first record at or past e@MS)
+ * and whether every assigned partition reached it.
  *
  * Owner: the main thread (every function here blocks on the consumer: never called from a
  * callback). Part entries are shared with the workers through their atomics (app.h).
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "app.h"
 
-static int64_t start_offset(void)
+int kc_app_ends_matter(void)
+{
+    return kc_app.a.exit_at_end || kc_app.a.stop_ts >= 0;
+}
+
+/* The offset kc_assign starts at: -o -N's needs the partition's watermarks (low, high), s@MS's
+ * the offset kc_offsets_for_times gave for MS (at_time; -1 none that late: the end). */
+static int64_t start_offset(int64_t low, int64_t high, int64_t at_time)
 {
     switch (kc_app.a.start) {
     case KC_CLI_START_BEGINNING:
         return KC_OFFSET_BEGINNING;
     case KC_CLI_START_OFFSET:
         return kc_app.a.start_value;
+    case KC_CLI_START_STORED:
+        return KC_OFFSET_STORED;
+    case KC_CLI_START_TAIL:
+        return high - low > kc_app.a.start_value ? high - kc_app.a.start_value : low;
+    case KC_CLI_START_TIMESTAMP:
+        return at_time >= 0 ? at_time : KC_OFFSET_END;
     default:
-        return KC_OFFSET_END; /* default and end; @MS seeks in on_assign from there */
+        return KC_OFFSET_END;
     }
 }
 
-/* ---- -e: the main thread's end checks -------------------------------------------------------- */
+/* Where delivery of a partition starts when that is known before anything is delivered, else
+ * -1 (a committed offset; a timestamp whose offset was not asked: at_time -2). */
+static int64_t start_position(int64_t low, int64_t high, int64_t at_time)
+{
+    switch (kc_app.a.start) {
+    case KC_CLI_START_BEGINNING:
+        return low;
+    case KC_CLI_START_END:
+        return high;
+    case KC_CLI_START_DEFAULT:
+        return kc_app.a.group ? -1 : high;
+    case KC_CLI_START_OFFSET:
+    case KC_CLI_START_TAIL:
+        return start_offset(low, high, at_time);
+    case KC_CLI_START_TIMESTAMP:
+        return at_time >= 0 ? at_time : at_time == -1 ? high : -1;
+    default:
+        return -1;
+    }
+}
 
-/* Asks p's watermarks (blocking: main thread only, never a callback) and sets its end mark. A
- * partition with nothing to read, or whose start is at or past the end, is done at once: no
- * callback will ever come for it. 0 ok, -1 not known yet (asked again later). */
+static int watermarks(part_t *p, int64_t *low, int64_t *high)
+{
+    kc_error_t e;
+    if (kc_query_watermarks(kc_app.c, p->topic, p->partition, low, high, META_TIMEOUT_MS, &e) ==
+        KC_OK)
+        return 0;
+    if (!kc_app.a.quiet)
+        fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic, p->partition,
+                e.msg);
+    return -1;
+}
+
+/* s@MS in manual assignment: the start offset, asked before kc_assign, so that the start is
+ * known (a start past the end under -e is done at once, as for -o OFFSET). *off is -1 when no
+ * record is that late (the start is then the end, as kc_seek by timestamp does). 0, or the exit
+ * code (reported). */
+static int offset_at_time(part_t *p, int64_t ms, int64_t *off)
+{
+    kc_offset_time_t q = {.topic = p->topic, .partition = p->partition, .timestamp = ms};
+    kc_error_t e;
+    kc_err_t rc = kc_offsets_for_times(kc_app.c, &q, 1, META_TIMEOUT_MS, &e);
+    if (rc != KC_OK) {
+        fprintf(stderr, "kconsume: %s[%d]: offset for s@%" PRId64 ": %s\n", p->topic, p->partition,
+                ms, e.msg);
+        return kc_app_exit_for(rc);
+    }
+    *off = q.offset;
+    return 0;
+}
+
+/* ---- -e and -o e@MS: the main thread's end checks -------------------------------------------- */
+
+/* Sets p's end mark from its watermarks (blocking: main thread only, never a callback): the
+ * high watermark under -e, the first offset whose timestamp is >= e@MS (kc_offsets_for_times),
+ * whichever comes first; INT64_MAX when neither applies yet (e@MS later than every record, no
+ * -e: the partition then ends at its first record that late, checked per record). A partition
+ * with nothing below its end, or whose start is at or past it, is done at once: no callback will
+ * ever come for it. 0 ok, -1 not known yet (asked again later). */
+static int learn_end_at(part_t *p, int64_t low, int64_t high, int64_t at_time)
+{
+    int64_t end = kc_app.a.exit_at_end ? high : INT64_MAX;
+    if (kc_app.a.stop_ts >= 0) {
+        kc_offset_time_t q = {
+            .topic = p->topic, .partition = p->partition, .timestamp = kc_app.a.stop_ts};
+        kc_error_t e;
+        if (kc_offsets_for_times(kc_app.c, &q, 1, META_TIMEOUT_MS, &e) != KC_OK) {
+            if (!kc_app.a.quiet)
+                fprintf(stderr, "kconsume: %s[%d]: offset for e@%" PRId64 ": %s (asking again)\n",
+                        p->topic, p->partition, kc_app.a.stop_ts, e.msg);
+            return -1;
+        }
+        if (q.offset >= 0 && q.offset < end)
+            end = q.offset;
+    }
+    atomic_store(&p->end, end);
+    int64_t sp = start_position(low, high, at_time);
+    if (low >= end || (sp >= 0 && sp >= end))
+        atomic_store(&p->done, 1);
+    return 0;
+}
+
 static int learn_end(part_t *p)
 {
     int64_t low, high;
-    kc_error_t e;
-    if (kc_query_watermarks(kc_app.c, p->topic, p->partition, &low, &high, META_TIMEOUT_MS, &e) !=
-        KC_OK) {
-        if (!kc_app.a.quiet)
-            fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic,
-                    p->partition, e.msg);
-        return -1;
-    }
-    atomic_store(&p->end, high);
-    if (low >= high || kc_app.a.start == KC_CLI_START_END ||
-        (kc_app.a.start == KC_CLI_START_DEFAULT && !kc_app.a.group) ||
-        (kc_app.a.start == KC_CLI_START_OFFSET && kc_app.a.start_value >= high))
-        atomic_store(&p->done, 1);
-    return 0;
+    return watermarks(p, &low, &high) ? -1 : learn_end_at(p, low, high, -2);
 }
 
 /* Manual assignment: every partition of each -t (or -p's). With -e the end marks are learned
@@ -79,9 +158,22 @@ int kc_app_assign_all(void)
                 return KC_CLI_EXIT_RUNTIME;
             }
             atomic_store(&p->assigned, 1);
-            if (kc_app.a.exit_at_end)
-                (void)learn_end(p); /* on failure, all_at_end asks again */
-            tps[n++] = (kc_topic_partition_t){kc_app.a.topics[t], first + i, start_offset()};
+            int64_t low = -1, high = -1, at_time = -2;
+            if (kc_app.a.start == KC_CLI_START_TAIL && watermarks(p, &low, &high)) {
+                free(tps);
+                return KC_CLI_EXIT_UNREACHABLE; /* -o -N cannot start without the end */
+            }
+            if (kc_app.a.start == KC_CLI_START_TIMESTAMP) {
+                int code = offset_at_time(p, kc_app.a.start_value, &at_time);
+                if (code) {
+                    free(tps);
+                    return code;
+                }
+            }
+            if (kc_app_ends_matter()) /* on failure, all_at_end asks again */
+                (void)(watermarks(p, &low, &high) == 0 ? learn_end_at(p, low, high, at_time) : -1);
+            tps[n++] = (kc_topic_partition_t){kc_app.a.topics[t], first + i,
+                                              start_offset(low, high, at_time)};
         }
     }
     kc_err_t rc = kc_assign(kc_app.c, tps, n, &e);

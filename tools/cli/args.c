@@ -36,6 +36,8 @@ static const struct option longopts[] = {
     {"list", no_argument, NULL, 'L'},
     {"query", no_argument, NULL, 'Q'},
     {"quiet", no_argument, NULL, 'q'},
+    {"config-file", required_argument, NULL, 'F'},
+    {"deserialize", required_argument, NULL, 's'},
     {"workers", required_argument, NULL, OPT_WORKERS},
     {"stats", required_argument, NULL, OPT_STATS},
     {"summary", no_argument, NULL, OPT_SUMMARY},
@@ -77,23 +79,62 @@ static int push(const char ***list, size_t *n, const char *item)
         return KC_CLI_EXIT_USAGE;                                                                  \
     } while (0)
 
-static int parse_offset(kc_cli_args_t *a, const char *s, char *why, size_t why_len)
+/* -o, repeatable once: one start (beginning, end, stored, OFFSET, -N, s@MS or @MS) and one stop
+ * (e@MS), in either order, as kcat takes them. */
+static int parse_offset(kc_cli_args_t *a, const char *s, int *have_start, char *why, size_t why_len)
 {
+    if (!strncmp(s, "e@", 2)) {
+        if (a->stop_ts >= 0)
+            FAIL("-o %s: a second e@ (the stop is given once)", s);
+        if (parse_i64(s + 2, 0, INT64_MAX, &a->stop_ts))
+            FAIL("-o %s: e@ is followed by milliseconds since the epoch (e.g. e@1700000000000)", s);
+        return KC_CLI_EXIT_OK;
+    }
+    if (*have_start)
+        FAIL("-o %s: a second start (give one of beginning, end, stored, OFFSET, -N, s@MS, and "
+             "optionally e@MS)",
+             s);
+    *have_start = 1;
     if (!strcmp(s, "beginning")) {
         a->start = KC_CLI_START_BEGINNING;
     } else if (!strcmp(s, "end")) {
         a->start = KC_CLI_START_END;
-    } else if (s[0] == '@') {
-        if (parse_i64(s + 1, 0, INT64_MAX, &a->start_value))
-            FAIL("-o %s: a timestamp is @ followed by milliseconds since the epoch (e.g. "
-                 "@1700000000000)",
+    } else if (!strcmp(s, "stored")) {
+        a->start = KC_CLI_START_STORED;
+    } else if (s[0] == '@' || !strncmp(s, "s@", 2)) {
+        const char *ms = s + (s[0] == '@' ? 1 : 2);
+        if (parse_i64(ms, 0, INT64_MAX, &a->start_value))
+            FAIL("-o %s: a timestamp is s@ followed by milliseconds since the epoch (e.g. "
+                 "s@1700000000000)",
                  s);
         a->start = KC_CLI_START_TIMESTAMP;
+    } else if (s[0] == '-') {
+        if (parse_i64(s + 1, 1, INT64_MAX, &a->start_value))
+            FAIL("-o %s: -N starts N >= 1 records before each partition's end (e.g. -o -10)", s);
+        a->start = KC_CLI_START_TAIL;
     } else {
         if (parse_i64(s, 0, INT64_MAX, &a->start_value))
-            FAIL("-o %s: expected beginning, end, an offset >= 0 or @MS", s);
+            FAIL("-o %s: expected beginning, end, stored, an OFFSET >= 0, -N, s@MS or e@MS", s);
         a->start = KC_CLI_START_OFFSET;
     }
+    return KC_CLI_EXIT_OK;
+}
+
+/* -s [key=|value=]SPEC: a spec without a side applies to both, as kcat's; checked by
+ * kc_cli_serdes_compile once parsing is done. */
+static int parse_serdes(kc_cli_args_t *a, const char *s, char *why, size_t why_len)
+{
+    int key = 1, value = 1;
+    if (!strncmp(s, "key=", 4))
+        value = 0, s += 4;
+    else if (!strncmp(s, "value=", 6))
+        key = 0, s += 6;
+    if (!*s)
+        FAIL("-s: empty deserializer (e.g. -s value=i, -s key=s, -s json)");
+    if (key)
+        a->key_serdes = s;
+    if (value)
+        a->value_serdes = s;
     return KC_CLI_EXIT_OK;
 }
 
@@ -142,13 +183,13 @@ static int parse_queries(kc_cli_args_t *a, char *why, size_t why_len)
 
 int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t why_len)
 {
-    *a = (kc_cli_args_t){.partition = -1, .format = "%s\\n"};
+    *a = (kc_cli_args_t){.partition = -1, .format = "%s\\n", .stop_ts = -1};
     int64_t v;
-    int c;
+    int c, have_start = 0;
     optind = 1;
     opterr = 0; /* our messages, not getopt's */
     int have_format = 0;
-    while ((c = getopt_long(argc, argv, ":b:G:t:p:o:c:ef:X:qJLQC", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:G:t:p:o:c:ef:X:F:s:qJLQC", longopts, NULL)) != -1) {
         switch (c) {
         case 'b':
             a->brokers = optarg;
@@ -168,7 +209,7 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             a->partition = (int32_t)v;
             break;
         case 'o':
-            if (parse_offset(a, optarg, why, why_len))
+            if (parse_offset(a, optarg, &have_start, why, why_len))
                 return KC_CLI_EXIT_USAGE;
             break;
         case 'c':
@@ -193,7 +234,20 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
         case 'Q':
             a->query = 1;
             break;
+        case 'F':
+            if (a->conf_file)
+                FAIL("-F %s: one configuration file (-F %s already)", optarg, a->conf_file);
+            a->conf_file = optarg;
+            break;
+        case 's':
+            if (parse_serdes(a, optarg, why, why_len))
+                return KC_CLI_EXIT_USAGE;
+            break;
         case 'X':
+            if (!strcmp(optarg, "list")) {
+                a->conf_list = 1;
+                return KC_CLI_EXIT_OK;
+            }
             if (!strchr(optarg, '=') || optarg[0] == '=')
                 FAIL("-X %s: expected key=value (e.g. -X fetch.max.wait.ms=100)", optarg);
             if (push(&a->conf, &a->n_conf, optarg))
@@ -257,8 +311,9 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
     }
     if (optind < argc)
         FAIL("unexpected argument '%s' (topics go after -t)", argv[optind]);
-    if (!a->brokers)
-        FAIL("-b BROKERS is required (e.g. -b localhost:9092)");
+    if (!a->brokers && !a->conf_file)
+        FAIL("-b BROKERS is required (e.g. -b localhost:9092), or -F FILE giving "
+             "bootstrap.servers");
     if (a->json && have_format)
         FAIL("-J prints kcat's JSON and -f a format of your own: use one of them");
     if (a->json)
@@ -269,17 +324,22 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
         const char *m = a->list ? "-L" : "-Q";
         if (a->group)
             FAIL("%s asks the cluster and exits: -G does not apply", m);
-        if (a->partition >= 0 || a->start != KC_CLI_START_DEFAULT || a->count || a->exit_at_end)
+        if (a->partition >= 0 || a->start != KC_CLI_START_DEFAULT || a->stop_ts >= 0 || a->count ||
+            a->exit_at_end)
             FAIL("%s asks the cluster and exits: -p, -o, -c and -e do not apply", m);
+        if (a->key_serdes || a->value_serdes)
+            FAIL("%s asks the cluster and exits: -s does not apply", m);
         return a->query ? parse_queries(a, why, why_len) : KC_CLI_EXIT_OK;
     }
     if (a->n_topics == 0)
         FAIL("-t TOPIC is required (repeat -t for several topics)");
     if (a->group && a->partition >= 0)
         FAIL("-p selects partitions by hand and -G lets the group assign them: use one of them");
-    if (a->group && (a->start == KC_CLI_START_OFFSET || a->start == KC_CLI_START_TIMESTAMP))
-        FAIL("-o OFFSET and -o @MS need manual assignment (no -G); with -G, -o beginning|end sets "
-             "auto.offset.reset for partitions without a committed offset");
+    if (a->group && (a->start == KC_CLI_START_OFFSET || a->start == KC_CLI_START_TIMESTAMP ||
+                     a->start == KC_CLI_START_TAIL))
+        FAIL("-o OFFSET, -o -N and -o s@MS need manual assignment (no -G); with -G, -o "
+             "beginning|end sets auto.offset.reset for partitions without a committed offset, and "
+             "-o e@MS still applies");
     return KC_CLI_EXIT_OK;
 }
 

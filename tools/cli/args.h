@@ -25,7 +25,9 @@ typedef enum kc_cli_start {
     KC_CLI_START_BEGINNING,
     KC_CLI_START_END,
     KC_CLI_START_OFFSET,    /* start_value = offset */
-    KC_CLI_START_TIMESTAMP, /* start_value = ms since the epoch */
+    KC_CLI_START_TIMESTAMP, /* start_value = ms since the epoch (-o s@MS, or -o @MS) */
+    KC_CLI_START_STORED, /* -o stored: the committed offset of group.id, else auto.offset.reset */
+    KC_CLI_START_TAIL,   /* -o -N: start_value = N records before each partition's end */
 } kc_cli_start_t;
 
 /* One -Q question: -t TOPIC:PARTITION:TIMESTAMP (the topic is the argv string up to the colon). */
@@ -43,14 +45,18 @@ typedef struct kc_cli_args {
     int32_t partition; /* -1: all partitions */
     kc_cli_start_t start;
     int64_t start_value;
-    int64_t count; /* 0: unlimited */
+    int64_t stop_ts; /* -o e@MS: each partition ends before its first record this late; -1 none */
+    int64_t count;   /* 0: unlimited */
     int exit_at_end;
     const char *format;
     const char **conf; /* "key=value" argv pointers, n_conf of them, in order */
     size_t n_conf;
-    int workers;            /* 0: library default */
-    int64_t stats_ms;       /* 0: no stats */
-    const char *stats_file; /* NULL: stderr */
+    const char *conf_file; /* -F: key=value lines, applied after the flags and before -X */
+    int conf_list;         /* -X list: print every configuration key and exit */
+    const char *key_serdes, *value_serdes; /* -s: deserializer specs (serdes.h), NULL: raw */
+    int workers;                           /* 0: library default */
+    int64_t stats_ms;                      /* 0: no stats */
+    const char *stats_file;                /* NULL: stderr */
     int quiet;
     int summary;
     int live; /* --live: per-partition table on stderr */

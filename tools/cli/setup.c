@@ -2,8 +2,11 @@
  * --help text and flags -> configuration (see setup.h). Main thread only.
  */
 #include "setup.h"
+#include "conf_file.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 void kc_cli_usage(FILE *out)
@@ -11,10 +14,11 @@ void kc_cli_usage(FILE *out)
     fprintf(
         out,
         "Usage: kconsume -b BROKERS [-G GROUP] -t TOPIC... [-p PARTITION]\n"
-        "                [-o beginning|end|OFFSET|@MS] [-c COUNT] [-e] [-f FORMAT]\n"
-        "                [-X key=value]... [--workers N] [--stats MS[:FILE]] [--summary] [--live] "
-        "[-q]\n"
-        "                [--work-us N] [--metrics-port N] [-J]\n"
+        "                [-o START] [-o e@MS] [-c COUNT] [-e] [-f FORMAT] [-s [key=|value=]SPEC]\n"
+        "                [-F FILE] [-X key=value]... [--workers N] [--stats MS[:FILE]] "
+        "[--summary]\n"
+        "                [--live] [-q]"
+        " [--work-us N] [--metrics-port N] [-J]\n"
         "       kconsume -b BROKERS -L [-t TOPIC]... [-J]\n"
         "       kconsume -b BROKERS -Q -t TOPIC:PARTITION:TIMESTAMP... [-J]\n"
         "\n"
@@ -26,10 +30,16 @@ void kc_cli_usage(FILE *out)
         "                         -G every partition of each -t topic is assigned by hand\n"
         "  -t, --topic TOPIC      topic to read; repeat for several\n"
         "  -p, --partition N      only partition N of each topic (not with -G)\n"
-        "  -o, --offset WHERE     start: beginning, end, an OFFSET, or @MS (first record with\n"
-        "                         timestamp >= MS ms since the epoch). Default: end without\n"
-        "                         -G; with -G the committed offset, else auto.offset.reset\n"
-        "                         (-o beginning|end set auto.offset.reset; OFFSET/@MS need no -G)\n"
+        "  -o, --offset START     start: beginning, end, stored (group.id's committed offset,\n"
+        "                         else auto.offset.reset), an OFFSET, -N (N records before\n"
+        "                         each partition's end), or s@MS (first record with timestamp\n"
+        "                         >= MS ms since the epoch; @MS too). Default: end without -G;\n"
+        "                         with -G the committed offset, else auto.offset.reset\n"
+        "                         (-o beginning|end set auto.offset.reset; OFFSET, -N, s@MS\n"
+        "                         need no -G)\n"
+        "  -o e@MS                stop each partition before its first record with timestamp\n"
+        "                         >= MS, and exit once every assigned partition stopped (with\n"
+        "                         -G too; combines with a start -o and with -e)\n"
         "  -c, --count N          stop after printing N records in total\n"
         "  -e, --exit             stop once every assigned partition reached the end (high\n"
         "                         watermark, or last stable offset under read_committed) seen\n"
@@ -51,7 +61,17 @@ void kc_cli_usage(FILE *out)
         "                         -t) with their partitions, leaders, replicas and ISRs\n"
         "  -Q, --query            for each -t TOPIC:PARTITION:TIMESTAMP, the first offset whose\n"
         "                         timestamp is >= TIMESTAMP (-1: none that late)\n"
+        "  -s [key=|value=]SPEC   print keys and/or values (both without key=/value=)\n"
+        "                         deserialized: json (indented), or a pack format as kcat's:\n"
+        "                         < > (little/big endian, big by default), b B h H i I q Q\n"
+        "                         (signed/unsigned 8/16/32/64-bit), c (a character), s (the\n"
+        "                         rest as bytes), $ (the end); fields joined by spaces. Bytes\n"
+        "                         that do not fit are printed raw, with a line on stderr\n"
+        "  -F, --config-file FILE key=value lines ('#' comments), e.g. a kcat.conf: applied\n"
+        "                         after the flags, before -X (librdkafka's sasl.mechanisms and\n"
+        "                         metadata.broker.list are accepted)\n"
         "  -X key=value           any configuration key below (repeatable; wins over flags)\n"
+        "  -X list                print every configuration key below and exit\n"
         "  --workers N            worker.threads\n"
         "  --stats MS[:FILE]      statistics every MS ms, one JSON object per line, to FILE\n"
         "                         (truncated at start) or stderr\n"
@@ -90,11 +110,66 @@ static int conf_set(kc_conf_t *conf, const char *key, const char *value, const c
     return -1;
 }
 
-/* Flags first, then -X in order, so an explicit -X always wins. */
+typedef struct file_ctx {
+    kc_conf_t *conf;
+    const char *path;
+} file_ctx_t;
+
+static int file_pair(void *opaque, const char *key, const char *value, int line)
+{
+    file_ctx_t *f = opaque;
+    char flag[1100];
+    snprintf(flag, sizeof flag, "-F %s:%d", f->path, line);
+    return conf_set(f->conf, key, value, flag) ? 1 : 0;
+}
+
+/* -F: the whole file read once, then its pairs set in order. */
+static int apply_file(kc_conf_t *conf, const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        fprintf(stderr, "kconsume: -F %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (cap - len < 4096) {
+            char *t = realloc(text, cap = cap ? cap * 2 : 8192);
+            if (!t) {
+                free(text);
+                fclose(fp);
+                fprintf(stderr, "kconsume: -F %s: out of memory\n", path);
+                return -1;
+            }
+            text = t;
+        }
+        size_t r = fread(text + len, 1, cap - len, fp);
+        len += r;
+        if (r == 0)
+            break;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(text);
+        fprintf(stderr, "kconsume: -F %s: read error\n", path);
+        return -1;
+    }
+    char why[256];
+    file_ctx_t f = {conf, path};
+    int rc = kc_cli_conf_parse(text, len, file_pair, &f, why, sizeof why);
+    free(text);
+    if (rc < 0)
+        fprintf(stderr, "kconsume: -F %s: %s\n", path, why);
+    return rc ? -1 : 0;
+}
+
+/* Flags first, then -F's file, then -X in order, so an explicit -X always wins. */
 int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, size_t len)
 {
     char num[32];
-    if (conf_set(conf, "bootstrap.servers", a->brokers, "-b"))
+    if (a->brokers && conf_set(conf, "bootstrap.servers", a->brokers, "-b"))
         return -1;
     /* The CLI says once what is wrong; the library's INFO lines (a reset per reconnect attempt,
      * each rebalance) are there for -X log.level=info. */
@@ -121,6 +196,8 @@ int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, 
         if (conf_set(conf, "statistics.interval.ms", num, "--stats"))
             return -1;
     }
+    if (a->conf_file && apply_file(conf, a->conf_file))
+        return -1;
     for (size_t i = 0; i < a->n_conf; i++) {
         char kv[1024], flag[1040];
         snprintf(kv, sizeof kv, "%s", a->conf[i]);

@@ -36,6 +36,11 @@ static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     kc_metadata_request_t m;
     kc_metadata_request_init(&m);
     m.allow_auto_topic_creation = false;
+    if (g->has_re) { /* a pattern: every topic (null), the counts of ours and others' with them */
+        m.topics.count = -1;
+        kc_error_t err;
+        return kc_metadata_request_encode(&m, version, out, &err);
+    }
     size_t n = g->n_topics + (g->m.is_leader ? g->m.n_snap : 0), k = 0;
     kc_metadata_request_topic_t *ts = calloc(n ? n : 1, sizeof *ts);
     if (!ts)
@@ -89,6 +94,41 @@ static void bad_answer(kc_classic_io_t *g, kc_conn_t *conn, int kind, int16_t ve
     kc_group_report(g->grp, &e, false);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A pattern subscription: the non-internal topics of this all-topics answer that match, sorted;
+ * when they differ from the list (and are not none: a pattern matching nothing yet keeps the
+ * member as it is), they become it. Out of memory: tried again at the next answer. */
+static void rematch(kc_classic_io_t *g, const kc_metadata_response_t *m)
+{
+    char **names = calloc(m->topics.count > 0 ? (size_t)m->topics.count : 1, sizeof *names);
+    size_t n = 0;
+    for (int32_t i = 0; names && i < m->topics.count; i++) {
+        const kc_metadata_response_topic_t *t = &m->topics.items[i];
+        if (t->error_code || t->is_internal || t->name.len <= 0)
+            continue;
+        char *s = strndup(t->name.ptr, (size_t)t->name.len);
+        if (s && regexec(&g->re, s, 0, NULL, 0) == 0)
+            names[n++] = s;
+        else
+            free(s);
+    }
+    if (names && n)
+        qsort(names, n, sizeof *names, by_name);
+    bool same = names && n == g->n_topics;
+    for (size_t i = 0; same && i < n; i++)
+        same = strcmp(names[i], g->topics[i]) == 0;
+    kc_error_t err;
+    if (names && n && !same && kc_classic_io_set_topics(g, (const char *const *)names, n, &err))
+        kc_group_report(g->grp, &err, false);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,
                     void *opaque)
 {
@@ -128,6 +168,8 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
                 }
             }
             kc_classic_io_racks_update(g, &m);
+            if (g->has_re)
+                rematch(g, &m);
         }
         kc_arena_free(&a);
         kc_buf_unref(frame);
@@ -145,7 +187,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
 
 void kc_classic_io_md_maybe_send(kc_classic_io_t *g, int64_t now)
 {
-    if (g->md_inflight || now < g->next_md_ms || !g->n_topics)
+    if (g->md_inflight || now < g->next_md_ms || (!g->n_topics && !g->has_re))
         return;
     kc_conn_t *c = kc_eng_any_conn(g->e);
     if (!c)

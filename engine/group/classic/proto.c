@@ -125,6 +125,8 @@ static void p_destroy(void *m)
     kc_classic_io_racks_free(g); /* before the topics: it walks them */
     free_topics(g->topics, g->n_topics);
     free(g->counts);
+    if (g->has_re)
+        regfree(&g->re);
     free_topics(g->others, g->n_others);
     free(g->other_counts);
     kc_wbuf_free(&g->req);
@@ -140,13 +142,36 @@ static kc_err_t p_subscribe(void *m, const char *const *topics, size_t n, const 
                             kc_error_t *err)
 {
     kc_classic_io_t *g = m;
-    if (regex)
-        return kc_fail(err, KC_ERR_UNSUPPORTED,
-                       "subscribe: a regular expression needs group.protocol=consumer (the "
-                       "classic protocol names its topics)");
     if (g->m.state == KC_CLASSIC_ST_CLOSING || g->m.state == KC_CLASSIC_ST_CLOSED)
         return kc_fail(err, KC_ERR_STATE, "group %s: leaving; subscribe after it has left",
                        g->conf->group_id);
+    if (regex) {
+        /* The list stays as it is until the first answer for all topics says what matches. */
+        regex_t re;
+        int rc = regcomp(&re, regex, REG_EXTENDED | REG_NOSUB);
+        if (rc != 0) {
+            char why[160];
+            regerror(rc, &re, why, sizeof why);
+            return kc_fail(err, KC_ERR_INVALID_ARG, "subscribe: pattern '%s': %s", regex, why);
+        }
+        if (g->has_re)
+            regfree(&g->re);
+        g->re = re;
+        g->has_re = true;
+        g->md_gen++;
+        g->next_md_ms = 0; /* ask now */
+        return KC_OK;
+    }
+    if (g->has_re) {
+        regfree(&g->re);
+        g->has_re = false;
+    }
+    return kc_classic_io_set_topics(g, topics, n, err);
+}
+
+kc_err_t kc_classic_io_set_topics(kc_classic_io_t *g, const char *const *topics, size_t n,
+                                  kc_error_t *err)
+{
     char **t = calloc(n ? n : 1, sizeof *t);
     int32_t *counts = calloc(n ? n : 1, sizeof *counts);
     bool ok = t && counts;

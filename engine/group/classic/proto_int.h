@@ -24,6 +24,8 @@
 #ifndef KC_ENGINE_GROUP_CLASSIC_PROTO_INT_H
 #define KC_ENGINE_GROUP_CLASSIC_PROTO_INT_H
 
+#include <regex.h>
+
 #include "engine_int.h"
 #include "group/classic/member.h"
 #include "group/group.h"
@@ -40,6 +42,12 @@ typedef struct kc_classic_racks {
 } kc_classic_racks_t;
 
 /* Owner: network thread. */
+struct kc_classic_io;
+/* proto.c: `topics` (n, copied) replace the subscribed list; they go to the member once their
+ * partition counts are known. */
+kc_err_t kc_classic_io_set_topics(struct kc_classic_io *g, const char *const *topics, size_t n,
+                                  kc_error_t *err);
+
 typedef struct kc_classic_io {
     kc_group_t *grp;
     kc_engine_t *e;
@@ -48,6 +56,12 @@ typedef struct kc_classic_io {
     char **topics;
     int32_t *counts; /* partition count per subscribed topic, 0 = unknown */
     size_t n_topics;
+    /* A pattern subscription (kc_subscribe's one "^..." entry, POSIX extended syntax, matched
+     * here, client-side, as the Java client does for the classic protocol): every Metadata
+     * request asks for all topics, and when the non-internal topics that match differ from
+     * `topics`, they become the list (sorted), as a kc_subscribe of those names would. */
+    regex_t re;
+    bool has_re;
     /* The leader's assignment also covers the other members' topics (Java's leader asks for
      * the metadata of the whole group's subscription): the partition counts of the topics of
      * the leader's snapshot that we do not subscribe to, from the same Metadata requests. */
