@@ -19,6 +19,8 @@ int kc_mdr_on_required(kc_mdr_t *r)
 {
     if (r->strategy != KC_MDR_STRATEGY_REBOOTSTRAP)
         return 0;
+    if (!r->bootstrapped) /* said by bootstrap.servers themselves: already there */
+        return 1;
     r->required = 1;
     return 1;
 }

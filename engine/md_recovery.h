@@ -49,7 +49,8 @@ typedef struct kc_mdr {
 void kc_mdr_init(kc_mdr_t *r, kc_mdr_strategy_t strategy, int64_t trigger_ms);
 /* A metadata answer naming `n_brokers` brokers was applied. */
 void kc_mdr_on_metadata(kc_mdr_t *r, int n_brokers);
-/* An answer said REBOOTSTRAP_REQUIRED; returns 1 when that leads to a rebootstrap. */
+/* An answer said REBOOTSTRAP_REQUIRED: a rebootstrap follows (none still bootstrapping, as
+ * bootstrap.servers said it). Returns 0 under none, which ignores it. */
 int kc_mdr_on_required(kc_mdr_t *r);
 /* Where to ask now, given whether a named broker's connection is READY. */
 kc_mdr_choice_t kc_mdr_choose(kc_mdr_t *r, int broker_ready, int64_t now_ms);

@@ -48,7 +48,9 @@ static void rebootstrap_required(void **state)
     (void)state;
     kc_mdr_t r;
     kc_mdr_init(&r, KC_MDR_STRATEGY_REBOOTSTRAP, 300000);
+    assert_int_equal(kc_mdr_on_required(&r), 1); /* from bootstrap.servers: already there */
     kc_mdr_on_metadata(&r, 1);
+    assert_int_equal(kc_mdr_choose(&r, 1, 0), KC_MDR_USE_BROKERS);
     assert_int_equal(kc_mdr_on_required(&r), 1);
     assert_int_equal(kc_mdr_choose(&r, 1, 0), KC_MDR_REBOOTSTRAP); /* even with one READY */
     kc_mdr_rebootstrapped(&r);
