@@ -38,6 +38,8 @@ void kc_engine_conf_defaults(kc_engine_conf_t *c)
     c->connect_timeout_ms = 10000;
     c->reconnect_backoff_ms = 50;
     c->reconnect_backoff_max_ms = 1000;
+    c->rebootstrap = 1;
+    c->rebootstrap_trigger_ms = 300000;
 }
 
 static void on_timer(kc_loop_t *loop, kc_loop_timer_t *t)
@@ -75,6 +77,9 @@ kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_
     e->rng = (uint64_t)kc_now_ns() ^ (uint64_t)(uintptr_t)e;
     e->timer.cb = on_timer;
     e->timer.opaque = e;
+    kc_mdr_init(&e->mdr, conf->rebootstrap ? KC_MDR_STRATEGY_REBOOTSTRAP : KC_MDR_STRATEGY_NONE,
+                conf->rebootstrap_trigger_ms);
+    kc_eng_brokers_init(e);
     *out = e;
     return KC_OK;
 }

@@ -85,6 +85,12 @@ typedef struct kc_engine_conf {
     /* security.protocol for every connection the engine opens (NULL: PLAINTEXT); must outlive
      * the engine and its connections (io/conn_security.h). */
     const kc_conn_security_t *security;
+    /* client.dns.lookup=resolve_canonical_bootstrap_servers_only (io/conn_addr.h). */
+    int dns_canonical_bootstrap;
+    /* metadata.recovery.strategy (1 rebootstrap, Java 4's default; 0 none) and
+     * metadata.recovery.rebootstrap.trigger.ms (300000): engine/md_recovery.h. */
+    int rebootstrap;
+    int64_t rebootstrap_trigger_ms;
 } kc_engine_conf_t;
 
 void kc_engine_conf_defaults(kc_engine_conf_t *c);
@@ -204,6 +210,7 @@ typedef struct kc_engine_stats {
         replica_fallbacks, /* KIP-392: partitions sent back to the leader by a failed replica */
         replica_avoided;   /* KIP-392: a named replica passed over, its Fetch failed recently */
     uint64_t idle_closes;  /* connections closed by connections.max.idle.ms */
+    uint64_t rebootstraps; /* KIP-899: named brokers forgotten, back to bootstrap.servers */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 

@@ -13,6 +13,7 @@
 #include "part_index.h"
 #include "fetch/codec.h"
 #include "fetch/plan.h"
+#include "md_recovery.h"
 #include "proto/proto.h"
 #include "versions.h"
 
@@ -82,6 +83,14 @@ struct kc_engine {
     kc_eng_broker_t **brokers;
     size_t n_brokers, cap_brokers;
     kc_conn_t *bootstrap_conn;
+    /* Whether metadata goes to bootstrap_conn or a named broker, and when to rebootstrap
+     * (md_recovery.h). A rebootstrap runs from t_rebootstrap, never inside a connection's
+     * callback (it closes connections); rebootstrap_why says what started it. */
+    kc_mdr_t mdr;
+    kc_loop_timer_t t_rebootstrap;
+    const char *rebootstrap_why;
+    uint8_t rebootstrapping; /* inside the rebootstrap: no connection handed out */
+    size_t md_rr;            /* round robin over named brokers when none is READY */
 
     kc_eng_topic_t *topics; /* never shrinks: a forgotten partition's topic keeps its name */
     size_t n_topics, cap_topics;
@@ -130,8 +139,13 @@ kc_eng_broker_t *kc_eng_broker_get(kc_engine_t *e, int32_t id);
 int kc_eng_broker_update(kc_engine_t *e, int32_t id, const char *host, int32_t port);
 /* The broker's connection, started on first use; NULL if the broker is unknown. */
 kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id);
-/* Any connection that can answer metadata (a ready broker, else the bootstrap one). */
+/* The connection metadata (and FindCoordinator, the queries) is asked on, as md_recovery.h
+ * decides: bootstrap.servers until an answer named brokers, then a READY named broker, else the
+ * next named broker in turn. NULL while a rebootstrap is pending (it runs from a timer). */
 kc_conn_t *kc_eng_any_conn(kc_engine_t *e);
+/* A REBOOTSTRAP_REQUIRED answer (metadata.c). */
+void kc_eng_rebootstrap_required(kc_engine_t *e);
+void kc_eng_brokers_init(kc_engine_t *e);
 /* A new, started connection to `servers` with the engine's settings (client id, timeouts,
  * reconnect backoff); NULL (logged) on failure. The caller owns it. */
 kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers);

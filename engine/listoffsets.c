@@ -142,6 +142,8 @@ static void back_off(kc_engine_t *e, size_t i, int64_t now)
 
 static void retry_later(kc_engine_t *e, size_t i, int64_t now, int16_t code)
 {
+    kc_log(KC_LOG_DEBUG, "offsets", "%s[%d]: %s, asked again later", e->info[i].topic,
+           e->info[i].partition, code ? kc_kafka_err_name(code) : "no offset");
     back_off(e, i, now);
     if (code == 0 || kc_fetch_classify_error(code) == KC_FA_MOVE)
         e->md_wanted = 1;
@@ -330,6 +332,8 @@ static void send_for(kc_engine_t *e, int32_t broker, int validate, int64_t now)
                                     lo_done,
                                     q};
     kc_error_t err;
+    kc_log(KC_LOG_DEBUG, "offsets", "%s: %zu partition(s) to broker %d",
+           validate ? "OffsetForLeaderEpoch" : "ListOffsets", q->n, broker);
     kc_err_t rc = kc_conn_send(c, &spec, &err);
     if (rc != KC_OK) {
         /* Not sent (a version refusal, a closing connection): these partitions ask again after

@@ -202,6 +202,9 @@ void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i)
                    in->topic, in->partition);
             p->state = KC_FS_AWAIT_RESET;
             p->position_epoch = KC_NO_EPOCH;
+            /* Leader epochs count a log's leaders: the new log's start again, and a request
+             * carrying the old log's (higher) epoch is refused as UNKNOWN_LEADER_EPOCH. */
+            p->leader_epoch = KC_NO_EPOCH;
             in->reset_ts = e->conf.auto_offset_reset == KC_RESET_EARLIEST ? -2 : -1;
         }
         kc_eng_part_set_id(e, i, t->id);
@@ -239,6 +242,12 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         md_failed(e, now, err.msg);
         goto out;
     }
+    if (m.error_code != 0) { /* v13+ (KIP-1102): the whole answer is refused */
+        if (m.error_code == KC_KAFKA_REBOOTSTRAP_REQUIRED)
+            kc_eng_rebootstrap_required(e);
+        md_failed(e, now, kc_kafka_err_name(m.error_code));
+        goto out;
+    }
     for (size_t i = 0; i < e->n_brokers; i++)
         e->brokers[i]->in_metadata = 0;
     char host[256], name[256];
@@ -268,6 +277,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         if (topic_store(e, t, name))
             e->stats.metadata_changes++;
     }
+    kc_mdr_on_metadata(&e->mdr, m.brokers.count);
     e->md_wanted = 0;
     e->md_failures = 0;
     e->md_next_ms = now + e->conf.metadata_max_age_ms;

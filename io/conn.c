@@ -594,6 +594,11 @@ static void on_resolved(kc_err_t rc, const kc_addr_t *addrs, int n, const kc_err
     }
     c->naddrs = n > MAX_ADDRS ? MAX_ADDRS : n;
     memcpy(c->addrs, addrs, (size_t)c->naddrs * sizeof *addrs);
+    if (c->o.canonical_names) /* what the configured hosts became: the names TLS and SASL use */
+        for (int i = 0; i < c->naddrs; i++)
+            if (i == 0 || strcmp(c->addrs[i].name, c->addrs[i - 1].name) != 0)
+                kc_log(KC_LOG_INFO, "conn", "%s: canonical bootstrap address %s", c->servers,
+                       c->addrs[i].name);
     c->next_addr = 0;
     connect_next(c);
 }
@@ -607,7 +612,8 @@ static void connect_next(kc_conn_t *c)
          * resolver thread: getaddrinfo may block for seconds (io/resolver.h). */
         kc_resolver_t *r = kc_loop_resolver(c->loop, &e);
         set_state(c, KC_CONN_CONNECTING, NULL);
-        if (!r || kc_resolve_start(r, c->servers, on_resolved, c, &c->resolving, &e) != KC_OK) {
+        if (!r || kc_resolve_start(r, c->servers, c->o.canonical_names ? KC_ADDR_CANONICAL : 0,
+                                   on_resolved, c, &c->resolving, &e) != KC_OK) {
             kc_log(KC_LOG_WARN, "conn", "%s", e.msg);
             c->cur_addr = -1;
             c->state = KC_CONN_RESETTING;

@@ -8,6 +8,9 @@
  * the optional auth hook, READY. Any failure resets: in-flight requests fail with KC_ERR_TRANSPORT
  * (retriable; the caller decides), the socket closes once the loop has returned every op, and the
  * next address is tried after kc_backoff_ms(reconnect.backoff.ms, reconnect.backoff.max.ms).
+ * The addresses are every address of every host in `servers`, in order (Java's
+ * client.dns.lookup=use_all_dns_ips): a host whose first address refuses is reached on its
+ * next one; after the last, the next attempt resolves `servers` again.
  * Requests sent while not READY wait for READY or their request timeout, whichever comes first;
  * but once the connection has been READY, a pass over its addresses that fails (the broker
  * died) fails the waiting requests at once with KC_ERR_TRANSPORT. Nothing waits forever.
@@ -86,6 +89,10 @@ typedef struct kc_conn_opts {
     int reconnect_backoff_max_ms; /* default 1000 */
     size_t max_frame;             /* receive.message.max.bytes + slack, default 100 MiB */
     int keepalive;                /* socket.keepalive.enable: SO_KEEPALIVE on each socket */
+    /* client.dns.lookup=resolve_canonical_bootstrap_servers_only, set on bootstrap connections
+     * only: `servers` are replaced by their canonical names at each resolution
+     * (KC_ADDR_CANONICAL, io/conn_addr.h). Every address of a name is tried in turn either way. */
+    int canonical_names;
     /* connections.max.idle.ms: a READY connection with nothing in flight or queued and no
      * request sent or answer received for this long is closed (DOWN, no failure counted, no
      * backoff) and opened again by the next kc_conn_send. 0 = never. */

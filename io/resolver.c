@@ -19,6 +19,7 @@ struct kc_resolve_job {
     int queued;    /* in the helper's queue (under mu) */
     int cancelled; /* network thread only */
     char *servers;
+    int flags; /* kc_addr_resolve's */
     /* Written by the helper thread between pop and post. */
     kc_err_t rc;
     kc_error_t err;
@@ -79,7 +80,7 @@ static void *helper(void *arg)
         j->queued = 0;
         pthread_mutex_unlock(&r->mu);
         /* Blocking is fine here: this thread exists to block. */
-        j->rc = kc_addr_resolve(j->servers, j->addrs, JOB_ADDRS, &j->n, &j->err);
+        j->rc = kc_addr_resolve(j->servers, j->flags, j->addrs, JOB_ADDRS, &j->n, &j->err);
         kc_loop_post(r->loop, &j->cmd);
         pthread_mutex_lock(&r->mu);
     }
@@ -130,8 +131,8 @@ void kc_resolver_free(kc_resolver_t *r)
     free(r);
 }
 
-kc_err_t kc_resolve_start(kc_resolver_t *r, const char *servers, kc_resolve_cb cb, void *opaque,
-                          kc_resolve_job_t **out, kc_error_t *err)
+kc_err_t kc_resolve_start(kc_resolver_t *r, const char *servers, int flags, kc_resolve_cb cb,
+                          void *opaque, kc_resolve_job_t **out, kc_error_t *err)
 {
     KC_LOOP_OWNER(r->loop);
     kc_resolve_job_t *j = calloc(1, sizeof *j);
@@ -140,6 +141,7 @@ kc_err_t kc_resolve_start(kc_resolver_t *r, const char *servers, kc_resolve_cb c
         return kc_fail(err, KC_ERR_NOMEM, "resolver: out of memory");
     }
     j->r = r;
+    j->flags = flags;
     j->cb = cb;
     j->opaque = opaque;
     j->cmd.fn = on_done;

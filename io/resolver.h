@@ -45,10 +45,11 @@ kc_resolver_t *kc_loop_resolver(kc_loop_t *loop, kc_error_t *err);
 /* Loop thread (from kc_loop_free). Joins the helper and frees every job still out. */
 void kc_resolver_free(kc_resolver_t *r);
 
-/* Resolves every "host:port" of `servers` (as kc_addr_resolve) on the helper thread; `cb` runs
- * later on the loop's thread from kc_loop_run_once(), never from inside this call. */
-kc_err_t kc_resolve_start(kc_resolver_t *r, const char *servers, kc_resolve_cb cb, void *opaque,
-                          kc_resolve_job_t **out, kc_error_t *err);
+/* Resolves every "host:port" of `servers` (as kc_addr_resolve, with its `flags`) on the helper
+ * thread; `cb` runs later on the loop's thread from kc_loop_run_once(), never from inside this
+ * call. */
+kc_err_t kc_resolve_start(kc_resolver_t *r, const char *servers, int flags, kc_resolve_cb cb,
+                          void *opaque, kc_resolve_job_t **out, kc_error_t *err);
 /* Loop thread. After this the job's callback never runs; the job is freed (now or when the
  * helper returns it). */
 void kc_resolve_cancel(kc_resolve_job_t *job);

@@ -121,6 +121,17 @@
     X(CONNECTIONS_MAX_IDLE_MS, "connections.max.idle.ms", INT, "540000", 0, KC_I32MAX, NULL, 0,    \
       "A broker connection idle this long (nothing sent or answered) is closed and opened again "  \
       "when needed (Java's default; 0 = never, librdkafka's default)")                             \
+    X(CLIENT_DNS_LOOKUP, "client.dns.lookup", ENUM, "use_all_dns_ips", 0, 0,                       \
+      "use_all_dns_ips|resolve_canonical_bootstrap_servers_only", 0,                               \
+      "Every address of a host is tried in turn; the second value first replaces each bootstrap "  \
+      "host by the canonical names of its addresses (reverse lookup), for TLS and Kerberos names") \
+    X(METADATA_RECOVERY_STRATEGY, "metadata.recovery.strategy", ENUM, "rebootstrap", 0, 0,         \
+      "none|rebootstrap", 0,                                                                       \
+      "rebootstrap: when no known broker is reachable for the trigger time, or one answers "       \
+      "REBOOTSTRAP_REQUIRED, forget the brokers and start again from bootstrap.servers")           \
+    X(METADATA_RECOVERY_REBOOTSTRAP_TRIGGER_MS, "metadata.recovery.rebootstrap.trigger.ms", INT,   \
+      "300000", 0, KC_I64MAX, NULL, 0,                                                             \
+      "How long no known broker must be reachable before a rebootstrap")                           \
     X(SECURITY_PROTOCOL, "security.protocol", ENUM, "PLAINTEXT", 0, 0,                             \
       "PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL", 0, "Transport to the brokers")                      \
     X(SSL_CA_LOCATION, "ssl.ca.location", STR, "", 0, 0, NULL, 0,                                  \

@@ -509,6 +509,12 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.reconnect_backoff_max_ms = (int)kc_conf_int(f, KC_CONF_RECONNECT_BACKOFF_MAX_MS);
         ec.keepalive = kc_conf_bool(f, KC_CONF_SOCKET_KEEPALIVE_ENABLE);
         ec.idle_timeout_ms = (int)kc_conf_int(f, KC_CONF_CONNECTIONS_MAX_IDLE_MS);
+        ec.dns_canonical_bootstrap = strcmp(kc_conf_str(f, KC_CONF_CLIENT_DNS_LOOKUP),
+                                            "resolve_canonical_bootstrap_servers_only") == 0;
+        ec.rebootstrap =
+            strcmp(kc_conf_str(f, KC_CONF_METADATA_RECOVERY_STRATEGY), "rebootstrap") == 0;
+        ec.rebootstrap_trigger_ms =
+            kc_conf_int(f, KC_CONF_METADATA_RECOVERY_REBOOTSTRAP_TRIGGER_MS);
         ec.security = c->sec;
         kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget, NULL};
         if (kc_conf_bool(f, KC_CONF_ENABLE_PARTITION_EOF))

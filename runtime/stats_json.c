@@ -111,7 +111,8 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
     kc_engine_stats_t es = {0};
     if (c->e)
         kc_engine_stats(c->e, &es);
-    kc_json_raw(&b, ",\"connections\":{\"idle_closes\":%" PRIu64 "}", es.idle_closes);
+    kc_json_raw(&b, ",\"connections\":{\"idle_closes\":%" PRIu64 ",\"rebootstraps\":%" PRIu64 "}",
+                es.idle_closes, es.rebootstraps);
     kc_json_raw(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",
                 (long long)kc_rt_buffered_bytes(c->rt), (long long)kc_rt_frame_bytes(c->rt));
     kc_rt_stats_workers(c->rt, &b);

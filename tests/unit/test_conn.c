@@ -25,7 +25,7 @@
 
 typedef struct server {
     int lfd, port;
-    int xor;    /* speak the test transport: "KCHELLO\n" / "OK\n", then bytes XOR 0x5A */
+    int xor ;   /* speak the test transport: "KCHELLO\n" / "OK\n", then bytes XOR 0x5A */
     int refuse; /* with xor: answer the hello with "NO\n" */
     atomic_int stop, accepted;
     atomic_int byes; /* test transport goodbyes (close_notify stand-ins) received */
@@ -79,14 +79,14 @@ static int srv_read(server *s, int fd, void *p, size_t n)
 {
     if (!read_full(fd, p, n))
         return 0;
-    for (size_t i = 0; s->xor && i < n; i++)
+    for (size_t i = 0; s->xor &&i < n; i++)
         ((uint8_t *)p)[i] ^= 0x5A;
     return 1;
 }
 
 static int srv_write(server *s, int fd, void *p, size_t n)
 {
-    for (size_t i = 0; s->xor && i < n; i++)
+    for (size_t i = 0; s->xor &&i < n; i++)
         ((uint8_t *)p)[i] ^= 0x5A;
     return write_full(fd, p, n);
 }
@@ -1062,12 +1062,56 @@ static void bad_bootstrap_is_config_error(void **state)
     kc_addr_t out[4];
     int n;
     kc_error_t e;
-    assert_int_equal(kc_addr_resolve("localhost", out, 4, &n, &e), KC_ERR_CONFIG);
-    assert_int_equal(kc_addr_resolve("[::1:9092", out, 4, &n, &e), KC_ERR_CONFIG);
-    assert_int_equal(kc_addr_resolve("", out, 4, &n, &e), KC_ERR_CONFIG);
-    assert_int_equal(kc_addr_resolve("127.0.0.1:1, 127.0.0.2:2", out, 4, &n, &e), KC_OK);
+    assert_int_equal(kc_addr_resolve("localhost", 0, out, 4, &n, &e), KC_ERR_CONFIG);
+    assert_int_equal(kc_addr_resolve("[::1:9092", 0, out, 4, &n, &e), KC_ERR_CONFIG);
+    assert_int_equal(kc_addr_resolve("", 0, out, 4, &n, &e), KC_ERR_CONFIG);
+    assert_int_equal(kc_addr_resolve("127.0.0.1:1, 127.0.0.2:2", 0, out, 4, &n, &e), KC_OK);
     assert_int_equal(n, 2);
     assert_string_equal(out[1].name, "127.0.0.2:2");
+}
+
+/* client.dns.lookup=resolve_canonical_bootstrap_servers_only: an IP literal becomes the name its
+ * reverse lookup gives (the literal itself when there is none), and that name is what is resolved
+ * and kept as host and name (TLS server name, Kerberos host); without the flag the host stays as
+ * configured. A host that does not resolve fails with its name. */
+static void canonical_bootstrap_names(void **state)
+{
+    (void)state;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    char want[KC_ADDR_HOST_MAX];
+    int has_name = getnameinfo((struct sockaddr *)&sin, sizeof sin, want, sizeof want, NULL, 0,
+                               NI_NAMEREQD) == 0;
+    if (!has_name)
+        snprintf(want, sizeof want, "127.0.0.1");
+    kc_addr_t out[8];
+    int n;
+    kc_error_t e;
+    assert_int_equal(kc_addr_resolve("127.0.0.1:9092", KC_ADDR_CANONICAL, out, 8, &n, &e), KC_OK);
+    assert_true(n >= 1);
+    char want_name[KC_ADDR_HOST_MAX + 8];
+    snprintf(want_name, sizeof want_name, "%s:9092", want);
+    int loopback = 0;
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(out[i].host, want);
+        assert_string_equal(out[i].name, want_name);
+        loopback |= out[i].sa.ss_family == AF_INET &&
+                    ((struct sockaddr_in *)&out[i].sa)->sin_addr.s_addr == sin.sin_addr.s_addr;
+    }
+    assert_true(loopback); /* the name leads back to the address */
+    if (has_name)          /* the point of the option: a name, not the literal */
+        assert_string_not_equal(out[0].host, "127.0.0.1");
+    assert_int_equal(kc_addr_resolve("127.0.0.1:9092", 0, out, 8, &n, &e), KC_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(out[0].host, "127.0.0.1");
+    char names[4][KC_ADDR_HOST_MAX];
+    assert_int_equal(kc_addr_canonical_names("127.0.0.1", names, 4, &e), 1);
+    assert_string_equal(names[0], want);
+    assert_int_equal(kc_addr_canonical_names("kc-no-such-host.invalid", names, 4, &e), -1);
+    assert_non_null(strstr(e.msg, "kc-no-such-host.invalid"));
+    assert_int_equal(
+        kc_addr_resolve("kc-no-such-host.invalid:1", KC_ADDR_CANONICAL, out, 8, &n, &e),
+        KC_ERR_TRANSPORT);
+    assert_non_null(strstr(e.msg, "kc-no-such-host.invalid"));
 }
 
 static int count_fds(void)
@@ -1190,6 +1234,7 @@ int main(void)
         cmocka_unit_test(netthread_drives_conn_uring),
         cmocka_unit_test(netthread_drives_conn_epoll),
         cmocka_unit_test(bad_bootstrap_is_config_error),
+        cmocka_unit_test(canonical_bootstrap_names),
         cmocka_unit_test(version_refusal_names_both_ranges_uring),
         cmocka_unit_test(version_refusal_names_both_ranges_epoll),
     };
