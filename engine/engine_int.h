@@ -145,6 +145,10 @@ kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id);
 kc_conn_t *kc_eng_any_conn(kc_engine_t *e);
 /* A REBOOTSTRAP_REQUIRED answer (metadata.c). */
 void kc_eng_rebootstrap_required(kc_engine_t *e);
+/* Every Metadata answer, whoever asked (the engine, a classic member for its topics): a
+ * top-level error_code (v13+, KIP-1102) refuses the whole answer, which holds no brokers or
+ * topics; REBOOTSTRAP_REQUIRED also starts the re-bootstrap. True when refused. */
+bool kc_eng_metadata_refused(kc_engine_t *e, int16_t error_code);
 void kc_eng_brokers_init(kc_engine_t *e);
 /* A new, started connection to `servers` with the engine's settings (client id, timeouts,
  * reconnect backoff); NULL (logged) on failure. The caller owns it. */

@@ -183,6 +183,15 @@ static int topic_store(kc_engine_t *e, const kc_metadata_response_topic_t *rt, c
     return changed;
 }
 
+bool kc_eng_metadata_refused(kc_engine_t *e, int16_t error_code)
+{
+    if (error_code == 0)
+        return false;
+    if (error_code == KC_KAFKA_REBOOTSTRAP_REQUIRED)
+        kc_eng_rebootstrap_required(e);
+    return true;
+}
+
 void kc_eng_metadata_apply_part(kc_engine_t *e, size_t i)
 {
     kc_partition_t *p = &e->parts[i];
@@ -242,9 +251,7 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         md_failed(e, now, err.msg);
         goto out;
     }
-    if (m.error_code != 0) { /* v13+ (KIP-1102): the whole answer is refused */
-        if (m.error_code == KC_KAFKA_REBOOTSTRAP_REQUIRED)
-            kc_eng_rebootstrap_required(e);
+    if (kc_eng_metadata_refused(e, m.error_code)) {
         md_failed(e, now, kc_kafka_err_name(m.error_code));
         goto out;
     }

@@ -497,8 +497,10 @@ typedef struct kc_topic_partition {
  * cooperative-sticky and KIP-848 revoke only what leaves). KC_ERR_STATE while a kc_unsubscribe
  * is still leaving.
  * A pattern: one entry starting with '^' subscribes to every topic whose name matches it.
- * KIP-848 hands it to the broker (RE2/J syntax, the broker's subscribed_topic_regex); classic
- * matches it in the member, POSIX extended syntax, against the non-internal topics of a
+ * The whole topic name must match ("^orders" matches only "orders"; "^orders.*" all that start
+ * so), as in Java. KIP-848 hands it to the broker (RE2/J syntax, the broker's
+ * subscribed_topic_regex); classic matches it in the member, POSIX extended syntax (the common
+ * subset of the two: literals, ., [], *, +, ?, |, (), {n,m}), against the non-internal topics of a
  * Metadata answer for all topics, asked every 3 s, and rejoins when the matched set changes (a
  * topic created or deleted), as the Java client does; a pattern matching nothing yet joins once
  * something matches. Classic: a pattern that does not compile is KC_ERR_INVALID_ARG (KIP-848:

@@ -212,7 +212,11 @@ static kc_err_t c_subscribe(void *m, const char *const *topics, size_t n, const 
     (void)topics, (void)n, (void)err;
     chooser_t *c = m;
     c->subscribed = true;
-    if (regex) /* only KIP-848 has a broker-evaluated regex */
+    /* A pattern is KIP-848's (the broker's RE2/J) unless classic was chosen explicitly: the
+     * classic member matches POSIX extended syntax itself, and picking between the two dialects
+     * by what the broker runs would let one subscription mean different topics on different
+     * clusters. */
+    if (regex)
         decide(c, &kc_g848_proto, "the subscription is a regular expression");
     return KC_OK;
 }

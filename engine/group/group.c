@@ -609,7 +609,8 @@ static bool no_kip848(const kc_error_t *e)
 
 void kc_group_report(kc_group_t *g, const kc_error_t *e, bool fatal)
 {
-    /* A regex subscription has no classic form: its refusal says what it needs by itself. */
+    /* A regex subscription stays KIP-848 under auto (auto.c: the two protocols' pattern dialects
+     * differ); its refusal says what it needs by itself (group.protocol=classic). */
     if (fatal && g->p == &kc_g848_proto && no_kip848(e) && !g->sub_regex) {
         if (g->auto_mode && !g->joined && !g->closing) {
             kc_group_choose(g, &kc_classic_proto, "the KIP-848 member was refused: ");

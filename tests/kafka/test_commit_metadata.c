@@ -22,15 +22,6 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     return KC_CB_CONTINUE;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static kc_consumer_t *consumer(const char *group, const char *protocol)
 {
     kc_conf_t *conf = kc_conf_new();
@@ -86,8 +77,7 @@ static void manual_metadata(void **state)
     snprintf(topic, sizeof topic, "meta-manual-%d", (int)getpid());
     snprintf(group, sizeof group, "meta-manual-g-%d", (int)getpid());
     char cmd[160];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 3", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 3", topic);
     kc_consumer_t *c = consumer(group, "classic");
     kc_error_t err;
     const kc_offset_meta_t commit[] = {{topic, 0, 5, "run=42;host=a \xc3\xa9"},
@@ -136,8 +126,7 @@ static void member_metadata(const char *protocol)
     snprintf(topic, sizeof topic, "meta-%s-%d", protocol, (int)getpid());
     snprintf(group, sizeof group, "meta-%s-g-%d", protocol, (int)getpid());
     char cmd[160];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 2", topic);
     kc_consumer_t *c = consumer(group, protocol);
     kc_error_t err;
     const char *topics[] = {topic};

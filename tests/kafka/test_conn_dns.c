@@ -53,32 +53,14 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     return KC_CB_CONTINUE;
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static int setup(void **state)
 {
     (void)state;
     snprintf(topic, sizeof topic, "kc-dns-%d", (int)getpid());
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 1 --replication 1", topic);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 50", topic, RECS);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 1 --replication 1", topic);
+    kc_test_cluster("produce %s --records %d --size 50", topic, RECS);
     return 0;
-}
-
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
 }
 
 /* Consumes the topic with bootstrap.servers = the first suite address and `lookup`. */
@@ -100,9 +82,9 @@ static void consume(const char *lookup)
     records = 0;
     pthread_mutex_unlock(&mu);
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", first);
-    set(conf, "client.dns.lookup", lookup);
-    set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "bootstrap.servers", first);
+    kc_test_conf_set(conf, "client.dns.lookup", lookup);
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
     kc_error_t err;
     assert_int_equal(kc_conf_set_log_cb(conf, on_log, NULL, &err), KC_OK);
     kc_callbacks_t cbs = {.on_records = on_records};

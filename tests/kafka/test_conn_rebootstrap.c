@@ -138,13 +138,6 @@ static void on_event(void *o, const kc_event_t *ev)
     }
 }
 
-static void set(kc_conf_t *c, const char *k, const char *v)
-{
-    kc_error_t e;
-    if (kc_conf_set(c, k, v, &e) != KC_OK)
-        fail_msg("%s: %s", k, e.msg);
-}
-
 static kc_consumer_t *start(const char *servers, const char *strategy)
 {
     atomic_store(&total, 0);
@@ -153,16 +146,16 @@ static kc_consumer_t *start(const char *servers, const char *strategy)
     atomic_store(&rebootstraps, -1);
     atomic_store(&none_errors, 0);
     kc_conf_t *conf = kc_conf_new();
-    set(conf, "bootstrap.servers", servers);
-    set(conf, "auto.offset.reset", "earliest");
-    set(conf, "metadata.recovery.strategy", strategy);
-    set(conf, "metadata.recovery.rebootstrap.trigger.ms", TRIGGER);
-    set(conf, "metadata.max.age.ms", "1000");
-    set(conf, "reconnect.backoff.max.ms", "500");
-    set(conf, "request.timeout.ms", "5000");
-    set(conf, "statistics.interval.ms", "200");
+    kc_test_conf_set(conf, "bootstrap.servers", servers);
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "metadata.recovery.strategy", strategy);
+    kc_test_conf_set(conf, "metadata.recovery.rebootstrap.trigger.ms", TRIGGER);
+    kc_test_conf_set(conf, "metadata.max.age.ms", "1000");
+    kc_test_conf_set(conf, "reconnect.backoff.max.ms", "500");
+    kc_test_conf_set(conf, "request.timeout.ms", "5000");
+    kc_test_conf_set(conf, "statistics.interval.ms", "200");
     if (getenv("KC_REBOOT_LOG")) /* debugging: e.g. KC_REBOOT_LOG=debug */
-        set(conf, "log.level", getenv("KC_REBOOT_LOG"));
+        kc_test_conf_set(conf, "log.level", getenv("KC_REBOOT_LOG"));
     kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event};
     kc_consumer_t *c = NULL;
     kc_error_t err;

@@ -52,23 +52,12 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-static void run(const char *cmd)
-{
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), cmd,
-             kc_test_env("KC_CLUSTER_DIR"));
-    if (system(line) != 0)
-        fail_msg("failed: %s", line);
-}
-
 static void topic_with_records(char *topic, size_t len, const char *tag)
 {
     snprintf(topic, len, "errev-%s-%d", tag, (int)getpid());
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "topic create %s --partitions 2", topic);
-    run(cmd);
-    snprintf(cmd, sizeof cmd, "produce %s --records 20 --size 8", topic);
-    run(cmd);
+    kc_test_cluster("topic create %s --partitions 2", topic);
+    kc_test_cluster("produce %s --records 20 --size 8", topic);
 }
 
 static kc_consumer_t *consumer(const char *const (*kv)[2], size_t n)

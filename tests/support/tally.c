@@ -14,8 +14,12 @@ void kc_tally_reset(kc_tally_t *t)
         atomic_store(&t->errors_of[i], 0);
     for (int i = 0; i < KC_TALLY_PARTS; i++)
         atomic_store(&t->next_off[i], 0);
-    static pthread_mutex_t init = PTHREAD_MUTEX_INITIALIZER;
-    t->mu = init;
+    /* Initialised once per tally (a static tally is zeroed: the flag says whether mu exists);
+     * reset only runs while no consumer uses the tally. */
+    if (!t->mu_ready) {
+        pthread_mutex_init(&t->mu, NULL);
+        t->mu_ready = true;
+    }
     t->last_error[0] = 0;
     t->last_stats[0] = 0;
 }
@@ -28,9 +32,11 @@ void kc_tally_records(kc_tally_t *t, const kc_part_t *p, kc_records_t *batch)
     const kc_record_t *r;
     while ((r = kc_records_next(batch))) {
         int64_t off = kc_record_offset(r);
+        /* Never moved back: every record of a replayed range counts, not only its first. */
         if (off < atomic_load(next))
             atomic_fetch_add(&t->dups, 1);
-        atomic_store(next, off + 1);
+        else
+            atomic_store(next, off + 1);
         atomic_fetch_add(&t->total, 1);
     }
 }

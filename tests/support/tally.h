@@ -9,6 +9,7 @@
 #define KC_TALLY_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,11 +26,13 @@ typedef struct kc_tally {
     _Atomic int64_t errors_of[KC_TALLY_CODES];
     _Atomic int64_t next_off[KC_TALLY_PARTS];
     pthread_mutex_t mu;
+    bool mu_ready;          /* mu initialised (kc_tally_reset) */
     char last_error[1024];  /* under mu: the latest error's message */
     char last_stats[32768]; /* under mu: the latest stats JSON (truncated to fit) */
 } kc_tally_t;
 
-/* Zeroes everything; call before the consumer starts (and between cases). */
+/* Zeroes everything; call before the consumer starts (and between cases, with no consumer
+ * using the tally). The tally is for one topic: records are keyed by partition only. */
 void kc_tally_reset(kc_tally_t *t);
 
 /* The tally's halves, for a test's own callbacks to call; and callbacks that do only that, with

@@ -146,7 +146,11 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         kc_arena_t a = {0};
         kc_error_t e;
         kc_metadata_response_t m;
-        if (kc_metadata_response_decode(&m, version, &r, &a, &e) == KC_OK) {
+        if (kc_metadata_response_decode(&m, version, &r, &a, &e) != KC_OK) {
+            rc = KC_ERR_MALFORMED;
+        } else if (kc_eng_metadata_refused(g->e, m.error_code)) {
+            rc = KC_ERR_BROKER; /* nothing in it: neither counts nor racks nor a match */
+        } else {
             for (int32_t i = 0; i < m.topics.count; i++) {
                 const kc_metadata_response_topic_t *t = &m.topics.items[i];
                 for (size_t j = 0; g->m.is_leader && j < g->m.n_snap; j++) {

@@ -146,9 +146,18 @@ static kc_err_t p_subscribe(void *m, const char *const *topics, size_t n, const 
         return kc_fail(err, KC_ERR_STATE, "group %s: leaving; subscribe after it has left",
                        g->conf->group_id);
     if (regex) {
-        /* The list stays as it is until the first answer for all topics says what matches. */
+        /* The list stays as it is until the first answer for all topics says what matches.
+         * The whole name must match, as in Java (Pattern.matcher(topic).matches(), in the
+         * classic consumer and in the broker's KIP-848 regex resolution), not a part of it as
+         * regexec alone finds: "^(pattern)$", which anchors every alternative of it. */
+        size_t len = strlen(regex);
+        char *whole = malloc(len + 5);
+        if (!whole)
+            return kc_fail(err, KC_ERR_NOMEM, "subscribe: out of memory");
+        snprintf(whole, len + 5, "^(%s)$", regex);
         regex_t re;
-        int rc = regcomp(&re, regex, REG_EXTENDED | REG_NOSUB);
+        int rc = regcomp(&re, whole, REG_EXTENDED | REG_NOSUB);
+        free(whole);
         if (rc != 0) {
             char why[160];
             regerror(rc, &re, why, sizeof why);
