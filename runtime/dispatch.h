@@ -123,6 +123,11 @@ typedef struct kc_rt_opts {
     int64_t frame_max_bytes;
     int64_t max_poll_interval_ms;
     bool auto_store; /* enable.auto.offset.store */
+    /* A share group's dispatcher (group.type=share): every record delivered gets a verdict,
+     * posted as KC_RT_CMPL_SHARE_ACK (worker.c: CONTINUE and PAUSE accept, RETRY and STOP
+     * release, an undecodable batch is rejected, a revocation releases what was not delivered),
+     * and batches carry delivery counts. */
+    bool share;
     kc_callbacks_t cbs;
     kc_rt_decoder_t decoder;
     /* Installed by the network thread: wakes it when a completion is posted (and when the frame

@@ -100,8 +100,10 @@ int kc_rt_records_pull(kc_records_t *b)
     if (b->end)
         return 0;
     int r = b->dec->next(b->dctx, &b->rec, &b->errinfo);
-    if (r == 1)
+    if (r == 1 && (!b->share || b->rec.offset <= b->share_last))
         return 1;
+    if (r == 1) /* past a share piece: the rest of the batch is not this delivery's */
+        r = 0;
     b->end = true;
     if (r < 0)
         b->err = (kc_err_t)r;
@@ -155,4 +157,9 @@ int32_t kc_records_leader_epoch(const kc_records_t *b)
 int32_t kc_records_broker(const kc_records_t *b)
 {
     return b->broker;
+}
+
+int kc_records_delivery_count(const kc_records_t *b)
+{
+    return b->delivery_count > 0 ? b->delivery_count : -1;
 }

@@ -27,6 +27,7 @@ void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o)
     o->frame_max_bytes = o->queued_max_bytes / 32 > mpfb ? o->queued_max_bytes / 32 : mpfb;
     o->max_poll_interval_ms = kc_conf_int(c, KC_CONF_MAX_POLL_INTERVAL_MS);
     o->auto_store = kc_conf_bool(c, KC_CONF_ENABLE_AUTO_OFFSET_STORE);
+    o->share = kc_conf_share(c);
 }
 
 void kc_rt_group_conf(const kc_conf_t *c, kc_group_conf_t *out)
