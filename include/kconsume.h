@@ -253,6 +253,13 @@ typedef enum kc_share_verdict {
     KC_SHARE_RELEASE = 2, /* not processed: delivered again, delivery count + 1 */
     KC_SHARE_REJECT = 3,  /* cannot be processed: never delivered again */
 } kc_share_verdict_t;
+/* The verdict on one record of the view, from inside on_records, instead of the one the
+ * callback's result gives (records without one get that): e.g. KC_SHARE_REJECT for a poison
+ * record while the rest of the view is accepted. `r` must be a record kc_records_next returned
+ * for this view; each record at most once, in offset order. KC_ERR_STATE outside share groups
+ * and for a repeat or an earlier record, KC_ERR_INVALID_ARG for another view's record. */
+KC_API kc_err_t kc_share_ack(kc_records_t *b, const kc_record_t *r, kc_share_verdict_t verdict,
+                             kc_error_t *err);
 
 /* Kind of event for on_event (group-level). */
 typedef enum kc_event_type {

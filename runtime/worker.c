@@ -140,17 +140,23 @@ static void report(kc_rt_t *rt, const kc_error_t *e)
 
 /* A share group's view, after its callback (dispatch.h, kc_rt_opts_t.share): every acquired
  * offset from the delivery floor to the view's end gets the callback's verdict (compacted gaps
- * inside it too), so the records' locks are given back now rather than when they run out.
- * CONTINUE and PAUSE accept; RETRY releases (the broker hands the records out again, to any
- * member, with a higher delivery count: redelivering them here would hold their locks); STOP
- * releases and stops the partition as for other consumers. Seeks do not apply to share
+ * inside it too) unless kc_share_ack gave it one, so the records' locks are given back now rather
+ * than when they run out. CONTINUE and PAUSE accept; RETRY releases (the broker hands the records
+ * out again, to any member, with a higher delivery count: redelivering them here would hold their
+ * locks); STOP releases and stops the partition as for other consumers. Seeks do not apply to share
  * partitions: the broker decides what is delivered. */
 static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b, kc_cb_result_t res)
 {
     while (kc_records_next(b)) /* records of the view the callback did not read: the same */
         ;
     int ack = res == KC_CB_CONTINUE || res == KC_CB_PAUSE ? KC_SHARE_ACCEPT : KC_SHARE_RELEASE;
-    post_ack(w, p, p->next_deliver, b->next_offset - 1, ack);
+    int64_t from = p->next_deliver;
+    for (uint32_t i = 0; i < b->n_picks; i++) { /* kc_share_ack's, between the implicit runs */
+        post_ack(w, p, from, b->picks[i].offset - 1, ack);
+        post_ack(w, p, b->picks[i].offset, b->picks[i].offset, b->picks[i].verdict);
+        from = b->picks[i].offset + 1;
+    }
+    post_ack(w, p, from, b->next_offset - 1, ack);
     advance(p, b->next_offset);
     if (res == KC_CB_STOP) {
         atomic_store_explicit(&p->paused, true, memory_order_relaxed);
@@ -192,6 +198,7 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
         return (exp & KC_RT_LIFE_FLAGS) == KC_RT_ACTIVE ? SEEKED : YIELD;
     b->left = rt->o.max_records;
     b->returned = 0;
+    b->n_picks = 0;
     b->first_offset = b->rec.offset;
     b->next_offset = b->rec.offset;
     cb_enter(w, p);
@@ -240,7 +247,8 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
                         .broker = p->cur.broker,
                         .delivery_count = p->cur.delivery_count,
                         .share = rt->o.share,
-                        .share_last = p->cur.last_offset};
+                        .share_last = p->cur.last_offset,
+                        .picks = w->picks};
     kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->facts, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves

@@ -7,7 +7,8 @@
  *   record to it);
  * - retry_releases: one consumer returns KC_CB_RETRY (views of one record) for every record whose
  *   index ends in 0 on its first delivery: each comes back with kc_records_delivery_count 2 and
- *   is accepted then; no other record is delivered twice.
+ *   is accepted then; records whose index ends in 1 are rejected with kc_share_ack and never come
+ *   back; no other record is delivered twice.
  * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
  * kc-test-label: share */
 #include "kc_test.h"
@@ -69,6 +70,11 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *p, kc_records_t *b)
         if (t->retry_zeros && i % 10 == 0 && count == 1) {
             t->retried++;
             res = KC_CB_RETRY;
+        }
+        kc_error_t e;
+        if (t->retry_zeros && i % 10 == 1 && kc_share_ack(b, r, KC_SHARE_REJECT, &e) != KC_OK) {
+            fprintf(stderr, "kc_share_ack: %s\n", e.msg);
+            t->bad++;
         }
         if (!t->deliveries[i]++)
             t->distinct++;

@@ -12,6 +12,8 @@ typedef struct share_cb {
     _Atomic int64_t first, last; /* offsets of the last view */
     _Atomic int count;           /* delivery count of the last view */
     _Atomic int block;           /* while set, the callback waits (revocation test) */
+    _Atomic int pick;            /* explicit verdicts: REJECT offset % 5 == 2, RELEASE % 5 == 4 */
+    _Atomic int pick_errors;
 } share_cb_t;
 
 static kc_cb_result_t s_records(void *opaque, kc_part_t *p, kc_records_t *b)
@@ -27,6 +29,18 @@ static kc_cb_result_t s_records(void *opaque, kc_part_t *p, kc_records_t *b)
             first = kc_record_offset(r);
         last = kc_record_offset(r);
         atomic_fetch_add(&s->records, 1);
+        kc_error_t e;
+        int64_t o = kc_record_offset(r);
+        if (atomic_load(&s->pick) && o % 5 == 2) {
+            if (kc_share_ack(b, r, KC_SHARE_REJECT, &e) != KC_OK)
+                atomic_fetch_add(&s->pick_errors, 1);
+            /* a second verdict on the same record is refused */
+            if (kc_share_ack(b, r, KC_SHARE_ACCEPT, &e) != KC_ERR_STATE)
+                atomic_fetch_add(&s->pick_errors, 1);
+        }
+        if (atomic_load(&s->pick) && o % 5 == 4 &&
+            kc_share_ack(b, r, KC_SHARE_RELEASE, &e) != KC_OK)
+            atomic_fetch_add(&s->pick_errors, 1);
     }
     atomic_store(&s->first, first);
     atomic_store(&s->last, last);
@@ -148,6 +162,55 @@ static void views_each_get_their_verdict(void **state)
     stop();
 }
 
+/* kc_share_ack: its verdicts on single records, the callback result's on the rest. */
+static void explicit_verdicts(void **state)
+{
+    (void)state;
+    start(1000);
+    atomic_store(&cb->pick, 1);
+    push_piece(0, 10, 0, 9, 1);
+    wait_acked(10);
+    assert_int_equal(atomic_load(&cb->pick_errors), 0);
+    assert_int_equal(h->share_acked[KC_SHARE_REJECT], 2);  /* 2, 7 */
+    assert_int_equal(h->share_acked[KC_SHARE_RELEASE], 2); /* 4, 9 */
+    assert_int_equal(h->share_acked[KC_SHARE_ACCEPT], 6);
+    stop();
+}
+
+/* Outside share groups kc_share_ack refuses, and the delivery count is -1. */
+static _Atomic int plain_rc, plain_count;
+static kc_cb_result_t plain_records(void *opaque, kc_part_t *p, kc_records_t *b)
+{
+    (void)opaque, (void)p;
+    const kc_record_t *r = kc_records_next(b);
+    kc_error_t e;
+    atomic_store(&plain_rc, (int)kc_share_ack(b, r, KC_SHARE_ACCEPT, &e));
+    atomic_store(&plain_count, kc_records_delivery_count(b));
+    return KC_CB_CONTINUE;
+}
+
+static bool plain_done(harness_t *x)
+{
+    (void)x;
+    return atomic_load(&plain_count) != 0;
+}
+
+static void not_share(void **state)
+{
+    (void)state;
+    h = calloc(1, sizeof *h);
+    cb = calloc(1, sizeof *cb);
+    kc_rt_opts_t o = h_opts(h, 1);
+    o.cbs = (kc_callbacks_t){.on_records = plain_records, .opaque = cb};
+    h_start(h, &o, 1);
+    assert_true(h_push(h, 0, 3, 4));
+    assert_true(h_wait(h, plain_done, 5000));
+    assert_int_equal(atomic_load(&plain_rc), KC_ERR_STATE);
+    assert_int_equal(atomic_load(&plain_count), -1);
+    assert_int_equal(h->share_acked[0] + h->share_acked[1] + h->share_acked[2], 0);
+    stop();
+}
+
 static void corrupt_batch_rejected(void **state)
 {
     (void)state;
@@ -186,6 +249,8 @@ int main(void)
         cmocka_unit_test(retry_and_stop_release),
         cmocka_unit_test(pieces_deliver_only_their_records),
         cmocka_unit_test(views_each_get_their_verdict),
+        cmocka_unit_test(explicit_verdicts),
+        cmocka_unit_test(not_share),
         cmocka_unit_test(corrupt_batch_rejected),
         cmocka_unit_test(revoke_releases_queued),
     };
