@@ -5,12 +5,12 @@
  * gives them their leader and topic id) but the Fetch plan never sees them (kc_eng_drive keeps
  * them paused there).
  *
- * Delivery: each acquired range of an answer is cut along the record batches it covers; every
- * (batch, range) piece goes to the sink's share_records as a slice of the response frame (no
- * copy) with the range's delivery count, so a piece holds records of one delivery count only.
- * Acquired offsets that no batch carries, and control batches, are acknowledged as GAP here; a
- * piece the sink refuses (a full ring, a revoked partition) is RELEASEd at once, so the broker
- * hands it out again instead of waiting for the lock to run out.
+ * Delivery: each acquired range of an answer is cut along the record batches it covers
+ * (share/pieces.h); every (batch, range) piece goes to the sink's share_records as a slice of the
+ * response frame (no copy) with the range's delivery count, so a piece holds records of one
+ * delivery count only. Acquired offsets that no batch carries, and control batches, are
+ * acknowledged as GAP here; a piece the sink refuses (a full ring, a revoked partition) is RELEASEd
+ * at once, so the broker hands it out again instead of waiting for the lock to run out.
  *
  * Acknowledgements (kc_engine_share_ack) go into the session holding the partition and leave
  * with its next ShareFetch; a session with acknowledgements but nothing to fetch sends them
@@ -29,6 +29,7 @@
 #include "batch/batch.h"
 #include "engine_int.h"
 #include "proto/kafka_errors.h"
+#include "share/pieces.h"
 #include "share/session.h"
 
 /* One broker's share session and the request in flight. Owner: network thread. */
@@ -178,16 +179,34 @@ static void ack_range(kc_eng_ssess_t *ss, const kc_tp_t *tp, int64_t first, int6
                    o, err.msg);
 }
 
-/* Acquired offsets in [from, to] of ranges r: GAP (no batch carries them). */
-static void gap_between(kc_eng_ssess_t *ss, const kc_tp_t *tp, const kc_share_range_t *r, size_t n,
-                        int64_t from, int64_t to)
+/* pieces.h's outputs for one partition of the answer being applied. */
+typedef struct cut {
+    kc_eng_ssess_t *ss;
+    const kc_tp_t *tp;
+    kc_eng_pinfo_t *in;
+} cut_t;
+
+static bool cut_piece(void *o, const uint8_t *batch, size_t size, int64_t first, int64_t last,
+                      int16_t delivery_count)
 {
-    for (size_t k = 0; k < n; k++) {
-        int64_t a = r[k].first > from ? r[k].first : from;
-        int64_t b = r[k].last < to ? r[k].last : to;
-        if (a <= b)
-            ack_range(ss, tp, a, b, KC_SHARE_ACK_GAP);
+    cut_t *c = o;
+    kc_engine_t *e = c->ss->e;
+    kc_slice_t s = kc_slice_make(c->ss->frame, batch, size);
+    if (!e->sink.share_records ||
+        e->sink.share_records(e->sink.opaque, c->in->user, c->in->topic, c->in->partition,
+                              c->ss->s.broker, &s, first, last + 1, delivery_count) != KC_OK) {
+        kc_slice_release(&s);
+        e->share->st.refused += (uint64_t)(last - first + 1);
+        return false;
     }
+    e->share->st.delivered += (uint64_t)(last - first + 1);
+    return true;
+}
+
+static void cut_ack(void *o, int64_t first, int64_t last, kc_share_ack_type_t type)
+{
+    cut_t *c = o;
+    ack_range(c->ss, c->tp, first, last, type);
 }
 
 static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_share_range_t *r,
@@ -197,55 +216,14 @@ static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_shar
     kc_engine_t *e = ss->e;
     ssize_t i = kc_eng_find_tp(e, tp);
     if (i < 0 || !e->info[i].share || e->closing) {
+        /* removed meanwhile, or closing: nothing of it is delivered */
         for (size_t k = 0; k < n; k++)
             ack_range(ss, tp, r[k].first, r[k].last, KC_SHARE_ACK_RELEASE);
         return;
     }
-    kc_eng_pinfo_t *in = &e->info[i];
-    const uint8_t *base = rec.ptr;
-    size_t len = rec.len > 0 ? (size_t)rec.len : 0, pos = 0;
-    int64_t covered = INT64_MIN; /* acquired offsets up to here were handled */
-    while (len - pos >= KC_BATCH_HEADER_SIZE) {
-        kc_batch_header_t h;
-        kc_batch_header_parse(base + pos, &h);
-        int64_t last = h.base_offset + (int64_t)h.last_offset_delta;
-        size_t size = (size_t)KC_BATCH_LOG_OVERHEAD + (size_t)h.batch_length;
-        if (h.magic != 2 || h.batch_length < KC_BATCH_HEADER_SIZE - KC_BATCH_LOG_OVERHEAD ||
-            h.last_offset_delta < 0 || size > len - pos)
-            break; /* what is left is released below */
-        gap_between(ss, tp, r, n, covered == INT64_MIN ? INT64_MIN : covered + 1,
-                    h.base_offset - 1);
-        bool control = (h.attributes & KC_BATCH_ATTR_CONTROL) != 0;
-        for (size_t k = 0; k < n; k++) {
-            int64_t a = r[k].first > h.base_offset ? r[k].first : h.base_offset;
-            int64_t b = r[k].last < last ? r[k].last : last;
-            if (a > b)
-                continue;
-            if (control) {
-                ack_range(ss, tp, a, b, KC_SHARE_ACK_GAP);
-                continue;
-            }
-            kc_slice_t s = kc_slice_make(ss->frame, base + pos, size);
-            if (!e->sink.share_records ||
-                e->sink.share_records(e->sink.opaque, in->user, in->topic, in->partition,
-                                      ss->s.broker, &s, a, b + 1, r[k].delivery_count) != KC_OK) {
-                kc_slice_release(&s);
-                ack_range(ss, tp, a, b, KC_SHARE_ACK_RELEASE);
-                e->share->st.refused += (uint64_t)(b - a + 1);
-                continue;
-            }
-            e->share->st.delivered += (uint64_t)(b - a + 1);
-        }
-        covered = last;
-        pos += size;
-    }
-    /* acquired past the last whole batch: released when the answer was cut, else gaps */
-    for (size_t k = 0; k < n; k++) {
-        int64_t a = covered == INT64_MIN || r[k].first > covered ? r[k].first : covered + 1;
-        if (a <= r[k].last)
-            ack_range(ss, tp, a, r[k].last,
-                      len - pos >= KC_BATCH_HEADER_SIZE ? KC_SHARE_ACK_RELEASE : KC_SHARE_ACK_GAP);
-    }
+    cut_t c = {ss, tp, &e->info[i]};
+    kc_share_pieces_out_t out = {cut_piece, cut_ack, &c};
+    kc_share_pieces(rec, r, n, &out);
 }
 
 static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, int32_t n,
