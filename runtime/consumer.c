@@ -369,6 +369,10 @@ static kc_err_t assignment_block(kc_consumer_t *c, kc_ccall_t *k)
 static kc_err_t seek_one(kc_consumer_t *c, const char *topic, int32_t partition, int kind,
                          int64_t value, kc_error_t *err)
 {
+    if (kc_conf_share(c->conf)) /* the broker decides what a share group's member gets */
+        return kc_fail(err, KC_ERR_STATE,
+                       "seek: a share group has no positions of its own; records are handed out "
+                       "by the broker");
     kc_err_t rc = kc_engine_seek(c->e, topic, partition, (kc_engine_seek_t)kind, value, err);
     if (rc == KC_OK) {
         kc_rt_part_t *sp = part_of(c, topic, partition);

@@ -149,6 +149,15 @@ static void accept_exactly_once(void **state)
     assert_true(produced);
     assert_int_equal(distinct(t), RECORDS);
     kc_test_sleep_ms(1000); /* a redelivery, if any, would show up meanwhile */
+    /* no offsets in a share group: the calls that need them refuse, saying why */
+    kc_error_t err;
+    assert_int_equal(kc_seek(c[0], kc_sd_topic, 0, KC_SEEK_OFFSET, 0, &err), KC_ERR_STATE);
+    assert_non_null(strstr(err.msg, "share"));
+    kc_topic_partition_t tp = {kc_sd_topic, 0, 0};
+    assert_int_equal(kc_assign(c[0], &tp, 1, &err), KC_ERR_STATE);
+    assert_non_null(strstr(err.msg, "share"));
+    assert_int_not_equal(kc_commit(c[0], NULL, 0, 5000, &err), KC_OK);
+    assert_non_null(strstr(err.msg, "share"));
     for (int i = 0; i < MEMBERS; i++)
         close_consumer(c[i]);
     int twice = 0, members_used = 0;
