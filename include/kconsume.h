@@ -236,8 +236,8 @@ typedef enum kc_cb_result {
  * Share groups (KIP-932; group.type=share, then kc_subscribe). The members of a share group
  * consume the same partitions together: the broker hands each member records under an
  * acquisition lock, and each record is acknowledged on its own. There are no offsets to commit
- * (kc_commit refuses) and no seeks (kc_seek refuses). Records of one partition are still delivered to one
- * callback at a time on this member, in the broker's order. When on_records returns, every
+ * (kc_commit refuses) and no seeks (kc_seek refuses). Records of one partition are still delivered
+ * to one callback at a time on this member, in the broker's order. When on_records returns, every
  * record of the view gets a verdict, sent to the broker with the next ShareFetch:
  *  KC_CB_CONTINUE, KC_CB_PAUSE   KC_SHARE_ACCEPT (PAUSE also pauses, as above);
  *  KC_CB_RETRY                   KC_SHARE_RELEASE: the broker hands the records out again, to
