@@ -158,6 +158,20 @@ static void accept_exactly_once(void **state)
     assert_non_null(strstr(err.msg, "share"));
     assert_int_not_equal(kc_commit(c[0], NULL, 0, 5000, &err), KC_OK);
     assert_non_null(strstr(err.msg, "share"));
+    /* the share sessions' counters, through kc_metrics (the stats JSON's "share" object) */
+    long accepted = 0;
+    for (int i = 0; i < MEMBERS; i++) {
+        char *text;
+        assert_int_equal(kc_metrics(c[i], &text, NULL, &err), KC_OK);
+        const char *at = strstr(text, "kconsume_share_accepted");
+        assert_non_null(at);
+        at = strchr(at, '}');
+        assert_non_null(at);
+        accepted += atol(at + 1);
+        free(text);
+    }
+    fprintf(stderr, "accepted per the members' share sessions: %ld\n", accepted);
+    assert_true(accepted > 0 && accepted <= RECORDS);
     for (int i = 0; i < MEMBERS; i++)
         close_consumer(c[i]);
     int twice = 0, members_used = 0;
