@@ -112,6 +112,7 @@ void kc_engine_close(kc_engine_t *e, int timeout_ms)
     for (size_t i = 0; i < n; i++)
         kc_eng_fetch_send(e, &sends[i]);
     wait_fetches(e, deadline);
+    kc_eng_share_close(e, deadline);
     e->closed = 1;
     kc_eng_brokers_free(e);
     kc_eng_coord_free(e);
@@ -131,6 +132,7 @@ void kc_engine_free(kc_engine_t *e)
     kc_eng_coord_free(e);
     kc_eng_queries_close(e);
     kc_fetch_plan_free(&e->plan);
+    kc_eng_share_free(e);
     kc_eng_topics_free(e);
     for (size_t i = 0; i < e->n_parts; i++)
         free(e->info[i].topic);
@@ -252,7 +254,7 @@ void kc_eng_drive(kc_engine_t *e)
         }
         for (size_t i = 0; i < e->n_parts; i++) {
             int may = !e->sink.may_fetch || e->sink.may_fetch(e->sink.opaque, e->info[i].user);
-            e->parts[i].paused = e->info[i].user_paused || !may;
+            e->parts[i].paused = e->info[i].user_paused || !may || e->info[i].share;
             if (e->parts[i].state == KC_FS_BACKOFF && e->parts[i].backoff_until_ms < wake)
                 wake = e->parts[i].backoff_until_ms;
         }
@@ -268,6 +270,7 @@ void kc_eng_drive(kc_engine_t *e)
             kc_eng_fetch_send(e, &sends[i]);
         if (w < wake)
             wake = w;
+        kc_eng_share_drive(e, now, &wake);
     } while (e->drive_again);
     e->driving = 0;
     int64_t now = kc_now_ms();
@@ -350,6 +353,8 @@ kc_err_t kc_engine_remove(kc_engine_t *e, const char *topic, int32_t partition, 
     ssize_t i = kc_eng_find_part(e, topic, partition);
     if (i < 0)
         return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
+    if (e->info[i].share && e->info[i].have_id)
+        kc_eng_share_forget(e, &e->parts[i].tp);
     kc_pidx_remove(&e->by_name, kc_pidx_hash_name(topic, partition), (size_t)i);
     if (e->info[i].have_id)
         kc_pidx_remove(&e->by_tp, kc_pidx_hash_id(e->parts[i].tp.topic_id, partition), (size_t)i);

@@ -55,6 +55,13 @@ typedef struct kc_engine_sink {
      * watermark, or the last stable offset under read_committed): after every answer that does,
      * so once per long poll while nothing new comes. NULL = not told. */
     void (*at_end)(void *opaque, void *part_user, int64_t end);
+    /* Share groups (kc_engine_share_add): acquired records of a share partition, as `records`
+     * above, except that every record in [first, next) was acquired by this member with
+     * `delivery_count` and must be acknowledged (kc_engine_share_ack) once processed; records
+     * outside it are not this member's. A refusal releases them at once. NULL: no share group. */
+    kc_err_t (*share_records)(void *opaque, void *part_user, const char *topic, int32_t partition,
+                              int32_t broker, kc_slice_t *s, int64_t first, int64_t next,
+                              int16_t delivery_count);
 } kc_engine_sink_t;
 
 /* Settings, with Kafka's names. Copied by kc_engine_new (strings too). */
@@ -130,6 +137,36 @@ kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, i
                          kc_error_t *err);
 /* Call when backpressure lifted (the runtime drained): re-plans fetches. */
 void kc_engine_wake(kc_engine_t *e);
+
+/* ---- share groups (engine/share/fetcher.c) ------------------------------------------------- */
+
+/* Makes the engine a share-group member's (KIP-932): partitions added with kc_engine_share_add
+ * are fetched with ShareFetch under `group_id` (at most max_records per answer), never with
+ * Fetch. Nothing is fetched before kc_engine_share_member names the member. */
+kc_err_t kc_engine_share_enable(kc_engine_t *e, const char *group_id, int32_t max_records,
+                                kc_error_t *err);
+/* The member id the group coordinator gave (NULL or "": none yet). */
+void kc_engine_share_member(kc_engine_t *e, const char *member_id);
+/* A share partition; removed with kc_engine_remove (acknowledgements still pending for it are
+ * sent all the same). `user` goes to the sink's share_records. */
+kc_err_t kc_engine_share_add(kc_engine_t *e, const char *topic, int32_t partition, void *user,
+                             kc_error_t *err);
+/* The verdict on acquired offsets [first, last] of a share partition (type: 0 GAP, 1 ACCEPT,
+ * 2 RELEASE, 3 REJECT, share/acks.h), sent with the partition's next ShareFetch (or
+ * ShareAcknowledge). KC_ERR_STATE for an offset acknowledged twice. */
+kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                             int64_t last, int type, kc_error_t *err);
+typedef struct kc_engine_share_stats {
+    uint64_t fetches;     /* ShareFetch answers */
+    uint64_t delivered;   /* acquired records handed to the sink */
+    uint64_t refused;     /* acquired records the sink refused (released at once) */
+    uint64_t acks_queued; /* verdicts given through kc_engine_share_ack */
+    uint64_t acked[4];    /* acknowledged and answered without error, by type */
+    uint64_t ack_errors;  /* refused by the broker (lock expired, ...) */
+    uint64_t ack_failed;  /* the same, as reported per batch (logged) */
+    uint64_t ack_lost;    /* their request got no usable answer */
+} kc_engine_share_stats_t;
+void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out);
 
 /* ---- metadata changes ---------------------------------------------------------------------- */
 

@@ -69,7 +69,8 @@ typedef struct kc_eng_pinfo {
     int64_t reset_ts;     /* what ListOffsets asks for (-2 earliest, -1 latest, or a time) */
     int64_t lo_retry_at;  /* backoff after a failed ListOffsets/validation */
     int64_t committed;
-    uint32_t gen; /* bumped on seek/remove: in-flight answers for an older gen are stale */
+    uint32_t gen;  /* bumped on seek/remove: in-flight answers for an older gen are stale */
+    uint8_t share; /* a share partition (share/fetcher.c): never in the Fetch plan */
 } kc_eng_pinfo_t;
 
 struct kc_engine {
@@ -122,6 +123,7 @@ struct kc_engine {
     struct kc_eng_query *queries; /* query.c: the application's questions not answered yet */
     kc_engine_md_cb md_cb;
     void *md_cb_opaque;
+    struct kc_eng_share *share; /* share/fetcher.c: NULL unless kc_engine_share_enable */
 };
 
 /* engine.c */
@@ -193,6 +195,14 @@ const kc_eng_topic_t *kc_eng_topic_find(const kc_engine_t *e, const char *name);
 
 /* fetch/fetcher.c */
 void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s);
+
+/* share/fetcher.c: the share sessions' part of a drive pass (wake: the earliest retry), the
+ * closing ShareAcknowledges (waits up to deadline), a removed partition leaving its session,
+ * and freeing. */
+void kc_eng_share_drive(kc_engine_t *e, int64_t now, int64_t *wake);
+void kc_eng_share_close(kc_engine_t *e, int64_t deadline);
+void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp);
+void kc_eng_share_free(kc_engine_t *e);
 
 /* listoffsets.c */
 void kc_eng_offsets_maybe_send(kc_engine_t *e, int64_t now_ms, int64_t *wake_ms);

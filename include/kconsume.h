@@ -183,6 +183,9 @@ KC_API int32_t kc_records_leader_epoch(const kc_records_t *b);
 /* The id of the broker whose Fetch answer carried the view: the partition's leader, or the
  * replica read from under KIP-392 (client.rack). */
 KC_API int32_t kc_records_broker(const kc_records_t *b);
+/* Share groups (group.type=share): how many times the broker has handed out the view's records,
+ * 1 the first time (a view never mixes delivery counts); -1 outside share groups. */
+KC_API int kc_records_delivery_count(const kc_records_t *b);
 
 /* ---- the callback contract ------------------------------------------------------------------ */
 
@@ -228,6 +231,35 @@ typedef enum kc_cb_result {
     KC_CB_RETRY = 2,
     KC_CB_STOP = 3,
 } kc_cb_result_t;
+
+/*
+ * Share groups (KIP-932; group.type=share, then kc_subscribe). The members of a share group
+ * consume the same partitions together: the broker hands each member records under an
+ * acquisition lock, and each record is acknowledged on its own. There are no offsets to commit
+ * (kc_commit refuses) and no seeks (kc_seek refuses). Records of one partition are still delivered
+ * to one callback at a time on this member, in the broker's order. When on_records returns, every
+ * record of the view gets a verdict, sent to the broker with the next ShareFetch:
+ *  KC_CB_CONTINUE, KC_CB_PAUSE   KC_SHARE_ACCEPT (PAUSE also pauses, as above);
+ *  KC_CB_RETRY                   KC_SHARE_RELEASE: the broker hands the records out again, to
+ *                                this or another member, with the delivery count raised
+ *                                (kc_records_delivery_count); they are not redelivered locally;
+ *  KC_CB_STOP                    KC_SHARE_RELEASE, and the partition stops as above.
+ * Records acquired but never delivered (the partition revoked, the consumer closing) are
+ * released. A record whose lock ran out before its verdict arrived was already handed out again
+ * by the broker (at-least-once).
+ */
+typedef enum kc_share_verdict {
+    KC_SHARE_ACCEPT = 1,  /* processed: never delivered again */
+    KC_SHARE_RELEASE = 2, /* not processed: delivered again, delivery count + 1 */
+    KC_SHARE_REJECT = 3,  /* cannot be processed: never delivered again */
+} kc_share_verdict_t;
+/* The verdict on one record of the view, from inside on_records, instead of the one the
+ * callback's result gives (records without one get that): e.g. KC_SHARE_REJECT for a poison
+ * record while the rest of the view is accepted. `r` must be a record kc_records_next returned
+ * for this view; each record at most once, in offset order. KC_ERR_STATE outside share groups
+ * and for a repeat or an earlier record, KC_ERR_INVALID_ARG for another view's record. */
+KC_API kc_err_t kc_share_ack(kc_records_t *b, const kc_record_t *r, kc_share_verdict_t verdict,
+                             kc_error_t *err);
 
 /* Kind of event for on_event (group-level). */
 typedef enum kc_event_type {

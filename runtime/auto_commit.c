@@ -280,7 +280,8 @@ static void ac_tick(kc_loop_t *loop, kc_loop_timer_t *t)
 
 void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop)
 {
-    if (!c->group || !kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT))
+    /* A share group commits no offsets: its records are acknowledged (worker.c). */
+    if (!c->group || !kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT) || kc_conf_share(c->conf))
         return;
     c->ac_timer.cb = ac_tick;
     c->ac_timer.opaque = c;

@@ -538,6 +538,11 @@ void kc_conf_print_reference(void *out, int markdown)
     }
 }
 
+bool kc_conf_share(const kc_conf_t *c)
+{
+    return strcmp(kc_conf_str(c, KC_CONF_GROUP_TYPE), "share") == 0;
+}
+
 kc_group_proto_choice_t kc_conf_group_protocol(const kc_conf_t *c, const char **key)
 {
     static const kc_conf_id_t classic_only[] = {

@@ -43,6 +43,8 @@ typedef enum {
     KC_GROUP_PROTO_CONFLICT,
 } kc_group_proto_choice_t;
 kc_group_proto_choice_t kc_conf_group_protocol(const kc_conf_t *c, const char **key);
+/* group.type=share: a share group's member (KIP-932), whatever group.protocol says. Pure. */
+bool kc_conf_share(const kc_conf_t *c);
 
 /* The table's facts about one key (tests audit every key through this; tools may print it). */
 typedef enum {

@@ -49,6 +49,9 @@
       "auto = consumer where the group coordinator offers it and the group accepts it, else "      \
       "classic; consumer = KIP-848 (broker computes the assignment); classic = "                   \
       "JoinGroup/SyncGroup")                                                                       \
+    X(GROUP_TYPE, "group.type", ENUM, "consumer", 0, 0, "consumer|share", 0,                       \
+      "consumer = a consumer group (partitions assigned, offsets committed); share = a share "     \
+      "group (KIP-932: records acquired and acknowledged one by one, no offsets)")                 \
     X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, MEMBER_ID,                      \
       "Static membership id: a restart within the session timeout keeps the assignment")           \
     X(GROUP_REMOTE_ASSIGNOR, "group.remote.assignor", STR, "", 0, 0, NULL, 0,                      \

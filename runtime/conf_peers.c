@@ -18,6 +18,7 @@ static const kc_conf_peer_t peers[] = {
     {"group.id", "group.id", "group.id", NULL},
     {"group.protocol", "group.protocol", "group.protocol",
      "adds auto: KIP-848 where the coordinator offers it, else classic"},
+    {"group.type", NULL, NULL, "Java has a class of its own for share groups (KafkaShareConsumer)"},
     {"group.instance.id", "group.instance.id", "group.instance.id", NULL},
     {"group.remote.assignor", "group.remote.assignor", "group.remote.assignor", NULL},
     {"partition.assignment.strategy", "partition.assignment.strategy",

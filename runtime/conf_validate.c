@@ -35,6 +35,24 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
      * a named protocol below are the ones that can fail. */
     bool classic = proto == KC_GROUP_PROTO_CLASSIC;
     bool consumer = proto == KC_GROUP_PROTO_CONSUMER;
+    /* A share group has one protocol (ShareGroupHeartbeat), no static members and no offsets. */
+    if (kc_conf_share(c)) {
+        if (!STR(GROUP_ID)[0])
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "group.type=share needs group.id: the share group to consume in");
+        if (SET(GROUP_PROTOCOL) || proto != KC_GROUP_PROTO_AUTO)
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "group.type=share has its own protocol: group.protocol and the "
+                           "settings of the consumer-group protocols do not apply");
+        if (STR(GROUP_INSTANCE_ID)[0])
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "group.type=share: share groups have no static members; unset "
+                           "group.instance.id");
+        if (SET(ENABLE_AUTO_COMMIT) && kc_conf_bool(c, KC_CONF_ENABLE_AUTO_COMMIT))
+            return kc_fail(err, KC_ERR_CONFIG,
+                           "group.type=share commits no offsets (records are acknowledged): "
+                           "unset enable.auto.commit");
+    }
     if (STR(GROUP_INSTANCE_ID)[0] && !STR(GROUP_ID)[0])
         return kc_fail(err, KC_ERR_CONFIG,
                        "group.instance.id is set but group.id is not: static "

@@ -46,6 +46,23 @@ static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_
     return rc;
 }
 
+/* A share group's acquired records (engine.h): as sink_records, with their delivery count. */
+static kc_err_t sink_share_records(void *opaque, void *user, const char *topic, int32_t partition,
+                                   int32_t broker, kc_slice_t *s, int64_t first, int64_t next,
+                                   int16_t delivery_count)
+{
+    (void)opaque, (void)topic, (void)partition;
+    kc_rt_bref_t b = {.raw = *s,
+                      .base_offset = first,
+                      .last_offset = next - 1,
+                      .broker = broker,
+                      .delivery_count = delivery_count > 0 ? delivery_count : 1};
+    kc_err_t rc = kc_rt_part_push(user, &b);
+    if (rc == KC_OK)
+        s->buf = NULL;
+    return rc;
+}
+
 static void sink_error(void *opaque, void *user, const char *topic, int32_t partition,
                        const kc_error_t *e)
 {
@@ -167,6 +184,16 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
         if (part_of(c, p->pub.topic, p->pub.partition) == p)
             kc_engine_pause(c->e, p->pub.topic, p->pub.partition, 1, NULL);
         break;
+    case KC_RT_CMPL_SHARE_ACK: {
+        /* Before this partition's REVOKE_DONE (same ring, in order): the part and its engine
+         * entry are still there. */
+        kc_error_t e;
+        if (kc_engine_share_ack(c->e, p->pub.topic, p->pub.partition, m->offset, m->last, m->ack,
+                                &e) != KC_OK)
+            kc_log(KC_LOG_WARN, "share", "%s[%d]: verdict on %lld..%lld not sent: %s", p->pub.topic,
+                   p->pub.partition, (long long)m->offset, (long long)m->last, e.msg);
+        break;
+    }
     default:
         break;
     }
@@ -350,6 +377,10 @@ static kc_err_t assignment_block(kc_consumer_t *c, kc_ccall_t *k)
 static kc_err_t seek_one(kc_consumer_t *c, const char *topic, int32_t partition, int kind,
                          int64_t value, kc_error_t *err)
 {
+    if (kc_conf_share(c->conf)) /* the broker decides what a share group's member gets */
+        return kc_fail(err, KC_ERR_STATE,
+                       "seek: a share group has no positions of its own; records are handed out "
+                       "by the broker");
     kc_err_t rc = kc_engine_seek(c->e, topic, partition, (kc_engine_seek_t)kind, value, err);
     if (rc == KC_OK) {
         kc_rt_part_t *sp = part_of(c, topic, partition);
@@ -516,10 +547,17 @@ static void on_net(kc_loop_t *loop, void *arg)
         ec.rebootstrap_trigger_ms =
             kc_conf_int(f, KC_CONF_METADATA_RECOVERY_REBOOTSTRAP_TRIGGER_MS);
         ec.security = c->sec;
-        kc_engine_sink_t sink = {sink_records, sink_error, sink_may_fetch, c, sink_budget, NULL};
+        kc_engine_sink_t sink = {.records = sink_records,
+                                 .error = sink_error,
+                                 .may_fetch = sink_may_fetch,
+                                 .opaque = c,
+                                 .budget = sink_budget,
+                                 .share_records = sink_share_records};
         if (kc_conf_bool(f, KC_CONF_ENABLE_PARTITION_EOF))
             sink.at_end = sink_at_end;
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
+        if (k->rc == KC_OK && kc_conf_share(f))
+            k->rc = kc_engine_share_enable(c->e, kc_conf_str(f, KC_CONF_GROUP_ID), 0, &k->err);
         if (k->rc == KC_OK) {
             kc_consumer_stats_start(c, loop);
             kc_consumer_autocommit_start(c, loop);
@@ -527,14 +565,22 @@ static void on_net(kc_loop_t *loop, void *arg)
         break;
     }
     case KC_COP_ADD:
-        if (kc_rt_group_subscribed(c->grp))
+        if (kc_conf_share(c->conf))
+            k->rc = kc_fail(&k->err, KC_ERR_STATE,
+                            "assign: a share group's member is given partitions by its group "
+                            "(kc_subscribe)");
+        else if (kc_rt_group_subscribed(c->grp))
             k->rc = kc_fail(&k->err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
         for (size_t j = 0; j < k->n && k->rc == KC_OK; j++)
             k->rc = add_one(c, &k->tps[j], &k->err);
         post_manual_assignment(c);
         break;
     case KC_COP_ASSIGN:
-        if (kc_rt_group_subscribed(c->grp))
+        if (kc_conf_share(c->conf))
+            k->rc = kc_fail(&k->err, KC_ERR_STATE,
+                            "assign: a share group's member is given partitions by its group "
+                            "(kc_subscribe)");
+        else if (kc_rt_group_subscribed(c->grp))
             k->rc = kc_fail(&k->err, KC_ERR_STATE, "assign: the consumer is subscribed to a group");
         else
             k->rc = assign_diff(c, k);
@@ -942,9 +988,10 @@ static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
      * committable never passes a callback in flight). */
     int64_t total = deadline - kc_now_ns();
     int64_t reserve = total / 4 < 2000000000LL ? total / 4 : 2000000000LL;
-    int64_t revoke_deadline = c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)
-                                  ? deadline - (reserve > 0 ? reserve : 0)
-                                  : deadline;
+    int64_t revoke_deadline =
+        c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT) && !kc_conf_share(c->conf)
+            ? deadline - (reserve > 0 ? reserve : 0)
+            : deadline;
     for (;;) {
         kc_ccall_t k = {.op = KC_COP_CLOSE};
         kc_consumer_call(c, &k, NULL);
@@ -961,7 +1008,7 @@ static kc_err_t close_run(kc_consumer_t *c, int64_t deadline, kc_error_t *err)
     }
     /* The final commit of a manual assignment: what every callback finished, or what was
      * stored, on_revoke included (a group member's revocation committed its own above). */
-    if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT)) {
+    if (c->group && kc_conf_bool(c->conf, KC_CONF_ENABLE_AUTO_COMMIT) && !kc_conf_share(c->conf)) {
         int left = left_ms(deadline);
         kc_error_t e2;
         kc_ccall_t k = {.op = KC_COP_COMMIT, .timeout_ms = left, .internal = true};

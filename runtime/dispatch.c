@@ -34,6 +34,8 @@ static kc_err_t start_workers(kc_rt_t *rt, kc_error_t *err)
             return kc_fail(err, KC_ERR_NOMEM, "worker %u completion ring", i);
         if (rt->o.decoder.ctx_new && !(w->dctx = rt->o.decoder.ctx_new(rt->o.decoder.opaque)))
             return kc_fail(err, KC_ERR_NOMEM, "worker %u decode context", i);
+        if (rt->o.share && !(w->picks = calloc(rt->o.max_records, sizeof *w->picks)))
+            return kc_fail(err, KC_ERR_NOMEM, "worker %u share verdicts", i);
         if (pthread_create(&w->th, NULL, kc_rt_worker_main, w) != 0)
             return kc_fail(err, KC_ERR_SYSTEM, "worker %u: pthread_create failed", i);
         w->started = true;
@@ -161,6 +163,7 @@ void kc_rt_free(kc_rt_t *rt)
         kc_rt_worker_t *w = &rt->w[i];
         if (w->dctx && rt->o.decoder.ctx_free)
             rt->o.decoder.ctx_free(rt->o.decoder.opaque, w->dctx);
+        free(w->picks);
         kc_rt_cring_fini(&w->cring);
     }
     for (unsigned i = 0; i < rt->ev_len; i++)

@@ -124,6 +124,11 @@ typedef struct kc_rt_opts {
     int64_t max_poll_interval_ms;
     bool auto_store;    /* enable.auto.offset.store */
     bool partition_eof; /* enable.partition.eof: KC_EVENT_PARTITION_EOF (kc_rt_part_at_end) */
+    /* A share group's dispatcher (group.type=share): every record delivered gets a verdict,
+     * posted as KC_RT_CMPL_SHARE_ACK (worker.c: CONTINUE and PAUSE accept, RETRY and STOP
+     * release, an undecodable batch is rejected, a revocation releases what was not delivered),
+     * and batches carry delivery counts. */
+    bool share;
     kc_callbacks_t cbs;
     kc_rt_decoder_t decoder;
     /* Installed by the network thread: wakes it when a completion is posted (and when the frame

@@ -53,6 +53,7 @@ struct kc_rt_group {
     /* The last subscription that succeeded (kc_subscription), as given. */
     char **sub;
     size_t n_sub;
+    bool share; /* group.type=share: kc_gshare_proto, partitions fetched with ShareFetch */
 };
 
 static void free_sub(kc_rt_group_t *cg)
@@ -162,7 +163,9 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
         (void)kc_rt_part_fence(rtp);
     gpart_t *gp = &cg->p[cg->n++];
     *gp = (gpart_t){t, partition, rtp, false, false, false};
-    kc_err_t rc = kc_engine_add(cg->e, topic, partition, start, rtp, err);
+    /* A share partition's records come from ShareFetch (no position of ours: start is -1) */
+    kc_err_t rc = cg->share ? kc_engine_share_add(cg->e, topic, partition, rtp, err)
+                            : kc_engine_add(cg->e, topic, partition, start, rtp, err);
     if (rc != KC_OK) {
         gp->revoking = gp->dropped = true; /* freed at its REVOKE_DONE */
         kc_rt_part_revoke(rtp, false);
@@ -224,6 +227,8 @@ static unsigned h_poll_over(void *o)
         snprintf(cg->member_id, sizeof cg->member_id, "%s", id);
         kc_consumer_set_member_id(cg->c, id);
     }
+    if (cg->share) /* ShareFetch names the member: nothing is fetched before it has an id */
+        kc_engine_share_member(cg->e, id);
     return kc_rt_watchdog_check(cg->rt, kc_now_ns());
 }
 
@@ -280,7 +285,7 @@ static const kc_group_proto_t *const protocols[] = {
 
 const kc_group_proto_t *kc_rt_group_protocol(const kc_conf_t *conf)
 {
-    return protocols[kc_conf_group_protocol(conf, NULL)];
+    return kc_conf_share(conf) ? &kc_gshare_proto : protocols[kc_conf_group_protocol(conf, NULL)];
 }
 
 kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const kc_conf_t *conf,
@@ -304,7 +309,9 @@ kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const
     kc_rt_group_conf(conf, &gc);
     kc_group_hooks_t h = {h_revoke, h_committable, h_drop,   h_assign, h_poll_over, h_error,
                           cg,       h_fence,       h_settled};
-    kc_err_t rc = kc_group_new(&cg->g, e, protocols[choice], key ? why : NULL, &gc, &h, err);
+    cg->share = kc_conf_share(conf);
+    kc_err_t rc = kc_group_new(&cg->g, e, cg->share ? &kc_gshare_proto : protocols[choice],
+                               key ? why : NULL, &gc, &h, err);
     if (rc != KC_OK) {
         free(cg);
         return rc;

@@ -263,6 +263,13 @@ static char *render(const char *stats, const char *client_id, kc_error_t *err)
         json_decref(ga);
     }
     put_scope(&w, "worker", json_object_get(root, "workers"), client_id);
+    json_t *sh = json_object_get(root, "share");
+    if (json_is_object(sh)) {
+        json_t *sa = json_array();
+        json_array_append(sa, sh);
+        put_scope(&w, "share", sa, client_id);
+        json_decref(sa);
+    }
     json_decref(root);
     kc_json_raw(&w, "%s", "");
     char *text = kc_json_take(&w);

@@ -100,8 +100,10 @@ int kc_rt_records_pull(kc_records_t *b)
     if (b->end)
         return 0;
     int r = b->dec->next(b->dctx, &b->rec, &b->errinfo);
-    if (r == 1)
+    if (r == 1 && (!b->share || b->rec.offset <= b->share_last))
         return 1;
+    if (r == 1) /* past a share piece: the rest of the batch is not this delivery's */
+        r = 0;
     b->end = true;
     if (r < 0)
         b->err = (kc_err_t)r;
@@ -155,4 +157,33 @@ int32_t kc_records_leader_epoch(const kc_records_t *b)
 int32_t kc_records_broker(const kc_records_t *b)
 {
     return b->broker;
+}
+
+kc_err_t kc_share_ack(kc_records_t *b, const kc_record_t *r, kc_share_verdict_t verdict,
+                      kc_error_t *err)
+{
+    if (!b || !r)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_share_ack: NULL view or record");
+    if (!b->share || !b->picks)
+        return kc_fail(err, KC_ERR_STATE, "kc_share_ack: not a share group's view");
+    if (verdict != KC_SHARE_ACCEPT && verdict != KC_SHARE_RELEASE && verdict != KC_SHARE_REJECT)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_share_ack: unknown verdict %d", (int)verdict);
+    /* Only records the view returned, each once and in order: the verdicts are kept ascending,
+     * which is how the worker merges them with the callback result's. */
+    if (r->offset < b->first_offset || r->offset >= b->next_offset)
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "kc_share_ack: offset %lld is not a record this view returned",
+                       (long long)r->offset);
+    if (b->n_picks && r->offset <= b->picks[b->n_picks - 1].offset)
+        return kc_fail(err, KC_ERR_STATE,
+                       "kc_share_ack: offset %lld after %lld: one verdict per record, in "
+                       "offset order",
+                       (long long)r->offset, (long long)b->picks[b->n_picks - 1].offset);
+    b->picks[b->n_picks++] = (kc_rt_share_pick_t){r->offset, (int8_t)verdict};
+    return KC_OK;
+}
+
+int kc_records_delivery_count(const kc_records_t *b)
+{
+    return b->delivery_count > 0 ? b->delivery_count : -1;
 }

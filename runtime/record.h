@@ -23,6 +23,12 @@ typedef struct kc_rt_batch_facts {
 struct kc_rt_part;
 struct kc_rt_decoder;
 
+/* An explicit share verdict (kc_share_ack) on one record of a view. */
+typedef struct kc_rt_share_pick {
+    int64_t offset;
+    int8_t verdict;
+} kc_rt_share_pick_t;
+
 struct kc_records {
     struct kc_rt_part *part;
     const struct kc_rt_decoder *dec;
@@ -30,10 +36,19 @@ struct kc_records {
     kc_record_t rec;           /* the one record view, reused by every kc_records_next */
     kc_rt_batch_facts_t facts; /* of the open Kafka batch */
     int32_t broker;            /* whose Fetch answer carried it */
-    bool peeked;               /* rec holds the view's first record, not yet returned */
-    bool end;                  /* the decoder reported the end of the batch (or an error) */
-    uint32_t left;             /* records this view may still return */
-    uint32_t returned;         /* records returned by this view */
+    int16_t delivery_count;    /* share groups: the records' delivery count; 0 otherwise */
+    /* Share groups: the view's batch is a piece of a Kafka batch (kc_rt_bref_t), whose records
+     * past share_last belong to other deliveries and end it. */
+    bool share;
+    int64_t share_last;
+    /* kc_share_ack's verdicts on this view's records, ascending by offset (the worker's array,
+     * room for max_records); the rest get the callback result's (worker.c, share_verdict). */
+    kc_rt_share_pick_t *picks;
+    uint32_t n_picks;
+    bool peeked;       /* rec holds the view's first record, not yet returned */
+    bool end;          /* the decoder reported the end of the batch (or an error) */
+    uint32_t left;     /* records this view may still return */
+    uint32_t returned; /* records returned by this view */
     int64_t first_offset;
     int64_t next_offset; /* after the last record returned */
     kc_err_t err;

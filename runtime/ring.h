@@ -78,6 +78,10 @@ typedef struct kc_rt_bref {
     uint32_t seek_gen; /* the partition's seek generation when pushed (seek.c) */
     int32_t broker;    /* the broker whose Fetch answer holds it */
     bool frame_first;  /* the partition's first batch from this response frame (memory_budget.c) */
+    /* Share groups: every record in [base_offset, last_offset] was acquired by this member with
+     * this delivery count (>= 1), and each gets a verdict (KC_RT_CMPL_SHARE_ACK). 0: not a share
+     * partition's batch. */
+    int16_t delivery_count;
 } kc_rt_bref_t;
 
 typedef enum kc_rt_cmpl_type {
@@ -86,6 +90,7 @@ typedef enum kc_rt_cmpl_type {
     KC_RT_CMPL_PAUSED = 3,      /* a callback returned KC_CB_PAUSE: stop fetching the partition */
     KC_RT_CMPL_STOPPED = 4,     /* a callback returned KC_CB_STOP */
     KC_RT_CMPL_ERROR = 5,       /* decode error on a batch (code says which); batch skipped */
+    KC_RT_CMPL_SHARE_ACK = 6,   /* share groups: verdict `ack` on acquired offsets offset..last */
 } kc_rt_cmpl_type_t;
 
 /* Worker -> network thread message. Processed offsets do not travel here: they are the
@@ -94,7 +99,9 @@ typedef struct kc_rt_cmpl {
     kc_rt_cmpl_type_t type;
     kc_err_t code;
     struct kc_rt_part *part;
-    int64_t offset; /* ERROR: the batch's base offset */
+    int64_t offset; /* ERROR: the batch's base offset; SHARE_ACK: the first offset */
+    int64_t last;   /* SHARE_ACK: the last offset (inclusive) */
+    int8_t ack;     /* SHARE_ACK: KC_SHARE_ACCEPT, KC_SHARE_RELEASE, KC_SHARE_REJECT or 0 (a gap) */
 } kc_rt_cmpl_t;
 
 CK_RING_PROTOTYPE(kc_bref, kc_rt_bref)

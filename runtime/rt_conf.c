@@ -28,6 +28,7 @@ void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o)
     o->max_poll_interval_ms = kc_conf_int(c, KC_CONF_MAX_POLL_INTERVAL_MS);
     o->auto_store = kc_conf_bool(c, KC_CONF_ENABLE_AUTO_OFFSET_STORE);
     o->partition_eof = kc_conf_bool(c, KC_CONF_ENABLE_PARTITION_EOF);
+    o->share = kc_conf_share(c);
 }
 
 void kc_rt_group_conf(const kc_conf_t *c, kc_group_conf_t *out)

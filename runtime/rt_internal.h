@@ -16,6 +16,9 @@ typedef struct kc_rt_worker {
     kc_rt_cring_t cring;  /* producer: this worker; consumer: network thread */
     void *dctx;           /* owner: this worker (created before start, freed after join) */
     kc_records_t view;    /* owner: this worker */
+    /* Share groups: room for one explicit verdict per record of a view (kc_share_ack), the
+     * view's `picks`. Owner: this worker (allocated before start, freed after join). */
+    kc_rt_share_pick_t *picks;
     /* Watchdog: written by this worker around each callback, read by the network thread.
      * cb_part is stored before cb_start_ns (release) and read after it (acquire). */
     _Atomic(kc_rt_part_t *) cb_part;

@@ -113,6 +113,17 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
         kc_engine_stats(c->e, &es);
     kc_json_raw(&b, ",\"connections\":{\"idle_closes\":%" PRIu64 ",\"rebootstraps\":%" PRIu64 "}",
                 es.idle_closes, es.rebootstraps);
+    if (c->e && kc_conf_share(c->conf)) { /* a share group's member: its share sessions' totals */
+        kc_engine_share_stats_t ss;
+        kc_engine_share_stats(c->e, &ss);
+        kc_json_raw(&b,
+                    ",\"share\":{\"fetches\":%" PRIu64 ",\"acquired_delivered\":%" PRIu64
+                    ",\"acquired_refused\":%" PRIu64 ",\"verdicts\":%" PRIu64
+                    ",\"accepted\":%" PRIu64 ",\"released\":%" PRIu64 ",\"rejected\":%" PRIu64
+                    ",\"gaps\":%" PRIu64 ",\"ack_errors\":%" PRIu64 ",\"ack_lost\":%" PRIu64 "}",
+                    ss.fetches, ss.delivered, ss.refused, ss.acks_queued, ss.acked[1], ss.acked[2],
+                    ss.acked[3], ss.acked[0], ss.ack_errors, ss.ack_lost);
+    }
     kc_json_raw(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",
                 (long long)kc_rt_buffered_bytes(c->rt), (long long)kc_rt_frame_bytes(c->rt));
     kc_rt_stats_workers(c->rt, &b);

@@ -13,11 +13,13 @@
 
 typedef enum { DONE, YIELD, REQUEUE, SEEKED } step_t;
 
-void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_err_t code,
-                int64_t offset)
+/* The share acknowledgement for an acquired offset that carried no record (the wire's GAP),
+ * beside the public verdicts (kc_share_verdict_t). */
+#define SHARE_GAP 0
+
+static void post(kc_rt_worker_t *w, const kc_rt_cmpl_t *c)
 {
-    kc_rt_cmpl_t c = {.type = type, .code = code, .part = p, .offset = offset};
-    while (!kc_rt_cring_push(&w->cring, &c)) {
+    while (!kc_rt_cring_push(&w->cring, c)) {
         /* Full: the network thread is behind. Wake it and wait; dropping is not an option for
          * REVOKE_DONE, and 1024 slots make this rare. */
         /* While shutting down the network thread may be joining us instead of draining: waiting
@@ -34,6 +36,29 @@ void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_e
     /* After the push: a flag-based hook orders the two with kc_rt_wake_claim (dispatch.h). */
     if (w->rt->o.wake)
         w->rt->o.wake(w->rt->o.wake_ctx);
+}
+
+void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_err_t code,
+                int64_t offset)
+{
+    kc_rt_cmpl_t c = {.type = type, .code = code, .part = p, .offset = offset};
+    post(w, &c);
+}
+
+/* Share groups: the verdict on acquired offsets [first, last] of p, to the network thread (which
+ * queues it in the partition's share session). Never dropped while running: a lost verdict
+ * leaves the records locked until their acquisition lock runs out. */
+static void post_ack(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t first, int64_t last, int ack)
+{
+    if (first > last)
+        return;
+    kc_rt_cmpl_t c = {.type = KC_RT_CMPL_SHARE_ACK,
+                      .code = KC_OK,
+                      .part = p,
+                      .offset = first,
+                      .last = last,
+                      .ack = (int8_t)ack};
+    post(w, &c);
 }
 
 void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
@@ -116,6 +141,45 @@ static void report(kc_rt_t *rt, const kc_rt_part_t *p, const kc_error_t *e)
     (void)kc_rt_post_event(rt, &ev);
 }
 
+/* A share group's view, after its callback (dispatch.h, kc_rt_opts_t.share): every acquired
+ * offset from the delivery floor to the view's end gets the callback's verdict (compacted gaps
+ * inside it too) unless kc_share_ack gave it one, so the records' locks are given back now rather
+ * than when they run out. CONTINUE and PAUSE accept; RETRY releases (the broker hands the records
+ * out again, to any member, with a higher delivery count: redelivering them here would hold their
+ * locks); STOP releases and stops the partition as for other consumers. Seeks do not apply to share
+ * partitions: the broker decides what is delivered. */
+static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b, kc_cb_result_t res)
+{
+    while (kc_records_next(b)) /* records of the view the callback did not read: the same */
+        ;
+    int ack = res == KC_CB_CONTINUE || res == KC_CB_PAUSE ? KC_SHARE_ACCEPT : KC_SHARE_RELEASE;
+    int64_t from = p->next_deliver;
+    for (uint32_t i = 0; i < b->n_picks; i++) { /* kc_share_ack's, between the implicit runs */
+        post_ack(w, p, from, b->picks[i].offset - 1, ack);
+        post_ack(w, p, b->picks[i].offset, b->picks[i].offset, b->picks[i].verdict);
+        from = b->picks[i].offset + 1;
+    }
+    post_ack(w, p, from, b->next_offset - 1, ack);
+    advance(p, b->next_offset);
+    if (res == KC_CB_STOP) {
+        atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+        kc_error_t e;
+        kc_fail(&e, KC_ERR_STATE,
+                "%s[%d]: on_records returned KC_CB_STOP at offset %lld; its records were "
+                "released and the partition is stopped until kc_resume",
+                p->pub.topic, p->pub.partition, (long long)b->first_offset);
+        report(w->rt, p, &e);
+        kc_rt_post(w, KC_RT_CMPL_STOPPED, p, KC_ERR_STATE, b->first_offset);
+        return YIELD;
+    }
+    if (res == KC_CB_PAUSE) {
+        atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+        kc_rt_post(w, KC_RT_CMPL_PAUSED, p, KC_OK, 0);
+        return YIELD;
+    }
+    return DONE;
+}
+
 /* One callback over one view of the open batch. */
 static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
 {
@@ -137,6 +201,7 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
         return (exp & KC_RT_LIFE_FLAGS) == KC_RT_ACTIVE ? SEEKED : YIELD;
     b->left = rt->o.max_records;
     b->returned = 0;
+    b->n_picks = 0;
     b->first_offset = b->rec.offset;
     b->next_offset = b->rec.offset;
     cb_enter(w, p);
@@ -144,6 +209,8 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     cb_exit(w);
     atomic_fetch_and_explicit(&p->life, ~KC_RT_INCB, memory_order_acq_rel);
     atomic_fetch_add_explicit(&w->records, b->returned, memory_order_relaxed);
+    if (rt->o.share)
+        return share_verdict(w, p, b, res);
     /* kc_seek from inside the callback: nothing more of this view or batch, no advance */
     if (atomic_load_explicit(&p->seek_gen, memory_order_acquire) != p->seen_gen)
         return SEEKED;
@@ -180,13 +247,19 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
                         .dec = &rt->o.decoder,
                         .dctx = w->dctx,
                         .facts = {.leader_epoch = -1}, /* for a decoder plug that does not say */
-                        .broker = p->cur.broker};
+                        .broker = p->cur.broker,
+                        .delivery_count = p->cur.delivery_count,
+                        .share = rt->o.share,
+                        .share_last = p->cur.last_offset,
+                        .picks = w->picks};
     kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->facts, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves
          * past it and the error is reported. */
         report(rt, p, &b->errinfo);
         kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
+        if (rt->o.share) /* it will not decode any better for another member */
+            post_ack(w, p, p->cur.base_offset, p->cur.last_offset, KC_SHARE_REJECT);
         advance(p, p->cur.last_offset + 1);
         return DONE;
     }
@@ -205,6 +278,9 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
         report(rt, p, &b->errinfo);
         kc_rt_post(w, KC_RT_CMPL_ERROR, p, b->err, p->cur.base_offset);
     }
+    if (rt->o.share) /* acquired offsets past the last record: a decode error's rest, or a gap */
+        post_ack(w, p, p->next_deliver, p->cur.last_offset,
+                 b->err != KC_OK ? KC_SHARE_REJECT : SHARE_GAP);
     advance(p, p->cur.last_offset + 1); /* past a compacted tail too */
     return DONE;
 }
@@ -215,12 +291,21 @@ static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
 {
     kc_rt_t *rt = w->rt;
     kc_rt_bref_t b;
+    /* Share groups: acquired records never delivered go back to the broker (RELEASE), for
+     * another member to take now instead of after their lock ran out. */
     if (p->have_cur) {
+        if (rt->o.share)
+            post_ack(w, p,
+                     p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset,
+                     p->cur.last_offset, KC_SHARE_RELEASE);
         kc_rt_release_bref(w, p, &p->cur);
         p->have_cur = false;
     }
-    while (kc_rt_bring_pop(&p->ring, &b))
+    while (kc_rt_bring_pop(&p->ring, &b)) {
+        if (rt->o.share)
+            post_ack(w, p, b.base_offset, b.last_offset, KC_SHARE_RELEASE);
         kc_rt_release_bref(w, p, &b);
+    }
     if (p->assigned_cb_done) {
         void (*cb)(void *, kc_part_t *) = rt->o.cbs.on_revoke;
         if ((life & KC_RT_LOST) && rt->o.cbs.on_lost)
@@ -257,6 +342,10 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
                 continue;
             }
             p->have_cur = true;
+            /* A share partition's batches are acquired ranges in the broker's order, which
+             * goes back for redelivered records: the floor is each batch's own start. */
+            if (rt->o.share)
+                p->next_deliver = p->cur.base_offset;
         }
         step_t s = deliver_batch(w, p);
         if (s == SEEKED)

@@ -191,11 +191,20 @@ static int deserialize(const kc_cli_serdes_t *sd, kc_cli_rec_t *rec, int is_key,
 
 /* Ends the view before `next` (the first record not printed) and pauses the partition: the
  * runtime's committable offset is the end of what was delivered, so a record pulled from the view
- * but not printed must not count as delivered. kc_seek from on_records ends the current view. */
-static kc_cb_result_t stop_before(kc_part_t *kp, int64_t next)
+ * but not printed must not count as delivered. kc_seek from on_records ends the current view.
+ * A share group has no offsets: the records not printed (`unprinted`, the one pulled but not
+ * printed, or NULL, and the rest of the view) are released for another member instead, and
+ * only the printed ones are accepted with the pause. */
+static kc_cb_result_t stop_before(kc_part_t *kp, kc_records_t *batch, const kc_record_t *unprinted,
+                                  int64_t next)
 {
-    if (kc_app.a.group) /* only commits care, and without -G nothing is committed */
+    if (kc_app.a.share) {
+        const kc_record_t *x = unprinted;
+        for (; x || (x = kc_records_next(batch)); x = NULL)
+            (void)kc_share_ack(batch, x, KC_SHARE_RELEASE, NULL);
+    } else if (kc_app.a.group) { /* only commits care, and without -G nothing is committed */
         (void)kc_seek(kc_app.c, kp->topic, kp->partition, KC_SEEK_OFFSET, next, NULL);
+    }
     return KC_CB_PAUSE;
 }
 
@@ -218,6 +227,7 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
                         .partition = kp->partition,
                         .worker = w->id,
                         .member = member,
+                        .delivery_count = kc_records_delivery_count(batch),
                         .cb_start_ns = t0,
                         .ts_type = kc_records_timestamp_type(batch),
                         .broker = kc_records_broker(batch),
@@ -239,12 +249,12 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
             (kc_app.a.stop_ts >= 0 && rec.timestamp >= kc_app.a.stop_ts)) {
             if (p)
                 atomic_store(&p->done, 1);
-            res = stop_before(kp, rec.offset);
+            res = stop_before(kp, batch, r, rec.offset);
             break;
         }
         /* -c: claim a slot before printing, so exactly COUNT records are printed in total. */
         if (kc_app.a.count && atomic_fetch_add(&kc_app.reserved, 1) >= kc_app.a.count) {
-            res = stop_before(kp, rec.offset);
+            res = stop_before(kp, batch, r, rec.offset);
             break;
         }
         rec.key = kc_record_key(r, &rec.key_len);
@@ -255,18 +265,21 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
             kc_cli_fmt_render(&kc_app.fmt, &rec, &w->buf)) {
             fprintf(stderr, "kconsume: out of memory formatting a record\n");
             kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
-            res = stop_before(kp, rec.offset);
+            res = stop_before(kp, batch, r, rec.offset);
             break;
         }
         n++;
         bytes += rec.key_len + rec.value_len;
+        /* --share-verdict: what the broker hears of every printed record (default accept) */
+        if (kc_app.a.share_verdict)
+            (void)kc_share_ack(batch, r, (kc_share_verdict_t)kc_app.a.share_verdict, NULL);
         if (w->buf.len >= FLUSH_BYTES) {
             write_out(w->buf.p, w->buf.len);
             w->buf.len = 0;
         }
         if (end >= 0 && rec.offset + 1 >= end) {
             atomic_store(&p->done, 1);
-            res = stop_before(kp, rec.offset + 1);
+            res = stop_before(kp, batch, NULL, rec.offset + 1);
             break;
         }
     }

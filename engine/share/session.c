@@ -223,6 +223,7 @@ kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_para
             }
         } else if (!open && x->known && !x->wanted) {
             /* one forgotten entry per partition: simple, and the broker merges them */
+            x->forgetting = true;
             memcpy(&fg[nf].topic_id, x->tp.topic_id, 16);
             fg[nf].partitions.count = 1;
             fg[nf].partitions.items = &x->tp.partition;
@@ -340,6 +341,7 @@ static void reset(kc_share_session_t *s, int16_t code, const kc_error_t *why,
         report_sent(s, &s->parts[i], code, why->msg, h);
         s->parts[i].known = false;
         s->parts[i].in_request = false;
+        s->parts[i].forgetting = false;
     }
     s->epoch = KC_SHARE_EPOCH_OPEN;
     s->c.resets++;
@@ -392,18 +394,21 @@ static void str_msg(char *buf, size_t len, kc_str_t s)
     snprintf(buf, len, "%.*s", s.len > 0 ? (int)s.len : 0, s.len > 0 ? s.ptr : "");
 }
 
-/* After an answer without a top-level error: the session holds what the request named and
- * wanted, and what it did not forget. */
+/* After an answer without a top-level error: the session holds every partition the request
+ * named (the broker adds each one to the session and fetches it: also one named only for its
+ * acknowledgements, or one no longer wanted since the request left, which the next request
+ * then forgets), and what it did not forget. */
 static void answered(kc_share_session_t *s)
 {
     if (s->inflight_epoch == KC_SHARE_EPOCH_OPEN)
         s->c.opened++;
     for (size_t i = 0; i < s->n; i++) {
         kc_share_spart_t *p = &s->parts[i];
-        if (p->in_request && p->wanted)
+        if (p->in_request)
             p->known = true;
-        else if (!p->wanted && !p->in_request)
-            p->known = false; /* forgotten */
+        else if (p->forgetting)
+            p->known = false; /* forgotten (not one unwanted only since the request left) */
+        p->forgetting = false;
     }
     s->epoch = kc_share_next_epoch(s->inflight_epoch);
 }

@@ -54,6 +54,7 @@ typedef struct kc_share_spart {
     kc_share_ack_batch_t *sent;
     int32_t n_sent;
     bool in_request; /* named by the request in flight */
+    bool forgetting; /* in the forgotten list of the request in flight */
 } kc_share_spart_t;
 
 /* What answers turn into. `records` and the ranges are views into the answer (valid while the

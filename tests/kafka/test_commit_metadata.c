@@ -76,7 +76,6 @@ static void manual_metadata(void **state)
     char topic[64], group[64];
     snprintf(topic, sizeof topic, "meta-manual-%d", (int)getpid());
     snprintf(group, sizeof group, "meta-manual-g-%d", (int)getpid());
-    char cmd[160];
     kc_test_cluster("topic create %s --partitions 3", topic);
     kc_consumer_t *c = consumer(group, "classic");
     kc_error_t err;
@@ -125,7 +124,6 @@ static void member_metadata(const char *protocol)
     char topic[64], group[64];
     snprintf(topic, sizeof topic, "meta-%s-%d", protocol, (int)getpid());
     snprintf(group, sizeof group, "meta-%s-g-%d", protocol, (int)getpid());
-    char cmd[160];
     kc_test_cluster("topic create %s --partitions 2", topic);
     kc_consumer_t *c = consumer(group, protocol);
     kc_error_t err;

@@ -57,7 +57,6 @@ static int setup(void **state)
 {
     (void)state;
     snprintf(topic, sizeof topic, "kc-dns-%d", (int)getpid());
-    char cmd[256];
     kc_test_cluster("topic create %s --partitions 1 --replication 1", topic);
     kc_test_cluster("produce %s --records %d --size 50", topic, RECS);
     return 0;

@@ -55,7 +55,6 @@ static void on_event(void *o, const kc_event_t *ev)
 static void topic_with_records(char *topic, size_t len, const char *tag)
 {
     snprintf(topic, len, "errev-%s-%d", tag, (int)getpid());
-    char cmd[256];
     kc_test_cluster("topic create %s --partitions 2", topic);
     kc_test_cluster("produce %s --records 20 --size 8", topic);
 }

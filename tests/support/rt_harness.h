@@ -46,6 +46,7 @@ typedef struct harness {
     _Atomic int poll_errors;
     int revoke_done[H_MAXP]; /* owner: main thread */
     int paused_cmpl, stopped_cmpl, error_cmpl, drained_cmpl;
+    int share_acked[4]; /* share dispatchers: offsets given each verdict (KC_RT_CMPL_SHARE_ACK) */
 } harness_t;
 
 static inline int64_t h_now_ns(void)
@@ -180,6 +181,9 @@ static inline void h_cmpl(void *ctx, const kc_rt_cmpl_t *c)
         break;
     case KC_RT_CMPL_DRAINED:
         h->drained_cmpl++;
+        break;
+    case KC_RT_CMPL_SHARE_ACK: /* offsets per verdict (0 gap .. 3 reject) */
+        h->share_acked[c->ack & 3] += (int)(c->last - c->offset + 1);
         break;
     }
 }

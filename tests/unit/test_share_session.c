@@ -281,6 +281,63 @@ static void session_epochs_and_acks(void **state)
     kc_share_session_free(&s);
 }
 
+/* A partition no longer wanted while the request that named it is in flight: the broker put it
+ * in the session all the same, so its records in that answer are handed over (the caller
+ * releases them) and the next request forgets it; before, the session thought the broker did
+ * not hold it, never forgot it, and refused every later answer naming it, whose acquired
+ * records then stayed locked until their lock ran out, again and again. */
+static void unwanted_in_flight_is_forgotten(void **state)
+{
+    (void)state;
+    kc_share_session_t s;
+    kc_share_session_init(&s, 1);
+    seen_t seen = {0};
+    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
+    kc_error_t e;
+    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    kc_share_fetch_request_t q;
+    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK); /* epoch 0: p0 */
+    answer_t x;
+    kc_arena_t a = {0};
+    const int32_t zero[] = {0}, one[] = {1};
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, NULL, 0), &a, &h);
+    tb_free(&x.batch);
+    /* epoch 1 names p1, which is unwanted before the answer comes */
+    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.items[0].partitions.count, 1);
+    assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 1);
+    assert_int_equal(kc_share_session_want(&s, &p1, false, &e), KC_OK);
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    kc_share_session_fetch_answer(&s, mk(&x, one, 1, r, 1), &a, &h);
+    tb_free(&x.batch);
+    assert_int_equal(seen.errors, 0);
+    assert_int_equal(seen.records, 1);
+    /* the next request forgets it */
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.forgotten_topics_data.count, 1);
+    assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 1);
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, NULL, 0), &a, &h);
+    tb_free(&x.batch);
+    /* p0, known, unwanted while a request that neither names nor forgets it is in flight: the
+     * answer does not make it forgotten, the request after it forgets it */
+    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.forgotten_topics_data.count, 0);
+    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
+    kc_share_session_fetch_answer(&s, mk(&x, one, 1, NULL, 0), &a, &h);
+    tb_free(&x.batch);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.forgotten_topics_data.count, 1);
+    assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 0);
+    kc_share_session_fetch_answer(&s, mk(&x, one, 1, NULL, 0), &a, &h);
+    tb_free(&x.batch);
+    assert_int_equal(seen.errors, 0);
+    kc_arena_free(&a);
+    kc_share_session_free(&s);
+}
+
 static void session_acknowledge_and_close(void **state)
 {
     (void)state;
@@ -351,6 +408,7 @@ int main(void)
         cmocka_unit_test(acquired_checks),
         cmocka_unit_test(ack_batches),
         cmocka_unit_test(session_epochs_and_acks),
+        cmocka_unit_test(unwanted_in_flight_is_forgotten),
         cmocka_unit_test(session_acknowledge_and_close),
         cmocka_unit_test(epoch_wraps),
     };

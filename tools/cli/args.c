@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kconsume.h"
 
 enum {
     OPT_WORKERS = 1000,
@@ -20,12 +21,16 @@ enum {
     OPT_METRICS_PORT,
     OPT_HELP,
     OPT_VERSION,
-    OPT_CONFIG_REFERENCE
+    OPT_CONFIG_REFERENCE,
+    OPT_SHARE,
+    OPT_SHARE_VERDICT
 };
 
 static const struct option longopts[] = {
     {"brokers", required_argument, NULL, 'b'},
     {"group", required_argument, NULL, 'G'},
+    {"share", required_argument, NULL, OPT_SHARE},
+    {"share-verdict", required_argument, NULL, OPT_SHARE_VERDICT},
     {"topic", required_argument, NULL, 't'},
     {"partition", required_argument, NULL, 'p'},
     {"offset", required_argument, NULL, 'o'},
@@ -195,7 +200,23 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
             a->brokers = optarg;
             break;
         case 'G':
+            if (a->share)
+                FAIL("-G joins a consumer group and --share a share group: use one of them");
             a->group = optarg;
+            break;
+        case OPT_SHARE:
+            if (a->group)
+                FAIL("-G joins a consumer group and --share a share group: use one of them");
+            a->group = optarg;
+            a->share = 1;
+            break;
+        case OPT_SHARE_VERDICT:
+            a->share_verdict = strcmp(optarg, "accept") == 0    ? KC_SHARE_ACCEPT
+                               : strcmp(optarg, "release") == 0 ? KC_SHARE_RELEASE
+                               : strcmp(optarg, "reject") == 0  ? KC_SHARE_REJECT
+                                                                : -1;
+            if (a->share_verdict < 0)
+                FAIL("--share-verdict %s: expected accept, release or reject", optarg);
             break;
         case 't':
             if (!*optarg)
@@ -335,6 +356,14 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
         FAIL("-t TOPIC is required (repeat -t for several topics)");
     if (a->group && a->partition >= 0)
         FAIL("-p selects partitions by hand and -G lets the group assign them: use one of them");
+    if (a->share_verdict && !a->share)
+        FAIL("--share-verdict applies to --share GROUP only");
+    if (a->share && a->exit_at_end)
+        FAIL("--share: a share group has no end to reach (records are handed out by the "
+             "broker): -e does not apply; use -c COUNT");
+    if (a->share && a->start != KC_CLI_START_DEFAULT)
+        FAIL("--share: a share group's broker decides what is delivered (its "
+             "share.auto.offset.reset): -o does not apply");
     if (a->group && (a->start == KC_CLI_START_OFFSET || a->start == KC_CLI_START_TIMESTAMP ||
                      a->start == KC_CLI_START_TAIL))
         FAIL("-o OFFSET, -o -N and -o s@MS need manual assignment (no -G); with -G, -o "

@@ -40,6 +40,8 @@ typedef struct kc_cli_query {
 typedef struct kc_cli_args {
     const char *brokers;
     const char *group;
+    int share;         /* --share GROUP: group is a share group (group.type=share) */
+    int share_verdict; /* --share-verdict: a kc_share_verdict_t for every printed record, 0 none */
     const char **topics; /* argv pointers; n_topics of them */
     size_t n_topics;
     int32_t partition; /* -1: all partitions */

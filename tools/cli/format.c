@@ -38,6 +38,8 @@ static kc_cli_op_t op_of(char c)
         return KC_CLI_CB_NS;
     case 'J':
         return KC_CLI_JSON;
+    case 'D':
+        return KC_CLI_DELIVERY;
     default:
         return KC_CLI_LIT; /* "not a conversion" */
     }
@@ -87,7 +89,7 @@ int kc_cli_fmt_compile(kc_cli_fmt_t *f, const char *spec, char *why, size_t why_
                 snprintf(
                     why, why_len,
                     "unknown conversion '%%%c' at position %zu (known: %%t %%p %%o %%k %%s %%h "
-                    "%%T %%K %%S %%w %%M %%n %%%%)",
+                    "%%T %%K %%S %%w %%M %%n %%D %%%%)",
                     d, i);
                 goto fail;
             }
@@ -289,6 +291,9 @@ int kc_cli_fmt_render(const kc_cli_fmt_t *f, const kc_cli_rec_t *r, kc_cli_buf_t
             break;
         case KC_CLI_MEMBER:
             rc = kc_cli_buf_put(b, r->member, strlen(r->member));
+            break;
+        case KC_CLI_DELIVERY:
+            rc = put_i64(b, r->delivery_count);
             break;
         case KC_CLI_CB_NS:
             rc = put_i64(b, (int64_t)r->cb_start_ns);

@@ -28,6 +28,7 @@ typedef enum kc_cli_op {
     KC_CLI_MEMBER,    /* %M */
     KC_CLI_CB_NS,     /* %n: CLOCK_MONOTONIC ns when the delivering callback started */
     KC_CLI_JSON,      /* %J: the record as kcat -J's JSON object (see kc_cli_fmt_render) */
+    KC_CLI_DELIVERY,  /* %D: the share-group delivery count (-1 outside share groups) */
     KC_CLI_OP_COUNT
 } kc_cli_op_t;
 
@@ -63,6 +64,7 @@ typedef struct kc_cli_rec {
     int32_t broker; /* the broker whose Fetch answer carried it */
     int worker;
     const char *member; /* NUL-terminated, never NULL */
+    int delivery_count; /* share groups: kc_records_delivery_count, else -1 */
     uint64_t cb_start_ns;
 } kc_cli_rec_t;
 

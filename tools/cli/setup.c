@@ -28,6 +28,10 @@ void kc_cli_usage(FILE *out)
         "  -b, --brokers LIST     bootstrap.servers (host:port,...)\n"
         "  -G, --group GROUP      join GROUP (group.id) and consume what it assigns; without\n"
         "                         -G every partition of each -t topic is assigned by hand\n"
+        "      --share GROUP      join share group GROUP (KIP-932; group.type=share): the\n"
+        "                         broker hands out records and each is acknowledged (accepted\n"
+        "                         once printed; records not printed with -c are released)\n"
+        "      --share-verdict V  accept (default), release or reject every printed record\n"
         "  -t, --topic TOPIC      topic to read; repeat for several\n"
         "  -p, --partition N      only partition N of each topic (not with -G)\n"
         "  -o, --offset START     start: beginning, end, stored (group.id's committed offset,\n"
@@ -50,6 +54,7 @@ void kc_cli_usage(FILE *out)
         "                           %%K key length  %%S value length (-1 for null)\n"
         "                           %%w worker id (as stats workers[].id)\n"
         "                           %%M group member id (client.id before joining)\n"
+        "                           %%D share-group delivery count (-1 without --share)\n"
         "                           %%n CLOCK_MONOTONIC ns when the delivering callback started\n"
         "                           %%%% percent   \\n newline  \\t tab  \\r return  \\\\ "
         "backslash\n"
@@ -176,7 +181,9 @@ int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, 
     if (conf_set(conf, "log.level", "warn", "-b"))
         return -1;
     if (a->group) {
-        if (conf_set(conf, "group.id", a->group, "-G"))
+        if (conf_set(conf, "group.id", a->group, a->share ? "--share" : "-G"))
+            return -1;
+        if (a->share && conf_set(conf, "group.type", "share", "--share"))
             return -1;
         if (a->start == KC_CLI_START_BEGINNING &&
             conf_set(conf, "auto.offset.reset", "earliest", "-o"))

@@ -1,0 +1,439 @@
+/*
+ * Share fetching on the wire (KIP-932): the engine's share partitions (kc_engine_share_add) are
+ * fetched with ShareFetch from their leaders, one share session per broker (share/session.h,
+ * the pure half), instead of Fetch. Partitions stay in the engine's partition table (metadata
+ * gives them their leader and topic id) but the Fetch plan never sees them (kc_eng_drive keeps
+ * them paused there).
+ *
+ * Delivery: each acquired range of an answer is cut along the record batches it covers
+ * (share/pieces.h); every (batch, range) piece goes to the sink's share_records as a slice of the
+ * response frame (no copy) with the range's delivery count, so a piece holds records of one
+ * delivery count only. Acquired offsets that no batch carries, and control batches, are
+ * acknowledged as GAP here; a piece the sink refuses (a full ring, a revoked partition) is RELEASEd
+ * at once, so the broker hands it out again instead of waiting for the lock to run out.
+ *
+ * Acknowledgements (kc_engine_share_ack) go into the session holding the partition and leave
+ * with its next ShareFetch; a session with acknowledgements but nothing to fetch sends them
+ * with ShareAcknowledge. kc_engine_close sends ShareAcknowledge at epoch -1 to every open
+ * session, carrying what is still pending, and waits for the answers.
+ *
+ * Owner: network thread (everything here, like the rest of the engine).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "batch/batch.h"
+#include "engine_int.h"
+#include "proto/kafka_errors.h"
+#include "share/pieces.h"
+#include "share/session.h"
+
+/* One broker's share session and the request in flight. Owner: network thread. */
+typedef struct kc_eng_ssess {
+    kc_engine_t *e;
+    kc_share_session_t s;
+    bool ack_req;        /* the request in flight is a ShareAcknowledge */
+    int64_t retry_at_ms; /* after a failed request: no new one before */
+    kc_share_fetch_request_t fq;
+    kc_share_acknowledge_request_t aq;
+    kc_buf_t *frame; /* the answer being applied (share_records slices it) */
+} kc_eng_ssess_t;
+
+struct kc_eng_share {
+    char *group_id;
+    char *member_id; /* NULL until the group has one: nothing is fetched before */
+    int32_t max_records;
+    kc_eng_ssess_t **s;
+    size_t n, cap;
+    kc_engine_share_stats_t st;
+};
+
+kc_err_t kc_engine_share_enable(kc_engine_t *e, const char *group_id, int32_t max_records,
+                                kc_error_t *err)
+{
+    if (e->share)
+        return KC_OK;
+    struct kc_eng_share *sh = calloc(1, sizeof *sh);
+    if (!sh || !(sh->group_id = strdup(group_id))) {
+        free(sh);
+        return kc_fail(err, KC_ERR_NOMEM, "share: out of memory");
+    }
+    sh->max_records = max_records > 0 ? max_records : 500;
+    e->share = sh;
+    return KC_OK;
+}
+
+void kc_engine_share_member(kc_engine_t *e, const char *member_id)
+{
+    if (!e->share)
+        return;
+    if (e->share->member_id && member_id && strcmp(e->share->member_id, member_id) == 0)
+        return;
+    free(e->share->member_id);
+    e->share->member_id = member_id && *member_id ? strdup(member_id) : NULL;
+    kc_eng_drive(e);
+}
+
+kc_err_t kc_engine_share_add(kc_engine_t *e, const char *topic, int32_t partition, void *user,
+                             kc_error_t *err)
+{
+    if (!e->share)
+        return kc_fail(err, KC_ERR_STATE, "share: the engine has no share group");
+    kc_err_t rc = kc_engine_add(e, topic, partition, 0, user, err);
+    if (rc != KC_OK)
+        return rc;
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    e->info[i].share = 1;
+    e->parts[i].paused = 1;
+    kc_eng_drive(e);
+    return KC_OK;
+}
+
+static kc_eng_ssess_t *sess_get(kc_engine_t *e, int32_t broker, bool make)
+{
+    struct kc_eng_share *sh = e->share;
+    for (size_t i = 0; i < sh->n; i++)
+        if (sh->s[i]->s.broker == broker)
+            return sh->s[i];
+    if (!make)
+        return NULL;
+    if (sh->n == sh->cap) {
+        size_t cap = sh->cap ? sh->cap * 2 : 4;
+        kc_eng_ssess_t **ns = realloc(sh->s, cap * sizeof *ns);
+        if (!ns)
+            return NULL;
+        sh->s = ns;
+        sh->cap = cap;
+    }
+    kc_eng_ssess_t *ss = calloc(1, sizeof *ss);
+    if (!ss)
+        return NULL;
+    ss->e = e;
+    kc_share_session_init(&ss->s, broker);
+    sh->s[sh->n++] = ss;
+    return ss;
+}
+
+/* The session that holds tp: the one fetching it, else one that still has it (revoked, its
+ * last verdicts on their way), else NULL. */
+static kc_eng_ssess_t *sess_of(kc_engine_t *e, const kc_tp_t *tp)
+{
+    kc_eng_ssess_t *any = NULL;
+    for (size_t i = 0; i < e->share->n; i++) {
+        kc_share_session_t *s = &e->share->s[i]->s;
+        for (size_t k = 0; k < s->n; k++)
+            if (kc_tp_cmp(&s->parts[k].tp, tp) == 0) {
+                if (s->parts[k].wanted)
+                    return e->share->s[i];
+                any = e->share->s[i];
+            }
+    }
+    return any;
+}
+
+void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp)
+{
+    if (!e->share)
+        return;
+    for (size_t i = 0; i < e->share->n; i++)
+        (void)kc_share_session_want(&e->share->s[i]->s, tp, false, NULL);
+}
+
+kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                             int64_t last, int type, kc_error_t *err)
+{
+    if (!e->share)
+        return kc_fail(err, KC_ERR_STATE, "share: the engine has no share group");
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i < 0 || !e->info[i].have_id)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] is not fetched", topic,
+                       partition);
+    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp);
+    if (!ss)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] has no share session", topic,
+                       partition);
+    for (int64_t o = first; o <= last; o++) {
+        kc_err_t rc =
+            kc_share_session_ack(&ss->s, &e->parts[i].tp, o, (kc_share_ack_type_t)type, err);
+        if (rc != KC_OK)
+            return rc;
+    }
+    e->share->st.acks_queued += (uint64_t)(last - first + 1);
+    kc_eng_drive(e);
+    return KC_OK;
+}
+
+/* ---- answers ------------------------------------------------------------------------------ */
+
+static void ack_range(kc_eng_ssess_t *ss, const kc_tp_t *tp, int64_t first, int64_t last,
+                      kc_share_ack_type_t type)
+{
+    kc_error_t err;
+    for (int64_t o = first; o <= last; o++)
+        if (kc_share_session_ack(&ss->s, tp, o, type, &err) != KC_OK)
+            kc_log(KC_LOG_WARN, "share", "partition %d offset %" PRId64 ": %s", (int)tp->partition,
+                   o, err.msg);
+}
+
+/* pieces.h's outputs for one partition of the answer being applied. */
+typedef struct cut {
+    kc_eng_ssess_t *ss;
+    const kc_tp_t *tp;
+    kc_eng_pinfo_t *in;
+} cut_t;
+
+static bool cut_piece(void *o, const uint8_t *batch, size_t size, int64_t first, int64_t last,
+                      int16_t delivery_count)
+{
+    cut_t *c = o;
+    kc_engine_t *e = c->ss->e;
+    kc_slice_t s = kc_slice_make(c->ss->frame, batch, size);
+    if (!e->sink.share_records ||
+        e->sink.share_records(e->sink.opaque, c->in->user, c->in->topic, c->in->partition,
+                              c->ss->s.broker, &s, first, last + 1, delivery_count) != KC_OK) {
+        kc_slice_release(&s);
+        e->share->st.refused += (uint64_t)(last - first + 1);
+        return false;
+    }
+    e->share->st.delivered += (uint64_t)(last - first + 1);
+    return true;
+}
+
+static void cut_ack(void *o, int64_t first, int64_t last, kc_share_ack_type_t type)
+{
+    cut_t *c = o;
+    ack_range(c->ss, c->tp, first, last, type);
+}
+
+static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_share_range_t *r,
+                       size_t n)
+{
+    kc_eng_ssess_t *ss = o;
+    kc_engine_t *e = ss->e;
+    ssize_t i = kc_eng_find_tp(e, tp);
+    if (i < 0 || !e->info[i].share || e->closing) {
+        /* removed meanwhile, or closing: nothing of it is delivered */
+        for (size_t k = 0; k < n; k++)
+            ack_range(ss, tp, r[k].first, r[k].last, KC_SHARE_ACK_RELEASE);
+        return;
+    }
+    cut_t c = {ss, tp, &e->info[i]};
+    kc_share_pieces_out_t out = {cut_piece, cut_ack, &c};
+    kc_share_pieces(rec, r, n, &out);
+}
+
+static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, int32_t n,
+                     int16_t code, const char *why)
+{
+    kc_eng_ssess_t *ss = o;
+    if (code == 0 || n <= 0)
+        return;
+    int64_t c[4] = {0};
+    kc_share_ack_batches_count(b, n, c);
+    ss->e->share->st.ack_failed += (uint64_t)(c[0] + c[1] + c[2] + c[3]);
+    kc_log(KC_LOG_WARN, "share",
+           "broker %d partition %d: acknowledgement of offsets %" PRId64 "..%" PRId64
+           " refused (%s)%s%s",
+           (int)ss->s.broker, (int)tp->partition, b[0].first, b[n - 1].last,
+           code > 0 ? kc_kafka_err_name(code) : "no answer", why && *why ? ": " : "",
+           why ? why : "");
+}
+
+static void on_error(void *o, const kc_tp_t *tp, const kc_error_t *err)
+{
+    kc_eng_ssess_t *ss = o;
+    kc_log(KC_LOG_WARN, "share", "broker %d%s: %s", (int)ss->s.broker, tp ? " partition" : "",
+           err->msg);
+    if (tp)
+        ss->e->md_wanted = 1; /* NOT_LEADER and the like: the leader may have moved */
+}
+
+static kc_share_handler_t handler(kc_eng_ssess_t *ss)
+{
+    return (kc_share_handler_t){on_records, on_acked, on_error, ss};
+}
+
+static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
+{
+    kc_eng_ssess_t *ss = opaque;
+    kc_error_t err;
+    kc_err_t rc = ss->ack_req ? kc_share_acknowledge_request_encode(&ss->aq, version, out, &err)
+                              : kc_share_fetch_request_encode(&ss->fq, version, out, &err);
+    if (rc != KC_OK)
+        kc_log(KC_LOG_ERROR, "share", "broker %d: encode: %s", (int)ss->s.broker, err.msg);
+    return rc;
+}
+
+static void sess_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
+                      int16_t version, void *opaque)
+{
+    kc_eng_ssess_t *ss = opaque;
+    kc_engine_t *e = ss->e;
+    kc_share_handler_t h = handler(ss);
+    kc_error_t err;
+    const char *api = ss->ack_req ? "ShareAcknowledge" : "ShareFetch";
+    if (rc != KC_OK) {
+        kc_eng_conn_failed(
+            e, ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_API_KEY : KC_SHARE_FETCH_REQUEST_API_KEY,
+            conn, rc);
+        kc_fail(&err, rc, "%s to broker %d got no answer", api, (int)ss->s.broker);
+        kc_share_session_failed(&ss->s, &err, &h);
+        ss->retry_at_ms = kc_now_ms() + e->conf.retry_backoff_ms;
+        e->md_wanted = 1;
+        kc_eng_drive(e);
+        return;
+    }
+    kc_arena_t a = {0};
+    kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
+    ss->frame = frame;
+    if (ss->ack_req) {
+        kc_share_acknowledge_response_t m;
+        if (kc_share_acknowledge_response_decode(&m, version, &r, &a, &err) == KC_OK)
+            kc_share_session_ack_answer(&ss->s, &m, &h);
+        else
+            kc_share_session_failed(&ss->s, &err, &h);
+    } else {
+        kc_share_fetch_response_t m;
+        if (kc_share_fetch_response_decode(&m, version, &r, &a, &err) == KC_OK)
+            kc_share_session_fetch_answer(&ss->s, &m, &a, &h);
+        else
+            kc_share_session_failed(&ss->s, &err, &h);
+        e->share->st.fetches++;
+    }
+    ss->frame = NULL;
+    kc_arena_free(&a);
+    kc_buf_unref(frame);
+    if (ss->s.epoch == KC_SHARE_EPOCH_OPEN && !ss->s.closed)
+        ss->retry_at_ms = kc_now_ms() + e->conf.retry_backoff_ms; /* reset: not in a hot loop */
+    kc_eng_drive(e);
+}
+
+/* Sends the session's next request (ShareFetch, else ShareAcknowledge; `close`: the closing
+ * ShareAcknowledge). */
+static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t now)
+{
+    struct kc_eng_share *sh = e->share;
+    if (ss->s.inflight || ss->s.closed || !sh->member_id || now < ss->retry_at_ms)
+        return;
+    kc_conn_t *c = kc_eng_broker_conn(e, ss->s.broker);
+    if (!c)
+        return;
+    kc_error_t err;
+    int32_t max_bytes = e->fset.max_bytes;
+    if (e->sink.budget) {
+        int64_t left = e->sink.budget(e->sink.opaque);
+        if (left < max_bytes)
+            max_bytes = left > 0 ? (int32_t)left : 1;
+    }
+    kc_share_fetch_params_t p = {sh->group_id,      sh->member_id, e->fset.max_wait_ms,
+                                 e->fset.min_bytes, max_bytes,     sh->max_records,
+                                 sh->max_records};
+    if (!close && kc_share_session_fetch(&ss->s, &p, &ss->fq, &err) == KC_OK)
+        ss->ack_req = false;
+    else if (kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, close, &ss->aq,
+                                          &err) == KC_OK)
+        ss->ack_req = true;
+    else
+        return;
+    kc_conn_req_spec_t spec = {
+        ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_API_KEY : KC_SHARE_FETCH_REQUEST_API_KEY,
+        1,
+        ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_MAX_VERSION : KC_SHARE_FETCH_REQUEST_MAX_VERSION,
+        fetch_encode,
+        sess_done,
+        ss};
+    if (kc_conn_send(c, &spec, &err) != KC_OK) {
+        kc_log(KC_LOG_WARN, "share", "broker %d: %s", (int)ss->s.broker, err.msg);
+        kc_share_handler_t h = handler(ss);
+        kc_share_session_failed(&ss->s, &err, &h);
+        ss->retry_at_ms = now + e->conf.retry_backoff_ms;
+    }
+}
+
+void kc_eng_share_drive(kc_engine_t *e, int64_t now, int64_t *wake)
+{
+    struct kc_eng_share *sh = e->share;
+    if (!sh)
+        return;
+    kc_error_t err;
+    for (size_t i = 0; i < e->n_parts; i++) {
+        kc_eng_pinfo_t *in = &e->info[i];
+        kc_partition_t *p = &e->parts[i];
+        if (!in->share || !in->have_id)
+            continue;
+        int may = !e->sink.may_fetch || e->sink.may_fetch(e->sink.opaque, in->user);
+        bool on = !in->user_paused && may && p->leader_id >= 0;
+        for (size_t k = 0; k < sh->n; k++)
+            if (sh->s[k]->s.broker != p->leader_id)
+                (void)kc_share_session_want(&sh->s[k]->s, &p->tp, false, &err);
+        kc_eng_ssess_t *ss = p->leader_id >= 0 ? sess_get(e, p->leader_id, on) : NULL;
+        if (ss && kc_share_session_want(&ss->s, &p->tp, on, &err) != KC_OK)
+            kc_log(KC_LOG_WARN, "share", "%s[%d]: %s", in->topic, in->partition, err.msg);
+    }
+    for (size_t k = 0; k < sh->n; k++) {
+        kc_eng_ssess_t *ss = sh->s[k];
+        sess_send(e, ss, false, now);
+        if (!ss->s.inflight && ss->retry_at_ms > now && ss->retry_at_ms < *wake)
+            *wake = ss->retry_at_ms;
+    }
+}
+
+void kc_eng_share_close(kc_engine_t *e, int64_t deadline)
+{
+    struct kc_eng_share *sh = e->share;
+    if (!sh)
+        return;
+    for (int round = 0; round < 2; round++) {
+        /* round 0 waits out the requests in flight; round 1 closes every open session */
+        for (;;) {
+            bool busy = false;
+            for (size_t k = 0; k < sh->n; k++)
+                busy |= sh->s[k]->s.inflight;
+            if (!busy || kc_now_ms() >= deadline)
+                break;
+            kc_loop_run_once(e->loop, 50);
+        }
+        if (round == 0)
+            for (size_t k = 0; k < sh->n; k++) {
+                sh->s[k]->retry_at_ms = 0;
+                sess_send(e, sh->s[k], true, kc_now_ms());
+            }
+    }
+}
+
+void kc_eng_share_free(kc_engine_t *e)
+{
+    struct kc_eng_share *sh = e->share;
+    if (!sh)
+        return;
+    for (size_t k = 0; k < sh->n; k++) {
+        kc_share_session_free(&sh->s[k]->s);
+        free(sh->s[k]);
+    }
+    free(sh->s);
+    free(sh->group_id);
+    free(sh->member_id);
+    free(sh);
+    e->share = NULL;
+}
+
+void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!e->share)
+        return;
+    *out = e->share->st;
+    for (size_t k = 0; k < e->share->n; k++) {
+        const kc_share_session_counters_t *c = &e->share->s[k]->s.c;
+        out->acked[0] += c->acked[0];
+        out->acked[1] += c->acked[1];
+        out->acked[2] += c->acked[2];
+        out->acked[3] += c->acked[3];
+        out->ack_errors += c->ack_errors;
+        out->ack_lost += c->ack_lost;
+    }
+}

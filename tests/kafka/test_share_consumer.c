@@ -1,0 +1,248 @@
+/* Share consumers through the public API (group.type=share, kc_subscribe, on_records) against a
+ * real share-enabled broker:
+ * - accept_exactly_once: three consumers in one share group on a 3-partition topic of 3000
+ *   records: every record delivered exactly once across them, each with delivery count 1, to
+ *   more than one consumer; after they closed, a fourth member of the group gets nothing for 4 s
+ *   (every record was ACCEPTed: a verdict lost at close would have had the broker release the
+ *   record to it);
+ * - retry_releases: one consumer returns KC_CB_RETRY (views of one record) for every record whose
+ *   index ends in 0 on its first delivery: each comes back with kc_records_delivery_count 2 and
+ *   is accepted then; records whose index ends in 1 are rejected with kc_share_ack and never come
+ *   back; no other record is delivered twice.
+ * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
+ * kc-test-label: share */
+#include "kc_test.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "share_driver.h"
+
+#define RECORDS 3000
+#define MEMBERS 3
+
+typedef struct tally {
+    pthread_mutex_t mu;
+    int deliveries[RECORDS];
+    int count_seen[RECORDS]; /* delivery count of the last delivery */
+    int distinct;
+    int by_member[MEMBERS + 1];
+    int bad;          /* values that are not a record index, wrong counts */
+    bool retry_zeros; /* retry_releases: RETRY index % 10 == 0 at count 1 */
+    int retried;
+} tally_t;
+
+typedef struct member {
+    tally_t *t;
+    int id;
+} member_t;
+
+static int64_t index_of(const kc_record_t *r)
+{
+    size_t len;
+    const char *v = kc_record_value(r, &len);
+    char num[32];
+    if (!v || len == 0 || len > 30)
+        return -1;
+    memcpy(num, v, len);
+    num[len] = '\0';
+    return atoll(num);
+}
+
+static kc_cb_result_t on_records(void *opaque, kc_part_t *p, kc_records_t *b)
+{
+    (void)p;
+    member_t *m = opaque;
+    tally_t *t = m->t;
+    int count = kc_records_delivery_count(b);
+    const kc_record_t *r;
+    kc_cb_result_t res = KC_CB_CONTINUE;
+    pthread_mutex_lock(&t->mu);
+    while ((r = kc_records_next(b))) {
+        int64_t i = index_of(r);
+        if (i < 0 || i >= RECORDS || count < 1) {
+            t->bad++;
+            continue;
+        }
+        if (t->retry_zeros && i % 10 == 0 && count == 1) {
+            t->retried++;
+            res = KC_CB_RETRY;
+        }
+        kc_error_t e;
+        if (t->retry_zeros && i % 10 == 1 && kc_share_ack(b, r, KC_SHARE_REJECT, &e) != KC_OK) {
+            fprintf(stderr, "kc_share_ack: %s\n", e.msg);
+            t->bad++;
+        }
+        if (!t->deliveries[i]++)
+            t->distinct++;
+        if (count != t->deliveries[i])
+            t->bad++;
+        t->count_seen[i] = count;
+        t->by_member[m->id]++;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return res;
+}
+
+static kc_consumer_t *share_consumer(member_t *m, const char *group, const char *max_records)
+{
+    kc_conf_t *conf = kc_conf_new();
+    assert_non_null(conf);
+    kc_test_conf_set(conf, "bootstrap.servers", kc_test_env("KC_SHARE_BOOTSTRAP"));
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "group.type", "share");
+    kc_test_conf_set(conf, "worker.threads", "2");
+    kc_test_conf_set(conf, "fetch.max.wait.ms", "200");
+    if (max_records)
+        kc_test_conf_set(conf, "callback.batch.max.records", max_records);
+    kc_callbacks_t cbs = {.on_records = on_records, .opaque = m};
+    kc_consumer_t *c = kc_test_consumer(conf, &cbs);
+    /* the consumer owns conf now */
+    const char *topics[] = {kc_sd_topic};
+    kc_error_t err;
+    if (kc_subscribe(c, topics, 1, &err) != KC_OK)
+        fail_msg("kc_subscribe: %s", err.msg);
+    return c;
+}
+
+static int distinct(tally_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int n = t->distinct;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+static void close_consumer(kc_consumer_t *c)
+{
+    kc_error_t err;
+    if (kc_close(c, 15000, &err) != KC_OK)
+        fail_msg("kc_close: %s", err.msg);
+    kc_destroy(c);
+}
+
+static void accept_exactly_once(void **state)
+{
+    (void)state;
+    char group[64];
+    snprintf(group, sizeof group, "kc-share-api-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-api", 3, group);
+    tally_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    pthread_mutex_init(&t->mu, NULL);
+    member_t m[MEMBERS + 1];
+    kc_consumer_t *c[MEMBERS];
+    for (int i = 0; i < MEMBERS; i++) {
+        m[i] = (member_t){t, i};
+        c[i] = share_consumer(&m[i], group, NULL);
+    }
+    pid_t producer = kc_sd_produce_start(RECORDS);
+    int64_t end = kc_test_now_ms() + 120000 * kc_test_time_scale();
+    bool produced = false;
+    while ((!produced || distinct(t) < RECORDS) && kc_test_now_ms() < end) {
+        produced = produced || kc_sd_produce_done(producer);
+        kc_test_sleep_ms(50);
+    }
+    assert_true(produced);
+    assert_int_equal(distinct(t), RECORDS);
+    kc_test_sleep_ms(1000); /* a redelivery, if any, would show up meanwhile */
+    /* no offsets in a share group: the calls that need them refuse, saying why */
+    kc_error_t err;
+    assert_int_equal(kc_seek(c[0], kc_sd_topic, 0, KC_SEEK_OFFSET, 0, &err), KC_ERR_STATE);
+    assert_non_null(strstr(err.msg, "share"));
+    kc_topic_partition_t tp = {kc_sd_topic, 0, 0};
+    assert_int_equal(kc_assign(c[0], &tp, 1, &err), KC_ERR_STATE);
+    assert_non_null(strstr(err.msg, "share"));
+    assert_int_not_equal(kc_commit(c[0], NULL, 0, 5000, &err), KC_OK);
+    assert_non_null(strstr(err.msg, "share"));
+    /* the share sessions' counters, through kc_metrics (the stats JSON's "share" object) */
+    long accepted = 0;
+    for (int i = 0; i < MEMBERS; i++) {
+        char *text;
+        assert_int_equal(kc_metrics(c[i], &text, NULL, &err), KC_OK);
+        const char *at = strstr(text, "kconsume_share_accepted");
+        assert_non_null(at);
+        at = strchr(at, '}');
+        assert_non_null(at);
+        accepted += atol(at + 1);
+        free(text);
+    }
+    fprintf(stderr, "accepted per the members' share sessions: %ld\n", accepted);
+    assert_true(accepted > 0 && accepted <= RECORDS);
+    for (int i = 0; i < MEMBERS; i++)
+        close_consumer(c[i]);
+    int twice = 0, members_used = 0;
+    for (int i = 0; i < RECORDS; i++)
+        twice += t->deliveries[i] != 1;
+    for (int i = 0; i < MEMBERS; i++)
+        members_used += t->by_member[i] > 0;
+    fprintf(stderr, "deliveries by member: %d %d %d\n", t->by_member[0], t->by_member[1],
+            t->by_member[2]);
+    assert_int_equal(twice, 0);
+    assert_int_equal(t->bad, 0);
+    assert_true(members_used >= 2);
+    /* A late member of the group: nothing left to acquire. */
+    m[MEMBERS] = (member_t){t, MEMBERS};
+    kc_consumer_t *late = share_consumer(&m[MEMBERS], group, NULL);
+    kc_test_sleep_ms(4000);
+    close_consumer(late);
+    assert_int_equal(t->by_member[MEMBERS], 0);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static void retry_releases(void **state)
+{
+    (void)state;
+    char group[64];
+    snprintf(group, sizeof group, "kc-share-retry-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-retry", 1, group);
+    enum { N = 200 };
+    pid_t producer = kc_sd_produce_start(N);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+    tally_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    pthread_mutex_init(&t->mu, NULL);
+    t->retry_zeros = true;
+    member_t m = {t, 0};
+    kc_consumer_t *c = share_consumer(&m, group, "1");
+    int64_t end = kc_test_now_ms() + 60000 * kc_test_time_scale();
+    int want = N + N / 10; /* each index % 10 == 0 twice */
+    for (;;) {
+        pthread_mutex_lock(&t->mu);
+        int total = t->by_member[0];
+        pthread_mutex_unlock(&t->mu);
+        if (total >= want || kc_test_now_ms() >= end)
+            break;
+        kc_test_sleep_ms(50);
+    }
+    kc_test_sleep_ms(1000);
+    close_consumer(c);
+    assert_int_equal(t->bad, 0);
+    assert_int_equal(t->retried, N / 10);
+    for (int i = 0; i < N; i++) {
+        if (i % 10 == 0) {
+            assert_int_equal(t->deliveries[i], 2);
+            assert_int_equal(t->count_seen[i], 2);
+        } else {
+            assert_int_equal(t->deliveries[i], 1);
+            assert_int_equal(t->count_seen[i], 1);
+        }
+    }
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+int main(void)
+{
+    kc_test_filter();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(accept_exactly_once),
+        cmocka_unit_test(retry_releases),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
