@@ -93,7 +93,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "offsets for times: %s\n", err.msg);
         goto out;
     }
-    int todo = 0;
+    int waiting = 0;
     for (int32_t i = 0; i < n; i++) {
         int64_t low;
         if (q[i].err != KC_OK ||
@@ -105,14 +105,14 @@ int main(int argc, char **argv)
         /* offset -1: no record that late; start at the end, nothing to wait for. */
         int64_t start = q[i].offset >= 0 ? q[i].offset : ends[i];
         tps[i] = (kc_topic_partition_t){argv[2], i, start};
-        todo += start < ends[i];
+        waiting += start < ends[i];
     }
     if (kc_assign(c, tps, (size_t)n, &err) != KC_OK) {
         fprintf(stderr, "assign: %s\n", err.msg);
         goto out;
     }
     const struct timespec tick = {0, 50 * 1000 * 1000};
-    while (atomic_load(&done_parts) < todo)
+    while (atomic_load(&done_parts) < waiting)
         nanosleep(&tick, NULL);
     rc = 0;
 out:
