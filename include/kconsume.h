@@ -528,6 +528,9 @@ typedef struct kc_topic_partition {
  * topics no longer listed (classic eager assignors such as range revoke everything, as in Java;
  * cooperative-sticky and KIP-848 revoke only what leaves). KC_ERR_STATE while a kc_unsubscribe
  * is still leaving.
+ * Right after kc_unassign (which does not wait for on_revoke), a partition the group assigns
+ * while its manual copy is still being revoked starts only after that revocation is done: its
+ * on_assign begins after the old on_revoke returned, as with kc_assign below.
  * A pattern: one entry starting with '^' subscribes to every topic whose name matches it.
  * The whole topic name must match ("^orders" matches only "orders"; "^orders.*" all that start
  * so), as in Java. KIP-848 hands it to the broker (RE2/J syntax, the broker's

@@ -140,20 +140,30 @@ static bool revs_drop(kc_consumer_t *c, const kc_rt_part_t *p)
     return false;
 }
 
+bool kc_consumer_copy_revoking(const kc_consumer_t *c, const char *topic, int32_t partition)
+{
+    return revoking_copies(c, topic, partition) > 0;
+}
+
 /* A manual copy's REVOKE_DONE: frees it, and starts the newer copy of the same topic-partition
- * that waits for it (held by add_one) once no older copy is left, so its on_assign starts after
- * the last old on_revoke returned (that worker's REVOKED store, acquired by kc_rt_part_free,
- * happens-before the run queue push of kc_rt_part_unhold). */
+ * that waits for it once no older copy is left: the manual table's (held by add_one) or, after
+ * kc_unassign and kc_subscribe, the group's (held by the group's assign hook). So its on_assign
+ * starts after the last old on_revoke returned (that worker's REVOKED store, acquired by
+ * kc_rt_part_free, happens-before the run queue push of kc_rt_part_unhold). */
 static void manual_revoke_done(kc_consumer_t *c, kc_rt_part_t *p)
 {
-    bool mine = revs_drop(c, p);
-    ssize_t i = mine ? find(c, p->pub.topic, p->pub.partition) : -1;
-    bool last = i >= 0 && revoking_copies(c, p->pub.topic, p->pub.partition) == 0;
-    kc_rt_part_free(p);
-    if (last && c->parts[i].held) {
+    bool last = revs_drop(c, p) && revoking_copies(c, p->pub.topic, p->pub.partition) == 0;
+    ssize_t i = last ? find(c, p->pub.topic, p->pub.partition) : -1;
+    kc_rt_part_t *next = NULL;
+    if (i >= 0 && c->parts[i].held) {
         c->parts[i].held = false;
-        kc_rt_part_unhold(c->parts[i].rtp);
+        next = c->parts[i].rtp;
+    } else if (last && c->grp) {
+        next = kc_rt_group_find(c->grp, p->pub.topic, p->pub.partition); /* held or not */
     }
+    kc_rt_part_free(p);
+    if (next)
+        kc_rt_part_unhold(next); /* nothing when it was not held */
 }
 
 static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)

@@ -172,6 +172,12 @@ kc_err_t kc_consumer_call_wait(kc_consumer_t *c, kc_ccall_t *k, kc_error_t *err)
 kc_topic_partition_t *kc_consumer_tp_block(const kc_topic_partition_t *tps, size_t n);
 char **kc_consumer_str_block(const char *const *s, size_t n);
 
+/* A manual copy of topic[partition] is still being revoked (kc_unassign, or a kc_assign that
+ * dropped it; its REVOKE_DONE not drained yet): a group copy assigned meanwhile is added held,
+ * and consumer.c starts it at that copy's REVOKE_DONE, so no callbacks of the two overlap.
+ * Network thread. */
+bool kc_consumer_copy_revoking(const kc_consumer_t *c, const char *topic, int32_t partition);
+
 /* consumer_query.c. Group modules call this (any thread, usually the network thread) when the
  * coordinator assigns or changes the member id; NULL or "" clears it. kc_member_id reads it
  * without waiting. */

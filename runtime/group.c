@@ -153,7 +153,10 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
         cg->p = np;
         cg->cap = cap;
     }
-    kc_rt_part_t *rtp = kc_rt_part_add(cg->rt, topic, partition, start >= 0 ? start : 0);
+    /* A manual copy still revoking (kc_unassign, then kc_subscribe): this one is fetched from
+     * now on but runs only after that copy's REVOKE_DONE (consumer.c unholds it). */
+    bool held = cg->c && kc_consumer_copy_revoking(cg->c, topic, partition);
+    kc_rt_part_t *rtp = kc_rt_part_add_held(cg->rt, topic, partition, start >= 0 ? start : 0, held);
     char *t = strdup(topic);
     if (!rtp || !t) {
         free(t);

@@ -13,6 +13,11 @@
  *     P0 gets no on_revoke, no on_assign and no record twice; then kc_assign({P0 at 100}) is a
  *     seek of P0: no on_revoke/on_assign, delivery starts again at exactly 100 and goes on to
  *     the end.
+ *  3. subscribe_after_unassign: as 1, but the new copy comes from a group: kc_unassign (which
+ *     does not wait for on_revoke), then at once kc_subscribe to L with the same group.id, under
+ *     KIP-848 and under classic. The group's copy of P0 must not start while the manual copy's
+ *     held callback runs: its on_assign after the manual copy's on_revoke returned, never two
+ *     callbacks of P0 at once, P0 delivered from 0 to the end in order.
  * Owner: the main thread drives; the callbacks run on the consumer's workers. */
 #include "fault_proxy_client.h"
 #include "kc_test.h"
@@ -21,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,13 +148,20 @@ static int teardown(void **state)
     return kc_testkit_stop(g_pid);
 }
 
-static kc_consumer_t *open_consumer(void)
+/* `group`: NULL, or a group.id and its group.protocol (no auto-commit: every copy of a
+ * partition starts at 0, from auto.offset.reset). */
+static kc_consumer_t *open_consumer_in(const char *group, const char *protocol)
 {
     memset(T, 0, sizeof T);
     for (int i = 0; i < NP; i++)
         atomic_store(&T[i].restarts_at, -1);
     kc_error_t err;
     kc_conf_t *conf = kc_conf_new();
+    if (group) {
+        assert_int_equal(kc_conf_set(conf, "group.id", group, &err), KC_OK);
+        assert_int_equal(kc_conf_set(conf, "group.protocol", protocol, &err), KC_OK);
+        assert_int_equal(kc_conf_set(conf, "enable.auto.commit", "false", &err), KC_OK);
+    }
     assert_int_equal(kc_conf_set(conf, "bootstrap.servers", g_bs, &err), KC_OK);
     assert_int_equal(kc_conf_set(conf, "worker.threads", "4", &err), KC_OK);
     assert_int_equal(kc_conf_set(conf, "callback.batch.max.records", "10", &err), KC_OK);
@@ -158,6 +171,11 @@ static kc_consumer_t *open_consumer(void)
     if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
         fail_msg("kc_consumer_new: %s", err.msg);
     return c;
+}
+
+static kc_consumer_t *open_consumer(void)
+{
+    return open_consumer_in(NULL, NULL);
 }
 
 /* Waits until partition i delivered its last record, up to ms. */
@@ -183,6 +201,30 @@ static void report(const char *tag)
                (long long)atomic_load(&T[i].last));
 }
 
+static void hold_p0_records(void)
+{
+    pthread_mutex_lock(&mu);
+    hold_armed = true;
+    held = release_held = false;
+    pthread_mutex_unlock(&mu);
+}
+
+static void wait_p0_held(void)
+{
+    pthread_mutex_lock(&mu);
+    while (!held)
+        pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+}
+
+static void release_p0(void)
+{
+    pthread_mutex_lock(&mu);
+    release_held = true;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+}
+
 /* via_assign: 0 kc_unassign + kc_assign, 1 kc_assign without P0 then with it, 2 kc_unassign +
  * kc_incremental_assign */
 static void reassign(int via_assign)
@@ -194,15 +236,9 @@ static void reassign(int via_assign)
     /* STORED: P1 stays where it is when it stays; P0 (new again) starts at auto.offset.reset,
      * earliest */
     kc_topic_partition_t again[NP] = {{"L", 0, KC_OFFSET_STORED}, {"L", 1, KC_OFFSET_STORED}};
-    pthread_mutex_lock(&mu);
-    hold_armed = true;
-    held = release_held = false;
-    pthread_mutex_unlock(&mu);
+    hold_p0_records();
     assert_int_equal(kc_assign(c, both, NP, &err), KC_OK);
-    pthread_mutex_lock(&mu);
-    while (!held)
-        pthread_cond_wait(&cv, &mu);
-    pthread_mutex_unlock(&mu);
+    wait_p0_held();
     /* P0's first on_records is held now. Re-assign P0 under it. */
     if (via_assign == 1)
         assert_int_equal(kc_assign(c, only1, 1, &err), KC_OK);
@@ -214,10 +250,7 @@ static void reassign(int via_assign)
         assert_int_equal(kc_assign(c, again, NP, &err), KC_OK);
     usleep(300 * 1000); /* time for a wrongly started copy to run */
     int early = atomic_load(&T[0].assigns);
-    pthread_mutex_lock(&mu);
-    release_held = true;
-    pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
+    release_p0();
     bool end0 = wait_end(0, 20000), end1 = wait_end(1, 20000);
     report(via_assign == 1   ? "assign-drop-readd"
            : via_assign == 2 ? "unassign-incremental"
@@ -244,6 +277,57 @@ static void reassign_in_flight(void **state)
     reassign(0); /* kc_unassign, kc_assign */
     reassign(1); /* kc_assign without P0, kc_assign with it */
     reassign(2); /* kc_unassign, kc_incremental_assign */
+}
+
+static void subscribe_after_unassign_under(const char *protocol)
+{
+    char group[64];
+    snprintf(group, sizeof group, "lifecycle-sub-%s-%d", protocol, (int)getpid());
+    kc_consumer_t *c = open_consumer_in(group, protocol);
+    kc_error_t err;
+    kc_topic_partition_t both[NP] = {{"L", 0, 0}, {"L", 1, 0}};
+    hold_p0_records();
+    assert_int_equal(kc_assign(c, both, NP, &err), KC_OK);
+    wait_p0_held();
+    /* P0's first on_records is held now: its manual copy cannot finish revoking. */
+    assert_int_equal(kc_unassign(c, &err), KC_OK);
+    const char *topics[] = {"L"};
+    assert_int_equal(kc_subscribe(c, topics, 1, &err), KC_OK);
+    /* The group's assignment has both partitions (P0's copy added, waiting). */
+    size_t n = 0;
+    int64_t end = kc_test_now_ms() + 20000;
+    for (;;) {
+        kc_topic_partition_t *tps = NULL;
+        assert_int_equal(kc_assignment(c, &tps, &n, &err), KC_OK);
+        free(tps);
+        if (n == NP || kc_test_now_ms() > end)
+            break;
+        usleep(20 * 1000);
+    }
+    usleep(300 * 1000); /* time for a wrongly started copy to run */
+    int early = atomic_load(&T[0].assigns);
+    release_p0();
+    bool end0 = wait_end(0, 20000), end1 = wait_end(1, 20000);
+    report(protocol);
+    assert_int_equal(kc_close(c, 5000, &err), KC_OK);
+    kc_destroy(c);
+    assert_int_equal(n, NP);    /* the group assigned both partitions while P0 was held */
+    assert_int_equal(early, 1); /* and its copy of P0 did not start meanwhile */
+    for (int i = 0; i < NP; i++) {
+        assert_int_equal(atomic_load(&T[i].overlap), 0);
+        assert_int_equal(atomic_load(&T[i].order), 0);
+        assert_int_equal(atomic_load(&T[i].assigns), 2); /* the manual copy, the group's */
+        assert_int_equal(atomic_load(&T[i].disorder), 0);
+    }
+    assert_true(end0);
+    assert_true(end1);
+}
+
+static void subscribe_after_unassign(void **state)
+{
+    (void)state;
+    subscribe_after_unassign_under("consumer");
+    subscribe_after_unassign_under("classic");
 }
 
 static void assign_difference(void **state)
@@ -297,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reassign_in_flight),
         cmocka_unit_test(assign_difference),
+        cmocka_unit_test(subscribe_after_unassign),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
