@@ -697,6 +697,11 @@ KC_API kc_err_t kc_store_offset(kc_consumer_t *c, const char *topic, int32_t par
  * nothing else (per-partition order still holds); kc_records_release(c, b, result) hands it back
  * with the same contract as on_records' return value. Any app thread; several app threads may
  * poll at once (each gets different partitions).
+ * kc_poll hands out a view under the same rules as on_records starts: after kc_seek returned,
+ * none from before the seek; after kc_unassign (or any revocation), none of the partitions
+ * leaving; while the member is self-fenced, none of its partitions. Views prepared before such a
+ * change and not yet polled are dropped unprocessed and their partitions go on as the change
+ * says (on_revoke runs without waiting for a kc_poll).
  */
 KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc_error_t *err);
 KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t result);

@@ -930,6 +930,7 @@ KC_API kc_err_t kc_consumer_new(kc_conf_t *conf, const kc_callbacks_t *cbs, kc_c
     o.cbs = *cbs;
     if (!cbs->on_records) { /* pull mode (pull.c): the runtime's callback hands views to kc_poll */
         o.cbs.on_records = kc_pull_on_records;
+        o.gate_closed = kc_pull_gate_closed;
         if ((rc = kc_pull_new(c, o.workers)) != KC_OK) {
             kc_netthread_stop(c->nt);
             free(c->group);

@@ -194,6 +194,9 @@ void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
 /* pull.c: pull mode. new before the dispatcher starts; close wakes workers waiting for a
  * release (call first thing in kc_close); free in kc_destroy. */
 kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b);
+/* The dispatcher's gate_closed hook in pull mode (network thread): a queued view of p that
+ * nobody polled is given back. */
+void kc_pull_gate_closed(void *consumer, kc_rt_part_t *p);
 kc_err_t kc_pull_new(kc_consumer_t *c, unsigned workers);
 void kc_pull_close(kc_consumer_t *c);
 /* kc_destroy: views still held are taken back (RETRY), so joining the workers cannot wait for

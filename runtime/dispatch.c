@@ -261,6 +261,7 @@ bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost)
         atomic_fetch_sub_explicit(&p->rt->nparts, 1, memory_order_relaxed);
     kc_rt_kick(p);
     kc_rt_part_unhold(p); /* a held partition still needs its worker for the REVOKE_DONE */
+    kc_rt_gate_closed(p);
     return (old & KC_RT_INCB) != 0;
 }
 
@@ -296,6 +297,7 @@ bool kc_rt_part_fence(kc_rt_part_t *p)
 {
     /* acq_rel: pairs with the gate's CAS (dispatch.h), as kc_rt_part_revoke's fetch_or does */
     unsigned old = atomic_fetch_or_explicit(&p->life, KC_RT_FENCED, memory_order_acq_rel);
+    kc_rt_gate_closed(p);
     return (old & KC_RT_INCB) != 0;
 }
 
@@ -310,6 +312,23 @@ void kc_rt_part_unfence(kc_rt_part_t *p)
 bool kc_rt_part_fenced(const kc_rt_part_t *p)
 {
     return (atomic_load_explicit(&p->life, memory_order_relaxed) & KC_RT_FENCED) != 0;
+}
+
+void kc_rt_gate_closed(kc_rt_part_t *p)
+{
+    if (p->rt->o.gate_closed)
+        p->rt->o.gate_closed(p->rt->o.wake_ctx, p);
+}
+
+bool kc_rt_view_may_start(const kc_records_t *b)
+{
+    const kc_rt_part_t *p = b->part;
+    /* acquire pairs with the acq_rel RMWs that close the gate (revoke, fence, seek), as the
+     * gate's own CAS does. The caller synchronised with the view's worker, which wrote p->cur
+     * before it handed the view over and does not touch it while it waits. */
+    unsigned life = atomic_load_explicit(&p->life, memory_order_acquire);
+    return !(life & (KC_RT_REVOKING | KC_RT_FENCED)) &&
+           (life & ~KC_RT_LIFE_FLAGS) == KC_RT_LIFE_GEN(p->cur.seek_gen);
 }
 
 int64_t kc_rt_part_committable(const kc_rt_part_t *p)

@@ -137,6 +137,11 @@ typedef struct kc_rt_opts {
      * redundant wake-ups with a flag uses kc_rt_wake_claim / kc_rt_wake_rearm below. */
     void (*wake)(void *wake_ctx);
     void *wake_ctx;
+    /* Called on the network thread right after kc_rt_part_revoke, kc_rt_part_fence or
+     * kc_rt_part_seek closed p's gate (NULL: nothing to do). Pull mode (pull.c) wakes the worker
+     * that waits with a view of p nobody has polled yet: that view passed the gate before, and
+     * is now given back unprocessed (kc_rt_view_may_start). Must not call into the dispatcher. */
+    void (*gate_closed)(void *wake_ctx, struct kc_rt_part *p);
     /* The workers log through it (base/log.h); NULL: the process-wide logger. Outlives them. */
     const kc_logger_t *log;
 } kc_rt_opts_t;
@@ -245,6 +250,12 @@ void kc_rt_part_resume(kc_rt_part_t *p);
 bool kc_rt_part_fence(kc_rt_part_t *p);
 void kc_rt_part_unfence(kc_rt_part_t *p);
 bool kc_rt_part_fenced(const kc_rt_part_t *p);
+/* Whether a view that entered the gate earlier (b: a view of the partition's open batch, its
+ * worker blocked and not running it yet) could still enter it now: neither revoking nor fenced,
+ * and no seek since its batch was pushed. Pull mode hands a queued view to kc_poll only while
+ * this holds, so a view polled after kc_seek, kc_unassign or a self-fence returned is never one
+ * from before. Any thread that synchronised with the view's worker (pull.c: its mutex). */
+bool kc_rt_view_may_start(const kc_records_t *b);
 /* Committable offset (offset after the last processed record), -1 when none. Any thread. */
 int64_t kc_rt_part_committable(const kc_rt_part_t *p);
 /* Manual store. Any thread. */
@@ -318,7 +329,9 @@ kc_err_t kc_rt_post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg)
 unsigned kc_rt_watchdog_check(kc_rt_t *rt, int64_t now_ns);
 bool kc_rt_poll_exceeded(const kc_rt_t *rt);
 
-/* Internal to runtime/ (worker.c, events.c, dispatch.c). */
+/* Internal to runtime/ (worker.c, events.c, dispatch.c, seek.c). kc_rt_gate_closed calls the
+ * gate_closed hook (kc_rt_opts_t) for p. */
 void kc_rt_kick(kc_rt_part_t *p);
+void kc_rt_gate_closed(kc_rt_part_t *p);
 
 #endif

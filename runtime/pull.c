@@ -18,6 +18,15 @@
  * it), and kc_destroy takes back whatever is still held (pull_abandon). A release after that
  * finds no slot and does nothing.
  *
+ * A queued view passed the rebalance gate when its worker queued it, which may be long before an
+ * app thread polls it. So it is handed out only while it could still pass the gate
+ * (kc_rt_view_may_start): after kc_seek, a revocation (kc_unassign, a rebalance, kc_close) or a
+ * self-fence, a view nobody polled yet is given back unprocessed (KC_CB_RETRY, not committed),
+ * at once through the dispatcher's gate_closed hook, and at the latest by the kc_poll that would
+ * have returned it. Without that, kc_poll could return records from before a seek that had
+ * returned, records of a partition no longer assigned, and records of a fenced partition that
+ * another member may be processing already.
+ *
  * Threads: pull_on_records on workers; kc_poll / kc_records_release on app threads; all shared
  * state under pull.mu.
  */
@@ -34,7 +43,7 @@ typedef struct pull_slot {
     struct pull_slot *next; /* FIFO of views not yet polled */
     kc_records_t *b;
     kc_cb_result_t res;
-    int polled, released;
+    int queued, polled, released;
     pthread_t holder;  /* the app thread that polled it (when polled) */
     pthread_cond_t cv; /* the worker waits here for release */
 } pull_slot_t;
@@ -54,6 +63,23 @@ static kc_consumer_t *consumer_of(kc_part_t *p)
     return ((kc_rt_part_t *)p)->rt->o.wake_ctx;
 }
 
+/* A view nobody polled, out of the FIFO and back to its worker as not processed. Under q->mu. */
+static void give_back_queued(kc_pull_t *q, pull_slot_t *s)
+{
+    pull_slot_t **pp = &q->head;
+    while (*pp && *pp != s)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = s->next;
+    q->tail = NULL;
+    for (pull_slot_t *t = q->head; t; t = t->next)
+        q->tail = t;
+    s->queued = 0;
+    s->res = KC_CB_RETRY;
+    s->released = 1;
+    pthread_cond_signal(&s->cv);
+}
+
 kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
 {
     (void)opaque;
@@ -62,25 +88,21 @@ kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
     pthread_cond_init(&s.cv, NULL);
     pthread_mutex_lock(&q->mu);
     if (!q->closing) {
+        s.queued = 1;
         if (q->tail)
             q->tail->next = &s;
         else
             q->head = &s;
         q->tail = &s;
         pthread_cond_signal(&q->ready);
-        /* Closing gives back a view nobody polled; a polled one waits for its release (or for
-         * pull_close / pull_abandon to take it back, which sets released with RETRY). */
-        while (!s.released && !(q->closing && !s.polled))
-            pthread_cond_wait(&s.cv, &q->mu);
-        if (!s.polled) { /* closing before anyone took it: unlink */
-            pull_slot_t **pp = &q->head;
-            q->tail = NULL;
-            while (*pp && *pp != &s)
-                pp = &(*pp)->next;
-            if (*pp)
-                *pp = s.next;
-            for (pull_slot_t *t = q->head; t; t = t->next)
-                q->tail = t;
+        /* Closing, or the gate closing behind the view (kc_pull_gate_closed wakes us), gives
+         * back a view nobody polled; a polled one waits for its release (or for pull_close /
+         * pull_abandon to take it back, which sets released with RETRY). */
+        while (!s.released) {
+            if (s.queued && (q->closing || !kc_rt_view_may_start(b)))
+                give_back_queued(q, &s);
+            else
+                pthread_cond_wait(&s.cv, &q->mu);
         }
     }
     kc_cb_result_t res = s.released ? s.res : KC_CB_RETRY;
@@ -111,6 +133,16 @@ static void take_back(kc_pull_t *q, size_t i)
     s->res = KC_CB_RETRY;
     s->released = 1;
     pthread_cond_signal(&s->cv);
+}
+
+void kc_pull_gate_closed(void *consumer, kc_rt_part_t *p)
+{
+    kc_pull_t *q = ((kc_consumer_t *)consumer)->pull;
+    pthread_mutex_lock(&q->mu);
+    for (pull_slot_t *s = q->head; s; s = s->next)
+        if (s->b->part == p)
+            pthread_cond_signal(&s->cv); /* its worker checks the gate and gives it back */
+    pthread_mutex_unlock(&q->mu);
 }
 
 void kc_pull_close(kc_consumer_t *c)
@@ -186,11 +218,16 @@ KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc
     }
     kc_err_t rc = KC_OK;
     pthread_mutex_lock(&q->mu);
-    while (!q->head && !q->closing && timeout_ms != 0) {
+    for (bool timed_out = false;;) {
+        /* A view whose gate closed since it was queued is not handed out (file comment). */
+        while (q->head && !kc_rt_view_may_start(q->head->b))
+            give_back_queued(q, q->head);
+        if (q->head || q->closing || timeout_ms == 0 || timed_out)
+            break;
         if (timeout_ms < 0)
             pthread_cond_wait(&q->ready, &q->mu);
-        else if (pthread_cond_timedwait(&q->ready, &q->mu, &dl) == ETIMEDOUT)
-            break;
+        else
+            timed_out = pthread_cond_timedwait(&q->ready, &q->mu, &dl) == ETIMEDOUT;
     }
     if (q->closing) {
         rc = kc_fail(err, KC_ERR_CLOSED, "consumer is closed");
@@ -200,6 +237,7 @@ KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc
         pull_slot_t *s = q->head;
         if (!(q->head = s->next))
             q->tail = NULL;
+        s->queued = 0;
         s->polled = 1;
         s->holder = pthread_self();
         q->out[q->n_out++] = s;

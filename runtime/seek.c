@@ -41,6 +41,7 @@ void kc_rt_part_seek(kc_rt_part_t *p, int64_t to)
      * touches the flags below them (a carry out of bit 31 is dropped, as seek_gen wraps). */
     atomic_fetch_add_explicit(&p->life, KC_RT_LIFE_GEN(1), memory_order_acq_rel);
     kc_rt_kick(p); /* the worker drops the stale batches now, freeing their memory */
+    kc_rt_gate_closed(p);
 }
 
 bool kc_rt_part_apply_seek(kc_rt_worker_t *w, kc_rt_part_t *p)
