@@ -70,6 +70,8 @@ struct kc_group {
     int64_t answered_sent_ms;
     bool self_fenced;
     uint64_t self_fences;
+    /* At the fence: answered_sent_ms and the session, to say what lifted it. */
+    int64_t fenced_answered_ms, fenced_session_ms;
 };
 
 /* ---- ops ------------------------------------------------------------------------------------ */
@@ -270,10 +272,19 @@ static void self_fence_check(kc_group_t *g, int64_t now)
     bool due = kc_self_fence_due(g->answered_sent_ms, session, ratio, now, NULL);
     if (!due && g->self_fenced) {
         g->self_fenced = false;
-        kc_log(KC_LOG_INFO, "group",
-               "group %s: the coordinator answered again; delivery resumes "
-               "at %s %d",
-               g->group, g->p->epoch_name, (int)g->p->epoch(g->m));
+        /* An answer that kept the session, or a longer session or later fence point known now
+         * (KIP-848: the group's consumer.session.timeout.ms read with DescribeConfigs, the
+         * heartbeat interval the coordinator chose): either moves the fence point past now. */
+        if (g->answered_sent_ms != g->fenced_answered_ms)
+            kc_log(KC_LOG_INFO, "group",
+                   "group %s: the coordinator answered again; delivery resumes at %s %d", g->group,
+                   g->p->epoch_name, (int)g->p->epoch(g->m));
+        else
+            kc_log(KC_LOG_INFO, "group",
+                   "group %s: no answer yet, but the fence point moved (session timeout %lld ms, "
+                   "was %lld; fence at %.0f%%); delivery resumes at %s %d",
+                   g->group, (long long)session, (long long)g->fenced_session_ms, ratio * 100,
+                   g->p->epoch_name, (int)g->p->epoch(g->m));
         if (g->h.fence)
             g->h.fence(g->h.opaque, false, NULL);
         return;
@@ -282,6 +293,8 @@ static void self_fence_check(kc_group_t *g, int64_t now)
         return;
     g->self_fenced = true;
     g->self_fences++;
+    g->fenced_answered_ms = g->answered_sent_ms;
+    g->fenced_session_ms = session;
     kc_error_t why;
     kc_fail(&why, KC_ERR_TIMEOUT,
             "group %s: self-fenced: no heartbeat answered for %lld ms; the coordinator may "
