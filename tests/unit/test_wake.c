@@ -7,14 +7,15 @@
  * a posted completion is always drained within a bound, with no later completion needed to
  * carry it out (a stranded REVOKE_DONE stalls a rebalance).
  *
- * What this can and cannot show: the store-buffer outcome the seq_cst fences exclude needs a
- * weakly ordered machine (ARM64, POWER); on x86 the locked exchanges are full barriers, so the
- * fence-less code passes here too. The test still checks the protocol's logic (flag ordering,
- * command reuse, the REVOKE_DONE delay pass) under randomized interleavings, and under TSan the
- * data handed through the rings and the command node. The reordering the fences forbid (the
- * drain's loads of the ring tails taking effect before the re-arming store) is, written out in
- * source, "drain, then re-arm": with wake_run in that order this test fails within a few dozen
- * rounds, which is what shows the checks below would see a stranded completion.
+ * What the end-to-end cases can and cannot show: on x86 the drain's first exchange is a full
+ * barrier right after the re-arm, so they pass without the fences too. They still check the
+ * protocol's logic (flag ordering, command reuse, the REVOKE_DONE delay pass) under randomized
+ * interleavings, and under TSan the data handed through the rings and the command node. The
+ * reordering the fences forbid (the drain's loads of the ring tails taking effect before the
+ * re-arming store) is, written out in source, "drain, then re-arm": with wake_run in that order
+ * this test fails within a few dozen rounds, which is what shows the checks below would see a
+ * stranded completion. store_buffer_litmus (the last case) runs the two primitives alone, where
+ * x86's own store buffer does show the reordering: it fails with kc_rt_wake_rearm's fence removed.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -34,9 +35,10 @@
 #define ROUNDS      50000
 #define PART_ROUNDS 10000
 #endif
-#define POSTERS      2
-#define BOUND_NS     (10 * 1000000000LL) /* "drained within": generous for a loaded 2-vCPU box */
-#define REVOKE_EVERY 8
+#define LITMUS_ROUNDS 2000000u /* or 3 s, whichever comes first */
+#define POSTERS       2
+#define BOUND_NS      (10 * 1000000000LL) /* "drained within": generous for a loaded 2-vCPU box */
+#define REVOKE_EVERY  8
 
 static int64_t now_ns(void)
 {
@@ -327,11 +329,125 @@ static void revoke_done_never_stranded(void **state)
     stop();
 }
 
+/* ---- the two primitives alone: the store-buffer litmus ------------------------------------- */
+
+/*
+ * Per round, from pending == 1 (a wake command is on its way) and an empty completion ring:
+ *   worker:  kc_rt_cring_push ; kc_rt_wake_claim          -> claimed?
+ *   network: kc_rt_wake_rearm ; kc_rt_cring_pop           -> seen?
+ * started together (a two-party barrier, then a random few-spin delay on each side so that every
+ * alignment of the two sequences comes up). "Neither claimed nor seen" is the stranded outcome
+ * the fences forbid. Unlike the end-to-end cases above, nothing else runs between the re-arm and
+ * the ring loads: in consumer.c the drain starts with an exchange, which on x86 is a full
+ * barrier and would hide a missing fence; here the network side's store->load order rests on
+ * kc_rt_wake_rearm alone. x86 does reorder a store with a later load (its store buffer), so this
+ * finds a re-arm without its fence on x86 too: `rearm_release_only` below is that variant (the
+ * code before the fence was added), measured beside the real one and printed, not asserted (how
+ * often a machine shows the reordering is the machine's business).
+ */
+typedef struct litmus {
+    kc_rt_cring_t ring;
+    atomic_int pending;
+    _Atomic unsigned bar, done; /* barrier arrivals: two per round */
+    atomic_bool stop;           /* set by the network side before its last arrival at `bar` */
+    bool claimed;               /* the worker's outcome, published by its `done` arrival */
+} litmus_t;
+
+static void rearm_release_only(atomic_int *pending)
+{
+    atomic_store_explicit(pending, 0, memory_order_release);
+}
+
+static void litmus_wait(_Atomic unsigned *v, unsigned want)
+{
+    for (unsigned spins = 0; atomic_load_explicit(v, memory_order_acquire) < want; spins++)
+        if (spins > 2000) /* a single core, or valgrind: let the other side run */
+            sched_yield();
+}
+
+static void litmus_delay(uint32_t *seed)
+{
+    for (volatile uint32_t i = 0, n = rnd(seed) % 48; i < n; i++)
+        ;
+}
+
+static void *litmus_worker(void *arg)
+{
+    litmus_t *l = arg;
+    uint32_t seed = 0x2545f491u;
+    kc_rt_cmpl_t c = {.type = KC_RT_CMPL_DRAINED};
+    for (unsigned r = 1;; r++) {
+        atomic_fetch_add_explicit(&l->bar, 1, memory_order_acq_rel);
+        litmus_wait(&l->bar, 2 * r);
+        if (atomic_load_explicit(&l->stop, memory_order_relaxed)) /* ordered by the barrier */
+            return NULL;
+        litmus_delay(&seed);
+        if (!kc_rt_cring_push(&l->ring, &c))
+            abort(); /* the network side empties the ring every round */
+        l->claimed = kc_rt_wake_claim(&l->pending);
+        atomic_fetch_add_explicit(&l->done, 1, memory_order_acq_rel);
+    }
+}
+
+/* Up to `rounds` rounds (or max_ns) with `rearm` on the network side (this thread); returns the
+ * stranded ones, *ran the rounds run. */
+static long litmus_run(void (*rearm)(atomic_int *), unsigned rounds, int64_t max_ns, long *ran)
+{
+    static litmus_t l;
+    memset(&l, 0, sizeof l);
+    assert_int_equal(kc_rt_cring_init(&l.ring, 4), KC_OK);
+    atomic_init(&l.pending, 1);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, litmus_worker, &l), 0);
+    uint32_t seed = 0x9e3779b9u;
+    long strands = 0;
+    int64_t end = now_ns() + max_ns;
+    kc_rt_cmpl_t c;
+    unsigned r;
+    for (r = 1;; r++) {
+        bool last = r > rounds || ((r & 1023) == 0 && now_ns() > end);
+        if (last)
+            atomic_store_explicit(&l.stop, true, memory_order_relaxed); /* before the arrival */
+        atomic_fetch_add_explicit(&l.bar, 1, memory_order_acq_rel);
+        litmus_wait(&l.bar, 2 * r);
+        if (last)
+            break;
+        litmus_delay(&seed);
+        rearm(&l.pending);
+        bool seen = kc_rt_cring_pop(&l.ring, &c);
+        atomic_fetch_add_explicit(&l.done, 1, memory_order_acq_rel);
+        litmus_wait(&l.done, 2 * r);
+        strands += !l.claimed && !seen;
+        /* The next round starts from pending == 1 and an empty ring again (the worker's push is
+         * visible now: its `done` arrival came after it). */
+        if (!seen && !kc_rt_cring_pop(&l.ring, &c))
+            fail_msg("round %u: the worker's push is not in the ring", r);
+        atomic_store_explicit(&l.pending, 1, memory_order_relaxed);
+    }
+    assert_int_equal(pthread_join(t, NULL), 0);
+    kc_rt_cring_fini(&l.ring);
+    *ran = (long)r - 1;
+    return strands;
+}
+
+static void store_buffer_litmus(void **state)
+{
+    (void)state;
+    long ran_fenced, ran_plain;
+    long plain = litmus_run(rearm_release_only, LITMUS_ROUNDS, 3000000000LL, &ran_plain);
+    long fenced = litmus_run(kc_rt_wake_rearm, LITMUS_ROUNDS, 3000000000LL, &ran_fenced);
+    print_message("    store-buffer litmus: kc_rt_wake_rearm %ld stranded in %ld rounds; a "
+                  "release-only re-arm %ld stranded in %ld rounds\n",
+                  fenced, ran_fenced, plain, ran_plain);
+    assert_int_equal(fenced, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(completions_never_stranded),
         cmocka_unit_test(revoke_done_never_stranded),
+        cmocka_unit_test(store_buffer_litmus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
