@@ -10,51 +10,82 @@ void kc_share_acks_free(kc_share_acks_t *a)
     memset(a, 0, sizeof *a);
 }
 
-static int by_offset(const void *x, const void *y)
+/* The first range whose last offset is >= offset (a->n when none). */
+static size_t lower_bound(const kc_share_acks_t *a, int64_t offset)
 {
-    int64_t a = ((const kc_share_ack_t *)x)->offset, b = ((const kc_share_ack_t *)y)->offset;
-    return a < b ? -1 : a > b;
+    size_t lo = 0, hi = a->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a->items[mid].last < offset)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
-kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t offset, kc_share_ack_type_t type,
-                           kc_error_t *err)
+kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
+                           kc_share_ack_type_t type, kc_error_t *err)
 {
     if (type < KC_SHARE_ACK_GAP || type > KC_SHARE_ACK_REJECT)
         return kc_fail(err, KC_ERR_INVALID_ARG,
-                       "acknowledge type %d is none of gap, accept, "
-                       "release, reject",
-                       (int)type);
-    if (a->n == 0)
-        a->sorted = true;
-    bool in_order = a->sorted && (a->n == 0 || a->items[a->n - 1].offset < offset);
-    if (!in_order) {
-        /* Out of order (workers finish in any order): sorted, a duplicate is one search away. */
-        if (!a->sorted)
-            qsort(a->items, a->n, sizeof *a->items, by_offset);
-        a->sorted = true;
-        size_t lo = 0, hi = a->n;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (a->items[mid].offset < offset)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < a->n && a->items[lo].offset == offset)
-            return kc_fail(err, KC_ERR_STATE, "offset %lld is acknowledged already",
-                           (long long)offset);
-        a->sorted = a->items[a->n - 1].offset < offset;
+                       "acknowledge type %d is none of gap, accept, release, reject", (int)type);
+    if (first < 0 || last < first)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "acknowledge: bad offset range %lld..%lld",
+                       (long long)first, (long long)last);
+    /* In offset order (the usual case: one worker per partition at a time) this is the end. */
+    size_t i = a->n && a->items[a->n - 1].last < first ? a->n : lower_bound(a, first);
+    if (i < a->n && a->items[i].first <= last) {
+        int64_t twice = a->items[i].first > first ? a->items[i].first : first;
+        return kc_fail(err, KC_ERR_STATE, "offset %lld is acknowledged already", (long long)twice);
+    }
+    int8_t t = (int8_t)type;
+    bool join_left = i > 0 && a->items[i - 1].last + 1 == first && a->items[i - 1].type == t;
+    bool join_right = i < a->n && last + 1 == a->items[i].first && a->items[i].type == t;
+    if (join_left && join_right) {
+        a->items[i - 1].last = a->items[i].last;
+        memmove(&a->items[i], &a->items[i + 1], (a->n - i - 1) * sizeof *a->items);
+        a->n--;
+        return KC_OK;
+    }
+    if (join_left) {
+        a->items[i - 1].last = last;
+        return KC_OK;
+    }
+    if (join_right) {
+        a->items[i].first = first;
+        return KC_OK;
     }
     if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
+        size_t cap = a->cap ? a->cap * 2 : 16;
         kc_share_ack_t *p = realloc(a->items, cap * sizeof *p);
         if (!p)
             return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
         a->items = p;
         a->cap = cap;
     }
-    a->items[a->n++] = (kc_share_ack_t){offset, (int8_t)type};
+    memmove(&a->items[i + 1], &a->items[i], (a->n - i) * sizeof *a->items);
+    a->items[i] = (kc_share_ack_t){first, last, t};
+    a->n++;
     return KC_OK;
+}
+
+/* The run of ranges from `start` whose offsets follow each other: its end (exclusive) and its
+ * number of offsets. */
+static size_t run_end(const kc_share_acks_t *a, size_t start, int64_t *len)
+{
+    size_t end = start + 1;
+    while (end < a->n && a->items[end].first == a->items[end - 1].last + 1)
+        end++;
+    *len = a->items[end - 1].last - a->items[start].first + 1;
+    return end;
+}
+
+/* A run leaves as one batch with a type per offset when it has several ranges (so several
+ * types: ranges of one type are merged) and is short enough; else one batch per range. */
+static bool run_per_offset(size_t ranges, int64_t len)
+{
+    return ranges > 1 && len <= KC_SHARE_ACK_TYPES_MAX;
 }
 
 kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_batch_t **out,
@@ -64,35 +95,47 @@ kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_
     *n = 0;
     if (a->n == 0)
         return KC_OK;
-    if (!a->sorted)
-        qsort(a->items, a->n, sizeof *a->items, by_offset);
-    a->sorted = true;
-    size_t runs = 1;
-    for (size_t i = 1; i < a->n; i++)
-        if (a->items[i].offset != a->items[i - 1].offset + 1)
-            runs++;
-    kc_share_ack_batch_t *b = kc_arena_calloc(arena, runs, sizeof *b);
-    int8_t *types = kc_arena_calloc(arena, a->n, 1);
-    if (!b || !types)
-        return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
-    size_t k = 0, start = 0;
-    for (size_t i = 1; i <= a->n; i++) {
-        if (i < a->n && a->items[i].offset == a->items[i - 1].offset + 1)
-            continue;
-        kc_share_ack_batch_t *x = &b[k++];
-        x->first = a->items[start].offset;
-        x->last = a->items[i - 1].offset;
-        x->types = types + start;
-        bool same = true;
-        for (size_t j = start; j < i; j++) {
-            x->types[j - start] = a->items[j].type;
-            same = same && a->items[j].type == a->items[start].type;
+    size_t batches = 0, types = 0;
+    int64_t len;
+    for (size_t s = 0, e; s < a->n; s = e) {
+        e = run_end(a, s, &len);
+        if (run_per_offset(e - s, len)) {
+            batches++;
+            types += (size_t)len;
+        } else {
+            batches += e - s;
+            types += e - s;
         }
-        x->n_types = same ? 1 : (int32_t)(i - start);
-        start = i;
+    }
+    kc_share_ack_batch_t *b = kc_arena_calloc(arena, batches, sizeof *b);
+    int8_t *t = kc_arena_calloc(arena, types, 1);
+    if (!b || !t)
+        return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
+    size_t k = 0;
+    for (size_t s = 0, e; s < a->n; s = e) {
+        e = run_end(a, s, &len);
+        if (run_per_offset(e - s, len)) {
+            kc_share_ack_batch_t *x = &b[k++];
+            x->first = a->items[s].first;
+            x->last = a->items[e - 1].last;
+            x->types = t;
+            x->n_types = (int32_t)len;
+            for (size_t r = s; r < e; r++)
+                for (int64_t o = a->items[r].first; o <= a->items[r].last; o++)
+                    *t++ = a->items[r].type;
+            continue;
+        }
+        for (size_t r = s; r < e; r++) {
+            kc_share_ack_batch_t *x = &b[k++];
+            x->first = a->items[r].first;
+            x->last = a->items[r].last;
+            x->types = t;
+            x->n_types = 1;
+            *t++ = a->items[r].type;
+        }
     }
     *out = b;
-    *n = (int32_t)runs;
+    *n = (int32_t)batches;
     a->n = 0;
     return KC_OK;
 }
@@ -101,10 +144,13 @@ void kc_share_ack_batches_count(const kc_share_ack_batch_t *b, int32_t n, int64_
 {
     for (int32_t i = 0; i < n; i++) {
         int64_t len = b[i].last - b[i].first + 1;
-        for (int64_t j = 0; j < len; j++) {
-            int8_t t = b[i].types[b[i].n_types == 1 ? 0 : j];
-            if (t >= 0 && t <= 3)
-                counts[t]++;
+        if (b[i].n_types == 1) {
+            if (b[i].types[0] >= 0 && b[i].types[0] <= 3)
+                counts[b[i].types[0]] += len;
+            continue;
         }
+        for (int32_t j = 0; j < b[i].n_types; j++)
+            if (b[i].types[j] >= 0 && b[i].types[j] <= 3)
+                counts[b[i].types[j]]++;
     }
 }

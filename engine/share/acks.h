@@ -1,9 +1,14 @@
 /*
- * The acknowledgements of one share-partition not yet sent (KIP-932): an offset and its type,
- * from the application's verdicts and from the acquired offsets that carried no record (GAP).
- * They leave as AcknowledgementBatches, the wire's form: a batch per run of consecutive offsets,
- * its types one per offset, or a single type when every offset of the run has the same one
- * (which the broker reads as "all of them").
+ * The acknowledgements of one share-partition not yet sent (KIP-932): offset ranges and their
+ * type, from the application's verdicts and from the acquired offsets that carried no record
+ * (GAP). They leave as AcknowledgementBatches, the wire's form: a batch covers consecutive
+ * offsets with either one type for all of them or one type per offset.
+ *
+ * Kept as ranges, never one entry per offset: an acquired range is the broker's to choose, and
+ * one whose offsets span 2^31 (a compacted log, or a hostile broker) must cost what its few
+ * records cost. A batch gets one type per offset only while its run of consecutive offsets is
+ * at most KC_SHARE_ACK_TYPES_MAX long; a longer run with mixed types leaves as one batch per
+ * range (Kafka accepts adjacent batches: each must start past the last offset of the one before).
  *
  * An offset acknowledged twice before it was sent is refused (KC_ERR_STATE): the first verdict
  * stands and the caller reports the second, never sends both.
@@ -27,15 +32,17 @@ typedef enum kc_share_ack_type {
     KC_SHARE_ACK_REJECT = 3,
 } kc_share_ack_type_t;
 
+/* The longest run of consecutive offsets sent with one type per offset. */
+#define KC_SHARE_ACK_TYPES_MAX 4096
+
 typedef struct kc_share_ack {
-    int64_t offset;
+    int64_t first, last;
     int8_t type;
 } kc_share_ack_t;
 
 typedef struct kc_share_acks {
-    kc_share_ack_t *items;
+    kc_share_ack_t *items; /* ascending and disjoint; adjacent ranges of one type are merged */
     size_t n, cap;
-    bool sorted; /* items ascend by offset */
 } kc_share_acks_t;
 
 /* One AcknowledgementBatch; `types` has n_types entries (1: the type of every offset). */
@@ -46,8 +53,10 @@ typedef struct kc_share_ack_batch {
 } kc_share_ack_batch_t;
 
 void kc_share_acks_free(kc_share_acks_t *a);
-kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t offset, kc_share_ack_type_t type,
-                           kc_error_t *err);
+/* Offsets first..last (first <= last, both >= 0) get `type`. KC_ERR_STATE when one of them is
+ * pending already (nothing is added), KC_ERR_INVALID_ARG for a bad range or type. */
+kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
+                           kc_share_ack_type_t type, kc_error_t *err);
 /* The batches for everything pending, in `arena` (*out NULL when none); the pending list is
  * emptied (the caller keeps the batches until the answer). KC_ERR_NOMEM leaves it as it was. */
 kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_batch_t **out,

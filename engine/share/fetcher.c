@@ -156,12 +156,10 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
     if (!ss)
         return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] has no share session", topic,
                        partition);
-    for (int64_t o = first; o <= last; o++) {
-        kc_err_t rc =
-            kc_share_session_ack(&ss->s, &e->parts[i].tp, o, (kc_share_ack_type_t)type, err);
-        if (rc != KC_OK)
-            return rc;
-    }
+    kc_err_t rc =
+        kc_share_session_ack(&ss->s, &e->parts[i].tp, first, last, (kc_share_ack_type_t)type, err);
+    if (rc != KC_OK)
+        return rc;
     e->share->st.acks_queued += (uint64_t)(last - first + 1);
     kc_eng_drive(e);
     return KC_OK;
@@ -173,10 +171,9 @@ static void ack_range(kc_eng_ssess_t *ss, const kc_tp_t *tp, int64_t first, int6
                       kc_share_ack_type_t type)
 {
     kc_error_t err;
-    for (int64_t o = first; o <= last; o++)
-        if (kc_share_session_ack(&ss->s, tp, o, type, &err) != KC_OK)
-            kc_log(KC_LOG_WARN, "share", "partition %d offset %" PRId64 ": %s", (int)tp->partition,
-                   o, err.msg);
+    if (kc_share_session_ack(&ss->s, tp, first, last, type, &err) != KC_OK)
+        kc_log(KC_LOG_WARN, "share", "partition %d offsets %" PRId64 "..%" PRId64 ": %s",
+               (int)tp->partition, first, last, err.msg);
 }
 
 /* pieces.h's outputs for one partition of the answer being applied. */

@@ -68,7 +68,7 @@ kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on
     return KC_OK;
 }
 
-kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t offset,
+kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
                               kc_share_ack_type_t type, kc_error_t *err)
 {
     kc_share_spart_t *p = find(s, tp);
@@ -76,7 +76,7 @@ kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t 
         return kc_fail(err, KC_ERR_NOT_FOUND,
                        "acknowledge: partition %d is not fetched from broker %d",
                        (int)tp->partition, (int)s->broker);
-    return kc_share_acks_add(&p->pending, offset, type, err);
+    return kc_share_acks_add(&p->pending, first, last, type, err);
 }
 
 bool kc_share_session_has_acks(const kc_share_session_t *s)

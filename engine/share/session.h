@@ -16,10 +16,10 @@
  * request are reported failed with the cause (the records' locks run out and the broker hands
  * them out again: at-least-once), never sent twice.
  *
- * Acknowledgements: kc_share_session_ack queues one per record; the next ShareFetch carries them
- * (piggybacked), or kc_share_session_acknowledge builds a ShareAcknowledge for them when no fetch
- * is going to be sent (close, or a consumer that stopped fetching). Each batch sent is answered
- * per partition (acknowledge_error_code in ShareFetch, error_code in ShareAcknowledge) and
+ * Acknowledgements: kc_share_session_ack queues a range of offsets; the next ShareFetch carries
+ * them (piggybacked), or kc_share_session_acknowledge builds a ShareAcknowledge for them when no
+ * fetch is going to be sent (close, or a consumer that stopped fetching). Each batch sent is
+ * answered per partition (acknowledge_error_code in ShareFetch, error_code in ShareAcknowledge) and
  * reported to `acked` with the batches, so an application learns per record range what the broker
  * made of its verdicts (INVALID_RECORD_STATE: the lock ran out first).
  *
@@ -107,9 +107,9 @@ void kc_share_session_free(kc_share_session_t *s);
 /* Fetch the partition from this session (on) or not (off). An unwanted partition with pending
  * acknowledgements stays until they are sent. */
 kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on, kc_error_t *err);
-/* Queues the acknowledgement of one record (or GAP for an acquired offset without one).
+/* Queues the acknowledgement of records first..last (or GAP for acquired offsets without one).
  * KC_ERR_NOT_FOUND for a partition the session does not have; KC_ERR_STATE for a repeat. */
-kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t offset,
+kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
                               kc_share_ack_type_t type, kc_error_t *err);
 /* Anything to acknowledge? */
 bool kc_share_session_has_acks(const kc_share_session_t *s);

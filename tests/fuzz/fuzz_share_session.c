@@ -115,7 +115,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             kc_tp_t tp = {{0}, p};
             tp.topic_id[15] = 1;
             for (int64_t o = 0; o < 5; o++)
-                if (kc_share_session_ack(&s, &tp, o, KC_SHARE_ACK_ACCEPT, &e) != KC_OK)
+                if (kc_share_session_ack(&s, &tp, o, o, KC_SHARE_ACK_ACCEPT, &e) != KC_OK)
                     abort();
         }
         kc_share_acknowledge_request_t aq;

@@ -273,7 +273,7 @@ static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_shar
             num[len] = '\0';
             m->delivered++;
             kc_share_ack_type_t t = m->verdict(m->ctx, m, atoll(num), count);
-            assert_int_equal(kc_share_session_ack(&m->ss, tp, rr.offset, t, &e), KC_OK);
+            assert_int_equal(kc_share_session_ack(&m->ss, tp, rr.offset, rr.offset, t, &e), KC_OK);
             seen[n_seen++] = rr.offset;
         }
         assert_int_equal(rc, KC_ERR_NOT_FOUND);
@@ -285,7 +285,7 @@ static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_shar
                 k++;
             if (k < n_seen && seen[k] == o2)
                 continue;
-            assert_int_equal(kc_share_session_ack(&m->ss, tp, o2, KC_SHARE_ACK_GAP, &e), KC_OK);
+            assert_int_equal(kc_share_session_ack(&m->ss, tp, o2, o2, KC_SHARE_ACK_GAP, &e), KC_OK);
         }
     free(seen);
 }

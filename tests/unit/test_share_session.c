@@ -59,10 +59,14 @@ static void ack_batches(void **state)
     kc_share_ack_type_t types[] = {KC_SHARE_ACK_ACCEPT,  KC_SHARE_ACK_ACCEPT, KC_SHARE_ACK_ACCEPT,
                                    KC_SHARE_ACK_RELEASE, KC_SHARE_ACK_REJECT, KC_SHARE_ACK_REJECT};
     for (int i = 0; i < 6; i++)
-        assert_int_equal(kc_share_acks_add(&a, offs[i], types[i], &e), KC_OK);
-    assert_int_equal(kc_share_acks_add(&a, 2, KC_SHARE_ACK_REJECT, &e), KC_ERR_STATE);
-    assert_int_equal(kc_share_acks_add(&a, 8, KC_SHARE_ACK_ACCEPT, &e), KC_ERR_STATE);
-    assert_int_equal(kc_share_acks_add(&a, 9, (kc_share_ack_type_t)7, &e), KC_ERR_INVALID_ARG);
+        assert_int_equal(kc_share_acks_add(&a, offs[i], offs[i], types[i], &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 2, 2, KC_SHARE_ACK_REJECT, &e), KC_ERR_STATE);
+    assert_int_equal(kc_share_acks_add(&a, 8, 8, KC_SHARE_ACK_ACCEPT, &e), KC_ERR_STATE);
+    assert_int_equal(kc_share_acks_add(&a, 5, 7, KC_SHARE_ACK_ACCEPT, &e), KC_ERR_STATE);
+    assert_int_equal(kc_share_acks_add(&a, 0, 1, KC_SHARE_ACK_ACCEPT, &e), KC_ERR_STATE);
+    assert_int_equal(kc_share_acks_add(&a, 9, 9, (kc_share_ack_type_t)7, &e), KC_ERR_INVALID_ARG);
+    assert_int_equal(kc_share_acks_add(&a, 9, 8, KC_SHARE_ACK_ACCEPT, &e), KC_ERR_INVALID_ARG);
+    assert_int_equal(a.n, 3); /* 1..3 accept, 4 release, 7..8 reject: merged by type */
     kc_arena_t ar = {0};
     kc_share_ack_batch_t *b;
     int32_t n;
@@ -83,7 +87,57 @@ static void ack_batches(void **state)
     assert_int_equal(c[3], 2);
     assert_int_equal(a.n, 0);
     /* taken: the same offset may be acknowledged again only as a new verdict (not pending) */
-    assert_int_equal(kc_share_acks_add(&a, 2, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 2, 2, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    kc_share_acks_free(&a);
+    kc_arena_free(&ar);
+}
+
+/* An acquired range spanning 2^31 offsets with three records in it (a compacted log, or a broker
+ * that lies): the GAPs around the records cost a range each, not an entry per offset, and the
+ * batches that leave are one per range (the run is far longer than KC_SHARE_ACK_TYPES_MAX), each
+ * with one type. Then a short mixed run: one batch, a type per offset. */
+static void ack_huge_range(void **state)
+{
+    (void)state;
+    kc_share_acks_t a = {0};
+    kc_error_t e;
+    const int64_t last = ((int64_t)1 << 31) - 1;
+    int64_t recs[] = {5, 1000000, last - 1};
+    /* verdicts first (workers), then the gaps between them (the fetcher), out of order */
+    for (int i = 2; i >= 0; i--)
+        assert_int_equal(kc_share_acks_add(&a, recs[i], recs[i], KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 1000001, last - 2, KC_SHARE_ACK_GAP, &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 0, 4, KC_SHARE_ACK_GAP, &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, last, last, KC_SHARE_ACK_GAP, &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 6, 999999, KC_SHARE_ACK_GAP, &e), KC_OK);
+    assert_int_equal(a.n, 7);
+    assert_int_equal(kc_share_acks_add(&a, 77, 77, KC_SHARE_ACK_REJECT, &e), KC_ERR_STATE);
+    kc_arena_t ar = {0};
+    kc_share_ack_batch_t *b;
+    int32_t n;
+    assert_int_equal(kc_share_acks_take(&a, &ar, &b, &n, &e), KC_OK);
+    assert_int_equal(n, 7);
+    int64_t next = 0, c[4] = {0};
+    for (int32_t i = 0; i < n; i++) {
+        assert_int_equal(b[i].first, next); /* adjacent, ascending: what Kafka accepts */
+        assert_int_equal(b[i].n_types, 1);
+        next = b[i].last + 1;
+    }
+    assert_int_equal(next, last + 1);
+    kc_share_ack_batches_count(b, n, c);
+    assert_int_equal(c[KC_SHARE_ACK_ACCEPT], 3);
+    assert_int_equal(c[KC_SHARE_ACK_GAP], last + 1 - 3);
+    /* short and mixed: one batch with a type per offset */
+    assert_int_equal(kc_share_acks_add(&a, 10, 19, KC_SHARE_ACK_GAP, &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 20, 20, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, 21, 29, KC_SHARE_ACK_GAP, &e), KC_OK);
+    assert_int_equal(kc_share_acks_take(&a, &ar, &b, &n, &e), KC_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(b[0].first, 10);
+    assert_int_equal(b[0].last, 29);
+    assert_int_equal(b[0].n_types, 20);
+    assert_int_equal(b[0].types[10], KC_SHARE_ACK_ACCEPT);
+    assert_int_equal(b[0].types[11], KC_SHARE_ACK_GAP);
     kc_share_acks_free(&a);
     kc_arena_free(&ar);
 }
@@ -192,7 +246,7 @@ static void session_epochs_and_acks(void **state)
     assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
 
     /* epoch 0: both partitions, no acknowledgements even when some are pending */
-    assert_int_equal(kc_share_session_ack(&s, &p0, 3, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    assert_int_equal(kc_share_session_ack(&s, &p0, 3, 3, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
     assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
     assert_int_equal(q.share_session_epoch, 0);
     assert_int_equal(q.topics.count, 1);
@@ -257,7 +311,7 @@ static void session_epochs_and_acks(void **state)
     tb_free(&x.batch);
 
     /* the session's epoch refused: reset to 0, the acknowledgement in flight reported with it */
-    assert_int_equal(kc_share_session_ack(&s, &p0, 5, KC_SHARE_ACK_RELEASE, &e), KC_OK);
+    assert_int_equal(kc_share_session_ack(&s, &p0, 5, 5, KC_SHARE_ACK_RELEASE, &e), KC_OK);
     assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
     kc_share_fetch_response_t err;
@@ -361,7 +415,7 @@ static void session_acknowledge_and_close(void **state)
     tb_free(&x.batch);
     for (int64_t o = 0; o < 10; o++)
         assert_int_equal(kc_share_session_ack(
-                             &s, &p0, o, o == 9 ? KC_SHARE_ACK_REJECT : KC_SHARE_ACK_ACCEPT, &e),
+                             &s, &p0, o, o, o == 9 ? KC_SHARE_ACK_REJECT : KC_SHARE_ACK_ACCEPT, &e),
                          KC_OK);
     assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", true, &q, &e), KC_OK);
     assert_int_equal(q.share_session_epoch, -1);
@@ -407,6 +461,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(acquired_checks),
         cmocka_unit_test(ack_batches),
+        cmocka_unit_test(ack_huge_range),
         cmocka_unit_test(session_epochs_and_acks),
         cmocka_unit_test(unwanted_in_flight_is_forgotten),
         cmocka_unit_test(session_acknowledge_and_close),
