@@ -191,6 +191,20 @@
       "OIDC scope asked for (space-separated; empty: none sent)")                                  \
     X(SASL_OAUTHBEARER_EXTENSIONS, "sasl.oauthbearer.extensions", STR, "", 0, 0, NULL, 0,          \
       "SASL extensions sent with an OIDC token, key=value[,key=value...] (RFC 7628)")              \
+    X(SASL_LOGIN_REFRESH_WINDOW_FACTOR, "sasl.login.refresh.window.factor", STR, "0.8", 0, 0,      \
+      NULL, FRACTION,                                                                              \
+      "OAUTHBEARER: refresh a token at this part of its lifetime (0.5 up to, not including, 1), "  \
+      "within the two bounds below, as Java's client does")                                        \
+    X(SASL_LOGIN_REFRESH_WINDOW_JITTER, "sasl.login.refresh.window.jitter", STR, "0.05", 0, 0,     \
+      NULL, FRACTION,                                                                              \
+      "OAUTHBEARER: up to this much more of the lifetime (0..0.25), drawn at random per token, "   \
+      "so consumers sharing a token source do not refresh at once")                               \
+    X(SASL_LOGIN_REFRESH_MIN_PERIOD_SECONDS, "sasl.login.refresh.min.period.seconds", INT, "60",   \
+      0, 900, NULL, 0,                                                                             \
+      "OAUTHBEARER: never refresh sooner than this after a token arrived (ignored, with the "      \
+      "buffer, for a token that lives shorter than both together)")                                \
+    X(SASL_LOGIN_REFRESH_BUFFER_SECONDS, "sasl.login.refresh.buffer.seconds", INT, "300", 0, 3600, \
+      NULL, 0, "OAUTHBEARER: refresh at least this long before a token expires")                   \
     X(HTTPS_CA_LOCATION, "https.ca.location", STR, "", 0, 0, NULL, 0,                              \
       "CA bundle (PEM file) that verifies the OIDC token endpoint; empty = ssl.ca.location, "      \
       "and if that is empty too the system default")                                               \

@@ -108,6 +108,17 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
 
 static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
 {
+    /* Java's bounds (SaslConfigs): a factor below a half refreshes for nothing, a jitter above a
+     * quarter can push the refresh past the token's end. */
+    if (kc_conf_fraction(c, KC_CONF_SASL_LOGIN_REFRESH_WINDOW_FACTOR) < 0.5)
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.login.refresh.window.factor: %s is below 0.5 (allowed: 0.5 up to, not "
+                       "including, 1)",
+                       STR(SASL_LOGIN_REFRESH_WINDOW_FACTOR));
+    if (kc_conf_fraction(c, KC_CONF_SASL_LOGIN_REFRESH_WINDOW_JITTER) > 0.25)
+        return kc_fail(err, KC_ERR_CONFIG,
+                       "sasl.login.refresh.window.jitter: %s is above 0.25 (allowed: 0..0.25)",
+                       STR(SASL_LOGIN_REFRESH_WINDOW_JITTER));
     const char *proto = STR(SECURITY_PROTOCOL);
     bool sasl = has_prefix(proto, "SASL_");
     bool tls = strcmp(proto, "SSL") == 0 || strcmp(proto, "SASL_SSL") == 0;

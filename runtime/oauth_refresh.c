@@ -33,13 +33,35 @@ struct kc_oauth_refresher {
     pthread_cond_t cv; /* monotonic; signalled by free */
     bool stop;         /* mu */
     int64_t expiry_ms; /* refresher thread: the current token's */
+    int64_t start_ms;  /* refresher thread: when the current token arrived (wall clock) */
+    kc_oauth_refresh_conf_t rc;
+    uint64_t rng; /* refresher thread: the jitter's draws */
 };
 
-int64_t kc_oauth_refresh_delay_ms(int64_t now_wall_ms, int64_t expiry_ms)
+int64_t kc_oauth_refresh_at_ms(const kc_oauth_refresh_conf_t *c, int64_t now_ms, int64_t start_ms,
+                               int64_t expiry_ms, double draw)
 {
-    if (expiry_ms <= now_wall_ms)
-        return 0;
-    return (int64_t)((double)(expiry_ms - now_wall_ms) * KC_OAUTH_REFRESH_FACTOR);
+    if (expiry_ms <= now_ms)
+        return now_ms;
+    if (start_ms > now_ms)
+        start_ms = now_ms; /* a start in the future (clock skew) counts from now */
+    double pct = c->factor + c->jitter * draw;
+    int64_t at = start_ms + (int64_t)((double)(expiry_ms - start_ms) * pct);
+    if (now_ms + c->min_period_ms + c->buffer_ms > expiry_ms)
+        return at; /* too short-lived for both bounds: the fraction alone */
+    if (at > expiry_ms - c->buffer_ms)
+        return expiry_ms - c->buffer_ms;
+    if (at < now_ms + c->min_period_ms)
+        return now_ms + c->min_period_ms;
+    return at;
+}
+
+void kc_oauth_refresh_conf(const kc_conf_t *conf, kc_oauth_refresh_conf_t *out)
+{
+    out->factor = kc_conf_fraction(conf, KC_CONF_SASL_LOGIN_REFRESH_WINDOW_FACTOR);
+    out->jitter = kc_conf_fraction(conf, KC_CONF_SASL_LOGIN_REFRESH_WINDOW_JITTER);
+    out->min_period_ms = 1000 * kc_conf_int(conf, KC_CONF_SASL_LOGIN_REFRESH_MIN_PERIOD_SECONDS);
+    out->buffer_ms = 1000 * kc_conf_int(conf, KC_CONF_SASL_LOGIN_REFRESH_BUFFER_SECONDS);
 }
 
 KC_API kc_err_t kc_oauthbearer_set_token(kc_oauthbearer_req_t *req, const char *token,
@@ -135,7 +157,21 @@ static kc_err_t fetch(kc_oauth_refresher_t *r, kc_oauth_token_t *out, kc_error_t
 static void put(kc_oauth_refresher_t *r, kc_oauth_token_t *t)
 {
     r->expiry_ms = t->expiry_ms;
+    r->start_ms = kc_wall_ms();
     kc_oauth_slot_put(r->slot, t);
+}
+
+/* Nanoseconds from now to the current token's refresh (kc_oauth_refresh_at_ms), for a
+ * CLOCK_MONOTONIC deadline: the token's times are wall-clock. */
+static int64_t refresh_due_ns(kc_oauth_refresher_t *r)
+{
+    r->rng ^= r->rng << 13; /* xorshift64: the jitter needs spread, not secrecy */
+    r->rng ^= r->rng >> 7;
+    r->rng ^= r->rng << 17;
+    double draw = (double)(r->rng >> 11) / 9007199254740992.0; /* [0, 1) */
+    int64_t now = kc_wall_ms();
+    int64_t at = kc_oauth_refresh_at_ms(&r->rc, now, r->start_ms, r->expiry_ms, draw);
+    return kc_now_ns() + (at - now) * 1000000;
 }
 
 kc_err_t kc_oauth_refresher_new(const kc_conf_t *conf, kc_oauth_refresher_t **out, kc_error_t *err)
@@ -155,6 +191,8 @@ kc_err_t kc_oauth_refresher_new(const kc_conf_t *conf, kc_oauth_refresher_t **ou
         return kc_fail(err, KC_ERR_NOMEM, "SASL OAUTHBEARER: out of memory");
     pthread_mutex_init(&r->mu, NULL);
     kc_cond_init_monotonic(&r->cv);
+    kc_oauth_refresh_conf(conf, &r->rc);
+    r->rng = (uint64_t)kc_now_ns() ^ (uint64_t)(uintptr_t)r ^ 0x9e3779b97f4a7c15ull;
     kc_err_t rc = kc_oauth_slot_new(&r->slot, err);
     if (rc == KC_OK && oidc) {
         const char *ca = kc_conf_str(conf, KC_CONF_HTTPS_CA_LOCATION);
@@ -188,7 +226,7 @@ static void *refresher_main(void *arg)
     kc_oauth_refresher_t *r = arg;
     kc_log_bind(r->log);
     int64_t retry_ms = RETRY_FIRST_MS;
-    int64_t due_ns = kc_now_ns() + kc_oauth_refresh_delay_ms(kc_wall_ms(), r->expiry_ms) * 1000000;
+    int64_t due_ns = refresh_due_ns(r);
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
         if (kc_now_ns() < due_ns) {
@@ -205,7 +243,7 @@ static void *refresher_main(void *arg)
             int64_t life_s = (t.expiry_ms - now) / 1000;
             put(r, &t);
             retry_ms = RETRY_FIRST_MS;
-            due_ns = kc_now_ns() + kc_oauth_refresh_delay_ms(now, r->expiry_ms) * 1000000;
+            due_ns = refresh_due_ns(r);
             kc_log(KC_LOG_INFO, "oauth", "SASL OAUTHBEARER token refreshed, valid for %llds",
                    (long long)life_s);
         } else {

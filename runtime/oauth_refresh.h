@@ -5,8 +5,8 @@
  *
  * Threads: kc_oauth_refresher_new runs the first fetch on the calling thread (kc_consumer_new's:
  * a consumer that cannot get a token fails creation with the reason). kc_oauth_refresher_start
- * then starts the refresher's own thread ("kc-oauth"), which fetches again at
- * KC_OAUTH_REFRESH_FACTOR of each token's remaining lifetime, and after a failure every 1 s
+ * then starts the refresher's own thread ("kc-oauth"), which fetches again when
+ * kc_oauth_refresh_at_ms says (the sasl.login.refresh.* settings), and after a failure every 1 s
  * doubling to 10 s (never the network thread: both sources may block). kc_oauth_refresher_free
  * (kc_consumer_close, after the network thread stopped) wakes it, waits for a fetch in progress
  * and joins it. The struct is owned by the consumer; `mu` guards `stop`, the rest belongs to the
@@ -20,11 +20,16 @@
 #include "conf.h"
 #include "oauth_token.h"
 
-/* Refresh at 80% of a token's remaining lifetime: Java's sasl.login.refresh.window.factor
- * default and librdkafka's fixed choice. The last fifth leaves time for a slow endpoint and
- * retries before the broker's KIP-368 session, which ends with the token, closes a connection
- * that has not re-authenticated. */
-#define KC_OAUTH_REFRESH_FACTOR 0.8
+/* When to refresh a token (the sasl.login.refresh.* settings; Java's rule, so a fleet of Java
+ * and kconsume consumers behaves alike): at factor + jitter * draw of its lifetime, counted from
+ * start_ms (when it arrived), but no later than buffer before it expires and no sooner than
+ * min_period after now; a token living shorter than min_period + buffer gets the plain fraction.
+ * The time left after the refresh is for a slow endpoint and retries before the broker's KIP-368
+ * session, which ends with the token, closes a connection that has not re-authenticated. */
+typedef struct kc_oauth_refresh_conf {
+    double factor, jitter;            /* window.factor 0.5..1, window.jitter 0..0.25 */
+    int64_t min_period_ms, buffer_ms; /* min.period.seconds, buffer.seconds */
+} kc_oauth_refresh_conf_t;
 
 typedef struct kc_oauth_refresher kc_oauth_refresher_t;
 
@@ -39,8 +44,11 @@ kc_oauth_slot_t *kc_oauth_refresher_slot(kc_oauth_refresher_t *r);
 /* NULL-safe. */
 void kc_oauth_refresher_free(kc_oauth_refresher_t *r);
 
-/* The delay from now to the refresh of a token expiring at expiry_ms (wall clock), at
- * KC_OAUTH_REFRESH_FACTOR of what is left; 0 when it has expired. Pure. */
-int64_t kc_oauth_refresh_delay_ms(int64_t now_wall_ms, int64_t expiry_ms);
+/* The wall-clock time to refresh a token that arrived at start_ms and expires at expiry_ms; `draw`
+ * in [0, 1) picks the jitter. now_ms when it has expired. Pure. */
+int64_t kc_oauth_refresh_at_ms(const kc_oauth_refresh_conf_t *c, int64_t now_ms, int64_t start_ms,
+                               int64_t expiry_ms, double draw);
+/* The four settings from the configuration. */
+void kc_oauth_refresh_conf(const kc_conf_t *conf, kc_oauth_refresh_conf_t *out);
 
 #endif

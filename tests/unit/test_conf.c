@@ -11,6 +11,7 @@
 #include "group.h"
 #include "dispatch.h"
 #include "kc_test.h"
+#include "oauth_refresh.h"
 
 static kc_conf_t *C;
 
@@ -138,7 +139,8 @@ static void conflicts_are_explained(void **state)
     assert_string_equal(kc_conf_str(C, KC_CONF_SASL_KERBEROS_SERVICE_NAME), "kafka");
     assert_int_equal(kc_conf_validate(C, &e), KC_OK);
     expect_msg("sasl.kerberos.min.time.before.relogin", "-1", "out of range");
-    expect_msg("sasl.mechanism", "KERBEROS", "allowed: PLAIN|SCRAM-SHA-256|SCRAM-SHA-512|OAUTHBEARER|GSSAPI");
+    expect_msg("sasl.mechanism", "KERBEROS",
+               "allowed: PLAIN|SCRAM-SHA-256|SCRAM-SHA-512|OAUTHBEARER|GSSAPI");
     kc_conf_destroy(k);
     C = outer;
     set_ok("sasl.mechanism", "SCRAM-SHA-256");
@@ -571,6 +573,35 @@ static void configuration_doc_is_current(void **state)
 
 /* The TLS material keys: Java's names of the PEM settings are aliases, the passwords and the PEM
  * key are secrets, and the conflicts between sources are explained by key. */
+/* Java's sasl.login.refresh.* keys and bounds, read into the refresher's settings. */
+static void oauth_refresh_keys(void **state)
+{
+    (void)state;
+    kc_error_t e;
+    set_ok("bootstrap.servers", "h:1");
+    kc_oauth_refresh_conf_t r;
+    kc_oauth_refresh_conf(C, &r);
+    assert_true(r.factor == 0.8 && r.jitter == 0.05);
+    assert_int_equal(r.min_period_ms, 60000);
+    assert_int_equal(r.buffer_ms, 300000);
+    set_ok("sasl.login.refresh.window.factor", "0.4");
+    conflict("sasl.login.refresh.window.factor: 0.4 is below 0.5");
+    set_ok("sasl.login.refresh.window.factor", "0.9");
+    set_ok("sasl.login.refresh.window.jitter", "0.3");
+    conflict("sasl.login.refresh.window.jitter: 0.3 is above 0.25");
+    set_ok("sasl.login.refresh.window.jitter", "0");
+    expect_msg("sasl.login.refresh.window.factor", "1.5", "is not a fraction");
+    expect_msg("sasl.login.refresh.buffer.seconds", "3601", "out of range (allowed: 0..3600)");
+    expect_msg("sasl.login.refresh.min.period.seconds", "901", "out of range (allowed: 0..900)");
+    set_ok("sasl.login.refresh.buffer.seconds", "30");
+    set_ok("sasl.login.refresh.min.period.seconds", "5");
+    assert_int_equal(kc_conf_validate(C, &e), KC_OK);
+    kc_oauth_refresh_conf(C, &r);
+    assert_true(r.factor == 0.9 && r.jitter == 0);
+    assert_int_equal(r.min_period_ms, 5000);
+    assert_int_equal(r.buffer_ms, 30000);
+}
+
 static void tls_material_keys(void **state)
 {
     (void)state;
@@ -666,6 +697,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(member_id_and_empty_identification, setup, teardown),
         cmocka_unit_test_setup_teardown(more_conflicts_are_explained, setup, teardown),
         cmocka_unit_test_setup_teardown(self_fence_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown(oauth_refresh_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(tls_material_keys, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -277,12 +277,30 @@ static void oidc_response(void **state)
     free(p2);
 }
 
+/* Java's rule (the sasl.login.refresh.* defaults: 0.8, 0.05, 60 s, 300 s), case by case. */
 static void refresh_point(void **state)
 {
     (void)state;
-    assert_int_equal(kc_oauth_refresh_delay_ms(1000, 11000), 8000);
-    assert_int_equal(kc_oauth_refresh_delay_ms(1000, 1000), 0);
-    assert_int_equal(kc_oauth_refresh_delay_ms(5000, 1000), 0);
+    kc_oauth_refresh_conf_t d = {
+        .factor = 0.8, .jitter = 0.05, .min_period_ms = 60000, .buffer_ms = 300000};
+    const int64_t H = 3600000;
+    /* an hour's token: 80% (48 min) with no jitter drawn, 85% with the most */
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 0, 0, H, 0.0), 2880000);
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 0, 0, H, 0.999999), 3059999);
+    /* a day's token: 80% would leave 4.8 h, but no later than 5 min before the end either way */
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 0, 0, 24 * H, 0.0), 69120000);
+    d.factor = 0.99;
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 0, 0, H, 0.0), H - 300000); /* the buffer */
+    d.factor = 0.8;
+    /* counted from when it arrived: 30 min into a 1 h token, 80% is 48 min after its start */
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 1800000, 0, H, 0.0), 2880000);
+    /* a refresh point in the past is moved to the minimum period from now */
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 3000000, 0, H, 0.0), 3060000);
+    /* shorter-lived than min period + buffer: the plain fraction (test tokens of seconds) */
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 1000, 1000, 11000, 0.0), 9000);
+    /* expired, or a start in the future (skew): now / counted from now */
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 5000, 0, 1000, 0.0), 5000);
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 1000, 9000, 11000, 0.0), 9000);
 }
 
 static int cb_mode;
