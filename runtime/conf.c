@@ -538,6 +538,16 @@ void kc_conf_print_reference(void *out, int markdown)
     }
 }
 
+void kc_conf_dump(const kc_conf_t *conf, void *out)
+{
+    FILE *f = out;
+    for (int i = 0; i < KC_CONF__COUNT; i++) {
+        const char *v = kc_conf_str(conf, (kc_conf_id_t)i);
+        bool secret = (keys[i].flags & F_SECRET) && v[0];
+        fprintf(f, "%s=%s\n", keys[i].name, secret ? "[redacted]" : v);
+    }
+}
+
 bool kc_conf_share(const kc_conf_t *c)
 {
     return strcmp(kc_conf_str(c, KC_CONF_GROUP_TYPE), "share") == 0;

@@ -379,6 +379,11 @@ static int run(void)
         kc_conf_destroy(conf);
         return KC_CLI_EXIT_CONFIG;
     }
+    if (kc_app.a.conf_dump) { /* -X dump: what the flags, the file and -X made, as kcat does */
+        kc_conf_dump(conf, stdout);
+        kc_conf_destroy(conf);
+        return KC_CLI_EXIT_OK;
+    }
     kc_callbacks_t cbs = {.on_assign = on_assign,
                           .on_records = on_records,
                           .on_revoke = on_gone,

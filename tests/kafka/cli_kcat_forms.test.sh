@@ -4,7 +4,7 @@
 #  -o -N (N before each partition's end), -o s@MS -o e@MS (a time window; e@ exits by itself),
 #  -o stored (group.id's committed offsets in manual assignment), -F FILE (a kcat.conf with a
 #  librdkafka key; a bad line, an unknown key and a missing file exit 3 naming the place),
-#  -X list, and -s deserializers (pack formats, json, bytes that do not fit, with -J).
+#  kcat's default file (~/.config/kcat.conf or KCAT_CONFIG) without -b, -X dump, -X list, and -s deserializers (pack formats, json, bytes that do not fit, with -J).
 set -euo pipefail
 for v in KC_BOOTSTRAP KC_TESTKIT KC_CLUSTER_DIR KC_BUILD_DIR; do
     [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set (run under tests/run-suite)" >&2; exit 1; }
@@ -111,6 +111,32 @@ rc=0; "$cli" -F "$tmp/nob.conf" -t "$topic" -e >/dev/null 2>"$tmp/fnob.err" || r
 [[ $rc -eq 3 ]] && grep -q "bootstrap.servers is required" "$tmp/fnob.err" ||
     fail "-F without brokers: exit $rc, $(cat "$tmp/fnob.err")"
 echo "ok: -F reads a kcat.conf (metadata.broker.list); a bad key, a bad line, a missing file exit 3"
+
+# --- kcat's default file, and -X dump ----------------------------------------------------------
+mkdir -p "$tmp/home/.config"
+cp "$tmp/kcat.conf" "$tmp/home/.config/kcat.conf"
+HOME=$tmp/home timeout 60 "$cli" -t "$topic" -p 1 -o beginning -e -f '%o\n' >"$tmp/d" \
+    2>"$tmp/d.err" || fail "~/.config/kcat.conf without -b: exited $? ($(cat "$tmp/d.err"))"
+[[ $(wc -l <"$tmp/d") -eq 30 ]] || fail "~/.config/kcat.conf: $(wc -l <"$tmp/d") records, want 30"
+HOME=/nonexistent KCAT_CONFIG=$tmp/kcat.conf timeout 60 "$cli" -t "$topic" -p 1 -o beginning -e \
+    -f '%o\n' >"$tmp/k" 2>"$tmp/k.err" || fail "KCAT_CONFIG: exited $? ($(cat "$tmp/k.err"))"
+[[ $(wc -l <"$tmp/k") -eq 30 ]] || fail "KCAT_CONFIG: $(wc -l <"$tmp/k") records, want 30"
+printf 'metadata.broker.list=127.0.0.1:1\n' >"$tmp/home/.config/kcat.conf" # -F wins over it
+HOME=$tmp/home timeout 60 "$cli" -F "$tmp/kcat.conf" -t "$topic" -p 1 -o beginning -e \
+    -f '%o\n' >"$tmp/w" 2>"$tmp/w.err" || fail "-F over the default file: exited $?"
+[[ $(wc -l <"$tmp/w") -eq 30 ]] || fail "-F over the default file: $(wc -l <"$tmp/w") records"
+rc=0; HOME=/nonexistent "$cli" -t "$topic" -e >/dev/null 2>"$tmp/nob.err" || rc=$?
+[[ $rc -eq 2 ]] && grep -q "kcat.conf" "$tmp/nob.err" ||
+    fail "no -b, no file: exit $rc, $(cat "$tmp/nob.err")"
+HOME=/nonexistent "$cli" -F "$tmp/kcat.conf" -X fetch.max.wait.ms=7 -X sasl.password=kc-dump-pw-Q7 \
+    -X dump >"$tmp/dump" 2>"$tmp/dump.err" || fail "-X dump exited $? ($(cat "$tmp/dump.err"))"
+grep -qx "bootstrap.servers=$B" "$tmp/dump" && grep -qx "client.id=from-file" "$tmp/dump" &&
+    grep -qx "fetch.max.wait.ms=7" "$tmp/dump" && grep -qx "sasl.password=\[redacted\]" "$tmp/dump" &&
+    grep -qx "auto.offset.reset=latest" "$tmp/dump" || fail "-X dump: $(head -c 2000 "$tmp/dump")"
+! grep -q "kc-dump-pw-Q7" "$tmp/dump" "$tmp/dump.err" || fail "-X dump printed the password"
+[[ $(wc -l <"$tmp/dump") -eq $("$cli" -X list | grep -c '^  [a-z]') ]] ||
+    fail "-X dump: $(wc -l <"$tmp/dump") lines, not one per key"
+echo "ok: kcat's default file (~/.config/kcat.conf, KCAT_CONFIG) without -b, -F over it; -X dump"
 
 # --- -X list ---------------------------------------------------------------------------------
 "$cli" -X list >"$tmp/list" || fail "-X list exited $?"

@@ -3,6 +3,7 @@
  * checked here so that a bad value names its flag. Main thread only.
  */
 #include "args.h"
+#include "conf_file.h"
 #include "format.h"
 
 #include <errno.h>
@@ -269,6 +270,10 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
                 a->conf_list = 1;
                 return KC_CLI_EXIT_OK;
             }
+            if (!strcmp(optarg, "dump")) { /* after every other flag: they make what it shows */
+                a->conf_dump = 1;
+                break;
+            }
             if (!strchr(optarg, '=') || optarg[0] == '=')
                 FAIL("-X %s: expected key=value (e.g. -X fetch.max.wait.ms=100)", optarg);
             if (push(&a->conf, &a->n_conf, optarg))
@@ -332,9 +337,12 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
     }
     if (optind < argc)
         FAIL("unexpected argument '%s' (topics go after -t)", argv[optind]);
-    if (!a->brokers && !a->conf_file)
-        FAIL("-b BROKERS is required (e.g. -b localhost:9092), or -F FILE giving "
-             "bootstrap.servers");
+    if (a->conf_dump) /* needs no topic or broker: it prints what the settings make */
+        return KC_CLI_EXIT_OK;
+    char dflt[4096];
+    if (!a->brokers && !a->conf_file && !kc_cli_default_conf_file(dflt, sizeof dflt))
+        FAIL("-b BROKERS is required (e.g. -b localhost:9092), or -F FILE (or kcat's "
+             "~/.config/kcat.conf) giving bootstrap.servers");
     if (a->json && have_format)
         FAIL("-J prints kcat's JSON and -f a format of your own: use one of them");
     if (a->json)

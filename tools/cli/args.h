@@ -55,6 +55,7 @@ typedef struct kc_cli_args {
     size_t n_conf;
     const char *conf_file; /* -F: key=value lines, applied after the flags and before -X */
     int conf_list;         /* -X list: print every configuration key and exit */
+    int conf_dump;         /* -X dump: print the configuration the flags, file and -X make; exit */
     const char *key_serdes, *value_serdes; /* -s: deserializer specs (serdes.h), NULL: raw */
     int workers;                           /* 0: library default */
     int64_t stats_ms;                      /* 0: no stats */

@@ -4,7 +4,9 @@
 #include "conf_file.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int blank(char c)
 {
@@ -54,4 +56,18 @@ int kc_cli_conf_parse(const char *text, size_t len, kc_cli_conf_pair_fn fn, void
             return rc;
     }
     return 0;
+}
+
+const char *kc_cli_default_conf_file(char *buf, size_t len)
+{
+    const char *env = getenv("KCAT_CONFIG");
+    if (env && *env) {
+        snprintf(buf, len, "%s", env);
+        return buf;
+    }
+    const char *home = getenv("HOME");
+    if (!home || !*home)
+        return NULL;
+    int n = snprintf(buf, len, "%s/.config/kcat.conf", home);
+    return n > 0 && (size_t)n < len && access(buf, F_OK) == 0 ? buf : NULL;
 }

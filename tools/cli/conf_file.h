@@ -21,4 +21,9 @@ typedef int (*kc_cli_conf_pair_fn)(void *opaque, const char *key, const char *va
 int kc_cli_conf_parse(const char *text, size_t len, kc_cli_conf_pair_fn fn, void *opaque, char *why,
                       size_t why_len);
 
+/* The file used without -F, as kcat finds its own: $KCAT_CONFIG when set and not empty (it must
+ * then exist), else $HOME/.config/kcat.conf when that file exists; NULL when neither. The path
+ * is written to buf. */
+const char *kc_cli_default_conf_file(char *buf, size_t len);
+
 #endif

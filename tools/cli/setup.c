@@ -203,7 +203,10 @@ int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, 
         if (conf_set(conf, "statistics.interval.ms", num, "--stats"))
             return -1;
     }
-    if (a->conf_file && apply_file(conf, a->conf_file))
+    /* Without -F, kcat's own default file (conf_file.h), as kcat reads it. */
+    char dflt[4096];
+    const char *file = a->conf_file ? a->conf_file : kc_cli_default_conf_file(dflt, sizeof dflt);
+    if (file && apply_file(conf, file))
         return -1;
     for (size_t i = 0; i < a->n_conf; i++) {
         char kv[1024], flag[1040];
@@ -216,8 +219,11 @@ int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, 
     }
     kc_error_t e;
     if (kc_conf_validate(conf, &e) != KC_OK) {
-        fprintf(stderr, "kconsume: configuration: %s\n", e.msg);
-        return -1;
+        /* -X dump shows a configuration whatever it is, and says what a run would refuse */
+        fprintf(stderr, "kconsume: configuration%s: %s\n",
+                a->conf_dump ? " (a run would refuse it)" : "", e.msg);
+        if (!a->conf_dump)
+            return -1;
     }
     if (kc_conf_get(conf, "client.id", client_id, &len) != KC_OK)
         snprintf(client_id, len, "kconsume");
