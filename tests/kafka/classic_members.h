@@ -1,9 +1,9 @@
 /* Helpers shared by the classic-group engine tests against a real broker
  * (test_group_classic.c: kconsume members only; test_group_classic_java.c: mixed with Java's
  * console consumer): the test is the engine — one thread, one coordinator socket per member,
- * requests encoded with the generated codec, responses fed back to engine/group/classic/member's state
- * machine, actions completed at once, commits reported successful without being sent. Also the
- * topic under test, DescribeGroups, and the ownership checks. Header-only (tests need no CMake
+ * requests encoded with the generated codec, responses fed back to engine/group/classic/member's
+ * state machine, actions completed at once, commits reported successful without being sent. Also
+ * the topic under test, DescribeGroups, and the ownership checks. Header-only (tests need no CMake
  * change). Owner: the test's thread. */
 #ifndef KC_TEST_CLASSIC_MEMBERS_H
 #define KC_TEST_CLASSIC_MEMBERS_H
@@ -276,6 +276,12 @@ static inline void drive(member_t *mb, int64_t now)
             mb->fd = coordinator_fd(mb->m.cfg.group_id);
             mb->key = -1;
             kc_classic_coordinator_known(&mb->m, now_ms());
+            break;
+        case KC_CLASSIC_ABANDON: /* as the engine does: the connection goes, the request fails */
+            close(mb->fd);
+            mb->fd = coordinator_fd(mb->m.cfg.group_id);
+            mb->key = -1;
+            kc_classic_request_failed(&mb->m, now);
             break;
         case KC_CLASSIC_CLOSED:
             mb->closed = true;

@@ -4,6 +4,8 @@
  *    every partition), dispatches nothing while out, and rejoins once the callback returned.
  *  inconsistent_protocol: range against a group a Java member runs with roundrobin: the fatal
  *    error names both (the group's side from DescribeGroups).
+ *  close_while_join_parked: kc_close while the member's JoinGroup waits at the coordinator for
+ *    a stopped member: it leaves at once, not when the rebalance ends.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR. kc-test-label: kafka */
 #include "classic_procs.h"
 
@@ -174,6 +176,74 @@ static void inconsistent_protocol(void **state)
     kc_gm_free(&lg);
 }
 
+/* Member B (a process) holds the group and is stopped (SIGSTOP, 30 s session): a new member A
+ * (in this process) joins, so the coordinator parks A's JoinGroup until B rejoins or its session
+ * ends. kc_close(A, 10 s) meanwhile must leave at once: A's LeaveGroup cannot be answered behind
+ * the parked JoinGroup on the same connection (before: kc_close waited its whole timeout and
+ * returned KC_ERR_TIMEOUT without having left). Asserted: KC_OK within 5 s; and once B resumes,
+ * the rebalance ends with B alone holding both partitions (had A not left, the coordinator would
+ * give A one of them until A's 30 s session ran out). */
+static void close_while_join_parked(void **state)
+{
+    (void)state;
+    const int NP = 2;
+    setup("parked", NP);
+    const char *conf = "group.protocol=classic;partition.assignment.strategy=range;"
+                       "session.timeout.ms=30000;heartbeat.interval.ms=1000;"
+                       "rebalance.timeout.ms=60000";
+    pid_t b = spawn(0, conf, NULL);
+    kc_gm_log_t lg = {0};
+    int epoch0 = -1;
+    for (int i = 0; i < 150 && epoch0 < 0; i++) {
+        usleep(200 * 1000);
+        load_all(&lg, 1);
+        const char *s = last_stats(&lg, 0);
+        if (strstr(s, "\"stable\"") && strstr(s, "[["))
+            epoch0 = json_int(s, "epoch");
+    }
+    assert_true(epoch0 >= 0);
+    assert_int_equal(kill(b, SIGSTOP), 0);
+    kc_conf_t *c = kc_conf_new();
+    kc_test_conf_set(c, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"));
+    kc_test_conf_set(c, "group.id", group);
+    kc_test_conf_set(c, "group.protocol", "classic");
+    kc_test_conf_set(c, "partition.assignment.strategy", "range");
+    kc_test_conf_set(c, "session.timeout.ms", "30000");
+    kc_test_conf_set(c, "rebalance.timeout.ms", "60000");
+    kc_callbacks_t cbs = {0};
+    kc_consumer_t *a = kc_test_consumer(c, &cbs);
+    const char *topics[] = {topic};
+    kc_error_t err;
+    assert_int_equal(kc_subscribe(a, topics, 1, &err), KC_OK);
+    sleep(4); /* A's JoinGroup is at the coordinator, waiting for B */
+    int64_t t0 = kc_test_now_ms();
+    kc_err_t rc = kc_close(a, 10000, &err);
+    int64_t took = kc_test_now_ms() - t0;
+    kc_destroy(a);
+    assert_int_equal(kill(b, SIGCONT), 0);
+    /* B rejoins: the rebalance ends in a later generation, with or without A */
+    int epoch = epoch0, owners = 0, rows = 0, kcp = 0;
+    for (int i = 0; i < 100 && epoch <= epoch0; i++) {
+        usleep(200 * 1000);
+        load_all(&lg, 1);
+        const char *s = last_stats(&lg, 0);
+        if (strstr(s, "\"stable\""))
+            epoch = json_int(s, "epoch");
+    }
+    if (epoch > epoch0)
+        rows = describe(NP, &owners, "none", &kcp);
+    kc_gm_stop(b);
+    print_message("# close with the JoinGroup parked: %s after %lld ms; after B resumed, "
+                  "generation %d -> %d, %d partitions with %d owner(s)\n",
+                  kc_err_name(rc), (long long)took, epoch0, epoch, rows, owners);
+    kc_gm_free(&lg);
+    assert_int_equal(rc, KC_OK);
+    assert_true(took < 5000);
+    assert_true(epoch > epoch0);
+    assert_int_equal(rows, NP);
+    assert_int_equal(owners, 1); /* B alone: A left */
+}
+
 /* The group's TYPE in GroupsCommand --list ("Classic" / "Consumer"), "" when not listed. */
 
 int main(int argc, char **argv)
@@ -184,6 +254,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(max_poll_leave),
         cmocka_unit_test_teardown(inconsistent_protocol, java_teardown),
+        cmocka_unit_test(close_while_join_parked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -477,6 +477,43 @@ static void close_survives_failed_sync(void **state)
     kc_classic_free(&m);
 }
 
+/* kc_close while the member's JoinGroup waits at the coordinator for the rebalance (eager: it
+ * revoked everything first): the member drops that request (ABANDON; a LeaveGroup behind it on
+ * the same connection would wait for the whole rebalance), finds the coordinator again, waits
+ * for it rather than closing without a leave, then leaves and closes. The old machine sent
+ * nothing until the JoinGroup was answered. */
+static void close_abandons_parked_join(void **state)
+{
+    (void)state;
+    kc_classic_t m;
+    start(&m, KC_ASSIGNOR_RANGE, NULL);
+    const int32_t p[] = {0, 1};
+    join_alone(&m, "m-a", p, 2, 0);
+    kc_classic_rejoin(&m);
+    kc_classic_out_t o;
+    bool joined = false;
+    for (int i = 0; i < 10 && !joined && kc_classic_poll(&m, 10, &o); i++) {
+        if (o.kind == KC_CLASSIC_REVOKE || o.kind == KC_CLASSIC_DROP)
+            kc_classic_action_done(&m, o.seq, 10);
+        if (o.kind == KC_CLASSIC_COMMIT)
+            kc_classic_commit_result(&m, o.seq, 0, 10);
+        joined = o.kind == KC_CLASSIC_SEND_JOIN;
+    }
+    assert_true(joined); /* in flight now, parked at the coordinator */
+    kc_classic_close(&m);
+    expect(&m, 20, KC_CLASSIC_ABANDON);
+    expect_nothing(&m, 20); /* until the dropped request has failed */
+    kc_classic_request_failed(&m, 30);
+    expect(&m, 30, KC_CLASSIC_REDISCOVER);
+    expect_nothing(&m, 40); /* the coordinator is alive: no close without the leave */
+    kc_classic_coordinator_known(&m, 50);
+    o = expect(&m, 50, KC_CLASSIC_SEND_LEAVE);
+    assert_int_equal(o.req.leave.members.count, 1);
+    kc_classic_leave_response(&m, 0, 60);
+    expect(&m, 60, KC_CLASSIC_CLOSED);
+    kc_classic_free(&m);
+}
+
 /* A cooperative member keeps its partitions through a rebalance: kc_close while that round's
  * SyncGroup is in flight, and then the SyncGroup fails: the close still revokes what it owns
  * (on_revoke, the commit) before it ends. */
@@ -779,6 +816,7 @@ int main(void)
         cmocka_unit_test(not_coordinator_in_success_rediscovers_silently),
         cmocka_unit_test(repeated_losses_back_off),
         cmocka_unit_test(close_survives_failed_sync),
+        cmocka_unit_test(close_abandons_parked_join),
         cmocka_unit_test(close_after_failed_sync_revokes),
         cmocka_unit_test(inconsistent_protocol_names_both_sides),
         cmocka_unit_test(partition_count_change_makes_only_the_leader_rejoin),

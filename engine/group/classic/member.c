@@ -380,6 +380,7 @@ static void begin_close(kc_classic_t *m, bool then_idle)
     m->state = KC_CLASSIC_ST_CLOSING;
     m->closing = true;
     m->close_then_idle = then_idle;
+    m->abandoned_for_leave = false;
     m->prepared = false;
     m->rejoin_needed = false;
 }

@@ -77,16 +77,18 @@ typedef enum kc_classic_out_kind {
     KC_CLASSIC_SEND_SYNC,      /* req.sync → kc_classic_sync_response */
     KC_CLASSIC_SEND_HEARTBEAT, /* req.heartbeat → kc_classic_heartbeat_response */
     KC_CLASSIC_SEND_LEAVE,     /* req.leave → kc_classic_leave_response */
-    KC_CLASSIC_DESCRIBE,       /* DescribeGroups(group) → kc_classic_describe_result (error text) */
-    KC_CLASSIC_REDISCOVER,     /* FindCoordinator again → kc_classic_coordinator_known */
-    KC_CLASSIC_REVOKE,         /* parts: stop dispatch, on_revoke → kc_classic_action_done(seq) */
-    KC_CLASSIC_LOSE,           /* parts: stop dispatch, on_lost → kc_classic_action_done(seq) */
-    KC_CLASSIC_COMMIT, /* parts + who: commit processed offsets → kc_classic_commit_result */
-    KC_CLASSIC_DROP,   /* parts: forget in the fetch sessions → kc_classic_action_done */
-    KC_CLASSIC_ASSIGN, /* parts: on_assign, then fetch → kc_classic_action_done */
-    KC_CLASSIC_ERROR,  /* error: surfaced, not fatal (e.g. coordinator gone past deadline) */
-    KC_CLASSIC_FATAL,  /* error: the consumer must be closed */
-    KC_CLASSIC_CLOSED, /* close finished (LeaveGroup answered or not needed) */
+    KC_CLASSIC_DESCRIBE,   /* DescribeGroups(group) → kc_classic_describe_result (error text) */
+    KC_CLASSIC_REDISCOVER, /* FindCoordinator again → kc_classic_coordinator_known */
+    KC_CLASSIC_ABANDON,    /* drop the coordinator connection: its request fails →
+                              kc_classic_request_failed (a leave waits behind a parked join) */
+    KC_CLASSIC_REVOKE,     /* parts: stop dispatch, on_revoke → kc_classic_action_done(seq) */
+    KC_CLASSIC_LOSE,       /* parts: stop dispatch, on_lost → kc_classic_action_done(seq) */
+    KC_CLASSIC_COMMIT,     /* parts + who: commit processed offsets → kc_classic_commit_result */
+    KC_CLASSIC_DROP,       /* parts: forget in the fetch sessions → kc_classic_action_done */
+    KC_CLASSIC_ASSIGN,     /* parts: on_assign, then fetch → kc_classic_action_done */
+    KC_CLASSIC_ERROR,      /* error: surfaced, not fatal (e.g. coordinator gone past deadline) */
+    KC_CLASSIC_FATAL,      /* error: the consumer must be closed */
+    KC_CLASSIC_CLOSED,     /* close finished (LeaveGroup answered or not needed) */
 } kc_classic_out_kind_t;
 
 typedef struct kc_classic_out {
@@ -150,6 +152,10 @@ typedef struct kc_classic {
     bool rejoin_needed;
     bool prepared; /* join-prepare (revoke/lose before JoinGroup) done for this round */
     bool closing, close_then_idle;
+    /* Leaving while a JoinGroup or SyncGroup waited at the coordinator for the rebalance: the
+     * member dropped that request (KC_CLASSIC_ABANDON) and owes the LeaveGroup, so its close
+     * waits for the coordinator to be found again rather than ending without one. */
+    bool abandoned_for_leave;
 
     /* the leader's metadata snapshot at assignment: (topic, partition count), for rejoin on
      * a partition-count change (Java: only the leader watches) */

@@ -174,6 +174,11 @@ static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
 {
     if (m->inflight != KC_CLASSIC_IF_NONE || m->pstep != KC_CLASSIC_P_IDLE)
         return false;
+    /* The coordinator is alive (the member dropped its own connection to it): wait for it,
+     * within kc_close's timeout, so that the LeaveGroup goes out. */
+    if (m->abandoned_for_leave && !m->coord_known && m->member_id[0] && !m->cfg.instance_id &&
+        !m->closed_pending)
+        return false;
     if (!m->prepared) { /* Java's onLeavePrepare: revoke (or lose) what we hold */
         m->prepared = true;
         if (m->owned.n) {
@@ -294,6 +299,17 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
             if (m->close_then_idle)
                 return false;
             out->kind = KC_CLASSIC_CLOSED;
+            return true;
+        }
+        /* A JoinGroup (or a follower's SyncGroup) is answered when the rebalance completes, up
+         * to the rebalance timeout, and the coordinator handles a connection's requests one at
+         * a time: a LeaveGroup sent behind it would wait as long, and so would the close. Drop
+         * it and leave on a new connection; the coordinator then completes the rebalance
+         * without this member. */
+        if ((m->inflight == KC_CLASSIC_IF_JOIN || m->inflight == KC_CLASSIC_IF_SYNC) &&
+            !m->abandoned_for_leave) {
+            m->abandoned_for_leave = true;
+            out->kind = KC_CLASSIC_ABANDON;
             return true;
         }
         if (close_poll(m, now_ms, out))

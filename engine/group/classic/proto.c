@@ -224,8 +224,10 @@ static void p_step(void *m, int64_t now)
     /* Also while the machine has lost its coordinator and no new connection is on its way: the
      * machine asks for one lookup per loss (KC_CLASSIC_REDISCOVER), and a lookup that failed
      * (unanswered past the request timeout: a partitioned network) must be retried here, or the
-     * member waits for a coordinator forever. find_retry_ms paces it. */
-    if (g->subscribed && !closing && (!g->conn || (!g->m.coord_known && !g->want_known)))
+     * member waits for a coordinator forever. find_retry_ms paces it. While closing, only a
+     * member that dropped its connection to leave looks (it owes the LeaveGroup). */
+    if (g->subscribed && (!closing || g->m.abandoned_for_leave) &&
+        (!g->conn || (!g->m.coord_known && !g->want_known)))
         kc_classic_io_find_maybe_send(g, now);
     if (g->req_kind && g->req_kind != KC_CLASSIC_SEND_JOIN && g->conn) {
         /* A coordinator killed mid-request would hold the answer for the whole (rebalance-sized)
@@ -267,6 +269,16 @@ static bool p_next_action(void *m, int64_t now, kc_group_action_t *out)
             /* DESCRIBE asks the coordinator which protocol the group runs, for the text of
              * INCONSISTENT_GROUP_PROTOCOL; any failure raises the error without it. */
             kc_classic_io_send_group(g, &o, now);
+            continue;
+        case KC_CLASSIC_ABANDON:
+            /* Its request fails (req_done: kc_classic_request_failed), the machine looks the
+             * coordinator up again and leaves on a new connection. */
+            if (g->conn)
+                kc_conn_reset(g->conn, KC_ERR_CLOSED,
+                              "leaving the group: the request waiting for the rebalance is "
+                              "dropped");
+            else
+                kc_classic_request_failed(&g->m, now);
             continue;
         case KC_CLASSIC_REDISCOVER:
             kc_group_counters(g->grp)->rediscoveries++;
