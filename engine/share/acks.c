@@ -30,7 +30,8 @@ kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
     if (type < KC_SHARE_ACK_GAP || type > KC_SHARE_ACK_REJECT)
         return kc_fail(err, KC_ERR_INVALID_ARG,
                        "acknowledge type %d is none of gap, accept, release, reject", (int)type);
-    if (first < 0 || last < first)
+    /* last < INT64_MAX: every "last + 1" below, and a run's length, stay representable. */
+    if (first < 0 || last < first || last == INT64_MAX)
         return kc_fail(err, KC_ERR_INVALID_ARG, "acknowledge: bad offset range %lld..%lld",
                        (long long)first, (long long)last);
     /* In offset order (the usual case: one worker per partition at a time) this is the end. */
@@ -121,7 +122,7 @@ kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_
             x->types = t;
             x->n_types = (int32_t)len;
             for (size_t r = s; r < e; r++)
-                for (int64_t o = a->items[r].first; o <= a->items[r].last; o++)
+                for (int64_t left = a->items[r].last - a->items[r].first; left >= 0; left--)
                     *t++ = a->items[r].type;
             continue;
         }

@@ -10,6 +10,13 @@ kc_err_t kc_share_acquired_check(const kc_share_range_t *r, size_t n, int64_t re
             return kc_fail(err, KC_ERR_MALFORMED,
                            "ShareFetch %s[%d]: acquired records %lld..%lld run backwards", topic,
                            (int)partition, (long long)r[i].first, (long long)r[i].last);
+        /* No log reaches the largest offset (its next offset would not exist); past here every
+         * "last + 1" of the acknowledgements stays representable. */
+        if (r[i].last == INT64_MAX)
+            return kc_fail(err, KC_ERR_MALFORMED,
+                           "ShareFetch %s[%d]: acquired records %lld..%lld end at the largest "
+                           "offset there is",
+                           topic, (int)partition, (long long)r[i].first, (long long)r[i].last);
         if (r[i].delivery_count < 1)
             return kc_fail(err, KC_ERR_MALFORMED,
                            "ShareFetch %s[%d]: acquired records %lld..%lld have delivery count %d",

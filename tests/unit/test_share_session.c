@@ -47,6 +47,13 @@ static void acquired_checks(void **state)
     assert_int_equal(kc_share_acquired_check(zero, 1, 0, 9, "t", 0, &e), KC_ERR_MALFORMED);
     kc_share_range_t desc[] = {{5, 6, 1}, {0, 1, 1}};
     assert_int_equal(kc_share_acquired_check(desc, 2, 0, 9, "t", 0, &e), KC_ERR_MALFORMED);
+    /* records a batch header claims up to the largest offset: acquired there is refused */
+    kc_share_range_t top[] = {{INT64_MAX - 2, INT64_MAX, 1}};
+    assert_int_equal(kc_share_acquired_check(top, 1, INT64_MAX - 2, INT64_MAX, "t", 0, &e),
+                     KC_ERR_MALFORMED);
+    assert_non_null(strstr(e.msg, "largest offset"));
+    top[0].last = INT64_MAX - 1;
+    assert_int_equal(kc_share_acquired_check(top, 1, INT64_MAX - 2, INT64_MAX, "t", 0, &e), KC_OK);
 }
 
 static void ack_batches(void **state)
@@ -127,6 +134,29 @@ static void ack_huge_range(void **state)
     kc_share_ack_batches_count(b, n, c);
     assert_int_equal(c[KC_SHARE_ACK_ACCEPT], 3);
     assert_int_equal(c[KC_SHARE_ACK_GAP], last + 1 - 3);
+    /* the edges: the largest offset is refused (no log reaches it), the one below it works */
+    assert_int_equal(kc_share_acks_add(&a, INT64_MAX, INT64_MAX, KC_SHARE_ACK_GAP, &e),
+                     KC_ERR_INVALID_ARG);
+    assert_int_equal(kc_share_acks_add(&a, INT64_MAX - 3, INT64_MAX - 3, KC_SHARE_ACK_GAP, &e),
+                     KC_OK);
+    assert_int_equal(kc_share_acks_add(&a, INT64_MAX - 2, INT64_MAX - 1, KC_SHARE_ACK_RELEASE, &e),
+                     KC_OK);
+    assert_int_equal(kc_share_acks_take(&a, &ar, &b, &n, &e), KC_OK);
+    assert_int_equal(n, 1);
+    assert_true(b[0].first == INT64_MAX - 3 && b[0].last == INT64_MAX - 1);
+    assert_int_equal(b[0].n_types, 3);
+    assert_int_equal(b[0].types[2], KC_SHARE_ACK_RELEASE);
+    /* a mixed run of exactly KC_SHARE_ACK_TYPES_MAX offsets is one batch, one more is two */
+    for (int extra = 0; extra < 2; extra++) {
+        assert_int_equal(kc_share_acks_add(&a, 0, 0, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+        assert_int_equal(
+            kc_share_acks_add(&a, 1, KC_SHARE_ACK_TYPES_MAX - 1 + extra, KC_SHARE_ACK_GAP, &e),
+            KC_OK);
+        assert_int_equal(kc_share_acks_take(&a, &ar, &b, &n, &e), KC_OK);
+        assert_int_equal(n, extra ? 2 : 1);
+        assert_int_equal(b[0].n_types, extra ? 1 : KC_SHARE_ACK_TYPES_MAX);
+        assert_int_equal(b[n - 1].last, KC_SHARE_ACK_TYPES_MAX - 1 + extra);
+    }
     /* short and mixed: one batch with a type per offset */
     assert_int_equal(kc_share_acks_add(&a, 10, 19, KC_SHARE_ACK_GAP, &e), KC_OK);
     assert_int_equal(kc_share_acks_add(&a, 20, 20, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
