@@ -174,11 +174,6 @@ static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
 {
     if (m->inflight != KC_CLASSIC_IF_NONE || m->pstep != KC_CLASSIC_P_IDLE)
         return false;
-    /* The coordinator is alive (the member dropped its own connection to it): wait for it,
-     * within kc_close's timeout, so that the LeaveGroup goes out. */
-    if (m->abandoned_for_leave && !m->coord_known && m->member_id[0] && !m->cfg.instance_id &&
-        !m->closed_pending)
-        return false;
     if (!m->prepared) { /* Java's onLeavePrepare: revoke (or lose) what we hold */
         m->prepared = true;
         if (m->owned.n) {
@@ -186,6 +181,13 @@ static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
             return pend_poll(m, now_ms, out);
         }
     }
+    /* The member dropped its own connection to a coordinator that is alive (the abandoned
+     * JoinGroup/SyncGroup): it waits for it to be found again so that the LeaveGroup goes out,
+     * as long as a lost coordinator is waited for before it is reported (request.timeout.ms),
+     * then closes without one. What it held was revoked above meanwhile. */
+    if (m->abandoned_for_leave && !m->coord_known && m->member_id[0] && !m->cfg.instance_id &&
+        !m->closed_pending && now_ms - m->coord_lost_at_ms < m->cfg.coordinator_timeout_ms)
+        return false;
     /* Static members do not leave: their place (and partitions) wait for the instance to come
      * back within the session timeout, which is the point of group.instance.id. */
     if (!m->cfg.instance_id && m->member_id[0] && m->coord_known && !m->closed_pending) {
@@ -301,8 +303,9 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
             out->kind = KC_CLASSIC_CLOSED;
             return true;
         }
-        /* A JoinGroup (or a follower's SyncGroup) is answered when the rebalance completes, up
-         * to the rebalance timeout, and the coordinator handles a connection's requests one at
+        /* A JoinGroup (or a follower's SyncGroup; a leader's is answered at once, and dropping
+         * it costs nothing) is answered when the rebalance completes, up to the rebalance
+         * timeout, and the coordinator handles a connection's requests one at
          * a time: a LeaveGroup sent behind it would wait as long, and so would the close. Drop
          * it and leave on a new connection; the coordinator then completes the rebalance
          * without this member. */
