@@ -448,8 +448,8 @@ KC_API void kc_oauthbearer_set_token_failure(kc_oauthbearer_req_t *req, const ch
  * does not take. Secret keys are listed without any value. Any thread. */
 KC_API void kc_conf_print_reference(void *out, int markdown);
 /* Writes every key's value in `conf` to `out` (a FILE *), one "key=value" line each in the
- * reference's order, defaults included; a secret that is set reads "[redacted]" (as kc_conf_get
- * gives it). Any thread, with `conf` not changed meanwhile. */
+ * reference's order, defaults included; a secret reads "[redacted]" when it is set and empty when
+ * it is not. Any thread, with `conf` not changed meanwhile. */
 KC_API void kc_conf_dump(const kc_conf_t *conf, void *out);
 
 /* ---- the consumer --------------------------------------------------------------------------- */

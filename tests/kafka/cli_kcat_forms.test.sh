@@ -113,30 +113,44 @@ rc=0; "$cli" -F "$tmp/nob.conf" -t "$topic" -e >/dev/null 2>"$tmp/fnob.err" || r
 echo "ok: -F reads a kcat.conf (metadata.broker.list); a bad key, a bad line, a missing file exit 3"
 
 # --- kcat's default file, and -X dump ----------------------------------------------------------
+# (KCAT_CONFIG unset unless a case sets it: the caller's environment must not decide.)
+nokc() { env -u KCAT_CONFIG "$@"; }
 mkdir -p "$tmp/home/.config"
-cp "$tmp/kcat.conf" "$tmp/home/.config/kcat.conf"
-HOME=$tmp/home timeout 60 "$cli" -t "$topic" -p 1 -o beginning -e -f '%o\n' >"$tmp/d" \
+printf '# kcat: librdkafka keys kconsume does not take are skipped\nmetadata.broker.list=%s\nfetch.error.backoff.ms=10\n' \
+    "$B" >"$tmp/home/.config/kcat.conf"
+HOME=$tmp/home nokc timeout 60 "$cli" -t "$topic" -p 1 -o beginning -e -f '%o\n' >"$tmp/d" \
     2>"$tmp/d.err" || fail "~/.config/kcat.conf without -b: exited $? ($(cat "$tmp/d.err"))"
 [[ $(wc -l <"$tmp/d") -eq 30 ]] || fail "~/.config/kcat.conf: $(wc -l <"$tmp/d") records, want 30"
+grep -q 'kcat.conf:3: "fetch.error.backoff.ms" is not a kconsume key: skipped' "$tmp/d.err" ||
+    fail "the default file's unknown key: $(cat "$tmp/d.err")"
 HOME=/nonexistent KCAT_CONFIG=$tmp/kcat.conf timeout 60 "$cli" -t "$topic" -p 1 -o beginning -e \
     -f '%o\n' >"$tmp/k" 2>"$tmp/k.err" || fail "KCAT_CONFIG: exited $? ($(cat "$tmp/k.err"))"
 [[ $(wc -l <"$tmp/k") -eq 30 ]] || fail "KCAT_CONFIG: $(wc -l <"$tmp/k") records, want 30"
-printf 'metadata.broker.list=127.0.0.1:1\n' >"$tmp/home/.config/kcat.conf" # -F wins over it
-HOME=$tmp/home timeout 60 "$cli" -F "$tmp/kcat.conf" -t "$topic" -p 1 -o beginning -e \
-    -f '%o\n' >"$tmp/w" 2>"$tmp/w.err" || fail "-F over the default file: exited $?"
-[[ $(wc -l <"$tmp/w") -eq 30 ]] || fail "-F over the default file: $(wc -l <"$tmp/w") records"
-rc=0; HOME=/nonexistent "$cli" -t "$topic" -e >/dev/null 2>"$tmp/nob.err" || rc=$?
+printf 'metadata.broker.list=127.0.0.1:1\n' >"$tmp/home/.config/kcat.conf" # flags win over it
+HOME=$tmp/home nokc timeout 60 "$cli" -b "$B" -t "$topic" -p 1 -o beginning -e -f '%o\n' \
+    >"$tmp/bw" 2>"$tmp/bw.err" || fail "-b over the default file: exited $? ($(cat "$tmp/bw.err"))"
+[[ $(wc -l <"$tmp/bw") -eq 30 ]] || fail "-b over the default file: $(wc -l <"$tmp/bw") records"
+HOME=$tmp/home nokc timeout 60 "$cli" -F "$tmp/kcat.conf" -t "$topic" -p 1 -o beginning -e \
+    -f '%o\n' >"$tmp/w" 2>"$tmp/w.err" || fail "-F instead of the default file: exited $?"
+[[ $(wc -l <"$tmp/w") -eq 30 ]] || fail "-F instead of the default file: $(wc -l <"$tmp/w") records"
+rc=0; HOME=$tmp/home nokc "$cli" -F none -t "$topic" -e >/dev/null 2>"$tmp/none.err" || rc=$?
+[[ $rc -eq 2 ]] && grep -q "kcat.conf" "$tmp/none.err" ||
+    fail "-F none reads no file: exit $rc, $(cat "$tmp/none.err")"
+rc=0; HOME=/nonexistent nokc "$cli" -t "$topic" -e >/dev/null 2>"$tmp/nob.err" || rc=$?
 [[ $rc -eq 2 ]] && grep -q "kcat.conf" "$tmp/nob.err" ||
     fail "no -b, no file: exit $rc, $(cat "$tmp/nob.err")"
-HOME=/nonexistent "$cli" -F "$tmp/kcat.conf" -X fetch.max.wait.ms=7 -X sasl.password=kc-dump-pw-Q7 \
-    -X dump >"$tmp/dump" 2>"$tmp/dump.err" || fail "-X dump exited $? ($(cat "$tmp/dump.err"))"
+HOME=/nonexistent nokc "$cli" -F "$tmp/kcat.conf" -X fetch.max.wait.ms=7 \
+    -X sasl.password=kc-dump-pw-Q7 -X dump >"$tmp/dump" 2>"$tmp/dump.err" ||
+    fail "-X dump exited $? ($(cat "$tmp/dump.err"))"
 grep -qx "bootstrap.servers=$B" "$tmp/dump" && grep -qx "client.id=from-file" "$tmp/dump" &&
     grep -qx "fetch.max.wait.ms=7" "$tmp/dump" && grep -qx "sasl.password=\[redacted\]" "$tmp/dump" &&
-    grep -qx "auto.offset.reset=latest" "$tmp/dump" || fail "-X dump: $(head -c 2000 "$tmp/dump")"
+    grep -qx "sasl.username=" "$tmp/dump" && grep -qx "auto.offset.reset=latest" "$tmp/dump" ||
+    fail "-X dump: $(head -c 2000 "$tmp/dump")"
 ! grep -q "kc-dump-pw-Q7" "$tmp/dump" "$tmp/dump.err" || fail "-X dump printed the password"
+grep -q "a run would refuse it" "$tmp/dump.err" || fail "-X dump: no word of the refused settings"
 [[ $(wc -l <"$tmp/dump") -eq $("$cli" -X list | grep -c '^  [a-z]') ]] ||
     fail "-X dump: $(wc -l <"$tmp/dump") lines, not one per key"
-echo "ok: kcat's default file (~/.config/kcat.conf, KCAT_CONFIG) without -b, -F over it; -X dump"
+echo "ok: kcat's default file (~/.config/kcat.conf, KCAT_CONFIG) without -b, its unknown keys skipped, flags and -F over it, -F none; -X dump"
 
 # --- -X list ---------------------------------------------------------------------------------
 "$cli" -X list >"$tmp/list" || fail "-X list exited $?"

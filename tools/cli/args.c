@@ -340,7 +340,9 @@ int kc_cli_args_parse(kc_cli_args_t *a, int argc, char **argv, char *why, size_t
     if (a->conf_dump) /* needs no topic or broker: it prints what the settings make */
         return KC_CLI_EXIT_OK;
     char dflt[4096];
-    if (!a->brokers && !a->conf_file && !kc_cli_default_conf_file(dflt, sizeof dflt))
+    bool no_file = a->conf_file ? strcmp(a->conf_file, "none") == 0
+                                : !kc_cli_default_conf_file(dflt, sizeof dflt);
+    if (!a->brokers && no_file)
         FAIL("-b BROKERS is required (e.g. -b localhost:9092), or -F FILE (or kcat's "
              "~/.config/kcat.conf) giving bootstrap.servers");
     if (a->json && have_format)

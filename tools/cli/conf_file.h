@@ -21,9 +21,11 @@ typedef int (*kc_cli_conf_pair_fn)(void *opaque, const char *key, const char *va
 int kc_cli_conf_parse(const char *text, size_t len, kc_cli_conf_pair_fn fn, void *opaque, char *why,
                       size_t why_len);
 
-/* The file used without -F, as kcat finds its own: $KCAT_CONFIG when set and not empty (it must
+/* The file read without -F, as kcat finds its own: $KCAT_CONFIG when set and not empty (it must
  * then exist), else $HOME/.config/kcat.conf when that file exists; NULL when neither. The path
- * is written to buf. */
+ * is written to buf. It is applied before the flags (they win over it), and a key kconsume does
+ * not take is skipped with a line on stderr (kcat's file may hold librdkafka's keys); -F none
+ * reads no file at all. */
 const char *kc_cli_default_conf_file(char *buf, size_t len);
 
 #endif

@@ -74,9 +74,12 @@ void kc_cli_usage(FILE *out)
         "                         that do not fit are printed raw, with a line on stderr\n"
         "  -F, --config-file FILE key=value lines ('#' comments), e.g. a kcat.conf: applied\n"
         "                         after the flags, before -X (librdkafka's sasl.mechanisms and\n"
-        "                         metadata.broker.list are accepted)\n"
+        "                         metadata.broker.list are accepted). Without -F, kcat's default\n"
+        "                         file ($KCAT_CONFIG, else ~/.config/kcat.conf) is applied before\n"
+        "                         the flags, its unknown keys skipped; -F none reads no file\n"
         "  -X key=value           any configuration key below (repeatable; wins over flags)\n"
         "  -X list                print every configuration key below and exit\n"
+        "  -X dump                print every key's value as the flags and files set it, exit\n"
         "  --workers N            worker.threads\n"
         "  --stats MS[:FILE]      statistics every MS ms, one JSON object per line, to FILE\n"
         "                         (truncated at start) or stderr\n"
@@ -118,22 +121,31 @@ static int conf_set(kc_conf_t *conf, const char *key, const char *value, const c
 typedef struct file_ctx {
     kc_conf_t *conf;
     const char *path;
+    const char *what; /* "-F" or "the default configuration file" (kcat's, read without -F) */
+    bool implicit;
 } file_ctx_t;
 
 static int file_pair(void *opaque, const char *key, const char *value, int line)
 {
     file_ctx_t *f = opaque;
     char flag[1100];
-    snprintf(flag, sizeof flag, "-F %s:%d", f->path, line);
+    snprintf(flag, sizeof flag, "%s %s:%d", f->what, f->path, line);
+    /* kcat's own file may hold librdkafka keys kconsume does not take: read without being asked
+     * for, such a key is said once and skipped rather than stopping every run. */
+    if (f->implicit && kc_conf_get(f->conf, key, NULL, &(size_t){0}) == KC_ERR_NOT_FOUND) {
+        fprintf(stderr, "kconsume: %s: \"%s\" is not a kconsume key: skipped\n", flag, key);
+        return 0;
+    }
     return conf_set(f->conf, key, value, flag) ? 1 : 0;
 }
 
-/* -F: the whole file read once, then its pairs set in order. */
-static int apply_file(kc_conf_t *conf, const char *path)
+/* A configuration file: the whole file read once, then its pairs set in order. */
+static int apply_file(kc_conf_t *conf, const char *path, bool implicit)
 {
+    const char *what = implicit ? "the default configuration file" : "-F";
     FILE *fp = fopen(path, "rb");
     if (!fp) {
-        fprintf(stderr, "kconsume: -F %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "kconsume: %s %s: %s\n", what, path, strerror(errno));
         return -1;
     }
     char *text = NULL;
@@ -144,7 +156,7 @@ static int apply_file(kc_conf_t *conf, const char *path)
             if (!t) {
                 free(text);
                 fclose(fp);
-                fprintf(stderr, "kconsume: -F %s: out of memory\n", path);
+                fprintf(stderr, "kconsume: %s %s: out of memory\n", what, path);
                 return -1;
             }
             text = t;
@@ -158,22 +170,26 @@ static int apply_file(kc_conf_t *conf, const char *path)
     fclose(fp);
     if (bad) {
         free(text);
-        fprintf(stderr, "kconsume: -F %s: read error\n", path);
+        fprintf(stderr, "kconsume: %s %s: read error\n", what, path);
         return -1;
     }
     char why[256];
-    file_ctx_t f = {conf, path};
+    file_ctx_t f = {conf, path, what, implicit};
     int rc = kc_cli_conf_parse(text, len, file_pair, &f, why, sizeof why);
     free(text);
     if (rc < 0)
-        fprintf(stderr, "kconsume: -F %s: %s\n", path, why);
+        fprintf(stderr, "kconsume: %s %s: %s\n", what, path, why);
     return rc ? -1 : 0;
 }
 
-/* Flags first, then -F's file, then -X in order, so an explicit -X always wins. */
+/* kcat's default file (without -F) first, then the flags, then -F's file, then -X in order: an
+ * explicit -X always wins, and an explicit flag wins over a file nobody named, as in kcat. */
 int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, size_t len)
 {
-    char num[32];
+    char num[32], dflt[4096];
+    const char *implicit = a->conf_file ? NULL : kc_cli_default_conf_file(dflt, sizeof dflt);
+    if (implicit && apply_file(conf, implicit, true))
+        return -1;
     if (a->brokers && conf_set(conf, "bootstrap.servers", a->brokers, "-b"))
         return -1;
     /* The CLI says once what is wrong; the library's INFO lines (a reset per reconnect attempt,
@@ -203,10 +219,7 @@ int kc_cli_build_conf(kc_conf_t *conf, const kc_cli_args_t *a, char *client_id, 
         if (conf_set(conf, "statistics.interval.ms", num, "--stats"))
             return -1;
     }
-    /* Without -F, kcat's own default file (conf_file.h), as kcat reads it. */
-    char dflt[4096];
-    const char *file = a->conf_file ? a->conf_file : kc_cli_default_conf_file(dflt, sizeof dflt);
-    if (file && apply_file(conf, file))
+    if (a->conf_file && strcmp(a->conf_file, "none") != 0 && apply_file(conf, a->conf_file, false))
         return -1;
     for (size_t i = 0; i < a->n_conf; i++) {
         char kv[1024], flag[1040];
