@@ -108,8 +108,9 @@ static kc_err_t check_group(const kc_conf_t *c, kc_error_t *err)
 
 static kc_err_t check_security(const kc_conf_t *c, kc_error_t *err)
 {
-    /* Java's bounds (SaslConfigs): a factor below a half refreshes for nothing, a jitter above a
-     * quarter can push the refresh past the token's end. */
+    /* Java's bounds (SaslConfigs): a factor below a half refreshes far too often, a jitter above
+     * a quarter spreads the refreshes over most of the lifetime (kc_oauth_refresh_at_ms never
+     * refreshes later than the expiry itself). */
     if (kc_conf_fraction(c, KC_CONF_SASL_LOGIN_REFRESH_WINDOW_FACTOR) < 0.5)
         return kc_fail(err, KC_ERR_CONFIG,
                        "sasl.login.refresh.window.factor: %s is below 0.5 (allowed: 0.5 up to, not "

@@ -21,6 +21,8 @@ struct kc_oauthbearer_req {
     char reason[256];
 };
 
+#define REFRESH_MAX_DELAY_MS (366LL * 24 * 3600 * 1000)
+
 struct kc_oauth_refresher {
     kc_oauth_slot_t *slot;
     kc_oauthbearer_token_cb_t cb; /* the application's source, or */
@@ -45,8 +47,11 @@ int64_t kc_oauth_refresh_at_ms(const kc_oauth_refresh_conf_t *c, int64_t now_ms,
         return now_ms;
     if (start_ms > now_ms)
         start_ms = now_ms; /* a start in the future (clock skew) counts from now */
+    /* factor + jitter can pass 1 (0.99 + 0.25): never later than the expiry itself */
     double pct = c->factor + c->jitter * draw;
-    int64_t at = start_ms + (int64_t)((double)(expiry_ms - start_ms) * pct);
+    int64_t life = expiry_ms - start_ms; /* start <= now < expiry: positive, no overflow */
+    double part = (double)life * (pct < 1 ? pct : 1);
+    int64_t at = start_ms + (part < (double)life ? (int64_t)part : life);
     if (now_ms + c->min_period_ms + c->buffer_ms > expiry_ms)
         return at; /* too short-lived for both bounds: the fraction alone */
     if (at > expiry_ms - c->buffer_ms)
@@ -171,7 +176,10 @@ static int64_t refresh_due_ns(kc_oauth_refresher_t *r)
     double draw = (double)(r->rng >> 11) / 9007199254740992.0; /* [0, 1) */
     int64_t now = kc_wall_ms();
     int64_t at = kc_oauth_refresh_at_ms(&r->rc, now, r->start_ms, r->expiry_ms, draw);
-    return kc_now_ns() + (at - now) * 1000000;
+    /* A token valid for centuries (an application's "never") is looked at again within a year:
+     * the nanosecond deadline must not overflow. */
+    int64_t delay_ms = at - now < REFRESH_MAX_DELAY_MS ? at - now : REFRESH_MAX_DELAY_MS;
+    return kc_now_ns() + delay_ms * 1000000;
 }
 
 kc_err_t kc_oauth_refresher_new(const kc_conf_t *conf, kc_oauth_refresher_t **out, kc_error_t *err)

@@ -301,6 +301,10 @@ static void refresh_point(void **state)
     /* expired, or a start in the future (skew): now / counted from now */
     assert_int_equal(kc_oauth_refresh_at_ms(&d, 5000, 0, 1000, 0.0), 5000);
     assert_int_equal(kc_oauth_refresh_at_ms(&d, 1000, 9000, 11000, 0.0), 9000);
+    /* factor + jitter past 1: no later than the expiry; a token that "never" expires */
+    d.factor = 0.99, d.jitter = 0.25;
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 1000, 1000, 11000, 0.999), 11000);
+    assert_int_equal(kc_oauth_refresh_at_ms(&d, 0, 0, INT64_MAX, 0.999), INT64_MAX - 300000);
 }
 
 static int cb_mode;
