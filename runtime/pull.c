@@ -27,7 +27,8 @@
  * returned, records of a partition no longer assigned, and records of a fenced partition that
  * another member may be processing already.
  *
- * Threads: pull_on_records on workers; kc_poll / kc_records_release on app threads; all shared
+ * Threads: pull_on_records on workers; kc_poll / kc_records_release on app threads;
+ * kc_pull_gate_closed on the network thread (it only signals under the mutex); all shared
  * state under pull.mu.
  */
 #include <errno.h>

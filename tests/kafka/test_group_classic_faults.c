@@ -179,8 +179,8 @@ static void inconsistent_protocol(void **state)
 /* Member B (a process) holds the group and is stopped (SIGSTOP, 30 s session): a new member A
  * (in this process) joins, so the coordinator parks A's JoinGroup until B rejoins or its session
  * ends. kc_close(A, 10 s) meanwhile must leave at once: A's LeaveGroup cannot be answered behind
- * the parked JoinGroup on the same connection (before: kc_close waited its whole timeout and
- * returned KC_ERR_TIMEOUT without having left). Asserted: KC_OK within 5 s; and once B resumes,
+ * the parked JoinGroup on the same connection (a close that waits for it runs out its timeout
+ * and returns KC_ERR_TIMEOUT without having left). Asserted: KC_OK within 5 s; and once B resumes,
  * the rebalance ends with B alone holding both partitions (had A not left, the coordinator would
  * give A one of them until A's 30 s session ran out). */
 static void close_while_join_parked(void **state)

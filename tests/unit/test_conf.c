@@ -571,8 +571,6 @@ static void configuration_doc_is_current(void **state)
     free(want);
 }
 
-/* The TLS material keys: Java's names of the PEM settings are aliases, the passwords and the PEM
- * key are secrets, and the conflicts between sources are explained by key. */
 /* Java's sasl.login.refresh.* keys and bounds, read into the refresher's settings. */
 static void oauth_refresh_keys(void **state)
 {
@@ -602,6 +600,8 @@ static void oauth_refresh_keys(void **state)
     assert_int_equal(r.buffer_ms, 30000);
 }
 
+/* The TLS material keys: Java's names of the PEM settings are aliases, the passwords and the PEM
+ * key are secrets, and the conflicts between sources are explained by key. */
 static void tls_material_keys(void **state)
 {
     (void)state;

@@ -341,9 +341,9 @@ static void revoke_done_never_stranded(void **state)
  * the ring loads: in consumer.c the drain starts with an exchange, which on x86 is a full
  * barrier and would hide a missing fence; here the network side's store->load order rests on
  * kc_rt_wake_rearm alone. x86 does reorder a store with a later load (its store buffer), so this
- * finds a re-arm without its fence on x86 too: `rearm_release_only` below is that variant (the
- * code before the fence was added), measured beside the real one and printed, not asserted (how
- * often a machine shows the reordering is the machine's business).
+ * finds a re-arm without its fence on x86 too: `rearm_release_only` below is that variant,
+ * measured beside the real one and printed, not asserted (how often a machine shows the
+ * reordering is the machine's business).
  */
 typedef struct litmus {
     kc_rt_cring_t ring;
