@@ -206,10 +206,7 @@ static void close_while_join_parked(void **state)
     kc_conf_t *c = kc_conf_new();
     kc_test_conf_set(c, "bootstrap.servers", kc_test_env("KC_BOOTSTRAP"));
     kc_test_conf_set(c, "group.id", group);
-    kc_test_conf_set(c, "group.protocol", "classic");
-    kc_test_conf_set(c, "partition.assignment.strategy", "range");
-    kc_test_conf_set(c, "session.timeout.ms", "30000");
-    kc_test_conf_set(c, "rebalance.timeout.ms", "60000");
+    kc_test_conf_set_all(c, conf); /* B's settings */
     kc_callbacks_t cbs = {0};
     kc_consumer_t *a = kc_test_consumer(c, &cbs);
     const char *topics[] = {topic};

@@ -44,18 +44,13 @@ static int setup(void **state)
     (void)state;
     const char *args[] = {"--topic", "Q",  "--partitions",    "2",  "--records", "3000",
                           "--size",  "16", "--batch-records", "50", NULL};
-    g_pid = kc_testkit_spawn("kc-memory-broker", args, g_bs, sizeof g_bs);
-    if (g_pid <= 0)
-        return -1;
-    g_fp = kc_fp_start(g_bs);
-    return g_fp ? 0 : -1;
+    return kc_test_proxied_broker(args, g_bs, sizeof g_bs, &g_pid, &g_fp);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int rc = g_fp ? kc_fp_stop(g_fp) : 0;
-    return kc_testkit_stop(g_pid) || rc;
+    return kc_test_proxied_broker_stop(g_pid, g_fp);
 }
 
 static void on_assign(void *o, kc_part_t *p)
@@ -86,25 +81,15 @@ static kc_consumer_t *open_pull(const char *bs, const char *extra)
         atomic_store(&assigned[i], 0);
     }
     atomic_store(&fences, 0);
-    kc_error_t err;
     kc_conf_t *conf = kc_conf_new();
     char buf[512];
     snprintf(buf, sizeof buf,
              "bootstrap.servers=%s;worker.threads=4;callback.batch.max.records=%d;"
              "auto.offset.reset=earliest%s%s",
              bs, VIEW, extra[0] ? ";" : "", extra);
-    for (char *kv = strtok(buf, ";"); kv; kv = strtok(NULL, ";")) {
-        char *eq = strchr(kv, '=');
-        assert_non_null(eq);
-        *eq = '\0';
-        if (kc_conf_set(conf, kv, eq + 1, &err) != KC_OK)
-            fail_msg("%s=%s: %s", kv, eq + 1, err.msg);
-    }
+    kc_test_conf_set_all(conf, buf);
     kc_callbacks_t cbs = {.on_assign = on_assign, .on_revoke = on_revoke, .on_event = on_event};
-    kc_consumer_t *c;
-    if (kc_consumer_new(conf, &cbs, &c, &err) != KC_OK)
-        fail_msg("kc_consumer_new: %s", err.msg);
-    return c;
+    return kc_test_consumer(conf, &cbs);
 }
 
 static void close_pull(kc_consumer_t *c)

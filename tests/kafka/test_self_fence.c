@@ -150,18 +150,13 @@ static int setup(void **state)
     snprintf(parts, sizeof parts, "%d", PARTS);
     const char *args[] = {"--topic", "F",  "--partitions",    parts, "--records", recs,
                           "--size",  "16", "--batch-records", "50",  NULL};
-    g_pid = kc_testkit_spawn("kc-memory-broker", args, g_bs, sizeof g_bs);
-    if (g_pid <= 0)
-        return -1;
-    g_fp = kc_fp_start(g_bs);
-    return g_fp ? 0 : -1;
+    return kc_test_proxied_broker(args, g_bs, sizeof g_bs, &g_pid, &g_fp);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    int rc = g_fp ? kc_fp_stop(g_fp) : 0;
-    return kc_testkit_stop(g_pid) || rc;
+    return kc_test_proxied_broker_stop(g_pid, g_fp);
 }
 
 static void fp(const char *cmd)
@@ -186,13 +181,7 @@ static void member_start(member_t *m, const char *name, const char *bs, const ch
              "auto.offset.reset=earliest;auto.commit.interval.ms=500;request.timeout.ms=5000;"
              "group.self.fence.ratio=%s%s%s",
              bs, group, PARTS, VIEW, ratio, extra[0] ? ";" : "", extra);
-    for (char *kv = strtok(buf, ";"); kv; kv = strtok(NULL, ";")) {
-        char *eq = strchr(kv, '=');
-        assert_non_null(eq);
-        *eq = '\0';
-        if (kc_conf_set(conf, kv, eq + 1, &err) != KC_OK)
-            fail_msg("%s=%s: %s", kv, eq + 1, err.msg);
-    }
+    kc_test_conf_set_all(conf, buf);
     kc_callbacks_t cbs = {.on_assign = on_assign,
                           .on_records = on_records,
                           .on_revoke = on_revoke,

@@ -186,3 +186,24 @@ int kc_fp_stop(kc_fp_t *fp)
     free(fp);
     return st;
 }
+
+int kc_test_proxied_broker(const char *const *args, char *bootstrap, size_t cap, pid_t *pid,
+                           kc_fp_t **fp)
+{
+    *fp = NULL;
+    *pid = kc_testkit_spawn("kc-memory-broker", args, bootstrap, cap);
+    if (*pid <= 0)
+        return -1;
+    if (!(*fp = kc_fp_start(bootstrap))) {
+        kc_testkit_stop(*pid);
+        *pid = -1;
+        return -1;
+    }
+    return 0;
+}
+
+int kc_test_proxied_broker_stop(pid_t pid, kc_fp_t *fp)
+{
+    int rc = fp ? kc_fp_stop(fp) : 0;
+    return kc_testkit_stop(pid) || rc;
+}

@@ -35,4 +35,11 @@ pid_t kc_testkit_spawn(const char *name, const char *const *args, char *bootstra
 /* SIGTERM and wait; the exit status, or -1. */
 int kc_testkit_stop(pid_t pid);
 
+/* A memory broker (kc-memory-broker with args, as kc_testkit_spawn) with a fault proxy in front
+ * of it: a test's members reach it directly (bootstrap) or through *fp. 0 on success; on failure
+ * what started is stopped. kc_test_proxied_broker_stop: both, 0 when both exited cleanly. */
+int kc_test_proxied_broker(const char *const *args, char *bootstrap, size_t cap, pid_t *pid,
+                           kc_fp_t **fp);
+int kc_test_proxied_broker_stop(pid_t pid, kc_fp_t *fp);
+
 #endif

@@ -161,6 +161,20 @@ void kc_test_conf_set(kc_conf_t *conf, const char *key, const char *value)
         fail_msg("kc_conf_set %s: %s", key, e.msg);
 }
 
+void kc_test_conf_set_all(kc_conf_t *conf, const char *pairs)
+{
+    char *copy = strdup(pairs), *save = NULL;
+    assert_non_null(copy);
+    for (char *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq)
+            fail_msg("kc_test_conf_set_all: \"%s\" is no key=value", kv);
+        *eq = '\0';
+        kc_test_conf_set(conf, kv, eq + 1);
+    }
+    free(copy);
+}
+
 /* ---- consumers ------------------------------------------------------------------------------ */
 
 kc_consumer_t *kc_test_consumer(kc_conf_t *conf, const kc_callbacks_t *cbs)

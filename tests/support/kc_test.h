@@ -56,6 +56,8 @@ void kc_test_cluster(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 /* kc_conf_set that fails the test on error, naming the key and the library's message but never
  * the value (it may be a password). */
 void kc_test_conf_set(kc_conf_t *conf, const char *key, const char *value);
+/* kc_test_conf_set for each pair of "key=value;key=value..." (a value holds no ';'). */
+void kc_test_conf_set_all(kc_conf_t *conf, const char *pairs);
 
 /* kc_consumer_new that fails the test with the library's message. */
 kc_consumer_t *kc_test_consumer(kc_conf_t *conf, const kc_callbacks_t *cbs);
