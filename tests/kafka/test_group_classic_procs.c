@@ -3,9 +3,11 @@
  *
  *  scaleout_coop / scaleout_eager / scaleout_roundrobin (cooperative-sticky / range /
  *    roundrobin): 6 partitions, a steady producer (RoundRobinPartitioner,
- *    ~600 records/s); members 0 and 1 start, member 2 joins. Asserted: sampled ownership never
- *    intersects, no overlapping callbacks across members, every record processed, none twice
- *    (graceful moves commit before revoking). Measured: the longest callback gap on partitions
+ *    ~600 records/s); members 0 and 1 start, member 2 joins, then member 0 leaves (SIGTERM: its
+ *    kc_close revokes, commits and sends LeaveGroup) while records still arrive. Asserted:
+ *    sampled ownership never intersects, no overlapping callbacks across members, every record
+ *    processed, none twice (graceful moves commit before revoking), and after the leave members 1
+ *    and 2 hold every partition. Measured: the longest callback gap on partitions
  *    that kept their owner, against the rebalance (member 2 spawned → its first on_assign).
  *    Cooperative: unmoved partitions keep flowing (gap << rebalance); eager: every partition
  *    stops for the whole rebalance.
@@ -30,17 +32,22 @@ static void scaleout(const char *name, const char *assignor, bool coop)
     char conf[256];
     snprintf(conf, sizeof conf, "group.protocol=classic;partition.assignment.strategy=%s",
              assignor);
-    const long total = 12000;
+    const long total = 15000; /* 25 s at 600/s: the join at 9 s, the leave at 21 s */
     pid_t prod = produce_bg(total, 600);
     int64_t t_start = kc_gm_now_ns();
     int64_t death[3] = {INT64_MAX, INT64_MAX, INT64_MAX};
+    int st[3] = {0};
     pid_t m[3];
     m[0] = spawn(0, conf, NULL);
     m[1] = spawn(1, conf, NULL);
     sleep(9);
     int64_t t_join = kc_gm_now_ns();
     m[2] = spawn(2, conf, NULL);
-    sleep(9);
+    sleep(12); /* past the join's rebalance, its settling and the window measured below */
+    int64_t t_leave = kc_gm_now_ns();
+    st[0] = kc_gm_stop(m[0]); /* a graceful leave under load */
+    death[0] = kc_gm_now_ns();
+    sleep(3);
     int pst = 0;
     waitpid(prod, &pst, 0);
     kc_gm_log_t lg = {0};
@@ -53,16 +60,24 @@ static void scaleout(const char *name, const char *assignor, bool coop)
         usleep(200 * 1000);
     }
     int64_t t_end = kc_gm_now_ns();
-    int st[3];
-    for (int i = 0; i < 3; i++) {
+    /* After the leave, members 1 and 2 own all NP partitions between them (their stats). */
+    int after_leave = 0;
+    for (int p = 0; p < NP; p++)
+        after_leave += owns(&lg, 1, p, t_end) || owns(&lg, 2, p, t_end);
+    for (int i = 1; i < 3; i++) {
         st[i] = kc_gm_stop(m[i]);
         death[i] = kc_gm_now_ns();
     }
     load_all(&lg, 3);
     count(&lg, NP, &distinct, &dups);
 
+    /* Never two owners, the whole run; every partition owned once the join settled, until the
+     * leave (whose rebalance is checked by after_leave). */
     kc_gm_sample_result_t r =
-        kc_gm_sample(&lg, 3, death, parts, NP, t_start, t_end, 5000000, t_join + 8000000000LL);
+        kc_gm_sample(&lg, 3, death, parts, NP, t_start, t_end, 5000000, INT64_MAX);
+    kc_gm_sample_result_t settled = kc_gm_sample(&lg, 3, death, parts, NP, t_join + 8000000000LL,
+                                                 t_leave, 5000000, t_join + 8000000000LL);
+    r.uncovered_after_settle = settled.uncovered_after_settle;
     char why[400] = "";
     long overlaps = kc_gm_overlaps(&lg, why, sizeof why);
     /* The rebalance as member 2 sees it, and the callback gaps on partitions that kept their
@@ -101,10 +116,12 @@ static void scaleout(const char *name, const char *assignor, bool coop)
         "# %s (%s): %ld samples, max intersection %d, uncovered after settle %ld, "
         "overlaps %ld; processed %ld of %ld, duplicates %ld; rebalance (join -> first "
         "on_assign of the new member) %.0f ms; %d unmoved partitions (%d revoked meanwhile), "
-        "their max callback gap %.0f ms; producer rc %d; exits %d %d %d; errors %ld\n",
+        "their max callback gap %.0f ms; member 0 left %.1f s after the join, then members 1 "
+        "and 2 held %d of %d partitions; producer rc %d; exits %d %d %d; errors %ld\n",
         name, assignor, r.samples, r.max_intersection, r.uncovered_after_settle, overlaps, distinct,
         total, dups, rebalance / 1e6, unmoved, stopped, max_gap / 1e6,
-        WIFEXITED(pst) ? WEXITSTATUS(pst) : -1, st[0], st[1], st[2], errs);
+        (double)(t_leave - t_join) / 1e9, after_leave, NP, WIFEXITED(pst) ? WEXITSTATUS(pst) : -1,
+        st[0], st[1], st[2], errs);
     if (r.max_intersection)
         print_message("# first conflict: %s\n", r.first_conflict);
     if (overlaps)
@@ -118,6 +135,7 @@ static void scaleout(const char *name, const char *assignor, bool coop)
     assert_true(t_assigned != INT64_MAX);
     assert_int_equal(st[0] | st[1] | st[2], 0);
     assert_int_equal(errs, 0);
+    assert_int_equal(after_leave, NP);
     if (coop) {
         /* Unmoved partitions kept flowing: their longest pause is well under the rebalance. */
         assert_true(unmoved >= 2);
