@@ -155,6 +155,17 @@ static inline void join_alone(kc_classic_t *m, const char *id, const int32_t *pa
     assert_int_equal(m->owned.n, (size_t)n);
 }
 
+/* Completes a reconciliation output the way the driver does when all goes well: REVOKE, LOSE,
+ * DROP and ASSIGN done, COMMIT answered without error; any other output is left alone. */
+static inline void complete_step(kc_classic_t *m, const kc_classic_out_t *o, int64_t now)
+{
+    if (o->kind == KC_CLASSIC_REVOKE || o->kind == KC_CLASSIC_LOSE || o->kind == KC_CLASSIC_DROP ||
+        o->kind == KC_CLASSIC_ASSIGN)
+        kc_classic_action_done(m, o->seq, now);
+    if (o->kind == KC_CLASSIC_COMMIT)
+        kc_classic_commit_result(m, o->seq, 0, now);
+}
+
 static inline kc_classic_out_t heartbeat(kc_classic_t *m, int64_t *now, int16_t code)
 {
     *now += m->cfg.heartbeat_interval_ms;

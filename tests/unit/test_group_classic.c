@@ -493,10 +493,7 @@ static void close_abandons(kc_assignor_t assignor, bool found)
     kc_classic_out_t o;
     bool joined = false;
     for (int i = 0; i < 10 && !joined && kc_classic_poll(&m, 10, &o); i++) {
-        if (o.kind == KC_CLASSIC_REVOKE || o.kind == KC_CLASSIC_DROP)
-            kc_classic_action_done(&m, o.seq, 10);
-        if (o.kind == KC_CLASSIC_COMMIT)
-            kc_classic_commit_result(&m, o.seq, 0, 10);
+        complete_step(&m, &o, 10);
         joined = o.kind == KC_CLASSIC_SEND_JOIN;
     }
     assert_true(joined); /* in flight now, parked at the coordinator */
@@ -512,20 +509,14 @@ static void close_abandons(kc_assignor_t assignor, bool found)
         if (o.kind == KC_CLASSIC_SEND_LEAVE || o.kind == KC_CLASSIC_CLOSED)
             fail_msg("output %d before the coordinator was found again", o.kind);
         revoked |= o.kind == KC_CLASSIC_REVOKE;
-        if (o.kind == KC_CLASSIC_REVOKE || o.kind == KC_CLASSIC_DROP)
-            kc_classic_action_done(&m, o.seq, 40);
-        if (o.kind == KC_CLASSIC_COMMIT)
-            kc_classic_commit_result(&m, o.seq, 0, 40);
+        complete_step(&m, &o, 40);
     }
     assert_int_equal(revoked, held > 0); /* what it held is revoked while it waits */
     if (found) {
         kc_classic_coordinator_known(&m, 50);
-        bool left = false; /* the revocation's commit goes to the coordinator first */
+        bool left = false;
         for (int i = 0; i < 10 && !left && kc_classic_poll(&m, 50, &o); i++) {
-            if (o.kind == KC_CLASSIC_COMMIT)
-                kc_classic_commit_result(&m, o.seq, 0, 50);
-            if (o.kind == KC_CLASSIC_DROP)
-                kc_classic_action_done(&m, o.seq, 50);
+            complete_step(&m, &o, 50); /* the revocation's commit goes first */
             left = o.kind == KC_CLASSIC_SEND_LEAVE;
         }
         assert_true(left);
@@ -581,14 +572,8 @@ static void close_after_failed_sync_revokes(void **state)
     kc_classic_request_failed(&m, 20);
     bool revoked = false, closed = false;
     for (int i = 0; i < 20 && !closed && kc_classic_poll(&m, 20, &o); i++) {
-        if (o.kind == KC_CLASSIC_REVOKE || o.kind == KC_CLASSIC_LOSE) {
-            revoked = true;
-            kc_classic_action_done(&m, o.seq, 20);
-        }
-        if (o.kind == KC_CLASSIC_COMMIT) /* what on_revoke processed, before giving it up */
-            kc_classic_commit_result(&m, o.seq, 0, 20);
-        if (o.kind == KC_CLASSIC_DROP)
-            kc_classic_action_done(&m, o.seq, 20);
+        revoked |= o.kind == KC_CLASSIC_REVOKE || o.kind == KC_CLASSIC_LOSE;
+        complete_step(&m, &o, 20); /* COMMIT: what on_revoke processed, before giving it up */
         if (o.kind == KC_CLASSIC_REDISCOVER)
             kc_classic_coordinator_known(&m, 20);
         if (o.kind == KC_CLASSIC_SEND_LEAVE)
