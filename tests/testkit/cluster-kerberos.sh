@@ -130,11 +130,16 @@ krb_up() {
     [[ -s $k/broker.keytab && -s $k/client.keytab ]] || { cat "$k/setup.log" >&2; die "no keytabs were written"; }
     # The short-lived principal's tickets: the TGT is bounded by the client's max_life and every
     # service ticket by the TGT, so the whole chain expires after krb_short_life seconds.
+    # Start-up has ended in failure only when the child is gone: until it has exec'd krb5kdc (a
+    # loaded machine can take a while), its command line is still bash's or setsid's and its
+    # environment lacks KRB5_KDC_PROFILE, so krb_pid does not recognise it yet.
     setsid krb5kdc -n -r "$krb_realm" >"$k/kdc.stdout" 2>&1 </dev/null &
-    echo $! >"$k/kdc.pid"
+    local pid=$!
+    echo "$pid" >"$k/kdc.pid"
     for ((i = 0; i < 200; i++)); do
         port_open "$(krb_port)" && break
-        [[ -n $(krb_pid) ]] || { cat "$k/kdc.stdout" "$k/kdc.log" >&2 2>/dev/null; die "krb5kdc exited during start-up"; }
+        kill -0 "$pid" 2>/dev/null ||
+            { cat "$k/kdc.stdout" "$k/kdc.log" >&2 2>/dev/null; die "krb5kdc exited during start-up"; }
         sleep 0.05
     done
     port_open "$(krb_port)" || { krb_down; die "krb5kdc does not listen on 127.0.0.1:$(krb_port) after 10 s"; }
