@@ -11,7 +11,9 @@
 #   make fuzz        each libFuzzer target for FUZZ_SECONDS (default 60)
 #   make install     PREFIX=/usr/local DESTDIR= honoured; runs no package manager
 #   make abi-baseline rewrite abi/ after an intended ABI change (tests/unit/abi.test.sh)
-#   make docs        rewrite docs/CONFIGURATION.md from the configuration table
+#   make docs        rewrite docs/CONFIGURATION.md; the API reference in build/docs/api/html
+#   make package     the Debian packages in build/package, lintian-checked and install-tested
+#   make test-fresh-install  make install in an empty Debian tree with only the build packages
 #   make codegen     regenerate io/proto/*.gen.[ch] from Kafka's message schemas
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
@@ -19,7 +21,7 @@ PREFIX ?= /usr/local
 FUZZ_SECONDS ?= 60
 BUILD_TYPE ?= Release
 
-.PHONY: all deps kafka-jars build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long test-compat soak demo perf \
+.PHONY: all deps package test-fresh-install kafka-jars build build-asan build-tsan build-debug build-fuzz valgrind test test-unit test-long test-compat soak demo perf \
         fuzz install docs abi-baseline codegen format clean
 
 all: build
@@ -28,11 +30,13 @@ deps:
 	@tests/testkit/install-deps
 
 # The pinned Kafka jars (Maven, once, into ~/.cache/kconsume): the brokers of the integration
-# suites, and the schemas the unit check tests/unit/codegen.test.sh regenerates from; and the
-# share-group release, whose one broker the share tests run against (tests/run-suite).
+# suites; the share-group release, whose one broker the share tests run against (tests/run-suite);
+# and the schema release, whose schemas the unit check tests/unit/codegen.test.sh regenerates the
+# codec from (tests/testkit/fetch-kafka says why the brokers and the schemas are pinned apart).
 kafka-jars: deps
 	@tests/testkit/fetch-kafka >/dev/null
 	@tests/testkit/fetch-kafka --share >/dev/null
+	@tests/testkit/fetch-kafka --schemas >/dev/null
 
 # The library, its CLI and the install need only the build libraries (README, Requirements;
 # `make deps` installs them and the test tools): no package manager runs here.
@@ -95,12 +99,31 @@ build-fuzz: deps
 fuzz: build-fuzz
 	tests/fuzz/run build/fuzz $(FUZZ_SECONDS)
 
+# The Debian packages (debian/: libkconsume0, libkconsume-dev, kconsume) built from the working
+# tree into build/package, checked by lintian (no error, no warning) and installed into a clean
+# tree where examples/ build against them with pkg-config and CMake.
+package: deps
+	@tests/testkit/install-deps --package
+	tests/package/build build/package
+	tests/package/deb.test.sh build/package
+
+# make install on an empty Debian tree (mmdebstrap) that has only the build packages, then
+# programs and examples/ built against it there (root: a chroot).
+test-fresh-install:
+	@command -v mmdebstrap >/dev/null || apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null
+	tests/package/fresh-install.sh build/fresh-install
+
 install: build
 	DESTDIR=$(DESTDIR) cmake --install build/release --prefix $(PREFIX)
 
-# docs/CONFIGURATION.md from the configuration table (tests/unit/test_conf.c checks it is current).
+# docs/CONFIGURATION.md from the configuration table (tests/unit/test_conf.c checks it is current),
+# and the API reference from include/kconsume.h (Doxygen, docs/api/; tests/unit/api_docs.test.sh
+# checks it leaves nothing out) into build/docs/api/html.
 docs: build
 	mkdir -p docs && build/release/kconsume --config-reference > docs/CONFIGURATION.md
+	rm -rf build/docs/api && mkdir -p build/docs/api && doxygen docs/api/Doxyfile
+	python3 docs/api/check.py include/kconsume.h build/docs/api/xml build/docs/api/warnings.log
+	@echo "API reference: build/docs/api/html/index.html"
 
 # The ABI baseline tests/unit/abi.test.sh compares the library with (abi/dump): run after an
 # intended ABI change and commit abi/ with it.

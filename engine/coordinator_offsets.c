@@ -102,8 +102,9 @@ static kc_engine_offset_t *find_ent(coord_op_t *op, const kc_str_t *topic, int32
     return NULL;
 }
 
-/* The refusal, naming each refused partition and its code (as many as the message holds), so a
- * caller learns which partitions failed and why, not only the first code. */
+/* The refusal, naming each refused partition and its code (as many as the message holds, then
+ * how many more), so a caller learns which partitions failed and why, not only the first code;
+ * a commit's caller gets every one from kc_commit_results. */
 static void fail_message(coord_op_t *op, kc_error_t *err, int16_t first_error)
 {
     int16_t first = 0;
@@ -121,20 +122,25 @@ static void fail_message(coord_op_t *op, kc_error_t *err, int16_t first_error)
                  *op->member_id ? op->member_id : "", (int)op->generation);
     kc_fail_kafka(err, first, "%s for group %s%s refused for %zu partition(s):",
                   op->kind == OP_COMMIT ? "OffsetCommit" : "OffsetFetch", op->group, who, n_failed);
-    size_t len = strlen(err->msg);
-    for (size_t i = 0; i < op->n && len + 1 < sizeof err->msg; i++) {
+    size_t len = strlen(err->msg), listed = 0;
+    const size_t tail = 48; /* room kept for " and N more (each: kc_commit_results)" */
+    for (size_t i = 0; i < op->n; i++) {
         if (op->ents[i].error == 0)
             continue;
+        char one[sizeof err->msg];
         int w =
-            snprintf(err->msg + len, sizeof err->msg - len, " %s[%d] %s", op->ents[i].topic,
-                     (int)op->ents[i].partition,
+            snprintf(one, sizeof one, " %s[%d] %s", op->ents[i].topic, (int)op->ents[i].partition,
                      op->ents[i].error > 0 ? kc_kafka_err_name(op->ents[i].error) : "unanswered");
-        if (w < 0 || (size_t)w >= sizeof err->msg - len) {
-            len = sizeof err->msg - 1;
+        bool last = listed + 1 == n_failed; /* needs no tail after it */
+        if (w < 0 || len + (size_t)w + (last ? 0 : tail) >= sizeof err->msg)
             break;
-        }
+        memcpy(err->msg + len, one, (size_t)w + 1);
         len += (size_t)w;
+        listed++;
     }
+    if (listed < n_failed)
+        snprintf(err->msg + len, sizeof err->msg - len, " and %zu more%s", n_failed - listed,
+                 op->kind == OP_COMMIT ? " (each: kc_commit_results)" : "");
 }
 
 void kc_eng_oc_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off, int16_t version,

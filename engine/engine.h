@@ -62,6 +62,12 @@ typedef struct kc_engine_sink {
     kc_err_t (*share_records)(void *opaque, void *part_user, const char *topic, int32_t partition,
                               int32_t broker, kc_slice_t *s, int64_t first, int64_t next,
                               int16_t delivery_count);
+    /* Share groups: the broker answered the acknowledgements of `topic` / `partition` sent in one
+     * request, covering offsets first..last, `records` of them verdicts (the rest gaps). `code`
+     * 0: applied; > 0 the broker's refusal (`why` its message, may be NULL); -1 no usable
+     * answer. `topic` is "" when the engine no longer knows the topic's name. NULL: not told. */
+    void (*share_acked)(void *opaque, const char *topic, int32_t partition, int64_t first,
+                        int64_t last, int64_t records, int16_t code, const char *why);
 } kc_engine_sink_t;
 
 /* Settings, with Kafka's names. Copied by kc_engine_new (strings too). */

@@ -63,6 +63,7 @@ KC_API const char *kc_version(void);
     X(KC_ERR_FATAL, -19, "fatal error: the consumer must be closed")                               \
     X(KC_ERR_POLL_EXCEEDED, -20, "a callback ran longer than max.poll.interval.ms")
 
+/* Every error code, from KC_ERROR_TABLE. */
 typedef enum kc_err {
 #define KC__ERR_ENUM(name, value, text) name = value,
     KC_ERROR_TABLE(KC__ERR_ENUM)
@@ -81,7 +82,9 @@ KC_API const char *kc_kafka_error_name(int16_t code);
 /*
  * An error with its explanation. Caller-owned (usually on the stack); kconsume only writes into
  * it. `kafka_code` is the broker's error code when `code` is KC_ERR_BROKER (or when a Kafka code
- * explains another failure), else 0. `msg` is NUL-terminated, never holds credentials.
+ * explains another failure), else 0. `msg` is NUL-terminated, never holds credentials, and at
+ * most 255 bytes: a list too long for it (the partitions a commit refused) names what fits and
+ * how many more; kc_commit_results gives a commit's outcome per partition.
  */
 typedef struct kc_error {
     kc_err_t code;
@@ -133,6 +136,7 @@ typedef struct kc_part {
  */
 typedef struct kc_record kc_record_t; /* opaque here; the decoder's view (io/batch) */
 
+/* The record's offset in its partition. */
 KC_API int64_t kc_record_offset(const kc_record_t *r);
 /* Milliseconds since the epoch. Its type (CreateTime or LogAppendTime) is a property of the
  * Kafka batch: kc_records_timestamp_type. */
@@ -268,6 +272,8 @@ typedef enum kc_event_type {
     KC_EVENT_STATS = 3,      /* `json` is one stats object (see README for the field names) */
     /* enable.partition.eof: `topic` / `partition` reached the end of its log at `offset` */
     KC_EVENT_PARTITION_EOF = 4,
+    /* share groups: the broker answered acknowledgements of `topic` / `partition` (below) */
+    KC_EVENT_SHARE_ACK = 5,
 } kc_event_type_t;
 
 /* Everything an event points to is owned by kconsume and valid until on_event returns. kconsume
@@ -275,7 +281,7 @@ typedef enum kc_event_type {
  * program built against this one. */
 typedef struct kc_event {
     kc_event_type_t type;
-    const kc_error_t *error; /* KC_EVENT_ERROR only */
+    const kc_error_t *error; /* KC_EVENT_ERROR; KC_EVENT_SHARE_ACK when refused */
     const char *json;        /* KC_EVENT_STATS only; NUL-terminated */
     /* KC_EVENT_ASSIGNMENT only: the whole new assignment (offset fields unused); NULL and 0
      * when nothing is assigned any more. Posted once per change, in the order of the changes:
@@ -286,7 +292,8 @@ typedef struct kc_event {
      * assignment. kc_close's revocations post none. */
     const struct kc_topic_partition *assignment;
     size_t assignment_len;
-    /* KC_EVENT_PARTITION_EOF (NULL, -1, -1 otherwise): with enable.partition.eof=true, the
+    /* KC_EVENT_PARTITION_EOF (KC_EVENT_ERROR and KC_EVENT_SHARE_ACK below; NULL, -1, -1
+     * otherwise): with enable.partition.eof=true, the
      * partition whose delivered records reached the end of its log, and that end (the high
      * watermark, or the last stable offset under read_committed: the offset the next record
      * will have). Posted once per end: when the fetch position reaches it and every record below
@@ -306,7 +313,30 @@ typedef struct kc_event {
      * is_fatal. */
     bool retriable;
     bool fatal;
+    /* KC_EVENT_SHARE_ACK (share groups; 0 otherwise): the broker's answer to verdicts this member
+     * sent for `topic` / `partition` in one request (a ShareFetch or ShareAcknowledge), one event
+     * per contiguous run of offsets ack_first..`offset` (inclusive): ack_records of them got a
+     * verdict (accepted, released or rejected), the others hold no record. `error` is NULL when
+     * the broker applied them; else why not: KC_ERR_BROKER with the broker's code (e.g.
+     * INVALID_RECORD_STATE when an acquisition lock ran out first: the broker had handed the
+     * records out again), KC_ERR_TRANSPORT when the request got no answer (the broker then
+     * hands the records out again when their locks run out), or KC_ERR_STATE when they were
+     * not sent: a callback outlasted the lock and the records came back to this member before
+     * its verdict (what the member holds is the new delivery's). Refusals are always posted
+     * (and logged); applied verdicts only with share.ack.events=all (KafkaShareConsumer's
+     * acknowledgement commit callback). These events yield to the others: while on_event is so
+     * far behind that its queue is nearly full, they are dropped (refusals stay in the log).
+     * The answers to the verdicts kc_close sends come after on_event has stopped. */
+    int64_t ack_first;
+    int64_t ack_records;
 } kc_event_t;
+
+/* What an on_rebalance call reports (kc_callbacks_t). */
+typedef enum kc_rebalance {
+    KC_REBALANCE_ASSIGN = 0, /* the partitions were assigned */
+    KC_REBALANCE_REVOKE = 1, /* the partitions are being revoked in an orderly rebalance */
+    KC_REBALANCE_LOST = 2,   /* the partitions were lost: another member may own them already */
+} kc_rebalance_t;
 
 /*
  * Callbacks. Every member may be NULL (then that event is ignored). Copied by kc_consumer_new;
@@ -329,6 +359,29 @@ typedef struct kc_event {
  * Group-level: on_event runs on a worker, serialised with itself (never two on_event at once),
  * in the order events happened; never on the network thread, so a slow handler cannot delay a
  * heartbeat.
+ *
+ *  on_rebalance  (optional; set `size`) A group member's whole change at once, as Java's
+ *              ConsumerRebalanceListener and librdkafka's rebalance_cb see it: the partitions a
+ *              step of a rebalance revokes (KC_REBALANCE_REVOKE), loses (KC_REBALANCE_LOST) or
+ *              assigns (KC_REBALANCE_ASSIGN), each set once, in the order the group decided
+ *              them. It runs serialised with on_event and with itself (one call at a time, on
+ *              one worker, never on the network thread), and is ordered against the
+ *              per-partition callbacks of the partitions it names:
+ *                REVOKE/LOST: after every on_records of them returned (none starts after), before
+ *                  any of their on_revoke/on_lost; the revocation's commit and the group's
+ *                  acknowledgement wait for it, as they wait for on_revoke. kc_store_offset still
+ *                  counts here, so offsets kept in a database can be written for the whole set in
+ *                  one transaction.
+ *                ASSIGN: after every on_assign of them returned, before any on_records of them:
+ *                  kc_seek / kc_seek_partitions called here decide where delivery starts.
+ *              A set names what the group decided, also a partition whose per-partition callback
+ *              does not run (one revoked before its on_assign ran). Offsets in `tps` are -1.
+ *              Only for subscriptions (kc_subscribe, also at kc_unsubscribe and kc_close); manual
+ *              assignment has none. Share groups (group.type=share) get the same calls, but
+ *              seeks do not apply there: the broker decides what is delivered. A long call holds
+ *              the rebalance like a long on_revoke (the coordinator's rebalance timeout still
+ *              runs); max.poll.interval.ms watches the per-partition callbacks only. Waits for the
+ * network thread (kc_commit, kc_committed, kc_close, ...) are refused here, as in every callback.
  */
 typedef struct kc_callbacks {
     /* 0, or sizeof(kc_callbacks_t) as the caller compiled it. Members are only ever added at the
@@ -344,6 +397,9 @@ typedef struct kc_callbacks {
     void (*on_lost)(void *opaque, kc_part_t *p);
     void (*on_event)(void *opaque, const kc_event_t *ev);
     void *opaque;
+    /* Added after the first layout: read only when `size` covers it. */
+    void (*on_rebalance)(void *opaque, kc_rebalance_t kind, const struct kc_topic_partition *tps,
+                         size_t n);
 } kc_callbacks_t;
 
 /* ---- configuration -------------------------------------------------------------------------- */
@@ -474,9 +530,9 @@ KC_API void kc_conf_dump(const kc_conf_t *conf, void *out);
  * principal and keytab in sasl.jaas.config's Krb5LoginModule), each with KIP-368
  * re-authentication. GSSAPI: the realm and KDC come from the Kerberos library's configuration
  * (/etc/krb5.conf or the KRB5_CONFIG environment variable); each broker is the service
- * <service>@<its host as configured or advertised>; a keytab login goes into a private in-memory
- * ticket cache per consumer and is renewed from the keytab; logins that talk to the KDC run on a
- * helper thread of the network loop (a KDC that does not answer delays only the connections
+ * principal "SERVICE/HOST" (HOST as configured or advertised); a keytab login goes into a private
+ * in-memory ticket cache per consumer, renewed from the keytab; logins that talk to the KDC run on
+ * a helper thread of the network loop (a KDC that does not answer delays only the connections
  * waiting to log in). TLS material that does not load fails here with KC_ERR_CONFIG naming the
  * key and the file (never a password or key text); a refused login reaches the error callback as
  * KC_ERR_AUTH (SASL: naming the mechanism, and for GSSAPI the principal, the service and the
@@ -591,6 +647,7 @@ KC_API kc_err_t kc_assignment(kc_consumer_t *c, kc_topic_partition_t **out, size
  * context included. */
 KC_API kc_err_t kc_subscription(kc_consumer_t *c, char ***out, size_t *n, kc_error_t *err);
 
+/* Where kc_seek moves a partition's position. */
 typedef enum kc_seek_kind {
     KC_SEEK_OFFSET = 0,    /* `value` is the offset of the next record to deliver */
     KC_SEEK_BEGINNING = 1, /* the log start; `value` ignored */
@@ -680,6 +737,37 @@ typedef struct kc_offset_meta {
 } kc_offset_meta_t;
 KC_API kc_err_t kc_commit_metadata(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
                                    int timeout_ms, kc_error_t *err);
+
+/*
+ * Commits with one result per partition (librdkafka's per-partition err, Java's per-partition
+ * exceptions): what was sent for each partition and what became of it, rather than only the
+ * first refusal in one message. Same identity, threads, waits and errors as kc_commit /
+ * kc_commit_async, and a metadata string per entry as kc_commit_metadata (NULL: none).
+ * tps == NULL (n 0): every partition's committable offset, so the results say which offsets
+ * were actually committed; none processed yet: nothing is sent, KC_OK with no results.
+ * A result's code: KC_OK committed; KC_ERR_BROKER refused, `kafka_code` says why (e.g.
+ * OFFSET_METADATA_TOO_LARGE, 12; the other partitions of the same commit may still be
+ * committed); another code (KC_ERR_TIMEOUT, KC_ERR_CLOSED, KC_ERR_STATE...) the commit as a whole
+ * got no answer for it, the same as the call's.
+ * kc_commit_results: *results is one malloc'd block (the array and its topic strings): release it
+ * with free(); NULL and *n_results 0 when nothing was sent. App threads only.
+ * kc_commit_async_results: `cb` as kc_commit_async's (on a worker, serialised with on_event,
+ * exactly once), with the results valid during the call. Callback context too.
+ */
+typedef struct kc_commit_result {
+    const char *topic;
+    int32_t partition;
+    int64_t offset; /* the offset sent: the next one to read */
+    kc_err_t code;
+    int16_t kafka_code; /* with KC_ERR_BROKER: the broker's code for this partition, else 0 */
+} kc_commit_result_t;
+KC_API kc_err_t kc_commit_results(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
+                                  int timeout_ms, kc_commit_result_t **results, size_t *n_results,
+                                  kc_error_t *err);
+typedef void (*kc_commit_results_cb)(void *opaque, kc_err_t result, const kc_error_t *err,
+                                     const kc_commit_result_t *res, size_t n);
+KC_API kc_err_t kc_commit_async_results(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
+                                        kc_commit_results_cb cb, void *opaque, kc_error_t *err);
 KC_API kc_err_t kc_committed_metadata(kc_consumer_t *c, kc_offset_meta_t *tps, size_t n,
                                       int timeout_ms, char **block, kc_error_t *err);
 /* Manual store (enable.auto.offset.store=false): marks `offset` (the next offset to read) as
@@ -802,8 +890,10 @@ typedef struct kc_metadata {
     size_t n_topics;
 } kc_metadata_t;
 
+/* Asks the cluster for metadata, as described above. */
 KC_API kc_err_t kc_metadata(kc_consumer_t *c, const char *const *topics, size_t n, int timeout_ms,
                             kc_metadata_t **out, kc_error_t *err);
+/* Releases an answer of kc_metadata. */
 KC_API void kc_metadata_destroy(kc_metadata_t *md);
 /* A topic id as Kafka's tools print it (URL-safe base64, no padding): 22 characters and a NUL
  * into out. Any thread. */

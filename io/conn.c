@@ -108,6 +108,7 @@ void kc_conn_finish_reset(kc_conn_t *c)
         kc_loop_timer_stop(c->loop, &c->t_reauth);
         kc_loop_timer_stop(c->loop, &c->t_close);
         kc_loop_timer_stop(c->loop, &c->t_idle);
+        kc_loop_timer_stop(c->loop, &c->t_cred);
         kc_wbuf_free(&c->out);
         kc_wbuf_free(&c->sending);
         free(c->stage);
@@ -236,6 +237,14 @@ static kc_err_t submit(kc_conn_t *c, const kc_conn_req_spec_t *spec, int interna
         return kc_fail(err, KC_ERR_CLOSED, "connection is closing");
     if (!spec->cb)
         return kc_fail(err, KC_ERR_INVALID_ARG, "request without a callback");
+    if (c->state == KC_CONN_FAILED && c->auth_gen_set && c->o.auth_generation &&
+        c->o.auth_generation(c->o.auth_opaque) != c->auth_gen) {
+        kc_log(KC_LOG_INFO, "conn",
+               "%s: new credentials since the refused authentication; "
+               "connecting again",
+               c->servers);
+        kc_conn_start(c);
+    }
     if (c->state == KC_CONN_FAILED)
         return kc_fail(err, c->fail_err.code, "%s", c->fail_err.msg);
     req_t *r = calloc(1, sizeof *r);
@@ -434,12 +443,46 @@ void kc_conn_fail_final(kc_conn_t *c, const kc_error_t *why)
     kc_conn_reset(c, why->code, why->msg);
 }
 
+/* How often a connection FAILED by an authentication refusal looks whether the credentials
+ * changed (opts.auth_generation): a refreshed token should be used within a second, and the
+ * check is one counter read under the token slot's mutex. */
+#define KC_CONN_CRED_CHECK_MS 1000
+
+/* A connection refused under credentials that since changed starts over: on a timer, because
+ * its users may not ask it again by themselves (a fetcher does not send to a failed broker). */
+static void on_cred_timer(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    kc_conn_t *c = t->opaque;
+    if (c->closing || !c->auth_gen_set)
+        return;
+    if (c->state == KC_CONN_FAILED && c->o.auth_generation(c->o.auth_opaque) != c->auth_gen) {
+        kc_log(KC_LOG_INFO, "conn",
+               "%s: new credentials since the refused authentication; connecting again",
+               c->servers);
+        kc_conn_start(c);
+        return;
+    }
+    kc_loop_timer_start(loop, t, KC_CONN_CRED_CHECK_MS); /* still refused, or still resetting */
+}
+
+/* An authentication refusal: remembers under which credentials (opts.auth_generation) and
+ * watches them. */
+static void auth_refused(kc_conn_t *c, const kc_error_t *result)
+{
+    if (c->o.auth_generation) {
+        c->auth_gen = c->o.auth_generation(c->o.auth_opaque);
+        c->auth_gen_set = true;
+        kc_loop_timer_start(c->loop, &c->t_cred, KC_CONN_CRED_CHECK_MS);
+    }
+    kc_conn_fail_final(c, result);
+}
+
 void kc_conn_auth_done(kc_conn_t *c, const kc_error_t *result)
 {
     if (c->reauth && c->state == KC_CONN_READY) {
         c->reauth = 0;
         if (result && result->code != KC_OK) {
-            kc_conn_fail_final(c, result);
+            auth_refused(c, result);
             return;
         }
         c->st.reauths++;
@@ -451,7 +494,7 @@ void kc_conn_auth_done(kc_conn_t *c, const kc_error_t *result)
         return;
     if (result && result->code != KC_OK) {
         /* Auth failures are not retried by looping: the pending requests learn why now. */
-        kc_conn_fail_final(c, result);
+        auth_refused(c, result);
         return;
     }
     become_ready(c);
@@ -610,10 +653,9 @@ static void connect_next(kc_conn_t *c)
     if (c->next_addr >= c->naddrs) {
         /* Re-resolve on every pass over the list (broker addresses may move), on the loop's
          * resolver thread: getaddrinfo may block for seconds (io/resolver.h). */
-        kc_resolver_t *r = kc_loop_resolver(c->loop, &e);
         set_state(c, KC_CONN_CONNECTING, NULL);
-        if (!r || kc_resolve_start(r, c->servers, c->o.canonical_names ? KC_ADDR_CANONICAL : 0,
-                                   on_resolved, c, &c->resolving, &e) != KC_OK) {
+        if (kc_resolve_start(c->loop, c->servers, c->o.canonical_names ? KC_ADDR_CANONICAL : 0,
+                             on_resolved, c, &c->resolving, &e) != KC_OK) {
             kc_log(KC_LOG_WARN, "conn", "%s", e.msg);
             c->cur_addr = -1;
             c->state = KC_CONN_RESETTING;
@@ -698,6 +740,7 @@ kc_err_t kc_conn_new(kc_conn_t **out, kc_loop_t *loop, const kc_conn_opts_t *opt
     c->t_reauth = (kc_loop_timer_t){.cb = on_reauth_timer, .opaque = c};
     c->t_close = (kc_loop_timer_t){.cb = on_close_timer, .opaque = c};
     c->t_idle = (kc_loop_timer_t){.cb = on_idle_timer, .opaque = c};
+    c->t_cred = (kc_loop_timer_t){.cb = on_cred_timer, .opaque = c};
     *out = c;
     return KC_OK;
 }
@@ -707,6 +750,8 @@ void kc_conn_start(kc_conn_t *c)
     if (c->state == KC_CONN_FAILED) {
         c->state = KC_CONN_DOWN;
         c->auth_failed = 0;
+        c->auth_gen_set = false;
+        kc_loop_timer_stop(c->loop, &c->t_cred);
         c->failures = 0;
     }
     if (c->state == KC_CONN_DOWN && !kc_loop_timer_armed(&c->t_backoff))
@@ -722,6 +767,7 @@ void kc_conn_close(kc_conn_t *c)
     kc_loop_timer_stop(c->loop, &c->t_connect);
     kc_loop_timer_stop(c->loop, &c->t_reauth);
     kc_loop_timer_stop(c->loop, &c->t_idle);
+    kc_loop_timer_stop(c->loop, &c->t_cred);
     fail_queue(c, &c->pending, KC_ERR_CLOSED);
     fail_queue(c, &c->inflight, KC_ERR_CLOSED);
     c->closing = 1;

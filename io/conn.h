@@ -106,6 +106,13 @@ typedef struct kc_conn_opts {
     /* Frees auth_opaque when the connection is freed (it holds per-connection exchange state,
      * e.g. kc_conn_sasl_t). NULL: the caller owns it and frees it after the connection. */
     void (*auth_free)(void *opaque);
+    /* Optional: a number that changes when the credentials the hook presents change (a new
+     * OAUTHBEARER token). A connection whose authentication failed starts over once this
+     * differs from its value at the failure, seen within a second (a timer) or at the next
+     * kc_conn_send: a token refreshed after the broker refused an expired one is worth one more
+     * try, while a password that was refused (no such hook) is never tried again. Network
+     * thread. */
+    uint64_t (*auth_generation)(void *opaque);
     /* Transport per TCP connection (TLS); NULL = plaintext. `host` is the configured host name
      * or IP literal (for SNI and certificate checks). */
     kc_conn_transport_new_fn transport_new;
@@ -135,7 +142,8 @@ kc_err_t kc_conn_send(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_
 /* For the auth hook: sends even though the connection is not READY. An auth failure passed to
  * kc_conn_auth_done() is final: queued requests fail with it, the connection goes to
  * KC_CONN_FAILED and does not reconnect (retrying a wrong password only locks accounts), and
- * kc_conn_send() returns it until kc_conn_start() is called again. */
+ * kc_conn_send() returns it until kc_conn_start() is called again, or until the credentials
+ * changed (opts.auth_generation). */
 kc_err_t kc_conn_send_internal(kc_conn_t *conn, const kc_conn_req_spec_t *spec, kc_error_t *err);
 void kc_conn_auth_done(kc_conn_t *conn, const kc_error_t *result);
 /* KIP-368, for the auth hook: run the hook again on this live connection in `delay_ms` (at least

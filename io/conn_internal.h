@@ -37,6 +37,8 @@ struct kc_conn {
     int parked;             /* DOWN after an idle close: the next request opens it again */
     int64_t last_active_ns; /* last request dispatched or answer delivered */
     kc_error_t fail_err;    /* why we are FAILED */
+    bool auth_gen_set;      /* FAILED by an authentication refusal under credentials auth_gen */
+    uint64_t auth_gen;
     int fd;
     kc_addr_t addrs[MAX_ADDRS];
     int naddrs, next_addr, cur_addr;
@@ -63,6 +65,7 @@ struct kc_conn {
     uint8_t *cbuf; /* transport mode: ciphertext receive buffer (STAGE_CAP) */
     kc_loop_op_t op_connect, op_send, op_recv;
     kc_loop_timer_t t_connect, t_backoff, t_request, t_reauth, t_close, t_idle;
+    kc_loop_timer_t t_cred; /* FAILED by an authentication refusal: have the credentials changed? */
     kc_conn_stats_t st;
 };
 

@@ -13,9 +13,10 @@
 
 struct kc_conn_sasl {
     kc_sasl_mech_t mech;
-    kc_sasl_t *s;       /* PLAIN, SCRAM, OAUTHBEARER */
-    kc_gss_cred_t *gss; /* GSSAPI: the consumer's credential (not owned) */
-    const uint8_t *out; /* the next client message; points into s or gss_out */
+    kc_sasl_t *s;          /* PLAIN, SCRAM, OAUTHBEARER */
+    kc_gss_cred_t *gss;    /* GSSAPI: the consumer's credential (not owned) */
+    kc_oauth_slot_t *slot; /* OAUTHBEARER: the consumer's token slot (not owned) */
+    const uint8_t *out;    /* the next client message; points into s or gss_out */
     size_t out_len;
     uint8_t *gss_out;  /* GSSAPI: the owned message being sent */
     kc_gss_ctx_t *gx;  /* GSSAPI: this exchange, while no job holds it */
@@ -79,8 +80,15 @@ kc_err_t kc_conn_sasl_new_oauthbearer(kc_oauth_slot_t *slot, kc_conn_sasl_t **ou
         free(cs);
         return rc;
     }
+    cs->slot = slot;
     *out = cs;
     return KC_OK;
+}
+
+uint64_t kc_conn_sasl_auth_generation(void *opaque)
+{
+    const kc_conn_sasl_t *cs = opaque;
+    return cs->slot ? kc_oauth_slot_generation(cs->slot) : 0;
 }
 
 kc_err_t kc_conn_sasl_new_gssapi(kc_gss_cred_t *cred, kc_conn_sasl_t **out, kc_error_t *err)
@@ -236,7 +244,7 @@ static const kc_offload_fns_t gss_fns = {gss_work, gss_done, gss_discard};
 static kc_err_t gss_submit(kc_conn_t *c, kc_conn_sasl_t *cs, const uint8_t *in, size_t in_len,
                            kc_error_t *err)
 {
-    kc_offload_t *o = kc_loop_offload(kc_conn_loop(c), err);
+    kc_offload_t *o = kc_loop_offload(kc_conn_loop(c), KC_OFFLOAD_LOGIN, err);
     if (!o)
         return err ? err->code : KC_ERR_SYSTEM;
     gss_job_t *j = calloc(1, sizeof *j);

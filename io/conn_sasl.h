@@ -32,6 +32,10 @@ kc_err_t kc_conn_sasl_new_oauthbearer(kc_oauth_slot_t *slot, kc_conn_sasl_t **ou
 kc_err_t kc_conn_sasl_new_gssapi(kc_gss_cred_t *cred, kc_conn_sasl_t **out, kc_error_t *err);
 void kc_conn_sasl_free(kc_conn_sasl_t *cs);
 void kc_conn_sasl_authenticate(kc_conn_t *conn, void *opaque);
+/* kc_conn_opts_t.auth_generation for a kc_conn_sasl_t: OAUTHBEARER's count of tokens put in its
+ * slot (a refreshed token is new credentials); 0 for the other mechanisms, whose credentials
+ * never change. */
+uint64_t kc_conn_sasl_auth_generation(void *opaque);
 /* session_lifetime_ms from the last successful exchange (0: none), for the re-auth clock. */
 int64_t kc_conn_sasl_session_lifetime_ms(const kc_conn_sasl_t *cs);
 

@@ -14,7 +14,7 @@ struct kc_conn_security {
     kc_sasl_mech_t mech;
     char *user, *password;
     kc_oauth_slot_t *oauth; /* OAUTHBEARER; not owned */
-    kc_gss_cred_t *gss; /* GSSAPI */
+    kc_gss_cred_t *gss;     /* GSSAPI */
 };
 
 kc_err_t kc_conn_security_new(const kc_conn_security_conf_t *conf, kc_conn_security_t **out,
@@ -114,6 +114,9 @@ kc_err_t kc_conn_security_apply(const kc_conn_security_t *s, kc_conn_opts_t *opt
         opts->authenticate = kc_conn_sasl_authenticate;
         opts->auth_opaque = cs;
         opts->auth_free = sasl_free;
+        /* only a token's credentials change while the consumer runs */
+        if (s->mech == KC_SASL_OAUTHBEARER)
+            opts->auth_generation = kc_conn_sasl_auth_generation;
     }
     return KC_OK;
 }

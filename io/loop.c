@@ -40,7 +40,6 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "offload.h"
-#include "resolver.h"
 
 kc_err_t kc_loop_backend_parse(const char *cfg, kc_loop_backend_t *out, kc_error_t *err)
 {
@@ -116,8 +115,9 @@ void kc_loop_free(kc_loop_t *loop)
 {
     if (!loop)
         return;
-    kc_resolver_free(loop->resolver); /* joins its thread before anything it posts to goes */
-    kc_offload_free(loop->offload);   /* the same for blocking calls */
+    /* Join the helpers before anything they post to goes; each discards the jobs still out. */
+    for (int i = 0; i < KC_OFFLOAD_LANES; i++)
+        kc_offload_free(loop->offload[i]);
     loop->vt->fini(loop);
     close(loop->wake_fd);
     free(loop->heap);

@@ -7,6 +7,7 @@
 
 #include "loop.h"
 #include "mpsc.h"
+#include "offload.h"
 
 enum { KC_OP_CONNECT = 1, KC_OP_SEND, KC_OP_RECV, KC_OP_RECV_EXACT, KC_OP_WAKE_READ };
 
@@ -37,8 +38,8 @@ struct kc_loop {
     size_t ops_out; /* ops started and not yet completed (the wake read excluded) */
     unsigned uring_flags;
     pthread_t owner; /* the creating thread; debug builds check every owner-only call */
-    struct kc_resolver *resolver; /* name lookups (io/resolver.h); created on first use */
-    struct kc_offload *offload;   /* blocking calls (io/offload.h); created on first use */
+    /* blocking calls (io/offload.h), one helper per lane, each created on first use */
+    struct kc_offload *offload[KC_OFFLOAD_LANES];
     struct {
         _Atomic uint64_t submissions, completions, enters, wakeups, wake_writes, commands, timers;
     } st;

@@ -85,11 +85,15 @@ static void *helper(void *arg)
     return NULL;
 }
 
-kc_offload_t *kc_loop_offload(kc_loop_t *loop, kc_error_t *err)
+kc_offload_t *kc_loop_offload(kc_loop_t *loop, kc_offload_lane_t lane, kc_error_t *err)
 {
     KC_LOOP_OWNER(loop);
-    if (loop->offload)
-        return loop->offload;
+    if (lane < 0 || lane >= KC_OFFLOAD_LANES) {
+        kc_fail(err, KC_ERR_INVALID_ARG, "offload: no lane %d", (int)lane);
+        return NULL;
+    }
+    if (loop->offload[lane])
+        return loop->offload[lane];
     kc_offload_t *o = calloc(1, sizeof *o);
     if (!o) {
         kc_fail(err, KC_ERR_NOMEM, "offload: out of memory");
@@ -106,7 +110,7 @@ kc_offload_t *kc_loop_offload(kc_loop_t *loop, kc_error_t *err)
         kc_fail(err, KC_ERR_SYSTEM, "offload: cannot start its thread: %s", strerror(e));
         return NULL;
     }
-    loop->offload = o;
+    loop->offload[lane] = o;
     return o;
 }
 

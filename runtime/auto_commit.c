@@ -40,9 +40,13 @@ typedef struct acommit {
     kc_loop_cmd_t cmd; /* first: the posted command */
     kc_consumer_t *c;
     kc_commit_cb cb;
+    kc_commit_results_cb rcb; /* kc_commit_async_results: instead of cb */
     void *opaque;
     kc_topic_partition_t *tps; /* copies; NULL = committable offsets */
+    char **meta;               /* copies (an entry NULL: none), or NULL */
     size_t n;
+    kc_commit_result_t *res; /* rcb's results, one block (kc_consumer_commit_results) */
+    size_t n_res;
     int is_auto;
     bool counted; /* a group's auto-commit that reached the broker: its answer is counted */
     kc_err_t rc;
@@ -53,8 +57,35 @@ static void ac_free(acommit_t *a)
 {
     for (size_t i = 0; a->tps && i < a->n; i++)
         free((char *)a->tps[i].topic);
+    for (size_t i = 0; a->meta && i < a->n; i++)
+        free(a->meta[i]);
+    free(a->meta);
     free(a->tps);
+    free(a->res);
     free(a);
+}
+
+kc_commit_result_t *kc_consumer_commit_results(kc_err_t rc, const kc_engine_offset_t *res, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    size_t bytes = n * sizeof(kc_commit_result_t);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(res[i].topic) + 1;
+    kc_commit_result_t *out = malloc(bytes);
+    if (!out)
+        return NULL;
+    char *str = (char *)(out + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(res[i].topic) + 1;
+        memcpy(str, res[i].topic, len);
+        /* a refusal names its partitions; any other failure is the whole commit's */
+        kc_err_t code = rc == KC_ERR_BROKER ? (res[i].error ? KC_ERR_BROKER : KC_OK) : rc;
+        out[i] = (kc_commit_result_t){str, res[i].partition, res[i].offset, code,
+                                      code == KC_ERR_BROKER ? res[i].error : 0};
+        str += len;
+    }
+    return out;
 }
 
 /* Worker (run = 1), or kc_rt_free's thread (run = 0). Every commit posted here was answered
@@ -64,7 +95,9 @@ static void deliver(void *arg, int run)
 {
     acommit_t *a = arg;
     (void)run;
-    if (a->cb)
+    if (a->rcb)
+        a->rcb(a->opaque, a->rc, a->rc == KC_OK ? NULL : &a->err, a->res, a->n_res);
+    else if (a->cb)
         a->cb(a->opaque, a->rc, a->rc == KC_OK ? NULL : &a->err);
     ac_free(a);
 }
@@ -130,6 +163,8 @@ static void engine_done(void *opaque, kc_err_t rc, const kc_error_t *err,
     }
     if (a->c->grp) /* network thread: the group reads the answer (and explains refusals) */
         kc_rt_group_commit_result(a->c->grp, rc, rc != KC_OK ? &a->err : NULL, res, n);
+    if (a->rcb && (a->res = kc_consumer_commit_results(rc, res, n)))
+        a->n_res = n;
     answered(a);
 }
 
@@ -145,8 +180,12 @@ static void start_member(acommit_t *a)
         return;
     }
     for (size_t i = 0; a->tps && i < a->n; i++)
-        offs[i] = (kc_engine_offset_t){
-            a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
+        offs[i] = (kc_engine_offset_t){a->tps[i].topic,
+                                       a->tps[i].partition,
+                                       a->tps[i].offset,
+                                       -1,
+                                       a->meta ? a->meta[i] : NULL,
+                                       0};
     bool none = false;
     int timeout = (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS);
     kc_err_t rc = a->is_auto
@@ -189,8 +228,12 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
     }
     for (size_t i = 0; i < n; i++) {
         if (a->tps) {
-            offs[m++] = (kc_engine_offset_t){
-                a->tps[i].topic, a->tps[i].partition, a->tps[i].offset, -1, NULL, 0};
+            offs[m++] = (kc_engine_offset_t){a->tps[i].topic,
+                                             a->tps[i].partition,
+                                             a->tps[i].offset,
+                                             -1,
+                                             a->meta ? a->meta[i] : NULL,
+                                             0};
         } else {
             int64_t o = kc_rt_part_committable(c->parts[i].rtp);
             if (o >= 0)
@@ -215,8 +258,11 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
     }
 }
 
-KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
-                                kc_commit_cb cb, void *opaque, kc_error_t *err)
+/* Both async forms: tps (and meta, NULL or one per entry) copied; exactly one of cb, rcb may be
+ * set (or neither). */
+static kc_err_t commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps,
+                             const char *const *meta, size_t n, kc_commit_cb cb,
+                             kc_commit_results_cb rcb, void *opaque, kc_error_t *err)
 {
     if (!c || (n && !tps))
         return kc_fail(err, KC_ERR_INVALID_ARG, "commit_async: bad arguments");
@@ -230,16 +276,20 @@ KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tp
         return kc_fail(err, KC_ERR_NOMEM, "commit_async: out of memory");
     a->c = c;
     a->cb = cb;
+    a->rcb = rcb;
     a->opaque = opaque;
     if (tps) {
         a->tps = calloc(n ? n : 1, sizeof *a->tps);
-        if (!a->tps) {
-            free(a);
+        a->meta = meta ? calloc(n ? n : 1, sizeof *a->meta) : NULL;
+        if (!a->tps || (meta && !a->meta)) {
+            ac_free(a);
             return kc_fail(err, KC_ERR_NOMEM, "commit_async: out of memory");
         }
         for (size_t i = 0; i < n; i++, a->n++) {
             a->tps[i] = tps[i];
-            if (!(a->tps[i].topic = strdup(tps[i].topic ? tps[i].topic : ""))) {
+            if (!(a->tps[i].topic = strdup(tps[i].topic ? tps[i].topic : "")) ||
+                (meta && meta[i] && !(a->meta[i] = strdup(meta[i])))) {
+                a->n++; /* this entry's copies are freed too */
                 ac_free(a);
                 return kc_fail(err, KC_ERR_NOMEM, "commit_async: out of memory");
             }
@@ -249,6 +299,33 @@ KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tp
     a->cmd.opaque = a;
     kc_netthread_post(c->nt, &a->cmd);
     return KC_OK;
+}
+
+KC_API kc_err_t kc_commit_async(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
+                                kc_commit_cb cb, void *opaque, kc_error_t *err)
+{
+    return commit_async(c, tps, NULL, n, cb, NULL, opaque, err);
+}
+
+KC_API kc_err_t kc_commit_async_results(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
+                                        kc_commit_results_cb cb, void *opaque, kc_error_t *err)
+{
+    if (!tps && n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "commit_async: NULL list of %zu", n);
+    kc_topic_partition_t *t = tps ? calloc(n ? n : 1, sizeof *t) : NULL;
+    const char **meta = tps ? calloc(n ? n : 1, sizeof *meta) : NULL;
+    kc_err_t rc = KC_OK;
+    if (tps && (!t || !meta))
+        rc = kc_fail(err, KC_ERR_NOMEM, "commit_async: out of memory");
+    for (size_t i = 0; rc == KC_OK && tps && i < n; i++) {
+        t[i] = (kc_topic_partition_t){tps[i].topic, tps[i].partition, tps[i].offset};
+        meta[i] = tps[i].metadata;
+    }
+    if (rc == KC_OK)
+        rc = commit_async(c, t, meta, n, NULL, cb, opaque, err);
+    free(meta);
+    free(t);
+    return rc;
 }
 
 /* ---- auto-commit (network thread) ------------------------------------------------------------ */

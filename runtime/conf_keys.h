@@ -52,6 +52,9 @@
     X(GROUP_TYPE, "group.type", ENUM, "consumer", 0, 0, "consumer|share", 0,                       \
       "consumer = a consumer group (partitions assigned, offsets committed); share = a share "     \
       "group (KIP-932: records acquired and acknowledged one by one, no offsets)")                 \
+    X(SHARE_ACK_EVENTS, "share.ack.events", ENUM, "errors", 0, 0, "errors|all", 0,                 \
+      "Share groups: which broker answers to acknowledgements reach on_event as "                  \
+      "KC_EVENT_SHARE_ACK: errors = the refused ones; all = every answer (applied ones too)")      \
     X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, MEMBER_ID,                      \
       "Static membership id: a restart within the session timeout keeps the assignment")           \
     X(GROUP_REMOTE_ASSIGNOR, "group.remote.assignor", STR, "", 0, 0, NULL, 0,                      \

@@ -19,6 +19,8 @@ static const kc_conf_peer_t peers[] = {
     {"group.protocol", "group.protocol", "group.protocol",
      "adds auto: KIP-848 where the coordinator offers it, else classic"},
     {"group.type", NULL, NULL, "Java has a class of its own for share groups (KafkaShareConsumer)"},
+    {"share.ack.events", NULL, NULL,
+     "Java registers an AcknowledgementCommitCallback on KafkaShareConsumer (every answer)"},
     {"group.instance.id", "group.instance.id", "group.instance.id", NULL},
     {"group.remote.assignor", "group.remote.assignor", "group.remote.assignor", NULL},
     {"partition.assignment.strategy", "partition.assignment.strategy",

@@ -31,6 +31,7 @@
 #include "group.h"
 #include "consumer_int.h"
 #include "oauth_refresh.h"
+#include "proto/kafka_errors.h"
 #include "coordinator.h"
 
 /* ---- engine sink and runtime completions (network thread) ---------------------------------- */
@@ -61,6 +62,66 @@ static kc_err_t sink_share_records(void *opaque, void *user, const char *topic, 
     if (rc == KC_OK)
         s->buf = NULL;
     return rc;
+}
+
+/* Share groups: the broker's answer to acknowledgements, as KC_EVENT_SHARE_ACK (kconsume.h):
+ * refusals always, applied ones with share.ack.events=all. */
+static void sink_share_acked(void *opaque, const char *topic, int32_t partition, int64_t first,
+                             int64_t last, int64_t records, int16_t code, const char *why)
+{
+    kc_consumer_t *c = opaque;
+    /* A refusal is logged by the engine too; with no on_event there is no one else to tell. */
+    if ((code == 0 && !c->share_ack_all) || !c->cbs.on_event)
+        return;
+    kc_error_t e;
+    bool said = why && *why;
+    if (code > 0) {
+        kc_fail(&e, KC_ERR_BROKER, "acknowledgement of %s[%d] offsets %lld..%lld refused: %s%s%s",
+                topic, (int)partition, (long long)first, (long long)last, kc_kafka_err_name(code),
+                said ? ": " : "", said ? why : "");
+        e.kafka_code = code;
+    } else if (code < 0) {
+        kc_fail(&e, KC_ERR_TRANSPORT,
+                "acknowledgement of %s[%d] offsets %lld..%lld got no answer%s%s", topic,
+                (int)partition, (long long)first, (long long)last, said ? ": " : "",
+                said ? why : "");
+    }
+    kc_event_t ev = {.type = KC_EVENT_SHARE_ACK,
+                     .error = code ? &e : NULL,
+                     .topic = topic,
+                     .partition = partition,
+                     .offset = last,
+                     .ack_first = first,
+                     .ack_records = records};
+    if (kc_rt_post_bulk_event(c->rt, &ev) != KC_OK && code)
+        kc_log(KC_LOG_WARN, "share", "%s (not reported: on_event is behind)", e.msg);
+}
+
+/* A verdict the session would not take: logged, and reported as a refused KC_EVENT_SHARE_ACK.
+ * KC_ERR_STATE is a callback that outlasted the acquisition lock: the broker handed the records
+ * out again and the session holds a verdict on them already (the new delivery's, or the release
+ * of a piece the full ring refused), so this member's acceptance cannot count. */
+static void share_ack_unsent(kc_consumer_t *c, const kc_rt_part_t *p, int64_t first, int64_t last,
+                             const kc_error_t *why)
+{
+    kc_error_t e;
+    bool lock = why->code == KC_ERR_STATE;
+    kc_fail(&e, why->code, "acknowledgement of %s[%d] offsets %lld..%lld not sent: %s%s",
+            p->pub.topic, (int)p->pub.partition, (long long)first, (long long)last, why->msg,
+            lock ? " (a callback that outlasts the acquisition lock gets its records handed out "
+                   "again)"
+                 : "");
+    kc_log(KC_LOG_WARN, "share", "%s", e.msg);
+    if (!c->cbs.on_event)
+        return;
+    kc_event_t ev = {.type = KC_EVENT_SHARE_ACK,
+                     .error = &e,
+                     .topic = p->pub.topic,
+                     .partition = p->pub.partition,
+                     .offset = last,
+                     .ack_first = first,
+                     .ack_records = last - first + 1};
+    (void)kc_rt_post_bulk_event(c->rt, &ev); /* logged above either way */
 }
 
 static void sink_error(void *opaque, void *user, const char *topic, int32_t partition,
@@ -183,6 +244,14 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     case KC_RT_CMPL_DRAINED:
         kc_engine_wake(c->e);
         break;
+    case KC_RT_CMPL_PARKED: /* only the group's partitions park (on_rebalance) */
+        if (c->grp)
+            kc_rt_group_on_parked(c->grp, p);
+        break;
+    case KC_RT_CMPL_REBALANCED:
+        if (c->grp)
+            kc_rt_group_on_rebalanced(c->grp, m->offset);
+        break;
     case KC_RT_CMPL_PAUSED:
     case KC_RT_CMPL_STOPPED:
         /* The engine entry is found by name, and a newer copy of the partition may own that
@@ -200,8 +269,7 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
         kc_error_t e;
         if (kc_engine_share_ack(c->e, p->pub.topic, p->pub.partition, m->offset, m->last, m->ack,
                                 &e) != KC_OK)
-            kc_log(KC_LOG_WARN, "share", "%s[%d]: verdict on %lld..%lld not sent: %s", p->pub.topic,
-                   p->pub.partition, (long long)m->offset, (long long)m->last, e.msg);
+            share_ack_unsent(c, p, m->offset, m->last, &e);
         break;
     }
     default:
@@ -242,6 +310,10 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
     k->fin_rc = rc;
     if (err)
         k->fin_err = why;
+    if (k->op == KC_COP_COMMIT && k->want_results && !k->results) {
+        k->results = kc_consumer_commit_results(rc, res, n);
+        k->n_results = k->results ? n : 0;
+    }
     for (size_t i = 0; k->out && i < n; i++) {
         ssize_t j = -1;
         for (size_t t = 0; t < k->n && j < 0; t++)
@@ -297,7 +369,7 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
      * after that copy's REVOKE_DONE (on_cmpl), so no callbacks of the two overlap. */
     bool held = revoking_copies(c, tp->topic, tp->partition) > 0;
     kc_rt_part_t *rtp =
-        kc_rt_part_add_held(c->rt, tp->topic, tp->partition, start >= 0 ? start : 0, held);
+        kc_rt_part_add_held(c->rt, tp->topic, tp->partition, start >= 0 ? start : 0, held, false);
     if (!rtp)
         return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
     kc_err_t rc = kc_engine_add(c->e, tp->topic, tp->partition, start, rtp, err);
@@ -565,6 +637,10 @@ static void on_net(kc_loop_t *loop, void *arg)
                                  .share_records = sink_share_records};
         if (kc_conf_bool(f, KC_CONF_ENABLE_PARTITION_EOF))
             sink.at_end = sink_at_end;
+        if (kc_conf_share(f)) {
+            sink.share_acked = sink_share_acked;
+            c->share_ack_all = strcmp(kc_conf_str(f, KC_CONF_SHARE_ACK_EVENTS), "all") == 0;
+        }
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         if (k->rc == KC_OK && kc_conf_share(f))
             k->rc = kc_engine_share_enable(c->e, kc_conf_str(f, KC_CONF_GROUP_ID), 0, &k->err);

@@ -251,6 +251,44 @@ KC_API kc_err_t kc_commit_metadata(kc_consumer_t *c, const kc_offset_meta_t *tps
     return rc;
 }
 
+KC_API kc_err_t kc_commit_results(kc_consumer_t *c, const kc_offset_meta_t *tps, size_t n,
+                                  int timeout_ms, kc_commit_result_t **results, size_t *n_results,
+                                  kc_error_t *err)
+{
+    if (!results || !n_results)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_commit_results: NULL results");
+    *results = NULL;
+    *n_results = 0;
+    kc_err_t g = kc_consumer_guard(c, "kc_commit_results", true, err);
+    if (g != KC_OK)
+        return g;
+    if (!tps && n)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_commit_results: NULL list of %zu", n);
+    kc_topic_partition_t *t = tps ? meta_tps(tps, n) : NULL;
+    const char **meta = tps ? calloc(n ? n : 1, sizeof *meta) : NULL;
+    kc_err_t rc = KC_OK;
+    if (tps && (!t || !meta))
+        rc = kc_fail(err, KC_ERR_NOMEM, "kc_commit_results: out of memory");
+    else if (tps)
+        rc = check_tps("kc_commit_results", t, n, err);
+    for (size_t i = 0; rc == KC_OK && tps && i < n; i++)
+        meta[i] = tps[i].metadata;
+    if (rc == KC_OK) {
+        kc_ccall_t k = {.op = KC_COP_COMMIT,
+                        .tps = t,
+                        .n = tps ? n : 0,
+                        .timeout_ms = timeout_ms,
+                        .meta_in = meta,
+                        .want_results = true};
+        rc = kc_consumer_call_wait(c, &k, err);
+        *results = k.results; /* the answer's, also when it was a refusal */
+        *n_results = k.n_results;
+    }
+    free(meta);
+    free(t);
+    return rc;
+}
+
 KC_API kc_err_t kc_committed_metadata(kc_consumer_t *c, kc_offset_meta_t *tps, size_t n,
                                       int timeout_ms, char **block, kc_error_t *err)
 {

@@ -62,6 +62,7 @@ struct kc_consumer {
                                 KC_EVENT_ASSIGNMENT (consumer.c, post_manual_assignment) */
     size_t close_revoking;   /* network thread: kc_close's revocations still waiting for
                                 REVOKE_DONE (their parts are kept, kc_cpart.closing) */
+    bool share_ack_all;      /* read-only after KC_COP_NEW: share.ack.events=all */
     atomic_int wake_pending;
     atomic_int rt_live;
     kc_loop_cmd_t wake_cmd;
@@ -131,6 +132,10 @@ typedef struct kc_ccall {
      * the caller frees them), or NULL. */
     const char *const *meta_in;
     char **meta_out;
+    /* KC_COP_COMMIT with want_results (kc_commit_results): the answer's results, under mu. */
+    bool want_results;
+    kc_commit_result_t *results;
+    size_t n_results;
     char *text; /* KC_COP_STATS: the stats JSON, malloc'd; the caller frees it */
 } kc_ccall_t;
 
@@ -191,6 +196,12 @@ void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop);
 /* auto_commit.c, network thread: the enable.auto.commit timer (no-op without group.id). */
 void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop);
 void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
+/* auto_commit.c, network thread: a commit's answer (the engine's res[0..n), rc the commit's) as
+ * kc_commit_result_t entries in one malloc'd block with their topic strings (kconsume.h,
+ * kc_commit_results). NULL when n is 0 or out of memory. */
+struct kc_engine_offset;
+kc_commit_result_t *kc_consumer_commit_results(kc_err_t rc, const struct kc_engine_offset *res,
+                                               size_t n);
 /* pull.c: pull mode. new before the dispatcher starts; close wakes workers waiting for a
  * release (call first thing in kc_close); free in kc_destroy. */
 kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b);

@@ -78,6 +78,11 @@ kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err)
     return KC_OK;
 }
 
+const kc_callbacks_t *kc_rt_callbacks(const kc_rt_t *rt)
+{
+    return &rt->o.cbs;
+}
+
 static int64_t now_ns(void)
 {
     struct timespec ts;
@@ -178,11 +183,11 @@ void kc_rt_free(kc_rt_t *rt)
 kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
                              int64_t start_offset)
 {
-    return kc_rt_part_add_held(rt, topic, partition, start_offset, false);
+    return kc_rt_part_add_held(rt, topic, partition, start_offset, false, false);
 }
 
 kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partition,
-                                  int64_t start_offset, bool held)
+                                  int64_t start_offset, bool held, bool park)
 {
     kc_rt_part_t *p = calloc(1, sizeof *p);
     if (!p)
@@ -207,6 +212,10 @@ kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partit
         rt->parts->all_prev = p;
     rt->parts = p;
     atomic_fetch_add_explicit(&rt->nparts, 1, memory_order_relaxed);
+    if (park) { /* relaxed: published to the first worker by the kick's or the queue's release */
+        atomic_store_explicit(&p->life, KC_RT_PARK, memory_order_relaxed);
+        p->park_want = true;
+    }
     if (held) {
         /* SCHED without queueing: kicks find it set and queue nothing (dispatch.h, "held").
          * Relaxed: no worker can see p before kc_rt_part_unhold queues it. */
@@ -226,6 +235,48 @@ void kc_rt_part_unhold(kc_rt_part_t *p)
     /* We own SCHED (set at add, never cleared since: only the runner clears it); the run
      * queue's mutex publishes our writes to p to the worker that pops it. */
     kc_rt_runq_push(&p->rt->rq, p);
+}
+
+void kc_rt_part_park(kc_rt_part_t *p)
+{
+    if (p->park_want)
+        return;
+    p->park_want = true;
+    /* acq_rel: pairs with the gate's CAS, as kc_rt_part_fence's fetch_or does; the kick then
+     * makes a worker that is giving the partition up look again (DIRTY) or queues it, so the
+     * PARKED completion comes even when no batch arrives. */
+    atomic_fetch_or_explicit(&p->life, KC_RT_PARK, memory_order_acq_rel);
+    kc_rt_kick(p);
+    kc_rt_gate_closed(p);
+}
+
+void kc_rt_part_unpark(kc_rt_part_t *p)
+{
+    if (!p->park_want)
+        return;
+    p->park_want = false;
+    /* release: our writes before the unpark (e.g. a revoke's REVOKING, set earlier) are published
+     * to the next worker by the queue push below or by the kick of whoever queues it next */
+    atomic_fetch_and_explicit(&p->life, ~(unsigned)KC_RT_PARK, memory_order_acq_rel);
+    if (p->parked) {
+        p->parked = false;
+        /* We own SCHED (the worker left it set when it parked); the queue's mutex publishes
+         * the cleared bit to the worker that pops it. */
+        kc_rt_runq_push(&p->rt->rq, p);
+    }
+    /* Not parked yet: the worker either reads PARK clear and runs on, or read it set and
+     * posts PARKED, which kc_rt_drain_completions answers by queueing it (park_want false). */
+}
+
+/* A PARKED completion, before `fn` sees it: true when the partition is parked now. */
+static bool parked_arrived(kc_rt_part_t *p)
+{
+    if (!p->park_want) { /* unparked meanwhile: the worker left SCHED set for us to hand back */
+        kc_rt_runq_push(&p->rt->rq, p);
+        return false;
+    }
+    p->parked = true;
+    return true;
 }
 
 kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
@@ -327,7 +378,7 @@ bool kc_rt_view_may_start(const kc_records_t *b)
      * gate's own CAS does. The caller synchronised with the view's worker, which wrote p->cur
      * before it handed the view over and does not touch it while it waits. */
     unsigned life = atomic_load_explicit(&p->life, memory_order_acquire);
-    return !(life & (KC_RT_REVOKING | KC_RT_FENCED)) &&
+    return !(life & (KC_RT_REVOKING | KC_RT_FENCED | KC_RT_PARK)) &&
            (life & ~KC_RT_LIFE_FLAGS) == KC_RT_LIFE_GEN(p->cur.seek_gen);
 }
 
@@ -398,6 +449,8 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
                     rt->done_new = c.part;
                     continue;
                 }
+                if (c.type == KC_RT_CMPL_PARKED && !parked_arrived(c.part))
+                    continue;
                 fn(ctx, &c);
                 n++;
             }

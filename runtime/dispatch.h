@@ -36,7 +36,7 @@
  *   touches the partition, which frees it with kc_rt_part_free.
  *
  * ---- Seeks and the gate (bits KC_RT_GEN_SHIFT.. of `life`) ----------------------------------
- *   The upper bits of `life` count seeks (seek_gen modulo 2^27; seek.c bumps both). The INCB
+ *   The upper bits of `life` count seeks (seek_gen modulo 2^26; seek.c bumps both). The INCB
  *   CAS expects the generation of the batch the view was decoded from, so the gate also fails
  *   for a view of a batch pushed before the last seek. The seek's bump and the gate's CAS are
  *   read-modify-writes of one word, so they are totally ordered (its modification order): a
@@ -58,6 +58,21 @@
  *   application's kc_pause, KC_CB_PAUSE, KC_CB_STOP): delivery needs both clear, so kc_resume
  *   does not lift a self-fence and lifting one does not undo a kc_pause. on_revoke/on_lost are
  *   not gated by it (a coordinator's fence ends in on_lost while FENCED is set).
+ *
+ * ---- Parking (bit PARK of `life`) -----------------------------------------------------------
+ *   The group-level rebalance callback (on_rebalance) runs between a partition's per-partition
+ *   callbacks: after on_assign and before the first on_records of an assigned set, after the
+ *   last on_records and before on_revoke/on_lost of a revoked one. The network thread sets PARK
+ *   (kc_rt_part_add_held with park, or kc_rt_part_park before kc_rt_part_revoke); the gate's CAS
+ *   fails while it is set, like FENCED, so the record callback in flight finishes and none
+ *   starts. The worker that next runs the partition with PARK set runs on_assign first if it is
+ *   due and not revoking (a revoking one drops its queued batches instead), posts one PARKED
+ *   completion and leaves without clearing SCHED: from then on the network thread owns SCHED,
+ *   as for a held partition, and kicks only set DIRTY. So PARKED means no callback of the
+ *   partition is running and none starts until kc_rt_part_unpark clears PARK and queues it.
+ *   Network-owned `park_want` says whether PARK is wanted now: a PARKED drained after an unpark
+ *   that raced it (the worker read PARK before the unpark cleared it) re-queues the partition at
+ *   once, and one drained while PARK is wanted marks it `parked`, which unpark then re-queues.
  */
 #ifndef KC_RUNTIME_DISPATCH_H
 #define KC_RUNTIME_DISPATCH_H
@@ -85,7 +100,8 @@ enum {
     KC_RT_INCB = 4u,      /* a record callback is running */
     KC_RT_REVOKED = 8u,   /* on_revoke returned; REVOKE_DONE posted */
     KC_RT_FENCED = 16u,   /* self-fenced: no record callback starts (see above) */
-    KC_RT_GEN_SHIFT = 5u, /* bits from here up: the seek generation (see above) */
+    KC_RT_PARK = 32u,     /* parked for the group-level callback (see above) */
+    KC_RT_GEN_SHIFT = 6u, /* bits from here up: the seek generation (see above) */
 };
 /* The generation bits of `life` for seek generation g. */
 #define KC_RT_LIFE_GEN(g) ((unsigned)(g) << KC_RT_GEN_SHIFT)
@@ -185,6 +201,8 @@ typedef struct kc_rt_part {
     uint64_t last_frame; /* seq of the frame this partition's last pushed batch came from */
     bool is_control;     /* the group-event pseudo-partition */
     bool held;           /* added held: SCHED is the network thread's until kc_rt_part_unhold */
+    bool park_want;      /* PARK is set and wanted (see "Parking") */
+    bool parked;         /* its PARKED was drained while wanted: SCHED is the network thread's */
     struct kc_rt_part *all_next, *all_prev, *done_next;
 } kc_rt_part_t;
 
@@ -198,6 +216,8 @@ void kc_rt_stats_workers(const kc_rt_t *rt, kc_json_t *w);
 
 /* Lifecycle of the dispatcher. Network thread (or whoever owns the consumer). */
 kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err);
+/* The callbacks the dispatcher runs (kc_rt_opts_t.cbs). Any thread; constant. */
+const kc_callbacks_t *kc_rt_callbacks(const kc_rt_t *rt);
 /* True on a worker thread of any runtime, i.e. in callback context: the public API refuses the
  * calls that would wait for the network thread from there (consumer.c, kc_consumer_guard). */
 bool kc_rt_in_worker(void);
@@ -230,10 +250,17 @@ kc_rt_part_t *kc_rt_part_add(kc_rt_t *rt, const char *topic, int32_t partition,
  * without queueing the partition, so kicks only set DIRTY; unhold queues it, handing SCHED to
  * the run queue (its mutex publishes everything done before). kc_rt_part_revoke of a held
  * partition unholds it: its worker then drops what is queued and posts REVOKE_DONE without any
- * callback (on_assign never ran). */
+ * callback (on_assign never ran). With `park`, PARK is set from the start (see "Parking"): its
+ * on_assign runs, then it parks until kc_rt_part_unpark, with no record delivered before. */
 kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partition,
-                                  int64_t start_offset, bool held);
+                                  int64_t start_offset, bool held, bool park);
 void kc_rt_part_unhold(kc_rt_part_t *p);
+/* Parking (see above). Network thread. kc_rt_part_park sets PARK (before kc_rt_part_revoke, for
+ * a revocation that waits for the group-level callback); kc_rt_part_unpark clears it and queues
+ * the partition if it is parked. Both idempotent. kc_rt_drain_completions handles PARKED before
+ * it reaches `fn`: `fn` sees it only when the partition is parked now (p->parked). */
+void kc_rt_part_park(kc_rt_part_t *p);
+void kc_rt_part_unpark(kc_rt_part_t *p);
 /* Queues one batch; takes over the slice's reference on success. KC_ERR_QUEUE_FULL when the
  * ring is full, KC_ERR_STATE when revoking (the caller keeps the reference in both cases). */
 kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b);
@@ -253,8 +280,9 @@ bool kc_rt_part_fenced(const kc_rt_part_t *p);
 /* Whether a view that entered the gate earlier (b: a view of the partition's open batch, its
  * worker blocked and not running it yet) could still enter it now: neither revoking nor fenced,
  * and no seek since its batch was pushed. Pull mode hands a queued view to kc_poll only while
- * this holds, so a view polled after kc_seek, kc_unassign or a self-fence returned is never one
- * from before. Any thread that synchronised with the view's worker (pull.c: its mutex). */
+ * this holds (not parked either: see "Parking"), so a view polled after kc_seek, kc_unassign or a
+ * self-fence returned is never one from before. Any thread that synchronised with the view's worker
+ * (pull.c: its mutex). */
 bool kc_rt_view_may_start(const kc_records_t *b);
 /* Committable offset (offset after the last processed record), -1 when none. Any thread. */
 int64_t kc_rt_part_committable(const kc_rt_part_t *p);
@@ -315,9 +343,23 @@ void kc_rt_wake_rearm(atomic_int *pending);
 /* Group-level events for on_event: copied; delivered on a worker, serialised, in post order.
  * Any thread. KC_ERR_QUEUE_FULL when too many are pending (the caller may retry later). */
 kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev);
+/* The same for events that come in bulk (KC_EVENT_SHARE_ACK: one per partition per answer):
+ * KC_ERR_QUEUE_FULL already while fewer than KC_RT_EVQ_SPARE slots are free, so a burst of them
+ * never takes the room errors and assignment changes need. */
+#define KC_RT_EVQ_SPARE 64
+kc_err_t kc_rt_post_bulk_event(kc_rt_t *rt, const kc_event_t *ev);
 /* KC_EVENT_ASSIGNMENT with the whole assignment tps[0..n) (n 0: nothing assigned), the one
  * event every owner of an assignment (the manual table, the group) posts after a change. */
 kc_err_t kc_rt_post_assignment(kc_rt_t *rt, const kc_topic_partition_t *tps, size_t n);
+
+/* The group-level rebalance callback (kconsume.h on_rebalance) with a copy of tps[0..n), run on
+ * the control worker: never at the same time as on_event or another call, in post order among
+ * the calls (kc_rt_post_call's too), ahead of events already queued (the control worker runs
+ * every pending call before the next event). When it returned, that worker posts a REBALANCED
+ * completion carrying `token`. Any thread. Without an on_rebalance the completion is posted all
+ * the same. */
+kc_err_t kc_rt_post_rebalance(kc_rt_t *rt, kc_rebalance_t kind, const kc_topic_partition_t *tps,
+                              size_t n, int64_t token);
 
 /* Runs fn(arg) on a worker, serialised with on_event (the control pseudo-partition), e.g. the
  * kc_commit_async result callback. Never dropped (an unbounded list, unlike events). Any thread.

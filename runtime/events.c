@@ -40,14 +40,21 @@ static kc_err_t copy_event(kc_rt_event_t *d, const kc_event_t *ev)
 {
     memset(d, 0, sizeof *d);
     d->type = ev->type;
-    if (ev->error)
+    if (ev->error) {
         d->error = *ev->error;
+        d->has_error = true;
+    }
     if (ev->json && !(d->json = strdup(ev->json)))
         return KC_ERR_NOMEM;
-    bool eof = ev->type == KC_EVENT_PARTITION_EOF; /* the others say -1 (kconsume.h) */
-    bool part = eof || (ev->type == KC_EVENT_ERROR && ev->topic);
+    /* The offset and partition fields: the others say -1 (kconsume.h). */
+    bool at = ev->type == KC_EVENT_PARTITION_EOF || ev->type == KC_EVENT_SHARE_ACK;
+    bool part = at || (ev->type == KC_EVENT_ERROR && ev->topic);
     d->partition = part ? ev->partition : -1;
-    d->offset = eof ? ev->offset : -1;
+    d->offset = at ? ev->offset : -1;
+    if (ev->type == KC_EVENT_SHARE_ACK) {
+        d->ack_first = ev->ack_first;
+        d->ack_records = ev->ack_records;
+    }
     if (part && !(d->topic = strdup(ev->topic)))
         goto nomem;
     if (ev->assignment_len) {
@@ -66,13 +73,13 @@ nomem:
     return KC_ERR_NOMEM;
 }
 
-kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev)
+static kc_err_t post(kc_rt_t *rt, const kc_event_t *ev, unsigned spare)
 {
     kc_rt_event_t e;
     if (copy_event(&e, ev) != KC_OK)
         return KC_ERR_NOMEM;
     pthread_mutex_lock(&rt->ev_mu);
-    if (rt->ev_len == KC_RT_EVQ) {
+    if (rt->ev_len + spare >= KC_RT_EVQ) {
         pthread_mutex_unlock(&rt->ev_mu);
         kc_rt_event_free(&e);
         return KC_ERR_QUEUE_FULL;
@@ -81,6 +88,16 @@ kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev)
     pthread_mutex_unlock(&rt->ev_mu);
     kc_rt_kick(&rt->control);
     return KC_OK;
+}
+
+kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev)
+{
+    return post(rt, ev, 0);
+}
+
+kc_err_t kc_rt_post_bulk_event(kc_rt_t *rt, const kc_event_t *ev)
+{
+    return post(rt, ev, KC_RT_EVQ_SPARE);
 }
 
 kc_err_t kc_rt_post_assignment(kc_rt_t *rt, const kc_topic_partition_t *tps, size_t n)
@@ -123,14 +140,17 @@ typedef struct kc_rt_call {
     struct kc_rt_call *next;
     void (*fn)(void *arg, int run);
     void *arg;
+    bool notify; /* after fn ran, post REBALANCED with `token` (kc_rt_post_rebalance) */
+    int64_t token;
 } kc_rt_call_t;
 
-kc_err_t kc_rt_post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg)
+static kc_err_t post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg, bool notify,
+                          int64_t token)
 {
     kc_rt_call_t *k = malloc(sizeof *k);
     if (!k)
         return KC_ERR_NOMEM;
-    *k = (kc_rt_call_t){NULL, fn, arg};
+    *k = (kc_rt_call_t){NULL, fn, arg, notify, token};
     pthread_mutex_lock(&rt->ev_mu);
     if (rt->calls_tail)
         rt->calls_tail->next = k;
@@ -140,6 +160,58 @@ kc_err_t kc_rt_post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg)
     pthread_mutex_unlock(&rt->ev_mu);
     kc_rt_kick(&rt->control);
     return KC_OK;
+}
+
+kc_err_t kc_rt_post_call(kc_rt_t *rt, void (*fn)(void *arg, int run), void *arg)
+{
+    return post_call(rt, fn, arg, false, 0);
+}
+
+typedef struct rebalance_call {
+    kc_rt_t *rt;
+    kc_rebalance_t kind;
+    kc_topic_partition_t *tps; /* owned, topics owned */
+    size_t n;
+} rebalance_call_t;
+
+static void rebalance_free(rebalance_call_t *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free((char *)r->tps[i].topic);
+    free(r->tps);
+    free(r);
+}
+
+static void rebalance_run(void *arg, int run)
+{
+    rebalance_call_t *r = arg;
+    const kc_callbacks_t *cbs = &r->rt->o.cbs;
+    if (run && cbs->on_rebalance)
+        cbs->on_rebalance(cbs->opaque, r->kind, r->tps, r->n);
+    rebalance_free(r);
+}
+
+kc_err_t kc_rt_post_rebalance(kc_rt_t *rt, kc_rebalance_t kind, const kc_topic_partition_t *tps,
+                              size_t n, int64_t token)
+{
+    rebalance_call_t *r = calloc(1, sizeof *r);
+    if (!r || !(r->tps = calloc(n ? n : 1, sizeof *r->tps))) {
+        free(r);
+        return KC_ERR_NOMEM;
+    }
+    r->rt = rt;
+    r->kind = kind;
+    for (; r->n < n; r->n++) {
+        r->tps[r->n] = (kc_topic_partition_t){NULL, tps[r->n].partition, tps[r->n].offset};
+        if (!(r->tps[r->n].topic = strdup(tps[r->n].topic))) {
+            rebalance_free(r);
+            return KC_ERR_NOMEM;
+        }
+    }
+    kc_err_t rc = post_call(rt, rebalance_run, r, true, token);
+    if (rc != KC_OK)
+        rebalance_free(r);
+    return rc;
 }
 
 static kc_rt_call_t *pop_call(kc_rt_t *rt)
@@ -170,6 +242,8 @@ void kc_rt_run_events(kc_rt_worker_t *w)
         kc_rt_call_t *k = pop_call(rt);
         if (k) {
             k->fn(k->arg, 1);
+            if (k->notify) /* after the callback returned: the network thread may go on */
+                kc_rt_post(w, KC_RT_CMPL_REBALANCED, NULL, KC_OK, k->token);
             free(k);
             continue;
         }
@@ -184,7 +258,7 @@ void kc_rt_run_events(kc_rt_worker_t *w)
         pthread_mutex_unlock(&rt->ev_mu);
         if (rt->o.cbs.on_event) {
             kc_event_t ev = {.type = e.type,
-                             .error = e.type == KC_EVENT_ERROR ? &e.error : NULL,
+                             .error = e.has_error ? &e.error : NULL,
                              .json = e.json,
                              .assignment = e.assign,
                              .assignment_len = e.assign_len,
@@ -193,7 +267,9 @@ void kc_rt_run_events(kc_rt_worker_t *w)
                              .offset = e.offset,
                              .retriable =
                                  e.type == KC_EVENT_ERROR && kc_rt_error_retriable(&e.error),
-                             .fatal = e.type == KC_EVENT_ERROR && e.error.code == KC_ERR_FATAL};
+                             .fatal = e.type == KC_EVENT_ERROR && e.error.code == KC_ERR_FATAL,
+                             .ack_first = e.ack_first,
+                             .ack_records = e.ack_records};
             rt->o.cbs.on_event(rt->o.cbs.opaque, &ev);
         }
         kc_rt_event_free(&e);

@@ -23,6 +23,7 @@
 #include "conf.h"
 #include "consumer_int.h"
 #include "proto/kafka_errors.h"
+#include "rebalance.h"
 
 typedef struct gpart {
     char *topic;
@@ -54,6 +55,8 @@ struct kc_rt_group {
     char **sub;
     size_t n_sub;
     bool share; /* group.type=share: kc_gshare_proto, partitions fetched with ShareFetch */
+    /* The group-level rebalance callback's steps (rebalance.h); NULL without on_rebalance. */
+    kc_rt_rebal_t *rb;
 };
 
 static void free_sub(kc_rt_group_t *cg)
@@ -108,6 +111,12 @@ static int h_revoke(void *o, const char *topic, int32_t partition, bool lost)
         cg->assignment_dirty = true;
         /* Stop fetching too: the ring refuses its batches from now on. */
         kc_engine_pause(cg->e, topic, partition, 1, NULL);
+        /* With on_rebalance the partition parks before its on_revoke (rebalance.h); out of
+         * memory, it is revoked without waiting for the group callback. */
+        if (cg->rb && kc_rt_rebal_add(cg->rb, lost ? KC_REBALANCE_LOST : KC_REBALANCE_REVOKE,
+                                      gp->rtp) != KC_OK)
+            kc_log(KC_LOG_ERROR, "group", "%s[%d]: left out of on_rebalance: out of memory", topic,
+                   (int)partition);
         kc_rt_part_revoke(gp->rtp, lost);
     }
     return 1; /* its REVOKE_DONE is still to come */
@@ -156,7 +165,9 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     /* A manual copy still revoking (kc_unassign, then kc_subscribe): this one is fetched from
      * now on but runs only after that copy's REVOKE_DONE (consumer.c unholds it). */
     bool held = cg->c && kc_consumer_copy_revoking(cg->c, topic, partition);
-    kc_rt_part_t *rtp = kc_rt_part_add_held(cg->rt, topic, partition, start >= 0 ? start : 0, held);
+    /* With on_rebalance it parks after its on_assign until the group callback ran. */
+    kc_rt_part_t *rtp =
+        kc_rt_part_add_held(cg->rt, topic, partition, start >= 0 ? start : 0, held, cg->rb != NULL);
     char *t = strdup(topic);
     if (!rtp || !t) {
         free(t);
@@ -169,8 +180,14 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     /* A share partition's records come from ShareFetch (no position of ours: start is -1) */
     kc_err_t rc = cg->share ? kc_engine_share_add(cg->e, topic, partition, rtp, err)
                             : kc_engine_add(cg->e, topic, partition, start, rtp, err);
+    if (rc == KC_OK && cg->rb && kc_rt_rebal_add(cg->rb, KC_REBALANCE_ASSIGN, rtp) != KC_OK) {
+        kc_log(KC_LOG_ERROR, "group", "%s[%d]: left out of on_rebalance: out of memory", topic,
+               (int)partition);
+        kc_rt_part_unpark(rtp);
+    }
     if (rc != KC_OK) {
         gp->revoking = gp->dropped = true; /* freed at its REVOKE_DONE */
+        kc_rt_part_unpark(rtp);
         kc_rt_part_revoke(rtp, false);
         return rc;
     }
@@ -241,6 +258,8 @@ static unsigned h_poll_over(void *o)
 static void h_settled(void *o)
 {
     kc_rt_group_t *cg = o;
+    if (cg->rb) /* the pass's sets become on_rebalance steps, kc_close's revocation's too */
+        kc_rt_rebal_flush(cg->rb);
     if (!cg->assignment_dirty || kc_group_closing(cg->g)) /* kc_close's revocation: none */
         return;
     size_t n;
@@ -313,9 +332,14 @@ kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const
     kc_group_hooks_t h = {h_revoke, h_committable, h_drop,   h_assign, h_poll_over, h_error,
                           cg,       h_fence,       h_settled};
     cg->share = kc_conf_share(conf);
+    if (kc_rt_callbacks(rt)->on_rebalance && !(cg->rb = kc_rt_rebal_new(rt))) {
+        free(cg);
+        return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
+    }
     kc_err_t rc = kc_group_new(&cg->g, e, cg->share ? &kc_gshare_proto : protocols[choice],
                                key ? why : NULL, &gc, &h, err);
     if (rc != KC_OK) {
+        kc_rt_rebal_free(cg->rb);
         free(cg);
         return rc;
     }
@@ -337,6 +361,18 @@ kc_err_t kc_rt_group_subscribe(kc_rt_group_t *cg, const char *const *topics, siz
 bool kc_rt_group_may_auto_commit(const kc_rt_group_t *cg)
 {
     return !cg->fenced && kc_group_may_auto_commit(cg->g);
+}
+
+void kc_rt_group_on_parked(kc_rt_group_t *cg, kc_rt_part_t *p)
+{
+    if (cg->rb)
+        kc_rt_rebal_parked(cg->rb, p);
+}
+
+void kc_rt_group_on_rebalanced(kc_rt_group_t *cg, int64_t token)
+{
+    if (cg->rb)
+        kc_rt_rebal_done(cg->rb, token);
 }
 
 bool kc_rt_group_on_revoke_done(kc_rt_group_t *cg, kc_rt_part_t *p)
@@ -382,6 +418,7 @@ void kc_rt_group_free(kc_rt_group_t *cg)
     if (!cg)
         return;
     kc_group_free(cg->g);
+    kc_rt_rebal_free(cg->rb);
     free_sub(cg);
     for (size_t i = 0; i < cg->n; i++)
         free(cg->p[i].topic); /* the runtime frees the partitions themselves (kc_rt_free) */

@@ -21,6 +21,10 @@ kc_err_t kc_rt_group_new(kc_rt_group_t **out, kc_engine_t *e, kc_rt_t *rt, const
 /* Topic names, or exactly one entry starting with '^': a broker-evaluated regex. */
 kc_err_t kc_rt_group_subscribe(kc_rt_group_t *cg, const char *const *topics, size_t n,
                                kc_error_t *err);
+/* The group-level callback's completions (rebalance.h): a PARKED one (only the group's
+ * partitions park), and a REBALANCED one with its token. */
+void kc_rt_group_on_parked(kc_rt_group_t *cg, kc_rt_part_t *p);
+void kc_rt_group_on_rebalanced(kc_rt_group_t *cg, int64_t token);
 /* A REVOKE_DONE completion: true when the partition is the group's (then the group frees it). */
 bool kc_rt_group_on_revoke_done(kc_rt_group_t *cg, kc_rt_part_t *p);
 void kc_rt_group_close(kc_rt_group_t *cg);

@@ -91,6 +91,8 @@ typedef enum kc_rt_cmpl_type {
     KC_RT_CMPL_STOPPED = 4,     /* a callback returned KC_CB_STOP */
     KC_RT_CMPL_ERROR = 5,       /* decode error on a batch (code says which); batch skipped */
     KC_RT_CMPL_SHARE_ACK = 6,   /* share groups: verdict `ack` on acquired offsets offset..last */
+    KC_RT_CMPL_PARKED = 7,      /* the partition reached its park point (dispatch.h, "Parking") */
+    KC_RT_CMPL_REBALANCED = 8,  /* on_rebalance returned (kc_rt_post_rebalance); offset: token */
 } kc_rt_cmpl_type_t;
 
 /* Worker -> network thread message. Processed offsets do not travel here: they are the
@@ -99,7 +101,8 @@ typedef struct kc_rt_cmpl {
     kc_rt_cmpl_type_t type;
     kc_err_t code;
     struct kc_rt_part *part;
-    int64_t offset; /* ERROR: the batch's base offset; SHARE_ACK: the first offset */
+    int64_t offset; /* ERROR: the batch's base offset; SHARE_ACK: the first offset; REBALANCED:
+                       the token kc_rt_post_rebalance was given */
     int64_t last;   /* SHARE_ACK: the last offset (inclusive) */
     int8_t ack;     /* SHARE_ACK: KC_SHARE_ACCEPT, KC_SHARE_RELEASE, KC_SHARE_REJECT or 0 (a gap) */
 } kc_rt_cmpl_t;

@@ -39,6 +39,8 @@ typedef struct kc_rt_event {
     char *json;                   /* owned */
     kc_topic_partition_t *assign; /* owned, topics owned */
     size_t assign_len;
+    bool has_error;                 /* `error` is the event's (KC_EVENT_ERROR, SHARE_ACK) */
+    int64_t ack_first, ack_records; /* KC_EVENT_SHARE_ACK */
 } kc_rt_event_t;
 
 #define KC_RT_EVQ 256

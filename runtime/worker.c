@@ -285,9 +285,8 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     return DONE;
 }
 
-/* The rebalance gate's worker half: drop, on_revoke/on_lost, REVOKED, REVOKE_DONE. After the
- * completion is posted the network thread may free p: no access to p after it. */
-static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
+/* A revoked partition's queued batches: released unread (share groups: given back). */
+static void drop_queued(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
     kc_rt_bref_t b;
@@ -306,6 +305,14 @@ static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
             post_ack(w, p, b.base_offset, b.last_offset, KC_SHARE_RELEASE);
         kc_rt_release_bref(w, p, &b);
     }
+}
+
+/* The rebalance gate's worker half: drop, on_revoke/on_lost, REVOKED, REVOKE_DONE. After the
+ * completion is posted the network thread may free p: no access to p after it. */
+static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
+{
+    kc_rt_t *rt = w->rt;
+    drop_queued(w, p);
     if (p->assigned_cb_done) {
         void (*cb)(void *, kc_part_t *) = rt->o.cbs.on_revoke;
         if ((life & KC_RT_LOST) && rt->o.cbs.on_lost)
@@ -373,9 +380,15 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
         } else {
             unsigned life = atomic_load_explicit(&p->life, memory_order_acquire);
             if (life & KC_RT_REVOKING) {
-                if (!(life & KC_RT_REVOKED))
-                    do_revoke(w, p, life);
-                return; /* SCHED stays set: nobody kicks a revoked partition */
+                if (life & KC_RT_REVOKED)
+                    return;              /* SCHED stays set: nobody kicks a revoked partition */
+                if (life & KC_RT_PARK) { /* the group callback comes before on_revoke */
+                    drop_queued(w, p);
+                    kc_rt_post(w, KC_RT_CMPL_PARKED, p, KC_OK, 0);
+                    return; /* parked: SCHED is the network thread's (dispatch.h) */
+                }
+                do_revoke(w, p, life);
+                return;
             }
             if (!p->assigned_cb_done) {
                 p->assigned_cb_done = true;
@@ -384,6 +397,11 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
                     rt->o.cbs.on_assign(rt->o.cbs.opaque, &p->pub);
                     cb_exit(w);
                 }
+                continue; /* look again: a revoke or a park may have come meanwhile */
+            }
+            if (life & KC_RT_PARK) { /* after on_assign, before any record */
+                kc_rt_post(w, KC_RT_CMPL_PARKED, p, KC_OK, 0);
+                return; /* parked: SCHED is the network thread's (dispatch.h) */
             }
             /* Paused (the application, KC_CB_PAUSE/STOP) or self-fenced: nothing to run until
              * the reason is lifted with a kick. The gate checks FENCED again per callback. */

@@ -328,6 +328,9 @@ static void on_event(void *opaque, const kc_event_t *ev)
                     kc_err_name(ev->error->code), ev->error->msg);
         if (fatal)
             kc_app_request_stop(KC_CLI_EXIT_RUNTIME);
+    } else if (ev->type == KC_EVENT_SHARE_ACK && ev->error && !kc_app.a.quiet) {
+        /* --share: a verdict that did not count (the records will be handed out again) */
+        fprintf(stderr, "kconsume: %s: %s\n", kc_err_name(ev->error->code), ev->error->msg);
     }
 }
 

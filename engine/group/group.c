@@ -138,6 +138,18 @@ static bool commit_parts(kc_group_t *g, const kc_group_action_t *a)
     }
     bool sent = false;
     if (m) {
+        if (kc_log_enabled(KC_LOG_DEBUG)) {
+            /* What a revocation hands over (or a periodic step commits), for a trace. */
+            char list[512] = "";
+            size_t len = 0;
+            for (size_t i = 0; i < m && len < sizeof list; i++) {
+                int w = snprintf(list + len, sizeof list - len, " %s[%d]@%lld", offs[i].topic,
+                                 (int)offs[i].partition, (long long)offs[i].offset);
+                len = w < 0 ? sizeof list : len + (size_t)w;
+            }
+            kc_log(KC_LOG_DEBUG, "group", "group %s: committing%s (%s %d)", g->group, list,
+                   g->p->epoch_name, (int)a->who.generation_or_epoch);
+        }
         kc_error_t err;
         kc_group_op_t *op = kc_group_op_new(g, KC_GROUP_OP_COMMIT, a->seq);
         sent = op && kc_engine_commit(g->e, &a->who, offs, m, (int)g->conf.commit_timeout_ms,

@@ -195,6 +195,13 @@ void kc_opend_apply(kc_opend_t *p, bool retry, kc_err_t rc, const kc_engine_offs
             drop(p, x);
         /* Only "no committed offset" (-1 with no error) applies auto.offset.reset. */
         int64_t start = res[i].offset >= 0 ? res[i].offset : KC_ENGINE_START_RESET;
+        if (start >= 0)
+            kc_log(KC_LOG_DEBUG, "group", "group %s: %s[%d] starts at %lld (committed)", group, t,
+                   (int)part, (long long)start);
+        else
+            kc_log(KC_LOG_DEBUG, "group",
+                   "group %s: %s[%d] has no committed offset: auto.offset.reset decides its start",
+                   group, t, (int)part);
         kc_error_t e;
         if (h->assign(h->opaque, t, part, start, &e) != KC_OK)
             h->error(h->opaque, &e, false);

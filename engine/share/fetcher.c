@@ -227,11 +227,28 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
                      int16_t code, const char *why)
 {
     kc_eng_ssess_t *ss = o;
-    if (code == 0 || n <= 0)
+    kc_engine_t *e = ss->e;
+    if (n <= 0)
+        return;
+    if (e->sink.share_acked) {
+        /* One report per contiguous run of batches: a member's acquired ranges need not be
+         * adjacent (others hold the offsets between), and a report names only offsets it sent. */
+        const char *topic = e->names.name_of(e->names.opaque, tp->topic_id);
+        for (int32_t k = 0, run = 0; k < n; k++) {
+            if (k + 1 < n && b[k + 1].first == b[k].last + 1)
+                continue;
+            int64_t rc[4] = {0};
+            kc_share_ack_batches_count(b + run, k - run + 1, rc);
+            e->sink.share_acked(e->sink.opaque, topic ? topic : "", tp->partition, b[run].first,
+                                b[k].last, rc[1] + rc[2] + rc[3], code, why);
+            run = k + 1;
+        }
+    }
+    if (code == 0)
         return;
     int64_t c[4] = {0};
     kc_share_ack_batches_count(b, n, c);
-    ss->e->share->st.ack_failed += (uint64_t)(c[0] + c[1] + c[2] + c[3]);
+    e->share->st.ack_failed += (uint64_t)(c[0] + c[1] + c[2] + c[3]);
     kc_log(KC_LOG_WARN, "share",
            "broker %d partition %d: acknowledgement of offsets %" PRId64 "..%" PRId64
            " refused (%s)%s%s",

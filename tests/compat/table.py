@@ -21,7 +21,7 @@ LABELS = {
     "manual_assign_seek_commit": "manual assignment, seek, commit, committed",
     "compressions": "gzip, lz4, zstd, snappy batches (manual, exactly once)",
     "default_group": "a group with default settings (CLI, `-G` only)",
-    "classic_range": "classic group of 3, range (join: nothing missing, nothing twice)",
+    "classic_range": "classic group of 3, range (a third joins, the first leaves, under load: nothing missing, nothing twice)",
     "classic_roundrobin": "classic group of 3, roundrobin (same)",
     "classic_cooperative_sticky": "classic group of 3, cooperative-sticky (same)",
     "kip848_group": "KIP-848 group (churn, kill -9)",

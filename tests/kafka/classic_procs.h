@@ -72,7 +72,7 @@ static inline pid_t produce_bg(long n, int rate)
     if (pid == 0) {
         char cmd[1400];
         snprintf(cmd, sizeof cmd,
-                 "%s tool org.apache.kafka.tools.ProducerPerformance --topic %s --num-records %ld "
+                 "%s tool ProducerPerformance --topic %s --num-records %ld "
                  "--record-size 64 --throughput %d --producer-props bootstrap.servers=%s acks=all "
                  "linger.ms=5 partitioner.class=org.apache.kafka.clients.producer."
                  "RoundRobinPartitioner --dir %s/no-cluster > %s/produce.log 2>&1",
@@ -170,7 +170,7 @@ static inline pid_t java_member(const char *cls, int n)
         setsid(); /* its own process group: the JVM under the testkit script goes with it */
         char cmd[1600];
         snprintf(cmd, sizeof cmd,
-                 "exec %s tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "
+                 "exec %s tool ConsoleConsumer --bootstrap-server "
                  "%s --topic %s --group %s --consumer-property group.protocol=classic "
                  "--consumer-property partition.assignment.strategy=org.apache.kafka.clients."
                  "consumer.%s --consumer-property auto.offset.reset=earliest --property "
@@ -208,12 +208,11 @@ static inline int describe(int np, int *owners, const char *kc_member, int *kc_p
 {
     char out[400], cmd[1400];
     snprintf(out, sizeof out, "%s/describe.txt", dir);
-    snprintf(
-        cmd, sizeof cmd,
-        "%s tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "
-        "%s --describe --group %s --dir %s > %s 2>&1",
-        kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
-        kc_test_env("KC_CLUSTER_DIR"), out);
+    snprintf(cmd, sizeof cmd,
+             "%s tool ConsumerGroupCommand --bootstrap-server "
+             "%s --describe --group %s --dir %s > %s 2>&1",
+             kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
+             kc_test_env("KC_CLUSTER_DIR"), out);
     if (system(cmd) != 0)
         return -1;
     FILE *f = fopen(out, "r");

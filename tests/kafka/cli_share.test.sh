@@ -9,23 +9,11 @@
 #  4. refusals: --share with -G, -e, -o, and --share-verdict without --share exit 2.
 # kc-test-label: share
 set -euo pipefail
-for v in KC_SHARE_BOOTSTRAP KC_TESTKIT KC_SHARE_CLUSTER_DIR KC_BUILD_DIR; do
-    [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set (run under tests/run-suite)" >&2; exit 1; }
-done
+# shellcheck source=../support/share_harness.sh
+source "${KC_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/support/share_harness.sh"
 cli=$KC_BUILD_DIR/kconsume
-[[ -x $cli ]] || { echo "FAIL: $cli is not built" >&2; exit 1; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-b=$KC_SHARE_BOOTSTRAP
-kit() { "$KC_TESTKIT" "$@" --dir "$KC_SHARE_CLUSTER_DIR" >/dev/null; }
-
-topic=cli-share-$$-$RANDOM
-group=cli-share-g-$$-$RANDOM
-kit topic create "$topic" --partitions 2
-kit tool ConfigCommand --bootstrap-server "$b" --entity-type groups --entity-name "$group" \
-    --alter --add-config share.auto.offset.reset=earliest
-kit produce "$topic" --records 200 --size 8
+[[ -x $cli ]] || fail "$cli is not built"
+share_topic cli-share 2 200 8
 
 # --- 1. released ---------------------------------------------------------------------------
 timeout 90 "$cli" -b "$b" --share "$group" -t "$topic" -c 40 --share-verdict release \

@@ -139,7 +139,7 @@ static int mb_cmp(const void *a, const void *b)
 static inline void mb_join(char *out, size_t cap, const char *const *topics, const int32_t *parts,
                            size_t n)
 {
-    char (*e)[80] = calloc(n ? n : 1, sizeof *e);
+    char(*e)[80] = calloc(n ? n : 1, sizeof *e);
     char **ptr = calloc(n ? n : 1, sizeof *ptr);
     assert_non_null(e);
     assert_non_null(ptr);

@@ -74,7 +74,7 @@ static void kill_restart(void **state)
      * failover; 20 s is what a cluster that loses brokers needs, and then no member may
      * self-fence here (kc_chaos_finish fails on one). The members read it with
      * DescribeConfigs. */
-    kc_chaos_cluster("tool kafka.admin.ConfigCommand --bootstrap-server %s --alter --entity-type "
+    kc_chaos_cluster("tool ConfigCommand --bootstrap-server %s --alter --entity-type "
                      "groups --entity-name %s --add-config consumer.session.timeout.ms=20000",
                      kc_test_env("KC_BOOTSTRAP"), group);
     const char *conf = "group.protocol=consumer";

@@ -234,7 +234,7 @@ static void t_reauth_refused(void **st)
     assert_int_equal(kc_conn_state(c), KC_CONN_READY);
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "'%s/tests/testkit/cluster' tool kafka.admin.ConfigCommand --dir '%s' "
+             "'%s/tests/testkit/cluster' tool ConfigCommand --dir '%s' "
              "--bootstrap-server '%s' --alter --entity-type users --entity-name '%s' "
              "--add-config 'SCRAM-SHA-256=[password=changed-under-the-session]' >/dev/null",
              kc_test_env("KC_SOURCE_DIR"), g_dir, g_plain, g_user);

@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /* SASL GSSAPI when the KDC does not answer: the client's krb5.conf (a copy of the testkit's)
  * names a KDC address where a socket listens but never answers, so every login waits out the
  * Kerberos library's own bound (~25 s in MIT krb5 1.20 over TCP). The consumer reports

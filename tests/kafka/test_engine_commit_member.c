@@ -21,6 +21,7 @@
 
 #include "coordinator.h"
 #include "engine.h"
+#include "offsets_wait.h"
 #include "group_driver.h"
 #include "netthread.h"
 #include "proto/kafka_errors.h"
@@ -29,18 +30,10 @@ static kc_netthread_t *nt;
 static kc_engine_t *eng;
 static char group[64];
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-
-typedef struct result {
-    int done;
-    kc_err_t rc;
-    kc_error_t err;
-    kc_engine_offset_t res[2];
-} result_t;
+typedef kc_test_offsets_result_t result_t;
 
 /* The identity source. Owner: the network thread while a call runs; the test thread reads it
- * after the call's result (ordered by `mu`). */
+ * after the call's result (kc_test_offsets_wait orders them). */
 typedef struct who_src {
     char member_id[64];
     int32_t epoch;
@@ -64,29 +57,6 @@ static kc_err_t who(void *ctx, kc_commit_identity_t *w, kc_error_t *err)
     return kc_offsets_identity_member(w, group, s->member_id, e, NULL, err);
 }
 
-static kc_err_t no_records(void *o, void *u, const char *t, int32_t p, int32_t b, kc_slice_t *s,
-                           int64_t f, int64_t n)
-{
-    (void)o, (void)u, (void)t, (void)p, (void)b, (void)f, (void)n;
-    kc_slice_release(s);
-    return KC_OK;
-}
-
-static void on_result(void *opaque, kc_err_t rc, const kc_error_t *err,
-                      const kc_engine_offset_t *res, size_t n)
-{
-    result_t *r = opaque;
-    pthread_mutex_lock(&mu);
-    r->rc = rc;
-    if (err)
-        r->err = *err;
-    for (size_t i = 0; i < n && i < 2; i++)
-        r->res[i] = res[i];
-    r->done = 1;
-    pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
-}
-
 enum { OP_NEW, OP_COMMIT_MEMBER, OP_FETCH_MEMBER, OP_COMMIT_FIXED, OP_FREE };
 
 typedef struct call {
@@ -106,23 +76,24 @@ static void on_net(kc_loop_t *loop, void *arg)
         kc_engine_conf_t conf;
         kc_engine_conf_defaults(&conf);
         conf.bootstrap_servers = kc_test_env("KC_BOOTSTRAP");
-        kc_engine_sink_t sink = {no_records, NULL, NULL, NULL};
+        kc_engine_sink_t sink = {kc_test_discard_records, NULL, NULL, NULL};
         c->rc = kc_engine_new(&eng, loop, &conf, &sink, &c->err);
         break;
     }
     case OP_COMMIT_MEMBER:
-        c->rc = kc_engine_commit_member(eng, group, who, &src, offs, 2, 20000, on_result, c->r,
-                                        &c->err);
+        c->rc = kc_engine_commit_member(eng, group, who, &src, offs, 2, 20000,
+                                        kc_test_offsets_on_result, c->r, &c->err);
         break;
     case OP_FETCH_MEMBER:
-        c->rc = kc_engine_committed_member(eng, group, who, &src, offs, 2, 20000, on_result, c->r,
-                                           &c->err);
+        c->rc = kc_engine_committed_member(eng, group, who, &src, offs, 2, 20000,
+                                           kc_test_offsets_on_result, c->r, &c->err);
         break;
     case OP_COMMIT_FIXED: {
         kc_commit_identity_t w;
         c->rc = kc_offsets_identity_member(&w, group, src.member_id, src.epoch - 1, NULL, &c->err);
         if (c->rc == KC_OK)
-            c->rc = kc_engine_commit(eng, &w, offs, 2, 20000, on_result, c->r, &c->err);
+            c->rc =
+                kc_engine_commit(eng, &w, offs, 2, 20000, kc_test_offsets_on_result, c->r, &c->err);
         break;
     }
     case OP_FREE:
@@ -135,7 +106,7 @@ static void on_net(kc_loop_t *loop, void *arg)
 /* Runs op on the network thread; waits for its result when the call was accepted. */
 static kc_err_t run_wait(int op, result_t *r, kc_error_t *err)
 {
-    memset(r, 0, sizeof *r);
+    kc_test_offsets_reset(r);
     call_t c = {op, r, KC_OK, {0}};
     kc_netthread_call(nt, on_net, &c);
     if (c.rc != KC_OK) {
@@ -144,10 +115,7 @@ static kc_err_t run_wait(int op, result_t *r, kc_error_t *err)
     }
     if (op == OP_NEW) /* no callback: done */
         return KC_OK;
-    pthread_mutex_lock(&mu);
-    while (!r->done)
-        pthread_cond_wait(&cv, &mu);
-    pthread_mutex_unlock(&mu);
+    kc_test_offsets_wait(r);
     return KC_OK;
 }
 

@@ -10,6 +10,7 @@
  * exactly once per consumer, no error surfaced.
  * Needs KC_TESTKIT (tests/run-suite); boots and stops its own cluster. */
 #include "kc_test.h"
+#include "slice_tally.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -31,9 +32,7 @@ static char dir[256], bootstrap[256], topic[64];
 static bool cluster_is_up; /* main thread */
 static const int nparts[NCONS] = {1, 1, 1, 1, 1, 1, 1, 1, 4, 4};
 
-typedef struct pst {
-    int64_t expected, records, dups, gaps;
-} pst_t;
+typedef kc_slice_tally_t pst_t;
 
 typedef struct cons {
     kc_engine_t *e;
@@ -48,36 +47,7 @@ static kc_err_t sink_records(void *opaque, void *user, const char *t, int32_t pa
                              kc_slice_t *s, int64_t first, int64_t next)
 {
     (void)opaque, (void)broker;
-    pst_t *ps = user;
-    kc_batch_splitter_t sp;
-    kc_batch_splitter_init(&sp, s, t, part, true);
-    kc_batch_t b;
-    kc_error_t err;
-    kc_err_t rc;
-    kc_decode_ctx_t dc;
-    kc_decode_ctx_init(&dc, 64u << 20);
-    while ((rc = kc_batch_next(&sp, &b, &err)) != KC_ERR_NOT_FOUND) {
-        if (rc != KC_OK || kc_batch_is_control(&b))
-            continue;
-        kc_record_iter_t it;
-        if (kc_batch_records(&dc, &b, &it, &err) != KC_OK)
-            continue;
-        kc_record_t r;
-        while (kc_record_next(&it, &r, &err) == KC_OK) {
-            if (r.offset < first)
-                continue;
-            if (r.offset < ps->expected)
-                ps->dups++;
-            else if (r.offset > ps->expected)
-                ps->gaps++;
-            ps->expected = r.offset + 1;
-            ps->records++;
-        }
-    }
-    kc_decode_ctx_destroy(&dc);
-    if (next > ps->expected)
-        ps->expected = next;
-    kc_slice_release(s);
+    kc_slice_tally_add(user, s, t, part, first, next);
     return KC_OK;
 }
 

@@ -10,6 +10,7 @@
  *   record arrives exactly once, and no error reaches the sink.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
+#include "slice_tally.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -30,11 +31,7 @@
 
 static char topics[NT][64];
 
-typedef struct pstate {
-    int64_t expected; /* next offset the sink should see */
-    int64_t records;
-    int64_t dups, gaps;
-} pstate_t;
+typedef kc_slice_tally_t pstate_t;
 
 typedef struct ctx {
     kc_netthread_t *nt;
@@ -52,43 +49,9 @@ static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_
 {
     (void)opaque, (void)broker;
     pstate_t *ps = user;
-    kc_batch_splitter_t sp;
-    kc_batch_splitter_init(&sp, s, topic, partition, true);
-    kc_batch_t b;
-    kc_err_t rc;
-    kc_error_t err;
-    kc_decode_ctx_t dcs, *dc = &dcs;
-    kc_decode_ctx_init(dc, 64u << 20);
-    while ((rc = kc_batch_next(&sp, &b, &err)) != KC_ERR_NOT_FOUND) {
-        if (rc != KC_OK) {
-            C.crc_errors++;
-            if (sp.stopped)
-                break;
-            continue;
-        }
-        if (kc_batch_is_control(&b))
-            continue;
-        kc_record_iter_t it;
-        if (kc_batch_records(dc, &b, &it, &err) != KC_OK) {
-            C.crc_errors++;
-            continue;
-        }
-        kc_record_t r;
-        while (kc_record_next(&it, &r, &err) == KC_OK) {
-            if (r.offset < first)
-                continue;
-            if (r.offset < ps->expected)
-                ps->dups++;
-            else if (r.offset > ps->expected)
-                ps->gaps++;
-            ps->expected = r.offset + 1;
-            ps->records++;
-        }
-    }
-    kc_decode_ctx_destroy(dc);
-    if (next > ps->expected)
-        ps->expected = next; /* control batches and compaction gaps */
-    kc_slice_release(s);
+    int64_t bad = ps->bad_batches;
+    kc_slice_tally_add(ps, s, topic, partition, first, next);
+    C.crc_errors += ps->bad_batches - bad;
     return KC_OK;
 }
 
@@ -140,6 +103,10 @@ static void on_net(kc_loop_t *loop, void *arg)
     case 1:
         c->rc =
             kc_engine_add(C.e, topics[c->topic], c->part, 0, &C.ps[c->topic * NP + c->part], &err);
+        break;
+    case 5: /* every partition in one network-thread turn: no request can go out in between */
+        for (int i = 0; i < NPARTS && c->rc == KC_OK; i++)
+            c->rc = kc_engine_add(C.e, topics[i / NP], i % NP, 0, &C.ps[i], &err);
         break;
     case 2:
         c->rc = kc_engine_remove(C.e, topics[c->topic], c->part, &err);
@@ -206,8 +173,9 @@ static void test_engine_fetch(void **state)
     }
     assert_int_equal(kc_netthread_start(&C.nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     assert_int_equal(net(0, 0, 0).rc, KC_OK);
-    for (int i = 0; i < NPARTS; i++)
-        assert_int_equal(net(1, i / NP, i % NP).rc, KC_OK);
+    /* All at once: added one call at a time, a slow test thread let the first round leave with
+     * the partitions added so far (seen under make test's load: 4 of 12). */
+    assert_int_equal(net(5, 0, 0).rc, KC_OK);
 
     /* Opening round: every broker has sent one request; the topics are empty, so the broker
      * holds each for fetch.max.wait.ms and nothing else can be sent meanwhile. */

@@ -15,6 +15,7 @@
 
 #include "coordinator.h"
 #include "engine.h"
+#include "offsets_wait.h"
 #include "netthread.h"
 #include "proto/kafka_errors.h"
 
@@ -22,38 +23,7 @@ static kc_netthread_t *nt;
 static kc_engine_t *eng;
 static char topic[64], group[64];
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-
-typedef struct result {
-    int done;
-    kc_err_t rc;
-    kc_error_t err;
-    kc_engine_offset_t res[2];
-} result_t;
-
-static kc_err_t no_records(void *o, void *u, const char *t, int32_t p, int32_t b, kc_slice_t *s,
-                           int64_t f, int64_t n)
-{
-    (void)o, (void)u, (void)t, (void)p, (void)b, (void)f, (void)n;
-    kc_slice_release(s);
-    return KC_OK;
-}
-
-static void on_result(void *opaque, kc_err_t rc, const kc_error_t *err,
-                      const kc_engine_offset_t *res, size_t n)
-{
-    result_t *r = opaque;
-    pthread_mutex_lock(&mu);
-    r->rc = rc;
-    if (err)
-        r->err = *err;
-    for (size_t i = 0; i < n && i < 2; i++)
-        r->res[i] = res[i];
-    r->done = 1;
-    pthread_cond_broadcast(&cv);
-    pthread_mutex_unlock(&mu);
-}
+typedef kc_test_offsets_result_t result_t;
 
 typedef struct call {
     int op;
@@ -71,18 +41,19 @@ static void on_net(kc_loop_t *loop, void *arg)
         kc_engine_conf_t conf;
         kc_engine_conf_defaults(&conf);
         conf.bootstrap_servers = kc_test_env("KC_BOOTSTRAP");
-        kc_engine_sink_t sink = {no_records, NULL, NULL, NULL};
+        kc_engine_sink_t sink = {kc_test_discard_records, NULL, NULL, NULL};
         c->rc = kc_engine_new(&eng, loop, &conf, &sink, &err);
         break;
     }
     case 1: {
         kc_commit_identity_t who;
         assert_int_equal(kc_offsets_identity_anonymous(&who, group, &err), KC_OK);
-        c->rc = kc_engine_commit(eng, &who, offs, 2, 60000, on_result, c->r, &err);
+        c->rc = kc_engine_commit(eng, &who, offs, 2, 60000, kc_test_offsets_on_result, c->r, &err);
         break;
     }
     case 2:
-        c->rc = kc_engine_committed(eng, group, offs, 2, 30000, on_result, c->r, &err);
+        c->rc =
+            kc_engine_committed(eng, group, offs, 2, 30000, kc_test_offsets_on_result, c->r, &err);
         break;
     case 3:
         kc_engine_close(eng, 1000);
@@ -93,14 +64,11 @@ static void on_net(kc_loop_t *loop, void *arg)
 
 static void run_wait(int op, result_t *r)
 {
-    memset(r, 0, sizeof *r);
+    kc_test_offsets_reset(r);
     call_t c = {op, r, KC_OK};
     kc_netthread_call(nt, on_net, &c);
     assert_int_equal(c.rc, KC_OK);
-    pthread_mutex_lock(&mu);
-    while (!r->done)
-        pthread_cond_wait(&cv, &mu);
-    pthread_mutex_unlock(&mu);
+    kc_test_offsets_wait(r);
 }
 
 static void anonymous_commit_fetch_and_refusal(void **state)

@@ -13,6 +13,7 @@
  * No threads marker, like the other engine tests: the network thread is only reached through
  * kc_netthread_call, and a TSan re-run would boot a second 3-broker cluster. */
 #include "kc_test.h"
+#include "slice_tally.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -85,9 +86,7 @@ static void cluster(const char *args)
 
 /* ---- the consumer (network thread) -------------------------------------------------------- */
 
-typedef struct pst {
-    int64_t expected, records, dups, gaps;
-} pst_t;
+typedef kc_slice_tally_t pst_t;
 
 static kc_netthread_t *nt;
 static kc_engine_t *eng;
@@ -98,40 +97,11 @@ static kc_err_t sink_records(void *opaque, void *user, const char *t, int32_t pa
                              kc_slice_t *s, int64_t first, int64_t next)
 {
     (void)opaque, (void)broker;
-    pst_t *p = user;
-    if (!p) {
+    if (!user) {
         kc_slice_release(s); /* the leader probe: not counted */
         return KC_OK;
     }
-    kc_batch_splitter_t sp;
-    kc_batch_splitter_init(&sp, s, t, part, true);
-    kc_batch_t b;
-    kc_error_t err;
-    kc_err_t rc;
-    kc_decode_ctx_t dc;
-    kc_decode_ctx_init(&dc, 64u << 20);
-    while ((rc = kc_batch_next(&sp, &b, &err)) != KC_ERR_NOT_FOUND) {
-        if (rc != KC_OK || kc_batch_is_control(&b))
-            continue;
-        kc_record_iter_t it;
-        if (kc_batch_records(&dc, &b, &it, &err) != KC_OK)
-            continue;
-        kc_record_t r;
-        while (kc_record_next(&it, &r, &err) == KC_OK) {
-            if (r.offset < first)
-                continue;
-            if (r.offset < p->expected)
-                p->dups++;
-            else if (r.offset > p->expected)
-                p->gaps++;
-            p->expected = r.offset + 1;
-            p->records++;
-        }
-    }
-    kc_decode_ctx_destroy(&dc);
-    if (next > p->expected)
-        p->expected = next;
-    kc_slice_release(s);
+    kc_slice_tally_add(user, s, t, part, first, next);
     return KC_OK;
 }
 

@@ -321,7 +321,7 @@ static void coordinator_failover(void **state)
      * themselves while no coordinator answers. The members read it with DescribeConfigs. */
     char gc[400];
     snprintf(gc, sizeof gc,
-             "tool kafka.admin.ConfigCommand --bootstrap-server %s --alter --entity-type groups "
+             "tool ConfigCommand --bootstrap-server %s --alter --entity-type groups "
              "--entity-name %s --add-config consumer.session.timeout.ms=20000",
              kc_test_env("KC_BOOTSTRAP"), g);
     assert_int_equal(kc_gm_testkit(gc), 0);

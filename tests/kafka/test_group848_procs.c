@@ -159,12 +159,11 @@ static void group_churn(void **state)
     /* kafka-consumer-groups --describe while members 2 and 3 hold everything. */
     char out[400];
     snprintf(out, sizeof out, "%s/describe.txt", dir);
-    snprintf(
-        cmd, sizeof cmd,
-        "%s tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "
-        "%s --describe --group %s --dir %s > %s 2>&1",
-        kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
-        kc_test_env("KC_CLUSTER_DIR"), out);
+    snprintf(cmd, sizeof cmd,
+             "%s tool ConsumerGroupCommand --bootstrap-server "
+             "%s --describe --group %s --dir %s > %s 2>&1",
+             kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
+             kc_test_env("KC_CLUSTER_DIR"), out);
     int drc = system(cmd);
     int rows = 0, lag0 = 0, with_member = 0;
     FILE *f = fopen(out, "r");

@@ -46,22 +46,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-/* The number value of `"key":` inside the "partitions" entry of (topic, p) in json; -2 absent. */
-static long long part_field(const char *json, const char *topic, int p, const char *key)
-{
-    char head[160], k[64];
-    snprintf(head, sizeof head, "{\"topic\":\"%s\",\"partition\":%d,", topic, p);
-    const char *parts = strstr(json, "\"partitions\":[");
-    const char *grp = strstr(json, "],\"group\":");
-    const char *e = parts ? strstr(parts, head) : NULL;
-    if (!e || (grp && e > grp))
-        return -2;
-    const char *close = strchr(e, '}');
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *v = strstr(e, k);
-    return v && v < close ? atoll(v + strlen(k)) : -2;
-}
-
 static void group_partitions_in_stats(void **state)
 {
     (void)state;
@@ -100,8 +84,8 @@ static void group_partitions_in_stats(void **state)
         pthread_mutex_unlock(&mu);
         ok = n >= RECS;
         for (int p = 0; p < NP && ok; p++) {
-            long long pos = part_field(snap, topic, p, "position");
-            ok = pos >= 0 && pos == part_field(snap, topic, p, "high_watermark");
+            long long pos = kc_test_stats_part(snap, topic, p, "position");
+            ok = pos >= 0 && pos == kc_test_stats_part(snap, topic, p, "high_watermark");
         }
     }
     if (!ok)
@@ -109,9 +93,9 @@ static void group_partitions_in_stats(void **state)
                  strstr(snap, "\"partitions\"") ? strstr(snap, "\"partitions\"") : snap);
     long long sum = 0;
     for (int p = 0; p < NP; p++) {
-        long long hw = part_field(snap, topic, p, "high_watermark");
-        assert_int_equal(part_field(snap, topic, p, "lag"), 0);
-        assert_true(part_field(snap, topic, p, "worker") >= 0);
+        long long hw = kc_test_stats_part(snap, topic, p, "high_watermark");
+        assert_int_equal(kc_test_stats_part(snap, topic, p, "lag"), 0);
+        assert_true(kc_test_stats_part(snap, topic, p, "worker") >= 0);
         int64_t pos = -5;
         if (kc_position(c, topic, p, &pos, &err) != KC_OK)
             fail_msg("kc_position %d: %s", p, err.msg);
@@ -134,8 +118,8 @@ static void group_partitions_in_stats(void **state)
         pthread_mutex_unlock(&mu);
         ok = 1;
         for (int p = 0; p < NP && ok; p++) {
-            long long pos = part_field(snap, topic, p, "position");
-            ok = pos > 0 && part_field(snap, topic, p, "committed") == pos;
+            long long pos = kc_test_stats_part(snap, topic, p, "position");
+            ok = pos > 0 && kc_test_stats_part(snap, topic, p, "committed") == pos;
         }
     }
     if (!ok)

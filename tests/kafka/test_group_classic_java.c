@@ -1,10 +1,10 @@
-/* engine/group/classic/member against a real broker, in a mixed group with Java's kafka-console-consumer
- * (group.protocol=classic), each side joining first in turn (so each is leader once), for range
- * and cooperative-sticky: the assignments the broker relays (DescribeGroups, decoded) cover the
- * topic exactly once, and ours equals what our member holds. The test is the engine
- * (classic_members.h). Kafka-only members: test_group_classic.c.
- * Single broker: the bootstrap broker is the coordinator (FindCoordinator is the engine's job).
- * Needs KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
+/* engine/group/classic/member against a real broker, in a mixed group with Java's
+ * kafka-console-consumer (group.protocol=classic), each side joining first in turn (so each is
+ * leader once), for range and cooperative-sticky: the assignments the broker relays
+ * (DescribeGroups, decoded) cover the topic exactly once, and ours equals what our member holds.
+ * The test is the engine (classic_members.h). Kafka-only members: test_group_classic.c. Single
+ * broker: the bootstrap broker is the coordinator (FindCoordinator is the engine's job). Needs
+ * KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "classic_members.h"
 
 static pid_t start_java(const char *group, const char *strategy_class)

@@ -56,7 +56,7 @@ static void placement(int *node)
     char out[400], cmd[1200], line[512];
     snprintf(out, sizeof out, "%s/describe.txt", dir);
     snprintf(cmd, sizeof cmd,
-             "%s tool org.apache.kafka.tools.TopicCommand --bootstrap-server %s --describe "
+             "%s tool TopicCommand --bootstrap-server %s --describe "
              "--topic %s --dir %s > %s 2>&1",
              kc_test_env("KC_TESTKIT"), getenv("KC_BOOTSTRAP"), topic, cdir, out);
     assert_int_equal(sh(cmd), 0);
@@ -129,7 +129,7 @@ static void rack_aware_range(void **state)
     /* The placement is given (the controller's own is not even: seen 1,2,2,2): partition p's
      * only replica on node 1 + p % 2. */
     snprintf(cmd, sizeof cmd,
-             "%s tool org.apache.kafka.tools.TopicCommand --bootstrap-server %s --create "
+             "%s tool TopicCommand --bootstrap-server %s --create "
              "--topic %s --replica-assignment 1,2,1,2 --dir %s > %s/create.log 2>&1",
              kc_test_env("KC_TESTKIT"), bootstrap, topic, cdir, dir);
     assert_int_equal(sh(cmd), 0);

@@ -6,6 +6,8 @@
  *     delivers its records; the non-matching topic is never assigned.
  *  3. A matching topic deleted: it leaves the assignment.
  *  4. A pattern that does not compile: KC_ERR_INVALID_ARG, and the subscription stays.
+ *  5. Every matching topic deleted: the member holds nothing (Java's classic consumer drops
+ *     them too); a matching topic created then is assigned again.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
@@ -135,6 +137,17 @@ static void classic_pattern(void **state)
     snprintf(want, sizeof want, "%s:0 %s:1 %s:0 ", a, a, late_topic);
     wait_held(c, want, 40000);
     printf("# after a matching topic was deleted: %s\n", want);
+
+    kc_test_cluster("topic delete %s", a);
+    kc_test_cluster("topic delete %s", late_topic);
+    wait_held(c, "", 40000);
+    printf("# after every matching topic was deleted: nothing held\n");
+    char again[64];
+    snprintf(again, sizeof again, "rx-%d-again", pid);
+    kc_test_cluster("topic create %s --partitions 1", again);
+    snprintf(want, sizeof want, "%s:0 ", again);
+    wait_held(c, want, 40000);
+    printf("# after a matching topic was created again: %s\n", want);
     assert_int_equal(kc_close(c, 10000, &err), KC_OK);
     kc_destroy(c);
 }

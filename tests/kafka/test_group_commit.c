@@ -134,7 +134,7 @@ static int describe_at_end(const char *group, int *rows)
     char out[256], cmd[1024];
     snprintf(out, sizeof out, "%s/describe-%s.txt", kc_test_env("KC_CLUSTER_DIR"), group);
     snprintf(cmd, sizeof cmd,
-             "%s tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand "
+             "%s tool ConsumerGroupCommand "
              "--bootstrap-server %s --describe --group %s --dir %s > %s 2>&1",
              kc_test_env("KC_TESTKIT"), kc_test_env("KC_BOOTSTRAP"), group,
              kc_test_env("KC_CLUSTER_DIR"), out);

@@ -203,7 +203,7 @@ static void classic_group_stays_classic(void **state)
     if (j == 0) {
         setsid(); /* its own process group: the JVM under the testkit script goes with it */
         snprintf(cmd, sizeof cmd,
-                 "exec %s tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "
+                 "exec %s tool ConsoleConsumer --bootstrap-server "
                  "%s --topic %s --group %s --consumer-property group.protocol=classic "
                  "--consumer-property partition.assignment.strategy=org.apache.kafka.clients."
                  "consumer.RangeAssignor --consumer-property auto.offset.reset=earliest "

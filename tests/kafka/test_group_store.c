@@ -85,22 +85,6 @@ static void on_event(void *o, const kc_event_t *ev)
     pthread_mutex_unlock(&mu);
 }
 
-/* The number value of `"key":` inside the "partitions" entry of (topic, p) in json; -2 absent. */
-static long long part_field(const char *json, const char *topic, int p, const char *key)
-{
-    char head[160], k[64];
-    snprintf(head, sizeof head, "{\"topic\":\"%s\",\"partition\":%d,", topic, p);
-    const char *parts = strstr(json, "\"partitions\":[");
-    const char *grp = strstr(json, "],\"group\":");
-    const char *e = parts ? strstr(parts, head) : NULL;
-    if (!e || (grp && e > grp))
-        return -2;
-    const char *close = strchr(e, '}');
-    snprintf(k, sizeof k, "\"%s\":", key);
-    const char *v = strstr(e, k);
-    return v && v < close ? atoll(v + strlen(k)) : -2;
-}
-
 static kc_consumer_t *member(const char *group)
 {
     kc_conf_t *conf = kc_conf_new();
@@ -201,8 +185,8 @@ static void store_commit_restart(void **state)
         for (int p = 0; p < NP && ok; p++) {
             int64_t pos = -5;
             ok = kc_position(c, topic, p, &pos, &err) == KC_OK && pos == stored[p] &&
-                 part_field(snap, topic, p, "position") == stored[p] &&
-                 part_field(snap, topic, p, "committed") == stored[p];
+                 kc_test_stats_part(snap, topic, p, "position") == stored[p] &&
+                 kc_test_stats_part(snap, topic, p, "committed") == stored[p];
         }
     }
     atomic_store(&hold, 0);

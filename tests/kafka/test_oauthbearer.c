@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /* SASL OAUTHBEARER (KIP-255) against the testkit's oauthbearer listener, whose broker validates
  * RS256 JWTs against the token endpoint's JWKS with Kafka's own
  * OAuthBearerValidatorCallbackHandler (tests/testkit/cluster, oauth_broker_config):
@@ -12,6 +12,10 @@
  *  - oidc_expiry_reauth: 15 s tokens (the endpoint's "lifetime:15" scope) over a 40 s run with a
  *    second batch produced mid-run: the token is refreshed and every connection re-authenticates
  *    in place (KIP-368: stats reauths grow, connects stay 1), nothing lost, nothing twice;
+ *  - idp_outage: the token source fails until the 15 s token expired and the broker refused the
+ *    connection (KC_ERR_AUTH, final for that token); once the source answers again, the refreshed
+ *    token is new credentials and the connection starts over: a batch produced during the outage
+ *    is read, nothing lost, nothing twice;
  *  - oidc_wrong_secret: kc_consumer_new fails with KC_ERR_AUTH naming OAUTHBEARER and the token
  *    endpoint, never the secret (the message goes to the suite's credential scan);
  *  - callback_failure: the callback's failure fails kc_consumer_new with its reason.
@@ -41,6 +45,7 @@ static char topic[64];
 static kc_tally_t tally;
 static pthread_t main_thread;
 static _Atomic int cb_calls, cb_off_thread; /* token callback calls; calls on a wrong thread */
+static _Atomic int idp_down;                /* idp_outage: the token callback fails while set */
 
 static void reset_counts(void)
 {
@@ -142,10 +147,17 @@ static size_t on_body(char *p, size_t s, size_t n, void *o)
     return k;
 }
 
+/* opaque: the token request's scope (NULL: "kafka") */
 static void token_cb(void *opaque, kc_oauthbearer_req_t *req)
 {
-    (void)opaque;
     atomic_fetch_add(&cb_calls, 1);
+    if (atomic_load(&idp_down)) {
+        kc_oauthbearer_set_token_failure(req, "the test's identity provider is down");
+        return;
+    }
+    char fields[128];
+    snprintf(fields, sizeof fields, "grant_type=client_credentials&scope=%s",
+             opaque ? (const char *)opaque : "kafka");
     char name[32] = "";
     pthread_getname_np(pthread_self(), name, sizeof name);
     if (!pthread_equal(pthread_self(), main_thread) && strcmp(name, "kc-oauth") != 0)
@@ -158,7 +170,7 @@ static void token_cb(void *opaque, kc_oauthbearer_req_t *req)
     curl_easy_setopt(h, CURLOPT_URL, kc_test_env("KC_OIDC_TOKEN_URL"));
     curl_easy_setopt(h, CURLOPT_CAINFO, kc_test_env("KC_CA_FILE"));
     curl_easy_setopt(h, CURLOPT_USERPWD, userpwd);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, "grant_type=client_credentials&scope=kafka");
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, fields);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -293,6 +305,40 @@ static void oidc_expiry_reauth(void **state)
     kc_destroy(c);
 }
 
+static void idp_outage(void **state)
+{
+    (void)state;
+    reset_counts();
+    atomic_store(&idp_down, 0);
+    kc_conf_t *conf = base_conf();
+    kc_error_t err;
+    assert_int_equal(
+        kc_conf_set_oauthbearer_token_cb(conf, token_cb, (void *)"kafka%20lifetime:15", &err),
+        KC_OK);
+    /* a topic of its own: the other cases add records to the shared one */
+    char own[80];
+    snprintf(own, sizeof own, "%s-idp", topic);
+    kc_test_cluster("topic create %s --partitions %d", own, NP);
+    kc_test_cluster("produce %s --records %d --size 100", own, RECS);
+    kc_consumer_t *c = start(conf);
+    kc_test_assign_all(c, own, NP, KC_OFFSET_BEGINNING);
+    kc_tally_expect(&tally, RECS, 60000, "first batch, before the outage");
+    atomic_store(&idp_down, 1);
+    /* The token runs out; its broker session ends, and the next login has no valid token. */
+    int64_t end = kc_test_now_ms() + 60000 * kc_test_time_scale();
+    while (kc_tally_errors_of(&tally, KC_ERR_AUTH) == 0 && kc_test_now_ms() < end)
+        kc_test_sleep_ms(200);
+    long refused = (long)kc_tally_errors_of(&tally, KC_ERR_AUTH);
+    printf("# outage: %ld KC_ERR_AUTH event(s) once the token expired\n", refused);
+    assert_true(refused >= 1);
+    kc_test_cluster("produce %s --records %d --size 100", own, RECS);
+    atomic_store(&idp_down, 0); /* the refresher, retrying, gets a token now */
+    kc_tally_expect(&tally, 2 * RECS, 60000, "second batch, after the outage");
+    assert_int_equal(atomic_load(&tally.dups), 0);
+    assert_int_equal(kc_close(c, 5000, &err), KC_OK);
+    kc_destroy(c);
+}
+
 static void oidc_wrong_secret(void **state)
 {
     (void)state;
@@ -347,7 +393,7 @@ int main(void)
         cmocka_unit_test(callback_consume),   cmocka_unit_test(oidc_consume),
         cmocka_unit_test(oidc_wrong_secret),  cmocka_unit_test(callback_failure),
         cmocka_unit_test(oidc_group_classic), cmocka_unit_test(oidc_group_consumer),
-        cmocka_unit_test(oidc_expiry_reauth),
+        cmocka_unit_test(oidc_expiry_reauth), cmocka_unit_test(idp_outage),
     };
     kc_test_filter();
     return cmocka_run_group_tests(tests, setup, NULL);

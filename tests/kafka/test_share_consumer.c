@@ -40,18 +40,6 @@ typedef struct member {
     int id;
 } member_t;
 
-static int64_t index_of(const kc_record_t *r)
-{
-    size_t len;
-    const char *v = kc_record_value(r, &len);
-    char num[32];
-    if (!v || len == 0 || len > 30)
-        return -1;
-    memcpy(num, v, len);
-    num[len] = '\0';
-    return atoll(num);
-}
-
 static kc_cb_result_t on_records(void *opaque, kc_part_t *p, kc_records_t *b)
 {
     (void)p;
@@ -62,7 +50,7 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *p, kc_records_t *b)
     kc_cb_result_t res = KC_CB_CONTINUE;
     pthread_mutex_lock(&t->mu);
     while ((r = kc_records_next(b))) {
-        int64_t i = index_of(r);
+        int64_t i = kc_test_record_index(r);
         if (i < 0 || i >= RECORDS || count < 1) {
             t->bad++;
             continue;
@@ -89,23 +77,11 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *p, kc_records_t *b)
 
 static kc_consumer_t *share_consumer(member_t *m, const char *group, const char *max_records)
 {
-    kc_conf_t *conf = kc_conf_new();
-    assert_non_null(conf);
-    kc_test_conf_set(conf, "bootstrap.servers", kc_test_env("KC_SHARE_BOOTSTRAP"));
-    kc_test_conf_set(conf, "group.id", group);
-    kc_test_conf_set(conf, "group.type", "share");
-    kc_test_conf_set(conf, "worker.threads", "2");
-    kc_test_conf_set(conf, "fetch.max.wait.ms", "200");
-    if (max_records)
-        kc_test_conf_set(conf, "callback.batch.max.records", max_records);
+    char more[96];
+    snprintf(more, sizeof more, "worker.threads=2%s%s",
+             max_records ? ";callback.batch.max.records=" : "", max_records ? max_records : "");
     kc_callbacks_t cbs = {.on_records = on_records, .opaque = m};
-    kc_consumer_t *c = kc_test_consumer(conf, &cbs);
-    /* the consumer owns conf now */
-    const char *topics[] = {kc_sd_topic};
-    kc_error_t err;
-    if (kc_subscribe(c, topics, 1, &err) != KC_OK)
-        fail_msg("kc_subscribe: %s", err.msg);
-    return c;
+    return kc_sd_consumer(group, more, &cbs);
 }
 
 static int distinct(tally_t *t)
@@ -114,14 +90,6 @@ static int distinct(tally_t *t)
     int n = t->distinct;
     pthread_mutex_unlock(&t->mu);
     return n;
-}
-
-static void close_consumer(kc_consumer_t *c)
-{
-    kc_error_t err;
-    if (kc_close(c, 15000, &err) != KC_OK)
-        fail_msg("kc_close: %s", err.msg);
-    kc_destroy(c);
 }
 
 static void accept_exactly_once(void **state)
@@ -173,7 +141,7 @@ static void accept_exactly_once(void **state)
     fprintf(stderr, "accepted per the members' share sessions: %ld\n", accepted);
     assert_true(accepted > 0 && accepted <= RECORDS);
     for (int i = 0; i < MEMBERS; i++)
-        close_consumer(c[i]);
+        kc_test_close(c[i]);
     int twice = 0, members_used = 0;
     for (int i = 0; i < RECORDS; i++)
         twice += t->deliveries[i] != 1;
@@ -188,7 +156,7 @@ static void accept_exactly_once(void **state)
     m[MEMBERS] = (member_t){t, MEMBERS};
     kc_consumer_t *late = share_consumer(&m[MEMBERS], group, NULL);
     kc_test_sleep_ms(4000);
-    close_consumer(late);
+    kc_test_close(late);
     assert_int_equal(t->by_member[MEMBERS], 0);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -221,7 +189,7 @@ static void retry_releases(void **state)
         kc_test_sleep_ms(50);
     }
     kc_test_sleep_ms(1000);
-    close_consumer(c);
+    kc_test_close(c);
     assert_int_equal(t->bad, 0);
     assert_int_equal(t->retried, N / 10);
     for (int i = 0; i < N; i++) {

@@ -38,7 +38,7 @@ ssl.truststore.location=$KC_CA_FILE
 request.timeout.ms=10000
 default.api.timeout.ms=15000
 PROPS
-    "$KC_TESTKIT" tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$KC_SASL_SSL_BOOTSTRAP" \
+    "$KC_TESTKIT" tool TopicCommand --bootstrap-server "$KC_SASL_SSL_BOOTSTRAP" \
         --command-config "$tmp/client.properties" --list --dir "${KC_CLUSTER_DIR:-$tmp}" >"$tmp/out" 2>&1
 }
 for mech in SCRAM-SHA-256 SCRAM-SHA-512; do

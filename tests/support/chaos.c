@@ -234,7 +234,7 @@ pid_t kc_chaos_produce_bg(kc_chaos_t *ch, long n, int rate)
     /* ProducerPerformance (acks=all, idempotent by default: a retried send after a broker's
      * death is not written twice, so the log holds each produced record once). */
     snprintf(cmd, sizeof cmd,
-             "exec '%s' tool org.apache.kafka.tools.ProducerPerformance --topic %s "
+             "exec '%s' tool ProducerPerformance --topic %s "
              "--num-records %ld --record-size 100 --throughput %d --producer-props "
              "bootstrap.servers=%s acks=all linger.ms=5 batch.size=16384 "
              "delivery.timeout.ms=300000 --dir '%s' >/dev/null 2>&1",

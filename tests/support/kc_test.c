@@ -2,6 +2,7 @@
 #include "kc_test.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,4 +219,45 @@ void kc_test_commit_check(kc_consumer_t *c, const char *topic, int np, int64_t w
     if (sum != want)
         fail_msg("committed offsets of %s add up to %lld, %lld wanted", topic, (long long)sum,
                  (long long)want);
+}
+
+long long kc_test_stats_part(const char *json, const char *topic, int partition, const char *key)
+{
+    json_t *o = json ? json_loads(json, 0, NULL) : NULL;
+    long long v = -2;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "partitions"), i, e)
+    {
+        const char *t = json_string_value(json_object_get(e, "topic"));
+        json_t *x = json_object_get(e, key);
+        if (t && strcmp(t, topic) == 0 &&
+            json_integer_value(json_object_get(e, "partition")) == partition &&
+            json_is_integer(x)) {
+            v = json_integer_value(x);
+            break;
+        }
+    }
+    json_decref(o);
+    return v;
+}
+
+int64_t kc_test_record_index(const kc_record_t *r)
+{
+    size_t len;
+    const char *v = kc_record_value(r, &len);
+    char num[32];
+    if (!v || len == 0 || len > 30)
+        return -1;
+    memcpy(num, v, len);
+    num[len] = '\0';
+    return atoll(num);
+}
+
+void kc_test_close(kc_consumer_t *c)
+{
+    kc_error_t err;
+    if (kc_close(c, 15000, &err) != KC_OK)
+        fail_msg("kc_close: %s", err.msg);
+    kc_destroy(c);
 }

@@ -67,4 +67,14 @@ void kc_test_assign_all(kc_consumer_t *c, const char *topic, int np, int64_t off
  * the test unless the committed offsets of partitions 0..np-1 add up to `want`. */
 void kc_test_commit_check(kc_consumer_t *c, const char *topic, int np, int64_t want);
 
+/* A record's value read as a number: the testkit's keyed produce writes the record index,
+ * zero-padded. -1 when the value is no such number. */
+int64_t kc_test_record_index(const kc_record_t *r);
+/* kc_close (up to 15 s) that fails the test with the library's message, then kc_destroy. */
+void kc_test_close(kc_consumer_t *c);
+
+/* The integer `key` of the stats JSON's "partitions" entry for (topic, partition), read with
+ * jansson; -2 when the entry, the key or the JSON itself is missing (a value may be -1). */
+long long kc_test_stats_part(const char *json, const char *topic, int partition, const char *key);
+
 #endif

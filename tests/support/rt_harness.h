@@ -185,6 +185,9 @@ static inline void h_cmpl(void *ctx, const kc_rt_cmpl_t *c)
     case KC_RT_CMPL_SHARE_ACK: /* offsets per verdict (0 gap .. 3 reject) */
         h->share_acked[c->ack & 3] += (int)(c->last - c->offset + 1);
         break;
+    case KC_RT_CMPL_PARKED: /* test_park handles these itself */
+    case KC_RT_CMPL_REBALANCED:
+        break;
     }
 }
 
@@ -240,18 +243,45 @@ static inline size_t h_fetch(harness_t *h, const bool *want, int np, int per, in
     return total;
 }
 
-/* Waits (draining completions) until cond(h) or timeout; returns cond's last value. */
-static inline bool h_wait(harness_t *h, bool (*cond)(harness_t *), int timeout_ms)
+/* Waits (draining completions into `fn`) until cond(h) or timeout; returns cond's last value. */
+static inline bool h_wait_fn(harness_t *h, void (*fn)(void *, const kc_rt_cmpl_t *),
+                             bool (*cond)(harness_t *), int timeout_ms)
 {
     int64_t end = h_now_ns() + (int64_t)timeout_ms * 1000000;
     while (!cond(h)) {
-        kc_rt_drain_completions(h->rt, h_cmpl, h);
+        kc_rt_drain_completions(h->rt, fn, h);
         if (h_now_ns() > end)
             return false;
         usleep(1000);
     }
-    kc_rt_drain_completions(h->rt, h_cmpl, h);
+    kc_rt_drain_completions(h->rt, fn, h);
     return true;
 }
+
+/* h_wait_fn with the harness's own completion counts. */
+static inline bool h_wait(harness_t *h, bool (*cond)(harness_t *), int timeout_ms)
+{
+    return h_wait_fn(h, h_cmpl, cond, timeout_ms);
+}
+
+/* The cmocka set-up and tear-down of a test whose harness is the global H of its file: a fresh
+ * harness per case, and its dispatcher shut down and freed after it. */
+#define H_SETUP_TEARDOWN(H)                                                                        \
+    static int setup(void **state)                                                                 \
+    {                                                                                              \
+        (void)state;                                                                               \
+        H = calloc(1, sizeof *H);                                                                  \
+        return H ? 0 : -1;                                                                         \
+    }                                                                                              \
+    static int teardown(void **state)                                                              \
+    {                                                                                              \
+        (void)state;                                                                               \
+        if (H->rt) {                                                                               \
+            kc_rt_shutdown(H->rt, false, 5000);                                                    \
+            kc_rt_free(H->rt);                                                                     \
+        }                                                                                          \
+        free(H);                                                                                   \
+        return 0;                                                                                  \
+    }
 
 #endif

@@ -394,3 +394,21 @@ void kc_sd_close(kc_sd_member_t *m)
     kc_decode_ctx_destroy(&m->dctx);
     kc_g848_free(&m->gc);
 }
+
+kc_consumer_t *kc_sd_consumer(const char *group, const char *more, const kc_callbacks_t *cbs)
+{
+    kc_conf_t *conf = kc_conf_new();
+    assert_non_null(conf);
+    kc_test_conf_set(conf, "bootstrap.servers", kc_test_env("KC_SHARE_BOOTSTRAP"));
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "group.type", "share");
+    kc_test_conf_set(conf, "fetch.max.wait.ms", "200");
+    if (more)
+        kc_test_conf_set_all(conf, more);
+    kc_consumer_t *c = kc_test_consumer(conf, cbs); /* the consumer owns conf now */
+    const char *topics[] = {kc_sd_topic};
+    kc_error_t err;
+    if (kc_subscribe(c, topics, 1, &err) != KC_OK)
+        fail_msg("kc_subscribe: %s", err.msg);
+    return c;
+}

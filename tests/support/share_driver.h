@@ -41,6 +41,12 @@ typedef struct kc_sd_member {
     const char *group;
 } kc_sd_member_t;
 
+/* A consumer of the public API in share group `group` on the suite's share cluster
+ * (fetch.max.wait.ms 200, plus `more`: kc_test_conf_set_all's "key=value;...", NULL none),
+ * subscribed to kc_sd_topic. Fails the test on error. */
+struct kc_consumer *kc_sd_consumer(const char *group, const char *more,
+                                   const struct kc_callbacks *cbs);
+
 /* `$KC_TESTKIT ARGS --dir $KC_SHARE_CLUSTER_DIR`; fails the test if it fails. */
 void kc_sd_testkit(const char *args);
 /* Creates kc_sd_topic (name from `prefix` and the pid) with `partitions` and makes `group` start

@@ -125,6 +125,7 @@ typedef struct mb {
     int n_groups, cap_groups;
     uint64_t member_seq;            /* makes generated member ids unique */
     int32_t group_initial_delay_ms; /* read-only after start: group.initial.rebalance.delay.ms */
+    bool trace_groups;              /* read-only after start: --trace-groups */
 } mb_t;
 
 /* Builds the batch templates from the options; false with a message on stderr. */
@@ -158,6 +159,14 @@ mbg_member_t *mbg_member_add(mb_t *mb, mbg_group_t *g, const char *id, int64_t n
 void mbg_member_remove(mbg_group_t *g, mbg_member_t *m);
 /* Frees every group (at exit, once no connection thread runs). */
 void mbg_free_all(mb_t *mb);
+/* --trace-groups: one line on stderr per group event (a KIP-848 member's assignment moving, a
+ * member removed, each committed offset), stamped with `now` (the broker's clock in ms, passed in
+ * as to the group state machines), so a test that fails can show the sequence. Call under
+ * mb_t.lock (the lines of concurrent events stay ordered). */
+void mbg_trace(const mb_t *mb, int64_t now, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A per-partition flag map as "[0 2 5]" into buf. */
+const char *mbg_parts_str(const uint8_t *map, int32_t n, char *buf, size_t cap);
 
 /* One JoinGroup's fields, as decoded. */
 typedef struct mbg_join_req {

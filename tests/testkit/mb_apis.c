@@ -237,7 +237,7 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
      * wrong generation or member epoch); the anonymous form (no member, -1) always commits. */
     mbg_group_t *g = q.group_id.len > 0 ? mbg_find(mb, q.group_id, true) : NULL;
     int16_t gerr = q.group_id.len <= 0 ? KC_KAFKA_INVALID_GROUP_ID
-                   : !g ? KC_KAFKA_COORDINATOR_NOT_AVAILABLE
+                   : !g                ? KC_KAFKA_COORDINATOR_NOT_AVAILABLE
                         : mbg_commit_check(g, q.member_id, q.generation_id_or_member_epoch);
     for (int32_t i = 0; i < q.topics.count; i++) {
         const kc_offset_commit_request_topic_t *qt = &q.topics.items[i];
@@ -256,6 +256,13 @@ static kc_err_t offset_commit(mb_t *mb, int16_t v, kc_rbuf_t *rb, kc_wbuf_t *w, 
                 g->committed[p] = qt->partitions.items[j].committed_offset;
             else
                 t->partitions.items[j].error_code = KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION;
+            mbg_trace(mb, kt_now_ms(),
+                      "commit group=%.*s member=%.*s epoch=%d partition=%d offset=%lld error=%d",
+                      (int)(q.group_id.len > 0 ? q.group_id.len : 0), q.group_id.ptr,
+                      (int)(q.member_id.len > 0 ? q.member_id.len : 0), q.member_id.ptr,
+                      (int)q.generation_id_or_member_epoch, (int)p,
+                      (long long)qt->partitions.items[j].committed_offset,
+                      (int)t->partitions.items[j].error_code);
         }
     }
     pthread_mutex_unlock(&mb->lock);

@@ -165,6 +165,7 @@ int16_t mbg848_heartbeat(mb_t *mb, mbg_group_t *g, const kc_consumer_group_heart
     if (epoch == -1 || epoch == -2) {
         if (!m)
             return KC_KAFKA_UNKNOWN_MEMBER_ID;
+        mbg_trace(mb, now, "848 group=%s member=%s left (epoch %d)", g->id, m->id, (int)epoch);
         mbg_member_remove(g, m); /* its partitions are free at once */
         mbg848_bump(g);
         return 0;
@@ -226,9 +227,19 @@ int16_t mbg848_heartbeat(mb_t *mb, mbg_group_t *g, const kc_consumer_group_heart
         goto out;
     }
     memcpy(before, m->assigned, (size_t)mb->partitions);
+    int32_t revoking_before = m->n_revoking;
     reconcile(mb, g, m, owned, now);
     bool changed = memcmp(before, m->assigned, (size_t)mb->partitions) != 0;
     free(before);
+    if (changed || epoch == 0 || revoking_before != m->n_revoking) {
+        char a[256], r[256], o[256];
+        mbg_trace(
+            mb, now,
+            "848 group=%s member=%s sent epoch=%d owned=%s -> epoch=%d assigned=%s revoking=%s",
+            g->id, m->id, (int)epoch, mbg_parts_str(owned, mb->partitions, o, sizeof o),
+            (int)m->epoch, mbg_parts_str(m->assigned, mb->partitions, a, sizeof a),
+            mbg_parts_str(m->revoking, mb->partitions, r, sizeof r));
+    }
     /* Kafka sends the assignment on a join, on a full request (a client recovering from an
      * error sends one) and whenever it changed. */
     bool full = q->rebalance_timeout_ms != -1 &&
@@ -243,12 +254,13 @@ out:
 
 void mbg848_tick(mb_t *mb, mbg_group_t *g, int64_t now)
 {
-    (void)mb;
     for (int i = g->n - 1; i >= 0; i--) {
         mbg_member_t *m = g->m[i];
         bool silent = now - m->last_ms > m->session_ms;
         bool stuck = m->n_revoking && now - m->revoke_since_ms > m->rebalance_ms;
         if (silent || stuck) {
+            mbg_trace(mb, now, "848 group=%s member=%s removed: %s", g->id, m->id,
+                      silent ? "silent past its session" : "revoking past its rebalance timeout");
             mbg_member_remove(g, m);
             mbg848_bump(g);
         }

@@ -15,6 +15,7 @@
 #include "mb.h"
 #include "proto/kafka_errors.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,29 @@ void mbg_member_remove(mbg_group_t *g, mbg_member_t *m)
         g->kind = MBG_NONE;
         g->state = MBG_EMPTY;
     }
+}
+
+void mbg_trace(const mb_t *mb, int64_t now, const char *fmt, ...)
+{
+    if (!mb->trace_groups)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%lld trace %s\n", (long long)now, line);
+}
+
+const char *mbg_parts_str(const uint8_t *map, int32_t n, char *buf, size_t cap)
+{
+    size_t len = (size_t)snprintf(buf, cap, "[");
+    for (int32_t p = 0; map && p < n && len < cap; p++)
+        if (map[p])
+            len += (size_t)snprintf(buf + len, cap - len, len > 1 ? " %d" : "%d", (int)p);
+    if (len < cap)
+        snprintf(buf + len, cap - len, "]");
+    return buf;
 }
 
 void mbg_free_all(mb_t *mb)

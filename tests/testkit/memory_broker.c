@@ -143,11 +143,12 @@ static void usage(void)
             "usage: kc-memory-broker [--port P] [--topic NAME] [--partitions P] [--records N]\n"
             "         [--size B] [--batch-records K] [--compression none|gzip|lz4|zstd|snappy]\n"
             "         [--node-id I --peers HOST:PORT,HOST:PORT,...] [--stats-file PATH]\n"
-            "         [--group-initial-delay-ms MS]\n"
+            "         [--group-initial-delay-ms MS] [--trace-groups]\n"
             "  --records is per partition. With --peers (every node, in node-id order, this one\n"
             "  included) node I leads the partitions p with p %% N == I. Node 0 coordinates every\n"
             "  group (classic and KIP-848); --group-initial-delay-ms is Kafka's\n"
-            "  group.initial.rebalance.delay.ms (default 0).\n");
+            "  group.initial.rebalance.delay.ms (default 0). --trace-groups writes a line to\n"
+            "  stderr per group event (KIP-848 assignment steps, removals, committed offsets).\n");
 }
 
 int main(int argc, char **argv)
@@ -161,19 +162,14 @@ int main(int argc, char **argv)
     mb->n_nodes = 1;
     int port = 0;
     const char *peers = NULL, *stats_file = NULL;
-    static const struct option opts[] = {{"port", 1, 0, 'p'},
-                                         {"topic", 1, 0, 't'},
-                                         {"partitions", 1, 0, 'P'},
-                                         {"records", 1, 0, 'n'},
-                                         {"size", 1, 0, 's'},
-                                         {"compression", 1, 0, 'c'},
-                                         {"batch-records", 1, 0, 'k'},
-                                         {"node-id", 1, 0, 'i'},
-                                         {"peers", 1, 0, 'e'},
-                                         {"stats-file", 1, 0, 'S'},
-                                         {"help", 0, 0, 'h'},
-                                         {"group-initial-delay-ms", 1, 0, 'D'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"port", 1, 0, 'p'},          {"topic", 1, 0, 't'},
+        {"partitions", 1, 0, 'P'},    {"records", 1, 0, 'n'},
+        {"size", 1, 0, 's'},          {"compression", 1, 0, 'c'},
+        {"batch-records", 1, 0, 'k'}, {"node-id", 1, 0, 'i'},
+        {"peers", 1, 0, 'e'},         {"stats-file", 1, 0, 'S'},
+        {"help", 0, 0, 'h'},          {"group-initial-delay-ms", 1, 0, 'D'},
+        {"trace-groups", 0, 0, 'T'},  {0, 0, 0, 0}};
     for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
         switch (o) {
         case 'p':
@@ -208,6 +204,9 @@ int main(int argc, char **argv)
             break;
         case 'D':
             mb->group_initial_delay_ms = atoi(optarg);
+            break;
+        case 'T':
+            mb->trace_groups = true;
             break;
         default:
             usage();

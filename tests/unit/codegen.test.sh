@@ -4,16 +4,17 @@
 # folder and compares, so a hand edit of a .gen. file, or a generator change committed without
 # `make codegen`, fails here with the diff.
 #
-# Inputs: the pinned kafka-clients jar and the share-group release's (fetch-kafka --share), which `make test` resolves before the suites
-# (tests/testkit/fetch-kafka, cached in ~/.cache/kconsume), and java for the error table. This
-# test never reaches the network itself: without the jar it fails and says how to get it.
+# Inputs: the schema release's kafka-clients jar (fetch-kafka --schemas) and the share-group
+# release's (fetch-kafka --share), which `make test` resolves before the suites (cached in
+# ~/.cache/kconsume), and java for the error table. This test never reaches the network itself:
+# without a jar it fails and says how to get it.
 set -euo pipefail
 src=${KC_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 command -v java >/dev/null || fail "java is not installed (tests/testkit/install-deps installs it)"
-libs=$("$src/tests/testkit/fetch-kafka" --cached) ||
-    fail "the pinned kafka-clients jar is missing: run tests/testkit/fetch-kafka (make test does)"
+libs=$("$src/tests/testkit/fetch-kafka" --schemas --cached) ||
+    fail "the schema release's kafka-clients jar is missing: run tests/testkit/fetch-kafka --schemas (make test does)"
 share_libs=$("$src/tests/testkit/fetch-kafka" --share --cached) ||
     fail "the share-group release's jar is missing: run tests/testkit/fetch-kafka --share (make test does)"
 

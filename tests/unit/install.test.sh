@@ -8,18 +8,25 @@
 # The program is a small one written here (kc_version, a consumer created and closed) and
 # every examples/*.c, compiled and linked. Only installed files are used: the include
 # path is the prefix's, never the source tree's. Needs KC_BUILD_DIR (its library is what is
-# installed; a sanitized build's programs are compiled with the same sanitizer flags).
+# installed; a sanitized build's programs are compiled with the same sanitizer flags), or
+# KC_INSTALLED_PREFIX: a tree installed already, checked as it is (tests/package/deb.test.sh
+# passes the Debian packages unpacked, whose library directory is multiarch).
 set -euo pipefail
 src=${KC_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-build=${KC_BUILD_DIR:?KC_BUILD_DIR is required}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/kc-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-prefix=$work/prefix
-
-cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
-    { cat "$work/install.log" >&2; fail "cmake --install failed"; }
-libdir=$(cd "$prefix" && ls -d lib*/ | head -1); libdir=$prefix/${libdir%/}
+if [[ -n ${KC_INSTALLED_PREFIX:-} ]]; then
+    prefix=$KC_INSTALLED_PREFIX
+    build=""
+else
+    build=${KC_BUILD_DIR:?KC_BUILD_DIR or KC_INSTALLED_PREFIX is required}
+    prefix=$work/prefix
+    cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
+        { cat "$work/install.log" >&2; fail "cmake --install failed"; }
+fi
+libdir=$(find "$prefix" -name libkconsume.so -printf '%h\n' | head -1)
+[[ -n $libdir ]] || fail "no libkconsume.so under $prefix"
 for f in include/kconsume.h bin/kconsume; do [[ -f $prefix/$f ]] || fail "$f not installed"; done
 for f in libkconsume.so libkconsume.a pkgconfig/kconsume.pc cmake/kconsume/kconsumeConfig.cmake \
          cmake/kconsume/kconsumeConfigVersion.cmake cmake/kconsume/kconsumeTargets.cmake; do
@@ -29,7 +36,7 @@ soname=$(objdump -p "$libdir/libkconsume.so" | awk '$1 == "SONAME" {print $2}')
 [[ -e $libdir/$soname ]] || fail "the SONAME link $soname is not installed"
 echo "installed: $(cd "$prefix" && find . -type f -o -type l | sort | tr '\n' ' ')"
 
-san=$(sed -n 's/^KC_SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt")
+san=$([[ -n $build ]] && sed -n 's/^KC_SANITIZE:[A-Z]*=//p' "$build/CMakeCache.txt" || true)
 case $san in
     address) sflags="-fsanitize=address,undefined" ;;
     thread) sflags="-fsanitize=thread" ;;

@@ -17,23 +17,7 @@ static bool all_delivered(harness_t *h)
     return true;
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    H = calloc(1, sizeof *H);
-    return H ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (H->rt) {
-        kc_rt_shutdown(H->rt, false, 5000);
-        kc_rt_free(H->rt);
-    }
-    free(H);
-    return 0;
-}
+H_SETUP_TEARDOWN(H)
 
 /* 8 partitions x 300 batches of 10 records on 4 workers, views of at most 4 records: every
  * record in order exactly once, no two callbacks of one partition at once, committable at end. */

@@ -5,23 +5,7 @@
 
 static harness_t *H;
 
-static int setup(void **state)
-{
-    (void)state;
-    H = calloc(1, sizeof *H);
-    return H ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    if (H->rt) {
-        kc_rt_shutdown(H->rt, false, 5000);
-        kc_rt_free(H->rt);
-    }
-    free(H);
-    return 0;
-}
+H_SETUP_TEARDOWN(H)
 
 static bool p0_in_cb(harness_t *h)
 {

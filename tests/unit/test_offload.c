@@ -7,6 +7,8 @@
  *  - jobs run in submission order; a cancelled queued job is discarded at once and never done;
  *    a cancelled running job is discarded when it comes back; freeing the loop with jobs out
  *    discards them (ASan: nothing leaks);
+ *  - lanes are independent: a job on the DNS lane comes back while one on the login lane still
+ *    blocks (a KDC that hangs never delays a name lookup), on a thread of its own;
  *  - kc_gss_layer_parse takes exactly 4 octets, reads the 24-bit size big-endian, refuses a
  *    broker that offers no "no security layer"; kc_gss_layer_reply is 0x01, size 0, authzid. */
 #include "kc_test.h"
@@ -92,9 +94,9 @@ static void loop_runs_while_a_job_blocks(kc_loop_backend_t b)
 {
     kc_loop_t *l = new_loop(b);
     kc_error_t e;
-    kc_offload_t *o = kc_loop_offload(l, &e);
+    kc_offload_t *o = kc_loop_offload(l, KC_OFFLOAD_LOGIN, &e);
     assert_non_null(o);
-    assert_ptr_equal(kc_loop_offload(l, &e), o); /* one per loop */
+    assert_ptr_equal(kc_loop_offload(l, KC_OFFLOAD_LOGIN, &e), o); /* one per lane */
     ticker k = {.l = l};
     k.t.cb = on_tick;
     k.t.opaque = &k;
@@ -126,7 +128,7 @@ static void order_and_cancel(kc_loop_backend_t b)
 {
     kc_loop_t *l = new_loop(b);
     kc_error_t e;
-    kc_offload_t *o = kc_loop_offload(l, &e);
+    kc_offload_t *o = kc_loop_offload(l, KC_OFFLOAD_LOGIN, &e);
     assert_non_null(o);
     int order[8], n = 0;
     job a = {.id = 1, .sleep_ms = 300, .order = order, .norder = &n};
@@ -159,6 +161,51 @@ static void order_and_cancel(kc_loop_backend_t b)
     kc_loop_free(l);
     assert_int_equal(d.done + f.done, 0);
     assert_int_equal(d.discarded + f.discarded, 2);
+}
+
+static void lanes_independent(kc_loop_backend_t b)
+{
+    kc_loop_t *l = new_loop(b);
+    kc_error_t e;
+    kc_offload_t *login = kc_loop_offload(l, KC_OFFLOAD_LOGIN, &e);
+    kc_offload_t *dns = kc_loop_offload(l, KC_OFFLOAD_DNS, &e);
+    assert_non_null(login);
+    assert_non_null(dns);
+    assert_ptr_not_equal(login, dns);
+    assert_null(kc_loop_offload(l, KC_OFFLOAD_LANES, &e));
+    job slow = {.id = 1, .sleep_ms = 1500}, quick = {.id = 2};
+    assert_int_equal(kc_offload_submit(login, &fns, &slow, NULL, &e), KC_OK);
+    while (!atomic_load(&slow.started))
+        usleep(1000);
+    int64_t t0 = kc_now_ns();
+    assert_int_equal(kc_offload_submit(dns, &fns, &quick, NULL, &e), KC_OK);
+    int64_t end = t0 + 5000 * 1000000LL;
+    while (!quick.done && kc_now_ns() < end)
+        kc_loop_run_once(l, 10);
+    double quick_ms = (kc_now_ns() - t0) / 1e6;
+    print_message("# %s: the DNS lane's job came back after %.1f ms while the login lane's "
+                  "blocked\n",
+                  kc_loop_backend_name(l), quick_ms);
+    assert_int_equal(quick.done, 1);
+    assert_int_equal(slow.done, 0); /* still blocking */
+    assert_true(quick_ms < 700 * kc_test_time_scale());
+    assert_false(pthread_equal(quick.work_thread, slow.work_thread));
+    while (!slow.done && kc_now_ns() < end)
+        kc_loop_run_once(l, 10);
+    assert_int_equal(slow.done, 1);
+    kc_loop_free(l);
+}
+
+static void epoll_lanes(void **s)
+{
+    (void)s;
+    lanes_independent(KC_LOOP_EPOLL);
+}
+
+static void uring_lanes(void **s)
+{
+    (void)s;
+    lanes_independent(KC_LOOP_URING);
 }
 
 static void epoll_blocking(void **s)
@@ -219,7 +266,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(epoll_blocking),     cmocka_unit_test(uring_blocking),
         cmocka_unit_test(epoll_order_cancel), cmocka_unit_test(uring_order_cancel),
-        cmocka_unit_test(gss_layer_framing),
+        cmocka_unit_test(gss_layer_framing),  cmocka_unit_test(epoll_lanes),
+        cmocka_unit_test(uring_lanes),
     };
     kc_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,15 +53,11 @@ static void resolve_names(kc_loop_backend_t b)
 {
     kc_loop_t *l = new_loop(b);
     kc_error_t e;
-    kc_resolver_t *r = kc_loop_resolver(l, &e);
-    assert_non_null(r);
-    assert_ptr_equal(kc_loop_resolver(l, &e), r); /* one per loop */
-
     res ok = {0}, bad = {0};
     kc_resolve_job_t *j1, *j2;
     int64_t t0 = kc_now_ns();
-    assert_int_equal(kc_resolve_start(r, "localhost:9092", 0, on_res, &ok, &j1, &e), KC_OK);
-    assert_int_equal(kc_resolve_start(r, "kc-no-such-host.invalid:9092", 0, on_res, &bad, &j2, &e),
+    assert_int_equal(kc_resolve_start(l, "localhost:9092", 0, on_res, &ok, &j1, &e), KC_OK);
+    assert_int_equal(kc_resolve_start(l, "kc-no-such-host.invalid:9092", 0, on_res, &bad, &j2, &e),
                      KC_OK);
     assert_int_equal(ok.calls + bad.calls, 0);  /* never from inside the call */
     assert_true(kc_now_ns() - t0 < 50000000LL); /* starting a lookup does not block */
@@ -89,13 +85,12 @@ static void cancel_and_free(kc_loop_backend_t b)
 {
     kc_loop_t *l = new_loop(b);
     kc_error_t e;
-    kc_resolver_t *r = kc_loop_resolver(l, &e);
     res a = {0}, c = {0}, d = {0};
     kc_resolve_job_t *ja, *jc, *jd;
     /* a is picked up at once (being resolved or done when cancelled); c most likely still
      * queued behind it: both cancel paths run, and neither may call back. */
-    assert_int_equal(kc_resolve_start(r, "localhost:1", 0, on_res, &a, &ja, &e), KC_OK);
-    assert_int_equal(kc_resolve_start(r, "localhost:2", 0, on_res, &c, &jc, &e), KC_OK);
+    assert_int_equal(kc_resolve_start(l, "localhost:1", 0, on_res, &a, &ja, &e), KC_OK);
+    assert_int_equal(kc_resolve_start(l, "localhost:2", 0, on_res, &c, &jc, &e), KC_OK);
     kc_resolve_cancel(jc);
     kc_resolve_cancel(ja);
     int fired = 0;
@@ -104,7 +99,7 @@ static void cancel_and_free(kc_loop_backend_t b)
     wait_for(l, &fired, 5000);
     assert_int_equal(a.calls + c.calls, 0);
     /* A lookup still out when the loop is freed: joined and freed, no callback, no leak. */
-    assert_int_equal(kc_resolve_start(r, "localhost:3", 0, on_res, &d, &jd, &e), KC_OK);
+    assert_int_equal(kc_resolve_start(l, "localhost:3", 0, on_res, &d, &jd, &e), KC_OK);
     kc_loop_free(l);
     assert_int_equal(d.calls, 0);
 }

@@ -100,8 +100,9 @@ static int by_name(const void *a, const void *b)
 }
 
 /* A pattern subscription: the non-internal topics of this all-topics answer that match, sorted;
- * when they differ from the list (and are not none: a pattern matching nothing yet keeps the
- * member as it is), they become it. Out of memory: tried again at the next answer. */
+ * when they differ from the list, they become it. A match that empties (every matching topic
+ * deleted) empties the list too, as Java's classic consumer does: the member rejoins subscribed
+ * to nothing and gives up what it held. Out of memory: tried again at the next answer. */
 static void rematch(kc_classic_io_t *g, const kc_metadata_response_t *m)
 {
     char **names = calloc(m->topics.count > 0 ? (size_t)m->topics.count : 1, sizeof *names);
@@ -122,7 +123,7 @@ static void rematch(kc_classic_io_t *g, const kc_metadata_response_t *m)
     for (size_t i = 0; same && i < n; i++)
         same = strcmp(names[i], g->topics[i]) == 0;
     kc_error_t err;
-    if (names && n && !same && kc_classic_io_set_topics(g, (const char *const *)names, n, &err))
+    if (names && !same && kc_classic_io_set_topics(g, (const char *const *)names, n, &err))
         kc_group_report(g->grp, &err, false);
     for (size_t i = 0; i < n; i++)
         free(names[i]);

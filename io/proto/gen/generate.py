@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
 """Generates kconsume's Kafka message codec (io/proto/*.gen.[ch]) from Kafka's own schemas.
 
-The schemas are the common/message/*.json files inside the kafka-clients jar of the pinned Kafka
-version (tests/testkit/fetch-kafka prints the folder holding it); they are read straight from the
-jar and never committed. The share-group APIs (KIP-932) are read from the share-group release's
-jar instead (`fetch-kafka --share`): they became production-ready after the pinned release, which
-lacks their newer versions. Extra schemas written in the same format (layouts Kafka defines only in
+The schemas are the common/message/*.json files inside the kafka-clients jar of the schema
+release (`tests/testkit/fetch-kafka --schemas` prints the folder holding it; pinned apart from the
+brokers the suites run); they are read straight from the jar and never committed. The share-group
+APIs (KIP-932) are read from the share-group release's jar instead (`fetch-kafka --share`): they
+became production-ready after the schema release, which lacks their newer versions. Extra schemas written in the same format (layouts Kafka defines only in
 Java code) live in io/proto/gen/extra/. Output is deterministic: same jar, same bytes.
 
 Usage: python3 io/proto/gen/generate.py [--out DIR] [--libs LIBS]
   (no arguments: what `make codegen` runs; writes into this checkout)
   --out DIR    write the same files under DIR instead (DIR/io/proto/..., DIR/tests/unit/...),
                so a check can compare them with the committed ones (tests/unit/codegen.test.sh)
-  --libs LIBS  the folder holding the kafka-clients jar, instead of asking fetch-kafka
+  --libs LIBS  the folder holding the kafka-clients jar, instead of asking fetch-kafka --schemas
   --share-libs LIBS  the same for the share-group release (default: fetch-kafka --share)
 """
 import argparse
@@ -89,12 +89,12 @@ def clients_jar(libs):
 def main():
     ap = argparse.ArgumentParser(description="Generates io/proto/*.gen.[ch] from Kafka's schemas")
     ap.add_argument("--out", default=ROOT, help="root to write under (default: this checkout)")
-    ap.add_argument("--libs", help="folder holding the kafka-clients jar (default: fetch-kafka)")
+    ap.add_argument("--libs", help="folder holding the kafka-clients jar (default: fetch-kafka --schemas)")
     ap.add_argument("--share-libs",
                     help="the same for the share-group release (default: fetch-kafka --share)")
     args = ap.parse_args()
     fetch = os.path.join(ROOT, "tests", "testkit", "fetch-kafka")
-    libs = args.libs or subprocess.run([fetch], check=True, capture_output=True,
+    libs = args.libs or subprocess.run([fetch, "--schemas"], check=True, capture_output=True,
                                        text=True).stdout.strip()
     share_libs = args.share_libs or subprocess.run([fetch, "--share"], check=True,
                                                    capture_output=True, text=True).stdout.strip()
