@@ -72,8 +72,11 @@ static void on_md_change(void *opaque, kc_engine_md_change_t what, const char *t
 
 /* ---- calls on the network thread ---------------------------------------------------------- */
 
+/* What a call does on the network thread. */
+typedef enum { OP_NEW, OP_ADD_ALL, OP_REMOVE, OP_STATS, OP_CLOSE } op_t;
+
 typedef struct call {
-    int op;
+    op_t op;
     int topic, part;
     kc_err_t rc;
     kc_engine_broker_stats_t bs[8];
@@ -87,7 +90,7 @@ static void on_net(kc_loop_t *loop, void *arg)
     call_t *c = arg;
     kc_error_t err;
     switch (c->op) {
-    case 0: {
+    case OP_NEW: {
         kc_engine_conf_t conf;
         kc_engine_conf_defaults(&conf);
         conf.bootstrap_servers = kc_test_env("KC_BOOTSTRAP");
@@ -100,18 +103,14 @@ static void on_net(kc_loop_t *loop, void *arg)
             kc_engine_on_metadata_change(C.e, on_md_change, NULL);
         break;
     }
-    case 1:
-        c->rc =
-            kc_engine_add(C.e, topics[c->topic], c->part, 0, &C.ps[c->topic * NP + c->part], &err);
-        break;
-    case 5: /* every partition in one network-thread turn: no request can go out in between */
+    case OP_ADD_ALL: /* every partition in one network-thread turn: no request goes out between */
         for (int i = 0; i < NPARTS && c->rc == KC_OK; i++)
             c->rc = kc_engine_add(C.e, topics[i / NP], i % NP, 0, &C.ps[i], &err);
         break;
-    case 2:
+    case OP_REMOVE:
         c->rc = kc_engine_remove(C.e, topics[c->topic], c->part, &err);
         break;
-    case 3:
+    case OP_STATS:
         c->nb = kc_engine_broker_stats(C.e, c->bs, 8);
         kc_engine_stats(C.e, &c->es);
         c->records = c->dups = c->gaps = c->pos_lag = 0;
@@ -125,7 +124,7 @@ static void on_net(kc_loop_t *loop, void *arg)
                 c->pos_lag += st.high_watermark - st.position;
         }
         break;
-    case 4:
+    case OP_CLOSE:
         kc_engine_close(C.e, 5000);
         kc_engine_free(C.e);
         C.e = NULL;
@@ -133,7 +132,7 @@ static void on_net(kc_loop_t *loop, void *arg)
     }
 }
 
-static call_t net(int op, int topic, int part)
+static call_t net(op_t op, int topic, int part)
 {
     call_t c = {.op = op, .topic = topic, .part = part};
     kc_netthread_call(C.nt, on_net, &c);
@@ -155,7 +154,7 @@ static void wait_records(int64_t want, int secs)
     call_t s;
     do {
         usleep(100 * 1000);
-        s = net(3, 0, 0);
+        s = net(OP_STATS, 0, 0);
     } while (s.records < want && kc_now_ms() < deadline);
     if (s.records != want || s.dups || s.gaps)
         fail_msg("consumed %" PRId64 " of %" PRId64 " (dups %" PRId64 ", gaps %" PRId64 ")",
@@ -172,10 +171,10 @@ static void test_engine_fetch(void **state)
         kc_test_cluster("topic create %s --partitions %d --replication 3", topics[t], NP);
     }
     assert_int_equal(kc_netthread_start(&C.nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
-    assert_int_equal(net(0, 0, 0).rc, KC_OK);
+    assert_int_equal(net(OP_NEW, 0, 0).rc, KC_OK);
     /* All at once: added one call at a time, a slow test thread let the first round leave with
      * the partitions added so far (seen under make test's load: 4 of 12). */
-    assert_int_equal(net(5, 0, 0).rc, KC_OK);
+    assert_int_equal(net(OP_ADD_ALL, 0, 0).rc, KC_OK);
 
     /* Opening round: every broker has sent one request; the topics are empty, so the broker
      * holds each for fetch.max.wait.ms and nothing else can be sent meanwhile. */
@@ -183,7 +182,7 @@ static void test_engine_fetch(void **state)
     int64_t deadline = kc_now_ms() + 30000;
     do {
         usleep(5 * 1000);
-        s = net(3, 0, 0);
+        s = net(OP_STATS, 0, 0);
     } while ((s.nb < 3 || s.bs[0].fetch_requests < 1 || s.bs[1].fetch_requests < 1 ||
               s.bs[2].fetch_requests < 1) &&
              kc_now_ms() < deadline);
@@ -195,9 +194,9 @@ static void test_engine_fetch(void **state)
 
     /* Idle: requests keep going, with 0 partition entries. */
     sleep(1);
-    call_t a = net(3, 0, 0);
+    call_t a = net(OP_STATS, 0, 0);
     sleep(3);
-    call_t b = net(3, 0, 0);
+    call_t b = net(OP_STATS, 0, 0);
     uint64_t dreq = SUM(b, fetch_requests) - SUM(a, fetch_requests);
     uint64_t dbytes = SUM(b, fetch_request_bytes) - SUM(a, fetch_request_bytes);
     printf("idle 3 s: %" PRIu64 " requests, %" PRIu64 " entries, %" PRIu64
@@ -225,12 +224,12 @@ static void test_engine_fetch(void **state)
     wait_records(5000, 60);
 
     /* Unassign one partition: forgotten exactly once. */
-    call_t f0 = net(3, 0, 0);
-    assert_int_equal(net(2, 1, NP - 1).rc, KC_OK);
+    call_t f0 = net(OP_STATS, 0, 0);
+    assert_int_equal(net(OP_REMOVE, 1, NP - 1).rc, KC_OK);
     sleep(2);
-    call_t f1 = net(3, 0, 0);
+    call_t f1 = net(OP_STATS, 0, 0);
     sleep(2);
-    call_t f2 = net(3, 0, 0);
+    call_t f2 = net(OP_STATS, 0, 0);
     printf("unassign: forgotten entries %" PRIu64 " then %" PRIu64 "\n",
            SUM(f1, fetch_forgotten_sent) - SUM(f0, fetch_forgotten_sent),
            SUM(f2, fetch_forgotten_sent) - SUM(f0, fetch_forgotten_sent));
@@ -247,7 +246,7 @@ static void test_engine_fetch(void **state)
     kc_test_cluster("start-broker 3");
     kc_test_cluster("produce %s --records 1500 --size 100", topics[0]);
     wait_records(base + 3000, 90);
-    call_t r = net(3, 0, 0);
+    call_t r = net(OP_STATS, 0, 0);
     printf("restart: session resets %" PRIu64 ", fetch errors %" PRIu64
            ", metadata changes %" PRIu64 ", validations %" PRIu64 ", truncations %" PRIu64
            ", sink errors %" PRId64 "\n",
@@ -263,14 +262,14 @@ static void test_engine_fetch(void **state)
     kc_test_cluster("topic alter %s --partitions %d", topics[1], NP + 2);
     for (int i = 0; i < 100; i++) {
         usleep(100 * 1000);
-        net(3, 0, 0); /* on the network thread: orders the read of md_topic_parts */
+        net(OP_STATS, 0, 0); /* on the network thread: orders the read of md_topic_parts */
         if (C.md_topic_parts == NP + 2)
             break;
     }
     printf("partition count change reported: %d\n", C.md_topic_parts);
     assert_int_equal(C.md_topic_parts, NP + 2);
 
-    net(4, 0, 0);
+    net(OP_CLOSE, 0, 0);
     kc_netthread_stop(C.nt);
 }
 
