@@ -60,7 +60,7 @@ static void sink_error(void *opaque, void *user, const char *t, int32_t p, const
 
 typedef struct call {
     int op, from, to;
-    int64_t records[NCONS], want[NCONS], dups, gaps, errors;
+    int64_t records[NCONS], want[NCONS], dups, gaps, bad_batches, errors;
     uint64_t resets, fallbacks, requests;
 } call_t;
 
@@ -107,6 +107,7 @@ static void on_net(kc_loop_t *loop, void *arg)
                 c->records[k] += cs->ps[p].records;
                 c->dups += cs->ps[p].dups;
                 c->gaps += cs->ps[p].gaps;
+                c->bad_batches += cs->ps[p].bad_batches;
             }
             c->errors += cs->errors;
         } else {
@@ -234,6 +235,7 @@ static void sessions_evicted_consumption_completes(void **state)
     assert_int_equal(s.records[NCONS - 1], 2 * RECS);
     assert_int_equal(s.dups, 0);
     assert_int_equal(s.gaps, 0);
+    assert_int_equal(s.bad_batches, 0);
     assert_int_equal(s.errors, 0);
     /* Eight slots for ten consumers: the big sessions evicted small ones, which were told
      * FETCH_SESSION_ID_NOT_FOUND and recovered without surfacing it. */

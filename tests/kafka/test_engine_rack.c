@@ -119,7 +119,7 @@ typedef struct call {
     const char *rack; /* OP_NEW: NULL = the leader probe (no rack, nothing counted) */
     /* OP_READ */
     int32_t leader[NP];
-    int64_t records, dups, gaps, errors;
+    int64_t records, dups, gaps, bad_batches, errors;
     kc_engine_broker_stats_t bs[NB + 1]; /* by broker id 1..3 */
     kc_engine_stats_t es;
 } call_t;
@@ -150,6 +150,7 @@ static void on_net(kc_loop_t *loop, void *arg)
             c->records += ps[p].records;
             c->dups += ps[p].dups;
             c->gaps += ps[p].gaps;
+            c->bad_batches += ps[p].bad_batches;
         }
         c->errors = n_errors;
         kc_engine_broker_stats_t bs[8];
@@ -242,6 +243,7 @@ static void reads_from_the_rack_replica_then_falls_back(void **state)
     assert_int_equal(c.records, N1);
     assert_int_equal(c.dups, 0);
     assert_int_equal(c.gaps, 0);
+    assert_int_equal(c.bad_batches, 0);
     assert_int_equal(c.errors, 0);
     for (int b = 1; b <= NB; b++) {
         if (b == f) {
@@ -278,6 +280,7 @@ static void reads_from_the_rack_replica_then_falls_back(void **state)
     assert_int_equal(fin.records, N1 + N2);
     assert_int_equal(fin.dups, 0);
     assert_int_equal(fin.gaps, 0);
+    assert_int_equal(fin.bad_batches, 0);
     assert_int_equal(fin.errors, 0);
     assert_true(fin.es.replica_fallbacks >= 1);
     /* Each partition leaves the dead follower once: while the leaders still name it (it is in
