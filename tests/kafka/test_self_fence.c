@@ -1,4 +1,4 @@
-/* kc-test-label: threads */
+/* kc-test-label: threads-long */
 /*
  * The self-fence end to end, against kc-memory-broker (the test starts it; no cluster) behind
  * kc-fault-proxy: two members of one group, both protocols. Member A reaches the broker through
