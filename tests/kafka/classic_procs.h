@@ -149,6 +149,24 @@ static inline const char *last_stats(const kc_gm_log_t *lg, int m)
     return s;
 }
 
+/* For a failed case: each member's last group stats, its error and exit lines, and the end of
+ * what it wrote to stderr (its log lines), so that a failure seen once can be read afterwards. */
+static inline void dump_members(const kc_gm_log_t *lg, int members)
+{
+    for (int m = 0; m < members; m++) {
+        print_message("# member %d: last group stats %s\n", m, last_stats(lg, m));
+        for (size_t i = 0; i < lg->n; i++)
+            if (lg->ev[i].member == m && (lg->ev[i].kind == 'E' || lg->ev[i].kind == 'X'))
+                print_message("# member %d: %c %ld %s\n", m, lg->ev[i].kind, lg->ev[i].code,
+                              lg->ev[i].text);
+        char cmd[600];
+        snprintf(cmd, sizeof cmd,
+                 "tail -n 25 %s/member-%d.log.err | sed 's/^/# member %d stderr: /'", dir, m, m);
+        if (system(cmd) != 0)
+            print_message("# member %d: no stderr file\n", m);
+    }
+}
+
 static inline int json_int(const char *js, const char *key)
 {
     char k[64];

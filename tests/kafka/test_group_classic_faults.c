@@ -151,7 +151,7 @@ static void inconsistent_protocol(void **state)
     }
     pid_t k = spawn(0, "group.protocol=classic;partition.assignment.strategy=range", NULL);
     kc_gm_log_t lg = {0};
-    char text[512] = "";
+    char text[sizeof lg.ev[0].text] = "";
     for (int i = 0; i < 150 && !text[0]; i++) {
         usleep(200 * 1000);
         load_all(&lg, 1);

@@ -126,6 +126,9 @@ static void scaleout(const char *name, const char *assignor, bool coop)
         print_message("# first conflict: %s\n", r.first_conflict);
     if (overlaps)
         print_message("# first overlap: %s\n", why);
+    if (r.max_intersection || r.uncovered_after_settle || overlaps || distinct != total || dups ||
+        t_assigned == INT64_MAX || (st[0] | st[1] | st[2]) || errs || after_leave != NP)
+        dump_members(&lg, 3);
     assert_true(r.samples > 1000);
     assert_int_equal(r.max_intersection, 0);
     assert_int_equal(r.uncovered_after_settle, 0);

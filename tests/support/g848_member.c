@@ -31,13 +31,15 @@ static volatile sig_atomic_t g_stop;
 
 static void logline(const char *fmt, ...)
 {
-    char b[1024];
+    char b[2048];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(b, sizeof b, fmt, ap);
     va_end(ap);
-    if (n > (int)sizeof b - 1)
+    if (n > (int)sizeof b - 1) { /* cut, but still a line of its own */
         n = (int)sizeof b - 1;
+        b[n - 1] = '\n';
+    }
     /* One write per line with O_APPEND: a killed member leaves only whole lines. */
     if (write(g_fd, b, (size_t)n) < 0)
         _exit(3);
@@ -277,7 +279,7 @@ void kc_gm_load(kc_gm_log_t *lg, const char *path, int member)
     FILE *f = fopen(path, "r");
     if (!f)
         return;
-    char line[2048];
+    char line[4096];
     while (fgets(line, sizeof line, f)) {
         kc_gm_ev_t e = {0};
         e.kind = line[0];
@@ -310,8 +312,9 @@ void kc_gm_load(kc_gm_log_t *lg, const char *path, int member)
             b = a;
             break;
         case 'X':
-            if (sscanf(line + 2, "%ld %lld", &e.code, &a) < 2)
+            if (sscanf(line + 2, "%ld %lld %n", &e.code, &a, &off) < 2)
                 continue;
+            snprintf(e.text, sizeof e.text, "%s", line + 2 + off);
             b = a;
             break;
         default:

@@ -478,10 +478,27 @@ static void p_stats_head(const void *m, kc_json_t *w)
     kc_json_raw(w, "]");
 }
 
+/* Where a member that does not move on is waiting: the reconciliation step it is in, and the
+ * group request it has in flight. */
+static const char *step_name(kc_classic_pstep_t s)
+{
+    static const char *const n[] = {"idle", "revoke", "commit", "drop", "assign"};
+    return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "?";
+}
+
+static const char *inflight_name(kc_classic_inflight_t f)
+{
+    static const char *const n[] = {"none", "join", "sync", "heartbeat", "leave"};
+    return (unsigned)f < sizeof n / sizeof n[0] ? n[f] : "?";
+}
+
 static void p_stats_extra(const void *m, kc_json_t *w)
 {
     const kc_classic_io_t *g = m;
-    kc_json_raw(w, ",\"poll_leaves\":%llu", (unsigned long long)g->poll_leaves);
+    kc_json_raw(w, ",\"poll_leaves\":%llu,\"reconcile\":", (unsigned long long)g->poll_leaves);
+    kc_json_str(w, step_name(g->m.pstep));
+    kc_json_raw(w, ",\"in_flight\":");
+    kc_json_str(w, inflight_name(g->m.inflight));
 }
 const kc_group_proto_t kc_classic_proto = {
     .name = "classic",
