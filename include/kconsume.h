@@ -380,8 +380,11 @@ typedef enum kc_rebalance {
  *              assignment has none. Share groups (group.type=share) get the same calls, but
  *              seeks do not apply there: the broker decides what is delivered. A long call holds
  *              the rebalance like a long on_revoke (the coordinator's rebalance timeout still
- *              runs); max.poll.interval.ms watches the per-partition callbacks only. Waits for the
- * network thread (kc_commit, kc_committed, kc_close, ...) are refused here, as in every callback.
+ *              runs), and max.poll.interval.ms watches it as it watches the per-partition
+ *              callbacks (Java runs its listener inside poll()): one running longer is reported
+ *              once (KC_ERR_POLL_EXCEEDED, naming on_rebalance) and the member leaves its group.
+ *              Waits for the network thread (kc_commit, kc_committed, kc_close, ...) are refused
+ *              here, as in every callback.
  */
 typedef struct kc_callbacks {
     /* 0, or sizeof(kc_callbacks_t) as the caller compiled it. Members are only ever added at the

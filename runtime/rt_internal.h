@@ -71,6 +71,11 @@ struct kc_rt {
 };
 
 void *kc_rt_worker_main(void *arg);
+/* Around every application callback on worker w, for the watchdog (cb_part, cb_start_ns),
+ * kc_rt_own_part and the worker's stats. p: the partition the callback is about; the control
+ * pseudo-partition for on_rebalance, which the watchdog watches like a record callback. */
+void kc_rt_cb_enter(kc_rt_worker_t *w, kc_rt_part_t *p);
+void kc_rt_cb_exit(kc_rt_worker_t *w);
 /* Posts a completion from worker w; waits (waking the network thread) while its ring is full,
  * since REVOKE_DONE must not be lost. */
 void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_err_t code,

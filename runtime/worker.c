@@ -94,7 +94,7 @@ kc_rt_part_t *kc_rt_own_part(const kc_rt_t *rt, const char *topic, int32_t parti
                : NULL;
 }
 
-static void cb_enter(kc_rt_worker_t *w, kc_rt_part_t *p)
+void kc_rt_cb_enter(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     tl_cb_part = p;
     atomic_store_explicit(&w->cb_part, p, memory_order_relaxed);
@@ -102,7 +102,7 @@ static void cb_enter(kc_rt_worker_t *w, kc_rt_part_t *p)
     atomic_store_explicit(&w->cb_start_ns, kc_now_ns(), memory_order_release);
 }
 
-static void cb_exit(kc_rt_worker_t *w)
+void kc_rt_cb_exit(kc_rt_worker_t *w)
 {
     tl_cb_part = NULL;
     int64_t start = atomic_load_explicit(&w->cb_start_ns, memory_order_relaxed);
@@ -204,9 +204,9 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     b->n_picks = 0;
     b->first_offset = b->rec.offset;
     b->next_offset = b->rec.offset;
-    cb_enter(w, p);
+    kc_rt_cb_enter(w, p);
     kc_cb_result_t res = rt->o.cbs.on_records(rt->o.cbs.opaque, &p->pub, b);
-    cb_exit(w);
+    kc_rt_cb_exit(w);
     atomic_fetch_and_explicit(&p->life, ~KC_RT_INCB, memory_order_acq_rel);
     atomic_fetch_add_explicit(&w->records, b->returned, memory_order_relaxed);
     if (rt->o.share)
@@ -318,9 +318,9 @@ static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
         if ((life & KC_RT_LOST) && rt->o.cbs.on_lost)
             cb = rt->o.cbs.on_lost; /* as in Java: lost falls back to revoked when unset */
         if (cb) {
-            cb_enter(w, p);
+            kc_rt_cb_enter(w, p);
             cb(rt->o.cbs.opaque, &p->pub);
-            cb_exit(w);
+            kc_rt_cb_exit(w);
         }
     }
     /* release: pairs with kc_rt_part_free's acquire */
@@ -393,9 +393,9 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
             if (!p->assigned_cb_done) {
                 p->assigned_cb_done = true;
                 if (rt->o.cbs.on_assign) {
-                    cb_enter(w, p);
+                    kc_rt_cb_enter(w, p);
                     rt->o.cbs.on_assign(rt->o.cbs.opaque, &p->pub);
-                    cb_exit(w);
+                    kc_rt_cb_exit(w);
                 }
                 continue; /* look again: a revoke or a park may have come meanwhile */
             }

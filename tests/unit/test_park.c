@@ -28,6 +28,9 @@ static _Atomic int NLOG;
 static _Atomic int REB_IN, REB_OVERLAP;
 static _Atomic int REB_SLEEP_US;
 static kc_rt_rebal_t *RB;
+/* The KC_ERR_POLL_EXCEEDED message: written on the control worker before h_on_event counts it
+ * (seq_cst), read by the main thread after it saw the count. */
+static char POLL_MSG[256];
 static int PARKED_SEEN[H_MAXP]; /* main thread */
 static int REBALANCED;          /* main thread */
 
@@ -81,6 +84,13 @@ static void t_on_rebalance(void *opaque, kc_rebalance_t kind, const kc_topic_par
     atomic_fetch_sub(&REB_IN, 1);
 }
 
+static void t_on_event(void *opaque, const kc_event_t *ev)
+{
+    if (ev->type == KC_EVENT_ERROR && ev->error->code == KC_ERR_POLL_EXCEEDED)
+        snprintf(POLL_MSG, sizeof POLL_MSG, "%s", ev->error->msg);
+    h_on_event(opaque, ev);
+}
+
 static void t_cmpl(void *ctx, const kc_rt_cmpl_t *c)
 {
     if (c->type == KC_RT_CMPL_PARKED) {
@@ -109,6 +119,7 @@ static kc_rt_opts_t t_opts(unsigned workers)
     o.cbs.on_revoke = t_on_revoke;
     o.cbs.on_lost = t_on_lost;
     o.cbs.on_rebalance = t_on_rebalance;
+    o.cbs.on_event = t_on_event;
     return o;
 }
 
@@ -136,6 +147,7 @@ static int setup(void **state)
     memset(PARKED_SEEN, 0, sizeof PARKED_SEEN);
     REBALANCED = 0;
     RB = NULL;
+    POLL_MSG[0] = 0;
     return H ? 0 : -1;
 }
 
@@ -408,6 +420,37 @@ static void rebalance_steps(void **state)
     assert_int_equal(atomic_load(&H->violations), 0);
 }
 
+/* An on_rebalance that runs past max.poll.interval.ms holds the whole rebalance, as a poll()
+ * that does not come back would in Java: the watchdog counts it while it runs, raises
+ * poll_exceeded, and one KC_EVENT_ERROR names it (after it returned: events run on the same
+ * control worker). */
+static void rebalance_watchdog(void **state)
+{
+    (void)state;
+    kc_rt_opts_t o = t_opts(2);
+    o.max_poll_interval_ms = 20;
+    atomic_store(&REB_SLEEP_US, 150000);
+    t_start(&o, 1, true);
+    RB = kc_rt_rebal_new(H->rt);
+    assert_non_null(RB);
+    assert_int_equal(kc_rt_rebal_add(RB, KC_REBALANCE_ASSIGN, H->p[0]), KC_OK);
+    kc_rt_rebal_flush(RB);
+    unsigned max_over = 0;
+    int64_t end = h_now_ns() + 5000000000LL;
+    while (atomic_load(&H->poll_errors) == 0 && h_now_ns() < end) {
+        kc_rt_drain_completions(H->rt, t_cmpl, H);
+        unsigned n = kc_rt_watchdog_check(H->rt, h_now_ns());
+        max_over = n > max_over ? n : max_over;
+        usleep(2000);
+    }
+    assert_int_equal(max_over, 1);
+    assert_true(kc_rt_poll_exceeded(H->rt));
+    assert_int_equal(atomic_load(&H->poll_errors), 1);
+    assert_non_null(strstr(POLL_MSG, "on_rebalance running for"));
+    assert_true(t_wait(one_rebalance, 5000));
+    assert_int_equal(atomic_load(&H->poll_errors), 1); /* once per call, not per check */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -415,6 +458,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(parks_before_on_revoke, setup, teardown),
         cmocka_unit_test_setup_teardown(unpark_before_parked_drained, setup, teardown),
         cmocka_unit_test_setup_teardown(rebalance_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(rebalance_watchdog, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
