@@ -241,15 +241,17 @@ void kc_rt_run_events(kc_rt_worker_t *w)
         kc_rt_event_t e;
         kc_rt_call_t *k = pop_call(rt);
         if (k) {
-            /* on_rebalance (the notifying calls) stands for poll() in Java's terms: one that
-             * hangs holds the whole rebalance, so the watchdog times it as it times on_records */
-            if (k->notify)
+            if (k->notify) {
+                /* on_rebalance stands for poll() in Java's terms: one that hangs holds the whole
+                 * rebalance, so the watchdog times it as it times on_records. REBALANCED goes
+                 * after it returned: the network thread may go on. */
                 kc_rt_cb_enter(w, &rt->control);
-            k->fn(k->arg, 1);
-            if (k->notify)
+                k->fn(k->arg, 1);
                 kc_rt_cb_exit(w);
-            if (k->notify) /* after the callback returned: the network thread may go on */
                 kc_rt_post(w, KC_RT_CMPL_REBALANCED, NULL, KC_OK, k->token);
+            } else {
+                k->fn(k->arg, 1);
+            }
             free(k);
             continue;
         }

@@ -38,15 +38,14 @@ unsigned kc_rt_watchdog_check(kc_rt_t *rt, int64_t now_ns)
         atomic_store_explicit(&rt->poll_exceeded, true, memory_order_relaxed);
         kc_rt_part_t *p = atomic_load_explicit(&w->cb_part, memory_order_relaxed);
         kc_error_t e;
+        char what[sizeof e.msg];
         if (p && p->is_control)
-            kc_fail(&e, KC_ERR_POLL_EXCEEDED,
-                    "worker %u: on_rebalance running for %lld ms (max.poll.interval.ms=%lld)", i,
-                    (long long)((now_ns - start) / 1000000), (long long)rt->o.max_poll_interval_ms);
+            snprintf(what, sizeof what, "on_rebalance");
         else
-            kc_fail(
-                &e, KC_ERR_POLL_EXCEEDED,
-                "worker %u: callback for %s[%d] running for %lld ms (max.poll.interval.ms=%lld)", i,
-                p ? p->pub.topic : "?", p ? p->pub.partition : -1,
+            snprintf(what, sizeof what, "callback for %s[%d]", p ? p->pub.topic : "?",
+                     p ? p->pub.partition : -1);
+        kc_fail(&e, KC_ERR_POLL_EXCEEDED,
+                "worker %u: %s running for %lld ms (max.poll.interval.ms=%lld)", i, what,
                 (long long)((now_ns - start) / 1000000), (long long)rt->o.max_poll_interval_ms);
         kc_event_t ev = {.type = KC_EVENT_ERROR, .error = &e};
         kc_rt_post_event(rt, &ev);
