@@ -40,7 +40,7 @@ typedef struct kc_gm_ev {
     int32_t partition;
     int64_t start, end;
     int64_t first, last, n;
-    char text[1024]; /* E: message, S: json, X: kc_close's error message */
+    char text[512]; /* E: message, S: json, X: kc_close's error message */
     long code;
 } kc_gm_ev_t;
 
