@@ -12,9 +12,10 @@
  * acknowledged as GAP here; a piece the sink refuses (a full ring, a revoked partition) is RELEASEd
  * at once, so the broker hands it out again instead of waiting for the lock to run out.
  *
- * Acknowledgements (kc_engine_share_ack) go into the session holding the partition and leave
- * with its next ShareFetch; a session with acknowledgements but nothing to fetch sends them
- * with ShareAcknowledge. kc_engine_close sends ShareAcknowledge at epoch -1 to every open
+ * Acknowledgements (kc_engine_share_ack) go into the session the records came from (each
+ * session counts the records it delivered until their verdicts come: share/session.h, "Verdicts
+ * after a partition leaves") and leave with its next ShareFetch; those of a partition no longer
+ * fetched, and those of a session with nothing to fetch, leave in a ShareAcknowledge. kc_engine_close sends ShareAcknowledge at epoch -1 to every open
  * session, carrying what is still pending, and waits for the answers.
  *
  * Owner: network thread (everything here, like the rest of the engine).
@@ -118,21 +119,24 @@ static kc_eng_ssess_t *sess_get(kc_engine_t *e, int32_t broker, bool make)
     return ss;
 }
 
-/* The session that holds tp: the one fetching it, else one that still has it (revoked, its
- * last verdicts on their way), else NULL. */
+/* The session a verdict on tp's records goes to: one holding records of tp (they were acquired
+ * from its broker, which alone can take their verdicts: after a leader move the old leader's
+ * session still has them), else the one fetching it, else one that still has it, else NULL. */
 static kc_eng_ssess_t *sess_of(kc_engine_t *e, const kc_tp_t *tp)
 {
-    kc_eng_ssess_t *any = NULL;
+    kc_eng_ssess_t *wanted = NULL, *any = NULL;
     for (size_t i = 0; i < e->share->n; i++) {
         kc_share_session_t *s = &e->share->s[i]->s;
         for (size_t k = 0; k < s->n; k++)
             if (kc_tp_cmp(&s->parts[k].tp, tp) == 0) {
-                if (s->parts[k].wanted)
+                if (s->parts[k].held)
                     return e->share->s[i];
+                if (s->parts[k].wanted)
+                    wanted = e->share->s[i];
                 any = e->share->s[i];
             }
     }
-    return any;
+    return wanted ? wanted : any;
 }
 
 void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp)
@@ -160,6 +164,7 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
         kc_share_session_ack(&ss->s, &e->parts[i].tp, first, last, (kc_share_ack_type_t)type, err);
     if (rc != KC_OK)
         return rc;
+    kc_share_session_hold(&ss->s, &e->parts[i].tp, -(last - first + 1));
     e->share->st.acks_queued += (uint64_t)(last - first + 1);
     kc_eng_drive(e);
     return KC_OK;
@@ -197,6 +202,7 @@ static bool cut_piece(void *o, const uint8_t *batch, size_t size, int64_t first,
         return false;
     }
     e->share->st.delivered += (uint64_t)(last - first + 1);
+    kc_share_session_hold(&c->ss->s, c->tp, last - first + 1);
     return true;
 }
 

@@ -68,6 +68,21 @@ kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on
     return KC_OK;
 }
 
+void kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t n)
+{
+    kc_share_spart_t *p = find(s, tp);
+    if (p)
+        p->held = p->held + n > 0 ? p->held + n : 0;
+}
+
+int64_t kc_share_session_held(const kc_share_session_t *s, const kc_tp_t *tp)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (kc_tp_cmp(&s->parts[i].tp, tp) == 0)
+            return s->parts[i].held;
+    return 0;
+}
+
 kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
                               kc_share_ack_type_t type, kc_error_t *err)
 {
@@ -87,6 +102,15 @@ bool kc_share_session_has_acks(const kc_share_session_t *s)
     return false;
 }
 
+/* Acknowledgements that no ShareFetch will carry: of partitions no longer wanted. */
+static bool has_loose_acks(const kc_share_session_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->parts[i].pending.n && !s->parts[i].wanted)
+            return true;
+    return false;
+}
+
 bool kc_share_session_has_wanted(const kc_share_session_t *s)
 {
     for (size_t i = 0; i < s->n; i++)
@@ -95,13 +119,15 @@ bool kc_share_session_has_wanted(const kc_share_session_t *s)
     return false;
 }
 
-/* Drops partitions that are neither wanted, nor in the broker's session, nor owed an answer. */
+/* Drops partitions that are neither wanted, nor in the broker's session, nor owed an answer,
+ * nor holding records whose verdicts are to come. */
 static void compact(kc_share_session_t *s)
 {
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++) {
         kc_share_spart_t *p = &s->parts[i];
-        if (!p->wanted && !p->known && !p->pending.n && !p->n_sent && !p->in_request) {
+        if (!p->wanted && !p->known && !p->pending.n && !p->n_sent && !p->in_request &&
+            !p->held) {
             kc_share_acks_free(&p->pending);
             continue;
         }
@@ -157,15 +183,18 @@ kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_para
 {
     if (s->inflight || s->closed)
         return kc_fail(err, KC_ERR_AGAIN, "share session: a request is in flight");
-    kc_arena_reset(&s->req);
     bool open = s->epoch == KC_SHARE_EPOCH_OPEN;
+    if (!open && has_loose_acks(s))
+        return kc_fail(err, KC_ERR_AGAIN, "share session: acknowledgements go first");
+    kc_arena_reset(&s->req);
     size_t named = 0, forget = 0;
     for (size_t i = 0; i < s->n; i++) {
         kc_share_spart_t *x = &s->parts[i];
         if (open)
             x->known = false;
-        /* At epoch 0 acknowledgements are refused: they wait for the next request. */
-        x->in_request = open ? x->wanted : (x->wanted && !x->known) || x->pending.n > 0;
+        /* At epoch 0 acknowledgements are refused: they wait for the next request. Only
+         * wanted partitions are named (see "Verdicts after a partition leaves"). */
+        x->in_request = x->wanted && (open || !x->known || x->pending.n > 0);
         named += x->in_request;
         forget += !open && x->known && !x->wanted && !x->in_request;
     }

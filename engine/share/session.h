@@ -18,7 +18,20 @@
  *
  * Acknowledgements: kc_share_session_ack queues a range of offsets; the next ShareFetch carries
  * them (piggybacked), or kc_share_session_acknowledge builds a ShareAcknowledge for them when no
- * fetch is going to be sent (close, or a consumer that stopped fetching). Each batch sent is
+ * fetch is going to be sent (close, or a consumer that stopped fetching).
+ *
+ * Verdicts after a partition leaves: records handed to the application stay acquired by this
+ * member after the partition is forgotten, and the broker takes their acknowledgement in a
+ * ShareAcknowledge whether or not the session still holds the partition (it checks the
+ * session's epoch and each record's owner). Measured on Kafka 4.2 by test_share_consumer's
+ * verdicts_after_pause: the verdicts on 200 records given after their partition was forgotten
+ * were applied (another member got none of them); dropped instead, all 200 went to that
+ * member once this one closed. So a partition with
+ * records held (kc_share_session_hold) keeps its entry here after it is no longer wanted, and
+ * is forgotten at once all the same: a ShareFetch never names an unwanted partition, since
+ * naming one puts it back in the broker's session, which acquires more of its records only
+ * for them to be released with their delivery count raised. Its verdicts leave in a
+ * ShareAcknowledge, sent before the next ShareFetch. Each batch sent is
  * answered per partition (acknowledge_error_code in ShareFetch, error_code in ShareAcknowledge) and
  * reported to `acked` with the batches, so an application learns per record range what the broker
  * made of its verdicts (INVALID_RECORD_STATE: the lock ran out first).
@@ -50,6 +63,7 @@ typedef struct kc_share_spart {
     bool wanted;             /* fetch it */
     bool known;              /* the broker's session holds it */
     kc_share_acks_t pending; /* acknowledgements not sent yet */
+    int64_t held;            /* records handed to the application, verdicts not given yet */
     /* sent with the request in flight (in the session's request arena) */
     kc_share_ack_batch_t *sent;
     int32_t n_sent;
@@ -107,6 +121,12 @@ void kc_share_session_free(kc_share_session_t *s);
 /* Fetch the partition from this session (on) or not (off). An unwanted partition with pending
  * acknowledgements stays until they are sent. */
 kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on, kc_error_t *err);
+/* Records of tp handed to the application (n > 0) or given their verdict (n < 0; never below
+ * 0): while any are held, the partition keeps its entry when no longer wanted. No-op for a
+ * partition the session does not have. */
+void kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t n);
+/* Records of tp held here (0: none, or not in the session). */
+int64_t kc_share_session_held(const kc_share_session_t *s, const kc_tp_t *tp);
 /* Queues the acknowledgement of records first..last (or GAP for acquired offsets without one).
  * KC_ERR_NOT_FOUND for a partition the session does not have; KC_ERR_STATE for a repeat. */
 kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
@@ -117,7 +137,8 @@ bool kc_share_session_has_acks(const kc_share_session_t *s);
 bool kc_share_session_has_wanted(const kc_share_session_t *s);
 
 /* The next ShareFetch into *req (arrays in the session, valid until the answer). KC_ERR_AGAIN
- * while a request is in flight or once closed. */
+ * while a request is in flight, once closed, and while an open session has acknowledgements of
+ * a partition no longer wanted (kc_share_session_acknowledge sends them first). */
 kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_params_t *p,
                                 kc_share_fetch_request_t *req, kc_error_t *err);
 /* A ShareAcknowledge of every pending acknowledgement; `close`: at epoch -1, ending the session

@@ -478,6 +478,128 @@ static void session_acknowledge_and_close(void **state)
     kc_share_session_free(&s);
 }
 
+/* Verdicts on records of a partition that left the session before they came: the partition is
+ * forgotten at once (the broker stops acquiring its records for this member) but keeps its
+ * entry while records are held, so the verdicts are queued and leave in a ShareAcknowledge,
+ * never in a ShareFetch (which would put it back in the broker's session); the entry goes once
+ * they are answered. Before, the entry went with the forget and each verdict was refused
+ * ("not fetched"), leaving its records locked to this member until it closed. */
+static void verdicts_after_forget(void **state)
+{
+    (void)state;
+    kc_share_session_t s;
+    kc_share_session_init(&s, 1);
+    seen_t seen = {0};
+    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
+    kc_error_t e;
+    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    kc_share_fetch_request_t q;
+    answer_t x;
+    kc_arena_t a = {0};
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t zero[] = {0}, one[] = {1};
+    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK); /* epoch 0 */
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, r, 1), &a, &h);
+    tb_free(&x.batch);
+    kc_share_session_hold(&s, &p0, 10); /* all ten handed to the application */
+    assert_int_equal(kc_share_session_held(&s, &p0), 10);
+    kc_share_session_hold(&s, &p1, 5); /* a partition without records: nothing changes */
+    assert_int_equal(kc_share_session_held(&s, &p1), 5);
+    kc_share_session_hold(&s, &p1, -9);
+    assert_int_equal(kc_share_session_held(&s, &p1), 0);
+
+    /* p0 revoked while its records are being processed: forgotten by the next ShareFetch */
+    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.count, 0);
+    assert_int_equal(q.forgotten_topics_data.count, 1);
+    assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 0);
+    kc_share_session_fetch_answer(&s, mk(&x, one, 1, NULL, 0), &a, &h);
+    tb_free(&x.batch);
+    assert_int_equal(seen.errors, 0);
+    assert_int_equal(s.n, 2); /* p0 kept: its records are held */
+
+    /* the verdicts come: queued, and a ShareAcknowledge goes before the next ShareFetch */
+    assert_int_equal(kc_share_session_ack(&s, &p0, 0, 8, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    assert_int_equal(kc_share_session_ack(&s, &p0, 9, 9, KC_SHARE_ACK_REJECT, &e), KC_OK);
+    kc_share_session_hold(&s, &p0, -10);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN);
+    assert_non_null(strstr(e.msg, "acknowledgements go first"));
+    kc_share_acknowledge_request_t aq;
+    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e), KC_OK);
+    assert_int_equal(aq.share_session_epoch, 2);
+    assert_int_equal(aq.topics.count, 1);
+    assert_int_equal(aq.topics.items[0].partitions.count, 1);
+    assert_int_equal(aq.topics.items[0].partitions.items[0].partition_index, 0);
+    assert_int_equal(aq.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
+    kc_share_acknowledge_response_t m;
+    kc_share_acknowledge_response_init(&m);
+    kc_share_acknowledge_response_share_acknowledge_topic_response_t t = {0};
+    kc_share_acknowledge_response_partition_data_t d = {0};
+    d.partition_index = 0;
+    d.error_message = KC_STR_NULL;
+    t.topic_id.b[15] = 1;
+    t.partitions.count = 1;
+    t.partitions.items = &d;
+    m.responses.count = 1;
+    m.responses.items = &t;
+    kc_share_session_ack_answer(&s, &m, &h);
+    assert_int_equal(seen.acked, 1);
+    assert_int_equal(seen.acked_code, 0);
+    assert_int_equal(s.c.acked[KC_SHARE_ACK_ACCEPT], 9);
+    assert_int_equal(s.c.acked[KC_SHARE_ACK_REJECT], 1);
+    assert_int_equal(s.n, 1); /* p0 gone: nothing held, nothing owed */
+    assert_int_equal(s.epoch, 3);
+
+    /* the fetch goes on with p1 only, and never names p0 */
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.count, 0);
+    assert_int_equal(q.forgotten_topics_data.count, 0);
+    kc_arena_free(&a);
+    kc_share_session_free(&s);
+}
+
+/* A verdict on a partition that is known to the broker but no longer wanted rides a
+ * ShareAcknowledge too (a ShareFetch naming it would acquire more of its records). */
+static void unwanted_known_acks_by_acknowledge(void **state)
+{
+    (void)state;
+    kc_share_session_t s;
+    kc_share_session_init(&s, 1);
+    seen_t seen = {0};
+    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
+    kc_error_t e;
+    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    kc_share_fetch_request_t q;
+    answer_t x;
+    kc_arena_t a = {0};
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t both[] = {0, 1};
+    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    kc_share_session_fetch_answer(&s, mk(&x, both, 2, r, 1), &a, &h);
+    tb_free(&x.batch);
+    assert_int_equal(kc_share_session_ack(&s, &p0, 0, 9, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN);
+    kc_share_acknowledge_request_t aq;
+    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e), KC_OK);
+    assert_int_equal(aq.topics.items[0].partitions.items[0].partition_index, 0);
+    kc_share_session_failed(&s, &e, &h); /* no answer: reported lost, the session reopens */
+    assert_int_equal(seen.acked, 1);
+    assert_int_equal(seen.acked_code, -1);
+    assert_int_equal(s.epoch, 0);
+    /* epoch 0 names only the wanted partition */
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.items[0].partitions.count, 1);
+    assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 1);
+    kc_arena_free(&a);
+    kc_share_session_free(&s);
+}
+
 static void epoch_wraps(void **state)
 {
     (void)state;
@@ -495,6 +617,8 @@ int main(void)
         cmocka_unit_test(session_epochs_and_acks),
         cmocka_unit_test(unwanted_in_flight_is_forgotten),
         cmocka_unit_test(session_acknowledge_and_close),
+        cmocka_unit_test(verdicts_after_forget),
+        cmocka_unit_test(unwanted_known_acks_by_acknowledge),
         cmocka_unit_test(epoch_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
