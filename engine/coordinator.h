@@ -44,6 +44,18 @@ kc_err_t kc_engine_commit(kc_engine_t *e, const kc_commit_identity_t *who,
                           const kc_engine_offset_t *offs, size_t n, int timeout_ms,
                           kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
 
+/* A commit of acknowledgements (kc_commit in a share group): sends every verdict given through
+ * kc_engine_share_ack so far now (a ShareAcknowledge, rather than waiting for the next
+ * ShareFetch) and calls `cb` once the broker answered all of them, at the deadline, or at
+ * kc_engine_close (KC_ERR_CLOSED). Results: one per partition acknowledged meanwhile, `offset`
+ * one past the highest offset acknowledged, `error` the first Kafka code the broker refused a
+ * range of it with (INVALID_RECORD_STATE: a lock ran out first). rc: KC_OK all applied;
+ * KC_ERR_BROKER some refused; KC_ERR_TRANSPORT some got no usable answer (the broker may or may
+ * not have applied them: their locks run out and the records are handed out again);
+ * KC_ERR_TIMEOUT. Nothing queued: *none, and `cb` is not called. Share groups' counterpart of
+ * kc_engine_commit, in its terms; implemented by share/fetcher.c. */
+kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, kc_engine_offsets_cb cb,
+                                void *opaque, bool *none, kc_error_t *err);
 /* A group member's identity, read when each request is built (network thread), never when the
  * call starts: the member epoch / generation moves with every rebalance, and a commit retried
  * after a coordinator move or a STALE_MEMBER_EPOCH must carry the current one. KC_OK fills *who

@@ -239,10 +239,10 @@ typedef enum kc_cb_result {
 /*
  * Share groups (KIP-932; group.type=share, then kc_subscribe). The members of a share group
  * consume the same partitions together: the broker hands each member records under an
- * acquisition lock, and each record is acknowledged on its own. There are no offsets to commit
- * (kc_commit refuses) and no seeks (kc_seek refuses). Records of one partition are still delivered
- * to one callback at a time on this member, in the broker's order. When on_records returns, every
- * record of the view gets a verdict, sent to the broker with the next ShareFetch:
+ * acquisition lock, and each record is acknowledged on its own. There are no offsets and no
+ * seeks (kc_seek refuses). Records of one partition are still delivered to one callback at a
+ * time on this member, in the broker's order. When on_records returns, every record of the view
+ * gets a verdict, sent to the broker with the next ShareFetch:
  *  KC_CB_CONTINUE, KC_CB_PAUSE   KC_SHARE_ACCEPT (PAUSE also pauses, as above);
  *  KC_CB_RETRY                   KC_SHARE_RELEASE: the broker hands the records out again, to
  *                                this or another member, with the delivery count raised
@@ -251,6 +251,16 @@ typedef enum kc_cb_result {
  * Records acquired but never delivered (the partition revoked, the consumer closing) are
  * released. A record whose lock ran out before its verdict arrived was already handed out again
  * by the broker (at-least-once).
+ * Committing acknowledgements (Java's commitSync / commitAsync): kc_commit, kc_commit_async and
+ * their _results forms with no partitions (NULL, 0; a list is KC_ERR_INVALID_ARG) send the
+ * verdicts given so far at once, rather than with the next ShareFetch, and answer when the
+ * broker has. They cover every on_records call that had started when the consumer took the call
+ * (every one you saw return before calling, and those running then, which the commit waits
+ * for: a view held through kc_poll counts until released). Results: one per partition, `offset`
+ * one past the highest offset acknowledged, code KC_ERR_BROKER with `kafka_code` where the
+ * broker refused some (INVALID_RECORD_STATE, 121: a lock ran out first); the call's result is
+ * KC_ERR_TRANSPORT where a request got no usable answer (those records are handed out again when
+ * their locks run out). Nothing to send: KC_OK with no results. kc_commit_metadata refuses.
  */
 typedef enum kc_share_verdict {
     KC_SHARE_ACCEPT = 1,  /* processed: never delivered again */

@@ -161,7 +161,8 @@ static void engine_done(void *opaque, kc_err_t rc, const kc_error_t *err,
         else
             kc_fail(&a->err, rc, "commit failed");
     }
-    if (a->c->grp) /* network thread: the group reads the answer (and explains refusals) */
+    if (a->c->grp && !kc_conf_share(a->c->conf))
+        /* network thread: the group reads the answer (and explains refusals) */
         kc_rt_group_commit_result(a->c->grp, rc, rc != KC_OK ? &a->err : NULL, res, n);
     if (a->rcb && (a->res = kc_consumer_commit_results(rc, res, n)))
         a->n_res = n;
@@ -213,6 +214,18 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
         atomic_load_explicit(&c->phase, memory_order_relaxed) == KC_PHASE_CLOSED) {
         a->rc = kc_fail(&a->err, KC_ERR_CLOSED, "commit: consumer is closed");
         answered(a);
+        return;
+    }
+    if (kc_conf_share(c->conf)) { /* acknowledgements, not offsets: share_commit.c */
+        a->rc = a->tps ? kc_fail(&a->err, KC_ERR_INVALID_ARG,
+                                 "commit: a share group commits its acknowledgements, not "
+                                 "offsets: pass no partitions (NULL, 0)")
+                       : kc_share_commit_start(c,
+                                               (int)kc_conf_int(c->conf,
+                                                                KC_CONF_REQUEST_TIMEOUT_MS),
+                                               engine_done, a, &a->err);
+        if (a->rc != KC_OK)
+            answered(a);
         return;
     }
     if (kc_rt_group_subscribed(c->grp)) {

@@ -285,8 +285,16 @@ static void wake_run(kc_loop_t *loop, kc_loop_cmd_t *cmd)
     (void)loop;
     kc_consumer_t *c = cmd->opaque;
     kc_rt_wake_rearm(&c->wake_pending);
-    if (atomic_load_explicit(&c->rt_live, memory_order_acquire))
-        kc_rt_drain_completions(c->rt, on_cmpl, c);
+    kc_consumer_drain_completions(c);
+}
+
+void kc_consumer_drain_completions(kc_consumer_t *c)
+{
+    if (!atomic_load_explicit(&c->rt_live, memory_order_acquire))
+        return;
+    kc_share_commit_mark(c); /* before the drain: share_commit.c */
+    kc_rt_drain_completions(c->rt, on_cmpl, c);
+    kc_share_commit_run(c);
 }
 
 /* Worker side (kc_rt_post calls it after the ring push): one command in the queue at a time. */
@@ -304,7 +312,8 @@ static void finish_later(void *opaque, kc_err_t rc, const kc_error_t *err,
     kc_error_t why;
     if (err)
         why = *err;
-    if (k->op == KC_COP_COMMIT && k->c->grp) /* network thread: the group reads the answer */
+    if (k->op == KC_COP_COMMIT && k->c->grp && !kc_conf_share(k->c->conf))
+        /* network thread: the group reads the answer (a share group's commits are not its) */
         kc_rt_group_commit_result(k->c->grp, rc, err ? &why : NULL, res, n);
     pthread_mutex_lock(&k->mu);
     k->fin_rc = rc;
@@ -513,6 +522,13 @@ static kc_err_t commit_all(kc_ccall_t *k)
     kc_consumer_t *c = k->c;
     if (!c->group)
         return kc_fail(&k->err, KC_ERR_CONFIG, "commit needs group.id");
+    if (kc_conf_share(c->conf)) {
+        if (k->tps)
+            return kc_fail(&k->err, KC_ERR_INVALID_ARG,
+                           "commit: a share group commits its acknowledgements, not offsets: "
+                           "pass no partitions (NULL, 0)");
+        return kc_share_commit_start(c, k->timeout_ms, finish_later, k, &k->err);
+    }
     size_t n = k->tps ? k->n : c->n, m = 0;
     kc_engine_offset_t *offs = calloc(n ? n : 1, sizeof *offs);
     if (!offs)
@@ -794,6 +810,7 @@ static void on_net(kc_loop_t *loop, void *arg)
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         kc_consumer_stats_stop(c, loop);
         kc_consumer_autocommit_stop(c, loop);
+        kc_share_commit_close(c);
         if (c->e) {
             kc_engine_close(c->e, k->timeout_ms);
             c->group_stats = NULL; /* the hook's opaque is the group freed here */

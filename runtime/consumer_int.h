@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "conf.h"
+#include "coordinator.h"
 #include "dispatch.h"
 #include "engine.h"
 #include "netthread.h"
@@ -97,6 +98,8 @@ struct kc_consumer {
     int async_pending; /* commits started and not answered yet (kc_commit_async, auto-commit) */
     uint64_t ac_commits, ac_failures;
     kc_pull_t *pull; /* pull.c: non-NULL in pull mode (no on_records) */
+    /* share_commit.c (network thread): commits of acknowledgements waiting for callbacks */
+    struct kc_share_cwait *share_waits;
 };
 
 typedef struct kc_ccall {
@@ -200,6 +203,18 @@ void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);
  * kc_commit_result_t entries in one malloc'd block with their topic strings (kconsume.h,
  * kc_commit_results). NULL when n is 0 or out of memory. */
 struct kc_engine_offset;
+/* share_commit.c: kc_commit in a share group (network thread). start: tps NULL only (the caller
+ * checks); `cb` gets exactly one answer, maybe before start returns. mark before and run after
+ * each drain of the completion rings (kc_consumer_drain_completions does both); close answers
+ * every waiting commit with KC_ERR_CLOSED (before the engine closes). */
+kc_err_t kc_share_commit_start(kc_consumer_t *c, int timeout_ms, kc_engine_offsets_cb cb,
+                               void *opaque, kc_error_t *err);
+void kc_share_commit_mark(kc_consumer_t *c);
+void kc_share_commit_run(kc_consumer_t *c);
+void kc_share_commit_close(kc_consumer_t *c);
+/* consumer.c, network thread: hands every completion the workers posted to the consumer (the
+ * share commits' mark before, run after). No-op once the dispatcher is dead. */
+void kc_consumer_drain_completions(kc_consumer_t *c);
 kc_commit_result_t *kc_consumer_commit_results(kc_err_t rc, const struct kc_engine_offset *res,
                                                size_t n);
 /* pull.c: pull mode. new before the dispatcher starts; close wakes workers waiting for a

@@ -468,3 +468,22 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
         rt->done_new = NULL;
     }
 }
+
+unsigned kc_rt_workers(const kc_rt_t *rt)
+{
+    return rt->o.workers;
+}
+
+void kc_rt_share_views(kc_rt_t *rt, uint64_t *views)
+{
+    for (unsigned i = 0; i < rt->o.workers; i++)
+        views[i] = atomic_load_explicit(&rt->w[i].share_views, memory_order_relaxed);
+}
+
+bool kc_rt_share_posted(kc_rt_t *rt, const uint64_t *views)
+{
+    for (unsigned i = 0; i < rt->o.workers; i++)
+        if (atomic_load_explicit(&rt->w[i].share_posted, memory_order_acquire) < views[i])
+            return false;
+    return true;
+}

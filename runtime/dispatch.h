@@ -316,6 +316,17 @@ int64_t kc_rt_buffered_bytes(const kc_rt_t *rt);
 int64_t kc_rt_frame_bytes(const kc_rt_t *rt);
 
 /* Completions from every worker; calls fn for each. Network thread. Returns the count. */
+/* Network thread. Share groups' verdict barrier, for a commit of acknowledgements: per worker
+ * (kc_rt_workers entries), kc_rt_share_views reads how many on_records calls have started, and
+ * kc_rt_share_posted says whether every one of those has returned and had its verdicts pushed
+ * on the worker's completion ring, so the next kc_rt_drain_completions hands them over. A
+ * callback that the caller of the commit saw return (under any synchronisation that orders it
+ * before the call) incremented its worker's count before it ran, which happens before the read
+ * here: by write-read coherence the read sees that increment or a later one. The posted count's
+ * acquire load pairs with the worker's release increment after the pushes. */
+unsigned kc_rt_workers(const kc_rt_t *rt);
+void kc_rt_share_views(kc_rt_t *rt, uint64_t *views);
+bool kc_rt_share_posted(kc_rt_t *rt, const uint64_t *views);
 unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_cmpl_t *c),
                                  void *ctx);
 

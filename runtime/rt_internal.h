@@ -24,6 +24,12 @@ typedef struct kc_rt_worker {
     _Atomic(kc_rt_part_t *) cb_part;
     _Atomic int64_t cb_start_ns; /* 0 = not in a callback */
     int64_t reported_start;      /* owner: network thread (watchdog) */
+    /* Share groups' verdict barrier (dispatch.h, kc_rt_share_views): on_records calls started
+     * on this worker, and those whose verdicts were posted after they returned. Written by this
+     * worker: share_views before the callback (relaxed: read-read coherence is all the reader
+     * needs), share_posted after the verdicts' pushes (release, pairing with the network
+     * thread's acquire in kc_rt_share_posted). */
+    _Atomic uint64_t share_views, share_posted;
     /* Stats: written by this worker, read by anyone (relaxed: counters publish nothing). */
     _Atomic uint64_t callbacks, records;
     _Atomic int64_t busy_ns;

@@ -160,6 +160,7 @@ static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b,
         from = b->picks[i].offset + 1;
     }
     post_ack(w, p, from, b->next_offset - 1, ack);
+    atomic_fetch_add_explicit(&w->share_posted, 1, memory_order_release);
     advance(p, b->next_offset);
     if (res == KC_CB_STOP) {
         atomic_store_explicit(&p->paused, true, memory_order_relaxed);
@@ -204,6 +205,8 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     b->n_picks = 0;
     b->first_offset = b->rec.offset;
     b->next_offset = b->rec.offset;
+    if (rt->o.share)
+        atomic_fetch_add_explicit(&w->share_views, 1, memory_order_relaxed);
     kc_rt_cb_enter(w, p);
     kc_cb_result_t res = rt->o.cbs.on_records(rt->o.cbs.opaque, &p->pub, b);
     kc_rt_cb_exit(w);

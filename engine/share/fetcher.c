@@ -44,12 +44,31 @@ typedef struct kc_eng_ssess {
     kc_buf_t *frame; /* the answer being applied (share_records slices it) */
 } kc_eng_ssess_t;
 
+/* A commit of acknowledgements (kc_engine_share_commit) waiting for the broker's answers: the
+ * sessions that had acknowledgements queued when it started, each with its mark
+ * (share/session.h). Owner: network thread. */
+typedef struct kc_eng_scommit {
+    struct kc_eng_scommit *next;
+    int64_t deadline;
+    kc_engine_offsets_cb cb;
+    void *opaque;
+    kc_eng_ssess_t **wait;
+    uint64_t *mark;
+    size_t n_wait;
+    kc_engine_offset_t *res; /* topics owned */
+    size_t n_res, cap_res;
+    bool lost;             /* some acknowledgement got no usable answer */
+    kc_error_t first_fail; /* the first refusal or loss, for the message */
+    bool failed;
+} kc_eng_scommit_t;
+
 struct kc_eng_share {
     char *group_id;
     char *member_id; /* NULL until the group has one: nothing is fetched before */
     int32_t max_records;
     kc_eng_ssess_t **s;
     size_t n, cap;
+    kc_eng_scommit_t *commits; /* in start order */
     kc_engine_share_stats_t st;
 };
 
@@ -170,6 +189,190 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
     return KC_OK;
 }
 
+/* ---- commits of acknowledgements ------------------------------------------------------------ */
+
+static bool commit_waits_on(const kc_eng_scommit_t *k, const kc_eng_ssess_t *ss)
+{
+    for (size_t i = 0; i < k->n_wait; i++)
+        if (k->wait[i] == ss && !kc_share_session_answered(&ss->s, k->mark[i]))
+            return true;
+    return false;
+}
+
+/* Some commit waits for this session's acknowledgements: they leave in a ShareAcknowledge now
+ * rather than with a ShareFetch that may wait fetch.max.wait.ms for records. */
+static bool commit_pending_on(const kc_engine_t *e, const kc_eng_ssess_t *ss)
+{
+    for (const kc_eng_scommit_t *k = e->share->commits; k; k = k->next)
+        if (commit_waits_on(k, ss))
+            return true;
+    return false;
+}
+
+static bool commit_has(const kc_eng_scommit_t *k, const kc_eng_ssess_t *ss)
+{
+    for (size_t i = 0; i < k->n_wait; i++)
+        if (k->wait[i] == ss)
+            return true;
+    return false;
+}
+
+/* An answer on tp's acknowledgements (up to offset `last`) for each commit that waits on ss
+ * (the session counts them answered already: the marks move before the answer is reported). */
+static void commits_note(kc_engine_t *e, kc_eng_ssess_t *ss, const kc_tp_t *tp, int64_t last,
+                         int16_t code, const char *why)
+{
+    const char *topic = NULL;
+    for (kc_eng_scommit_t *k = e->share->commits; k; k = k->next) {
+        if (!commit_has(k, ss))
+            continue;
+        if (!topic) {
+            topic = e->names.name_of(e->names.opaque, tp->topic_id);
+            topic = topic ? topic : "";
+        }
+        kc_engine_offset_t *r = NULL;
+        for (size_t i = 0; i < k->n_res && !r; i++)
+            if (k->res[i].partition == tp->partition && strcmp(k->res[i].topic, topic) == 0)
+                r = &k->res[i];
+        if (!r) {
+            if (k->n_res == k->cap_res) {
+                size_t cap = k->cap_res ? k->cap_res * 2 : 8;
+                kc_engine_offset_t *nr = realloc(k->res, cap * sizeof *nr);
+                if (!nr) {
+                    k->lost = true; /* cannot say what became of it */
+                    continue;
+                }
+                k->res = nr;
+                k->cap_res = cap;
+            }
+            char *name = strdup(topic);
+            if (!name) {
+                k->lost = true;
+                continue;
+            }
+            r = &k->res[k->n_res++];
+            *r = (kc_engine_offset_t){name, tp->partition, -1, -1, NULL, 0};
+        }
+        if (last + 1 > r->offset)
+            r->offset = last + 1;
+        if (code == 0 || r->error)
+            continue;
+        r->error = code > 0 ? code : -1;
+        if (code < 0)
+            k->lost = true;
+        if (!k->failed) {
+            k->failed = true;
+            if (code > 0)
+                kc_fail_kafka(&k->first_fail, code,
+                              "share commit: the broker refused acknowledgements of %s[%d]%s%s",
+                              topic, (int)tp->partition, why && *why ? ": " : "", why ? why : "");
+            else
+                kc_fail(&k->first_fail, KC_ERR_TRANSPORT,
+                        "share commit: acknowledgements of %s[%d] got no answer%s%s (their "
+                        "records are handed out again once their locks run out)",
+                        topic, (int)tp->partition, why && *why ? ": " : "", why ? why : "");
+        }
+    }
+}
+
+static void commit_free(kc_eng_scommit_t *k)
+{
+    for (size_t i = 0; i < k->n_res; i++)
+        free((char *)k->res[i].topic);
+    free(k->res);
+    free(k->wait);
+    free(k->mark);
+    free(k);
+}
+
+static void commit_finish(kc_eng_scommit_t *k, kc_err_t rc, const kc_error_t *err)
+{
+    kc_error_t why;
+    if (rc == KC_OK && k->failed) {
+        why = k->first_fail;
+        rc = k->lost ? KC_ERR_TRANSPORT : KC_ERR_BROKER;
+        if (k->lost && why.code != KC_ERR_TRANSPORT)
+            kc_fail(&why, KC_ERR_TRANSPORT, "share commit: some acknowledgements got no answer");
+        err = &why;
+    } else if (rc == KC_OK && k->lost) {
+        rc = kc_fail(&why, KC_ERR_TRANSPORT, "share commit: out of memory for the results");
+        err = &why;
+    }
+    k->cb(k->opaque, rc, rc == KC_OK ? NULL : err, k->res, k->n_res);
+    commit_free(k);
+}
+
+/* Ends the commits whose sessions all answered, or whose deadline passed (`now` < 0: none
+ * are timed out). Sets *wake to the earliest deadline left. */
+static void commits_check(kc_engine_t *e, int64_t now, int64_t *wake)
+{
+    kc_eng_scommit_t **pp = &e->share->commits;
+    while (*pp) {
+        kc_eng_scommit_t *k = *pp;
+        bool done = true;
+        for (size_t i = 0; i < k->n_wait && done; i++)
+            done = kc_share_session_answered(&k->wait[i]->s, k->mark[i]);
+        if (!done && (now < 0 || now < k->deadline)) {
+            if (wake && k->deadline < *wake)
+                *wake = k->deadline;
+            pp = &k->next;
+            continue;
+        }
+        *pp = k->next;
+        kc_error_t err;
+        if (done)
+            commit_finish(k, KC_OK, NULL);
+        else
+            commit_finish(k,
+                          kc_fail(&err, KC_ERR_TIMEOUT,
+                                  "share commit: the broker did not answer every acknowledgement "
+                                  "in time"),
+                          &err);
+    }
+}
+
+kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, kc_engine_offsets_cb cb,
+                                void *opaque, bool *none, kc_error_t *err)
+{
+    *none = false;
+    struct kc_eng_share *sh = e->share;
+    if (!sh)
+        return kc_fail(err, KC_ERR_STATE, "share commit: the engine has no share group");
+    if (e->closing)
+        return kc_fail(err, KC_ERR_CLOSED, "share commit: the consumer is closing");
+    kc_eng_scommit_t *k = calloc(1, sizeof *k);
+    if (k) {
+        k->wait = calloc(sh->n ? sh->n : 1, sizeof *k->wait);
+        k->mark = calloc(sh->n ? sh->n : 1, sizeof *k->mark);
+    }
+    if (!k || !k->wait || !k->mark) {
+        if (k)
+            commit_free(k);
+        return kc_fail(err, KC_ERR_NOMEM, "share commit: out of memory");
+    }
+    for (size_t i = 0; i < sh->n; i++) {
+        uint64_t mark = kc_share_session_ack_mark(&sh->s[i]->s);
+        if (kc_share_session_answered(&sh->s[i]->s, mark))
+            continue;
+        k->wait[k->n_wait] = sh->s[i];
+        k->mark[k->n_wait++] = mark;
+    }
+    if (!k->n_wait) {
+        commit_free(k);
+        *none = true;
+        return KC_OK;
+    }
+    k->deadline = kc_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    k->cb = cb;
+    k->opaque = opaque;
+    kc_eng_scommit_t **pp = &sh->commits;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = k;
+    kc_eng_drive(e);
+    return KC_OK;
+}
+
 /* ---- answers ------------------------------------------------------------------------------ */
 
 static void ack_range(kc_eng_ssess_t *ss, const kc_tp_t *tp, int64_t first, int64_t last,
@@ -236,6 +439,7 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
     kc_engine_t *e = ss->e;
     if (n <= 0)
         return;
+    commits_note(e, ss, tp, b[n - 1].last, code, why);
     if (e->sink.share_acked) {
         /* One report per contiguous run of batches: a member's acquired ranges need not be
          * adjacent (others hold the offsets between), and a report names only offsets it sent. */
@@ -304,6 +508,7 @@ static void sess_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
         kc_share_session_failed(&ss->s, &err, &h);
         ss->retry_at_ms = kc_now_ms() + e->conf.retry_backoff_ms;
         e->md_wanted = 1;
+        commits_check(e, -1, NULL);
         kc_eng_drive(e);
         return;
     }
@@ -329,6 +534,7 @@ static void sess_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
     kc_buf_unref(frame);
     if (ss->s.epoch == KC_SHARE_EPOCH_OPEN && !ss->s.closed)
         ss->retry_at_ms = kc_now_ms() + e->conf.retry_backoff_ms; /* reset: not in a hot loop */
+    commits_check(e, -1, NULL);
     kc_eng_drive(e);
 }
 
@@ -352,7 +558,11 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
     kc_share_fetch_params_t p = {sh->group_id,      sh->member_id, e->fset.max_wait_ms,
                                  e->fset.min_bytes, max_bytes,     sh->max_records,
                                  sh->max_records};
-    if (!close && kc_share_session_fetch(&ss->s, &p, &ss->fq, &err) == KC_OK)
+    if (!close && commit_pending_on(e, ss) && kc_share_session_has_acks(&ss->s) &&
+        kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, false, &ss->aq,
+                                     &err) == KC_OK)
+        ss->ack_req = true;
+    else if (!close && kc_share_session_fetch(&ss->s, &p, &ss->fq, &err) == KC_OK)
         ss->ack_req = false;
     else if (kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, close, &ss->aq,
                                           &err) == KC_OK)
@@ -371,6 +581,7 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
         kc_share_handler_t h = handler(ss);
         kc_share_session_failed(&ss->s, &err, &h);
         ss->retry_at_ms = now + e->conf.retry_backoff_ms;
+        commits_check(e, -1, NULL);
     }
 }
 
@@ -400,6 +611,7 @@ void kc_eng_share_drive(kc_engine_t *e, int64_t now, int64_t *wake)
         if (!ss->s.inflight && ss->retry_at_ms > now && ss->retry_at_ms < *wake)
             *wake = ss->retry_at_ms;
     }
+    commits_check(e, now, wake);
 }
 
 void kc_eng_share_close(kc_engine_t *e, int64_t deadline)
@@ -423,6 +635,14 @@ void kc_eng_share_close(kc_engine_t *e, int64_t deadline)
                 sess_send(e, sh->s[k], true, kc_now_ms());
             }
     }
+    /* the closing ShareAcknowledge answered the commits it could; the rest end here */
+    commits_check(e, -1, NULL);
+    while (sh->commits) {
+        kc_eng_scommit_t *k = sh->commits;
+        sh->commits = k->next;
+        kc_error_t err;
+        commit_finish(k, kc_fail(&err, KC_ERR_CLOSED, "share commit: the consumer closed"), &err);
+    }
 }
 
 void kc_eng_share_free(kc_engine_t *e)
@@ -430,6 +650,12 @@ void kc_eng_share_free(kc_engine_t *e)
     struct kc_eng_share *sh = e->share;
     if (!sh)
         return;
+    while (sh->commits) { /* freed without a close: every commit still gets its answer */
+        kc_eng_scommit_t *k = sh->commits;
+        sh->commits = k->next;
+        kc_error_t err;
+        commit_finish(k, kc_fail(&err, KC_ERR_CLOSED, "share commit: the consumer closed"), &err);
+    }
     for (size_t k = 0; k < sh->n; k++) {
         kc_share_session_free(&sh->s[k]->s);
         free(sh->s[k]);

@@ -91,7 +91,20 @@ kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t 
         return kc_fail(err, KC_ERR_NOT_FOUND,
                        "acknowledge: partition %d is not fetched from broker %d",
                        (int)tp->partition, (int)s->broker);
-    return kc_share_acks_add(&p->pending, first, last, type, err);
+    kc_err_t rc = kc_share_acks_add(&p->pending, first, last, type, err);
+    if (rc == KC_OK)
+        s->acks_queued++;
+    return rc;
+}
+
+uint64_t kc_share_session_ack_mark(const kc_share_session_t *s)
+{
+    return s->acks_queued;
+}
+
+bool kc_share_session_answered(const kc_share_session_t *s, uint64_t mark)
+{
+    return s->acks_answered >= mark;
 }
 
 bool kc_share_session_has_acks(const kc_share_session_t *s)
@@ -263,6 +276,8 @@ kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_para
     req->topics.items = ft;
     req->forgotten_topics_data.count = nf;
     req->forgotten_topics_data.items = fg;
+    /* every pending acknowledgement rides along (loose ones went first), none at epoch 0 */
+    s->acks_inflight = open ? s->acks_answered : s->acks_queued;
     s->inflight = true;
     s->inflight_close = false;
     s->inflight_epoch = s->epoch;
@@ -327,6 +342,7 @@ kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_i
     }
     req->topics.count = t.n;
     req->topics.items = at;
+    s->acks_inflight = s->acks_queued;
     s->inflight = true;
     s->inflight_close = close;
     s->inflight_epoch = req->share_session_epoch;
@@ -383,6 +399,7 @@ void kc_share_session_failed(kc_share_session_t *s, const kc_error_t *why,
                              const kc_share_handler_t *h)
 {
     s->inflight = false;
+    s->acks_answered = s->acks_inflight;
     if (s->inflight_close)
         s->closed = true; /* a close is not tried twice: the broker ends the session anyway */
     reset(s, -1, why, h);
@@ -446,6 +463,7 @@ void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_r
                                    kc_arena_t *a, const kc_share_handler_t *h)
 {
     s->inflight = false;
+    s->acks_answered = s->acks_inflight;
     if (m->error_code) {
         kc_error_t why;
         char msg[200];
@@ -533,6 +551,7 @@ void kc_share_session_ack_answer(kc_share_session_t *s, const kc_share_acknowled
                                  const kc_share_handler_t *h)
 {
     s->inflight = false;
+    s->acks_answered = s->acks_inflight;
     bool close = s->inflight_close;
     if (m->error_code) {
         kc_error_t why;

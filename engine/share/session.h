@@ -111,6 +111,10 @@ typedef struct kc_share_session {
     bool inflight_close; /* the request in flight closes the session (epoch -1) */
     bool closed;         /* a close was answered: nothing more to send */
     int32_t inflight_epoch;
+    /* Acknowledgement marks (kc_share_session_ack_mark): ranges queued so far; of those, how
+     * many the request in flight carries (every request takes all that are pending, or none at
+     * epoch 0) and how many had an answer (or a failure) by now. */
+    uint64_t acks_queued, acks_inflight, acks_answered;
     kc_arena_t req; /* the request in flight's arrays */
     kc_share_session_counters_t c;
 } kc_share_session_t;
@@ -131,6 +135,11 @@ int64_t kc_share_session_held(const kc_share_session_t *s, const kc_tp_t *tp);
  * KC_ERR_NOT_FOUND for a partition the session does not have; KC_ERR_STATE for a repeat. */
 kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
                               kc_share_ack_type_t type, kc_error_t *err);
+/* The mark of every acknowledgement queued so far, and whether all of those up to `mark` were
+ * answered (applied, refused or lost: the answers went to `acked`). A commit of acknowledgements
+ * waits on the mark taken when it starts. */
+uint64_t kc_share_session_ack_mark(const kc_share_session_t *s);
+bool kc_share_session_answered(const kc_share_session_t *s, uint64_t mark);
 /* Anything to acknowledge? */
 bool kc_share_session_has_acks(const kc_share_session_t *s);
 /* Anything to fetch? */

@@ -14,7 +14,11 @@
  *   on the records in hand are given; the verdicts still reach the broker: after that consumer
  *   closed, a second one in the group gets every record the first did not accept, and none it
  *   did (a verdict dropped for want of a session had the broker hand those records out again
- *   at the close).
+ *   at the close);
+ * - commit_acknowledgements: kc_commit with no partitions sends the verdicts given so far and
+ *   answers once the broker applied them (its accepted counter covers them when the call
+ *   returns), including those of a callback still running at the call, which it waits for;
+ *   kc_commit_async_results the same, answered through its callback.
  * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
  * kc-test-label: share */
 #include "kc_test.h"
@@ -130,8 +134,9 @@ static void accept_exactly_once(void **state)
     kc_topic_partition_t tp = {kc_sd_topic, 0, 0};
     assert_int_equal(kc_assign(c[0], &tp, 1, &err), KC_ERR_STATE);
     assert_non_null(strstr(err.msg, "share"));
-    assert_int_not_equal(kc_commit(c[0], NULL, 0, 5000, &err), KC_OK);
+    assert_int_equal(kc_commit(c[0], &tp, 1, 5000, &err), KC_ERR_INVALID_ARG);
     assert_non_null(strstr(err.msg, "share"));
+    assert_int_equal(kc_commit(c[0], NULL, 0, 5000, &err), KC_OK); /* acknowledgements */
     /* the share sessions' counters, through kc_metrics (the stats JSON's "share" object) */
     long accepted = 0;
     for (int i = 0; i < MEMBERS; i++) {
@@ -324,6 +329,158 @@ static void verdicts_after_pause(void **state)
     free(g);
 }
 
+/* commit_acknowledgements: the first view sleeps; `covered` counts the records of views that
+ * started before the test called the commit (their entry saw `committing` clear). */
+typedef struct ctally {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool entered, committing;
+    int processed, covered;
+    bool async_done;
+    kc_err_t async_rc;
+    size_t async_n;
+    int async_bad;
+} ctally_t;
+
+static kc_cb_result_t counting_records(void *opaque, kc_part_t *p, kc_records_t *b)
+{
+    (void)p;
+    ctally_t *t = opaque;
+    pthread_mutex_lock(&t->mu);
+    bool first = !t->entered, covered = !t->committing;
+    t->entered = true;
+    pthread_mutex_unlock(&t->mu);
+    if (first)
+        kc_test_sleep_ms(1000); /* still running when the commit is called */
+    int n = 0;
+    while (kc_records_next(b))
+        n++;
+    pthread_mutex_lock(&t->mu);
+    t->processed += n;
+    if (covered)
+        t->covered += n;
+    pthread_mutex_unlock(&t->mu);
+    return KC_CB_CONTINUE;
+}
+
+static long share_accepted(kc_consumer_t *c)
+{
+    char *text;
+    kc_error_t err;
+    assert_int_equal(kc_metrics(c, &text, NULL, &err), KC_OK);
+    const char *at = strstr(text, "kconsume_share_accepted");
+    assert_non_null(at);
+    at = strchr(at, '}');
+    assert_non_null(at);
+    long n = atol(at + 1);
+    free(text);
+    return n;
+}
+
+static void async_done(void *opaque, kc_err_t rc, const kc_error_t *err,
+                       const kc_commit_result_t *res, size_t n)
+{
+    ctally_t *t = opaque;
+    pthread_mutex_lock(&t->mu);
+    t->async_rc = rc;
+    t->async_n = n;
+    for (size_t i = 0; i < n; i++)
+        t->async_bad += res[i].code != KC_OK || res[i].offset <= 0;
+    if (rc != KC_OK)
+        fprintf(stderr, "kc_commit_async_results: %s\n", err ? err->msg : "?");
+    t->async_done = true;
+    pthread_cond_broadcast(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static int processed(ctally_t *t)
+{
+    pthread_mutex_lock(&t->mu);
+    int n = t->processed;
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+static void commit_acknowledgements(void **state)
+{
+    (void)state;
+    enum { N = 200, MORE = 100 };
+    char group[64];
+    snprintf(group, sizeof group, "kc-share-commit-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-commit", 1, group);
+    pid_t producer = kc_sd_produce_start(N);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+    ctally_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv, NULL);
+    /* fetch.max.wait.ms 2000: with every record handed out, a ShareFetch carrying the verdicts
+     * would be answered only after that wait; the commit does not leave them to it */
+    kc_callbacks_t cbs = {.on_records = counting_records, .opaque = t};
+    kc_consumer_t *c = kc_sd_consumer(group, "worker.threads=2;fetch.max.wait.ms=2000", &cbs);
+    int64_t end = kc_test_now_ms() + 60000 * kc_test_time_scale();
+    for (;;) {
+        pthread_mutex_lock(&t->mu);
+        bool in = t->entered;
+        pthread_mutex_unlock(&t->mu);
+        if (in || kc_test_now_ms() >= end)
+            break;
+        kc_test_sleep_ms(10);
+    }
+    pthread_mutex_lock(&t->mu);
+    assert_true(t->entered);
+    t->committing = true;
+    pthread_mutex_unlock(&t->mu);
+    kc_commit_result_t *res = NULL;
+    size_t n = 0;
+    kc_error_t err;
+    kc_err_t rc = kc_commit_results(c, NULL, 0, 15000, &res, &n, &err);
+    if (rc != KC_OK)
+        fail_msg("kc_commit_results: %s", err.msg);
+    pthread_mutex_lock(&t->mu);
+    int covered = t->covered;
+    pthread_mutex_unlock(&t->mu);
+    long accepted = share_accepted(c);
+    fprintf(stderr, "commit: %zu result(s); covered %d; accepted %ld\n", n, covered, accepted);
+    assert_true(covered > 0); /* the sleeping view, at least */
+    assert_true(accepted >= covered);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(res[i].topic, kc_sd_topic);
+        assert_int_equal(res[i].partition, 0);
+        assert_int_equal(res[i].code, KC_OK);
+        assert_true(res[i].offset > 0);
+    }
+    free(res);
+    /* the rest, then more, committed asynchronously */
+    producer = kc_sd_produce_start(MORE);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+    end = kc_test_now_ms() + 60000 * kc_test_time_scale();
+    while (processed(t) < N + MORE && kc_test_now_ms() < end)
+        kc_test_sleep_ms(20);
+    assert_int_equal(processed(t), N + MORE);
+    assert_int_equal(kc_commit_async_results(c, NULL, 0, async_done, t, &err), KC_OK);
+    pthread_mutex_lock(&t->mu);
+    while (!t->async_done)
+        pthread_cond_wait(&t->cv, &t->mu);
+    pthread_mutex_unlock(&t->mu);
+    assert_int_equal(t->async_rc, KC_OK);
+    assert_int_equal(t->async_bad, 0);
+    accepted = share_accepted(c);
+    fprintf(stderr, "async commit: %zu result(s); accepted %ld of %d\n", t->async_n, accepted,
+            N + MORE);
+    assert_int_equal(accepted, N + MORE);
+    /* offsets are not a share group's to commit */
+    kc_offset_meta_t om = {kc_sd_topic, 0, 1, NULL};
+    assert_int_equal(kc_commit_metadata(c, &om, 1, 5000, &err), KC_ERR_INVALID_ARG);
+    assert_non_null(strstr(err.msg, "share"));
+    kc_test_close(c);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
 int main(void)
 {
     kc_test_filter();
@@ -331,6 +488,7 @@ int main(void)
         cmocka_unit_test(accept_exactly_once),
         cmocka_unit_test(retry_releases),
         cmocka_unit_test(verdicts_after_pause),
+        cmocka_unit_test(commit_acknowledgements),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,13 @@
+/* kc-test-label: threads */
 /* The dispatcher of a share group (kc_rt_opts_t.share, worker.c): the verdicts each callback
  * result turns into (KC_RT_CMPL_SHARE_ACK), pieces of a batch (a bref covering part of its
  * records) delivered without the records outside them, the delivery count on the view, an
- * undecodable batch rejected, and what a revocation does to records never delivered. */
+ * undecodable batch rejected, what a revocation does to records never delivered, and the
+ * verdict barrier a commit of acknowledgements waits on (kc_rt_share_views / _posted). */
 #include "kc_test.h"
+
+#include <sched.h>
+#include <unistd.h>
 
 #include "rt_harness.h"
 
@@ -14,12 +19,14 @@ typedef struct share_cb {
     _Atomic int block;           /* while set, the callback waits (revocation test) */
     _Atomic int pick;            /* explicit verdicts: REJECT offset % 5 == 2, RELEASE % 5 == 4 */
     _Atomic int pick_errors;
+    _Atomic int entered; /* callbacks started */
 } share_cb_t;
 
 static kc_cb_result_t s_records(void *opaque, kc_part_t *p, kc_records_t *b)
 {
     (void)p;
     share_cb_t *s = opaque;
+    atomic_fetch_add(&s->entered, 1);
     while (atomic_load(&s->block))
         usleep(1000);
     const kc_record_t *r;
@@ -241,6 +248,37 @@ static void revoke_releases_queued(void **state)
     stop();
 }
 
+/* The commit barrier: views taken while a callback runs are not posted until it returned and
+ * its verdicts are in the completion ring, so the one drain after kc_rt_share_posted said so
+ * hands every one of them over (the test drains nothing before). A view that started after the
+ * views were taken is not waited for. */
+static void commit_barrier(void **state)
+{
+    (void)state;
+    start(1000);
+    atomic_store(&cb->block, 1);
+    push_piece(0, 10, 0, 9, 1);
+    int64_t end = h_now_ns() + 5000 * 1000000LL;
+    while (atomic_load(&cb->entered) < 1 && h_now_ns() < end)
+        usleep(1000);
+    assert_int_equal(atomic_load(&cb->entered), 1);
+    uint64_t views[2];
+    assert_int_equal(kc_rt_workers(h->rt), 2);
+    kc_rt_share_views(h->rt, views);
+    usleep(20 * 1000);
+    assert_false(kc_rt_share_posted(h->rt, views)); /* still in the callback */
+    atomic_store(&cb->block, 0);
+    while (!kc_rt_share_posted(h->rt, views) && h_now_ns() < end)
+        sched_yield();
+    assert_true(kc_rt_share_posted(h->rt, views));
+    kc_rt_drain_completions(h->rt, h_cmpl, h);
+    assert_int_equal(h->share_acked[KC_SHARE_ACCEPT], 10);
+    /* nothing running: the barrier is passed at once */
+    kc_rt_share_views(h->rt, views);
+    assert_true(kc_rt_share_posted(h->rt, views));
+    stop();
+}
+
 int main(void)
 {
     kc_test_filter();
@@ -253,6 +291,7 @@ int main(void)
         cmocka_unit_test(not_share),
         cmocka_unit_test(corrupt_batch_rejected),
         cmocka_unit_test(revoke_releases_queued),
+        cmocka_unit_test(commit_barrier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

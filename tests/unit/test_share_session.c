@@ -525,6 +525,8 @@ static void verdicts_after_forget(void **state)
     assert_int_equal(kc_share_session_ack(&s, &p0, 0, 8, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
     assert_int_equal(kc_share_session_ack(&s, &p0, 9, 9, KC_SHARE_ACK_REJECT, &e), KC_OK);
     kc_share_session_hold(&s, &p0, -10);
+    uint64_t mark = kc_share_session_ack_mark(&s); /* a commit of acknowledgements waits on it */
+    assert_false(kc_share_session_answered(&s, mark));
     assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN);
     assert_non_null(strstr(e.msg, "acknowledgements go first"));
     kc_share_acknowledge_request_t aq;
@@ -545,7 +547,9 @@ static void verdicts_after_forget(void **state)
     t.partitions.items = &d;
     m.responses.count = 1;
     m.responses.items = &t;
+    assert_false(kc_share_session_answered(&s, mark)); /* in flight */
     kc_share_session_ack_answer(&s, &m, &h);
+    assert_true(kc_share_session_answered(&s, mark));
     assert_int_equal(seen.acked, 1);
     assert_int_equal(seen.acked_code, 0);
     assert_int_equal(s.c.acked[KC_SHARE_ACK_ACCEPT], 9);
@@ -588,12 +592,27 @@ static void unwanted_known_acks_by_acknowledge(void **state)
     kc_share_acknowledge_request_t aq;
     assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e), KC_OK);
     assert_int_equal(aq.topics.items[0].partitions.items[0].partition_index, 0);
+    uint64_t mark = kc_share_session_ack_mark(&s);
     kc_share_session_failed(&s, &e, &h); /* no answer: reported lost, the session reopens */
+    assert_true(kc_share_session_answered(&s, mark)); /* answered: lost */
     assert_int_equal(seen.acked, 1);
     assert_int_equal(seen.acked_code, -1);
     assert_int_equal(s.epoch, 0);
-    /* epoch 0 names only the wanted partition */
+    /* epoch 0 names only the wanted partition, and carries no acknowledgement */
+    assert_int_equal(kc_share_session_ack(&s, &p1, 0, 0, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    mark = kc_share_session_ack_mark(&s);
     assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 0);
+    answer_t y;
+    const int32_t one[] = {1};
+    kc_share_session_fetch_answer(&s, mk(&y, one, 1, NULL, 0), &a, &h);
+    tb_free(&y.batch);
+    assert_false(kc_share_session_answered(&s, mark)); /* waits for the next request */
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
+    kc_share_session_fetch_answer(&s, mk(&y, one, 1, NULL, 0), &a, &h);
+    tb_free(&y.batch);
+    assert_true(kc_share_session_answered(&s, mark));
     assert_int_equal(q.topics.items[0].partitions.count, 1);
     assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 1);
     kc_arena_free(&a);
