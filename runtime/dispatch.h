@@ -315,18 +315,21 @@ int64_t kc_rt_buffered_bytes(const kc_rt_t *rt);
  * the queued.max.bytes cap bounds. Any thread (relaxed). */
 int64_t kc_rt_frame_bytes(const kc_rt_t *rt);
 
-/* Completions from every worker; calls fn for each. Network thread. Returns the count. */
 /* Network thread. Share groups' verdict barrier, for a commit of acknowledgements: per worker
- * (kc_rt_workers entries), kc_rt_share_views reads how many on_records calls have started, and
- * kc_rt_share_posted says whether every one of those has returned and had its verdicts pushed
- * on the worker's completion ring, so the next kc_rt_drain_completions hands them over. A
- * callback that the caller of the commit saw return (under any synchronisation that orders it
- * before the call) incremented its worker's count before it ran, which happens before the read
- * here: by write-read coherence the read sees that increment or a later one. The posted count's
- * acquire load pairs with the worker's release increment after the pushes. */
+ * (kc_rt_workers entries), kc_rt_share_views reads how many views were handed to the
+ * application (an on_records call started; in pull mode, kc_poll returned the view:
+ * kc_rt_view_handed), and kc_rt_share_posted says whether every one of those has come back and
+ * had its verdicts pushed on the worker's completion ring, so the next kc_rt_drain_completions
+ * hands them over (the worker wakes the network thread again after counting, so a drain that
+ * ran just before the count is followed by another). A view the caller of the commit saw come
+ * back (under any synchronisation that orders it before the call) was counted before it was
+ * handed out, which happens before the read here: by write-read coherence the read sees that
+ * increment or a later one. The posted count's acquire load pairs with the worker's release
+ * increment after the pushes. */
 unsigned kc_rt_workers(const kc_rt_t *rt);
 void kc_rt_share_views(kc_rt_t *rt, uint64_t *views);
 bool kc_rt_share_posted(kc_rt_t *rt, const uint64_t *views);
+/* Completions from every worker; calls fn for each. Network thread. Returns the count. */
 unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_cmpl_t *c),
                                  void *ctx);
 
@@ -386,5 +389,8 @@ bool kc_rt_poll_exceeded(const kc_rt_t *rt);
  * gate_closed hook (kc_rt_opts_t) for p. */
 void kc_rt_kick(kc_rt_part_t *p);
 void kc_rt_gate_closed(kc_rt_part_t *p);
+/* worker.c: a share group's view handed to the application (the verdict barrier above counts it
+ * on the view's worker). The worker before on_records; pull.c when kc_poll returns the view. */
+void kc_rt_view_handed(kc_records_t *b);
 
 #endif

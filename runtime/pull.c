@@ -241,6 +241,7 @@ KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc
         s->queued = 0;
         s->polled = 1;
         s->holder = pthread_self();
+        kc_rt_view_handed(s->b); /* a commit of acknowledgements covers it from now on */
         q->out[q->n_out++] = s;
         *out = s->b;
     }

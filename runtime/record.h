@@ -45,6 +45,8 @@ struct kc_records {
      * room for max_records); the rest get the callback result's (worker.c, share_verdict). */
     kc_rt_share_pick_t *picks;
     uint32_t n_picks;
+    struct kc_rt_worker *worker; /* whose view this is (the verdict barrier's count) */
+    bool counted;                /* handed to the application: its verdicts count as posted */
     bool peeked;       /* rec holds the view's first record, not yet returned */
     bool end;          /* the decoder reported the end of the batch (or an error) */
     uint32_t left;     /* records this view may still return */

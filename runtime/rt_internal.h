@@ -24,10 +24,11 @@ typedef struct kc_rt_worker {
     _Atomic(kc_rt_part_t *) cb_part;
     _Atomic int64_t cb_start_ns; /* 0 = not in a callback */
     int64_t reported_start;      /* owner: network thread (watchdog) */
-    /* Share groups' verdict barrier (dispatch.h, kc_rt_share_views): on_records calls started
-     * on this worker, and those whose verdicts were posted after they returned. Written by this
-     * worker: share_views before the callback (relaxed: read-read coherence is all the reader
-     * needs), share_posted after the verdicts' pushes (release, pairing with the network
+    /* Share groups' verdict barrier (dispatch.h, kc_rt_share_views): views of this worker handed
+     * to the application, and those whose verdicts were posted after they came back.
+     * share_views: by this worker before on_records, or by kc_poll's thread in pull mode (relaxed:
+     * write-read coherence along the caller's happens-before is all the reader needs);
+     * share_posted: by this worker after the verdicts' pushes (release, pairing with the network
      * thread's acquire in kc_rt_share_posted). */
     _Atomic uint64_t share_views, share_posted;
     /* Stats: written by this worker, read by anyone (relaxed: counters publish nothing). */

@@ -1,11 +1,12 @@
 /*
  * kc_commit in a share group: a commit of acknowledgements instead of offsets.
  *
- * What it covers: the verdicts of every on_records call that had started on any worker when the
- * network thread took the call (so every one the application saw return before calling, and
- * those running then, which the commit waits for), and kc_share_ack's made inside them. The
- * call takes the workers' counts (dispatch.h, kc_rt_share_views) and waits until each of those
- * callbacks has posted its verdicts (kc_rt_share_posted); then it drains the completion rings,
+ * What it covers: the verdicts of every view handed to the application when the network thread
+ * took the call (an on_records call started, or in pull mode a view kc_poll returned: every one
+ * the application saw come back before calling, and those still out then, which the commit
+ * waits for), and kc_share_ack's made on them. The call takes the workers' counts (dispatch.h,
+ * kc_rt_share_views) and waits until each of those views has posted its verdicts
+ * (kc_rt_share_posted); then it drains the completion rings,
  * which queues the verdicts in the share sessions (consumer.c, KC_RT_CMPL_SHARE_ACK), and
  * hands over to kc_engine_share_commit, which sends them at once and answers when the broker
  * has. The counts are checked before the drain that follows, never after: a verdict posted
@@ -60,8 +61,9 @@ static void on_deadline(kc_loop_t *loop, kc_loop_timer_t *t)
     struct kc_share_cwait *w = (struct kc_share_cwait *)t;
     unlink_wait(w->c, w);
     fail_wait(w, KC_ERR_TIMEOUT,
-              "share commit: callbacks running at the call did not return in time, so their "
-              "verdicts could not be sent");
+              "share commit: views handed out before the call (callbacks still running, or "
+              "views polled and not released) did not come back in time, so their verdicts "
+              "could not be sent");
 }
 
 /* The barrier passed and the rings were drained since: the verdicts are in the sessions. */
@@ -113,8 +115,10 @@ kc_err_t kc_share_commit_start(kc_consumer_t *c, int timeout_ms, kc_engine_offse
     w->opaque = opaque;
     w->deadline_ms = kc_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     kc_rt_share_views(c->rt, w->views);
-    w->next = c->share_waits;
-    c->share_waits = w;
+    struct kc_share_cwait **pp = &c->share_waits; /* in call order: answered in it */
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = w;
     w->timer.cb = on_deadline;
     w->timer.opaque = w;
     kc_loop_timer_start(kc_netthread_loop(c->nt), &w->timer, timeout_ms > 0 ? timeout_ms : 0);

@@ -141,6 +141,14 @@ static void report(kc_rt_t *rt, const kc_rt_part_t *p, const kc_error_t *e)
     (void)kc_rt_post_event(rt, &ev);
 }
 
+void kc_rt_view_handed(kc_records_t *b)
+{
+    if (!b->share || !b->worker)
+        return;
+    b->counted = true;
+    atomic_fetch_add_explicit(&b->worker->share_views, 1, memory_order_relaxed);
+}
+
 /* A share group's view, after its callback (dispatch.h, kc_rt_opts_t.share): every acquired
  * offset from the delivery floor to the view's end gets the callback's verdict (compacted gaps
  * inside it too) unless kc_share_ack gave it one, so the records' locks are given back now rather
@@ -160,7 +168,13 @@ static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b,
         from = b->picks[i].offset + 1;
     }
     post_ack(w, p, from, b->next_offset - 1, ack);
-    atomic_fetch_add_explicit(&w->share_posted, 1, memory_order_release);
+    if (b->counted) { /* a view nobody polled (pull mode, given back) was never counted */
+        atomic_fetch_add_explicit(&w->share_posted, 1, memory_order_release);
+        /* Again after the count: a drain that ran between the last push's wake-up and the
+         * increment took the verdicts but saw the barrier closed; this wake-up re-checks it. */
+        if (w->rt->o.wake)
+            w->rt->o.wake(w->rt->o.wake_ctx);
+    }
     advance(p, b->next_offset);
     if (res == KC_CB_STOP) {
         atomic_store_explicit(&p->paused, true, memory_order_relaxed);
@@ -203,10 +217,11 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     b->left = rt->o.max_records;
     b->returned = 0;
     b->n_picks = 0;
+    b->counted = false;
     b->first_offset = b->rec.offset;
     b->next_offset = b->rec.offset;
-    if (rt->o.share)
-        atomic_fetch_add_explicit(&w->share_views, 1, memory_order_relaxed);
+    if (rt->o.share && !rt->o.gate_closed) /* pull mode counts at kc_poll (kc_rt_view_handed) */
+        kc_rt_view_handed(b);
     kc_rt_cb_enter(w, p);
     kc_cb_result_t res = rt->o.cbs.on_records(rt->o.cbs.opaque, &p->pub, b);
     kc_rt_cb_exit(w);
@@ -254,7 +269,8 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
                         .delivery_count = p->cur.delivery_count,
                         .share = rt->o.share,
                         .share_last = p->cur.last_offset,
-                        .picks = w->picks};
+                        .picks = w->picks,
+                        .worker = w};
     kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->facts, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves

@@ -116,8 +116,24 @@ static void commit_done(void *opaque, kc_err_t rc, const kc_error_t *err,
         g->n.commit_failures++;
         g->n.last_error_code = code;
     }
-    g->p->commit_result(g->m, seq, code, kc_now_ms());
+    /* acknowledgements refused or lost were reported per range (share/fetcher.c): the step is
+     * over either way, never retried */
+    g->p->commit_result(g->m, seq, g->p->commit_acks ? 0 : code, kc_now_ms());
     kc_group_drive(g);
+}
+
+/* commit_parts for a protocol that commits acknowledgements (group.h, commit_acks). */
+static bool commit_acks(kc_group_t *g, const kc_group_action_t *a)
+{
+    kc_error_t err;
+    bool none = false;
+    kc_group_op_t *op = kc_group_op_new(g, KC_GROUP_OP_COMMIT, a->seq);
+    bool sent = op && kc_engine_share_commit(g->e, (int)g->conf.commit_timeout_ms, commit_done, op,
+                                             &none, &err) == KC_OK &&
+                !none;
+    if (!sent && op)
+        kc_group_op_end(op);
+    return sent;
 }
 
 /* Commits the processed offsets of `a`'s partitions; false when nothing was sent (nothing
@@ -126,6 +142,8 @@ static bool commit_parts(kc_group_t *g, const kc_group_action_t *a)
 {
     if (g->self_fenced) /* the partitions may be another member's by now: commit nothing */
         return false;
+    if (g->p->commit_acks)
+        return commit_acks(g, a);
     kc_engine_offset_t *offs = calloc(a->n ? a->n : 1, sizeof *offs);
     if (!offs)
         return false;

@@ -150,6 +150,12 @@ typedef struct kc_group_proto {
     /* The broker keeps the partitions' positions (share groups): ASSIGN hands the partitions to
      * the assign hook at once with start -1, reading no committed offset. */
     bool broker_positions;
+    /* The revocation's COMMIT step commits the member's acknowledgements (share groups,
+     * kc_engine_share_commit) instead of offsets: the verdicts of the revoked partitions' last
+     * callbacks are answered before their partitions are dropped and before the member leaves,
+     * since a member that left has every record it acquired handed out again. Refusals are
+     * reported per range by the share fetcher (KC_EVENT_SHARE_ACK); the step never retries. */
+    bool commit_acks;
     /* An application commit or auto-commit answered with `code` (0 ok); may be NULL. */
     void (*app_commit_result)(void *m, int16_t code, int64_t now);
     /* No reconciliation running and the member in its group: auto-commit may run. */

@@ -138,9 +138,11 @@ static kc_eng_ssess_t *sess_get(kc_engine_t *e, int32_t broker, bool make)
     return ss;
 }
 
-/* The session a verdict on tp's records goes to: one holding records of tp (they were acquired
- * from its broker, which alone can take their verdicts: after a leader move the old leader's
- * session still has them), else the one fetching it, else one that still has it, else NULL. */
+/* The session a verdict on tp's records goes to: one holding records of tp (records are
+ * acquired from the leader, which alone can take their verdicts: after a leader move the old
+ * leader's session is the one still holding records; the verdict does not name its broker, so
+ * with records held in two sessions at once the first one is taken), else the one fetching it,
+ * else one that still has it, else NULL. */
 static kc_eng_ssess_t *sess_of(kc_engine_t *e, const kc_tp_t *tp)
 {
     kc_eng_ssess_t *wanted = NULL, *any = NULL;
@@ -181,9 +183,10 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
                        partition);
     kc_err_t rc =
         kc_share_session_ack(&ss->s, &e->parts[i].tp, first, last, (kc_share_ack_type_t)type, err);
+    /* the records' verdict came, taken or not: they are not held any more */
+    kc_share_session_hold(&ss->s, &e->parts[i].tp, -(last - first + 1));
     if (rc != KC_OK)
         return rc;
-    kc_share_session_hold(&ss->s, &e->parts[i].tp, -(last - first + 1));
     e->share->st.acks_queued += (uint64_t)(last - first + 1);
     kc_eng_drive(e);
     return KC_OK;
@@ -255,11 +258,11 @@ static void commits_note(kc_engine_t *e, kc_eng_ssess_t *ss, const kc_tp_t *tp, 
         }
         if (last + 1 > r->offset)
             r->offset = last + 1;
+        if (code < 0)
+            k->lost = true;
         if (code == 0 || r->error)
             continue;
         r->error = code > 0 ? code : -1;
-        if (code < 0)
-            k->lost = true;
         if (!k->failed) {
             k->failed = true;
             if (code > 0)
@@ -567,8 +570,15 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
     else if (kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, close, &ss->aq,
                                           &err) == KC_OK)
         ss->ack_req = true;
-    else
+    else {
+        kc_share_handler_t h = handler(ss);
+        if (kc_share_session_strand(&ss->s,
+                                    "not sent: the share session was reset and nothing is "
+                                    "fetched from this broker to open it again",
+                                    &h))
+            commits_check(e, -1, NULL);
         return;
+    }
     kc_conn_req_spec_t spec = {
         ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_API_KEY : KC_SHARE_FETCH_REQUEST_API_KEY,
         1,

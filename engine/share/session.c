@@ -350,6 +350,29 @@ kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_i
     return KC_OK;
 }
 
+static void report_sent(kc_share_session_t *s, kc_share_spart_t *p, int16_t code, const char *why,
+                        const kc_share_handler_t *h);
+
+bool kc_share_session_strand(kc_share_session_t *s, const char *why, const kc_share_handler_t *h)
+{
+    if (s->inflight || s->closed || s->epoch != KC_SHARE_EPOCH_OPEN ||
+        kc_share_session_has_wanted(s) || !kc_share_session_has_acks(s))
+        return false;
+    kc_arena_reset(&s->req);
+    for (size_t i = 0; i < s->n; i++)
+        s->parts[i].in_request = s->parts[i].pending.n > 0;
+    kc_error_t err;
+    if (take_acks(s, &err) != KC_OK)
+        return false;
+    for (size_t i = 0; i < s->n; i++) {
+        report_sent(s, &s->parts[i], -1, why, h);
+        s->parts[i].in_request = false;
+    }
+    s->acks_answered = s->acks_queued;
+    compact(s);
+    return true;
+}
+
 static void count_acked(kc_share_session_t *s, const kc_share_spart_t *p, int16_t code)
 {
     int64_t n[4] = {0};

@@ -146,8 +146,9 @@ bool kc_share_session_has_acks(const kc_share_session_t *s);
 bool kc_share_session_has_wanted(const kc_share_session_t *s);
 
 /* The next ShareFetch into *req (arrays in the session, valid until the answer). KC_ERR_AGAIN
- * while a request is in flight, once closed, and while an open session has acknowledgements of
- * a partition no longer wanted (kc_share_session_acknowledge sends them first). */
+ * while a request is in flight, once closed, and while a session past epoch 0 has
+ * acknowledgements of a partition no longer wanted (kc_share_session_acknowledge sends them
+ * first). */
 kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_params_t *p,
                                 kc_share_fetch_request_t *req, kc_error_t *err);
 /* A ShareAcknowledge of every pending acknowledgement; `close`: at epoch -1, ending the session
@@ -157,6 +158,11 @@ kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_i
                                       const char *member_id, bool close,
                                       kc_share_acknowledge_request_t *req, kc_error_t *err);
 
+/* Acknowledgements no request can carry: the session is not open (epoch 0, after a reset) and
+ * wants no partition, so nothing would open it, and ShareAcknowledge needs an open one. They are
+ * reported lost (`acked`, code -1, `why`) and dropped, so nobody waits on them: the broker hands
+ * their records out again once the locks run out. True when there were any. */
+bool kc_share_session_strand(kc_share_session_t *s, const char *why, const kc_share_handler_t *h);
 /* The answers, and the failure of the request in flight (no answer, or one that did not decode). */
 void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_response_t *m,
                                    kc_arena_t *a, const kc_share_handler_t *h);

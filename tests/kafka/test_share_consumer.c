@@ -18,7 +18,9 @@
  * - commit_acknowledgements: kc_commit with no partitions sends the verdicts given so far and
  *   answers once the broker applied them (its accepted counter covers them when the call
  *   returns), including those of a callback still running at the call, which it waits for;
- *   kc_commit_async_results the same, answered through its callback.
+ *   kc_commit_async_results the same, answered through its callback;
+ * - commit_in_pull_mode: with kc_poll, the commit covers the views polled and released before it
+ *   and does not wait for views the workers queued that nobody polled yet.
  * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
  * kc-test-label: share */
 #include "kc_test.h"
@@ -102,6 +104,20 @@ static int distinct(tally_t *t)
     return n;
 }
 
+static long share_accepted(kc_consumer_t *c)
+{
+    char *text;
+    kc_error_t err;
+    assert_int_equal(kc_metrics(c, &text, NULL, &err), KC_OK);
+    const char *at = strstr(text, "kconsume_share_accepted");
+    assert_non_null(at);
+    at = strchr(at, '}');
+    assert_non_null(at);
+    long n = atol(at + 1);
+    free(text);
+    return n;
+}
+
 static void accept_exactly_once(void **state)
 {
     (void)state;
@@ -139,16 +155,8 @@ static void accept_exactly_once(void **state)
     assert_int_equal(kc_commit(c[0], NULL, 0, 5000, &err), KC_OK); /* acknowledgements */
     /* the share sessions' counters, through kc_metrics (the stats JSON's "share" object) */
     long accepted = 0;
-    for (int i = 0; i < MEMBERS; i++) {
-        char *text;
-        assert_int_equal(kc_metrics(c[i], &text, NULL, &err), KC_OK);
-        const char *at = strstr(text, "kconsume_share_accepted");
-        assert_non_null(at);
-        at = strchr(at, '}');
-        assert_non_null(at);
-        accepted += atol(at + 1);
-        free(text);
-    }
+    for (int i = 0; i < MEMBERS; i++)
+        accepted += share_accepted(c[i]);
     fprintf(stderr, "accepted per the members' share sessions: %ld\n", accepted);
     assert_true(accepted > 0 && accepted <= RECORDS);
     for (int i = 0; i < MEMBERS; i++)
@@ -363,20 +371,6 @@ static kc_cb_result_t counting_records(void *opaque, kc_part_t *p, kc_records_t 
     return KC_CB_CONTINUE;
 }
 
-static long share_accepted(kc_consumer_t *c)
-{
-    char *text;
-    kc_error_t err;
-    assert_int_equal(kc_metrics(c, &text, NULL, &err), KC_OK);
-    const char *at = strstr(text, "kconsume_share_accepted");
-    assert_non_null(at);
-    at = strchr(at, '}');
-    assert_non_null(at);
-    long n = atol(at + 1);
-    free(text);
-    return n;
-}
-
 static void async_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                        const kc_commit_result_t *res, size_t n)
 {
@@ -481,6 +475,42 @@ static void commit_acknowledgements(void **state)
     free(t);
 }
 
+static void commit_in_pull_mode(void **state)
+{
+    (void)state;
+    enum { N = 400 };
+    char group[64];
+    snprintf(group, sizeof group, "kc-share-pull-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-pull", 2, group);
+    pid_t producer = kc_sd_produce_start(N);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+    kc_callbacks_t cbs = {0}; /* pull mode */
+    kc_consumer_t *c = kc_sd_consumer(group, "worker.threads=2;callback.batch.max.records=10", &cbs);
+    int polled = 0;
+    int64_t end = kc_test_now_ms() + 60000 * kc_test_time_scale();
+    kc_error_t err;
+    while (polled < N / 4 && kc_test_now_ms() < end) {
+        kc_records_t *b = NULL;
+        if (kc_poll(c, 200, &b, &err) != KC_OK || !b)
+            continue;
+        while (kc_records_next(b))
+            polled++;
+        kc_records_release(c, b, KC_CB_CONTINUE);
+    }
+    assert_true(polled >= N / 4);
+    kc_test_sleep_ms(300); /* the workers queue more views meanwhile, unpolled */
+    int64_t t0 = kc_test_now_ms();
+    kc_err_t rc = kc_commit(c, NULL, 0, 5000, &err);
+    if (rc != KC_OK)
+        fail_msg("kc_commit in pull mode: %s", err.msg);
+    long accepted = share_accepted(c);
+    fprintf(stderr, "pull mode: polled %d, accepted %ld, commit took %lld ms\n", polled, accepted,
+            (long long)(kc_test_now_ms() - t0));
+    assert_true(accepted >= polled);
+    kc_test_close(c);
+}
+
 int main(void)
 {
     kc_test_filter();
@@ -489,6 +519,7 @@ int main(void)
         cmocka_unit_test(retry_releases),
         cmocka_unit_test(verdicts_after_pause),
         cmocka_unit_test(commit_acknowledgements),
+        cmocka_unit_test(commit_in_pull_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

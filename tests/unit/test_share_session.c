@@ -505,7 +505,7 @@ static void verdicts_after_forget(void **state)
     tb_free(&x.batch);
     kc_share_session_hold(&s, &p0, 10); /* all ten handed to the application */
     assert_int_equal(kc_share_session_held(&s, &p0), 10);
-    kc_share_session_hold(&s, &p1, 5); /* a partition without records: nothing changes */
+    kc_share_session_hold(&s, &p1, 5); /* counted; a verdict's count below zero stops at 0 */
     assert_int_equal(kc_share_session_held(&s, &p1), 5);
     kc_share_session_hold(&s, &p1, -9);
     assert_int_equal(kc_share_session_held(&s, &p1), 0);
@@ -602,6 +602,8 @@ static void unwanted_known_acks_by_acknowledge(void **state)
     assert_int_equal(kc_share_session_ack(&s, &p1, 0, 0, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
     mark = kc_share_session_ack_mark(&s);
     assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(q.topics.items[0].partitions.count, 1);
+    assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 1);
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 0);
     answer_t y;
     const int32_t one[] = {1};
@@ -613,8 +615,51 @@ static void unwanted_known_acks_by_acknowledge(void **state)
     kc_share_session_fetch_answer(&s, mk(&y, one, 1, NULL, 0), &a, &h);
     tb_free(&y.batch);
     assert_true(kc_share_session_answered(&s, mark));
-    assert_int_equal(q.topics.items[0].partitions.count, 1);
-    assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 1);
+    kc_arena_free(&a);
+    kc_share_session_free(&s);
+}
+
+/* A reset session that wants nothing cannot open itself again, and ShareAcknowledge needs it
+ * open: its acknowledgements are reported lost and dropped, so a commit waiting on them gets an
+ * answer instead of its timeout. */
+static void stranded_acks_reported(void **state)
+{
+    (void)state;
+    kc_share_session_t s;
+    kc_share_session_init(&s, 1);
+    seen_t seen = {0};
+    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
+    kc_error_t e;
+    kc_tp_t p0 = tp_of(1, 0);
+    kc_share_fetch_request_t q;
+    kc_share_acknowledge_request_t aq;
+    answer_t x;
+    kc_arena_t a = {0};
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t zero[] = {0};
+    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
+    assert_false(kc_share_session_strand(&s, "x", &h)); /* nothing to strand */
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, r, 1), &a, &h);
+    tb_free(&x.batch);
+    kc_share_session_hold(&s, &p0, 10);
+    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK); /* forgets p0 */
+    kc_share_session_failed(&s, &e, &h); /* no answer: reset to epoch 0 */
+    assert_int_equal(s.epoch, 0);
+    assert_int_equal(kc_share_session_ack(&s, &p0, 0, 9, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
+    kc_share_session_hold(&s, &p0, -10);
+    uint64_t mark = kc_share_session_ack_mark(&s);
+    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN);
+    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e), KC_ERR_AGAIN);
+    assert_true(kc_share_session_strand(&s, "stranded", &h));
+    assert_int_equal(seen.acked, 1);
+    assert_int_equal(seen.acked_first, 0);
+    assert_int_equal(seen.acked_code, -1);
+    assert_int_equal(s.c.ack_lost, 10);
+    assert_true(kc_share_session_answered(&s, mark));
+    assert_int_equal(s.n, 0);
+    assert_false(kc_share_session_strand(&s, "x", &h));
     kc_arena_free(&a);
     kc_share_session_free(&s);
 }
@@ -638,6 +683,7 @@ int main(void)
         cmocka_unit_test(session_acknowledge_and_close),
         cmocka_unit_test(verdicts_after_forget),
         cmocka_unit_test(unwanted_known_acks_by_acknowledge),
+        cmocka_unit_test(stranded_acks_reported),
         cmocka_unit_test(epoch_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,8 +3,8 @@
  * (group/848/) over ShareGroupHeartbeat (share/wire.h), the same driver. What differs, and why:
  *   - no offsets: the share-partition's position is the broker's (its share-partition start
  *     offset and the records' acquisition state), so an ASSIGN reads no committed offset
- *     (`broker_positions`) and the member commits nothing (no COMMIT step; its identity refuses
- *     the application's offset commits: a share consumer acknowledges records instead);
+ *     (`broker_positions`), its identity refuses offset commits, and the revocation's COMMIT
+ *     step commits the member's acknowledgements instead (`commit_acks`);
  *   - no self-fence: which member may process a record is decided by the record's acquisition
  *     lock, not by the membership, and an acknowledgement after the lock ran out is refused by
  *     the broker per record range;
@@ -21,7 +21,8 @@
 
 static kc_err_t s_create(void **out, kc_group_t *grp, kc_error_t *err)
 {
-    return kc_g848_proto_create(out, grp, &kc_gshare_wire, false, err);
+    /* commit on revoke: the acknowledgements (commit_acks) */
+    return kc_g848_proto_create(out, grp, &kc_gshare_wire, true, err);
 }
 
 static kc_err_t s_identity(void *m, kc_commit_identity_t *who, kc_error_t *err)
@@ -51,6 +52,7 @@ const kc_group_proto_t kc_gshare_proto = {
     .identity = s_identity,
     .offset_fetch_names_member = false,
     .broker_positions = true,
+    .commit_acks = true,
     .app_commit_result = NULL,
     .stable = kc_g848_p_stable,
     .session_ms = kc_g848_p_session_ms,
