@@ -59,8 +59,8 @@ def symbolize(line):
 
 
 def parse_java(text):
-    """ConsumerPerformance: a CSV header and one data line, then --print-metrics lines
-    'group:name:{tags} : value'."""
+    """ConsumerPerformance or ShareConsumerPerformance: a CSV header and one data line, then
+    --print-metrics lines 'group:name:{tags} : value'."""
     lines = text.splitlines()
     res = {"client": "java"}
     for i, line in enumerate(lines):
@@ -76,7 +76,8 @@ def parse_java(text):
             res["bytes"] = int(float(row["data.consumed.in.MB"]) * 1024 * 1024)
             rate = float(row["nMsg.sec"])
             res["wall_s"] = res["records"] / rate if rate > 0 else None
-            res["rebalance_ms"] = float(row["rebalance.time.ms"])
+            if "rebalance.time.ms" in row:  # ShareConsumerPerformance has no such column
+                res["rebalance_ms"] = float(row["rebalance.time.ms"])
             break
     metrics = {}
     for line in lines:
@@ -88,7 +89,8 @@ def parse_java(text):
     if ver:
         res["version"] = ver.group(1)
     fetch = [v for (g, n, t), v in metrics.items()
-             if g == "consumer-fetch-manager-metrics" and n == "fetch-total" and "topic" not in t]
+             if g in ("consumer-fetch-manager-metrics", "consumer-share-fetch-manager-metrics")
+             and n == "fetch-total" and "topic" not in t]
     if fetch:
         res["fetch_requests"] = int(fetch[0])
     # Average size of all requests the consumer sent (almost all are Fetch in this run).
@@ -137,6 +139,14 @@ def cmd_record(a):
                 if v is not None:
                     row[k] = v
             row["brokers_fetched"] = sum(1 for b in st.get("brokers", []) if b.get("fetch_requests"))
+            if isinstance(st.get("share"), dict):
+                # A share consumer sends ShareFetch, counted in the stats' share section; the
+                # Fetch columns (all zero) do not apply.
+                for k in ("fetch_request_bytes", "fetch_request_bytes_min", "fetch_request_bytes_max",
+                          "fetch_request_bytes_last"):
+                    row.pop(k, None)
+                row["fetch_requests"] = st["share"].get("fetches")
+                row["brokers_fetched"] = len(st.get("brokers", []))
         sites = read("alloc-sites")
         if sites:
             row["alloc_sites_top"] = [symbolize(l) for l in sites.splitlines()[1:9]]
@@ -173,8 +183,10 @@ COLS = [("rec_s", "records/s", "{:,.0f}"), ("mb_s", "MB/s", "{:.1f}"),
 
 
 def kc_ref(consumer):
-    """The kconsume row a peer is compared with: same mode (group, or assign for the peers'
+    """The kconsume row a peer is compared with: same mode (group, share, or assign for the peers'
     assign/direct modes), 1 worker, io_uring."""
+    if consumer.endswith("-share") or consumer.startswith("kconsume-share"):
+        return "kconsume-share-w1-io_uring"
     group = consumer.endswith("-group") or consumer.startswith("kconsume-group")
     return "kconsume-group-w1-io_uring" if group else "kconsume-assign-w1-io_uring"
 
@@ -188,6 +200,7 @@ def cmd_report(a):
     os.makedirs(a.out, exist_ok=True)
     runs = [json.loads(l) for l in open(a.runs) if l.strip()]
     machine = json.load(open(a.machine))
+    carried = carry(a.carry, runs) if a.carry else None
     cases = []
     for r in runs:
         if r["case"] not in cases:
@@ -201,7 +214,8 @@ def cmd_report(a):
           f"Confluent's Rust client confluent-kafka {machine.get('confluent_kafka_rust', '?')} "
           f"(tokio {machine.get('tokio', '?')}, {machine.get('rustc', '?')}), franz-go {machine['franz-go']} "
           f"({machine['go']}), Java ConsumerPerformance on {machine['kafka_clients']} ({machine['java']}); "
-          f"brokers {machine.get('broker', '?')}; kconsume {machine['kconsume']}.",
+          f"brokers {machine.get('broker', '?')} (share groups: Kafka {machine.get('share_broker', '?')}, "
+          f"Java's ShareConsumerPerformance on the same client jars); kconsume {machine['kconsume']}.",
           *([f"**Load average {machine['loadavg_at_start'][0]} at start on {machine['cores']} cores: other work "
              "was running, so these numbers are not comparable with a run on a quiet machine.**"]
             if float(machine["loadavg_at_start"][0]) > 0.5 * machine["cores"] else []),
@@ -209,6 +223,8 @@ def cmd_report(a):
           "ratio = kconsume (same mode — group, or assign for assign/direct — 1 worker, io_uring) "
           "÷ peer in CPU per record. "
           "Settings and method: perf/README.md.", ""]
+    if carried:
+        md[-1:-1] = [carried, ""]
     if a.quick == "1":
         md[1:1] = ["", "**PERF_QUICK=1: tiny topics and one run, to check the harness end to end. "
                    "These figures mean nothing; run `make perf` on a quiet machine for the report.**"]
@@ -283,6 +299,29 @@ def cmd_report(a):
     summary["runs"] = runs
     open(os.path.join(a.out, "LATEST.md"), "w").write("\n".join(md))
     json.dump(summary, open(os.path.join(a.out, "latest.json"), "w"), indent=1)
+
+
+def carry(path, runs):
+    """PERF_CARRY=1: the runs of cases this run did not measure come from the report it replaces
+    (appended to `runs`, each marked with where it came from); returns the line that says so, or
+    None when nothing was carried."""
+    old = json.load(open(path))
+    now = {r["case"] for r in runs}
+    m = old.get("machine", {})
+    src = f"kconsume {m.get('kconsume', '?')}, load average {' '.join(m.get('loadavg_at_start', ['?']))}"
+    took = []
+    for r in old.get("runs", []):
+        if r["case"] in now:
+            continue
+        r = dict(r, carried_from=r.get("carried_from", src))
+        runs.append(r)
+        if r["case"] not in took:
+            took.append(r["case"])
+    if not took:
+        return None
+    return (f"**Carried over from the report this one replaced (PERF_CARRY=1), not measured in this run: "
+            f"{', '.join(took)} ({src}; each run's `carried_from` in latest.json says where it came "
+            "from). The header above describes this run's cases only.**")
 
 
 def machine_figures(text):
@@ -504,6 +543,18 @@ def targets(cases, figs):
         c, case, worst = max(rss_all, key=lambda t: t[2])
         add("peak RSS, every case (worst kconsume row)", f"{worst:.0f} MiB ({case} {c})",
             "≤ queued.max.bytes (256 MiB) + 32 MiB", worst <= 288)
+    # Share groups: CPU per record against Java's KafkaShareConsumer, and parallelism beyond the
+    # partition count (SHARE-SLEEP: 1 ms per record, 2 partitions, 8 workers each).
+    for case in ("SHARE-T1", "SHARE-T2-zstd"):
+        ratio_target(case, "java-share", 0.5, f"{case} CPU/rec")
+    sh = get("SHARE-SLEEP", "kconsume-share-w8-io_uring", "rec_s")
+    gr = get("SHARE-SLEEP", "kconsume-group-w8-io_uring", "rec_s")
+    what = "SHARE-SLEEP records/s (1 ms per record, 2 partitions, 8 workers): share group ÷ consumer group"
+    if sh and gr:
+        add(what, f"{sh / gr:.2f} ({sh:,.0f} vs {gr:,.0f})", "≥ 3", sh / gr >= 3,
+            "" if sh / gr >= 3 else "a share partition's records still run one callback at a time")
+    else:
+        add(what, None, "≥ 3", None, "a row is missing")
     lat = {r["consumer"]: r for r in cases.get("latency", [])} if isinstance(cases.get("latency"), list) else {}
     k, l = lat.get("kconsume-w1", {}).get("lat_p99_ms"), lat.get("librdkafka-assign", {}).get("lat_p99_ms")
     add("latency p99, kconsume (1 worker) vs librdkafka",
@@ -579,6 +630,7 @@ def main():
         s.add_argument("--" + k, required=True)
     s.add_argument("--figures", help="bench_decode output to quote, if any")
     s.add_argument("--quick", default="0")
+    s.add_argument("--carry", help="PERF_CARRY: an earlier latest.json whose other cases to keep")
     a = p.parse_args()
     {"record": cmd_record, "report": cmd_report}[a.cmd](a)
 

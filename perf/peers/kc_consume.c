@@ -4,11 +4,16 @@
  * record's value (its bytes are summed, so nothing can skip decode), and prints one JSON line like
  * the other peers: {client, mode, records, bytes, value_sum, wall_s, allocs..., lat...}.
  *
- *   kc_consume -b BROKERS -t TOPIC [-m assign|group] [-w WORKERS] [-s STATS-FILE] [-n RECORDS]
- *              [-l N] [-L LINGER-S] [-X key=value]...
+ *   kc_consume -b BROKERS -t TOPIC [-m assign|group|share] [-w WORKERS] [-s STATS-FILE]
+ *              [-n RECORDS] [-g GROUP] [-S SLEEP-US] [-l N] [-L LINGER-S] [-X key=value]...
  *
  * assign: every partition at the beginning (kc_assign), no group. group: kc_subscribe with a fresh
- * group.id (group.protocol as configured; the default is KIP-848). The clock starts before the
+ * group.id (group.protocol as configured; the default is KIP-848). share: kc_subscribe as a member
+ * of share group -g GROUP (group.type=share; perf/run sets the group's share.auto.offset.reset to
+ * earliest before the run), every record accepted by the callback's result; it needs -n, and the
+ * run ends when that many records were delivered (a record whose lock ran out and came back counts
+ * again). -S sleeps that many microseconds per record in the callback: a callback that waits on
+ * something, where the records/s show how many callbacks run at once. The clock starts before the
  * assignment (group join included, like the other peers) and stops when every partition's last
  * record reached the callback. -n RECORDS (what perf/run counted in the topic) ends the run at that
  * many records instead of asking every partition's watermarks first: at 1,000 partitions those
@@ -33,8 +38,9 @@
  *
  * Threads: the main thread sets up, waits on `done_cv` and prints. Workers run on_records; the
  * per-partition state (part_t) is owned by the worker running that partition (kconsume runs a
- * partition on one worker at a time, happens-before between consecutive callbacks) and read by
- * main after kc_close joined every worker. Shared counters are atomics, noted where declared.
+ * consumer group's partition on one worker at a time, happens-before between consecutive
+ * callbacks) and read by main after kc_close joined every worker; share mode does not rely on
+ * that and counts in atomics. Shared counters are atomics, noted where declared.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -61,6 +67,8 @@
 #define STEADY_FRACTION 10 /* the allocation window opens after 1/10 of the records */
 #define MAX_WORKER_TIDS 256
 
+/* Per partition, for assign and group modes; share mode counts in g.share_* instead, since a share
+ * partition's records may run on several workers at once. */
 typedef struct part {
     int64_t end;      /* high watermark at start; written by main before the assignment */
     int64_t next;     /* next offset expected; owner: the partition's worker */
@@ -75,6 +83,11 @@ static struct {
     int32_t nparts;
     int64_t total;     /* records to read; written by main before the assignment */
     int by_count;      /* -n: the end is `total` records, not each partition's watermark */
+    int share;         /* -m share */
+    long sleep_us;     /* -S: per record, in the callback */
+    /* share mode's totals: any worker adds (relaxed: main reads them after kc_close joined the
+     * workers) */
+    _Atomic uint64_t share_records, share_bytes, share_sum;
     int64_t latency_n; /* -l */
     int64_t *lat_us;   /* -l: preallocated, slot claimed with lat_next */
     _Atomic int64_t lat_next;
@@ -158,7 +171,7 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         return KC_CB_CONTINUE;
     part_t *p = &g.parts[kp->partition];
     uint64_t n = 0, bytes = 0, sum = 0;
-    int64_t next = p->next;
+    int64_t next = g.share ? 0 : p->next;
     int64_t now_us = g.latency_n ? real_us() : 0;
     const kc_record_t *r;
     while ((r = kc_records_next(batch)) != NULL) {
@@ -168,18 +181,27 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
         bytes += len;
         n++;
         next = kc_record_offset(r) + 1;
+        if (g.sleep_us > 0)
+            nanosleep(&(struct timespec){g.sleep_us / 1000000, (g.sleep_us % 1000000) * 1000},
+                      NULL);
         if (g.latency_n) {
             int64_t slot = atomic_fetch_add_explicit(&g.lat_next, 1, memory_order_relaxed);
             if (slot < g.latency_n)
                 g.lat_us[slot] = now_us - kc_record_timestamp(r) * 1000;
         }
     }
-    if (p->records == 0 && n > 0 && atomic_fetch_add(&g.parts_seen, 1) + 1 == g.nparts)
-        g.t_all_first = mono_s();
-    p->records += n;
-    p->bytes += bytes;
-    p->sum += sum;
-    p->next = next;
+    if (g.share) {
+        atomic_fetch_add_explicit(&g.share_records, n, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g.share_bytes, bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g.share_sum, sum, memory_order_relaxed);
+    } else {
+        if (p->records == 0 && n > 0 && atomic_fetch_add(&g.parts_seen, 1) + 1 == g.nparts)
+            g.t_all_first = mono_s();
+        p->records += n;
+        p->bytes += bytes;
+        p->sum += sum;
+        p->next = next;
+    }
     /* acq_rel: pairs with the main thread's acquire after `done` (it reads the totals only after
      * kc_close, which joins the workers, so this is for the window figures only). */
     int64_t seen =
@@ -340,11 +362,12 @@ static void thread_cpu_split(char *out, size_t cap)
 int main(int argc, char **argv)
 {
     const char *brokers = "127.0.0.1:9092", *topic = NULL, *mode = "assign", *stats = NULL;
+    const char *share_group = NULL;
     const char *xs[MAX_X];
     int nx = 0, workers = 1;
     double linger = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "b:t:m:w:s:n:l:L:X:")) != -1) {
+    while ((opt = getopt(argc, argv, "b:t:m:w:s:n:g:S:l:L:X:")) != -1) {
         switch (opt) {
         case 'b':
             brokers = optarg;
@@ -368,6 +391,12 @@ int main(int argc, char **argv)
             g.total = atoll(optarg);
             g.by_count = g.total > 0;
             break;
+        case 'g':
+            share_group = optarg;
+            break;
+        case 'S':
+            g.sleep_us = atol(optarg);
+            break;
         case 'L':
             linger = atof(optarg);
             break;
@@ -377,13 +406,16 @@ int main(int argc, char **argv)
             xs[nx++] = optarg;
             break;
         default:
-            die("usage", "-b BROKERS -t TOPIC [-m assign|group] [-w N] [-s STATS] [-l N] "
-                         "[-L SECONDS] [-X k=v]...");
+            die("usage", "-b BROKERS -t TOPIC [-m assign|group|share] [-w N] [-s STATS] "
+                         "[-n RECORDS] [-g GROUP] [-S SLEEP-US] [-l N] [-L SECONDS] [-X k=v]...");
         }
     }
-    int group_mode = strcmp(mode, "group") == 0;
+    g.share = strcmp(mode, "share") == 0;
+    int group_mode = strcmp(mode, "group") == 0 || g.share;
     if (!topic || (!group_mode && strcmp(mode, "assign") != 0) || workers < 1)
-        die("usage", "-b BROKERS -t TOPIC [-m assign|group] [-w N] [-s STATS] [-l N] [-L S]");
+        die("usage", "-b BROKERS -t TOPIC [-m assign|group|share] [-w N] [-s STATS] [-l N] [-L S]");
+    if (g.share && (!g.by_count || !share_group || g.latency_n))
+        die("usage", "-m share needs -n RECORDS and -g GROUP (and no -l)");
     *(void **)&g.alloc_count = dlsym(RTLD_DEFAULT, "kc_perf_alloc_count");
     *(void **)&g.alloc_window = dlsym(RTLD_DEFAULT, "kc_perf_alloc_window");
 
@@ -402,7 +434,10 @@ int main(int argc, char **argv)
     set(conf, "fetch.max.wait.ms", g.latency_n ? "10" : "100");
     set(conf, "max.partition.fetch.bytes", "8388608");
     set(conf, "statistics.interval.ms", "500");
-    if (group_mode)
+    if (g.share) {
+        set(conf, "group.type", "share");
+        set(conf, "group.id", share_group);
+    } else if (group_mode)
         set(conf, "group.id", group);
     for (int i = 0; i < nx; i++)
         set_kv(conf, xs[i]);
@@ -487,6 +522,11 @@ int main(int argc, char **argv)
         records += g.parts[i].records;
         bytes += g.parts[i].bytes;
         sum += g.parts[i].sum;
+    }
+    if (g.share) {
+        records = atomic_load(&g.share_records);
+        bytes = atomic_load(&g.share_bytes);
+        sum = atomic_load(&g.share_sum);
     }
     printf("{\"client\":\"kconsume\",\"version\":\"%s\",\"mode\":\"%s\",\"workers\":%d,"
            "\"topic\":\"%s\",\"partitions\":%d,\"records\":%" PRIu64 ",\"bytes\":%" PRIu64
