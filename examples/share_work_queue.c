@@ -16,8 +16,9 @@
  * multiple of 10 fails the first time it is handed out. One line per verdict on stdout:
  *   done|retry|reject PARTITION OFFSET DELIVERY_COUNT VALUE
  *
- * Threads: main waits; on_records runs on the library's workers, several at once for different
- * partitions, so the output is line-buffered (one line per write).
+ * Threads: main waits; on_records runs on the library's workers, several at once (for one
+ * partition too: a share group's batches of a partition run side by side), so the output is
+ * line-buffered (one line per write).
  */
 #include <signal.h>
 #include <stdio.h>

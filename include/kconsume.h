@@ -121,7 +121,10 @@ typedef struct kc_part {
     int32_t partition;
     /* Free for the application: e.g. set in on_assign, used in on_records, freed in on_revoke or
      * on_lost. Read and written only inside this partition's callbacks, which never overlap, so
-     * it needs no locking. kconsume never touches it. */
+     * it needs no locking. In a share group with more than one worker a partition's on_records
+     * calls do overlap (see "Share groups" below): there, write it in on_assign and on_revoke /
+     * on_lost only (every on_records starts after on_assign returned and ends before on_revoke
+     * starts) and only read it in on_records. kconsume never touches it. */
     void *app;
 } kc_part_t;
 
@@ -240,9 +243,13 @@ typedef enum kc_cb_result {
  * Share groups (KIP-932; group.type=share, then kc_subscribe). The members of a share group
  * consume the same partitions together: the broker hands each member records under an
  * acquisition lock, and each record is acknowledged on its own. There are no offsets and no
- * seeks (kc_seek refuses). Records of one partition are still delivered to one callback at a
- * time on this member, in the broker's order. When on_records returns, every record of the view
- * gets a verdict, sent to the broker with the next ShareFetch:
+ * seeks (kc_seek refuses). With more than one worker (worker.threads), the records of one
+ * partition run on several workers at once: each record batch the broker hands out (or the
+ * acquired part of one) goes to one of the partition's lanes, one per worker, and the lanes run
+ * side by side, so one slow record holds up only its own batch. on_assign returns before any
+ * on_records of the partition starts; on_revoke / on_lost starts after every one returned.
+ * When on_records returns, every record of the view gets a verdict, sent to the broker with the
+ * next ShareFetch:
  *  KC_CB_CONTINUE, KC_CB_PAUSE   KC_SHARE_ACCEPT (PAUSE also pauses, as above);
  *  KC_CB_RETRY                   KC_SHARE_RELEASE: the broker hands the records out again, to
  *                                this or another member, with the delivery count raised

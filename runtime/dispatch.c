@@ -66,6 +66,7 @@ kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err)
     pthread_mutex_init(&rt->ev_mu, NULL);
     rt->control.rt = rt;
     rt->control.is_control = true;
+    rt->control.nlanes = 1;
     rt->control.pub.topic = "";
     rt->control.pub.partition = -1;
     kc_err_t rc = start_workers(rt, err);
@@ -148,10 +149,61 @@ static void part_release_all(kc_rt_part_t *p)
 
 static void part_destroy(kc_rt_part_t *p)
 {
+    for (unsigned i = 1; i < p->nlanes; i++)
+        part_destroy(p->lanes[i - 1]);
+    free(p->lanes);
     part_release_all(p);
     kc_rt_bring_fini(&p->ring);
     free(p->topic);
     free(p);
+}
+
+/* The fields every partition and lane starts with; p->topic set or borrowed by the caller. */
+static bool part_init(kc_rt_t *rt, kc_rt_part_t *p, int32_t partition, int64_t start_offset,
+                      bool park)
+{
+    if (kc_rt_bring_init(&p->ring, rt->o.ring_slots) != KC_OK)
+        return false;
+    p->rt = rt;
+    p->pub.partition = partition;
+    p->next_deliver = start_offset;
+    p->nlanes = 1;
+    atomic_init(&p->committable, -1);
+    atomic_init(&p->seek_to, -1);
+    atomic_init(&p->start_pos, -1);
+    atomic_init(&p->last_worker, -1);
+    atomic_init(&p->eof_at, -1);
+    atomic_init(&p->eof_said, -1);
+    if (park) /* relaxed: published to the first worker by the kick's or the queue's release */
+        atomic_store_explicit(&p->life, KC_RT_PARK, memory_order_relaxed);
+    return true;
+}
+
+/* A share partition's lanes (dispatch.h, "Share lanes"): one per worker beyond the first. A lane
+ * borrows the head's topic, never runs on_assign (assigned_cb_done), and is not on rt->parts. */
+static bool add_lanes(kc_rt_t *rt, kc_rt_part_t *p, int64_t start_offset, bool park)
+{
+    unsigned n = rt->o.workers;
+    if (!(p->lanes = calloc(n - 1, sizeof *p->lanes)))
+        return false;
+    for (unsigned i = 1; i < n; i++) {
+        kc_rt_part_t *l = calloc(1, sizeof *l);
+        if (!l || !part_init(rt, l, p->pub.partition, start_offset, park)) {
+            free(l);
+            return false;
+        }
+        l->pub.topic = p->topic;
+        l->head = p;
+        l->assigned_cb_done = true;
+        p->lanes[p->nlanes++ - 1] = l;
+    }
+    return true;
+}
+
+/* The head's lane i: 0 is the head itself. */
+static kc_rt_part_t *lane(kc_rt_part_t *p, unsigned i)
+{
+    return i ? p->lanes[i - 1] : p;
 }
 
 void kc_rt_free(kc_rt_t *rt)
@@ -192,30 +244,24 @@ kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partit
     kc_rt_part_t *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    if (!(p->topic = strdup(topic)) || kc_rt_bring_init(&p->ring, rt->o.ring_slots) != KC_OK) {
+    if (!(p->topic = strdup(topic)) || !part_init(rt, p, partition, start_offset, park)) {
         free(p->topic);
         free(p);
         return NULL;
     }
-    p->rt = rt;
     p->pub.topic = p->topic;
-    p->pub.partition = partition;
-    p->next_deliver = start_offset;
-    atomic_init(&p->committable, -1);
-    atomic_init(&p->seek_to, -1);
-    atomic_init(&p->start_pos, -1);
-    atomic_init(&p->last_worker, -1);
-    atomic_init(&p->eof_at, -1);
-    atomic_init(&p->eof_said, -1);
+    if (rt->o.share && rt->o.workers > 1 && !add_lanes(rt, p, start_offset, park)) {
+        part_destroy(p);
+        return NULL;
+    }
     p->all_next = rt->parts;
     if (rt->parts)
         rt->parts->all_prev = p;
     rt->parts = p;
     atomic_fetch_add_explicit(&rt->nparts, 1, memory_order_relaxed);
-    if (park) { /* relaxed: published to the first worker by the kick's or the queue's release */
-        atomic_store_explicit(&p->life, KC_RT_PARK, memory_order_relaxed);
-        p->park_want = true;
-    }
+    p->park_want = park;
+    for (unsigned i = 1; park && i < p->nlanes; i++)
+        kc_rt_kick(p->lanes[i - 1]); /* a parking lane posts its PARKED at once */
     if (held) {
         /* SCHED without queueing: kicks find it set and queue nothing (dispatch.h, "held").
          * Relaxed: no worker can see p before kc_rt_part_unhold queues it. */
@@ -242,12 +288,16 @@ void kc_rt_part_park(kc_rt_part_t *p)
     if (p->park_want)
         return;
     p->park_want = true;
-    /* acq_rel: pairs with the gate's CAS, as kc_rt_part_fence's fetch_or does; the kick then
-     * makes a worker that is giving the partition up look again (DIRTY) or queues it, so the
-     * PARKED completion comes even when no batch arrives. */
-    atomic_fetch_or_explicit(&p->life, KC_RT_PARK, memory_order_acq_rel);
-    kc_rt_kick(p);
-    kc_rt_gate_closed(p);
+    p->lanes_parked = 0;
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        kc_rt_part_t *x = lane(p, i);
+        /* acq_rel: pairs with the gate's CAS, as kc_rt_part_fence's fetch_or does; the kick then
+         * makes a worker that is giving the partition up look again (DIRTY) or queues it, so
+         * the PARKED completion comes even when no batch arrives. */
+        atomic_fetch_or_explicit(&x->life, KC_RT_PARK, memory_order_acq_rel);
+        kc_rt_kick(x);
+        kc_rt_gate_closed(x);
+    }
 }
 
 void kc_rt_part_unpark(kc_rt_part_t *p)
@@ -255,65 +305,174 @@ void kc_rt_part_unpark(kc_rt_part_t *p)
     if (!p->park_want)
         return;
     p->park_want = false;
-    /* release: our writes before the unpark (e.g. a revoke's REVOKING, set earlier) are published
-     * to the next worker by the queue push below or by the kick of whoever queues it next */
-    atomic_fetch_and_explicit(&p->life, ~(unsigned)KC_RT_PARK, memory_order_acq_rel);
-    if (p->parked) {
-        p->parked = false;
-        /* We own SCHED (the worker left it set when it parked); the queue's mutex publishes
-         * the cleared bit to the worker that pops it. */
-        kc_rt_runq_push(&p->rt->rq, p);
+    p->lanes_parked = 0;
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        kc_rt_part_t *x = lane(p, i);
+        /* release: our writes before the unpark (e.g. a revoke's REVOKING, set earlier) are
+         * published to the next worker by the queue push below or by the kick of whoever queues
+         * it next */
+        atomic_fetch_and_explicit(&x->life, ~(unsigned)KC_RT_PARK, memory_order_acq_rel);
+        if (x->parked) {
+            x->parked = false;
+            /* We own SCHED (the worker left it set when it parked); the queue's mutex publishes
+             * the cleared bit to the worker that pops it. */
+            kc_rt_runq_push(&p->rt->rq, x);
+        }
+        /* Not parked yet: the worker either reads PARK clear and runs on, or read it set and
+         * posts PARKED, which kc_rt_drain_completions answers by queueing it (park_want false). */
     }
-    /* Not parked yet: the worker either reads PARK clear and runs on, or read it set and
-     * posts PARKED, which kc_rt_drain_completions answers by queueing it (park_want false). */
 }
 
-/* A PARKED completion, before `fn` sees it: true when the partition is parked now. */
-static bool parked_arrived(kc_rt_part_t *p)
+/* A PARKED completion of x (a partition or one of its lanes), before `fn` sees it: true when
+ * the whole partition is parked now, every lane included. */
+static bool parked_arrived(kc_rt_part_t *x)
 {
+    kc_rt_part_t *p = kc_rt_part_head(x);
     if (!p->park_want) { /* unparked meanwhile: the worker left SCHED set for us to hand back */
-        kc_rt_runq_push(&p->rt->rq, p);
+        kc_rt_runq_push(&p->rt->rq, x);
         return false;
     }
-    p->parked = true;
-    return true;
+    x->parked = true;
+    return ++p->lanes_parked == p->nlanes;
 }
+
+/* A lane's LANE_REVOKED: once every lane's is in, the head may run on_revoke. */
+static void lane_revoked(kc_rt_part_t *x)
+{
+    kc_rt_part_t *p = x->head;
+    if (--p->lanes_left)
+        return;
+    /* release: the head's worker may read it on a pass some other kick started, before it
+     * synchronised with ours; this store carries the lanes' completions (each popped with
+     * acquire) to its acquire load, so their last on_records happen-before on_revoke */
+    atomic_store_explicit(&p->lanes_done, true, memory_order_release);
+    kc_rt_kick(p);
+}
+
+/* The lane a new batch of p goes to: the one with the fewest queued (ties: in turn). The ring
+ * sizes are read by their producer, this thread: a stale consumer index only overstates one. */
+static kc_rt_part_t *push_lane(kc_rt_part_t *p)
+{
+    if (p->nlanes == 1)
+        return p;
+    kc_rt_part_t *best = NULL;
+    unsigned best_n = 0;
+    for (unsigned k = 0; k < p->nlanes; k++) {
+        kc_rt_part_t *x = lane(p, (p->lane_next + k) % p->nlanes);
+        unsigned n = kc_rt_bring_size(&x->ring);
+        if (!best || n < best_n) {
+            best = x;
+            best_n = n;
+        }
+    }
+    p->lane_next = (p->lane_next + 1) % p->nlanes;
+    return best;
+}
+
+/* Share lanes: a piece of more records than one view holds (callback.batch.max.records) is cut
+ * into up to nlanes pieces of equal offset ranges, so that its views run side by side instead of
+ * one after the other on one lane. Each piece decodes the batch again (and skips the records
+ * before it), which is why a piece that fits one view is never cut. Only while every lane the
+ * pieces may go to has room, so that all of them are queued or none (the caller keeps the
+ * batch on a refusal). Returns how many pieces. */
+static unsigned split_count(kc_rt_part_t *p, const kc_rt_bref_t *b)
+{
+    int64_t n = b->last_offset - b->base_offset + 1, m = p->rt->o.max_records;
+    if (p->nlanes == 1 || b->delivery_count <= 0 || n <= m)
+        return 1;
+    int64_t k = (n + m - 1) / m;
+    if (k > p->nlanes)
+        k = p->nlanes;
+    unsigned least = UINT32_MAX;
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        unsigned s = kc_rt_bring_size(&lane(p, i)->ring);
+        least = s < least ? s : least;
+    }
+    /* each piece goes to the emptiest lane, so none ends above least + k - 1 (two slots spare) */
+    return least + (unsigned)k + 2 < p->rt->o.ring_slots ? (unsigned)k : 1;
+}
+
+static kc_err_t push_one(kc_rt_part_t *p, const kc_rt_bref_t *b, int64_t n);
 
 kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
 {
     if (atomic_load_explicit(&p->life, memory_order_relaxed) & KC_RT_REVOKING)
         return KC_ERR_STATE;
-    int64_t n = (int64_t)b->raw.len;
+    unsigned k = split_count(p, b);
+    if (k == 1)
+        return push_one(p, b, (int64_t)b->raw.len);
+    int64_t span = b->last_offset - b->base_offset + 1, bytes = (int64_t)b->raw.len;
+    /* The first piece takes the caller's reference, the others one each, all taken before the
+     * first push: a worker may deliver that piece and drop its reference at once. */
+    for (unsigned i = 1; i < k; i++)
+        (void)kc_buf_ref(b->raw.buf);
+    for (unsigned i = 0; i < k; i++) {
+        kc_rt_bref_t piece = *b;
+        piece.base_offset = b->base_offset + span * i / k;
+        piece.last_offset = b->base_offset + span * (i + 1) / k - 1;
+        piece.split_tail = i > 0;
+        kc_err_t rc = push_one(p, &piece, bytes * (i + 1) / k - bytes * i / k);
+        if (rc == KC_OK)
+            continue;
+        if (!i) { /* nothing queued: the caller keeps the batch and its reference */
+            for (unsigned j = 1; j < k; j++)
+                kc_buf_unref(b->raw.buf);
+            return rc;
+        }
+        /* split_count saw room for every piece, and only this thread pushes, so this does not
+         * happen; were it to, the caller no longer owns the batch (the first piece took its
+         * reference), and the piece's records go back to the broker when their acquisition
+         * lock runs out, as for a lost verdict. */
+        kc_slice_release(&piece.raw);
+    }
+    return KC_OK;
+}
+
+static kc_err_t push_one(kc_rt_part_t *p, const kc_rt_bref_t *b, int64_t n)
+{
     /* Counted before the push so a worker's subtraction never precedes the addition. */
     atomic_fetch_add_explicit(&p->buffered, n, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->rt->buffered, n, memory_order_relaxed);
     kc_rt_bref_t st = *b;
+    st.counted = n;
+    kc_rt_part_t *x = push_lane(p); /* the bytes and frames are the head's all the same */
     /* network thread: the only writer of seek_gen, so relaxed reads its own value */
-    st.seek_gen = atomic_load_explicit(&p->seek_gen, memory_order_relaxed);
+    st.seek_gen = atomic_load_explicit(&x->seek_gen, memory_order_relaxed);
     uint64_t prev_last = p->last_frame;
     kc_rt_frame_charge(p->rt, p, &st);
-    if (!kc_rt_bring_push(&p->ring, &st)) {
+    if (!kc_rt_bring_push(&x->ring, &st)) {
         kc_rt_frame_uncharge(p, &st, prev_last);
         atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
         atomic_fetch_sub_explicit(&p->rt->buffered, n, memory_order_relaxed);
         return KC_ERR_QUEUE_FULL;
     }
-    kc_rt_kick(p);
+    kc_rt_kick(x);
     return KC_OK;
 }
 
 bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost)
 {
-    /* acq_rel pairs with the worker's INCB CAS (acq_rel): whichever comes first in the word's
-     * modification order wins, so the returned INCB bit is the exact in-flight answer. */
-    unsigned old = atomic_fetch_or_explicit(&p->life, KC_RT_REVOKING | (lost ? KC_RT_LOST : 0),
-                                            memory_order_acq_rel);
-    if (!(old & KC_RT_REVOKING))
+    unsigned any = 0, head_old = 0;
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        kc_rt_part_t *x = lane(p, i);
+        /* acq_rel pairs with the worker's INCB CAS (acq_rel): whichever comes first in the word's
+         * modification order wins, so the returned INCB bit is the exact in-flight answer. */
+        unsigned old = atomic_fetch_or_explicit(
+            &x->life, KC_RT_REVOKING | (lost ? KC_RT_LOST : 0), memory_order_acq_rel);
+        any |= old;
+        if (!i)
+            head_old = old;
+    }
+    if (!(head_old & KC_RT_REVOKING)) {
         atomic_fetch_sub_explicit(&p->rt->nparts, 1, memory_order_relaxed);
-    kc_rt_kick(p);
+        p->lanes_left = p->nlanes - 1;
+    }
+    for (unsigned i = 0; i < p->nlanes; i++)
+        kc_rt_kick(lane(p, i));
     kc_rt_part_unhold(p); /* a held partition still needs its worker for the REVOKE_DONE */
-    kc_rt_gate_closed(p);
-    return (old & KC_RT_INCB) != 0;
+    for (unsigned i = 0; i < p->nlanes; i++)
+        kc_rt_gate_closed(lane(p, i));
+    return (any & KC_RT_INCB) != 0;
 }
 
 void kc_rt_part_free(kc_rt_part_t *p)
@@ -335,29 +494,38 @@ void kc_rt_part_free(kc_rt_part_t *p)
 
 void kc_rt_part_pause(kc_rt_part_t *p)
 {
-    atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+    for (unsigned i = 0; i < p->nlanes; i++)
+        atomic_store_explicit(&lane(p, i)->paused, true, memory_order_relaxed);
 }
 
 void kc_rt_part_resume(kc_rt_part_t *p)
 {
-    atomic_store_explicit(&p->paused, false, memory_order_relaxed);
-    kc_rt_kick(p); /* release in kick publishes paused=false to the worker */
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        atomic_store_explicit(&lane(p, i)->paused, false, memory_order_relaxed);
+        kc_rt_kick(lane(p, i)); /* release in kick publishes paused=false to the worker */
+    }
 }
 
 bool kc_rt_part_fence(kc_rt_part_t *p)
 {
-    /* acq_rel: pairs with the gate's CAS (dispatch.h), as kc_rt_part_revoke's fetch_or does */
-    unsigned old = atomic_fetch_or_explicit(&p->life, KC_RT_FENCED, memory_order_acq_rel);
-    kc_rt_gate_closed(p);
-    return (old & KC_RT_INCB) != 0;
+    unsigned any = 0;
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        /* acq_rel: pairs with the gate's CAS (dispatch.h), as kc_rt_part_revoke's fetch_or */
+        any |= atomic_fetch_or_explicit(&lane(p, i)->life, KC_RT_FENCED, memory_order_acq_rel);
+        kc_rt_gate_closed(lane(p, i));
+    }
+    return (any & KC_RT_INCB) != 0;
 }
 
 void kc_rt_part_unfence(kc_rt_part_t *p)
 {
-    unsigned old =
-        atomic_fetch_and_explicit(&p->life, ~(unsigned)KC_RT_FENCED, memory_order_acq_rel);
-    if (old & KC_RT_FENCED)
-        kc_rt_kick(p); /* the worker gave the partition up at the gate: queue it again */
+    for (unsigned i = 0; i < p->nlanes; i++) {
+        kc_rt_part_t *x = lane(p, i);
+        unsigned old =
+            atomic_fetch_and_explicit(&x->life, ~(unsigned)KC_RT_FENCED, memory_order_acq_rel);
+        if (old & KC_RT_FENCED)
+            kc_rt_kick(x); /* the worker gave the partition up at the gate: queue it again */
+    }
 }
 
 bool kc_rt_part_fenced(const kc_rt_part_t *p)
@@ -449,8 +617,15 @@ unsigned kc_rt_drain_completions(kc_rt_t *rt, void (*fn)(void *ctx, const kc_rt_
                     rt->done_new = c.part;
                     continue;
                 }
-                if (c.type == KC_RT_CMPL_PARKED && !parked_arrived(c.part))
+                if (c.type == KC_RT_CMPL_LANE_REVOKED) {
+                    lane_revoked(c.part);
                     continue;
+                }
+                if (c.type == KC_RT_CMPL_PARKED) {
+                    if (!parked_arrived(c.part))
+                        continue;
+                    c.part = kc_rt_part_head(c.part);
+                }
                 fn(ctx, &c);
                 n++;
             }

@@ -73,6 +73,29 @@
  *   Network-owned `park_want` says whether PARK is wanted now: a PARKED drained after an unpark
  *   that raced it (the worker read PARK before the unpark cleared it) re-queues the partition at
  *   once, and one drained while PARK is wanted marks it `parked`, which unpark then re-queues.
+ *
+ * ---- Share lanes (a share group's partition on several workers at once) --------------------
+ *   In a share group the broker decides which records a member gets and in what order, so a
+ *   partition's records need not wait for each other: with more than one worker, a share
+ *   partition (the head) has kc_rt_workers - 1 lanes beside it. A lane is a kc_rt_part_t with its
+ *   own ring, scheduling word and life word, run by the protocols above like any partition, so
+ *   each lane runs one callback at a time and the lanes of a partition run side by side. The
+ *   network thread's calls take the head and apply to every lane (push picks the lane with the
+ *   fewest queued batches; revoke, fence, park, pause and resume set every lane's word, so the
+ *   gate closes for all of them and the in-flight answer covers all). What stays the head's
+ *   alone: on_assign and on_revoke/on_lost, the byte and frame accounting (kc_rt_may_fetch),
+ *   REVOKE_DONE, the completions every lane posts (they name the head), and the kc_part_t that
+ *   callbacks get. The order of callbacks across lanes:
+ *   - no record before on_assign: a lane delivers only once `lanes_go` is set, which the head's
+ *     worker stores (release) after on_assign and then kicks every lane; a lane reads it
+ *     (acquire) after its DIRTY acquire, so a kick after its read makes it look again;
+ *   - on_revoke after every record callback: a revoked lane drops its queue, stores REVOKED and
+ *     posts LANE_REVOKED, touching nothing of the partition after; the head's worker waits (gives
+ *     SCHED up) until `lanes_done`, which the network thread stores once it drained every lane's
+ *     LANE_REVOKED, then kicks the head. The completion ring orders each lane's last writes (its
+ *     verdicts too) before the head's on_revoke and its REVOKE_DONE;
+ *   - parking: every lane posts PARKED like the head; kc_rt_drain_completions counts them and
+ *     hands `fn` one PARKED naming the head once all of them arrived; unpark re-queues each.
  */
 #ifndef KC_RUNTIME_DISPATCH_H
 #define KC_RUNTIME_DISPATCH_H
@@ -204,7 +227,31 @@ typedef struct kc_rt_part {
     bool park_want;      /* PARK is set and wanted (see "Parking") */
     bool parked;         /* its PARKED was drained while wanted: SCHED is the network thread's */
     struct kc_rt_part *all_next, *all_prev, *done_next;
+    /* Share lanes (see above). Set before any worker can see the partition, then read-only:
+     * `lanes` (the head's: the nlanes - 1 other lanes; NULL when it has none) and `head` (a
+     * lane's: its head; NULL on a head). Network thread: lane_next (the next lane a tie goes to),
+     * lanes_left (lanes whose LANE_REVOKED was not drained yet), lanes_parked (PARKED drained
+     * while parking, the head's own included). */
+    struct kc_rt_part **lanes;
+    struct kc_rt_part *head;
+    unsigned nlanes, lane_next, lanes_left, lanes_parked;
+    /* lanes_go: on_assign returned (the head's worker, release; lanes acquire). lanes_done: every
+     * lane's revocation was drained (network thread, release; the head's worker acquires). */
+    _Atomic bool lanes_go, lanes_done;
 } kc_rt_part_t;
+
+/* Whether the whole partition is parked (every lane's PARKED drained since the park). Network
+ * thread. */
+static inline bool kc_rt_part_parked(const kc_rt_part_t *p)
+{
+    return p->park_want && p->lanes_parked == p->nlanes;
+}
+
+/* The partition a lane belongs to (the head), or p itself. Any thread. */
+static inline kc_rt_part_t *kc_rt_part_head(kc_rt_part_t *p)
+{
+    return p->head ? p->head : p;
+}
 
 /* Fills the options the configuration decides (workers, callback.batch.max.records,
  * queued.max.bytes, max.poll.interval.ms, enable.auto.offset.store); leaves the rest. */

@@ -75,9 +75,9 @@ static void cut(kc_rt_rebal_t *r)
     s->items = r->col;
     s->n = r->ncol;
     s->token = ++r->next_token;
-    /* p->parked: its PARKED was drained and it was not unparked since (dispatch.h) */
+    /* its PARKED (every lane's) was drained and it was not unparked since (dispatch.h) */
     for (size_t i = 0; i < s->n; i++) {
-        s->items[i].parked = s->items[i].p->parked;
+        s->items[i].parked = kc_rt_part_parked(s->items[i].p);
         if (!s->items[i].parked)
             s->waiting++;
     }

@@ -92,7 +92,7 @@ kc_err_t kc_record_header(const kc_record_t *r, size_t idx, const char **name, s
 
 const kc_part_t *kc_records_partition(const kc_records_t *b)
 {
-    return &b->part->pub;
+    return &kc_rt_part_head(b->part)->pub; /* a share lane's view: its partition's */
 }
 
 int kc_rt_records_pull(kc_records_t *b)

@@ -82,6 +82,13 @@ typedef struct kc_rt_bref {
      * this delivery count (>= 1), and each gets a verdict (KC_RT_CMPL_SHARE_ACK). 0: not a share
      * partition's batch. */
     int16_t delivery_count;
+    /* Bytes counted against the partition's and the dispatcher's `buffered` for this ref (set by
+     * kc_rt_part_push, subtracted at release): raw.len, or its share when one batch is queued as
+     * several pieces (share lanes) that each hold a reference to the same bytes. */
+    int64_t counted;
+    /* A piece after the first of a batch cut over share lanes: the batch's decode error is
+     * reported by the first piece only (each piece rejects its own records). */
+    bool split_tail;
 } kc_rt_bref_t;
 
 typedef enum kc_rt_cmpl_type {
@@ -93,6 +100,8 @@ typedef enum kc_rt_cmpl_type {
     KC_RT_CMPL_SHARE_ACK = 6,   /* share groups: verdict `ack` on acquired offsets offset..last */
     KC_RT_CMPL_PARKED = 7,      /* the partition reached its park point (dispatch.h, "Parking") */
     KC_RT_CMPL_REBALANCED = 8,  /* on_rebalance returned (kc_rt_post_rebalance); offset: token */
+    KC_RT_CMPL_LANE_REVOKED = 9, /* a share lane's revocation is done (dispatch.h, "Share lanes");
+                                    kc_rt_drain_completions consumes it */
 } kc_rt_cmpl_type_t;
 
 /* Worker -> network thread message. Processed offsets do not travel here: they are the

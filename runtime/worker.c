@@ -41,6 +41,10 @@ static void post(kc_rt_worker_t *w, const kc_rt_cmpl_t *c)
 void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_err_t code,
                 int64_t offset)
 {
+    /* A lane's completions name its head (dispatch.h, "Share lanes"), but for the two that the
+     * drain counts per lane. */
+    if (p && type != KC_RT_CMPL_PARKED && type != KC_RT_CMPL_LANE_REVOKED)
+        p = kc_rt_part_head(p);
     kc_rt_cmpl_t c = {.type = type, .code = code, .part = p, .offset = offset};
     post(w, &c);
 }
@@ -54,7 +58,7 @@ static void post_ack(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t first, int64_t 
         return;
     kc_rt_cmpl_t c = {.type = KC_RT_CMPL_SHARE_ACK,
                       .code = KC_OK,
-                      .part = p,
+                      .part = kc_rt_part_head(p),
                       .offset = first,
                       .last = last,
                       .ack = (int8_t)ack};
@@ -64,7 +68,8 @@ static void post_ack(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t first, int64_t 
 void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
 {
     kc_rt_t *rt = w->rt;
-    int64_t n = (int64_t)b->raw.len;
+    p = kc_rt_part_head(p); /* a lane's batches are counted on its head (kc_rt_part_push) */
+    int64_t n = b->counted;
     int64_t share = kc_rt_share(rt);
     int64_t pold = atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
     atomic_fetch_sub_explicit(&rt->buffered, n, memory_order_relaxed);
@@ -90,7 +95,7 @@ kc_rt_part_t *kc_rt_own_part(const kc_rt_t *rt, const char *topic, int32_t parti
 {
     kc_rt_part_t *p = tl_cb_part;
     return p && p->rt == rt && p->pub.partition == partition && strcmp(p->pub.topic, topic) == 0
-               ? p
+               ? kc_rt_part_head(p)
                : NULL;
 }
 
@@ -149,6 +154,18 @@ void kc_rt_view_handed(kc_records_t *b)
     atomic_fetch_add_explicit(&b->worker->share_views, 1, memory_order_relaxed);
 }
 
+/* KC_CB_PAUSE / KC_CB_STOP of a share partition: every lane of it stops (a lane's callback that
+ * already started still runs; deliver_view starts no view of a paused lane). The lanes'
+ * `paused` flags take this worker's store as they take the network thread's (relaxed: the flag
+ * publishes nothing; kc_rt_part_resume's kick publishes the clearing). */
+static void pause_lanes(kc_rt_part_t *p)
+{
+    kc_rt_part_t *h = kc_rt_part_head(p);
+    atomic_store_explicit(&h->paused, true, memory_order_relaxed);
+    for (unsigned i = 1; i < h->nlanes; i++)
+        atomic_store_explicit(&h->lanes[i - 1]->paused, true, memory_order_relaxed);
+}
+
 /* A share group's view, after its callback (dispatch.h, kc_rt_opts_t.share): every acquired
  * offset from the delivery floor to the view's end gets the callback's verdict (compacted gaps
  * inside it too) unless kc_share_ack gave it one, so the records' locks are given back now rather
@@ -176,8 +193,9 @@ static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b,
             w->rt->o.wake(w->rt->o.wake_ctx);
     }
     advance(p, b->next_offset);
+    if (res == KC_CB_STOP || res == KC_CB_PAUSE)
+        pause_lanes(p);
     if (res == KC_CB_STOP) {
-        atomic_store_explicit(&p->paused, true, memory_order_relaxed);
         kc_error_t e;
         kc_fail(&e, KC_ERR_STATE,
                 "%s[%d]: on_records returned KC_CB_STOP at offset %lld; its records were "
@@ -188,7 +206,6 @@ static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b,
         return YIELD;
     }
     if (res == KC_CB_PAUSE) {
-        atomic_store_explicit(&p->paused, true, memory_order_relaxed);
         kc_rt_post(w, KC_RT_CMPL_PAUSED, p, KC_OK, 0);
         return YIELD;
     }
@@ -204,6 +221,10 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     unsigned gen = KC_RT_LIFE_GEN(p->cur.seek_gen);
     unsigned exp = gen | KC_RT_ACTIVE;
     if (atomic_load_explicit(&rt->stopping, memory_order_relaxed))
+        return YIELD;
+    /* A share lane's sibling returned KC_CB_PAUSE / KC_CB_STOP (pause_lanes): no view starts
+     * after that, not even of the batch this lane has open (it stays in p->cur until resumed). */
+    if (rt->o.share && atomic_load_explicit(&p->paused, memory_order_relaxed))
         return YIELD;
     /* The gate: fails once REVOKING or FENCED is set (YIELD: the view stays in p->cur and is
      * delivered from next_deliver on after kc_rt_part_unfence), or once a seek bumped the
@@ -223,7 +244,7 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     if (rt->o.share && !rt->o.gate_closed) /* pull mode counts at kc_poll (kc_rt_view_handed) */
         kc_rt_view_handed(b);
     kc_rt_cb_enter(w, p);
-    kc_cb_result_t res = rt->o.cbs.on_records(rt->o.cbs.opaque, &p->pub, b);
+    kc_cb_result_t res = rt->o.cbs.on_records(rt->o.cbs.opaque, &kc_rt_part_head(p)->pub, b);
     kc_rt_cb_exit(w);
     atomic_fetch_and_explicit(&p->life, ~KC_RT_INCB, memory_order_acq_rel);
     atomic_fetch_add_explicit(&w->records, b->returned, memory_order_relaxed);
@@ -274,9 +295,12 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->facts, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves
-         * past it and the error is reported. */
-        report(rt, p, &b->errinfo);
-        kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
+         * past it and the error is reported (once: by the first piece of a batch cut over share
+         * lanes, which all fail alike). */
+        if (!p->cur.split_tail) {
+            report(rt, p, &b->errinfo);
+            kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
+        }
         if (rt->o.share) /* it will not decode any better for another member */
             post_ack(w, p, p->cur.base_offset, p->cur.last_offset, KC_SHARE_REJECT);
         advance(p, p->cur.last_offset + 1);
@@ -406,26 +430,42 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
                     kc_rt_post(w, KC_RT_CMPL_PARKED, p, KC_OK, 0);
                     return; /* parked: SCHED is the network thread's (dispatch.h) */
                 }
-                do_revoke(w, p, life);
-                return;
-            }
-            if (!p->assigned_cb_done) {
+                if (p->head) { /* a lane: nothing of the partition is touched after the post */
+                    drop_queued(w, p);
+                    atomic_fetch_or_explicit(&p->life, KC_RT_REVOKED, memory_order_relaxed);
+                    kc_rt_post(w, KC_RT_CMPL_LANE_REVOKED, p, KC_OK, 0);
+                    return; /* SCHED stays set, as for a revoked partition */
+                }
+                /* acquire: pairs with lane_revoked's release store (dispatch.c) */
+                if (p->nlanes == 1 || atomic_load_explicit(&p->lanes_done, memory_order_acquire)) {
+                    do_revoke(w, p, life);
+                    return;
+                }
+                drop_queued(w, p); /* on_revoke waits for the lanes: give SCHED up below */
+            } else if (!p->assigned_cb_done) {
                 p->assigned_cb_done = true;
                 if (rt->o.cbs.on_assign) {
                     kc_rt_cb_enter(w, p);
                     rt->o.cbs.on_assign(rt->o.cbs.opaque, &p->pub);
                     kc_rt_cb_exit(w);
                 }
+                if (p->nlanes > 1) {
+                    /* release: on_assign's writes (kc_part_t.app) before any lane's record */
+                    atomic_store_explicit(&p->lanes_go, true, memory_order_release);
+                    for (unsigned i = 1; i < p->nlanes; i++)
+                        kc_rt_kick(p->lanes[i - 1]);
+                }
                 continue; /* look again: a revoke or a park may have come meanwhile */
-            }
-            if (life & KC_RT_PARK) { /* after on_assign, before any record */
+            } else if (life & KC_RT_PARK) { /* after on_assign, before any record */
                 kc_rt_post(w, KC_RT_CMPL_PARKED, p, KC_OK, 0);
                 return; /* parked: SCHED is the network thread's (dispatch.h) */
-            }
-            /* Paused (the application, KC_CB_PAUSE/STOP) or self-fenced: nothing to run until
-             * the reason is lifted with a kick. The gate checks FENCED again per callback. */
-            if (!atomic_load_explicit(&p->paused, memory_order_relaxed) && !(life & KC_RT_FENCED) &&
-                run_batches(w, p) == REQUEUE) {
+            } else if (p->head &&
+                       !atomic_load_explicit(&p->head->lanes_go, memory_order_acquire)) {
+                /* a lane before its head's on_assign: idle until the head's kick */
+            } else if (!atomic_load_explicit(&p->paused, memory_order_relaxed) &&
+                       !(life & KC_RT_FENCED) && run_batches(w, p) == REQUEUE) {
+                /* Paused (the application, KC_CB_PAUSE/STOP) or self-fenced: nothing runs until
+                 * the reason is lifted with a kick. The gate checks FENCED again per callback. */
                 kc_rt_runq_push(&rt->rq, p); /* still SCHED: we hand it to the queue */
                 return;
             }

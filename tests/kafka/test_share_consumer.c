@@ -395,6 +395,86 @@ static int processed(ctally_t *t)
     return n;
 }
 
+/* One partition, four workers: its records run on several workers at once (share lanes), each
+ * accepted exactly once. The callback takes 2 ms per record, so the views of the batches the
+ * member holds overlap in time; the most callbacks seen running together is printed. */
+typedef struct par {
+    pthread_mutex_t mu;
+    int inside, most, accepted, twice, bad;
+    int seen[RECORDS];
+} par_t;
+
+static kc_cb_result_t par_records(void *opaque, kc_part_t *p, kc_records_t *b)
+{
+    par_t *t = opaque;
+    pthread_mutex_lock(&t->mu);
+    if (p->partition != 0)
+        t->bad++;
+    if (++t->inside > t->most)
+        t->most = t->inside;
+    pthread_mutex_unlock(&t->mu);
+    const kc_record_t *r;
+    int n = 0;
+    while ((r = kc_records_next(b))) {
+        int64_t i = kc_test_record_index(r);
+        pthread_mutex_lock(&t->mu);
+        if (i < 0 || i >= RECORDS)
+            t->bad++;
+        else if (t->seen[i]++)
+            t->twice++;
+        else
+            t->accepted++;
+        pthread_mutex_unlock(&t->mu);
+        n++;
+    }
+    kc_test_sleep_ms(2 * n);
+    pthread_mutex_lock(&t->mu);
+    t->inside--;
+    pthread_mutex_unlock(&t->mu);
+    return KC_CB_CONTINUE;
+}
+
+static void one_partition_on_every_worker(void **state)
+{
+    (void)state;
+    enum { N = 2000 };
+    char group[64];
+    snprintf(group, sizeof group, "kc-share-par-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-par", 1, group);
+    pid_t producer = kc_sd_produce_start(N);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+    par_t *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    pthread_mutex_init(&t->mu, NULL);
+    kc_callbacks_t cbs = {.on_records = par_records, .opaque = t};
+    int64_t t0 = kc_test_now_ms();
+    kc_consumer_t *c =
+        kc_sd_consumer(group, "worker.threads=4;callback.batch.max.records=25", &cbs);
+    int64_t end = t0 + 60000 * kc_test_time_scale();
+    int accepted = 0;
+    while (kc_test_now_ms() < end) {
+        pthread_mutex_lock(&t->mu);
+        accepted = t->accepted;
+        pthread_mutex_unlock(&t->mu);
+        if (accepted >= N)
+            break;
+        kc_test_sleep_ms(20);
+    }
+    int64_t took = kc_test_now_ms() - t0;
+    kc_error_t err;
+    assert_int_equal(kc_close(c, 10000, &err), KC_OK);
+    kc_destroy(c);
+    fprintf(stderr, "one partition, 4 workers: %d accepted in %lld ms; at most %d callbacks at once\n",
+            t->accepted, (long long)took, t->most);
+    assert_int_equal(t->accepted, N);
+    assert_int_equal(t->twice, 0);
+    assert_int_equal(t->bad, 0);
+    assert_true(t->most >= 2);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
 static void commit_acknowledgements(void **state)
 {
     (void)state;
@@ -518,6 +598,7 @@ int main(void)
         cmocka_unit_test(accept_exactly_once),
         cmocka_unit_test(retry_releases),
         cmocka_unit_test(verdicts_after_pause),
+        cmocka_unit_test(one_partition_on_every_worker),
         cmocka_unit_test(commit_acknowledgements),
         cmocka_unit_test(commit_in_pull_mode),
     };
