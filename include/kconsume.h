@@ -264,11 +264,12 @@ typedef enum kc_cb_result {
  * broker has. They cover every on_records call that had started when the consumer took the call
  * (every one you saw return before calling, and those running then, which the commit waits
  * for); in pull mode every view kc_poll returned before the call (release the views you hold
- * first: one the calling thread still holds keeps the call waiting until its timeout). Results: one per partition, `offset`
- * one past the highest offset acknowledged, code KC_ERR_BROKER with `kafka_code` where the
- * broker refused some (INVALID_RECORD_STATE, 121: a lock ran out first); the call's result is
- * KC_ERR_TRANSPORT where a request got no usable answer (those records are handed out again when
- * their locks run out). Nothing to send: KC_OK with no results. kc_commit_metadata refuses.
+ * first: one the calling thread still holds keeps the call waiting until its timeout). Results: one
+ * per partition, `offset` one past the highest offset acknowledged, code KC_ERR_BROKER with
+ * `kafka_code` where the broker refused some (INVALID_RECORD_STATE, 121: a lock ran out first); the
+ * call's result is KC_ERR_TRANSPORT where a request got no usable answer (those records are handed
+ * out again when their locks run out). Nothing to send: KC_OK with no results. kc_commit_metadata
+ * refuses.
  */
 typedef enum kc_share_verdict {
     KC_SHARE_ACCEPT = 1,  /* processed: never delivered again */

@@ -457,8 +457,8 @@ bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost)
         kc_rt_part_t *x = lane(p, i);
         /* acq_rel pairs with the worker's INCB CAS (acq_rel): whichever comes first in the word's
          * modification order wins, so the returned INCB bit is the exact in-flight answer. */
-        unsigned old = atomic_fetch_or_explicit(
-            &x->life, KC_RT_REVOKING | (lost ? KC_RT_LOST : 0), memory_order_acq_rel);
+        unsigned old = atomic_fetch_or_explicit(&x->life, KC_RT_REVOKING | (lost ? KC_RT_LOST : 0),
+                                                memory_order_acq_rel);
         any |= old;
         if (!i)
             head_old = old;

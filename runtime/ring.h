@@ -92,14 +92,14 @@ typedef struct kc_rt_bref {
 } kc_rt_bref_t;
 
 typedef enum kc_rt_cmpl_type {
-    KC_RT_CMPL_REVOKE_DONE = 1, /* on_revoke/on_lost returned; the part may be freed now */
-    KC_RT_CMPL_DRAINED = 2,     /* buffered bytes fell below the low watermark: may fetch again */
-    KC_RT_CMPL_PAUSED = 3,      /* a callback returned KC_CB_PAUSE: stop fetching the partition */
-    KC_RT_CMPL_STOPPED = 4,     /* a callback returned KC_CB_STOP */
-    KC_RT_CMPL_ERROR = 5,       /* decode error on a batch (code says which); batch skipped */
-    KC_RT_CMPL_SHARE_ACK = 6,   /* share groups: verdict `ack` on acquired offsets offset..last */
-    KC_RT_CMPL_PARKED = 7,      /* the partition reached its park point (dispatch.h, "Parking") */
-    KC_RT_CMPL_REBALANCED = 8,  /* on_rebalance returned (kc_rt_post_rebalance); offset: token */
+    KC_RT_CMPL_REVOKE_DONE = 1,  /* on_revoke/on_lost returned; the part may be freed now */
+    KC_RT_CMPL_DRAINED = 2,      /* buffered bytes fell below the low watermark: may fetch again */
+    KC_RT_CMPL_PAUSED = 3,       /* a callback returned KC_CB_PAUSE: stop fetching the partition */
+    KC_RT_CMPL_STOPPED = 4,      /* a callback returned KC_CB_STOP */
+    KC_RT_CMPL_ERROR = 5,        /* decode error on a batch (code says which); batch skipped */
+    KC_RT_CMPL_SHARE_ACK = 6,    /* share groups: verdict `ack` on acquired offsets offset..last */
+    KC_RT_CMPL_PARKED = 7,       /* the partition reached its park point (dispatch.h, "Parking") */
+    KC_RT_CMPL_REBALANCED = 8,   /* on_rebalance returned (kc_rt_post_rebalance); offset: token */
     KC_RT_CMPL_LANE_REVOKED = 9, /* a share lane's revocation is done (dispatch.h, "Share lanes");
                                     kc_rt_drain_completions consumes it */
 } kc_rt_cmpl_type_t;

@@ -459,8 +459,7 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
             } else if (life & KC_RT_PARK) { /* after on_assign, before any record */
                 kc_rt_post(w, KC_RT_CMPL_PARKED, p, KC_OK, 0);
                 return; /* parked: SCHED is the network thread's (dispatch.h) */
-            } else if (p->head &&
-                       !atomic_load_explicit(&p->head->lanes_go, memory_order_acquire)) {
+            } else if (p->head && !atomic_load_explicit(&p->head->lanes_go, memory_order_acquire)) {
                 /* a lane before its head's on_assign: idle until the head's kick */
             } else if (!atomic_load_explicit(&p->paused, memory_order_relaxed) &&
                        !(life & KC_RT_FENCED) && run_batches(w, p) == REQUEUE) {

@@ -81,10 +81,10 @@ typedef struct part {
 static struct {
     part_t *parts;
     int32_t nparts;
-    int64_t total;     /* records to read; written by main before the assignment */
-    int by_count;      /* -n: the end is `total` records, not each partition's watermark */
-    int share;         /* -m share */
-    long sleep_us;     /* -S: per record, in the callback */
+    int64_t total; /* records to read; written by main before the assignment */
+    int by_count;  /* -n: the end is `total` records, not each partition's watermark */
+    int share;     /* -m share */
+    long sleep_us; /* -S: per record, in the callback */
     /* share mode's totals: any worker adds (relaxed: main reads them after kc_close joined the
      * workers) */
     _Atomic uint64_t share_records, share_bytes, share_sum;

@@ -327,8 +327,8 @@ static void verdicts_after_pause(void **state)
         twice += g->accepted[i] > 1;
         never += g->accepted[i] == 0;
     }
-    fprintf(stderr, "accepted by the second: %d; accepted twice: %d; never: %d\n",
-            g->by_member[1], twice, never);
+    fprintf(stderr, "accepted by the second: %d; accepted twice: %d; never: %d\n", g->by_member[1],
+            twice, never);
     assert_int_equal(g->bad, 0);
     assert_int_equal(twice, 0);
     assert_int_equal(never, 0);
@@ -465,7 +465,8 @@ static void one_partition_on_every_worker(void **state)
     kc_error_t err;
     assert_int_equal(kc_close(c, 10000, &err), KC_OK);
     kc_destroy(c);
-    fprintf(stderr, "one partition, 4 workers: %d accepted in %lld ms; at most %d callbacks at once\n",
+    fprintf(stderr,
+            "one partition, 4 workers: %d accepted in %lld ms; at most %d callbacks at once\n",
             t->accepted, (long long)took, t->most);
     assert_int_equal(t->accepted, N);
     assert_int_equal(t->twice, 0);
@@ -566,7 +567,8 @@ static void commit_in_pull_mode(void **state)
     while (!kc_sd_produce_done(producer))
         kc_test_sleep_ms(50);
     kc_callbacks_t cbs = {0}; /* pull mode */
-    kc_consumer_t *c = kc_sd_consumer(group, "worker.threads=2;callback.batch.max.records=10", &cbs);
+    kc_consumer_t *c =
+        kc_sd_consumer(group, "worker.threads=2;callback.batch.max.records=10", &cbs);
     int polled = 0;
     int64_t end = kc_test_now_ms() + 60000 * kc_test_time_scale();
     kc_error_t err;
@@ -595,12 +597,9 @@ int main(void)
 {
     kc_test_filter();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(accept_exactly_once),
-        cmocka_unit_test(retry_releases),
-        cmocka_unit_test(verdicts_after_pause),
-        cmocka_unit_test(one_partition_on_every_worker),
-        cmocka_unit_test(commit_acknowledgements),
-        cmocka_unit_test(commit_in_pull_mode),
+        cmocka_unit_test(accept_exactly_once),     cmocka_unit_test(retry_releases),
+        cmocka_unit_test(verdicts_after_pause),    cmocka_unit_test(one_partition_on_every_worker),
+        cmocka_unit_test(commit_acknowledgements), cmocka_unit_test(commit_in_pull_mode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

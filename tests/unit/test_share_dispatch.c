@@ -23,7 +23,8 @@ typedef struct share_cb {
     _Atomic int entered; /* callbacks started */
     _Atomic int inside;  /* on_records running now */
     _Atomic int most;    /* the most on_records of the partition seen running at once */
-    _Atomic int free_first; /* a view starting at this offset does not wait for `block` (-1: none) */
+    _Atomic int
+        free_first; /* a view starting at this offset does not wait for `block` (-1: none) */
     _Atomic int pause_first; /* a view starting at this offset returns KC_CB_PAUSE (-1: none) */
     _Atomic int revokes, inside_at_revoke, assigns, records_before_assign;
 } share_cb_t;
@@ -97,10 +98,8 @@ static void start_workers(unsigned workers, unsigned max_records)
     kc_rt_opts_t o = h_opts(h, workers);
     o.share = true;
     o.max_records = max_records;
-    o.cbs = (kc_callbacks_t){.on_records = s_records,
-                             .on_assign = s_assign,
-                             .on_revoke = s_revoke,
-                             .opaque = cb};
+    o.cbs = (kc_callbacks_t){
+        .on_records = s_records, .on_assign = s_assign, .on_revoke = s_revoke, .opaque = cb};
     h_start(h, &o, 1);
 }
 
@@ -381,7 +380,7 @@ static void pause_stops_every_lane(void **state)
     start_workers(2, 1000);
     assert_true(h_wait(h, assigned, 5000));
     atomic_store(&cb->block, 1);
-    push_piece(0, 10, 0, 9, 1);   /* the head */
+    push_piece(0, 10, 0, 9, 1);    /* the head */
     push_piece(10, 10, 10, 19, 1); /* the lane */
     want_inside = 2;
     assert_true(h_wait(h, inside_reached, 5000));

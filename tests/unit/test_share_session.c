@@ -261,42 +261,69 @@ static const kc_share_fetch_response_t *mk(answer_t *x, const int32_t *parts, in
     return &x->m;
 }
 
+/* One share session (node 1) for topic 1, the handler counting into `seen`, and the arena its
+ * answers decode into: what every session test starts from. */
+typedef struct fx {
+    kc_share_session_t s;
+    seen_t seen;
+    kc_share_handler_t h;
+    kc_error_t e;
+    kc_tp_t p0, p1;
+    kc_arena_t a;
+    answer_t x;
+} fx_t;
+
+static void fx_open(fx_t *f)
+{
+    memset(f, 0, sizeof *f);
+    kc_share_session_init(&f->s, 1);
+    f->h = (kc_share_handler_t){on_records, on_acked, on_error, &f->seen};
+    f->p0 = tp_of(1, 0);
+    f->p1 = tp_of(1, 1);
+}
+
+/* The session gets a ShareFetch answer for `parts` with ranges `r` (mk). */
+static void fx_answer(fx_t *f, const int32_t *parts, int n, const kc_share_range_t *r, int nr)
+{
+    kc_share_session_fetch_answer(&f->s, mk(&f->x, parts, n, r, nr), &f->a, &f->h);
+    tb_free(&f->x.batch);
+}
+
+static void fx_close(fx_t *f)
+{
+    kc_arena_free(&f->a);
+    kc_share_session_free(&f->s);
+}
+
 static void session_epochs_and_acks(void **state)
 {
     (void)state;
-    kc_share_session_t s;
-    kc_share_session_init(&s, 1);
-    seen_t seen = {0};
-    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
-    kc_error_t e;
-    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    fx_t f;
+    fx_open(&f);
     kc_share_fetch_request_t q;
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN); /* nothing */
-    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN); /* nothing */
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p1, true, &f.e), KC_OK);
 
     /* epoch 0: both partitions, no acknowledgements even when some are pending */
-    assert_int_equal(kc_share_session_ack(&s, &p0, 3, 3, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 3, 3, KC_SHARE_ACK_ACCEPT, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.share_session_epoch, 0);
     assert_int_equal(q.topics.count, 1);
     assert_int_equal(q.topics.items[0].partitions.count, 2);
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 0);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN); /* in flight */
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN); /* in flight */
 
-    answer_t x;
-    kc_arena_t a = {0};
     const kc_share_range_t r[] = {{0, 4, 1}, {6, 9, 1}};
     const int32_t both[] = {0, 1};
-    kc_share_session_fetch_answer(&s, mk(&x, both, 2, r, 2), &a, &h);
-    assert_int_equal(seen.records, 2);
-    assert_int_equal(seen.ranges, 4);
-    assert_int_equal(s.epoch, 1);
-    assert_int_equal(s.c.acquired, 18);
-    tb_free(&x.batch);
+    fx_answer(&f, both, 2, r, 2);
+    assert_int_equal(f.seen.records, 2);
+    assert_int_equal(f.seen.ranges, 4);
+    assert_int_equal(f.s.epoch, 1);
+    assert_int_equal(f.s.c.acquired, 18);
 
     /* epoch 1: only p0, which carries the pending acknowledgement; nothing forgotten */
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.share_session_epoch, 1);
     assert_int_equal(q.topics.count, 1);
     assert_int_equal(q.topics.items[0].partitions.count, 1);
@@ -304,65 +331,60 @@ static void session_epochs_and_acks(void **state)
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
     assert_int_equal(q.forgotten_topics_data.count, 0);
     const int32_t zero[] = {0};
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, NULL, 0), &a, &h);
-    assert_int_equal(seen.acked, 1);
-    assert_int_equal(seen.acked_first, 3);
-    assert_int_equal(seen.acked_code, 0);
-    assert_int_equal(s.c.acked[KC_SHARE_ACK_ACCEPT], 1);
-    assert_int_equal(s.epoch, 2);
-    tb_free(&x.batch);
+    fx_answer(&f, zero, 1, NULL, 0);
+    assert_int_equal(f.seen.acked, 1);
+    assert_int_equal(f.seen.acked_first, 3);
+    assert_int_equal(f.seen.acked_code, 0);
+    assert_int_equal(f.s.c.acked[KC_SHARE_ACK_ACCEPT], 1);
+    assert_int_equal(f.s.epoch, 2);
 
     /* p1 no longer wanted: forgotten at epoch 2; an answer naming it afterwards is refused */
-    assert_int_equal(kc_share_session_want(&s, &p1, false, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p1, false, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.topics.count, 0);
     assert_int_equal(q.forgotten_topics_data.count, 1);
     assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 1);
     const int32_t one[] = {1};
-    kc_share_session_fetch_answer(&s, mk(&x, one, 1, r, 2), &a, &h);
-    assert_int_equal(seen.errors, 1);
-    assert_non_null(strstr(seen.last_error, "not asked for"));
-    assert_int_equal(seen.records, 2); /* nothing delivered of it */
-    tb_free(&x.batch);
+    fx_answer(&f, one, 1, r, 2);
+    assert_int_equal(f.seen.errors, 1);
+    assert_non_null(strstr(f.seen.last_error, "not asked for"));
+    assert_int_equal(f.seen.records, 2); /* nothing delivered of it */
 
     /* bad ranges: refused, nothing delivered, the session goes on */
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     const kc_share_range_t bad[] = {{0, 4, 1}, {3, 9, 1}};
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, bad, 2), &a, &h);
-    assert_int_equal(seen.errors, 2);
-    assert_non_null(strstr(seen.last_error, "overlap"));
-    assert_int_equal(seen.records, 2);
-    assert_int_equal(s.c.bad_answers, 2);
-    tb_free(&x.batch);
+    fx_answer(&f, zero, 1, bad, 2);
+    assert_int_equal(f.seen.errors, 2);
+    assert_non_null(strstr(f.seen.last_error, "overlap"));
+    assert_int_equal(f.seen.records, 2);
+    assert_int_equal(f.s.c.bad_answers, 2);
     const kc_share_range_t far[] = {{8, 20, 1}};
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, far, 1), &a, &h);
-    assert_non_null(strstr(seen.last_error, "outside"));
-    tb_free(&x.batch);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    fx_answer(&f, zero, 1, far, 1);
+    assert_non_null(strstr(f.seen.last_error, "outside"));
 
     /* the session's epoch refused: reset to 0, the acknowledgement in flight reported with it */
-    assert_int_equal(kc_share_session_ack(&s, &p0, 5, 5, KC_SHARE_ACK_RELEASE, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 5, 5, KC_SHARE_ACK_RELEASE, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
     kc_share_fetch_response_t err;
     kc_share_fetch_response_init(&err);
     err.error_code = KC_KAFKA_INVALID_SHARE_SESSION_EPOCH;
-    kc_share_session_fetch_answer(&s, &err, &a, &h);
-    assert_int_equal(seen.resets, 1);
-    assert_int_equal(seen.acked, 2);
-    assert_int_equal(seen.acked_code, KC_KAFKA_INVALID_SHARE_SESSION_EPOCH);
-    assert_int_equal(s.c.ack_errors, 1);
-    assert_int_equal(s.epoch, 0);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    kc_share_session_fetch_answer(&f.s, &err, &f.a, &f.h);
+    assert_int_equal(f.seen.resets, 1);
+    assert_int_equal(f.seen.acked, 2);
+    assert_int_equal(f.seen.acked_code, KC_KAFKA_INVALID_SHARE_SESSION_EPOCH);
+    assert_int_equal(f.s.c.ack_errors, 1);
+    assert_int_equal(f.s.epoch, 0);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.share_session_epoch, 0);
     assert_int_equal(q.topics.items[0].partitions.count, 1); /* p0 again, whole */
 
     /* no answer at all: the same, code -1 */
-    kc_share_session_failed(&s, &e, &h);
-    assert_int_equal(seen.resets, 2);
+    kc_share_session_failed(&f.s, &f.e, &f.h);
+    assert_int_equal(f.seen.resets, 2);
 
-    kc_arena_free(&a);
-    kc_share_session_free(&s);
+    fx_close(&f);
 }
 
 /* A partition no longer wanted while the request that named it is in flight: the broker put it
@@ -373,81 +395,63 @@ static void session_epochs_and_acks(void **state)
 static void unwanted_in_flight_is_forgotten(void **state)
 {
     (void)state;
-    kc_share_session_t s;
-    kc_share_session_init(&s, 1);
-    seen_t seen = {0};
-    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
-    kc_error_t e;
-    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    fx_t f;
+    fx_open(&f);
     kc_share_fetch_request_t q;
-    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK); /* epoch 0: p0 */
-    answer_t x;
-    kc_arena_t a = {0};
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK); /* epoch 0: p0 */
     const int32_t zero[] = {0}, one[] = {1};
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, NULL, 0), &a, &h);
-    tb_free(&x.batch);
+    fx_answer(&f, zero, 1, NULL, 0);
     /* epoch 1 names p1, which is unwanted before the answer comes */
-    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p1, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.topics.items[0].partitions.count, 1);
     assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 1);
-    assert_int_equal(kc_share_session_want(&s, &p1, false, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p1, false, &f.e), KC_OK);
     const kc_share_range_t r[] = {{0, 9, 1}};
-    kc_share_session_fetch_answer(&s, mk(&x, one, 1, r, 1), &a, &h);
-    tb_free(&x.batch);
-    assert_int_equal(seen.errors, 0);
-    assert_int_equal(seen.records, 1);
+    fx_answer(&f, one, 1, r, 1);
+    assert_int_equal(f.seen.errors, 0);
+    assert_int_equal(f.seen.records, 1);
     /* the next request forgets it */
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.forgotten_topics_data.count, 1);
     assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 1);
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, NULL, 0), &a, &h);
-    tb_free(&x.batch);
+    fx_answer(&f, zero, 1, NULL, 0);
     /* p0, known, unwanted while a request that neither names nor forgets it is in flight: the
      * answer does not make it forgotten, the request after it forgets it */
-    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p1, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.forgotten_topics_data.count, 0);
-    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
-    kc_share_session_fetch_answer(&s, mk(&x, one, 1, NULL, 0), &a, &h);
-    tb_free(&x.batch);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, false, &f.e), KC_OK);
+    fx_answer(&f, one, 1, NULL, 0);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.forgotten_topics_data.count, 1);
     assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 0);
-    kc_share_session_fetch_answer(&s, mk(&x, one, 1, NULL, 0), &a, &h);
-    tb_free(&x.batch);
-    assert_int_equal(seen.errors, 0);
-    kc_arena_free(&a);
-    kc_share_session_free(&s);
+    fx_answer(&f, one, 1, NULL, 0);
+    assert_int_equal(f.seen.errors, 0);
+    fx_close(&f);
 }
 
 static void session_acknowledge_and_close(void **state)
 {
     (void)state;
-    kc_share_session_t s;
-    kc_share_session_init(&s, 1);
-    seen_t seen = {0};
-    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
-    kc_error_t e;
-    kc_tp_t p0 = tp_of(1, 0);
+    fx_t f;
+    fx_open(&f);
     kc_share_acknowledge_request_t q;
-    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
     /* no session yet: nothing can be acknowledged or closed */
-    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", true, &q, &e), KC_ERR_AGAIN);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", true, &q, &f.e), KC_ERR_AGAIN);
     kc_share_fetch_request_t fq;
-    assert_int_equal(kc_share_session_fetch(&s, &params, &fq, &e), KC_OK);
-    answer_t x;
-    kc_arena_t a = {0};
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &fq, &f.e), KC_OK);
     const kc_share_range_t r[] = {{0, 9, 1}};
     const int32_t zero[] = {0};
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, r, 1), &a, &h);
-    tb_free(&x.batch);
+    fx_answer(&f, zero, 1, r, 1);
     for (int64_t o = 0; o < 10; o++)
-        assert_int_equal(kc_share_session_ack(
-                             &s, &p0, o, o, o == 9 ? KC_SHARE_ACK_REJECT : KC_SHARE_ACK_ACCEPT, &e),
+        assert_int_equal(kc_share_session_ack(&f.s, &f.p0, o, o,
+                                              o == 9 ? KC_SHARE_ACK_REJECT : KC_SHARE_ACK_ACCEPT,
+                                              &f.e),
                          KC_OK);
-    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", true, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", true, &q, &f.e), KC_OK);
     assert_int_equal(q.share_session_epoch, -1);
     assert_int_equal(q.topics.count, 1);
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
@@ -468,14 +472,13 @@ static void session_acknowledge_and_close(void **state)
     t.partitions.items = &d;
     m.responses.count = 1;
     m.responses.items = &t;
-    kc_share_session_ack_answer(&s, &m, &h);
-    assert_int_equal(seen.acked, 1);
-    assert_int_equal(seen.acked_code, KC_KAFKA_INVALID_RECORD_STATE);
-    assert_int_equal(s.c.ack_errors, 10);
-    assert_true(s.closed);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &fq, &e), KC_ERR_AGAIN);
-    kc_arena_free(&a);
-    kc_share_session_free(&s);
+    kc_share_session_ack_answer(&f.s, &m, &f.h);
+    assert_int_equal(f.seen.acked, 1);
+    assert_int_equal(f.seen.acked_code, KC_KAFKA_INVALID_RECORD_STATE);
+    assert_int_equal(f.s.c.ack_errors, 10);
+    assert_true(f.s.closed);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &fq, &f.e), KC_ERR_AGAIN);
+    fx_close(&f);
 }
 
 /* Verdicts on records of a partition that left the session before they came: the partition is
@@ -487,50 +490,42 @@ static void session_acknowledge_and_close(void **state)
 static void verdicts_after_forget(void **state)
 {
     (void)state;
-    kc_share_session_t s;
-    kc_share_session_init(&s, 1);
-    seen_t seen = {0};
-    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
-    kc_error_t e;
-    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    fx_t f;
+    fx_open(&f);
     kc_share_fetch_request_t q;
-    answer_t x;
-    kc_arena_t a = {0};
     const kc_share_range_t r[] = {{0, 9, 1}};
     const int32_t zero[] = {0}, one[] = {1};
-    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK); /* epoch 0 */
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, r, 1), &a, &h);
-    tb_free(&x.batch);
-    kc_share_session_hold(&s, &p0, 10); /* all ten handed to the application */
-    assert_int_equal(kc_share_session_held(&s, &p0), 10);
-    kc_share_session_hold(&s, &p1, 5); /* counted; a verdict's count below zero stops at 0 */
-    assert_int_equal(kc_share_session_held(&s, &p1), 5);
-    kc_share_session_hold(&s, &p1, -9);
-    assert_int_equal(kc_share_session_held(&s, &p1), 0);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p1, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK); /* epoch 0 */
+    fx_answer(&f, zero, 1, r, 1);
+    kc_share_session_hold(&f.s, &f.p0, 10); /* all ten handed to the application */
+    assert_int_equal(kc_share_session_held(&f.s, &f.p0), 10);
+    kc_share_session_hold(&f.s, &f.p1, 5); /* counted; a verdict's count below zero stops at 0 */
+    assert_int_equal(kc_share_session_held(&f.s, &f.p1), 5);
+    kc_share_session_hold(&f.s, &f.p1, -9);
+    assert_int_equal(kc_share_session_held(&f.s, &f.p1), 0);
 
     /* p0 revoked while its records are being processed: forgotten by the next ShareFetch */
-    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, false, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.topics.count, 0);
     assert_int_equal(q.forgotten_topics_data.count, 1);
     assert_int_equal(q.forgotten_topics_data.items[0].partitions.items[0], 0);
-    kc_share_session_fetch_answer(&s, mk(&x, one, 1, NULL, 0), &a, &h);
-    tb_free(&x.batch);
-    assert_int_equal(seen.errors, 0);
-    assert_int_equal(s.n, 2); /* p0 kept: its records are held */
+    fx_answer(&f, one, 1, NULL, 0);
+    assert_int_equal(f.seen.errors, 0);
+    assert_int_equal(f.s.n, 2); /* p0 kept: its records are held */
 
     /* the verdicts come: queued, and a ShareAcknowledge goes before the next ShareFetch */
-    assert_int_equal(kc_share_session_ack(&s, &p0, 0, 8, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
-    assert_int_equal(kc_share_session_ack(&s, &p0, 9, 9, KC_SHARE_ACK_REJECT, &e), KC_OK);
-    kc_share_session_hold(&s, &p0, -10);
-    uint64_t mark = kc_share_session_ack_mark(&s); /* a commit of acknowledgements waits on it */
-    assert_false(kc_share_session_answered(&s, mark));
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN);
-    assert_non_null(strstr(e.msg, "acknowledgements go first"));
+    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 0, 8, KC_SHARE_ACK_ACCEPT, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 9, 9, KC_SHARE_ACK_REJECT, &f.e), KC_OK);
+    kc_share_session_hold(&f.s, &f.p0, -10);
+    uint64_t mark = kc_share_session_ack_mark(&f.s); /* a commit of acknowledgements waits on it */
+    assert_false(kc_share_session_answered(&f.s, mark));
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN);
+    assert_non_null(strstr(f.e.msg, "acknowledgements go first"));
     kc_share_acknowledge_request_t aq;
-    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e), KC_OK);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", false, &aq, &f.e), KC_OK);
     assert_int_equal(aq.share_session_epoch, 2);
     assert_int_equal(aq.topics.count, 1);
     assert_int_equal(aq.topics.items[0].partitions.count, 1);
@@ -547,22 +542,21 @@ static void verdicts_after_forget(void **state)
     t.partitions.items = &d;
     m.responses.count = 1;
     m.responses.items = &t;
-    assert_false(kc_share_session_answered(&s, mark)); /* in flight */
-    kc_share_session_ack_answer(&s, &m, &h);
-    assert_true(kc_share_session_answered(&s, mark));
-    assert_int_equal(seen.acked, 1);
-    assert_int_equal(seen.acked_code, 0);
-    assert_int_equal(s.c.acked[KC_SHARE_ACK_ACCEPT], 9);
-    assert_int_equal(s.c.acked[KC_SHARE_ACK_REJECT], 1);
-    assert_int_equal(s.n, 1); /* p0 gone: nothing held, nothing owed */
-    assert_int_equal(s.epoch, 3);
+    assert_false(kc_share_session_answered(&f.s, mark)); /* in flight */
+    kc_share_session_ack_answer(&f.s, &m, &f.h);
+    assert_true(kc_share_session_answered(&f.s, mark));
+    assert_int_equal(f.seen.acked, 1);
+    assert_int_equal(f.seen.acked_code, 0);
+    assert_int_equal(f.s.c.acked[KC_SHARE_ACK_ACCEPT], 9);
+    assert_int_equal(f.s.c.acked[KC_SHARE_ACK_REJECT], 1);
+    assert_int_equal(f.s.n, 1); /* p0 gone: nothing held, nothing owed */
+    assert_int_equal(f.s.epoch, 3);
 
     /* the fetch goes on with p1 only, and never names p0 */
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.topics.count, 0);
     assert_int_equal(q.forgotten_topics_data.count, 0);
-    kc_arena_free(&a);
-    kc_share_session_free(&s);
+    fx_close(&f);
 }
 
 /* A verdict on a partition that is known to the broker but no longer wanted rides a
@@ -570,53 +564,42 @@ static void verdicts_after_forget(void **state)
 static void unwanted_known_acks_by_acknowledge(void **state)
 {
     (void)state;
-    kc_share_session_t s;
-    kc_share_session_init(&s, 1);
-    seen_t seen = {0};
-    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
-    kc_error_t e;
-    kc_tp_t p0 = tp_of(1, 0), p1 = tp_of(1, 1);
+    fx_t f;
+    fx_open(&f);
     kc_share_fetch_request_t q;
-    answer_t x;
-    kc_arena_t a = {0};
     const kc_share_range_t r[] = {{0, 9, 1}};
     const int32_t both[] = {0, 1};
-    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_want(&s, &p1, true, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
-    kc_share_session_fetch_answer(&s, mk(&x, both, 2, r, 1), &a, &h);
-    tb_free(&x.batch);
-    assert_int_equal(kc_share_session_ack(&s, &p0, 0, 9, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
-    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p1, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    fx_answer(&f, both, 2, r, 1);
+    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 0, 9, KC_SHARE_ACK_ACCEPT, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, false, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN);
     kc_share_acknowledge_request_t aq;
-    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e), KC_OK);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", false, &aq, &f.e), KC_OK);
     assert_int_equal(aq.topics.items[0].partitions.items[0].partition_index, 0);
-    uint64_t mark = kc_share_session_ack_mark(&s);
-    kc_share_session_failed(&s, &e, &h); /* no answer: reported lost, the session reopens */
-    assert_true(kc_share_session_answered(&s, mark)); /* answered: lost */
-    assert_int_equal(seen.acked, 1);
-    assert_int_equal(seen.acked_code, -1);
-    assert_int_equal(s.epoch, 0);
+    uint64_t mark = kc_share_session_ack_mark(&f.s);
+    kc_share_session_failed(&f.s, &f.e, &f.h); /* no answer: reported lost, the session reopens */
+    assert_true(kc_share_session_answered(&f.s, mark)); /* answered: lost */
+    assert_int_equal(f.seen.acked, 1);
+    assert_int_equal(f.seen.acked_code, -1);
+    assert_int_equal(f.s.epoch, 0);
     /* epoch 0 names only the wanted partition, and carries no acknowledgement */
-    assert_int_equal(kc_share_session_ack(&s, &p1, 0, 0, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
-    mark = kc_share_session_ack_mark(&s);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    assert_int_equal(kc_share_session_ack(&f.s, &f.p1, 0, 0, KC_SHARE_ACK_ACCEPT, &f.e), KC_OK);
+    mark = kc_share_session_ack_mark(&f.s);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.topics.items[0].partitions.count, 1);
     assert_int_equal(q.topics.items[0].partitions.items[0].partition_index, 1);
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 0);
-    answer_t y;
     const int32_t one[] = {1};
-    kc_share_session_fetch_answer(&s, mk(&y, one, 1, NULL, 0), &a, &h);
-    tb_free(&y.batch);
-    assert_false(kc_share_session_answered(&s, mark)); /* waits for the next request */
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
+    fx_answer(&f, one, 1, NULL, 0);
+    assert_false(kc_share_session_answered(&f.s, mark)); /* waits for the next request */
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     assert_int_equal(q.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
-    kc_share_session_fetch_answer(&s, mk(&y, one, 1, NULL, 0), &a, &h);
-    tb_free(&y.batch);
-    assert_true(kc_share_session_answered(&s, mark));
-    kc_arena_free(&a);
-    kc_share_session_free(&s);
+    fx_answer(&f, one, 1, NULL, 0);
+    assert_true(kc_share_session_answered(&f.s, mark));
+    fx_close(&f);
 }
 
 /* A reset session that wants nothing cannot open itself again, and ShareAcknowledge needs it
@@ -625,43 +608,35 @@ static void unwanted_known_acks_by_acknowledge(void **state)
 static void stranded_acks_reported(void **state)
 {
     (void)state;
-    kc_share_session_t s;
-    kc_share_session_init(&s, 1);
-    seen_t seen = {0};
-    kc_share_handler_t h = {on_records, on_acked, on_error, &seen};
-    kc_error_t e;
-    kc_tp_t p0 = tp_of(1, 0);
+    fx_t f;
+    fx_open(&f);
     kc_share_fetch_request_t q;
     kc_share_acknowledge_request_t aq;
-    answer_t x;
-    kc_arena_t a = {0};
     const kc_share_range_t r[] = {{0, 9, 1}};
     const int32_t zero[] = {0};
-    assert_int_equal(kc_share_session_want(&s, &p0, true, &e), KC_OK);
-    assert_false(kc_share_session_strand(&s, "x", &h)); /* nothing to strand */
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK);
-    kc_share_session_fetch_answer(&s, mk(&x, zero, 1, r, 1), &a, &h);
-    tb_free(&x.batch);
-    kc_share_session_hold(&s, &p0, 10);
-    assert_int_equal(kc_share_session_want(&s, &p0, false, &e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_OK); /* forgets p0 */
-    kc_share_session_failed(&s, &e, &h); /* no answer: reset to epoch 0 */
-    assert_int_equal(s.epoch, 0);
-    assert_int_equal(kc_share_session_ack(&s, &p0, 0, 9, KC_SHARE_ACK_ACCEPT, &e), KC_OK);
-    kc_share_session_hold(&s, &p0, -10);
-    uint64_t mark = kc_share_session_ack_mark(&s);
-    assert_int_equal(kc_share_session_fetch(&s, &params, &q, &e), KC_ERR_AGAIN);
-    assert_int_equal(kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e), KC_ERR_AGAIN);
-    assert_true(kc_share_session_strand(&s, "stranded", &h));
-    assert_int_equal(seen.acked, 1);
-    assert_int_equal(seen.acked_first, 0);
-    assert_int_equal(seen.acked_code, -1);
-    assert_int_equal(s.c.ack_lost, 10);
-    assert_true(kc_share_session_answered(&s, mark));
-    assert_int_equal(s.n, 0);
-    assert_false(kc_share_session_strand(&s, "x", &h));
-    kc_arena_free(&a);
-    kc_share_session_free(&s);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_false(kc_share_session_strand(&f.s, "x", &f.h)); /* nothing to strand */
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    fx_answer(&f, zero, 1, r, 1);
+    kc_share_session_hold(&f.s, &f.p0, 10);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, false, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK); /* forgets p0 */
+    kc_share_session_failed(&f.s, &f.e, &f.h); /* no answer: reset to epoch 0 */
+    assert_int_equal(f.s.epoch, 0);
+    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 0, 9, KC_SHARE_ACK_ACCEPT, &f.e), KC_OK);
+    kc_share_session_hold(&f.s, &f.p0, -10);
+    uint64_t mark = kc_share_session_ack_mark(&f.s);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", false, &aq, &f.e), KC_ERR_AGAIN);
+    assert_true(kc_share_session_strand(&f.s, "stranded", &f.h));
+    assert_int_equal(f.seen.acked, 1);
+    assert_int_equal(f.seen.acked_first, 0);
+    assert_int_equal(f.seen.acked_code, -1);
+    assert_int_equal(f.s.c.ack_lost, 10);
+    assert_true(kc_share_session_answered(&f.s, mark));
+    assert_int_equal(f.s.n, 0);
+    assert_false(kc_share_session_strand(&f.s, "x", &f.h));
+    fx_close(&f);
 }
 
 static void epoch_wraps(void **state)
