@@ -58,10 +58,12 @@ typedef struct kc_engine_sink {
     /* Share groups (kc_engine_share_add): acquired records of a share partition, as `records`
      * above, except that every record in [first, next) was acquired by this member with
      * `delivery_count` and must be acknowledged (kc_engine_share_ack) once processed; records
-     * outside it are not this member's. A refusal releases them at once. NULL: no share group. */
+     * outside it are not this member's. A refusal releases them at once. `lock_deadline`
+     * (kc_now_ms, 0: not known): their acquisition lock has surely run out by then.
+     * NULL: no share group. */
     kc_err_t (*share_records)(void *opaque, void *part_user, const char *topic, int32_t partition,
                               int32_t broker, kc_slice_t *s, int64_t first, int64_t next,
-                              int16_t delivery_count);
+                              int16_t delivery_count, int64_t lock_deadline);
     /* Share groups: the broker answered the acknowledgements of `topic` / `partition` sent in one
      * request, covering offsets first..last, `records` of them verdicts (the rest gaps). `code`
      * 0: applied; > 0 the broker's refusal (`why` its message, may be NULL); -1 no usable
@@ -157,11 +159,17 @@ void kc_engine_share_member(kc_engine_t *e, const char *member_id);
  * sent all the same). `user` goes to the sink's share_records. */
 kc_err_t kc_engine_share_add(kc_engine_t *e, const char *topic, int32_t partition, void *user,
                              kc_error_t *err);
-/* The verdict on acquired offsets [first, last] of a share partition (type: 0 GAP, 1 ACCEPT,
- * 2 RELEASE, 3 REJECT, share/acks.h), sent with the partition's next ShareFetch (or
- * ShareAcknowledge). KC_ERR_STATE for an offset acknowledged twice. */
+/* The verdict on acquired offsets [first, last] of a share partition, handed out with
+ * `delivery_count` (type: 0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT, share/acks.h), sent with the
+ * partition's next ShareFetch (or ShareAcknowledge). KC_ERR_STATE, nothing sent, for an offset
+ * acknowledged twice and for a delivery whose lock ran out or whose records were handed out
+ * again before the verdict (share/held.h). */
 kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
-                             int64_t last, int type, kc_error_t *err);
+                             int64_t last, int16_t delivery_count, int type, kc_error_t *err);
+/* Acquired offsets [first, last] of that delivery were not handed to the application: their
+ * lock ran out first. Nothing is sent; they are held no more (counted in `lapsed`). */
+void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                            int64_t last, int16_t delivery_count);
 typedef struct kc_engine_share_stats {
     uint64_t fetches;     /* ShareFetch answers */
     uint64_t delivered;   /* acquired records handed to the sink */
@@ -171,6 +179,8 @@ typedef struct kc_engine_share_stats {
     uint64_t ack_errors;  /* refused by the broker (lock expired, ...) */
     uint64_t ack_failed;  /* the same, as reported per batch (logged) */
     uint64_t ack_lost;    /* their request got no usable answer */
+    uint64_t ack_late;    /* not sent: their delivery's lock ran out before the verdict */
+    uint64_t lapsed;      /* not delivered: their lock ran out before their view started */
 } kc_engine_share_stats_t;
 void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out);
 

@@ -257,7 +257,12 @@ typedef enum kc_cb_result {
  *  KC_CB_STOP                    KC_SHARE_RELEASE, and the partition stops as above.
  * Records acquired but never delivered (the partition revoked, the consumer closing) are
  * released. A record whose lock ran out before its verdict arrived was already handed out again
- * by the broker (at-least-once).
+ * by the broker (at-least-once): that verdict is not sent (the broker would take it for the new
+ * delivery's, or drop it without a word once the records were accepted elsewhere) and comes
+ * back as a KC_EVENT_SHARE_ACK with KC_ERR_STATE. The lock's length is the broker's
+ * (group.share.record.lock.duration.ms, told in each ShareFetch answer); a view not started
+ * before its records' lock ran out (behind a slow callback) is not delivered at all (stats:
+ * share.lapsed).
  * Committing acknowledgements (Java's commitSync / commitAsync): kc_commit, kc_commit_async and
  * their _results forms with no partitions (NULL, 0; a list is KC_ERR_INVALID_ARG) send the
  * verdicts given so far at once, rather than with the next ShareFetch, and answer when the
@@ -340,8 +345,8 @@ typedef struct kc_event {
      * INVALID_RECORD_STATE when an acquisition lock ran out first: the broker had handed the
      * records out again), KC_ERR_TRANSPORT when the request got no answer (the broker then
      * hands the records out again when their locks run out), or KC_ERR_STATE when they were
-     * not sent: a callback outlasted the lock and the records came back to this member before
-     * its verdict (what the member holds is the new delivery's). Refusals are always posted
+     * not sent: a callback outlasted the lock, which ran out, or the records came back as a
+     * new delivery, before its verdict. Refusals are always posted
      * (and logged); applied verdicts only with share.ack.events=all (KafkaShareConsumer's
      * acknowledgement commit callback). These events yield to the others: while on_event is so
      * far behind that its queue is nearly full, they are dropped (refusals stay in the log).

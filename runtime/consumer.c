@@ -50,14 +50,15 @@ static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_
 /* A share group's acquired records (engine.h): as sink_records, with their delivery count. */
 static kc_err_t sink_share_records(void *opaque, void *user, const char *topic, int32_t partition,
                                    int32_t broker, kc_slice_t *s, int64_t first, int64_t next,
-                                   int16_t delivery_count)
+                                   int16_t delivery_count, int64_t lock_deadline)
 {
     (void)opaque, (void)topic, (void)partition;
     kc_rt_bref_t b = {.raw = *s,
                       .base_offset = first,
                       .last_offset = next - 1,
                       .broker = broker,
-                      .delivery_count = delivery_count > 0 ? delivery_count : 1};
+                      .delivery_count = delivery_count > 0 ? delivery_count : 1,
+                      .lock_deadline = lock_deadline};
     kc_err_t rc = kc_rt_part_push(user, &b);
     if (rc == KC_OK)
         s->buf = NULL;
@@ -98,19 +99,15 @@ static void sink_share_acked(void *opaque, const char *topic, int32_t partition,
 }
 
 /* A verdict the session would not take: logged, and reported as a refused KC_EVENT_SHARE_ACK.
- * KC_ERR_STATE is a callback that outlasted the acquisition lock: the broker handed the records
- * out again and the session holds a verdict on them already (the new delivery's, or the release
- * of a piece the full ring refused), so this member's acceptance cannot count. */
+ * KC_ERR_STATE is a callback that outlasted the acquisition lock (engine/share/held.h): the
+ * lock ran out, or the broker handed the records out again, before the verdict, so this
+ * delivery's verdict cannot count and is not sent. */
 static void share_ack_unsent(kc_consumer_t *c, const kc_rt_part_t *p, int64_t first, int64_t last,
                              const kc_error_t *why)
 {
     kc_error_t e;
-    bool lock = why->code == KC_ERR_STATE;
-    kc_fail(&e, why->code, "acknowledgement of %s[%d] offsets %lld..%lld not sent: %s%s",
-            p->pub.topic, (int)p->pub.partition, (long long)first, (long long)last, why->msg,
-            lock ? " (a callback that outlasts the acquisition lock gets its records handed out "
-                   "again)"
-                 : "");
+    kc_fail(&e, why->code, "acknowledgement of %s[%d] offsets %lld..%lld not sent: %s",
+            p->pub.topic, (int)p->pub.partition, (long long)first, (long long)last, why->msg);
     kc_log(KC_LOG_WARN, "share", "%s", e.msg);
     if (!c->cbs.on_event)
         return;
@@ -266,9 +263,14 @@ static void on_cmpl(void *ctx, const kc_rt_cmpl_t *m)
     case KC_RT_CMPL_SHARE_ACK: {
         /* Before this partition's REVOKE_DONE (same ring, in order): the part and its engine
          * entry are still there. */
+        if (m->ack == KC_RT_SHARE_LAPSED) {
+            kc_engine_share_lapsed(c->e, p->pub.topic, p->pub.partition, m->offset, m->last,
+                                   m->delivery_count);
+            break;
+        }
         kc_error_t e;
-        if (kc_engine_share_ack(c->e, p->pub.topic, p->pub.partition, m->offset, m->last, m->ack,
-                                &e) != KC_OK)
+        if (kc_engine_share_ack(c->e, p->pub.topic, p->pub.partition, m->offset, m->last,
+                                m->delivery_count, m->ack, &e) != KC_OK)
             share_ack_unsent(c, p, m->offset, m->last, &e);
         break;
     }

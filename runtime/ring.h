@@ -82,6 +82,10 @@ typedef struct kc_rt_bref {
      * this delivery count (>= 1), and each gets a verdict (KC_RT_CMPL_SHARE_ACK). 0: not a share
      * partition's batch. */
     int16_t delivery_count;
+    /* Share groups: when the records' acquisition lock has surely run out (kc_now_ms; 0: not
+     * known). A view that has not started by then is not delivered: the broker hands its records
+     * out again, and a verdict on them could not count (engine/share/held.h). */
+    int64_t lock_deadline;
     /* Bytes counted against the partition's and the dispatcher's `buffered` for this ref (set by
      * kc_rt_part_push, subtracted at release): raw.len, or its share when one batch is queued as
      * several pieces (share lanes) that each hold a reference to the same bytes. */
@@ -113,8 +117,14 @@ typedef struct kc_rt_cmpl {
     int64_t offset; /* ERROR: the batch's base offset; SHARE_ACK: the first offset; REBALANCED:
                        the token kc_rt_post_rebalance was given */
     int64_t last;   /* SHARE_ACK: the last offset (inclusive) */
-    int8_t ack;     /* SHARE_ACK: KC_SHARE_ACCEPT, KC_SHARE_RELEASE, KC_SHARE_REJECT or 0 (a gap) */
+    int8_t ack;     /* SHARE_ACK: KC_SHARE_ACCEPT, KC_SHARE_RELEASE, KC_SHARE_REJECT, 0 (a gap) or
+                       KC_RT_SHARE_LAPSED */
+    int16_t delivery_count; /* SHARE_ACK: of the delivery judged (the batch's, kc_rt_bref_t) */
 } kc_rt_cmpl_t;
+
+/* A SHARE_ACK that is no verdict: the records were not delivered, their lock having run out
+ * first (kc_rt_bref_t.lock_deadline); nothing is sent, they are only held no more. */
+#define KC_RT_SHARE_LAPSED (-1)
 
 CK_RING_PROTOTYPE(kc_bref, kc_rt_bref)
 CK_RING_PROTOTYPE(kc_cmpl, kc_rt_cmpl)

@@ -120,9 +120,10 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
                     ",\"share\":{\"fetches\":%" PRIu64 ",\"acquired_delivered\":%" PRIu64
                     ",\"acquired_refused\":%" PRIu64 ",\"verdicts\":%" PRIu64
                     ",\"accepted\":%" PRIu64 ",\"released\":%" PRIu64 ",\"rejected\":%" PRIu64
-                    ",\"gaps\":%" PRIu64 ",\"ack_errors\":%" PRIu64 ",\"ack_lost\":%" PRIu64 "}",
+                    ",\"gaps\":%" PRIu64 ",\"ack_errors\":%" PRIu64 ",\"ack_lost\":%" PRIu64
+                    ",\"ack_late\":%" PRIu64 ",\"lapsed\":%" PRIu64 "}",
                     ss.fetches, ss.delivered, ss.refused, ss.acks_queued, ss.acked[1], ss.acked[2],
-                    ss.acked[3], ss.acked[0], ss.ack_errors, ss.ack_lost);
+                    ss.acked[3], ss.acked[0], ss.ack_errors, ss.ack_lost, ss.ack_late, ss.lapsed);
     }
     kc_json_raw(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",
                 (long long)kc_rt_buffered_bytes(c->rt), (long long)kc_rt_frame_bytes(c->rt));

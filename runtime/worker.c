@@ -49,10 +49,12 @@ void kc_rt_post(kc_rt_worker_t *w, kc_rt_cmpl_type_t type, kc_rt_part_t *p, kc_e
     post(w, &c);
 }
 
-/* Share groups: the verdict on acquired offsets [first, last] of p, to the network thread (which
- * queues it in the partition's share session). Never dropped while running: a lost verdict
- * leaves the records locked until their acquisition lock runs out. */
-static void post_ack(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t first, int64_t last, int ack)
+/* Share groups: the verdict on acquired offsets [first, last] of p, of their delivery with
+ * `count`, to the network thread (which queues it in the partition's share session, unless that
+ * delivery's lock ran out first). Never dropped while running: a lost verdict leaves the records
+ * locked until their acquisition lock runs out. */
+static void post_ack(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t first, int64_t last, int16_t count,
+                     int ack)
 {
     if (first > last)
         return;
@@ -61,7 +63,8 @@ static void post_ack(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t first, int64_t 
                       .part = kc_rt_part_head(p),
                       .offset = first,
                       .last = last,
-                      .ack = (int8_t)ack};
+                      .ack = (int8_t)ack,
+                      .delivery_count = count};
     post(w, &c);
 }
 
@@ -180,11 +183,12 @@ static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b,
     int ack = res == KC_CB_CONTINUE || res == KC_CB_PAUSE ? KC_SHARE_ACCEPT : KC_SHARE_RELEASE;
     int64_t from = p->next_deliver;
     for (uint32_t i = 0; i < b->n_picks; i++) { /* kc_share_ack's, between the implicit runs */
-        post_ack(w, p, from, b->picks[i].offset - 1, ack);
-        post_ack(w, p, b->picks[i].offset, b->picks[i].offset, b->picks[i].verdict);
+        post_ack(w, p, from, b->picks[i].offset - 1, b->delivery_count, ack);
+        post_ack(w, p, b->picks[i].offset, b->picks[i].offset, b->delivery_count,
+                 b->picks[i].verdict);
         from = b->picks[i].offset + 1;
     }
-    post_ack(w, p, from, b->next_offset - 1, ack);
+    post_ack(w, p, from, b->next_offset - 1, b->delivery_count, ack);
     if (b->counted) { /* a view nobody polled (pull mode, given back) was never counted */
         atomic_fetch_add_explicit(&w->share_posted, 1, memory_order_release);
         /* Again after the count: a drain that ran between the last push's wake-up and the
@@ -302,14 +306,23 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
             kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
         }
         if (rt->o.share) /* it will not decode any better for another member */
-            post_ack(w, p, p->cur.base_offset, p->cur.last_offset, KC_SHARE_REJECT);
+            post_ack(w, p, p->cur.base_offset, p->cur.last_offset, p->cur.delivery_count,
+                     KC_SHARE_REJECT);
         advance(p, p->cur.last_offset + 1);
         return DONE;
     }
     /* The engine's first offset: a batch fetched after a seek into its middle starts before the
      * position, and those records are not delivered. */
     int64_t from = p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset;
+    bool lapsed = false;
     while (peek_first(b, from)) {
+        /* Share groups: no view starts once its records' lock has surely run out (a callback
+         * before it outlasted the lock, or the queue was long): the broker has handed them out
+         * again, to this member or another, and a verdict on them would not count. */
+        if (rt->o.share && p->cur.lock_deadline > 0 && kc_now_ms() >= p->cur.lock_deadline) {
+            lapsed = true;
+            break;
+        }
         step_t s = deliver_view(w, p, b);
         if (s != DONE)
             return s;
@@ -321,9 +334,12 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
         report(rt, p, &b->errinfo);
         kc_rt_post(w, KC_RT_CMPL_ERROR, p, b->err, p->cur.base_offset);
     }
-    if (rt->o.share) /* acquired offsets past the last record: a decode error's rest, or a gap */
-        post_ack(w, p, p->next_deliver, p->cur.last_offset,
-                 b->err != KC_OK ? KC_SHARE_REJECT : SHARE_GAP);
+    /* Share groups: the acquired offsets past the last view: the records of views that lapsed,
+     * a decode error's rest, or a gap. */
+    if (rt->o.share) {
+        int ack = lapsed ? KC_RT_SHARE_LAPSED : b->err != KC_OK ? KC_SHARE_REJECT : SHARE_GAP;
+        post_ack(w, p, p->next_deliver, p->cur.last_offset, p->cur.delivery_count, ack);
+    }
     advance(p, p->cur.last_offset + 1); /* past a compacted tail too */
     return DONE;
 }
@@ -339,13 +355,13 @@ static void drop_queued(kc_rt_worker_t *w, kc_rt_part_t *p)
         if (rt->o.share)
             post_ack(w, p,
                      p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset,
-                     p->cur.last_offset, KC_SHARE_RELEASE);
+                     p->cur.last_offset, p->cur.delivery_count, KC_SHARE_RELEASE);
         kc_rt_release_bref(w, p, &p->cur);
         p->have_cur = false;
     }
     while (kc_rt_bring_pop(&p->ring, &b)) {
         if (rt->o.share)
-            post_ack(w, p, b.base_offset, b.last_offset, KC_SHARE_RELEASE);
+            post_ack(w, p, b.base_offset, b.last_offset, b.delivery_count, KC_SHARE_RELEASE);
         kc_rt_release_bref(w, p, &b);
     }
 }

@@ -15,8 +15,9 @@
  * Acknowledgements (kc_engine_share_ack) go into the session the records came from (each
  * session counts the records it delivered until their verdicts come: share/session.h, "Verdicts
  * after a partition leaves") and leave with its next ShareFetch; those of a partition no longer
- * fetched, and those of a session with nothing to fetch, leave in a ShareAcknowledge. kc_engine_close sends ShareAcknowledge at epoch -1 to every open
- * session, carrying what is still pending, and waits for the answers.
+ * fetched, and those of a session with nothing to fetch, leave in a ShareAcknowledge.
+ * kc_engine_close sends ShareAcknowledge at epoch -1 to every open session, carrying what is still
+ * pending, and waits for the answers.
  *
  * Owner: network thread (everything here, like the rest of the engine).
  */
@@ -150,7 +151,7 @@ static kc_eng_ssess_t *sess_of(kc_engine_t *e, const kc_tp_t *tp)
         kc_share_session_t *s = &e->share->s[i]->s;
         for (size_t k = 0; k < s->n; k++)
             if (kc_tp_cmp(&s->parts[k].tp, tp) == 0) {
-                if (s->parts[k].held)
+                if (s->parts[k].held.n)
                     return e->share->s[i];
                 if (s->parts[k].wanted)
                     wanted = e->share->s[i];
@@ -169,7 +170,7 @@ void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp)
 }
 
 kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
-                             int64_t last, int type, kc_error_t *err)
+                             int64_t last, int16_t delivery_count, int type, kc_error_t *err)
 {
     if (!e->share)
         return kc_fail(err, KC_ERR_STATE, "share: the engine has no share group");
@@ -181,15 +182,26 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
     if (!ss)
         return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] has no share session", topic,
                        partition);
-    kc_err_t rc =
-        kc_share_session_ack(&ss->s, &e->parts[i].tp, first, last, (kc_share_ack_type_t)type, err);
-    /* the records' verdict came, taken or not: they are not held any more */
-    kc_share_session_hold(&ss->s, &e->parts[i].tp, -(last - first + 1));
+    kc_err_t rc = kc_share_session_verdict(&ss->s, &e->parts[i].tp, first, last, delivery_count,
+                                           (kc_share_ack_type_t)type, kc_now_ms(), err);
     if (rc != KC_OK)
         return rc;
     e->share->st.acks_queued += (uint64_t)(last - first + 1);
     kc_eng_drive(e);
     return KC_OK;
+}
+
+void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                            int64_t last, int16_t delivery_count)
+{
+    if (!e->share)
+        return;
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i < 0 || !e->info[i].have_id)
+        return;
+    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp);
+    if (ss)
+        kc_share_session_lapsed(&ss->s, &e->parts[i].tp, first, last, delivery_count);
 }
 
 /* ---- commits of acknowledgements ------------------------------------------------------------ */
@@ -392,6 +404,7 @@ typedef struct cut {
     kc_eng_ssess_t *ss;
     const kc_tp_t *tp;
     kc_eng_pinfo_t *in;
+    int64_t deadline; /* the pieces' acquisition lock has surely run out by then (share/held.h) */
 } cut_t;
 
 static bool cut_piece(void *o, const uint8_t *batch, size_t size, int64_t first, int64_t last,
@@ -402,13 +415,18 @@ static bool cut_piece(void *o, const uint8_t *batch, size_t size, int64_t first,
     kc_slice_t s = kc_slice_make(c->ss->frame, batch, size);
     if (!e->sink.share_records ||
         e->sink.share_records(e->sink.opaque, c->in->user, c->in->topic, c->in->partition,
-                              c->ss->s.broker, &s, first, last + 1, delivery_count) != KC_OK) {
+                              c->ss->s.broker, &s, first, last + 1, delivery_count,
+                              c->deadline == KC_SHARE_NO_DEADLINE ? 0 : c->deadline) != KC_OK) {
         kc_slice_release(&s);
         e->share->st.refused += (uint64_t)(last - first + 1);
         return false;
     }
     e->share->st.delivered += (uint64_t)(last - first + 1);
-    kc_share_session_hold(&c->ss->s, c->tp, last - first + 1);
+    kc_error_t err;
+    if (kc_share_session_hold(&c->ss->s, c->tp, first, last, delivery_count, c->deadline, &err) !=
+        KC_OK) /* the verdict will find nothing held and be reported unsent */
+        kc_log(KC_LOG_WARN, "share", "%s[%d] offsets %" PRId64 "..%" PRId64 ": %s", c->in->topic,
+               (int)c->in->partition, first, last, err.msg);
     return true;
 }
 
@@ -419,7 +437,7 @@ static void cut_ack(void *o, int64_t first, int64_t last, kc_share_ack_type_t ty
 }
 
 static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_share_range_t *r,
-                       size_t n)
+                       size_t n, int32_t lock_ms)
 {
     kc_eng_ssess_t *ss = o;
     kc_engine_t *e = ss->e;
@@ -430,7 +448,8 @@ static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_shar
             ack_range(ss, tp, r[k].first, r[k].last, KC_SHARE_ACK_RELEASE);
         return;
     }
-    cut_t c = {ss, tp, &e->info[i]};
+    /* The lock began before the broker answered: by now plus its length it has surely run out. */
+    cut_t c = {ss, tp, &e->info[i], lock_ms > 0 ? kc_now_ms() + lock_ms : KC_SHARE_NO_DEADLINE};
     kc_share_pieces_out_t out = {cut_piece, cut_ack, &c};
     kc_share_pieces(rec, r, n, &out);
 }
@@ -562,8 +581,8 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
                                  e->fset.min_bytes, max_bytes,     sh->max_records,
                                  sh->max_records};
     if (!close && commit_pending_on(e, ss) && kc_share_session_has_acks(&ss->s) &&
-        kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, false, &ss->aq,
-                                     &err) == KC_OK)
+        kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, false, &ss->aq, &err) ==
+            KC_OK)
         ss->ack_req = true;
     else if (!close && kc_share_session_fetch(&ss->s, &p, &ss->fq, &err) == KC_OK)
         ss->ack_req = false;
@@ -691,5 +710,7 @@ void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out)
         out->acked[3] += c->acked[3];
         out->ack_errors += c->ack_errors;
         out->ack_lost += c->ack_lost;
+        out->ack_late += c->ack_late;
+        out->lapsed += c->lapsed;
     }
 }

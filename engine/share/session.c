@@ -22,8 +22,10 @@ void kc_share_session_init(kc_share_session_t *s, int32_t broker)
 
 void kc_share_session_free(kc_share_session_t *s)
 {
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         kc_share_acks_free(&s->parts[i].pending);
+        kc_share_held_free(&s->parts[i].held);
+    }
     free(s->parts);
     kc_arena_free(&s->req);
     memset(s, 0, sizeof *s);
@@ -68,18 +70,22 @@ kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on
     return KC_OK;
 }
 
-void kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t n)
+kc_err_t kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
+                               int64_t last, int16_t delivery_count, int64_t deadline,
+                               kc_error_t *err)
 {
     kc_share_spart_t *p = find(s, tp);
-    if (p)
-        p->held = p->held + n > 0 ? p->held + n : 0;
+    if (!p)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "hold: partition %d is not fetched from broker %d",
+                       (int)tp->partition, (int)s->broker);
+    return kc_share_held_add(&p->held, first, last, delivery_count, deadline, err);
 }
 
 int64_t kc_share_session_held(const kc_share_session_t *s, const kc_tp_t *tp)
 {
     for (size_t i = 0; i < s->n; i++)
         if (kc_tp_cmp(&s->parts[i].tp, tp) == 0)
-            return s->parts[i].held;
+            return s->parts[i].held.records;
     return 0;
 }
 
@@ -95,6 +101,54 @@ kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t 
     if (rc == KC_OK)
         s->acks_queued++;
     return rc;
+}
+
+kc_err_t kc_share_session_verdict(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
+                                  int64_t last, int16_t delivery_count, kc_share_ack_type_t type,
+                                  int64_t now, kc_error_t *err)
+{
+    kc_share_spart_t *p = find(s, tp);
+    if (!p)
+        return kc_fail(err, KC_ERR_NOT_FOUND,
+                       "acknowledge: partition %d is not fetched from broker %d",
+                       (int)tp->partition, (int)s->broker);
+    if (first < 0 || last < first)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "acknowledge: bad offset range %lld..%lld",
+                       (long long)first, (long long)last);
+    int16_t now_count;
+    switch (kc_share_held_take(&p->held, first, last, delivery_count, now, &now_count)) {
+    case KC_SHARE_HELD_LIVE:
+        break;
+    case KC_SHARE_HELD_EXPIRED:
+        s->c.ack_late += (uint64_t)(last - first + 1);
+        return kc_fail(err, KC_ERR_STATE,
+                       "the acquisition lock of delivery %d ran out before the verdict: the "
+                       "broker hands the records out again",
+                       (int)delivery_count);
+    case KC_SHARE_HELD_AGAIN:
+        s->c.ack_late += (uint64_t)(last - first + 1);
+        if (now_count)
+            return kc_fail(err, KC_ERR_STATE,
+                           "the records of delivery %d were handed out again (delivery %d) "
+                           "before the verdict",
+                           (int)delivery_count, (int)now_count);
+        return kc_fail(err, KC_ERR_STATE,
+                       "the records of delivery %d were handed out again before the verdict, "
+                       "and judged since",
+                       (int)delivery_count);
+    }
+    return kc_share_session_ack(s, tp, first, last, type, err);
+}
+
+void kc_share_session_lapsed(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
+                             int16_t delivery_count)
+{
+    kc_share_spart_t *p = find(s, tp);
+    if (!p || first < 0 || last < first)
+        return;
+    int16_t now_count;
+    (void)kc_share_held_take(&p->held, first, last, delivery_count, INT64_MAX, &now_count);
+    s->c.lapsed += (uint64_t)(last - first + 1);
 }
 
 uint64_t kc_share_session_ack_mark(const kc_share_session_t *s)
@@ -140,8 +194,9 @@ static void compact(kc_share_session_t *s)
     for (size_t i = 0; i < s->n; i++) {
         kc_share_spart_t *p = &s->parts[i];
         if (!p->wanted && !p->known && !p->pending.n && !p->n_sent && !p->in_request &&
-            !p->held) {
+            !p->held.n) {
             kc_share_acks_free(&p->pending);
+            kc_share_held_free(&p->held);
             continue;
         }
         s->parts[k++] = *p;
@@ -554,7 +609,7 @@ void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_r
             }
             s->c.acquired += (uint64_t)kc_share_acquired_span(r, n);
             if (h->records)
-                h->records(h->opaque, &p->tp, d->records, r, n);
+                h->records(h->opaque, &p->tp, d->records, r, n, m->acquisition_lock_timeout_ms);
         }
     }
     /* Acknowledgements the answer said nothing of: not known to be applied. */

@@ -18,7 +18,10 @@
  *
  * Acknowledgements: kc_share_session_ack queues a range of offsets; the next ShareFetch carries
  * them (piggybacked), or kc_share_session_acknowledge builds a ShareAcknowledge for them when no
- * fetch is going to be sent (close, or a consumer that stopped fetching).
+ * fetch is going to be sent (close, or a consumer that stopped fetching). The application's
+ * verdicts come through kc_share_session_verdict, which queues one only while the delivery it
+ * judges still holds its records and their lock has not run out (held.h): the broker cannot
+ * tell a late verdict from a current one.
  *
  * Verdicts after a partition leaves: records handed to the application stay acquired by this
  * member after the partition is forgotten, and the broker takes their acknowledgement in a
@@ -53,6 +56,7 @@
 #include "proto/share_fetch.gen.h"
 #include "share/acks.h"
 #include "share/acquired.h"
+#include "share/held.h"
 
 #define KC_SHARE_EPOCH_OPEN  0
 #define KC_SHARE_EPOCH_CLOSE (-1)
@@ -63,7 +67,7 @@ typedef struct kc_share_spart {
     bool wanted;             /* fetch it */
     bool known;              /* the broker's session holds it */
     kc_share_acks_t pending; /* acknowledgements not sent yet */
-    int64_t held;            /* records handed to the application, verdicts not given yet */
+    kc_share_held_t held;    /* records handed to the application, verdicts not given yet */
     /* sent with the request in flight (in the session's request arena) */
     kc_share_ack_batch_t *sent;
     int32_t n_sent;
@@ -75,9 +79,10 @@ typedef struct kc_share_spart {
  * caller keeps its frame and arena); the batches are the session's until the next request. */
 typedef struct kc_share_handler {
     /* Acquired records of a partition, checked (acquired.h); the records are the answer's
-     * batches, of which only offsets inside a range may be delivered. */
+     * batches, of which only offsets inside a range may be delivered. lock_ms: the broker's
+     * AcquisitionLockTimeoutMs (<= 0: not said). */
     void (*records)(void *o, const kc_tp_t *tp, kc_bytes_t records, const kc_share_range_t *r,
-                    size_t n);
+                    size_t n, int32_t lock_ms);
     /* The broker's verdict (code 0: applied) on acknowledgement batches sent. */
     void (*acked)(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, int32_t n,
                   int16_t code, const char *why);
@@ -98,6 +103,8 @@ typedef struct kc_share_session_counters {
     uint64_t acked[4];    /* acknowledged and answered without error, by kc_share_ack_type_t */
     uint64_t ack_errors;  /* acknowledged records the broker refused (lock expired, ...) */
     uint64_t ack_lost;    /* acknowledgements whose request got no usable answer */
+    uint64_t ack_late;    /* verdicts not sent: their delivery's lock ran out first (held.h) */
+    uint64_t lapsed;      /* held records never delivered: their lock ran out first */
     uint64_t bad_answers; /* partitions refused (bad ranges, never asked for) */
 } kc_share_session_counters_t;
 
@@ -125,16 +132,30 @@ void kc_share_session_free(kc_share_session_t *s);
 /* Fetch the partition from this session (on) or not (off). An unwanted partition with pending
  * acknowledgements stays until they are sent. */
 kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on, kc_error_t *err);
-/* Records of tp handed to the application (n > 0) or given their verdict (n < 0; never below
- * 0): while any are held, the partition keeps its entry when no longer wanted. No-op for a
- * partition the session does not have. */
-void kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t n);
+/* Records first..last of tp were handed to the application with `delivery_count`, their lock
+ * surely out at `deadline` (held.h): while any are held, the partition keeps its entry when no
+ * longer wanted. KC_ERR_NOT_FOUND for a partition the session does not have; KC_ERR_NOMEM. */
+kc_err_t kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
+                               int64_t last, int16_t delivery_count, int64_t deadline,
+                               kc_error_t *err);
 /* Records of tp held here (0: none, or not in the session). */
 int64_t kc_share_session_held(const kc_share_session_t *s, const kc_tp_t *tp);
-/* Queues the acknowledgement of records first..last (or GAP for acquired offsets without one).
- * KC_ERR_NOT_FOUND for a partition the session does not have; KC_ERR_STATE for a repeat. */
+/* Queues the acknowledgement of acquired records first..last that were never handed out (GAP
+ * for offsets without a record, RELEASE for records not delivered). KC_ERR_NOT_FOUND for a
+ * partition the session does not have; KC_ERR_STATE for a repeat. */
 kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
                               kc_share_ack_type_t type, kc_error_t *err);
+/* The application's verdict on held records first..last of the delivery with `delivery_count`,
+ * given at `now`: queued as kc_share_session_ack does when that delivery still holds them all
+ * and its lock has not run out; else KC_ERR_STATE, naming what became of them, and nothing is
+ * queued (held.h). Either way they are held no more. */
+kc_err_t kc_share_session_verdict(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
+                                  int64_t last, int16_t delivery_count, kc_share_ack_type_t type,
+                                  int64_t now, kc_error_t *err);
+/* Held records first..last of that delivery were never delivered (their lock ran out first):
+ * held no more, nothing queued. */
+void kc_share_session_lapsed(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
+                             int16_t delivery_count);
 /* The mark of every acknowledgement queued so far, and whether all of those up to `mark` were
  * answered (applied, refused or lost: the answers went to `acked`). A commit of acknowledgements
  * waits on the mark taken when it starts. */

@@ -23,8 +23,9 @@ typedef struct fz {
 } fz_t;
 
 static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_share_range_t *r,
-                       size_t n)
+                       size_t n, int32_t lock_ms)
 {
+    (void)lock_ms;
     (void)tp;
     fz_t *f = o;
     if (rec.len > 0 && (rec.ptr < f->lo || rec.ptr + rec.len > f->hi))

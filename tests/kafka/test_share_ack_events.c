@@ -10,9 +10,16 @@
  * - lock_expired_is_refused: the default setting; the first view's callback outlasts the record
  *   lock (11 s) and then accepts: the broker had handed those records out again, so the
  *   acceptance cannot count, and the consumer hears it as a KC_EVENT_SHARE_ACK naming the
- *   partition and the offsets, never silently: refused by the broker (KC_ERR_BROKER and its
- *   code) or, when the records came back to this member before the verdict, not sent
- *   (KC_ERR_STATE). The records come back with delivery count 2 and are accepted then.
+ *   partition and the offsets, never silently: not sent (KC_ERR_STATE: the records came back
+ *   to this member as delivery 2, or the lock ran out, before the verdict), or refused by the
+ *   broker (KC_ERR_BROKER and its code) when it got there after the lock ran out. The records
+ *   come back with delivery count 2 and are accepted then. Sent, the late acceptance would be
+ *   taken for delivery 2's when it came first, and ignored without an error once delivery 2's
+ *   was applied (the broker drops acknowledgements below its start offset).
+ * - lock_ran_out_elsewhere: the same, but the first member pauses the partition while its
+ *   callback stalls and a second member takes the records the broker hands out again and
+ *   accepts them; the first member's late acceptance is refused (its lock ran out), not sent
+ *   and reported applied as the broker's answer would have it.
  * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
  * kc-test-label: share */
 #include "kc_test.h"
@@ -31,7 +38,7 @@ typedef struct seen {
     pthread_mutex_t mu;
     int delivered[RECORDS]; /* deliveries of each record */
     int distinct, max_count;
-    bool stall_first; /* lock_expired_is_refused: the first view outlasts the lock */
+    bool stall_first; /* lock_*: the first view outlasts the lock */
     bool stalled;
     /* KC_EVENT_SHARE_ACK */
     int applied, refused, bad_range;
@@ -138,22 +145,29 @@ static bool all_read(const seen_t *s)
     return s->distinct == RECORDS;
 }
 
+/* A 1-partition topic "<prefix>-…" of RECORDS records, and `group` ("<prefix>-g-<pid>") set up
+ * to read it from the start. */
+static void topic_of_records(const char *prefix, char *group, size_t len)
+{
+    snprintf(group, len, "%s-g-%d", prefix, (int)getpid());
+    kc_sd_setup(prefix, 1, group);
+    pid_t producer = kc_sd_produce_start(RECORDS);
+    while (!kc_sd_produce_done(producer))
+        usleep(50 * 1000);
+}
+
 static void applied_answers_reported(void **state)
 {
     (void)state;
     char group[64], quiet_group[64];
-    snprintf(group, sizeof group, "kc-share-ackev-g-%d", (int)getpid());
+    topic_of_records("kc-share-ackev", group, sizeof group);
     snprintf(quiet_group, sizeof quiet_group, "kc-share-ackev-q-%d", (int)getpid());
-    kc_sd_setup("kc-share-ackev", 1, group);
     char cmd[256];
     snprintf(cmd, sizeof cmd,
              "tool ConfigCommand --bootstrap-server %s --entity-type groups --entity-name %s "
              "--alter --add-config share.auto.offset.reset=earliest",
              kc_test_env("KC_SHARE_BOOTSTRAP"), quiet_group);
     kc_sd_testkit(cmd);
-    pid_t producer = kc_sd_produce_start(RECORDS);
-    while (!kc_sd_produce_done(producer))
-        usleep(50 * 1000);
 
     seen_t *s = seen_new(), *q = seen_new();
     kc_consumer_t *c = consumer(s, group, "all");
@@ -189,11 +203,7 @@ static void lock_expired_is_refused(void **state)
 {
     (void)state;
     char group[64];
-    snprintf(group, sizeof group, "kc-share-acklock-g-%d", (int)getpid());
-    kc_sd_setup("kc-share-acklock", 1, group);
-    pid_t producer = kc_sd_produce_start(RECORDS);
-    while (!kc_sd_produce_done(producer))
-        usleep(50 * 1000);
+    topic_of_records("kc-share-acklock", group, sizeof group);
     seen_t *s = seen_new();
     s->stall_first = true;
     kc_consumer_t *c = consumer(s, group, NULL);
@@ -216,11 +226,62 @@ static void lock_expired_is_refused(void **state)
     assert_int_equal(s->bad_range, 0);
 }
 
+static bool has_stalled(const seen_t *s)
+{
+    return s->stalled;
+}
+
+static void lock_ran_out_elsewhere(void **state)
+{
+    (void)state;
+    char group[64];
+    topic_of_records("kc-share-acklock2", group, sizeof group);
+    seen_t *a = seen_new(), *b = seen_new();
+    a->stall_first = true;
+    b->stalled = true; /* the second member never stalls */
+    kc_consumer_t *ca = consumer(a, group, NULL);
+    assert_true(wait_for(a, has_stalled, 30000)); /* the first member holds the first records */
+    /* and fetches no more, so the records its lock gives back can only go to the second */
+    kc_topic_partition_t tp = {kc_sd_topic, 0, 0};
+    kc_error_t err;
+    assert_int_equal(kc_pause(ca, &tp, 1, &err), KC_OK);
+    kc_consumer_t *cb = consumer(b, group, NULL);
+    bool ok = false;
+    int distinct = 0;
+    for (int64_t end = kc_test_now_ms() + 60000; !ok && kc_test_now_ms() < end;
+         kc_test_sleep_ms(50)) {
+        pthread_mutex_lock(&a->mu);
+        pthread_mutex_lock(&b->mu);
+        distinct = 0;
+        for (int i = 0; i < RECORDS; i++)
+            distinct += a->delivered[i] || b->delivered[i];
+        ok = a->refused > 0 && distinct == RECORDS;
+        pthread_mutex_unlock(&b->mu);
+        pthread_mutex_unlock(&a->mu);
+    }
+    kc_test_close(ca);
+    kc_test_close(cb);
+    seen_t ra = *a, rb = *b;
+    free(a);
+    free(b);
+    print_message("first member: refused %d: %s (%d) offsets %lld..%lld: %s; records read %d "
+                  "and %d (%d distinct), highest delivery count %d and %d\n",
+                  ra.refused, kc_err_name(ra.refused_code), ra.refused_kafka,
+                  (long long)ra.refused_first, (long long)ra.refused_last, ra.refused_msg,
+                  ra.distinct, rb.distinct, distinct, ra.max_count, rb.max_count);
+    assert_true(ok);
+    assert_true((ra.refused_code == KC_ERR_BROKER && ra.refused_kafka > 0) ||
+                (ra.refused_code == KC_ERR_STATE && ra.refused_kafka == 0));
+    assert_non_null(strstr(ra.refused_msg, kc_sd_topic));
+    assert_int_equal(ra.bad_range + rb.bad_range, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(applied_answers_reported),
         cmocka_unit_test(lock_expired_is_refused),
+        cmocka_unit_test(lock_ran_out_elsewhere),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,8 @@ typedef struct harness {
     int revoke_done[H_MAXP]; /* owner: main thread */
     int paused_cmpl, stopped_cmpl, error_cmpl, drained_cmpl;
     int share_acked[4]; /* share dispatchers: offsets given each verdict (KC_RT_CMPL_SHARE_ACK) */
+    int share_lapsed;   /* offsets never delivered, their lock run out (KC_RT_SHARE_LAPSED) */
+    int share_count;    /* the delivery count of the last SHARE_ACK */
 } harness_t;
 
 static inline int64_t h_now_ns(void)
@@ -183,7 +185,11 @@ static inline void h_cmpl(void *ctx, const kc_rt_cmpl_t *c)
         h->drained_cmpl++;
         break;
     case KC_RT_CMPL_SHARE_ACK: /* offsets per verdict (0 gap .. 3 reject) */
-        h->share_acked[c->ack & 3] += (int)(c->last - c->offset + 1);
+        if (c->ack == KC_RT_SHARE_LAPSED)
+            h->share_lapsed += (int)(c->last - c->offset + 1);
+        else
+            h->share_acked[c->ack & 3] += (int)(c->last - c->offset + 1);
+        h->share_count = c->delivery_count;
         break;
     case KC_RT_CMPL_PARKED: /* test_park handles these itself */
     case KC_RT_CMPL_REBALANCED:

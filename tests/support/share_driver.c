@@ -242,8 +242,9 @@ static void heartbeat(kc_sd_member_t *m)
 /* ---- answers ------------------------------------------------------------------------------ */
 
 static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_share_range_t *r,
-                       size_t n)
+                       size_t n, int32_t lock_ms)
 {
+    (void)lock_ms;
     kc_sd_member_t *m = o;
     kc_batch_splitter_t sp;
     kc_batch_splitter_init_bytes(&sp, rec.ptr, (size_t)rec.len, kc_sd_topic, tp->partition, true);

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "rt_harness.h"
 
 typedef struct share_cb {
@@ -151,6 +152,45 @@ static void continue_accepts(void **state)
     stop();
 }
 
+static bool lapsed_all(harness_t *x)
+{
+    return x->share_lapsed >= want_acked;
+}
+
+/* A view that has not started when its records' lock has surely run out is not delivered: its
+ * records come back as LAPSED (nothing sent), and the views started before are judged as usual. */
+static void lapsed_views_not_delivered(void **state)
+{
+    (void)state;
+    start_workers(1, 2); /* one worker: no lanes, the views run one after another */
+    kc_rt_bref_t b = fake_batch(0, 10, 4);
+    b.delivery_count = 1;
+    b.lock_deadline = 1; /* long past */
+    assert_int_equal(kc_rt_part_push(h->p[0], &b), KC_OK);
+    want_acked = 10;
+    assert_true(h_wait(h, lapsed_all, 5000));
+    assert_int_equal(atomic_load(&cb->entered), 0);
+    assert_int_equal(h->share_acked[0] + h->share_acked[1] + h->share_acked[2] + h->share_acked[3],
+                     0);
+    /* the lock runs out while the first view's callback runs: the next views lapse */
+    atomic_store(&cb->block, 1);
+    b = fake_batch(10, 10, 4);
+    b.delivery_count = 2;
+    b.lock_deadline = kc_now_ms() + 300;
+    assert_int_equal(kc_rt_part_push(h->p[0], &b), KC_OK);
+    while (!atomic_load(&cb->entered))
+        usleep(1000);
+    usleep(400 * 1000);
+    atomic_store(&cb->block, 0);
+    wait_acked(2);
+    want_acked = 18;
+    assert_true(h_wait(h, lapsed_all, 5000));
+    assert_int_equal(atomic_load(&cb->entered), 1);
+    assert_int_equal(h->share_acked[KC_SHARE_ACCEPT], 2); /* the view that ran: records 10, 11 */
+    assert_int_equal(h->share_count, 2);
+    stop();
+}
+
 static bool stopped(harness_t *x)
 {
     return x->stopped_cmpl == 1;
@@ -164,6 +204,7 @@ static void retry_and_stop_release(void **state)
     push_piece(0, 5, 0, 4, 1);
     wait_acked(5);
     assert_int_equal(h->share_acked[KC_SHARE_RELEASE], 5);
+    assert_int_equal(h->share_count, 1); /* the verdict names the delivery it judges */
     /* not redelivered locally: the broker hands them out again */
     usleep(50 * 1000);
     assert_int_equal(atomic_load(&cb->records), 5);
@@ -172,6 +213,7 @@ static void retry_and_stop_release(void **state)
     wait_acked(10);
     assert_int_equal(h->share_acked[KC_SHARE_RELEASE], 10);
     assert_int_equal(atomic_load(&cb->count), 3);
+    assert_int_equal(h->share_count, 3);
     assert_true(h_wait(h, stopped, 5000));
     stop();
 }
@@ -531,6 +573,7 @@ int main(void)
     kc_test_filter();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(continue_accepts),
+        cmocka_unit_test(lapsed_views_not_delivered),
         cmocka_unit_test(retry_and_stop_release),
         cmocka_unit_test(pieces_deliver_only_their_records),
         cmocka_unit_test(views_each_get_their_verdict),

@@ -179,16 +179,18 @@ typedef struct seen {
     int64_t acked_first;
     int16_t acked_code;
     size_t ranges;
+    int32_t lock_ms;
     char last_error[256];
 } seen_t;
 
 static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_share_range_t *r,
-                       size_t n)
+                       size_t n, int32_t lock_ms)
 {
     (void)tp;
     (void)rec;
     (void)r;
     seen_t *s = o;
+    s->lock_ms = lock_ms;
     s->records++;
     s->ranges += n;
 }
@@ -499,11 +501,10 @@ static void verdicts_after_forget(void **state)
     assert_int_equal(kc_share_session_want(&f.s, &f.p1, true, &f.e), KC_OK);
     assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK); /* epoch 0 */
     fx_answer(&f, zero, 1, r, 1);
-    kc_share_session_hold(&f.s, &f.p0, 10); /* all ten handed to the application */
+    /* all ten handed to the application */
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, KC_SHARE_NO_DEADLINE, &f.e),
+                     KC_OK);
     assert_int_equal(kc_share_session_held(&f.s, &f.p0), 10);
-    kc_share_session_hold(&f.s, &f.p1, 5); /* counted; a verdict's count below zero stops at 0 */
-    assert_int_equal(kc_share_session_held(&f.s, &f.p1), 5);
-    kc_share_session_hold(&f.s, &f.p1, -9);
     assert_int_equal(kc_share_session_held(&f.s, &f.p1), 0);
 
     /* p0 revoked while its records are being processed: forgotten by the next ShareFetch */
@@ -517,9 +518,12 @@ static void verdicts_after_forget(void **state)
     assert_int_equal(f.s.n, 2); /* p0 kept: its records are held */
 
     /* the verdicts come: queued, and a ShareAcknowledge goes before the next ShareFetch */
-    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 0, 8, KC_SHARE_ACK_ACCEPT, &f.e), KC_OK);
-    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 9, 9, KC_SHARE_ACK_REJECT, &f.e), KC_OK);
-    kc_share_session_hold(&f.s, &f.p0, -10);
+    assert_int_equal(kc_share_session_verdict(&f.s, &f.p0, 0, 8, 1, KC_SHARE_ACK_ACCEPT, 0, &f.e),
+                     KC_OK);
+    assert_int_equal(kc_share_session_held(&f.s, &f.p0), 1);
+    assert_int_equal(kc_share_session_verdict(&f.s, &f.p0, 9, 9, 1, KC_SHARE_ACK_REJECT, 0, &f.e),
+                     KC_OK);
+    assert_int_equal(kc_share_session_held(&f.s, &f.p0), 0);
     uint64_t mark = kc_share_session_ack_mark(&f.s); /* a commit of acknowledgements waits on it */
     assert_false(kc_share_session_answered(&f.s, mark));
     assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN);
@@ -618,13 +622,14 @@ static void stranded_acks_reported(void **state)
     assert_false(kc_share_session_strand(&f.s, "x", &f.h)); /* nothing to strand */
     assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
     fx_answer(&f, zero, 1, r, 1);
-    kc_share_session_hold(&f.s, &f.p0, 10);
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, KC_SHARE_NO_DEADLINE, &f.e),
+                     KC_OK);
     assert_int_equal(kc_share_session_want(&f.s, &f.p0, false, &f.e), KC_OK);
     assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK); /* forgets p0 */
     kc_share_session_failed(&f.s, &f.e, &f.h); /* no answer: reset to epoch 0 */
     assert_int_equal(f.s.epoch, 0);
-    assert_int_equal(kc_share_session_ack(&f.s, &f.p0, 0, 9, KC_SHARE_ACK_ACCEPT, &f.e), KC_OK);
-    kc_share_session_hold(&f.s, &f.p0, -10);
+    assert_int_equal(kc_share_session_verdict(&f.s, &f.p0, 0, 9, 1, KC_SHARE_ACK_ACCEPT, 0, &f.e),
+                     KC_OK);
     uint64_t mark = kc_share_session_ack_mark(&f.s);
     assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN);
     assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", false, &aq, &f.e), KC_ERR_AGAIN);
@@ -647,6 +652,57 @@ static void epoch_wraps(void **state)
     assert_int_equal(kc_share_next_epoch(INT32_MAX), 1);
 }
 
+/* A verdict names its delivery: one given after that delivery's lock ran out, or after the
+ * broker handed its records out again, is refused and never queued (share/held.h); the answer's
+ * lock length reaches the records handler, which sets the deadline. */
+static void late_verdicts_not_sent(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_open(&f);
+    kc_share_fetch_request_t q;
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t zero[] = {0};
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    kc_share_fetch_response_t *m = (kc_share_fetch_response_t *)mk(&f.x, zero, 1, r, 1);
+    m->acquisition_lock_timeout_ms = 10000;
+    kc_share_session_fetch_answer(&f.s, m, &f.a, &f.h);
+    tb_free(&f.x.batch);
+    assert_int_equal(f.seen.lock_ms, 10000);
+
+    /* the lock ran out before the verdict */
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, 1000 + 10000, &f.e), KC_OK);
+    assert_int_equal(
+        kc_share_session_verdict(&f.s, &f.p0, 0, 9, 1, KC_SHARE_ACK_ACCEPT, 11000, &f.e),
+        KC_ERR_STATE);
+    assert_non_null(strstr(f.e.msg, "lock of delivery 1 ran out"));
+    assert_false(kc_share_session_has_acks(&f.s));
+    assert_int_equal(kc_share_session_held(&f.s, &f.p0), 0);
+    assert_int_equal(f.s.c.ack_late, 10);
+
+    /* handed back to this member (delivery 2) while the callback of delivery 1 still ran */
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, 30000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 2, 40000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_held(&f.s, &f.p0), 10);
+    assert_int_equal(
+        kc_share_session_verdict(&f.s, &f.p0, 0, 9, 2, KC_SHARE_ACK_RELEASE, 20000, &f.e), KC_OK);
+    assert_int_equal(
+        kc_share_session_verdict(&f.s, &f.p0, 0, 9, 1, KC_SHARE_ACK_ACCEPT, 20001, &f.e),
+        KC_ERR_STATE);
+    assert_non_null(strstr(f.e.msg, "handed out again"));
+    assert_int_equal(f.s.c.ack_late, 20);
+    /* what leaves is delivery 2's RELEASE alone */
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    const kc_share_fetch_request_fetch_partition_t *fp = &q.topics.items[0].partitions.items[0];
+    assert_int_equal(fp->acknowledgement_batches.count, 1);
+    assert_int_equal(fp->acknowledgement_batches.items[0].first_offset, 0);
+    assert_int_equal(fp->acknowledgement_batches.items[0].last_offset, 9);
+    assert_int_equal(fp->acknowledgement_batches.items[0].acknowledge_types.items[0],
+                     KC_SHARE_ACK_RELEASE);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -659,6 +715,7 @@ int main(void)
         cmocka_unit_test(verdicts_after_forget),
         cmocka_unit_test(unwanted_known_acks_by_acknowledge),
         cmocka_unit_test(stranded_acks_reported),
+        cmocka_unit_test(late_verdicts_not_sent),
         cmocka_unit_test(epoch_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
