@@ -139,26 +139,31 @@ static kc_eng_ssess_t *sess_get(kc_engine_t *e, int32_t broker, bool make)
     return ss;
 }
 
-/* The session a verdict on tp's records goes to: one holding records of tp (records are
- * acquired from the leader, which alone can take their verdicts: after a leader move the old
- * leader's session is the one still holding records; the verdict does not name its broker, so
- * with records held in two sessions at once the first one is taken), else the one fetching it,
- * else one that still has it, else NULL. */
-static kc_eng_ssess_t *sess_of(kc_engine_t *e, const kc_tp_t *tp)
+/* The session a verdict on tp's records goes to: the one holding `offset` of the delivery with
+ * `delivery_count` (records are acquired from the leader, which alone can take their verdicts:
+ * after a leader move the old leader's session is the one still holding them, and with records
+ * held in two sessions at once the delivery tells which), else one holding records of tp, else
+ * the one fetching it, else one that still has it, else NULL. */
+static kc_eng_ssess_t *sess_of(kc_engine_t *e, const kc_tp_t *tp, int64_t offset,
+                               int16_t delivery_count)
 {
-    kc_eng_ssess_t *wanted = NULL, *any = NULL;
+    kc_eng_ssess_t *holding = NULL, *wanted = NULL, *any = NULL;
     for (size_t i = 0; i < e->share->n; i++) {
         kc_share_session_t *s = &e->share->s[i]->s;
-        for (size_t k = 0; k < s->n; k++)
-            if (kc_tp_cmp(&s->parts[k].tp, tp) == 0) {
-                if (s->parts[k].held.n)
-                    return e->share->s[i];
-                if (s->parts[k].wanted)
-                    wanted = e->share->s[i];
-                any = e->share->s[i];
-            }
+        for (size_t k = 0; k < s->n; k++) {
+            const kc_share_spart_t *p = &s->parts[k];
+            if (kc_tp_cmp(&p->tp, tp) != 0)
+                continue;
+            if (kc_share_held_has(&p->held, offset, delivery_count))
+                return e->share->s[i];
+            if (p->held.n && !holding)
+                holding = e->share->s[i];
+            if (p->wanted)
+                wanted = e->share->s[i];
+            any = e->share->s[i];
+        }
     }
-    return wanted ? wanted : any;
+    return holding ? holding : wanted ? wanted : any;
 }
 
 void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp)
@@ -178,7 +183,7 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
     if (i < 0 || !e->info[i].have_id)
         return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] is not fetched", topic,
                        partition);
-    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp);
+    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp, first, delivery_count);
     if (!ss)
         return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] has no share session", topic,
                        partition);
@@ -199,7 +204,7 @@ void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition
     ssize_t i = kc_eng_find_part(e, topic, partition);
     if (i < 0 || !e->info[i].have_id)
         return;
-    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp);
+    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp, first, delivery_count);
     if (ss)
         kc_share_session_lapsed(&ss->s, &e->parts[i].tp, first, last, delivery_count);
 }

@@ -1,7 +1,6 @@
 /* Records handed out and awaiting their verdicts (held.h). Pure. */
 #include "share/held.h"
 
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +22,12 @@ static size_t lower_bound(const kc_share_held_t *h, int64_t offset)
             hi = mid;
     }
     return lo;
+}
+
+bool kc_share_held_has(const kc_share_held_t *h, int64_t offset, int16_t delivery_count)
+{
+    size_t i = lower_bound(h, offset);
+    return i < h->n && h->items[i].first <= offset && h->items[i].delivery_count == delivery_count;
 }
 
 /* What a cut found in [first, last]. */

@@ -29,6 +29,7 @@
 #ifndef KC_ENGINE_SHARE_HELD_H
 #define KC_ENGINE_SHARE_HELD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,9 @@ typedef enum kc_share_held_verdict {
 } kc_share_held_verdict_t;
 
 void kc_share_held_free(kc_share_held_t *h);
+
+/* Is `offset` held by the delivery with `delivery_count`? */
+bool kc_share_held_has(const kc_share_held_t *h, int64_t offset, int16_t delivery_count);
 
 /* Offsets first..last were handed to the application with `delivery_count`, their lock surely
  * out at `deadline`. Offsets held already by an older delivery are taken from it. KC_ERR_NOMEM

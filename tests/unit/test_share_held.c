@@ -16,9 +16,14 @@ static void live_verdicts_take_their_records(void **state)
     int16_t now_count;
     assert_int_equal(kc_share_held_add(&h, 0, 9, 1, 100, &e), KC_OK);
     assert_int_equal(h.records, 10);
+    assert_true(kc_share_held_has(&h, 0, 1));
+    assert_true(kc_share_held_has(&h, 9, 1));
+    assert_false(kc_share_held_has(&h, 9, 2));
+    assert_false(kc_share_held_has(&h, 10, 1));
     /* views of one piece, judged in any order, each before the lock runs out */
     assert_int_equal(kc_share_held_take(&h, 3, 5, 1, 50, &now_count), KC_SHARE_HELD_LIVE);
     assert_int_equal(h.n, 2); /* split: 0..2 and 6..9 */
+    assert_false(kc_share_held_has(&h, 4, 1));
     assert_int_equal(h.items[0].last, 2);
     assert_int_equal(h.items[1].first, 6);
     assert_int_equal(h.records, 7);
