@@ -29,6 +29,10 @@
 typedef struct kc_engine kc_engine_t;
 
 /* Where records and partition-level reports go. Called on the network thread. */
+/* share_acked's code for acknowledgements dropped before they left: an answer acquired their
+ * records again, their delivery's lock having run out at the broker. */
+#define KC_ENGINE_SHARE_UNSENT (-2)
+
 typedef struct kc_engine_sink {
     /* One complete record batch of a partition, in offset order: `s` references the response
      * frame (no copy) of the Fetch answered by `broker` (the leader, or the KIP-392 replica
@@ -67,7 +71,8 @@ typedef struct kc_engine_sink {
     /* Share groups: the broker answered the acknowledgements of `topic` / `partition` sent in one
      * request, covering offsets first..last, `records` of them verdicts (the rest gaps). `code`
      * 0: applied; > 0 the broker's refusal (`why` its message, may be NULL); -1 no usable
-     * answer. `topic` is "" when the engine no longer knows the topic's name. NULL: not told. */
+     * answer; KC_ENGINE_SHARE_UNSENT not sent (`why` says why). `topic` is "" when the engine no
+     * longer knows the topic's name. NULL: not told. */
     void (*share_acked)(void *opaque, const char *topic, int32_t partition, int64_t first,
                         int64_t last, int64_t records, int16_t code, const char *why);
 } kc_engine_sink_t;

@@ -262,7 +262,7 @@ typedef enum kc_cb_result {
  * back as a KC_EVENT_SHARE_ACK with KC_ERR_STATE. The lock's length is the broker's
  * (group.share.record.lock.duration.ms, told in each ShareFetch answer); a view not started
  * before its records' lock ran out (behind a slow callback) is not delivered at all (stats:
- * share.lapsed).
+ * share.lapsed; in pull mode a view already waiting for kc_poll is still handed out).
  * Committing acknowledgements (Java's commitSync / commitAsync): kc_commit, kc_commit_async and
  * their _results forms with no partitions (NULL, 0; a list is KC_ERR_INVALID_ARG) send the
  * verdicts given so far at once, rather than with the next ShareFetch, and answer when the

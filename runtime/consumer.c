@@ -81,6 +81,9 @@ static void sink_share_acked(void *opaque, const char *topic, int32_t partition,
                 topic, (int)partition, (long long)first, (long long)last, kc_kafka_err_name(code),
                 said ? ": " : "", said ? why : "");
         e.kafka_code = code;
+    } else if (code == KC_ENGINE_SHARE_UNSENT) {
+        kc_fail(&e, KC_ERR_STATE, "acknowledgement of %s[%d] offsets %lld..%lld not sent: %s",
+                topic, (int)partition, (long long)first, (long long)last, said ? why : "");
     } else if (code < 0) {
         kc_fail(&e, KC_ERR_TRANSPORT,
                 "acknowledgement of %s[%d] offsets %lld..%lld got no answer%s%s", topic,

@@ -68,6 +68,14 @@ static void post_ack(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t first, int64_t 
     post(w, &c);
 }
 
+/* The acknowledgement of a share piece's records that no view judged (dropped, undecodable, a
+ * gap): LAPSED once their lock has surely run out, as a verdict then could not count (and would
+ * be reported refused, of records the application never saw). */
+static int unjudged_ack(const kc_rt_bref_t *b, int ack)
+{
+    return b->lock_deadline > 0 && kc_now_ms() >= b->lock_deadline ? KC_RT_SHARE_LAPSED : ack;
+}
+
 void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
 {
     kc_rt_t *rt = w->rt;
@@ -307,7 +315,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
         }
         if (rt->o.share) /* it will not decode any better for another member */
             post_ack(w, p, p->cur.base_offset, p->cur.last_offset, p->cur.delivery_count,
-                     KC_SHARE_REJECT);
+                     unjudged_ack(&p->cur, KC_SHARE_REJECT));
         advance(p, p->cur.last_offset + 1);
         return DONE;
     }
@@ -337,7 +345,8 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     /* Share groups: the acquired offsets past the last view: the records of views that lapsed,
      * a decode error's rest, or a gap. */
     if (rt->o.share) {
-        int ack = lapsed ? KC_RT_SHARE_LAPSED : b->err != KC_OK ? KC_SHARE_REJECT : SHARE_GAP;
+        int ack = lapsed ? KC_RT_SHARE_LAPSED
+                         : unjudged_ack(&p->cur, b->err != KC_OK ? KC_SHARE_REJECT : SHARE_GAP);
         post_ack(w, p, p->next_deliver, p->cur.last_offset, p->cur.delivery_count, ack);
     }
     advance(p, p->cur.last_offset + 1); /* past a compacted tail too */
@@ -353,15 +362,16 @@ static void drop_queued(kc_rt_worker_t *w, kc_rt_part_t *p)
      * another member to take now instead of after their lock ran out. */
     if (p->have_cur) {
         if (rt->o.share)
-            post_ack(w, p,
-                     p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset,
-                     p->cur.last_offset, p->cur.delivery_count, KC_SHARE_RELEASE);
+            post_ack(
+                w, p, p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset,
+                p->cur.last_offset, p->cur.delivery_count, unjudged_ack(&p->cur, KC_SHARE_RELEASE));
         kc_rt_release_bref(w, p, &p->cur);
         p->have_cur = false;
     }
     while (kc_rt_bring_pop(&p->ring, &b)) {
         if (rt->o.share)
-            post_ack(w, p, b.base_offset, b.last_offset, b.delivery_count, KC_SHARE_RELEASE);
+            post_ack(w, p, b.base_offset, b.last_offset, b.delivery_count,
+                     unjudged_ack(&b, KC_SHARE_RELEASE));
         kc_rt_release_bref(w, p, &b);
     }
 }

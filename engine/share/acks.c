@@ -1,6 +1,7 @@
 /* Pending acknowledgements of one share-partition and their wire batches (acks.h). Pure. */
 #include "share/acks.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,20 @@ static size_t lower_bound(const kc_share_acks_t *a, int64_t offset)
             hi = mid;
     }
     return lo;
+}
+
+/* Room for one more range. */
+static bool reserve(kc_share_acks_t *a)
+{
+    if (a->n < a->cap)
+        return true;
+    size_t cap = a->cap ? a->cap * 2 : 16;
+    kc_share_ack_t *p = realloc(a->items, cap * sizeof *p);
+    if (!p)
+        return false;
+    a->items = p;
+    a->cap = cap;
+    return true;
 }
 
 kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
@@ -57,17 +72,48 @@ kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
         a->items[i].first = first;
         return KC_OK;
     }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 16;
-        kc_share_ack_t *p = realloc(a->items, cap * sizeof *p);
-        if (!p)
-            return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
-        a->items = p;
-        a->cap = cap;
-    }
+    if (!reserve(a))
+        return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
     memmove(&a->items[i + 1], &a->items[i], (a->n - i) * sizeof *a->items);
     a->items[i] = (kc_share_ack_t){first, last, t};
     a->n++;
+    return KC_OK;
+}
+
+kc_err_t kc_share_acks_drop(kc_share_acks_t *a, int64_t first, int64_t last, kc_share_acks_t *out,
+                            kc_error_t *err)
+{
+    if (!reserve(a)) /* a split below takes one more range */
+        return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
+    size_t i = lower_bound(a, first);
+    while (i < a->n && a->items[i].first <= last) {
+        kc_share_ack_t *x = &a->items[i];
+        int64_t lo = x->first > first ? x->first : first;
+        int64_t hi = x->last < last ? x->last : last;
+        kc_err_t rc = kc_share_acks_add(out, lo, hi, (kc_share_ack_type_t)x->type, err);
+        if (rc != KC_OK)
+            return rc;
+        bool left = x->first < first;
+        bool right = x->last > last;
+        if (left && right) {
+            memmove(&a->items[i + 2], &a->items[i + 1], (a->n - i - 1) * sizeof *a->items);
+            a->items[i + 1] = *x;
+            a->items[i + 1].first = last + 1;
+            x->last = first - 1;
+            a->n++;
+            break;
+        }
+        if (left) {
+            x->last = first - 1;
+            i++;
+        } else if (right) {
+            x->first = last + 1;
+            i++;
+        } else {
+            memmove(&a->items[i], &a->items[i + 1], (a->n - i - 1) * sizeof *a->items);
+            a->n--;
+        }
+    }
     return KC_OK;
 }
 

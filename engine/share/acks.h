@@ -57,6 +57,10 @@ void kc_share_acks_free(kc_share_acks_t *a);
  * pending already (nothing is added), KC_ERR_INVALID_ARG for a bad range or type. */
 kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
                            kc_share_ack_type_t type, kc_error_t *err);
+/* Moves what is pending of offsets first..last into `out` (an acknowledgement of an older
+ * delivery of records acquired again). KC_ERR_NOMEM: some may have moved. */
+kc_err_t kc_share_acks_drop(kc_share_acks_t *a, int64_t first, int64_t last, kc_share_acks_t *out,
+                            kc_error_t *err);
 /* The batches for everything pending, in `arena` (*out NULL when none); the pending list is
  * emptied (the caller keeps the batches until the answer). KC_ERR_NOMEM leaves it as it was. */
 kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_batch_t **out,

@@ -275,14 +275,18 @@ static void commits_note(kc_engine_t *e, kc_eng_ssess_t *ss, const kc_tp_t *tp, 
         }
         if (last + 1 > r->offset)
             r->offset = last + 1;
-        if (code < 0)
+        if (code < 0 && code != KC_SHARE_ACK_UNSENT)
             k->lost = true;
         if (code == 0 || r->error)
             continue;
         r->error = code > 0 ? code : -1;
         if (!k->failed) {
             k->failed = true;
-            if (code > 0)
+            if (code == KC_SHARE_ACK_UNSENT)
+                kc_fail(&k->first_fail, KC_ERR_STATE,
+                        "share commit: acknowledgements of %s[%d] not sent: %s", topic,
+                        (int)tp->partition, why ? why : "");
+            else if (code > 0)
                 kc_fail_kafka(&k->first_fail, code,
                               "share commit: the broker refused acknowledgements of %s[%d]%s%s",
                               topic, (int)tp->partition, why && *why ? ": " : "", why ? why : "");
@@ -459,6 +463,9 @@ static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_shar
     kc_share_pieces(rec, r, n, &out);
 }
 
+_Static_assert(KC_SHARE_ACK_UNSENT == KC_ENGINE_SHARE_UNSENT,
+               "one code for unsent acknowledgements");
+
 static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, int32_t n,
                      int16_t code, const char *why)
 {
@@ -490,8 +497,10 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
            "broker %d partition %d: acknowledgement of offsets %" PRId64 "..%" PRId64
            " refused (%s)%s%s",
            (int)ss->s.broker, (int)tp->partition, b[0].first, b[n - 1].last,
-           code > 0 ? kc_kafka_err_name(code) : "no answer", why && *why ? ": " : "",
-           why ? why : "");
+           code > 0                      ? kc_kafka_err_name(code)
+           : code == KC_SHARE_ACK_UNSENT ? "not sent"
+                                         : "no answer",
+           why && *why ? ": " : "", why ? why : "");
 }
 
 static void on_error(void *o, const kc_tp_t *tp, const kc_error_t *err)

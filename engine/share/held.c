@@ -74,7 +74,8 @@ static void cut(kc_share_held_t *h, int64_t first, int64_t last, int count, int6
         s->matched += hi - lo + 1;
         s->expired = s->expired || now >= x->deadline;
         h->records -= hi - lo + 1;
-        bool left = x->first<first, right = x->last> last;
+        bool left = x->first < first;
+        bool right = x->last > last;
         if (left && right && h->n == h->cap) {
             h->records -= x->last - last;
             x->last = first - 1;

@@ -537,6 +537,33 @@ static void answered(kc_share_session_t *s)
     s->epoch = kc_share_next_epoch(s->inflight_epoch);
 }
 
+/* Unsent acknowledgements of offsets an answer acquires again are an older delivery's whose lock
+ * ran out at the broker (it hands out only available records) before the verdict left, which
+ * the verdict's deadline check (held.h) cannot see when the lock started well before the answer
+ * that carried it arrived. Dropped and reported (KC_SHARE_ACK_UNSENT). */
+static void drop_superseded(kc_share_session_t *s, kc_share_spart_t *p, const kc_share_range_t *r,
+                            size_t n, kc_arena_t *a, const kc_share_handler_t *h)
+{
+    if (!p->pending.n)
+        return;
+    kc_share_acks_t gone = {0};
+    kc_error_t e;
+    for (size_t k = 0; k < n; k++)
+        if (kc_share_acks_drop(&p->pending, r[k].first, r[k].last, &gone, &e) != KC_OK)
+            break;
+    kc_share_ack_batch_t *b;
+    int32_t nb;
+    if (gone.n && kc_share_acks_take(&gone, a, &b, &nb, &e) == KC_OK && nb) {
+        int64_t c[4] = {0};
+        kc_share_ack_batches_count(b, nb, c);
+        s->c.ack_late += (uint64_t)(c[0] + c[1] + c[2] + c[3]);
+        if (h->acked)
+            h->acked(h->opaque, &p->tp, b, nb, KC_SHARE_ACK_UNSENT,
+                     "the broker handed the records out again before the acknowledgement left");
+    }
+    kc_share_acks_free(&gone);
+}
+
 void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_response_t *m,
                                    kc_arena_t *a, const kc_share_handler_t *h)
 {
@@ -608,6 +635,7 @@ void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_r
                 continue;
             }
             s->c.acquired += (uint64_t)kc_share_acquired_span(r, n);
+            drop_superseded(s, p, r, n, a, h);
             if (h->records)
                 h->records(h->opaque, &p->tp, d->records, r, n, m->acquisition_lock_timeout_ms);
         }

@@ -58,6 +58,10 @@
 #include "share/acquired.h"
 #include "share/held.h"
 
+/* `acked` code for acknowledgements never sent: an answer acquired their records again (their
+ * delivery's lock had run out at the broker), and sent now they would count for the new one. */
+#define KC_SHARE_ACK_UNSENT (-2)
+
 #define KC_SHARE_EPOCH_OPEN  0
 #define KC_SHARE_EPOCH_CLOSE (-1)
 
@@ -83,7 +87,8 @@ typedef struct kc_share_handler {
      * AcquisitionLockTimeoutMs (<= 0: not said). */
     void (*records)(void *o, const kc_tp_t *tp, kc_bytes_t records, const kc_share_range_t *r,
                     size_t n, int32_t lock_ms);
-    /* The broker's verdict (code 0: applied) on acknowledgement batches sent. */
+    /* The broker's verdict (code 0: applied) on acknowledgement batches sent; -1: no usable
+     * answer; KC_SHARE_ACK_UNSENT: dropped before they left, the records acquired again. */
     void (*acked)(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, int32_t n,
                   int16_t code, const char *why);
     /* A partition's error (tp NULL: the session's, which was reset). */

@@ -176,11 +176,14 @@ static void lapsed_views_not_delivered(void **state)
     atomic_store(&cb->block, 1);
     b = fake_batch(10, 10, 4);
     b.delivery_count = 2;
-    b.lock_deadline = kc_now_ms() + 300;
+    int64_t deadline = kc_now_ms() + 2000; /* room for a slow start of the first view */
+    b.lock_deadline = deadline;
     assert_int_equal(kc_rt_part_push(h->p[0], &b), KC_OK);
-    while (!atomic_load(&cb->entered))
+    for (int64_t end = kc_now_ms() + 2000; !atomic_load(&cb->entered) && kc_now_ms() < end;)
         usleep(1000);
-    usleep(400 * 1000);
+    assert_int_equal(atomic_load(&cb->entered), 1);
+    while (kc_now_ms() <= deadline) /* the first view outlasts the lock */
+        usleep(10 * 1000);
     atomic_store(&cb->block, 0);
     wait_acked(2);
     want_acked = 18;
