@@ -9,10 +9,17 @@
  * retry.backoff.ms (growing to retry.backoff.max.ms), while the next try can start before the
  * deadline. Their last failure is their answer otherwise.
  *
- * A query object lives from kc_engine_query until its callback ran. The engine keeps a list of
- * them only so that a close can answer those waiting for their next try; the connection answers
- * every request it took (response, error, timeout or close), so one with requests in flight is
- * answered through them.
+ * The deadline is kept even with requests in flight: a timer answers then with what the tries so
+ * far found (each lookup's last failure, TIMEOUT for one never answered). The asker waits for the
+ * answer only until that deadline, so an answer that came with the next response would reach it
+ * too late and its reason would be lost.
+ *
+ * A query object lives from kc_engine_query until its callback ran and its last request was
+ * answered: once answered (q->in is NULL), the question is the asker's again, and the responses
+ * still to come only release what they hold. The engine keeps a list of the unanswered ones only
+ * so that a close can answer those waiting for their next try; the connection answers every
+ * request it took (response, error, timeout or close), so one with requests in flight is answered
+ * (or released) through them.
  *
  * Owner: network thread (every function here runs there).
  */
@@ -38,6 +45,7 @@ typedef struct kc_eng_query {
     int tries;
     int md_retry;                      /* this try's Metadata failed retriably */
     kc_loop_timer_t timer;             /* the pause before the next try */
+    kc_loop_timer_t deadline;          /* in->deadline_ms, armed while unanswered */
     struct kc_eng_query *next, **prev; /* e->queries */
 } q_t;
 
@@ -49,15 +57,36 @@ typedef struct q_req {
 
 static void try_start(q_t *q);
 
+static void q_free(q_t *q)
+{
+    free(q->topics);
+    free(q->final);
+    free(q);
+}
+
+/* Answers the asker; the object stays until its requests in flight are answered (q_released). */
 static void finish(q_t *q)
 {
     if (q->next)
         q->next->prev = q->prev;
     *q->prev = q->next;
-    q->cb(q->opaque, q->in);
-    free(q->topics);
-    free(q->final);
-    free(q);
+    kc_loop_timer_stop(q->e->loop, &q->timer);
+    kc_loop_timer_stop(q->e->loop, &q->deadline);
+    kc_engine_query_t *in = q->in;
+    q->in = NULL;
+    q->cb(q->opaque, in);
+    if (q->pending == 0)
+        q_free(q);
+}
+
+/* A response to an answered question: it only releases its request. True when q was answered. */
+static int q_released(q_t *q)
+{
+    if (q->in)
+        return 0;
+    if (--q->pending == 0)
+        q_free(q);
+    return 1;
 }
 
 static int str_is(kc_str_t s, const char *c)
@@ -108,6 +137,22 @@ static int kafka_retriable(int16_t code)
     return code != KC_KAFKA_UNKNOWN_TOPIC_OR_PARTITION && kc_kafka_err_retriable(code);
 }
 
+/* Answers with what is known: a lookup never answered (its Metadata failed each time, or its
+ * request is still in flight at the deadline) takes the Metadata's failure, else CLOSED or
+ * TIMEOUT; every other lookup keeps its answer or its last failure. */
+static void answer_now(q_t *q)
+{
+    kc_engine_query_t *in = q->in;
+    for (size_t i = 0; i < in->n_lookups; i++)
+        if (!q->final[i] && in->lookups[i].rc == KC_OK)
+            lk_fail(&in->lookups[i],
+                    in->rc != KC_OK  ? in->rc
+                    : q->e->closing ? KC_ERR_CLOSED
+                                     : KC_ERR_TIMEOUT,
+                    0);
+    finish(q);
+}
+
 static void try_end(q_t *q)
 {
     kc_engine_t *e = q->e;
@@ -122,21 +167,19 @@ static void try_end(q_t *q)
         kc_loop_timer_start(e->loop, &q->timer, pause);
         return;
     }
-    /* A lookup never asked (its Metadata failed each time) takes the Metadata's failure. */
-    for (size_t i = 0; i < in->n_lookups; i++)
-        if (!q->final[i] && in->lookups[i].rc == KC_OK)
-            lk_fail(&in->lookups[i],
-                    in->rc != KC_OK ? in->rc
-                    : e->closing    ? KC_ERR_CLOSED
-                                    : KC_ERR_TIMEOUT,
-                    0);
-    finish(q);
+    answer_now(q);
 }
 
 static void req_done(q_t *q)
 {
     if (--q->pending == 0)
         try_end(q);
+}
+
+static void on_deadline(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    (void)loop;
+    answer_now((q_t *)((char *)t - offsetof(q_t, deadline)));
 }
 
 /* ---- ListOffsets -------------------------------------------------------------------------- */
@@ -230,6 +273,11 @@ static void lo_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     q_req_t *r = opaque;
     q_t *q = r->q;
     kc_engine_query_t *in = q->in;
+    if (q_released(q)) {
+        kc_buf_unref(frame);
+        free(r);
+        return;
+    }
     if (rc == KC_OK) {
         kc_arena_t a = {0};
         kc_error_t err;
@@ -439,6 +487,10 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
     q_t *q = opaque;
     kc_engine_t *e = q->e;
     kc_engine_query_t *in = q->in;
+    if (q_released(q)) {
+        kc_buf_unref(frame);
+        return;
+    }
     if (rc != KC_OK) {
         md_fail(q, conn, rc, kc_err_name(rc));
         q->md_retry = !conn_final(q, rc);
@@ -558,11 +610,16 @@ kc_err_t kc_engine_query(kc_engine_t *e, kc_engine_query_t *in, kc_engine_query_
     q->cb = cb;
     q->opaque = opaque;
     q->timer.cb = on_timer;
+    q->deadline.cb = on_deadline;
     q->next = e->queries;
     if (q->next)
         q->next->prev = &q->next;
     q->prev = &e->queries;
     e->queries = q;
+    if (in->deadline_ms != INT64_MAX) {
+        int64_t left = in->deadline_ms - kc_now_ms();
+        kc_loop_timer_start(e->loop, &q->deadline, left > 0 ? left : 0);
+    }
     try_start(q);
     return KC_OK;
 }

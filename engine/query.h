@@ -4,8 +4,8 @@
  * for any partitions, each sent to its partition's leader. Nothing is cached or applied to the
  * fetch state. Failures the cluster calls retriable (a leader moving or not elected yet, a lost
  * connection) are asked again, after a growing pause, until the question's deadline; the answer
- * then goes to `cb` once, whatever happened (success, broker error, transport failure, deadline,
- * engine close).
+ * goes to `cb` once, by the deadline even with a request still in flight, whatever happened
+ * (success, broker error, transport failure, deadline, engine close).
  *
  * Threads: network thread only, like the rest of the engine; `cb` runs there too. The question
  * (kc_engine_query_t and every string it points to) belongs to the asker and must stay valid
@@ -36,7 +36,7 @@ typedef struct kc_engine_query {
     bool all_topics;
     kc_engine_lookup_t *lookups;
     size_t n_lookups;
-    int64_t deadline_ms; /* kc_now_ms() clock; retries stop here */
+    int64_t deadline_ms; /* kc_now_ms() clock; retries stop, and cb runs, by then */
     /* answer: rc is the Metadata question's (a lookup's own failure is in the lookup) */
     kc_err_t rc;
     kc_error_t err;

@@ -127,8 +127,13 @@ static kc_err_t ask(qwait_t *w, const char *fn, const char *what, int timeout_ms
         qw_unref(w);
         return g;
     }
+    /* The network thread answers by its deadline, with what its tries found so far; this wait
+     * ends at the caller's. The margin between them is the time the answer may take to reach
+     * this thread (a loaded machine: a tenth of the timeout, at most 250 ms), so that a question
+     * refused until its end still reports why and not only that time ran out. */
     int64_t now = kc_now_ms();
-    w->q.deadline_ms = timeout_ms < 0 ? INT64_MAX : now + timeout_ms;
+    int64_t margin = timeout_ms / 10 < 250 ? timeout_ms / 10 : 250;
+    w->q.deadline_ms = timeout_ms < 0 ? INT64_MAX : now + timeout_ms - margin;
     w->refs = 2; /* the caller's and the answer's */
     kc_netthread_call(c->nt, start, w);
     struct timespec dl;
@@ -219,9 +224,11 @@ static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *e
     if (w->q.lookup_why.code == l->rc && l->rc != KC_OK)
         return kc_fail(err, l->rc, "%s %s[%d]: %s (%zu of %zu failed)", what, l->topic,
                        l->partition, w->q.lookup_why.msg, failed, w->q.n_lookups);
-    kc_err_t rc = kc_fail(err, l->rc, "%s %s[%d]: %s%s (%zu of %zu failed)", what, l->topic,
-                          l->partition, l->kafka_code ? kc_kafka_err_name(l->kafka_code) : "",
-                          l->kafka_code ? "" : kc_err_name(l->rc), failed, w->q.n_lookups);
+    const char *why = l->kafka_code           ? kc_kafka_err_name(l->kafka_code)
+                      : l->rc == KC_ERR_TIMEOUT ? "no answer within the timeout"
+                                                : kc_err_name(l->rc);
+    kc_err_t rc = kc_fail(err, l->rc, "%s %s[%d]: %s (%zu of %zu failed)", what, l->topic,
+                          l->partition, why, failed, w->q.n_lookups);
     if (err)
         err->kafka_code = l->kafka_code;
     return rc;

@@ -10,9 +10,10 @@
  *     (KC_ERR_NOT_FOUND on that entry, the others still answered), and a negative time refused.
  *  2. retries: through the fault proxy, ListOffsets answers NOT_LEADER_OR_FOLLOWER twice (what a
  *     partition whose leader moves answers) and the call still gets the right offsets; answered
- *     so without end, the call fails with that error within its timeout; Metadata answers that
- *     do not decode and a broker without ListOffsets end the call at once, naming the API; an
- *     unknown topic fails at once, not at the timeout.
+ *     so without end, the call fails with that error within its timeout, also when the last
+ *     try's answer would come after it, and with KC_ERR_TIMEOUT when nothing answers; Metadata
+ *     answers that do not decode and a broker without ListOffsets end the call at once, naming
+ *     the API; an unknown topic fails at once, not at the timeout.
  *  3. kc_metadata: the cluster id, the brokers (id, host, port, rack), every topic's name (all
  *     topics), and the test topic's id, partitions, leaders, replicas and ISR; a listed unknown
  *     topic comes back with UNKNOWN_TOPIC_OR_PARTITION; the answer outlives the consumer.
@@ -232,6 +233,33 @@ static void retries(void **state)
     assert_non_null(strstr(err.msg, "NOT_LEADER_OR_FOLLOWER"));
     assert_true(took >= 500 && took < 2500);
     assert_true(kc_fp_stat(fp, "fired.inject") > 3);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
+
+    /* Refused slowly: each refusal comes 700 ms after its request, so the second try is still
+     * in flight when the call's time runs out. The call still ends within its timeout with the
+     * refusal the first try got, not with a bare timeout. */
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply,
+                               "inject api=ListOffsets error=NOT_LEADER_OR_FOLLOWER "
+                               "scope=partition count=100000"),
+                     0);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "delay api=ListOffsets ms=700 count=100000"),
+                     0);
+    t0 = kc_test_now_ms();
+    rc = kc_offsets_for_times(c, &q, 1, 1500, &err);
+    took = kc_test_now_ms() - t0;
+    printf("# refused slowly: %s after %lld ms: %s\n", kc_err_name(rc), (long long)took,
+           err.msg);
+    assert_int_equal(rc, KC_ERR_BROKER);
+    assert_int_equal(q.kafka_code, 6);
+    assert_non_null(strstr(err.msg, "NOT_LEADER_OR_FOLLOWER"));
+    assert_true(took >= 700 && took <= 1600);
+    /* Nothing answers at all: the time runs out with the one request in flight. */
+    t0 = kc_test_now_ms();
+    rc = kc_offsets_for_times(c, &q, 1, 500, &err);
+    took = kc_test_now_ms() - t0;
+    printf("# never answered: %s after %lld ms: %s\n", kc_err_name(rc), (long long)took, err.msg);
+    assert_int_equal(rc, KC_ERR_TIMEOUT);
+    assert_true(took <= 600);
     assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
 
     /* Failures asking again cannot change end the call at once, naming the API: Metadata
