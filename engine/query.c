@@ -146,9 +146,9 @@ static void answer_now(q_t *q)
     for (size_t i = 0; i < in->n_lookups; i++)
         if (!q->final[i] && in->lookups[i].rc == KC_OK)
             lk_fail(&in->lookups[i],
-                    in->rc != KC_OK  ? in->rc
+                    in->rc != KC_OK ? in->rc
                     : q->e->closing ? KC_ERR_CLOSED
-                                     : KC_ERR_TIMEOUT,
+                                    : KC_ERR_TIMEOUT,
                     0);
     finish(q);
 }

@@ -224,7 +224,7 @@ static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *e
     if (w->q.lookup_why.code == l->rc && l->rc != KC_OK)
         return kc_fail(err, l->rc, "%s %s[%d]: %s (%zu of %zu failed)", what, l->topic,
                        l->partition, w->q.lookup_why.msg, failed, w->q.n_lookups);
-    const char *why = l->kafka_code           ? kc_kafka_err_name(l->kafka_code)
+    const char *why = l->kafka_code             ? kc_kafka_err_name(l->kafka_code)
                       : l->rc == KC_ERR_TIMEOUT ? "no answer within the timeout"
                                                 : kc_err_name(l->rc);
     kc_err_t rc = kc_fail(err, l->rc, "%s %s[%d]: %s (%zu of %zu failed)", what, l->topic,

@@ -11,32 +11,20 @@ void kc_share_acks_free(kc_share_acks_t *a)
     memset(a, 0, sizeof *a);
 }
 
-/* The first range whose last offset is >= offset (a->n when none). */
+#define ACK sizeof(kc_share_ack_t)
+
 static size_t lower_bound(const kc_share_acks_t *a, int64_t offset)
 {
-    size_t lo = 0, hi = a->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (a->items[mid].last < offset)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return kc_share_span_lower_bound(a->items, a->n, ACK, offset);
 }
 
 /* Room for one more range. */
 static bool reserve(kc_share_acks_t *a)
 {
-    if (a->n < a->cap)
-        return true;
-    size_t cap = a->cap ? a->cap * 2 : 16;
-    kc_share_ack_t *p = realloc(a->items, cap * sizeof *p);
-    if (!p)
-        return false;
-    a->items = p;
-    a->cap = cap;
-    return true;
+    kc_share_ack_t *p = kc_share_span_room(a->items, &a->cap, a->n, 1, ACK, 16);
+    if (p)
+        a->items = p;
+    return p != NULL;
 }
 
 kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
@@ -50,33 +38,31 @@ kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
         return kc_fail(err, KC_ERR_INVALID_ARG, "acknowledge: bad offset range %lld..%lld",
                        (long long)first, (long long)last);
     /* In offset order (the usual case: one worker per partition at a time) this is the end. */
-    size_t i = a->n && a->items[a->n - 1].last < first ? a->n : lower_bound(a, first);
-    if (i < a->n && a->items[i].first <= last) {
-        int64_t twice = a->items[i].first > first ? a->items[i].first : first;
+    size_t i = a->n && a->items[a->n - 1].span.last < first ? a->n : lower_bound(a, first);
+    if (i < a->n && a->items[i].span.first <= last) {
+        int64_t twice = a->items[i].span.first > first ? a->items[i].span.first : first;
         return kc_fail(err, KC_ERR_STATE, "offset %lld is acknowledged already", (long long)twice);
     }
     int8_t t = (int8_t)type;
-    bool join_left = i > 0 && a->items[i - 1].last + 1 == first && a->items[i - 1].type == t;
-    bool join_right = i < a->n && last + 1 == a->items[i].first && a->items[i].type == t;
+    bool join_left = i > 0 && a->items[i - 1].span.last + 1 == first && a->items[i - 1].type == t;
+    bool join_right = i < a->n && last + 1 == a->items[i].span.first && a->items[i].type == t;
     if (join_left && join_right) {
-        a->items[i - 1].last = a->items[i].last;
-        memmove(&a->items[i], &a->items[i + 1], (a->n - i - 1) * sizeof *a->items);
-        a->n--;
+        a->items[i - 1].span.last = a->items[i].span.last;
+        kc_share_span_remove(a->items, &a->n, ACK, i);
         return KC_OK;
     }
     if (join_left) {
-        a->items[i - 1].last = last;
+        a->items[i - 1].span.last = last;
         return KC_OK;
     }
     if (join_right) {
-        a->items[i].first = first;
+        a->items[i].span.first = first;
         return KC_OK;
     }
     if (!reserve(a))
         return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
-    memmove(&a->items[i + 1], &a->items[i], (a->n - i) * sizeof *a->items);
-    a->items[i] = (kc_share_ack_t){first, last, t};
-    a->n++;
+    kc_share_ack_t x = {{first, last}, t};
+    kc_share_span_insert(a->items, &a->n, ACK, i, &x);
     return KC_OK;
 }
 
@@ -86,33 +72,14 @@ kc_err_t kc_share_acks_drop(kc_share_acks_t *a, int64_t first, int64_t last, kc_
     if (!reserve(a)) /* a split below takes one more range */
         return kc_fail(err, KC_ERR_NOMEM, "acknowledgements: out of memory");
     size_t i = lower_bound(a, first);
-    while (i < a->n && a->items[i].first <= last) {
-        kc_share_ack_t *x = &a->items[i];
-        int64_t lo = x->first > first ? x->first : first;
-        int64_t hi = x->last < last ? x->last : last;
+    while (i < a->n && a->items[i].span.first <= last) {
+        const kc_share_ack_t *x = &a->items[i];
+        int64_t lo = x->span.first > first ? x->span.first : first;
+        int64_t hi = x->span.last < last ? x->span.last : last;
         kc_err_t rc = kc_share_acks_add(out, lo, hi, (kc_share_ack_type_t)x->type, err);
         if (rc != KC_OK)
             return rc;
-        bool left = x->first < first;
-        bool right = x->last > last;
-        if (left && right) {
-            memmove(&a->items[i + 2], &a->items[i + 1], (a->n - i - 1) * sizeof *a->items);
-            a->items[i + 1] = *x;
-            a->items[i + 1].first = last + 1;
-            x->last = first - 1;
-            a->n++;
-            break;
-        }
-        if (left) {
-            x->last = first - 1;
-            i++;
-        } else if (right) {
-            x->first = last + 1;
-            i++;
-        } else {
-            memmove(&a->items[i], &a->items[i + 1], (a->n - i - 1) * sizeof *a->items);
-            a->n--;
-        }
+        (void)kc_share_span_cut(a->items, &a->n, a->cap, ACK, i, first, last, &i);
     }
     return KC_OK;
 }
@@ -122,9 +89,9 @@ kc_err_t kc_share_acks_drop(kc_share_acks_t *a, int64_t first, int64_t last, kc_
 static size_t run_end(const kc_share_acks_t *a, size_t start, int64_t *len)
 {
     size_t end = start + 1;
-    while (end < a->n && a->items[end].first == a->items[end - 1].last + 1)
+    while (end < a->n && a->items[end].span.first == a->items[end - 1].span.last + 1)
         end++;
-    *len = a->items[end - 1].last - a->items[start].first + 1;
+    *len = a->items[end - 1].span.last - a->items[start].span.first + 1;
     return end;
 }
 
@@ -163,19 +130,20 @@ kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_
         e = run_end(a, s, &len);
         if (run_per_offset(e - s, len)) {
             kc_share_ack_batch_t *x = &b[k++];
-            x->first = a->items[s].first;
-            x->last = a->items[e - 1].last;
+            x->first = a->items[s].span.first;
+            x->last = a->items[e - 1].span.last;
             x->types = t;
             x->n_types = (int32_t)len;
             for (size_t r = s; r < e; r++)
-                for (int64_t left = a->items[r].last - a->items[r].first; left >= 0; left--)
+                for (int64_t left = a->items[r].span.last - a->items[r].span.first; left >= 0;
+                     left--)
                     *t++ = a->items[r].type;
             continue;
         }
         for (size_t r = s; r < e; r++) {
             kc_share_ack_batch_t *x = &b[k++];
-            x->first = a->items[r].first;
-            x->last = a->items[r].last;
+            x->first = a->items[r].span.first;
+            x->last = a->items[r].span.last;
             x->types = t;
             x->n_types = 1;
             *t++ = a->items[r].type;

@@ -23,6 +23,7 @@
 
 #include "base/err.h"
 #include "proto/wire.h"
+#include "share/spans.h"
 
 /* The wire's acknowledge types (ShareFetch / ShareAcknowledge AcknowledgeTypes). */
 typedef enum kc_share_ack_type {
@@ -36,7 +37,7 @@ typedef enum kc_share_ack_type {
 #define KC_SHARE_ACK_TYPES_MAX 4096
 
 typedef struct kc_share_ack {
-    int64_t first, last;
+    kc_share_span_t span; /* the offsets; first member (spans.h) */
     int8_t type;
 } kc_share_ack_t;
 

@@ -10,24 +10,18 @@ void kc_share_held_free(kc_share_held_t *h)
     memset(h, 0, sizeof *h);
 }
 
-/* The first hold whose last offset is >= offset (h->n when none). */
+#define HOLD sizeof(kc_share_hold_t)
+
 static size_t lower_bound(const kc_share_held_t *h, int64_t offset)
 {
-    size_t lo = 0, hi = h->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (h->items[mid].last < offset)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    return kc_share_span_lower_bound(h->items, h->n, HOLD, offset);
 }
 
 bool kc_share_held_has(const kc_share_held_t *h, int64_t offset, int16_t delivery_count)
 {
     size_t i = lower_bound(h, offset);
-    return i < h->n && h->items[i].first <= offset && h->items[i].delivery_count == delivery_count;
+    return i < h->n && h->items[i].span.first <= offset &&
+           h->items[i].delivery_count == delivery_count;
 }
 
 /* What a cut found in [first, last]. */
@@ -40,17 +34,10 @@ typedef struct seen {
 /* Room for `more` holds beyond n. */
 static bool grow(kc_share_held_t *h, size_t more)
 {
-    if (h->n + more <= h->cap)
-        return true;
-    size_t cap = h->cap ? h->cap * 2 : 8;
-    while (cap < h->n + more)
-        cap *= 2;
-    kc_share_hold_t *p = realloc(h->items, cap * sizeof *p);
-    if (!p)
-        return false;
-    h->items = p;
-    h->cap = cap;
-    return true;
+    kc_share_hold_t *p = kc_share_span_room(h->items, &h->cap, h->n, more, HOLD, 8);
+    if (p)
+        h->items = p;
+    return p != NULL;
 }
 
 /* Takes offsets first..last out of the holds of delivery `count` (-1: of every delivery). A hold
@@ -61,44 +48,19 @@ static void cut(kc_share_held_t *h, int64_t first, int64_t last, int count, int6
 {
     *s = (seen_t){0};
     size_t i = lower_bound(h, first);
-    while (i < h->n && h->items[i].first <= last) {
-        kc_share_hold_t *x = &h->items[i];
+    while (i < h->n && h->items[i].span.first <= last) {
+        const kc_share_hold_t *x = &h->items[i];
         if (count >= 0 && x->delivery_count != count) {
             if (x->delivery_count > s->other_max)
                 s->other_max = x->delivery_count;
             i++;
             continue;
         }
-        int64_t lo = x->first > first ? x->first : first;
-        int64_t hi = x->last < last ? x->last : last;
+        int64_t lo = x->span.first > first ? x->span.first : first;
+        int64_t hi = x->span.last < last ? x->span.last : last;
         s->matched += hi - lo + 1;
         s->expired = s->expired || now >= x->deadline;
-        h->records -= hi - lo + 1;
-        bool left = x->first < first;
-        bool right = x->last > last;
-        if (left && right && h->n == h->cap) {
-            h->records -= x->last - last;
-            x->last = first - 1;
-            return;
-        }
-        if (left && right) { /* split: the free slot takes the right part */
-            memmove(&h->items[i + 2], &h->items[i + 1], (h->n - i - 1) * sizeof *h->items);
-            h->items[i + 1] = *x;
-            h->items[i + 1].first = last + 1;
-            x->last = first - 1;
-            h->n++;
-            return; /* nothing of [first, last] is past this hold */
-        }
-        if (left) {
-            x->last = first - 1;
-            i++;
-        } else if (right) {
-            x->first = last + 1;
-            i++;
-        } else {
-            memmove(&h->items[i], &h->items[i + 1], (h->n - i - 1) * sizeof *h->items);
-            h->n--;
-        }
+        h->records -= kc_share_span_cut(h->items, &h->n, h->cap, HOLD, i, first, last, &i);
     }
 }
 
@@ -112,10 +74,8 @@ kc_err_t kc_share_held_add(kc_share_held_t *h, int64_t first, int64_t last, int1
         return kc_fail(err, KC_ERR_NOMEM, "held records: out of memory");
     seen_t s;
     cut(h, first, last, -1, 0, &s); /* an older delivery of the same offsets is over */
-    size_t i = lower_bound(h, first);
-    memmove(&h->items[i + 1], &h->items[i], (h->n - i) * sizeof *h->items);
-    h->items[i] = (kc_share_hold_t){first, last, deadline, delivery_count};
-    h->n++;
+    kc_share_hold_t x = {{first, last}, deadline, delivery_count};
+    kc_share_span_insert(h->items, &h->n, HOLD, lower_bound(h, first), &x);
     h->records += last - first + 1;
     return KC_OK;
 }

@@ -34,11 +34,12 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "share/spans.h"
 
 #define KC_SHARE_NO_DEADLINE INT64_MAX
 
 typedef struct kc_share_hold {
-    int64_t first, last;    /* inclusive */
+    kc_share_span_t span;   /* the offsets; first member (spans.h) */
     int64_t deadline;       /* ms, the caller's clock: the lock has surely run out by then */
     int16_t delivery_count; /* of the delivery that holds them */
 } kc_share_hold_t;

@@ -242,13 +242,12 @@ static void retries(void **state)
                                "inject api=ListOffsets error=NOT_LEADER_OR_FOLLOWER "
                                "scope=partition count=100000"),
                      0);
-    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "delay api=ListOffsets ms=700 count=100000"),
-                     0);
+    assert_int_equal(
+        kc_fp_cmd(fp, reply, sizeof reply, "delay api=ListOffsets ms=700 count=100000"), 0);
     t0 = kc_test_now_ms();
     rc = kc_offsets_for_times(c, &q, 1, 1500, &err);
     took = kc_test_now_ms() - t0;
-    printf("# refused slowly: %s after %lld ms: %s\n", kc_err_name(rc), (long long)took,
-           err.msg);
+    printf("# refused slowly: %s after %lld ms: %s\n", kc_err_name(rc), (long long)took, err.msg);
     assert_int_equal(rc, KC_ERR_BROKER);
     assert_int_equal(q.kafka_code, 6);
     assert_non_null(strstr(err.msg, "NOT_LEADER_OR_FOLLOWER"));

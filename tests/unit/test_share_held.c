@@ -24,8 +24,8 @@ static void live_verdicts_take_their_records(void **state)
     assert_int_equal(kc_share_held_take(&h, 3, 5, 1, 50, &now_count), KC_SHARE_HELD_LIVE);
     assert_int_equal(h.n, 2); /* split: 0..2 and 6..9 */
     assert_false(kc_share_held_has(&h, 4, 1));
-    assert_int_equal(h.items[0].last, 2);
-    assert_int_equal(h.items[1].first, 6);
+    assert_int_equal(h.items[0].span.last, 2);
+    assert_int_equal(h.items[1].span.first, 6);
     assert_int_equal(h.records, 7);
     assert_int_equal(kc_share_held_take(&h, 6, 9, 1, 99, &now_count), KC_SHARE_HELD_LIVE);
     assert_int_equal(kc_share_held_take(&h, 0, 2, 1, 99, &now_count), KC_SHARE_HELD_LIVE);
@@ -84,7 +84,7 @@ static void redelivered_records_refuse_the_old_verdict(void **state)
     assert_int_equal(kc_share_held_take(&h, 40, 49, 1, 150, &now_count), KC_SHARE_HELD_AGAIN);
     assert_int_equal(now_count, 2);
     assert_int_equal(h.n, 1);
-    assert_int_equal(h.items[0].first, 45);
+    assert_int_equal(h.items[0].span.first, 45);
     assert_int_equal(h.records, 5);
 
     /* a new delivery inside an old one splits it */
@@ -157,9 +157,9 @@ static void random_walk_matches_model(void **state)
                 records += count[o] != 0;
             assert_int_equal(h.records, records);
             for (size_t i = 0; i < h.n; i++) {
-                assert_true(h.items[i].first <= h.items[i].last);
-                assert_true(i == 0 || h.items[i - 1].last < h.items[i].first);
-                for (int64_t o = h.items[i].first; o <= h.items[i].last; o++) {
+                assert_true(h.items[i].span.first <= h.items[i].span.last);
+                assert_true(i == 0 || h.items[i - 1].span.last < h.items[i].span.first);
+                for (int64_t o = h.items[i].span.first; o <= h.items[i].span.last; o++) {
                     assert_int_equal(count[o], h.items[i].delivery_count);
                     assert_int_equal(deadline[o], h.items[i].deadline);
                 }
