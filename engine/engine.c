@@ -134,8 +134,10 @@ void kc_engine_free(kc_engine_t *e)
     kc_fetch_plan_free(&e->plan);
     kc_eng_share_free(e);
     kc_eng_topics_free(e);
-    for (size_t i = 0; i < e->n_parts; i++)
+    for (size_t i = 0; i < e->n_parts; i++) {
         free(e->info[i].topic);
+        free(e->info[i].share_st);
+    }
     free(e->parts);
     free(e->info);
     kc_pidx_free(&e->by_name);
@@ -359,6 +361,7 @@ kc_err_t kc_engine_remove(kc_engine_t *e, const char *topic, int32_t partition, 
     if (e->info[i].have_id)
         kc_pidx_remove(&e->by_tp, kc_pidx_hash_id(e->parts[i].tp.topic_id, partition), (size_t)i);
     free(e->info[i].topic);
+    free(e->info[i].share_st);
     size_t last = e->n_parts - 1;
     if ((size_t)i != last) {
         e->parts[i] = e->parts[last];

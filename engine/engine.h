@@ -154,10 +154,13 @@ void kc_engine_wake(kc_engine_t *e);
 /* ---- share groups (engine/share/fetcher.c) ------------------------------------------------- */
 
 /* Makes the engine a share-group member's (KIP-932): partitions added with kc_engine_share_add
- * are fetched with ShareFetch under `group_id` (at most max_records per answer), never with
- * Fetch. Nothing is fetched before kc_engine_share_member names the member. */
+ * are fetched with ShareFetch under `group_id`, never with Fetch; each ShareFetch asks for
+ * max_records (0: 500). With record_limit (KIP-1206), the broker acquires no more than asked,
+ * cutting record batches, and the member holds at most max_records records awaiting verdicts:
+ * it asks for what is left and fetches nothing while none is (ShareFetch v2, Kafka 4.2+).
+ * Nothing is fetched before kc_engine_share_member names the member. */
 kc_err_t kc_engine_share_enable(kc_engine_t *e, const char *group_id, int32_t max_records,
-                                kc_error_t *err);
+                                bool record_limit, kc_error_t *err);
 /* The member id the group coordinator gave (NULL or "": none yet). */
 void kc_engine_share_member(kc_engine_t *e, const char *member_id);
 /* A share partition; removed with kc_engine_remove (acknowledgements still pending for it are
@@ -188,6 +191,33 @@ typedef struct kc_engine_share_stats {
     uint64_t lapsed;      /* not delivered: their lock ran out before their view started */
 } kc_engine_share_stats_t;
 void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out);
+/* One share partition's records, counted while it is assigned (from kc_engine_share_add to
+ * kc_engine_remove; what is answered after that counts in the totals only). */
+typedef struct kc_engine_share_part_stats {
+    uint64_t acquired;   /* acquired for this member, records and gaps */
+    uint64_t delivered;  /* handed to the sink */
+    uint64_t refused;    /* refused by the sink, released at once */
+    uint64_t acked[4];   /* acknowledged and answered without error, by type (0: gaps) */
+    uint64_t ack_errors; /* refused by the broker */
+    uint64_t ack_lost;   /* their request got no usable answer */
+    uint64_t ack_late;   /* not sent: their delivery's lock ran out, or it was handed out again */
+    uint64_t lapsed;     /* not delivered: their lock ran out before their view started */
+    int64_t held;        /* now: delivered, awaiting their verdicts */
+} kc_engine_share_part_stats_t;
+/* KC_ERR_NOT_FOUND unless topic[partition] is a share partition of the engine. */
+kc_err_t kc_engine_share_part_stats(const kc_engine_t *e, const char *topic, int32_t partition,
+                                    kc_engine_share_part_stats_t *out);
+/* One share session (one per broker that leads a share partition). */
+typedef struct kc_engine_share_session_stats {
+    int32_t broker, epoch; /* epoch: the next request's (0: opens, share/session.h) */
+    uint64_t requests, resets, opened;
+    uint64_t acquired, acked[4], ack_errors, ack_lost, ack_late, lapsed, bad_answers;
+    size_t partitions; /* in the session now, fetched or awaiting verdicts */
+    int64_t held;
+} kc_engine_share_session_stats_t;
+/* The sessions' stats into out[0..cap); returns how many sessions there are. */
+size_t kc_engine_share_session_stats(const kc_engine_t *e, kc_engine_share_session_stats_t *out,
+                                     size_t cap);
 
 /* ---- metadata changes ---------------------------------------------------------------------- */
 

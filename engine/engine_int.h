@@ -71,6 +71,7 @@ typedef struct kc_eng_pinfo {
     int64_t committed;
     uint32_t gen;  /* bumped on seek/remove: in-flight answers for an older gen are stale */
     uint8_t share; /* a share partition (share/fetcher.c): never in the Fetch plan */
+    struct kc_engine_share_part_stats *share_st; /* share/fetcher.c: its counters (engine.h) */
 } kc_eng_pinfo_t;
 
 struct kc_engine {

@@ -55,6 +55,12 @@
     X(SHARE_ACK_EVENTS, "share.ack.events", ENUM, "errors", 0, 0, "errors|all", 0,                 \
       "Share groups: which broker answers to acknowledgements reach on_event as "                  \
       "KC_EVENT_SHARE_ACK: errors = the refused ones; all = every answer (applied ones too)")      \
+    X(SHARE_ACQUIRE_MODE, "share.acquire.mode", ENUM, "batch_optimized", 0, 0,                     \
+      "batch_optimized|record_limit", 0,                                                           \
+      "Share groups: batch_optimized = each ShareFetch asks for callback.batch.max.records "      \
+      "records and the broker rounds up to whole batches; record_limit = the member holds at "     \
+      "most callback.batch.max.records records awaiting verdicts, and the broker acquires no "     \
+      "more than that (KIP-1206, Kafka 4.2+)")                                                     \
     X(GROUP_INSTANCE_ID, "group.instance.id", STR, "", 0, 0, NULL, MEMBER_ID,                      \
       "Static membership id: a restart within the session timeout keeps the assignment")           \
     X(GROUP_REMOTE_ASSIGNOR, "group.remote.assignor", STR, "", 0, 0, NULL, 0,                      \
@@ -107,7 +113,8 @@
     X(WORKER_THREADS, "worker.threads", INT, "0", 0, 1024, NULL, 0,                                \
       "Worker threads running callbacks; 0 = number of online CPUs")                               \
     X(CALLBACK_BATCH_MAX_RECORDS, "callback.batch.max.records", INT, "500", 1, 1000000, NULL, 0,   \
-      "Most records handed to one on_records call")                                                \
+      "Most records handed to one on_records call; share groups: the records one ShareFetch "      \
+      "asks for (share.acquire.mode)")                                                             \
     X(REQUEST_TIMEOUT_MS, "request.timeout.ms", INT, "30000", 100, 3600000, NULL, 0,               \
       "A request without an answer for this long fails and its connection is closed")              \
     X(RECONNECT_BACKOFF_MS, "reconnect.backoff.ms", INT, "50", 0, 3600000, NULL, 0,                \

@@ -21,6 +21,9 @@ static const kc_conf_peer_t peers[] = {
     {"group.type", NULL, NULL, "Java has a class of its own for share groups (KafkaShareConsumer)"},
     {"share.ack.events", NULL, NULL,
      "Java registers an AcknowledgementCommitCallback on KafkaShareConsumer (every answer)"},
+    {"share.acquire.mode", "share.acquire.mode", NULL,
+     "record_limit also bounds the records the member holds awaiting verdicts, as Java's poll "
+     "does"},
     {"group.instance.id", "group.instance.id", "group.instance.id", NULL},
     {"group.remote.assignor", "group.remote.assignor", "group.remote.assignor", NULL},
     {"partition.assignment.strategy", "partition.assignment.strategy",

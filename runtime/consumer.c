@@ -664,7 +664,10 @@ static void on_net(kc_loop_t *loop, void *arg)
         }
         k->rc = kc_engine_new(&c->e, loop, &ec, &sink, &k->err);
         if (k->rc == KC_OK && kc_conf_share(f))
-            k->rc = kc_engine_share_enable(c->e, kc_conf_str(f, KC_CONF_GROUP_ID), 0, &k->err);
+            k->rc = kc_engine_share_enable(
+                c->e, kc_conf_str(f, KC_CONF_GROUP_ID),
+                (int32_t)kc_conf_int(f, KC_CONF_CALLBACK_BATCH_MAX_RECORDS),
+                strcmp(kc_conf_str(f, KC_CONF_SHARE_ACQUIRE_MODE), "record_limit") == 0, &k->err);
         if (k->rc == KC_OK) {
             kc_consumer_stats_start(c, loop);
             kc_consumer_autocommit_start(c, loop);

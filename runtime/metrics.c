@@ -120,9 +120,10 @@ static void element_labels(const char *scope, json_t *el, labels_t *l)
     l->n = 0;
     const char *const *keys;
     static const char *const broker[] = {"id", NULL}, *const part[] = {"topic", "partition", NULL},
-                             *const worker[] = {"id", NULL}, *const none[] = {NULL};
+                             *const worker[] = {"id", NULL}, *const session[] = {"broker", NULL},
+                             *const none[] = {NULL};
     static const char *const broker_l[] = {"broker"}, *const part_l[] = {"topic", "partition"},
-                             *const worker_l[] = {"worker"};
+                             *const worker_l[] = {"worker"}, *const session_l[] = {"broker"};
     const char *const *lnames;
     if (strcmp(scope, "broker") == 0)
         keys = broker, lnames = broker_l;
@@ -130,6 +131,8 @@ static void element_labels(const char *scope, json_t *el, labels_t *l)
         keys = part, lnames = part_l;
     else if (strcmp(scope, "worker") == 0)
         keys = worker, lnames = worker_l;
+    else if (strcmp(scope, "share_session") == 0)
+        keys = session, lnames = session_l;
     else
         keys = none, lnames = NULL;
     for (int i = 0; keys[i] && i < 2; i++) {
@@ -150,6 +153,8 @@ static bool is_identity(const char *scope, const char *key)
         return strcmp(key, "topic") == 0 || strcmp(key, "partition") == 0;
     if (strcmp(scope, "broker") == 0 || strcmp(scope, "worker") == 0)
         return strcmp(key, "id") == 0;
+    if (strcmp(scope, "share_session") == 0)
+        return strcmp(key, "broker") == 0;
     return false;
 }
 
@@ -270,6 +275,7 @@ static char *render(const char *stats, const char *client_id, kc_error_t *err)
         put_scope(&w, "share", sa, client_id);
         json_decref(sa);
     }
+    put_scope(&w, "share_session", json_object_get(root, "share_sessions"), client_id);
     json_decref(root);
     kc_json_raw(&w, "%s", "");
     char *text = kc_json_take(&w);

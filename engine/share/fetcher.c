@@ -39,6 +39,7 @@ typedef struct kc_eng_ssess {
     kc_engine_t *e;
     kc_share_session_t s;
     bool ack_req;        /* the request in flight is a ShareAcknowledge */
+    int32_t asked;       /* records the ShareFetch in flight may acquire (record_limit) */
     int64_t retry_at_ms; /* after a failed request: no new one before */
     kc_share_fetch_request_t fq;
     kc_share_acknowledge_request_t aq;
@@ -67,6 +68,7 @@ struct kc_eng_share {
     char *group_id;
     char *member_id; /* NULL until the group has one: nothing is fetched before */
     int32_t max_records;
+    bool record_limit; /* share.acquire.mode=record_limit: max_records bounds what is held */
     kc_eng_ssess_t **s;
     size_t n, cap;
     kc_eng_scommit_t *commits; /* in start order */
@@ -74,7 +76,7 @@ struct kc_eng_share {
 };
 
 kc_err_t kc_engine_share_enable(kc_engine_t *e, const char *group_id, int32_t max_records,
-                                kc_error_t *err)
+                                bool record_limit, kc_error_t *err)
 {
     if (e->share)
         return KC_OK;
@@ -84,6 +86,7 @@ kc_err_t kc_engine_share_enable(kc_engine_t *e, const char *group_id, int32_t ma
         return kc_fail(err, KC_ERR_NOMEM, "share: out of memory");
     }
     sh->max_records = max_records > 0 ? max_records : 500;
+    sh->record_limit = record_limit;
     e->share = sh;
     return KC_OK;
 }
@@ -110,6 +113,7 @@ kc_err_t kc_engine_share_add(kc_engine_t *e, const char *topic, int32_t partitio
     ssize_t i = kc_eng_find_part(e, topic, partition);
     e->info[i].share = 1;
     e->parts[i].paused = 1;
+    e->info[i].share_st = calloc(1, sizeof *e->info[i].share_st); /* NULL: not counted */
     kc_eng_drive(e);
     return KC_OK;
 }
@@ -187,8 +191,11 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
     if (!ss)
         return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] has no share session", topic,
                        partition);
+    uint64_t late = ss->s.c.ack_late;
     kc_err_t rc = kc_share_session_verdict(&ss->s, &e->parts[i].tp, first, last, delivery_count,
                                            (kc_share_ack_type_t)type, kc_now_ms(), err);
+    if (e->info[i].share_st)
+        e->info[i].share_st->ack_late += ss->s.c.ack_late - late;
     if (rc != KC_OK)
         return rc;
     e->share->st.acks_queued += (uint64_t)(last - first + 1);
@@ -205,8 +212,12 @@ void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition
     if (i < 0 || !e->info[i].have_id)
         return;
     kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp, first, delivery_count);
-    if (ss)
-        kc_share_session_lapsed(&ss->s, &e->parts[i].tp, first, last, delivery_count);
+    if (!ss)
+        return;
+    uint64_t lapsed = ss->s.c.lapsed;
+    kc_share_session_lapsed(&ss->s, &e->parts[i].tp, first, last, delivery_count);
+    if (e->info[i].share_st)
+        e->info[i].share_st->lapsed += ss->s.c.lapsed - lapsed;
 }
 
 /* ---- commits of acknowledgements ------------------------------------------------------------ */
@@ -428,9 +439,13 @@ static bool cut_piece(void *o, const uint8_t *batch, size_t size, int64_t first,
                               c->deadline == KC_SHARE_NO_DEADLINE ? 0 : c->deadline) != KC_OK) {
         kc_slice_release(&s);
         e->share->st.refused += (uint64_t)(last - first + 1);
+        if (c->in->share_st)
+            c->in->share_st->refused += (uint64_t)(last - first + 1);
         return false;
     }
     e->share->st.delivered += (uint64_t)(last - first + 1);
+    if (c->in->share_st)
+        c->in->share_st->delivered += (uint64_t)(last - first + 1);
     kc_error_t err;
     if (kc_share_session_hold(&c->ss->s, c->tp, first, last, delivery_count, c->deadline, &err) !=
         KC_OK) /* the verdict will find nothing held and be reported unsent */
@@ -457,6 +472,8 @@ static void on_records(void *o, const kc_tp_t *tp, kc_bytes_t rec, const kc_shar
             ack_range(ss, tp, r[k].first, r[k].last, KC_SHARE_ACK_RELEASE);
         return;
     }
+    if (e->info[i].share_st)
+        e->info[i].share_st->acquired += (uint64_t)kc_share_acquired_span(r, n);
     /* The lock began before the broker answered: by now plus its length it has surely run out. */
     cut_t c = {ss, tp, &e->info[i], lock_ms > 0 ? kc_now_ms() + lock_ms : KC_SHARE_NO_DEADLINE};
     kc_share_pieces_out_t out = {cut_piece, cut_ack, &c};
@@ -474,6 +491,17 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
     if (n <= 0)
         return;
     commits_note(e, ss, tp, b[n - 1].last, code, why);
+    ssize_t i = kc_eng_find_tp(e, tp);
+    kc_engine_share_part_stats_t *st = i >= 0 ? e->info[i].share_st : NULL;
+    if (st) {
+        int64_t by[4] = {0};
+        kc_share_ack_batches_count(b, n, by);
+        for (int t = 0; t < 4; t++)
+            *(code == 0                     ? &st->acked[t]
+              : code > 0                    ? &st->ack_errors
+              : code == KC_SHARE_ACK_UNSENT ? &st->ack_late
+                                            : &st->ack_lost) += (uint64_t)by[t];
+    }
     if (e->sink.share_acked) {
         /* One report per contiguous run of batches: a member's acquired ranges need not be
          * adjacent (others hold the offsets between), and a report names only offsets it sent. */
@@ -536,6 +564,7 @@ static void sess_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
     kc_share_handler_t h = handler(ss);
     kc_error_t err;
     const char *api = ss->ack_req ? "ShareAcknowledge" : "ShareFetch";
+    ss->asked = 0; /* what it acquired is held now (cut_piece), or acknowledged */
     if (rc != KC_OK) {
         kc_eng_conn_failed(
             e, ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_API_KEY : KC_SHARE_FETCH_REQUEST_API_KEY,
@@ -574,6 +603,23 @@ static void sess_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
     kc_eng_drive(e);
 }
 
+/* How many records a ShareFetch may ask for now: max_records; with record_limit, what is left of
+ * it after the records held awaiting verdicts and those other sessions' fetches in flight may
+ * acquire (0: fetch nothing until verdicts come). */
+static int32_t fetch_allowance(const struct kc_eng_share *sh)
+{
+    if (!sh->record_limit)
+        return sh->max_records;
+    int64_t taken = 0;
+    for (size_t k = 0; k < sh->n; k++) {
+        const kc_share_session_t *s = &sh->s[k]->s;
+        taken += sh->s[k]->asked;
+        for (size_t i = 0; i < s->n; i++)
+            taken += s->parts[i].held.records;
+    }
+    return taken < sh->max_records ? (int32_t)(sh->max_records - taken) : 0;
+}
+
 /* Sends the session's next request (ShareFetch, else ShareAcknowledge; `close`: the closing
  * ShareAcknowledge). */
 static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t now)
@@ -591,14 +637,21 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
         if (left < max_bytes)
             max_bytes = left > 0 ? (int32_t)left : 1;
     }
-    kc_share_fetch_params_t p = {sh->group_id,      sh->member_id, e->fset.max_wait_ms,
-                                 e->fset.min_bytes, max_bytes,     sh->max_records,
-                                 sh->max_records};
+    int32_t allow = fetch_allowance(sh);
+    kc_share_fetch_params_t p = {sh->group_id,
+                                 sh->member_id,
+                                 e->fset.max_wait_ms,
+                                 e->fset.min_bytes,
+                                 max_bytes,
+                                 allow,
+                                 allow,
+                                 sh->record_limit ? KC_SHARE_ACQUIRE_RECORD_LIMIT
+                                                  : KC_SHARE_ACQUIRE_BATCHES};
     if (!close && commit_pending_on(e, ss) && kc_share_session_has_acks(&ss->s) &&
         kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, false, &ss->aq, &err) ==
             KC_OK)
         ss->ack_req = true;
-    else if (!close && kc_share_session_fetch(&ss->s, &p, &ss->fq, &err) == KC_OK)
+    else if (!close && allow > 0 && kc_share_session_fetch(&ss->s, &p, &ss->fq, &err) == KC_OK)
         ss->ack_req = false;
     else if (kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, close, &ss->aq,
                                           &err) == KC_OK)
@@ -612,14 +665,27 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
             commits_check(e, -1, NULL);
         return;
     }
+    /* record_limit needs ShareAcquireMode (ShareFetch v2): a broker without it would acquire
+     * whole batches, more than the member may hold, so it is refused instead (an error event). */
     kc_conn_req_spec_t spec = {
         ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_API_KEY : KC_SHARE_FETCH_REQUEST_API_KEY,
-        1,
+        !ss->ack_req && sh->record_limit ? 2 : 1,
         ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_MAX_VERSION : KC_SHARE_FETCH_REQUEST_MAX_VERSION,
         fetch_encode,
         sess_done,
         ss};
-    if (kc_conn_send(c, &spec, &err) != KC_OK) {
+    ss->asked = ss->ack_req ? 0 : allow;
+    kc_err_t rc = kc_conn_send(c, &spec, &err);
+    if (rc == KC_ERR_UNSUPPORTED && spec.min_version == 2) {
+        kc_error_t why;
+        kc_fail(&why, rc, "share.acquire.mode=record_limit needs ShareFetch v2 (Kafka 4.2+): %s",
+                err.msg);
+        kc_eng_api_unusable(e, KC_SHARE_FETCH_REQUEST_API_KEY, &why);
+    } else if (rc != KC_OK) {
+        kc_eng_conn_failed(e, spec.api_key, c, rc);
+    }
+    if (rc != KC_OK) {
+        ss->asked = 0;
         kc_log(KC_LOG_WARN, "share", "broker %d: %s", (int)ss->s.broker, err.msg);
         kc_share_handler_t h = handler(ss);
         kc_share_session_failed(&ss->s, &err, &h);
@@ -727,4 +793,48 @@ void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out)
         out->ack_late += c->ack_late;
         out->lapsed += c->lapsed;
     }
+}
+
+kc_err_t kc_engine_share_part_stats(const kc_engine_t *e, const char *topic, int32_t partition,
+                                    kc_engine_share_part_stats_t *out)
+{
+    memset(out, 0, sizeof *out);
+    ssize_t i = e->share ? kc_eng_find_part(e, topic, partition) : -1;
+    if (i < 0 || !e->info[i].share)
+        return KC_ERR_NOT_FOUND;
+    if (e->info[i].share_st)
+        *out = *e->info[i].share_st;
+    out->held = 0;
+    if (e->info[i].have_id)
+        for (size_t k = 0; k < e->share->n; k++)
+            out->held += kc_share_session_held(&e->share->s[k]->s, &e->parts[i].tp);
+    return KC_OK;
+}
+
+size_t kc_engine_share_session_stats(const kc_engine_t *e, kc_engine_share_session_stats_t *out,
+                                     size_t cap)
+{
+    if (!e->share)
+        return 0;
+    for (size_t k = 0; k < e->share->n && k < cap; k++) {
+        const kc_share_session_t *s = &e->share->s[k]->s;
+        kc_engine_share_session_stats_t *o = &out[k];
+        memset(o, 0, sizeof *o);
+        o->broker = s->broker;
+        o->epoch = s->epoch;
+        o->requests = s->c.requests;
+        o->resets = s->c.resets;
+        o->opened = s->c.opened;
+        o->acquired = s->c.acquired;
+        memcpy(o->acked, s->c.acked, sizeof o->acked);
+        o->ack_errors = s->c.ack_errors;
+        o->ack_lost = s->c.ack_lost;
+        o->ack_late = s->c.ack_late;
+        o->lapsed = s->c.lapsed;
+        o->bad_answers = s->c.bad_answers;
+        o->partitions = s->n;
+        for (size_t j = 0; j < s->n; j++)
+            o->held += s->parts[j].held.records;
+    }
+    return e->share->n;
 }

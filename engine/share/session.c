@@ -281,6 +281,7 @@ kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_para
     req->max_bytes = p->max_bytes;
     req->max_records = p->max_records;
     req->batch_size = p->batch_size;
+    req->share_acquire_mode = p->acquire_mode;
     kc_share_fetch_request_fetch_topic_t *ft =
         kc_arena_calloc(&s->req, (size_t)t.n + 1, sizeof *ft);
     kc_share_fetch_request_forgotten_topic_t *fg = kc_arena_calloc(&s->req, forget + 1, sizeof *fg);

@@ -99,7 +99,12 @@ typedef struct kc_share_handler {
 typedef struct kc_share_fetch_params {
     const char *group_id, *member_id;
     int32_t max_wait_ms, min_bytes, max_bytes, max_records, batch_size;
+    int8_t acquire_mode; /* KC_SHARE_ACQUIRE_* (v2; v1 has batches only) */
 } kc_share_fetch_params_t;
+
+/* ShareFetch ShareAcquireMode (KIP-1206). */
+#define KC_SHARE_ACQUIRE_BATCHES      0 /* batch_optimized: whole batches, max_records is a hint */
+#define KC_SHARE_ACQUIRE_RECORD_LIMIT 1 /* record_limit: at most max_records, batches cut */
 
 /* Counters for the stats. */
 typedef struct kc_share_session_counters {

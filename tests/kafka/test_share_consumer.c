@@ -8,7 +8,8 @@
  * - retry_releases: one consumer returns KC_CB_RETRY (views of one record) for every record whose
  *   index ends in 0 on its first delivery: each comes back with kc_records_delivery_count 2 and
  *   is accepted then; records whose index ends in 1 are rejected with kc_share_ack and never come
- *   back; no other record is delivered twice;
+ *   back; no other record is delivered twice; the partition's share counters (metrics) say so:
+ *   220 delivered, 20 released, 20 rejected, 180 accepted, none held;
  * - verdicts_after_pause: a consumer's callback is held while its only partition is paused, so
  *   the partition leaves the share session (the next ShareFetch forgets it) before the verdicts
  *   on the records in hand are given; the verdicts still reach the broker: after that consumer
@@ -104,18 +105,28 @@ static int distinct(tally_t *t)
     return n;
 }
 
-static long share_accepted(kc_consumer_t *c)
+/* The value of the first sample of `family` (its labels skipped) in c's metrics. */
+static long metric(kc_consumer_t *c, const char *family)
 {
     char *text;
     kc_error_t err;
     assert_int_equal(kc_metrics(c, &text, NULL, &err), KC_OK);
-    const char *at = strstr(text, "kconsume_share_accepted");
-    assert_non_null(at);
+    char head[96];
+    snprintf(head, sizeof head, "\n%s{", family);
+    const char *at = strstr(text, head);
+    if (!at)
+        fail_msg("no %s in the metrics", family);
     at = strchr(at, '}');
     assert_non_null(at);
     long n = atol(at + 1);
     free(text);
     return n;
+}
+
+/* the share sessions' counters, through kc_metrics (the stats JSON's "share" object) */
+static long share_accepted(kc_consumer_t *c)
+{
+    return metric(c, "kconsume_share_accepted");
 }
 
 static void accept_exactly_once(void **state)
@@ -208,7 +219,42 @@ static void retry_releases(void **state)
         kc_test_sleep_ms(50);
     }
     kc_test_sleep_ms(1000);
+    /* The partition's own counters (the stats JSON's partitions[], kconsume_partition_share_*):
+     * every verdict answered by now (the commit), none held. */
+    kc_error_t err;
+    assert_int_equal(kc_commit(c, NULL, 0, 10000, &err), KC_OK);
+    long acquired = metric(c, "kconsume_partition_share_acquired"),
+         delivered = metric(c, "kconsume_partition_share_delivered"),
+         accepted = metric(c, "kconsume_partition_share_accepted"),
+         released = metric(c, "kconsume_partition_share_released"),
+         rejected = metric(c, "kconsume_partition_share_rejected"),
+         held = metric(c, "kconsume_partition_share_held"),
+         session_released = metric(c, "kconsume_share_session_released");
+    char *text, path[64], cmd[256];
+    assert_int_equal(kc_metrics(c, &text, NULL, &err), KC_OK);
+    snprintf(path, sizeof path, "/tmp/kc-share-metrics-%d.txt", (int)getpid());
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    /* Debian's interpreter: its python3-prometheus-client (tests/testkit/install-deps) */
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s --share --client-id-hex 6b636f6e73756d65",
+             kc_test_src_path("tests/support/check_metrics.py"), path); /* "kconsume" */
+    int rc = system(cmd);
+    unlink(path);
+    assert_int_equal(rc, 0);
+    printf("# partition 0: acquired %ld, delivered %ld, accepted %ld, released %ld, rejected %ld, "
+           "held %ld; its session released %ld\n",
+           acquired, delivered, accepted, released, rejected, held, session_released);
     kc_test_close(c);
+    assert_int_equal(delivered, N + N / 10);
+    assert_true(acquired >= delivered); /* gaps are acquired too */
+    assert_int_equal(released, N / 10);
+    assert_int_equal(rejected, N / 10);
+    assert_int_equal(accepted, N - N / 10);
+    assert_int_equal(held, 0);
+    assert_int_equal(session_released, N / 10);
     assert_int_equal(t->bad, 0);
     assert_int_equal(t->retried, N / 10);
     for (int i = 0; i < N; i++) {

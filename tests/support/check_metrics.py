@@ -4,7 +4,9 @@ Prometheus reference parser (prometheus_client.parser): it must parse whole, car
 the README's Metrics section names, every sample's client_id label must be exactly the client.id
 (--client-id-hex: its bytes in hex, since quotes, backslashes and newlines cannot cross a shell),
 and with --records N the workers' records add up to N and no partition lags (everything was
-consumed). Exit 0 when all hold; prints what failed."""
+consumed); --share: a share group's member, whose share sessions and partitions' share counters
+must be there too, labelled by broker and by partition. Exit 0 when all hold; prints what
+failed."""
 import argparse
 import sys
 
@@ -27,7 +29,14 @@ def main():
     ap.add_argument("path")
     ap.add_argument("--client-id-hex", required=True)
     ap.add_argument("--records", type=int)
+    ap.add_argument("--share", action="store_true")
     args = ap.parse_args()
+    if args.share:
+        FAMILIES.update({"kconsume_share_accepted": "gauge",
+                         "kconsume_share_session_requests": "gauge",
+                         "kconsume_share_session_held": "gauge",
+                         "kconsume_partition_share_accepted": "gauge",
+                         "kconsume_partition_share_held": "gauge"})
     client_id = bytes.fromhex(args.client_id_hex).decode()
     text = open(args.path, encoding="utf-8").read()
     fams = {f.name: f for f in text_string_to_metric_families(text)}
@@ -44,6 +53,12 @@ def main():
             n += 1
             if s.labels.get("client_id") != client_id:
                 print(f"{s.name}: client_id {s.labels.get('client_id')!r}, want {client_id!r}")
+                return 1
+    if args.share:
+        for name, label in (("kconsume_share_session_requests", "broker"),
+                            ("kconsume_partition_share_accepted", "partition")):
+            if not fams[name].samples or any(label not in s.labels for s in fams[name].samples):
+                print(f"{name}: samples {fams[name].samples}, each wants a {label} label")
                 return 1
     lags = {(s.labels["topic"], s.labels["partition"]): s.value
             for s in fams["kconsume_partition_lag"].samples}

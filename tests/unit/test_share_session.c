@@ -396,6 +396,34 @@ static void session_epochs_and_acks(void **state)
  * releases them) and the next request forgets it; before, the session thought the broker did
  * not hold it, never forgot it, and refused every later answer naming it, whose acquired
  * records then stayed locked until their lock ran out, again and again. */
+/* The acquire mode and record count a ShareFetch asks with (share.acquire.mode, KIP-1206): on
+ * the wire from v2, where the broker reads it back. */
+static void acquire_mode_sent(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_open(&f);
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    const kc_share_fetch_params_t strict = {"g",     "m", 500, 1,
+                                            1 << 20, 7,   7,   KC_SHARE_ACQUIRE_RECORD_LIMIT};
+    kc_share_fetch_request_t q;
+    assert_int_equal(kc_share_session_fetch(&f.s, &strict, &q, &f.e), KC_OK);
+    assert_int_equal(q.max_records, 7);
+    assert_int_equal(q.batch_size, 7);
+    assert_int_equal(q.share_acquire_mode, KC_SHARE_ACQUIRE_RECORD_LIMIT);
+    kc_wbuf_t w = {0};
+    assert_int_equal(kc_share_fetch_request_encode(&q, 2, &w, &f.e), KC_OK);
+    kc_rbuf_t r = kc_rbuf(w.data, w.len);
+    kc_share_fetch_request_t back;
+    kc_arena_t a = {0};
+    assert_int_equal(kc_share_fetch_request_decode(&back, 2, &r, &a, &f.e), KC_OK);
+    assert_int_equal(back.share_acquire_mode, KC_SHARE_ACQUIRE_RECORD_LIMIT);
+    assert_int_equal(back.max_records, 7);
+    kc_arena_free(&a);
+    kc_wbuf_free(&w);
+    fx_close(&f);
+}
+
 static void unwanted_in_flight_is_forgotten(void **state)
 {
     (void)state;
@@ -746,6 +774,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(acquired_checks),
         cmocka_unit_test(ack_batches),
+        cmocka_unit_test(acquire_mode_sent),
         cmocka_unit_test(ack_huge_range),
         cmocka_unit_test(session_epochs_and_acks),
         cmocka_unit_test(unwanted_in_flight_is_forgotten),
