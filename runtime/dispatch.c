@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "rt_internal.h"
 
@@ -548,6 +549,12 @@ bool kc_rt_view_may_start(const kc_records_t *b)
     unsigned life = atomic_load_explicit(&p->life, memory_order_acquire);
     return !(life & (KC_RT_REVOKING | KC_RT_FENCED | KC_RT_PARK)) &&
            (life & ~KC_RT_LIFE_FLAGS) == KC_RT_LIFE_GEN(p->cur.seek_gen);
+}
+
+bool kc_rt_view_lapsed(const kc_records_t *b)
+{
+    const kc_rt_part_t *p = b->part;
+    return p->rt->o.share && p->cur.lock_deadline > 0 && kc_now_ms() >= p->cur.lock_deadline;
 }
 
 int64_t kc_rt_part_committable(const kc_rt_part_t *p)

@@ -331,6 +331,15 @@ bool kc_rt_part_fenced(const kc_rt_part_t *p);
  * self-fence returned is never one from before. Any thread that synchronised with the view's worker
  * (pull.c: its mutex). */
 bool kc_rt_view_may_start(const kc_records_t *b);
+/* Share groups: whether the records of a view that has not started (as above) have surely lost
+ * their acquisition lock by now (kc_rt_bref_t.lock_deadline): the broker has handed them out
+ * again, so the view is not delivered. Pull mode gives such a view back with
+ * KC_RT_CB_LAPSED; the worker then posts KC_RT_SHARE_LAPSED for it, as for a push view it did
+ * not start. Same threads as kc_rt_view_may_start. */
+bool kc_rt_view_lapsed(const kc_records_t *b);
+/* A view's result that no callback gave: pull mode did not hand it out because its records'
+ * lock ran out while it waited to be polled (kc_rt_view_lapsed). Never seen by the application. */
+#define KC_RT_CB_LAPSED ((kc_cb_result_t)-1)
 /* Committable offset (offset after the last processed record), -1 when none. Any thread. */
 int64_t kc_rt_part_committable(const kc_rt_part_t *p);
 /* Manual store. Any thread. */

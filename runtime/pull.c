@@ -25,7 +25,9 @@
  * at once through the dispatcher's gate_closed hook, and at the latest by the kc_poll that would
  * have returned it. Without that, kc_poll could return records from before a seek that had
  * returned, records of a partition no longer assigned, and records of a fenced partition that
- * another member may be processing already.
+ * another member may be processing already. Share groups likewise: a view whose records' lock ran
+ * out while it waited is not handed out (kc_rt_view_lapsed), by the kc_poll that would have
+ * returned it; the broker has handed those records out again.
  *
  * Threads: pull_on_records on workers; kc_poll / kc_records_release on app threads;
  * kc_pull_gate_closed on the network thread (it only signals under the mutex); all shared
@@ -64,8 +66,9 @@ static kc_consumer_t *consumer_of(kc_part_t *p)
     return ((kc_rt_part_t *)p)->rt->o.wake_ctx;
 }
 
-/* A view nobody polled, out of the FIFO and back to its worker as not processed. Under q->mu. */
-static void give_back_queued(kc_pull_t *q, pull_slot_t *s)
+/* A view nobody polled, out of the FIFO and back to its worker as not processed (`res`:
+ * KC_CB_RETRY, or KC_RT_CB_LAPSED for a share view whose lock ran out). Under q->mu. */
+static void give_back_as(kc_pull_t *q, pull_slot_t *s, kc_cb_result_t res)
 {
     pull_slot_t **pp = &q->head;
     while (*pp && *pp != s)
@@ -76,9 +79,18 @@ static void give_back_queued(kc_pull_t *q, pull_slot_t *s)
     for (pull_slot_t *t = q->head; t; t = t->next)
         q->tail = t;
     s->queued = 0;
-    s->res = KC_CB_RETRY;
+    s->res = res;
     s->released = 1;
     pthread_cond_signal(&s->cv);
+}
+
+/* Why a queued view may not be handed out (KC_CB_RETRY: its gate closed; KC_RT_CB_LAPSED: its
+ * lock ran out), or KC_CB_CONTINUE when it may. Under q->mu. */
+static kc_cb_result_t stale(const kc_records_t *b)
+{
+    if (!kc_rt_view_may_start(b))
+        return KC_CB_RETRY;
+    return kc_rt_view_lapsed(b) ? KC_RT_CB_LAPSED : KC_CB_CONTINUE;
 }
 
 kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
@@ -101,7 +113,7 @@ kc_cb_result_t kc_pull_on_records(void *opaque, kc_part_t *p, kc_records_t *b)
          * pull_abandon to take it back, which sets released with RETRY). */
         while (!s.released) {
             if (s.queued && (q->closing || !kc_rt_view_may_start(b)))
-                give_back_queued(q, &s);
+                give_back_as(q, &s, KC_CB_RETRY);
             else
                 pthread_cond_wait(&s.cv, &q->mu);
         }
@@ -220,9 +232,11 @@ KC_API kc_err_t kc_poll(kc_consumer_t *c, int timeout_ms, kc_records_t **out, kc
     kc_err_t rc = KC_OK;
     pthread_mutex_lock(&q->mu);
     for (bool timed_out = false;;) {
-        /* A view whose gate closed since it was queued is not handed out (file comment). */
-        while (q->head && !kc_rt_view_may_start(q->head->b))
-            give_back_queued(q, q->head);
+        /* A view whose gate closed since it was queued is not handed out (file comment), nor a
+         * share view whose records' lock ran out meanwhile: the broker has handed them out
+         * again, and a verdict on them could not count. */
+        for (kc_cb_result_t why; q->head && (why = stale(q->head->b)) != KC_CB_CONTINUE;)
+            give_back_as(q, q->head, why);
         if (q->head || q->closing || timeout_ms == 0 || timed_out)
             break;
         if (timeout_ms < 0)

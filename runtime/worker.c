@@ -188,6 +188,11 @@ static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b,
 {
     while (kc_records_next(b)) /* records of the view the callback did not read: the same */
         ;
+    if (res == KC_RT_CB_LAPSED) { /* pull mode did not hand it out: nothing to judge */
+        post_ack(w, p, p->next_deliver, b->next_offset - 1, b->delivery_count, KC_RT_SHARE_LAPSED);
+        advance(p, b->next_offset);
+        return DONE;
+    }
     int ack = res == KC_CB_CONTINUE || res == KC_CB_PAUSE ? KC_SHARE_ACCEPT : KC_SHARE_RELEASE;
     int64_t from = p->next_deliver;
     for (uint32_t i = 0; i < b->n_picks; i++) { /* kc_share_ack's, between the implicit runs */

@@ -21,7 +21,10 @@
  *   returns), including those of a callback still running at the call, which it waits for;
  *   kc_commit_async_results the same, answered through its callback;
  * - commit_in_pull_mode: with kc_poll, the commit covers the views polled and released before it
- *   and does not wait for views the workers queued that nobody polled yet.
+ *   and does not wait for views the workers queued that nobody polled yet;
+ * - pull_lapsed_not_handed_out: a view that waited to be polled until its records' lock ran out
+ *   (the group's lock at 2 s, the view before it held 3 s) is not handed out: the views polled
+ *   afterwards carry only records handed out again (delivery count 2+).
  * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
  * kc-test-label: share */
 #include "kc_test.h"
@@ -639,13 +642,71 @@ static void commit_in_pull_mode(void **state)
     kc_test_close(c);
 }
 
+/* pull_lapsed_not_handed_out: with the group's record lock at 2 s, a view polled and held for
+ * 3 s outlasts the lock of every record acquired with it, including those of the views the other
+ * worker queued meanwhile. None of those is handed out afterwards: the views polled after it
+ * carry only records the broker handed out again (delivery count 2 or more). */
+static void pull_lapsed_not_handed_out(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    char group[64], cmd[512];
+    snprintf(group, sizeof group, "kc-share-lapse-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-lapse", 1, group);
+    snprintf(cmd, sizeof cmd,
+             "tool ConfigCommand --bootstrap-server %s --entity-type groups --entity-name %s "
+             "--alter --add-config share.record.lock.duration.ms=2000",
+             kc_test_env("KC_SHARE_BOOTSTRAP"), group);
+    kc_sd_testkit(cmd);
+    pid_t producer = kc_sd_produce_start(N);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+    kc_callbacks_t cbs = {0}; /* pull mode */
+    kc_consumer_t *c = kc_sd_consumer(group, "worker.threads=2;callback.batch.max.records=5", &cbs);
+    kc_error_t err;
+    kc_records_t *b = NULL;
+    for (int64_t end = kc_test_now_ms() + 30000; !b && kc_test_now_ms() < end;)
+        if (kc_poll(c, 200, &b, &err) != KC_OK)
+            b = NULL;
+    assert_non_null(b);
+    int first_count = kc_records_delivery_count(b);
+    kc_test_sleep_ms(3000); /* the other worker's views wait in the queue meanwhile */
+    kc_records_release(c, b, KC_CB_CONTINUE); /* too late to count */
+    int after = 0, fresh = 0, views = 0;
+    for (int64_t end = kc_test_now_ms() + 3000; kc_test_now_ms() < end;) {
+        b = NULL;
+        if (kc_poll(c, 200, &b, &err) != KC_OK || !b)
+            continue;
+        views++;
+        int count = kc_records_delivery_count(b);
+        while (kc_records_next(b)) {
+            after++;
+            fresh += count == 1;
+        }
+        kc_records_release(c, b, KC_CB_CONTINUE);
+    }
+    long lapsed = metric(c, "kconsume_share_lapsed");
+    printf("# first view: delivery %d, held 3 s; then %d views, %d records, %d of delivery 1; "
+           "lapsed %ld\n",
+           first_count, views, after, fresh, lapsed);
+    kc_test_close(c);
+    assert_int_equal(first_count, 1);
+    assert_int_equal(fresh, 0);
+    assert_true(after > 0);
+    assert_true(lapsed > 0);
+}
+
 int main(void)
 {
     kc_test_filter();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(accept_exactly_once),     cmocka_unit_test(retry_releases),
-        cmocka_unit_test(verdicts_after_pause),    cmocka_unit_test(one_partition_on_every_worker),
-        cmocka_unit_test(commit_acknowledgements), cmocka_unit_test(commit_in_pull_mode),
+        cmocka_unit_test(accept_exactly_once),
+        cmocka_unit_test(retry_releases),
+        cmocka_unit_test(verdicts_after_pause),
+        cmocka_unit_test(one_partition_on_every_worker),
+        cmocka_unit_test(commit_acknowledgements),
+        cmocka_unit_test(commit_in_pull_mode),
+        cmocka_unit_test(pull_lapsed_not_handed_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -194,6 +194,24 @@ static void lapsed_views_not_delivered(void **state)
     stop();
 }
 
+/* Pull mode gives back a view whose lock ran out while it waited to be polled (its result
+ * KC_RT_CB_LAPSED): its records are posted lapsed, never judged; the views after it run. */
+static void view_given_back_lapsed(void **state)
+{
+    (void)state;
+    start_workers(1, 2);
+    atomic_store(&cb->result, KC_RT_CB_LAPSED);
+    kc_rt_bref_t b = fake_batch(0, 10, 4);
+    b.delivery_count = 1;
+    assert_int_equal(kc_rt_part_push(h->p[0], &b), KC_OK);
+    want_acked = 10;
+    assert_true(h_wait(h, lapsed_all, 5000));
+    assert_int_equal(atomic_load(&cb->entered), 5); /* views of 2 records, each given back */
+    assert_int_equal(h->share_acked[0] + h->share_acked[1] + h->share_acked[2] + h->share_acked[3],
+                     0);
+    stop();
+}
+
 static bool stopped(harness_t *x)
 {
     return x->stopped_cmpl == 1;
@@ -577,6 +595,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(continue_accepts),
         cmocka_unit_test(lapsed_views_not_delivered),
+        cmocka_unit_test(view_given_back_lapsed),
         cmocka_unit_test(retry_and_stop_release),
         cmocka_unit_test(pieces_deliver_only_their_records),
         cmocka_unit_test(views_each_get_their_verdict),
