@@ -262,7 +262,7 @@ typedef enum kc_cb_result {
  * back as a KC_EVENT_SHARE_ACK with KC_ERR_STATE. The lock's length is the broker's
  * (group.share.record.lock.duration.ms, told in each ShareFetch answer); a view not started
  * before its records' lock ran out (behind a slow callback) is not delivered at all (stats:
- * share.lapsed; in pull mode a view already waiting for kc_poll is still handed out).
+ * share.lapsed; in pull mode neither is a view whose lock ran out while it waited for kc_poll).
  * Committing acknowledgements (Java's commitSync / commitAsync): kc_commit, kc_commit_async and
  * their _results forms with no partitions (NULL, 0; a list is KC_ERR_INVALID_ARG) send the
  * verdicts given so far at once, rather than with the next ShareFetch, and answer when the
@@ -271,10 +271,12 @@ typedef enum kc_cb_result {
  * for); in pull mode every view kc_poll returned before the call (release the views you hold
  * first: one the calling thread still holds keeps the call waiting until its timeout). Results: one
  * per partition, `offset` one past the highest offset acknowledged, code KC_ERR_BROKER with
- * `kafka_code` where the broker refused some (INVALID_RECORD_STATE, 121: a lock ran out first); the
- * call's result is KC_ERR_TRANSPORT where a request got no usable answer (those records are handed
- * out again when their locks run out). Nothing to send: KC_OK with no results. kc_commit_metadata
- * refuses.
+ * `kafka_code` where the broker refused some (INVALID_RECORD_STATE, 121: a lock ran out first),
+ * KC_ERR_STATE where verdicts given since the last commit were not sent (their lock had run out,
+ * or the broker had handed the records out again: the KC_EVENT_SHARE_ACK said so too); the call's
+ * result is the worst of those (KC_ERR_BROKER over KC_ERR_STATE), and KC_ERR_TRANSPORT where a
+ * request got no usable answer (those records are handed out again when their locks run out).
+ * Nothing to send or report: KC_OK with no results. kc_commit_metadata refuses.
  */
 typedef enum kc_share_verdict {
     KC_SHARE_ACCEPT = 1,  /* processed: never delivered again */

@@ -79,8 +79,14 @@ kc_commit_result_t *kc_consumer_commit_results(kc_err_t rc, const kc_engine_offs
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(res[i].topic) + 1;
         memcpy(str, res[i].topic, len);
-        /* a refusal names its partitions; any other failure is the whole commit's */
-        kc_err_t code = rc == KC_ERR_BROKER ? (res[i].error ? KC_ERR_BROKER : KC_OK) : rc;
+        /* A refusal names its partitions; so does a share commit's verdict not sent
+         * (KC_ENGINE_SHARE_UNSENT: KC_ERR_STATE); any other failure is the whole commit's. */
+        kc_err_t code = rc;
+        if (rc == KC_ERR_BROKER || rc == KC_ERR_STATE)
+            code = res[i].error > 0                         ? KC_ERR_BROKER
+                   : res[i].error == KC_ENGINE_SHARE_UNSENT ? KC_ERR_STATE
+                   : res[i].error                           ? KC_ERR_TRANSPORT
+                                                            : KC_OK;
         out[i] = (kc_commit_result_t){str, res[i].partition, res[i].offset, code,
                                       code == KC_ERR_BROKER ? res[i].error : 0};
         str += len;
@@ -220,13 +226,12 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
         kc_error_t e;
         /* engine_done may answer (and free a) before kc_share_commit_start returns: a is not
          * touched after a successful start */
-        kc_err_t rc = a->tps ? kc_fail(&e, KC_ERR_INVALID_ARG,
-                                       "commit: a share group commits its acknowledgements, not "
-                                       "offsets: pass no partitions (NULL, 0)")
-                             : kc_share_commit_start(c,
-                                                     (int)kc_conf_int(c->conf,
-                                                                      KC_CONF_REQUEST_TIMEOUT_MS),
-                                                     engine_done, a, &e);
+        kc_err_t rc =
+            a->tps ? kc_fail(&e, KC_ERR_INVALID_ARG,
+                             "commit: a share group commits its acknowledgements, not "
+                             "offsets: pass no partitions (NULL, 0)")
+                   : kc_share_commit_start(c, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS),
+                                           engine_done, a, &e);
         if (rc != KC_OK) {
             a->rc = rc;
             a->err = e;

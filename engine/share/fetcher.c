@@ -60,9 +60,18 @@ typedef struct kc_eng_scommit {
     kc_engine_offset_t *res; /* topics owned */
     size_t n_res, cap_res;
     bool lost;             /* some acknowledgement got no usable answer */
+    bool refused;          /* the broker refused some */
     kc_error_t first_fail; /* the first refusal or loss, for the message */
     bool failed;
 } kc_eng_scommit_t;
+
+/* A partition's verdicts refused before they could be sent (kc_eng_share.refusals). */
+typedef struct kc_eng_srefusal {
+    char *topic;
+    int32_t partition;
+    int64_t last;  /* the highest offset refused */
+    char why[sizeof(((kc_error_t *)0)->msg)]; /* the first refusal's reason */
+} kc_eng_srefusal_t;
 
 struct kc_eng_share {
     char *group_id;
@@ -72,6 +81,10 @@ struct kc_eng_share {
     kc_eng_ssess_t **s;
     size_t n, cap;
     kc_eng_scommit_t *commits; /* in start order */
+    /* Verdicts refused here since the last commit started (kc_engine_share_ack: late, or no
+     * session to take them), one entry per partition: the next commit reports them. */
+    kc_eng_srefusal_t *refusals;
+    size_t n_refusals, cap_refusals;
     kc_engine_share_stats_t st;
 };
 
@@ -178,11 +191,12 @@ void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp)
         (void)kc_share_session_want(&e->share->s[i]->s, tp, false, NULL);
 }
 
-kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
-                             int64_t last, int16_t delivery_count, int type, kc_error_t *err)
+static void refusal_note(struct kc_eng_share *sh, const char *topic, int32_t partition,
+                         int64_t last, const char *why);
+
+static kc_err_t verdict(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                        int64_t last, int16_t delivery_count, int type, kc_error_t *err)
 {
-    if (!e->share)
-        return kc_fail(err, KC_ERR_STATE, "share: the engine has no share group");
     ssize_t i = kc_eng_find_part(e, topic, partition);
     if (i < 0 || !e->info[i].have_id)
         return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] is not fetched", topic,
@@ -201,6 +215,21 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
     e->share->st.acks_queued += (uint64_t)(last - first + 1);
     kc_eng_drive(e);
     return KC_OK;
+}
+
+kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                             int64_t last, int16_t delivery_count, int type, kc_error_t *err)
+{
+    if (!e->share)
+        return kc_fail(err, KC_ERR_STATE, "share: the engine has no share group");
+    kc_error_t why;
+    kc_err_t rc = verdict(e, topic, partition, first, last, delivery_count, type, &why);
+    if (rc != KC_OK) {
+        refusal_note(e->share, topic, partition, last, why.msg);
+        if (err)
+            *err = why;
+    }
+    return rc;
 }
 
 void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
@@ -248,6 +277,61 @@ static bool commit_has(const kc_eng_scommit_t *k, const kc_eng_ssess_t *ss)
     return false;
 }
 
+/* What became of topic[partition]'s acknowledgements up to offset `last`, in commit k's results:
+ * code 0 applied, > 0 the broker's refusal, KC_SHARE_ACK_UNSENT not sent (`why`), else no usable
+ * answer. */
+static void commit_note(kc_eng_scommit_t *k, const char *topic, int32_t partition, int64_t last,
+                        int16_t code, const char *why)
+{
+    kc_engine_offset_t *r = NULL;
+    for (size_t i = 0; i < k->n_res && !r; i++)
+        if (k->res[i].partition == partition && strcmp(k->res[i].topic, topic) == 0)
+            r = &k->res[i];
+    if (!r) {
+        if (k->n_res == k->cap_res) {
+            size_t cap = k->cap_res ? k->cap_res * 2 : 8;
+            kc_engine_offset_t *nr = realloc(k->res, cap * sizeof *nr);
+            if (!nr) {
+                k->lost = true; /* cannot say what became of it */
+                return;
+            }
+            k->res = nr;
+            k->cap_res = cap;
+        }
+        char *name = strdup(topic);
+        if (!name) {
+            k->lost = true;
+            return;
+        }
+        r = &k->res[k->n_res++];
+        *r = (kc_engine_offset_t){name, partition, -1, -1, NULL, 0};
+    }
+    if (last + 1 > r->offset)
+        r->offset = last + 1;
+    if (code < 0 && code != KC_SHARE_ACK_UNSENT)
+        k->lost = true;
+    k->refused = k->refused || code > 0;
+    if (code == 0 || r->error)
+        return;
+    r->error = code > 0 ? code : code == KC_SHARE_ACK_UNSENT ? KC_ENGINE_SHARE_UNSENT : -1;
+    if (k->failed)
+        return;
+    k->failed = true;
+    if (code == KC_SHARE_ACK_UNSENT)
+        kc_fail(&k->first_fail, KC_ERR_STATE,
+                "share commit: acknowledgements of %s[%d] not sent: %s", topic, (int)partition,
+                why ? why : "");
+    else if (code > 0)
+        kc_fail_kafka(&k->first_fail, code,
+                      "share commit: the broker refused acknowledgements of %s[%d]%s%s", topic,
+                      (int)partition, why && *why ? ": " : "", why ? why : "");
+    else
+        kc_fail(&k->first_fail, KC_ERR_TRANSPORT,
+                "share commit: acknowledgements of %s[%d] got no answer%s%s (their records are "
+                "handed out again once their locks run out)",
+                topic, (int)partition, why && *why ? ": " : "", why ? why : "");
+}
+
 /* An answer on tp's acknowledgements (up to offset `last`) for each commit that waits on ss
  * (the session counts them answered already: the marks move before the answer is reported). */
 static void commits_note(kc_engine_t *e, kc_eng_ssess_t *ss, const kc_tp_t *tp, int64_t last,
@@ -261,53 +345,50 @@ static void commits_note(kc_engine_t *e, kc_eng_ssess_t *ss, const kc_tp_t *tp, 
             topic = e->names.name_of(e->names.opaque, tp->topic_id);
             topic = topic ? topic : "";
         }
-        kc_engine_offset_t *r = NULL;
-        for (size_t i = 0; i < k->n_res && !r; i++)
-            if (k->res[i].partition == tp->partition && strcmp(k->res[i].topic, topic) == 0)
-                r = &k->res[i];
-        if (!r) {
-            if (k->n_res == k->cap_res) {
-                size_t cap = k->cap_res ? k->cap_res * 2 : 8;
-                kc_engine_offset_t *nr = realloc(k->res, cap * sizeof *nr);
-                if (!nr) {
-                    k->lost = true; /* cannot say what became of it */
-                    continue;
-                }
-                k->res = nr;
-                k->cap_res = cap;
-            }
-            char *name = strdup(topic);
-            if (!name) {
-                k->lost = true;
-                continue;
-            }
-            r = &k->res[k->n_res++];
-            *r = (kc_engine_offset_t){name, tp->partition, -1, -1, NULL, 0};
-        }
-        if (last + 1 > r->offset)
-            r->offset = last + 1;
-        if (code < 0 && code != KC_SHARE_ACK_UNSENT)
-            k->lost = true;
-        if (code == 0 || r->error)
-            continue;
-        r->error = code > 0 ? code : -1;
-        if (!k->failed) {
-            k->failed = true;
-            if (code == KC_SHARE_ACK_UNSENT)
-                kc_fail(&k->first_fail, KC_ERR_STATE,
-                        "share commit: acknowledgements of %s[%d] not sent: %s", topic,
-                        (int)tp->partition, why ? why : "");
-            else if (code > 0)
-                kc_fail_kafka(&k->first_fail, code,
-                              "share commit: the broker refused acknowledgements of %s[%d]%s%s",
-                              topic, (int)tp->partition, why && *why ? ": " : "", why ? why : "");
-            else
-                kc_fail(&k->first_fail, KC_ERR_TRANSPORT,
-                        "share commit: acknowledgements of %s[%d] got no answer%s%s (their "
-                        "records are handed out again once their locks run out)",
-                        topic, (int)tp->partition, why && *why ? ": " : "", why ? why : "");
+        commit_note(k, topic, tp->partition, last, code, why);
+    }
+}
+
+/* A verdict on topic[partition] up to `last` refused before it could be sent: kept for the next
+ * commit's results (one entry per partition; out of memory: only the event reports it). */
+static void refusal_note(struct kc_eng_share *sh, const char *topic, int32_t partition,
+                         int64_t last, const char *why)
+{
+    for (size_t i = 0; i < sh->n_refusals; i++) {
+        kc_eng_srefusal_t *r = &sh->refusals[i];
+        if (r->partition == partition && strcmp(r->topic, topic) == 0) {
+            if (last > r->last)
+                r->last = last;
+            return;
         }
     }
+    if (sh->n_refusals == sh->cap_refusals) {
+        size_t cap = sh->cap_refusals ? sh->cap_refusals * 2 : 4;
+        kc_eng_srefusal_t *nr = realloc(sh->refusals, cap * sizeof *nr);
+        if (!nr)
+            return;
+        sh->refusals = nr;
+        sh->cap_refusals = cap;
+    }
+    kc_eng_srefusal_t *r = &sh->refusals[sh->n_refusals];
+    if (!(r->topic = strdup(topic)))
+        return;
+    r->partition = partition;
+    r->last = last;
+    snprintf(r->why, sizeof r->why, "%s", why);
+    sh->n_refusals++;
+}
+
+/* Hands the refusals kept so far to commit k (NULL: drops them). */
+static void refusals_take(struct kc_eng_share *sh, kc_eng_scommit_t *k)
+{
+    for (size_t i = 0; i < sh->n_refusals; i++) {
+        kc_eng_srefusal_t *r = &sh->refusals[i];
+        if (k)
+            commit_note(k, r->topic, r->partition, r->last, KC_SHARE_ACK_UNSENT, r->why);
+        free(r->topic);
+    }
+    sh->n_refusals = 0;
 }
 
 static void commit_free(kc_eng_scommit_t *k)
@@ -324,10 +405,18 @@ static void commit_finish(kc_eng_scommit_t *k, kc_err_t rc, const kc_error_t *er
 {
     kc_error_t why;
     if (rc == KC_OK && k->failed) {
+        /* lost before refused before not sent: the call's result is the worst of its partitions'
+         * (each result says its own) */
         why = k->first_fail;
-        rc = k->lost ? KC_ERR_TRANSPORT : KC_ERR_BROKER;
+        rc = k->lost ? KC_ERR_TRANSPORT : k->refused ? KC_ERR_BROKER : KC_ERR_STATE;
         if (k->lost && why.code != KC_ERR_TRANSPORT)
             kc_fail(&why, KC_ERR_TRANSPORT, "share commit: some acknowledgements got no answer");
+        for (size_t i = 0; rc == KC_ERR_BROKER && why.code != rc && i < k->n_res; i++)
+            if (k->res[i].error > 0)
+                kc_fail_kafka(&why, k->res[i].error,
+                              "share commit: the broker refused acknowledgements of %s[%d], and "
+                              "some were not sent",
+                              k->res[i].topic, (int)k->res[i].partition);
         err = &why;
     } else if (rc == KC_OK && k->lost) {
         rc = kc_fail(&why, KC_ERR_TRANSPORT, "share commit: out of memory for the results");
@@ -392,14 +481,19 @@ kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, kc_engine_offset
         k->wait[k->n_wait] = sh->s[i];
         k->mark[k->n_wait++] = mark;
     }
-    if (!k->n_wait) {
-        commit_free(k);
-        *none = true;
-        return KC_OK;
-    }
     k->deadline = kc_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     k->cb = cb;
     k->opaque = opaque;
+    refusals_take(sh, k); /* the verdicts it covers that were refused before they could leave */
+    if (!k->n_wait) {
+        if (k->n_res || k->lost)
+            commit_finish(k, KC_OK, NULL); /* only refusals to report: answered now */
+        else {
+            commit_free(k);
+            *none = true;
+        }
+        return KC_OK;
+    }
     kc_eng_scommit_t **pp = &sh->commits;
     while (*pp)
         pp = &(*pp)->next;
@@ -769,6 +863,8 @@ void kc_eng_share_free(kc_engine_t *e)
         kc_share_session_free(&sh->s[k]->s);
         free(sh->s[k]);
     }
+    refusals_take(sh, NULL);
+    free(sh->refusals);
     free(sh->s);
     free(sh->group_id);
     free(sh->member_id);

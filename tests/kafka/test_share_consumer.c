@@ -22,6 +22,8 @@
  *   kc_commit_async_results the same, answered through its callback;
  * - commit_in_pull_mode: with kc_poll, the commit covers the views polled and released before it
  *   and does not wait for views the workers queued that nobody polled yet;
+ * - commit_reports_late_verdicts: a verdict refused before it left (its callback outlasted the
+ *   group's 2 s lock) is in the next commit's results (KC_ERR_STATE), not only in an event;
  * - pull_lapsed_not_handed_out: a view that waited to be polled until its records' lock ran out
  *   (the group's lock at 2 s, the view before it held 3 s) is not handed out: the views polled
  *   afterwards carry only records handed out again (delivery count 2+).
@@ -30,6 +32,7 @@
 #include "kc_test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -696,6 +699,65 @@ static void pull_lapsed_not_handed_out(void **state)
     assert_true(lapsed > 0);
 }
 
+/* commit_reports_late_verdicts: the first view's callback outlasts the group's 2 s lock, so its
+ * acceptance is refused before it leaves (the broker handed the records out again); the next
+ * commit lists the partition with KC_ERR_STATE and says why, instead of answering KC_OK. */
+typedef struct late {
+    _Atomic int calls, done_first;
+} late_t;
+
+static kc_cb_result_t late_records(void *opaque, kc_part_t *p, kc_records_t *b)
+{
+    (void)p;
+    (void)b;
+    late_t *l = opaque;
+    if (atomic_fetch_add(&l->calls, 1) == 0) {
+        kc_test_sleep_ms(3000);
+        atomic_store(&l->done_first, 1);
+    }
+    return KC_CB_CONTINUE;
+}
+
+static void commit_reports_late_verdicts(void **state)
+{
+    (void)state;
+    char group[64], cmd[512];
+    snprintf(group, sizeof group, "kc-share-late-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-late", 1, group);
+    snprintf(cmd, sizeof cmd,
+             "tool ConfigCommand --bootstrap-server %s --entity-type groups --entity-name %s "
+             "--alter --add-config share.record.lock.duration.ms=2000",
+             kc_test_env("KC_SHARE_BOOTSTRAP"), group);
+    kc_sd_testkit(cmd);
+    pid_t producer = kc_sd_produce_start(20);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+    late_t l = {0};
+    kc_callbacks_t cbs = {.on_records = late_records, .opaque = &l};
+    kc_consumer_t *c = kc_sd_consumer(group, "worker.threads=1", &cbs);
+    for (int64_t end = kc_test_now_ms() + 30000;
+         !atomic_load(&l.done_first) && kc_test_now_ms() < end;)
+        kc_test_sleep_ms(50);
+    assert_true(atomic_load(&l.done_first));
+    kc_commit_result_t *res = NULL;
+    size_t n = 0;
+    kc_error_t err = {0};
+    kc_err_t rc = kc_commit_results(c, NULL, 0, 10000, &res, &n, &err);
+    printf("# commit after the late verdict: %s (%s), %zu result(s)", kc_err_name(rc), err.msg, n);
+    for (size_t i = 0; i < n; i++)
+        printf("; %s[%d] %s offset %lld", res[i].topic, res[i].partition, kc_err_name(res[i].code),
+               (long long)res[i].offset);
+    printf("\n");
+    kc_test_close(c);
+    assert_int_equal(rc, KC_ERR_STATE);
+    assert_non_null(strstr(err.msg, "not sent"));
+    assert_int_equal(n, 1);
+    assert_int_equal(res[0].partition, 0);
+    assert_int_equal(res[0].code, KC_ERR_STATE);
+    assert_true(res[0].offset > 0);
+    free(res);
+}
+
 int main(void)
 {
     kc_test_filter();
@@ -707,6 +769,7 @@ int main(void)
         cmocka_unit_test(commit_acknowledgements),
         cmocka_unit_test(commit_in_pull_mode),
         cmocka_unit_test(pull_lapsed_not_handed_out),
+        cmocka_unit_test(commit_reports_late_verdicts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
