@@ -76,17 +76,19 @@ kc_commit_result_t *kc_consumer_commit_results(kc_err_t rc, const kc_engine_offs
     if (!out)
         return NULL;
     char *str = (char *)(out + n);
+    /* A refusal names its partitions; so does a share commit's verdict not sent
+     * (KC_ENGINE_SHARE_UNSENT: KC_ERR_STATE); any other failure is the whole commit's. */
+    bool per_partition = rc == KC_ERR_BROKER;
+    for (size_t i = 0; i < n; i++)
+        per_partition |= rc == KC_ERR_STATE && res[i].error == KC_ENGINE_SHARE_UNSENT;
     for (size_t i = 0; i < n; i++) {
         size_t len = strlen(res[i].topic) + 1;
         memcpy(str, res[i].topic, len);
-        /* A refusal names its partitions; so does a share commit's verdict not sent
-         * (KC_ENGINE_SHARE_UNSENT: KC_ERR_STATE); any other failure is the whole commit's. */
         kc_err_t code = rc;
-        if (rc == KC_ERR_BROKER || rc == KC_ERR_STATE)
-            code = res[i].error > 0                         ? KC_ERR_BROKER
-                   : res[i].error == KC_ENGINE_SHARE_UNSENT ? KC_ERR_STATE
-                   : res[i].error                           ? KC_ERR_TRANSPORT
-                                                            : KC_OK;
+        if (per_partition)
+            code = res[i].error == KC_ENGINE_SHARE_UNSENT ? KC_ERR_STATE
+                   : res[i].error                         ? KC_ERR_BROKER /* -1: Kafka's too */
+                                                          : KC_OK;
         out[i] = (kc_commit_result_t){str, res[i].partition, res[i].offset, code,
                                       code == KC_ERR_BROKER ? res[i].error : 0};
         str += len;
