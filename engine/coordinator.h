@@ -52,10 +52,13 @@ kc_err_t kc_engine_commit(kc_engine_t *e, const kc_commit_identity_t *who,
  * range of it with (INVALID_RECORD_STATE: a lock ran out first). rc: KC_OK all applied;
  * KC_ERR_BROKER some refused; KC_ERR_TRANSPORT some got no usable answer (the broker may or may
  * not have applied them: their locks run out and the records are handed out again);
- * KC_ERR_TIMEOUT. Nothing queued: *none, and `cb` is not called. Share groups' counterpart of
- * kc_engine_commit, in its terms; implemented by share/fetcher.c. */
-kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, kc_engine_offsets_cb cb,
-                                void *opaque, bool *none, kc_error_t *err);
+ * KC_ERR_TIMEOUT. `refusals` (the application's commits): the results also list the partitions
+ * whose verdicts were refused before they could leave since the last such commit (error
+ * KC_ENGINE_SHARE_UNSENT; rc KC_ERR_STATE when nothing worse happened), and a commit with only
+ * those is answered at once. Nothing queued or to report: *none, and `cb` is not called. Share
+ * groups' counterpart of kc_engine_commit, in its terms; implemented by share/fetcher.c. */
+kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, bool refusals,
+                                kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err);
 /* A group member's identity, read when each request is built (network thread), never when the
  * call starts: the member epoch / generation moves with every rebalance, and a commit retried
  * after a coordinator move or a STALE_MEMBER_EPOCH must carry the current one. KC_OK fills *who

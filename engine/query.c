@@ -143,6 +143,9 @@ static int kafka_retriable(int16_t code)
 static void answer_now(q_t *q)
 {
     kc_engine_query_t *in = q->in;
+    if (in->rc == KC_OK && !in->md) /* its first Metadata request is still out */
+        in->rc = kc_fail(&in->err, q->e->closing ? KC_ERR_CLOSED : KC_ERR_TIMEOUT,
+                         "Metadata: no answer within the timeout");
     for (size_t i = 0; i < in->n_lookups; i++)
         if (!q->final[i] && in->lookups[i].rc == KC_OK)
             lk_fail(&in->lookups[i],
@@ -188,6 +191,8 @@ static kc_err_t lo_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
     q_req_t *r = opaque;
     kc_engine_query_t *in = r->q->in;
+    if (!in) /* answered at its deadline while this waited for its connection: not sent */
+        return KC_ERR_CLOSED;
     kc_list_offsets_request_t m;
     kc_list_offsets_request_init(&m);
     m.replica_id = -1;
@@ -451,6 +456,8 @@ static void lookups_send(q_t *q)
 static kc_err_t md_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 {
     q_t *q = opaque;
+    if (!q->in) /* as lo_encode: the asker's topic strings may be gone */
+        return KC_ERR_CLOSED;
     kc_metadata_request_t m;
     kc_metadata_request_init(&m);
     m.allow_auto_topic_creation = false;

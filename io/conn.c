@@ -52,10 +52,33 @@ static req_t *q_pop(req_q *q)
     return r;
 }
 
+/* A finished request: kept for the next submit, or freed. */
+static void req_put(kc_conn_t *c, req_t *r)
+{
+    if (c->n_spare >= REQ_SPARE) {
+        free(r);
+        return;
+    }
+    r->next = c->spare;
+    c->spare = r;
+    c->n_spare++;
+}
+
+static req_t *req_get(kc_conn_t *c)
+{
+    req_t *r = c->spare;
+    if (!r)
+        return calloc(1, sizeof *r);
+    c->spare = r->next;
+    c->n_spare--;
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
 static void fail_req(kc_conn_t *c, req_t *r, kc_err_t code)
 {
     r->spec.cb(c, code, NULL, 0, r->version, r->spec.opaque);
-    free(r);
+    req_put(c, r);
 }
 
 static void fail_queue(kc_conn_t *c, req_q *q, kc_err_t code)
@@ -115,6 +138,11 @@ void kc_conn_finish_reset(kc_conn_t *c)
         free(c->cbuf);
         free(c->servers);
         free(c->client_id);
+        while (c->spare) {
+            req_t *r = c->spare;
+            c->spare = r->next;
+            free(r);
+        }
         if (c->o.auth_free)
             c->o.auth_free(c->o.auth_opaque);
         free(c);
@@ -247,7 +275,7 @@ static kc_err_t submit(kc_conn_t *c, const kc_conn_req_spec_t *spec, int interna
     }
     if (c->state == KC_CONN_FAILED)
         return kc_fail(err, c->fail_err.code, "%s", c->fail_err.msg);
-    req_t *r = calloc(1, sizeof *r);
+    req_t *r = req_get(c);
     if (!r)
         return kc_fail(err, KC_ERR_NOMEM, "request: out of memory");
     r->spec = *spec;
@@ -257,7 +285,7 @@ static kc_err_t submit(kc_conn_t *c, const kc_conn_req_spec_t *spec, int interna
     if (internal || (c->state == KC_CONN_READY && !c->reauth)) {
         kc_err_t rc = dispatch(c, r, err);
         if (rc != KC_OK) {
-            free(r);
+            req_put(c, r);
             return rc;
         }
     } else {
@@ -363,7 +391,7 @@ int kc_conn_deliver(kc_conn_t *c, kc_buf_t *frame)
     c->last_active_ns = kc_now_ns();
     uint64_t resets = c->st.resets;
     r->spec.cb(c, KC_OK, frame, body_off, r->version, r->spec.opaque);
-    free(r);
+    req_put(c, r);
     arm_request_timer(c);
     return c->st.resets == resets; /* a state change (HANDSHAKE -> READY) is no reason to stop */
 }

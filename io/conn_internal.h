@@ -10,6 +10,7 @@
 #include "resolver.h"
 
 #define STAGE_CAP (64 * 1024)
+#define REQ_SPARE 4
 #define MAX_ADDRS 32
 
 typedef struct req {
@@ -53,6 +54,10 @@ struct kc_conn {
     int32_t next_corr;
     req_q pending;  /* accepted while not READY: not yet encoded */
     req_q inflight; /* encoded (in `out`, `sending`, or on the wire), awaiting answers */
+    /* Finished requests kept for the next ones (req_put / submit), at most REQ_SPARE: a steady
+     * fetch loop sends one request per answer, so it needs no allocation per request. */
+    req_t *spare;
+    int n_spare;
     kc_wbuf_t out, sending;
     uint8_t *stage;
     size_t stage_off, stage_len;

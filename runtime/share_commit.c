@@ -73,8 +73,8 @@ static void hand_over(struct kc_share_cwait *w)
     int64_t left = w->deadline_ms - kc_now_ms();
     kc_error_t err;
     bool none = false;
-    kc_err_t rc = kc_engine_share_commit(c->e, left > 0 ? (int)left : 0, w->cb, w->opaque, &none,
-                                         &err);
+    kc_err_t rc =
+        kc_engine_share_commit(c->e, left > 0 ? (int)left : 0, true, w->cb, w->opaque, &none, &err);
     if (rc != KC_OK)
         w->cb(w->opaque, rc, &err, NULL, 0);
     else if (none) /* nothing to acknowledge: a success with no results */

@@ -54,9 +54,11 @@ static void put_part(kc_consumer_t *c, kc_json_t *b, size_t n, const char *topic
                 (long long)hw, (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
                 (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
                 atomic_load_explicit(&p->last_worker, memory_order_relaxed));
+    /* A share member's partitions all carry the share fields, zeros where the engine has none
+     * (not added yet, or being revoked): the first one's fields decide the metrics families. */
     kc_engine_share_part_stats_t sp;
-    if (c->e && kc_conf_share(c->conf) &&
-        kc_engine_share_part_stats(c->e, topic, partition, &sp) == KC_OK)
+    if (c->e && kc_conf_share(c->conf)) {
+        (void)kc_engine_share_part_stats(c->e, topic, partition, &sp); /* zeroes it when none */
         kc_json_raw(
             b,
             ",\"share_acquired\":%" PRIu64 ",\"share_delivered\":%" PRIu64
@@ -66,6 +68,7 @@ static void put_part(kc_consumer_t *c, kc_json_t *b, size_t n, const char *topic
             ",\"share_ack_late\":%" PRIu64 ",\"share_lapsed\":%" PRIu64 ",\"share_held\":%lld",
             sp.acquired, sp.delivered, sp.refused, sp.acked[1], sp.acked[2], sp.acked[3],
             sp.acked[0], sp.ack_errors, sp.ack_lost, sp.ack_late, sp.lapsed, (long long)sp.held);
+    }
     kc_json_raw(b, "}");
 }
 

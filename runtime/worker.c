@@ -188,7 +188,7 @@ static step_t share_verdict(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b,
 {
     while (kc_records_next(b)) /* records of the view the callback did not read: the same */
         ;
-    if (res == KC_RT_CB_LAPSED) { /* pull mode did not hand it out: nothing to judge */
+    if (res == KC_RT_CB_LAPSED && !b->counted) { /* pull mode did not hand it out */
         post_ack(w, p, p->next_deliver, b->next_offset - 1, b->delivery_count, KC_RT_SHARE_LAPSED);
         advance(p, b->next_offset);
         return DONE;

@@ -128,8 +128,9 @@ static bool commit_acks(kc_group_t *g, const kc_group_action_t *a)
     kc_error_t err;
     bool none = false;
     kc_group_op_t *op = kc_group_op_new(g, KC_GROUP_OP_COMMIT, a->seq);
-    bool sent = op && kc_engine_share_commit(g->e, (int)g->conf.commit_timeout_ms, commit_done, op,
-                                             &none, &err) == KC_OK &&
+    bool sent = op &&
+                kc_engine_share_commit(g->e, (int)g->conf.commit_timeout_ms, false, commit_done, op,
+                                       &none, &err) == KC_OK &&
                 !none;
     if (!sent && op)
         kc_group_op_end(op);

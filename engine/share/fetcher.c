@@ -44,6 +44,7 @@ typedef struct kc_eng_ssess {
     kc_share_fetch_request_t fq;
     kc_share_acknowledge_request_t aq;
     kc_buf_t *frame; /* the answer being applied (share_records slices it) */
+    kc_arena_t ans;  /* its decoded arrays: reset after each answer, its first chunk kept */
 } kc_eng_ssess_t;
 
 /* A commit of acknowledgements (kc_engine_share_commit) waiting for the broker's answers: the
@@ -69,7 +70,7 @@ typedef struct kc_eng_scommit {
 typedef struct kc_eng_srefusal {
     char *topic;
     int32_t partition;
-    int64_t last;  /* the highest offset refused */
+    int64_t last;                             /* the highest offset refused */
     char why[sizeof(((kc_error_t *)0)->msg)]; /* the first refusal's reason */
 } kc_eng_srefusal_t;
 
@@ -228,6 +229,8 @@ kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partitio
         refusal_note(e->share, topic, partition, last, why.msg);
         if (err)
             *err = why;
+        if (e->share->record_limit) /* held no more: room to fetch again */
+            kc_eng_drive(e);
     }
     return rc;
 }
@@ -247,6 +250,8 @@ void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition
     kc_share_session_lapsed(&ss->s, &e->parts[i].tp, first, last, delivery_count);
     if (e->info[i].share_st)
         e->info[i].share_st->lapsed += ss->s.c.lapsed - lapsed;
+    if (e->share->record_limit) /* held no more: room to fetch again */
+        kc_eng_drive(e);
 }
 
 /* ---- commits of acknowledgements ------------------------------------------------------------ */
@@ -311,7 +316,8 @@ static void commit_note(kc_eng_scommit_t *k, const char *topic, int32_t partitio
     if (code < 0 && code != KC_SHARE_ACK_UNSENT)
         k->lost = true;
     k->refused = k->refused || code > 0;
-    if (code == 0 || r->error)
+    /* the first failure stands, but a broker's code is worth more than "not sent" */
+    if (code == 0 || (r->error && !(code > 0 && r->error == KC_ENGINE_SHARE_UNSENT)))
         return;
     r->error = code > 0 ? code : code == KC_SHARE_ACK_UNSENT ? KC_ENGINE_SHARE_UNSENT : -1;
     if (k->failed)
@@ -455,8 +461,8 @@ static void commits_check(kc_engine_t *e, int64_t now, int64_t *wake)
     }
 }
 
-kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, kc_engine_offsets_cb cb,
-                                void *opaque, bool *none, kc_error_t *err)
+kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, bool refusals,
+                                kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err)
 {
     *none = false;
     struct kc_eng_share *sh = e->share;
@@ -484,7 +490,8 @@ kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, kc_engine_offset
     k->deadline = kc_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
     k->cb = cb;
     k->opaque = opaque;
-    refusals_take(sh, k); /* the verdicts it covers that were refused before they could leave */
+    if (refusals) /* the verdicts it covers that were refused before they could leave */
+        refusals_take(sh, k);
     if (!k->n_wait) {
         if (k->n_res || k->lost)
             commit_finish(k, KC_OK, NULL); /* only refusals to report: answered now */
@@ -671,25 +678,25 @@ static void sess_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
         kc_eng_drive(e);
         return;
     }
-    kc_arena_t a = {0};
+    kc_arena_t *a = &ss->ans;
     kc_rbuf_t r = kc_rbuf(frame->data + body_off, frame->len - body_off);
     ss->frame = frame;
     if (ss->ack_req) {
         kc_share_acknowledge_response_t m;
-        if (kc_share_acknowledge_response_decode(&m, version, &r, &a, &err) == KC_OK)
+        if (kc_share_acknowledge_response_decode(&m, version, &r, a, &err) == KC_OK)
             kc_share_session_ack_answer(&ss->s, &m, &h);
         else
             kc_share_session_failed(&ss->s, &err, &h);
     } else {
         kc_share_fetch_response_t m;
-        if (kc_share_fetch_response_decode(&m, version, &r, &a, &err) == KC_OK)
-            kc_share_session_fetch_answer(&ss->s, &m, &a, &h);
+        if (kc_share_fetch_response_decode(&m, version, &r, a, &err) == KC_OK)
+            kc_share_session_fetch_answer(&ss->s, &m, a, &h);
         else
             kc_share_session_failed(&ss->s, &err, &h);
         e->share->st.fetches++;
     }
     ss->frame = NULL;
-    kc_arena_free(&a);
+    kc_arena_reset(a);
     kc_buf_unref(frame);
     if (ss->s.epoch == KC_SHARE_EPOCH_OPEN && !ss->s.closed)
         ss->retry_at_ms = kc_now_ms() + e->conf.retry_backoff_ms; /* reset: not in a hot loop */
@@ -861,6 +868,7 @@ void kc_eng_share_free(kc_engine_t *e)
     }
     for (size_t k = 0; k < sh->n; k++) {
         kc_share_session_free(&sh->s[k]->s);
+        kc_arena_free(&sh->s[k]->ans);
         free(sh->s[k]);
     }
     refusals_take(sh, NULL);

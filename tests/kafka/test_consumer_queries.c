@@ -261,6 +261,31 @@ static void retries(void **state)
     assert_true(took <= 600);
     assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
 
+    /* The time runs out while the first Metadata request is out (its answer held back 1 s): a
+     * timeout, not "no such topic". Then while a lookup waits for its leader's connection to be
+     * ready (that connection's ApiVersions answer held back 1.5 s): a timeout, and the request,
+     * encoded once the connection is ready, no longer touches the question the caller took
+     * back. The consumer answers as before afterwards. */
+    kc_consumer_t *fresh = consumer_at(kc_fp_bootstrap(fp));
+    int32_t parts = -1;
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "delay api=Metadata ms=1000 count=1"), 0);
+    rc = kc_topic_partitions(fresh, topic, &parts, 300, &err);
+    printf("# Metadata held back: %s: %s\n", kc_err_name(rc), err.msg);
+    assert_int_equal(rc, KC_ERR_TIMEOUT);
+    kc_test_sleep_ms(1000);
+    assert_int_equal(kc_topic_partitions(fresh, topic, &parts, 10000, &err), KC_OK);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "delay api=ApiVersions ms=1500 count=1"),
+                     0);
+    rc = kc_offsets_for_times(fresh, &q, 1, 700, &err);
+    printf("# leader connection held back: %s: %s\n", kc_err_name(rc), err.msg);
+    assert_int_equal(rc, KC_ERR_TIMEOUT);
+    kc_test_sleep_ms(1500);
+    assert_int_equal(kc_offsets_for_times(fresh, &q, 1, 10000, &err), KC_OK);
+    assert_int_equal(q.offset, 50);
+    assert_int_equal(kc_close(fresh, 5000, &err), KC_OK);
+    kc_destroy(fresh);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
+
     /* Failures asking again cannot change end the call at once, naming the API: Metadata
      * answers that do not decode, then a broker without a ListOffsets version we speak. */
     assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "garbage api=Metadata count=100000"), 0);
