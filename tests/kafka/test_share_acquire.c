@@ -81,9 +81,7 @@ static void record_limit_leaves_records_to_others(void **state)
     char group[64];
     snprintf(group, sizeof group, "kc-share-acq-g-%d", (int)getpid());
     kc_sd_setup("kc-share-acq", 1, group);
-    pid_t producer = kc_sd_produce_start(RECORDS);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_produce(RECORDS);
     tally_t *t = calloc(1, sizeof *t);
     assert_non_null(t);
     pthread_mutex_init(&t->mu, NULL);

@@ -1,8 +1,8 @@
 /* Share groups under membership churn, through the public API (group.type=share, worker pool),
  * against a real share-enabled broker:
  * - churn: three consumers on a 3-partition topic while 30,000 records are written; five times
- *   during the run one consumer closes (leaving mid-stream, records in its callbacks) and a new one joins.
- *   Every record reaches a callback exactly once across all of them: a record a leaving member
+ *   during the run one consumer closes (leaving mid-stream, records in its callbacks) and a new one
+ * joins. Every record reaches a callback exactly once across all of them: a record a leaving member
  *   accepted must not be handed out again (its verdict reaches the broker before the member
  *   leaves), and none is lost;
  * - many_members: twelve consumers on a 3-partition topic (more members than partitions, so the

@@ -205,9 +205,7 @@ static void retry_releases(void **state)
     snprintf(group, sizeof group, "kc-share-retry-g-%d", (int)getpid());
     kc_sd_setup("kc-share-retry", 1, group);
     enum { N = 200 };
-    pid_t producer = kc_sd_produce_start(N);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_produce(N);
     tally_t *t = calloc(1, sizeof *t);
     assert_non_null(t);
     pthread_mutex_init(&t->mu, NULL);
@@ -324,9 +322,7 @@ static void verdicts_after_pause(void **state)
     char group[64];
     snprintf(group, sizeof group, "kc-share-pause-g-%d", (int)getpid());
     kc_sd_setup("kc-share-pause", 1, group);
-    pid_t producer = kc_sd_produce_start(N);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_produce(N);
     gate_t *g = calloc(1, sizeof *g);
     assert_non_null(g);
     pthread_mutex_init(&g->mu, NULL);
@@ -493,9 +489,7 @@ static void one_partition_on_every_worker(void **state)
     char group[64];
     snprintf(group, sizeof group, "kc-share-par-g-%d", (int)getpid());
     kc_sd_setup("kc-share-par", 1, group);
-    pid_t producer = kc_sd_produce_start(N);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_produce(N);
     par_t *t = calloc(1, sizeof *t);
     assert_non_null(t);
     pthread_mutex_init(&t->mu, NULL);
@@ -535,9 +529,7 @@ static void commit_acknowledgements(void **state)
     char group[64];
     snprintf(group, sizeof group, "kc-share-commit-g-%d", (int)getpid());
     kc_sd_setup("kc-share-commit", 1, group);
-    pid_t producer = kc_sd_produce_start(N);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_produce(N);
     ctally_t *t = calloc(1, sizeof *t);
     assert_non_null(t);
     pthread_mutex_init(&t->mu, NULL);
@@ -580,9 +572,7 @@ static void commit_acknowledgements(void **state)
     }
     free(res);
     /* the rest, then more, committed asynchronously */
-    producer = kc_sd_produce_start(MORE);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_produce(MORE);
     end = kc_test_now_ms() + 60000 * kc_test_time_scale();
     while (processed(t) < N + MORE && kc_test_now_ms() < end)
         kc_test_sleep_ms(20);
@@ -615,9 +605,7 @@ static void commit_in_pull_mode(void **state)
     char group[64];
     snprintf(group, sizeof group, "kc-share-pull-g-%d", (int)getpid());
     kc_sd_setup("kc-share-pull", 2, group);
-    pid_t producer = kc_sd_produce_start(N);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_produce(N);
     kc_callbacks_t cbs = {0}; /* pull mode */
     kc_consumer_t *c =
         kc_sd_consumer(group, "worker.threads=2;callback.batch.max.records=10", &cbs);
@@ -653,17 +641,11 @@ static void pull_lapsed_not_handed_out(void **state)
 {
     (void)state;
     enum { N = 40 };
-    char group[64], cmd[512];
+    char group[64];
     snprintf(group, sizeof group, "kc-share-lapse-g-%d", (int)getpid());
     kc_sd_setup("kc-share-lapse", 1, group);
-    snprintf(cmd, sizeof cmd,
-             "tool ConfigCommand --bootstrap-server %s --entity-type groups --entity-name %s "
-             "--alter --add-config share.record.lock.duration.ms=2000",
-             kc_test_env("KC_SHARE_BOOTSTRAP"), group);
-    kc_sd_testkit(cmd);
-    pid_t producer = kc_sd_produce_start(N);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_group_config(group, "share.record.lock.duration.ms=2000");
+    kc_sd_produce(N);
     kc_callbacks_t cbs = {0}; /* pull mode */
     kc_consumer_t *c = kc_sd_consumer(group, "worker.threads=2;callback.batch.max.records=5", &cbs);
     kc_error_t err;
@@ -721,17 +703,11 @@ static kc_cb_result_t late_records(void *opaque, kc_part_t *p, kc_records_t *b)
 static void commit_reports_late_verdicts(void **state)
 {
     (void)state;
-    char group[64], cmd[512];
+    char group[64];
     snprintf(group, sizeof group, "kc-share-late-g-%d", (int)getpid());
     kc_sd_setup("kc-share-late", 1, group);
-    snprintf(cmd, sizeof cmd,
-             "tool ConfigCommand --bootstrap-server %s --entity-type groups --entity-name %s "
-             "--alter --add-config share.record.lock.duration.ms=2000",
-             kc_test_env("KC_SHARE_BOOTSTRAP"), group);
-    kc_sd_testkit(cmd);
-    pid_t producer = kc_sd_produce_start(20);
-    while (!kc_sd_produce_done(producer))
-        kc_test_sleep_ms(50);
+    kc_sd_group_config(group, "share.record.lock.duration.ms=2000");
+    kc_sd_produce(20);
     late_t l = {0};
     kc_callbacks_t cbs = {.on_records = late_records, .opaque = &l};
     kc_consumer_t *c = kc_sd_consumer(group, "worker.threads=1", &cbs);

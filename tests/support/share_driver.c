@@ -40,15 +40,28 @@ void kc_sd_setup(const char *prefix, int partitions, const char *group)
     snprintf(kc_sd_topic, sizeof kc_sd_topic, "%s-%d", prefix, (int)getpid());
     snprintf(cmd, sizeof cmd, "topic create %s --partitions %d", kc_sd_topic, partitions);
     kc_sd_testkit(cmd);
-    snprintf(cmd, sizeof cmd,
-             "tool ConfigCommand --bootstrap-server %s --entity-type groups --entity-name %s "
-             "--alter --add-config share.auto.offset.reset=earliest",
-             kc_test_env("KC_SHARE_BOOTSTRAP"), group);
-    kc_sd_testkit(cmd);
+    kc_sd_group_config(group, "share.auto.offset.reset=earliest");
     int fd = kc_tb_connect(kc_test_env("KC_SHARE_BOOTSTRAP"));
     assert_true(fd >= 0);
     kc_gd_metadata_topic(fd, kc_sd_topic, kc_sd_topic_id, partitions);
     close(fd);
+}
+
+void kc_sd_group_config(const char *group, const char *setting)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "tool ConfigCommand --bootstrap-server %s --entity-type groups --entity-name %s "
+             "--alter --add-config %s",
+             kc_test_env("KC_SHARE_BOOTSTRAP"), group, setting);
+    kc_sd_testkit(cmd);
+}
+
+void kc_sd_produce(int records)
+{
+    pid_t producer = kc_sd_produce_start(records);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
 }
 
 pid_t kc_sd_produce_start(int records)

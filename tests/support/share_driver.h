@@ -52,6 +52,11 @@ void kc_sd_testkit(const char *args);
 /* Creates kc_sd_topic (name from `prefix` and the pid) with `partitions` and makes `group` start
  * at the earliest offset. */
 void kc_sd_setup(const char *prefix, int partitions, const char *group);
+/* Sets `setting` ("key=value") on share group `group` (kafka-configs --entity-type groups): e.g.
+ * share.record.lock.duration.ms, for tests that wait for a lock to run out. */
+void kc_sd_group_config(const char *group, const char *setting);
+/* Writes `records` keyed records to kc_sd_topic (kc_sd_produce_start) and waits until they are. */
+void kc_sd_produce(int records);
 /* Writes `records` keyed records to kc_sd_topic in a child process (values: the record index,
  * zero-padded), so members keep heartbeating meanwhile; kc_sd_produce_done says when it is over
  * (and fails the test if the producer failed). */
