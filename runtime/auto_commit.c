@@ -228,12 +228,13 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
         kc_error_t e;
         /* engine_done may answer (and free a) before kc_share_commit_start returns: a is not
          * touched after a successful start */
-        kc_err_t rc =
-            a->tps ? kc_fail(&e, KC_ERR_INVALID_ARG,
-                             "commit: a share group commits its acknowledgements, not "
-                             "offsets: pass no partitions (NULL, 0)")
-                   : kc_share_commit_start(c, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS),
-                                           engine_done, a, &e);
+        kc_err_t rc = a->tps ? kc_fail(&e, KC_ERR_INVALID_ARG,
+                                       "commit: a share group commits its acknowledgements, not "
+                                       "offsets: pass no partitions (NULL, 0)")
+                             : kc_share_commit_start(c,
+                                                     (int)kc_conf_int(c->conf,
+                                                                      KC_CONF_REQUEST_TIMEOUT_MS),
+                                                     engine_done, a, &e);
         if (rc != KC_OK) {
             a->rc = rc;
             a->err = e;

@@ -712,12 +712,8 @@ static int32_t fetch_allowance(const struct kc_eng_share *sh)
     if (!sh->record_limit)
         return sh->max_records;
     int64_t taken = 0;
-    for (size_t k = 0; k < sh->n; k++) {
-        const kc_share_session_t *s = &sh->s[k]->s;
-        taken += sh->s[k]->asked;
-        for (size_t i = 0; i < s->n; i++)
-            taken += s->parts[i].held.records;
-    }
+    for (size_t k = 0; k < sh->n; k++)
+        taken += sh->s[k]->asked + kc_share_session_held(&sh->s[k]->s, NULL);
     return taken < sh->max_records ? (int32_t)(sh->max_records - taken) : 0;
 }
 
@@ -937,8 +933,7 @@ size_t kc_engine_share_session_stats(const kc_engine_t *e, kc_engine_share_sessi
         o->lapsed = s->c.lapsed;
         o->bad_answers = s->c.bad_answers;
         o->partitions = s->n;
-        for (size_t j = 0; j < s->n; j++)
-            o->held += s->parts[j].held.records;
+        o->held = kc_share_session_held(s, NULL);
     }
     return e->share->n;
 }

@@ -83,10 +83,11 @@ kc_err_t kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t
 
 int64_t kc_share_session_held(const kc_share_session_t *s, const kc_tp_t *tp)
 {
+    int64_t n = 0;
     for (size_t i = 0; i < s->n; i++)
-        if (kc_tp_cmp(&s->parts[i].tp, tp) == 0)
-            return s->parts[i].held.records;
-    return 0;
+        if (!tp || kc_tp_cmp(&s->parts[i].tp, tp) == 0)
+            n += s->parts[i].held.records;
+    return n;
 }
 
 kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,

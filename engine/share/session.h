@@ -148,7 +148,7 @@ kc_err_t kc_share_session_want(kc_share_session_t *s, const kc_tp_t *tp, bool on
 kc_err_t kc_share_session_hold(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
                                int64_t last, int16_t delivery_count, int64_t deadline,
                                kc_error_t *err);
-/* Records of tp held here (0: none, or not in the session). */
+/* Records of tp held here (0: none, or not in the session); tp NULL: of every partition. */
 int64_t kc_share_session_held(const kc_share_session_t *s, const kc_tp_t *tp);
 /* Queues the acknowledgement of acquired records first..last that were never handed out (GAP
  * for offsets without a record, RELEASE for records not delivered). KC_ERR_NOT_FOUND for a
