@@ -59,6 +59,17 @@ kc_err_t kc_engine_commit(kc_engine_t *e, const kc_commit_identity_t *who,
  * groups' counterpart of kc_engine_commit, in its terms; implemented by share/fetcher.c. */
 kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, bool refusals,
                                 kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err);
+/* Renew the acquisition lock of offsets [first, last] of that delivery (KIP-1222): sent at once
+ * in a ShareAcknowledge (v2) with whatever else is pending for the broker holding them, and `cb`
+ * is called as for kc_engine_share_commit once that broker answered (its result for the
+ * partition says whether the renewal took; kc_engine_share_deadline then gives the new
+ * deadline), at the deadline, or at kc_engine_close. Refused at once, `cb` not called:
+ * KC_ERR_STATE when the lock ran out already or the records were handed out again,
+ * KC_ERR_UNSUPPORTED when their broker has no ShareAcknowledge v2 (Kafka before 4.2),
+ * KC_ERR_TRANSPORT when it is not connected now, KC_ERR_CLOSED once closing. */
+kc_err_t kc_engine_share_renew(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                               int64_t last, int16_t delivery_count, int timeout_ms,
+                               kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
 /* A group member's identity, read when each request is built (network thread), never when the
  * call starts: the member epoch / generation moves with every rebalance, and a commit retried
  * after a coordinator move or a STALE_MEMBER_EPOCH must carry the current one. KC_OK fills *who

@@ -174,6 +174,10 @@ kc_err_t kc_engine_share_add(kc_engine_t *e, const char *topic, int32_t partitio
  * again before the verdict (share/held.h). */
 kc_err_t kc_engine_share_ack(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
                              int64_t last, int16_t delivery_count, int type, kc_error_t *err);
+/* When the lock of `offset` of that delivery has surely run out (kc_now_ms), as the engine knows
+ * it now; -1 when the member does not hold it. */
+int64_t kc_engine_share_deadline(const kc_engine_t *e, const char *topic, int32_t partition,
+                                 int64_t offset, int16_t delivery_count);
 /* Acquired offsets [first, last] of that delivery were not handed to the application: their
  * lock ran out first. Nothing is sent; they are held no more (counted in `lapsed`). */
 void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
@@ -189,6 +193,7 @@ typedef struct kc_engine_share_stats {
     uint64_t ack_lost;    /* their request got no usable answer */
     uint64_t ack_late;    /* not sent: their delivery's lock ran out before the verdict */
     uint64_t lapsed;      /* not delivered: their lock ran out before their view started */
+    uint64_t renewed;     /* records whose lock the broker renewed (kc_engine_share_renew) */
 } kc_engine_share_stats_t;
 void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out);
 /* One share partition's records, counted while it is assigned (from kc_engine_share_add to
@@ -202,6 +207,7 @@ typedef struct kc_engine_share_part_stats {
     uint64_t ack_lost;   /* their request got no usable answer */
     uint64_t ack_late;   /* not sent: their delivery's lock ran out, or it was handed out again */
     uint64_t lapsed;     /* not delivered: their lock ran out before their view started */
+    uint64_t renewed;    /* records whose lock the broker renewed */
     int64_t held;        /* now: delivered, awaiting their verdicts */
 } kc_engine_share_part_stats_t;
 /* KC_ERR_NOT_FOUND unless topic[partition] is a share partition of the engine. */
@@ -211,7 +217,7 @@ kc_err_t kc_engine_share_part_stats(const kc_engine_t *e, const char *topic, int
 typedef struct kc_engine_share_session_stats {
     int32_t broker, epoch; /* epoch: the next request's (0: opens, share/session.h) */
     uint64_t requests, resets, opened;
-    uint64_t acquired, acked[4], ack_errors, ack_lost, ack_late, lapsed, bad_answers;
+    uint64_t acquired, acked[4], ack_errors, ack_lost, ack_late, lapsed, renewed, bad_answers;
     size_t partitions; /* in the session now, fetched or awaiting verdicts */
     int64_t held;
 } kc_engine_share_session_stats_t;

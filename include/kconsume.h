@@ -290,6 +290,20 @@ typedef enum kc_share_verdict {
  * and for a repeat or an earlier record, KC_ERR_INVALID_ARG for another view's record. */
 KC_API kc_err_t kc_share_ack(kc_records_t *b, const kc_record_t *r, kc_share_verdict_t verdict,
                              kc_error_t *err);
+/* Renew the acquisition lock of the view's records (KIP-1222, Java's AcknowledgeType.RENEW), from
+ * inside on_records (or, in pull mode, by the thread holding the view) when the work takes
+ * longer than the lock: the broker starts their lock again and keeps them for this member, so
+ * the verdict given when the callback returns still counts. It covers the records of the view's
+ * batch from the view's first record on (those the view has not returned yet too), and waits up
+ * to timeout_ms for the broker's answer (it is sent at once, after a ShareFetch in flight to
+ * that broker returns, with the verdicts given so far). Allowed in callbacks: it waits for the
+ * network thread only. KC_OK: renewed (the lock runs for group.share.record.lock.duration.ms
+ * again from the answer); KC_ERR_STATE when the lock ran out already or the records were handed
+ * out again (the verdict will not count: the records go to another delivery), or outside share
+ * groups; KC_ERR_BROKER with kafka_code (INVALID_RECORD_STATE: the broker had released them);
+ * KC_ERR_UNSUPPORTED when the broker has no lock renewal (Kafka before 4.2); KC_ERR_TRANSPORT,
+ * KC_ERR_TIMEOUT, KC_ERR_CLOSED. Counted in the stats as `renewed`. */
+KC_API kc_err_t kc_share_renew(kc_records_t *b, int timeout_ms, kc_error_t *err);
 
 /* Kind of event for on_event (group-level). */
 typedef enum kc_event_type {
@@ -342,10 +356,11 @@ typedef struct kc_event {
     /* KC_EVENT_SHARE_ACK (share groups; 0 otherwise): the broker's answer to verdicts this member
      * sent for `topic` / `partition` in one request (a ShareFetch or ShareAcknowledge), one event
      * per contiguous run of offsets ack_first..`offset` (inclusive): ack_records of them got a
-     * verdict (accepted, released or rejected), the others hold no record. `error` is NULL when
-     * the broker applied them; else why not: KC_ERR_BROKER with the broker's code (e.g.
-     * INVALID_RECORD_STATE when an acquisition lock ran out first: the broker had handed the
-     * records out again), KC_ERR_TRANSPORT when the request got no answer (the broker then
+     * verdict (accepted, released or rejected), the others hold no record or were renewed
+     * (kc_share_renew answers its caller; a run of renewals alone is posted only if refused).
+     * `error` is NULL when the broker applied them; else why not: KC_ERR_BROKER with the broker's
+     * code (e.g. INVALID_RECORD_STATE when an acquisition lock ran out first: the broker had handed
+     * the records out again), KC_ERR_TRANSPORT when the request got no answer (the broker then
      * hands the records out again when their locks run out), or KC_ERR_STATE when they were
      * not sent: a callback outlasted the lock, which ran out, or the records came back as a
      * new delivery, before its verdict. Refusals are always posted

@@ -814,6 +814,9 @@ static void on_net(kc_loop_t *loop, void *arg)
     case KC_COP_GROUP_CLOSE:
         kc_rt_group_call(c, k, on_cmpl);
         break;
+    case KC_COP_SHARE_RENEW:
+        k->rc = kc_share_renew_start(c, k);
+        break;
     case KC_COP_RT_DEAD:
         atomic_store_explicit(&c->rt_live, 0, memory_order_release);
         kc_consumer_stats_stop(c, loop);

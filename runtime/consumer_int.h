@@ -140,6 +140,11 @@ typedef struct kc_ccall {
     kc_commit_result_t *results;
     size_t n_results;
     char *text; /* KC_COP_STATS: the stats JSON, malloc'd; the caller frees it */
+    /* KC_COP_SHARE_RENEW: offsets value..last of the delivery with delivery_count; under mu,
+     * the lock's new deadline (kc_now_ms) once renewed */
+    int64_t last;
+    int16_t delivery_count;
+    int64_t deadline;
 } kc_ccall_t;
 
 enum {
@@ -166,6 +171,7 @@ enum {
     KC_COP_GROUP_CLOSE,      /* group.c: revoke, commit, leave; done when left */
     KC_COP_COMMITS_IDLE,     /* kc_close: done once no async commit waits for its answer */
     KC_COP_STATS,            /* text <- one stats JSON object, now (kc_metrics) */
+    KC_COP_SHARE_RENEW,      /* share_renew.c: renew a view's lock; done when the broker answered */
 };
 
 /* Runs `k` on the network thread and returns its result. Any app thread. */
@@ -212,6 +218,8 @@ kc_err_t kc_share_commit_start(kc_consumer_t *c, int timeout_ms, kc_engine_offse
 void kc_share_commit_mark(kc_consumer_t *c);
 void kc_share_commit_run(kc_consumer_t *c);
 void kc_share_commit_close(kc_consumer_t *c);
+/* share_renew.c: KC_COP_SHARE_RENEW on the network thread (kc_share_renew waits for k->done). */
+kc_err_t kc_share_renew_start(kc_consumer_t *c, kc_ccall_t *k);
 /* consumer.c, network thread: hands every completion the workers posted to the consumer (the
  * share commits' mark before, run after). No-op once the dispatcher is dead. */
 void kc_consumer_drain_completions(kc_consumer_t *c);

@@ -59,15 +59,17 @@ static void put_part(kc_consumer_t *c, kc_json_t *b, size_t n, const char *topic
     kc_engine_share_part_stats_t sp;
     if (c->e && kc_conf_share(c->conf)) {
         (void)kc_engine_share_part_stats(c->e, topic, partition, &sp); /* zeroes it when none */
-        kc_json_raw(
-            b,
-            ",\"share_acquired\":%" PRIu64 ",\"share_delivered\":%" PRIu64
-            ",\"share_refused\":%" PRIu64 ",\"share_accepted\":%" PRIu64
-            ",\"share_released\":%" PRIu64 ",\"share_rejected\":%" PRIu64 ",\"share_gaps\":%" PRIu64
-            ",\"share_ack_errors\":%" PRIu64 ",\"share_ack_lost\":%" PRIu64
-            ",\"share_ack_late\":%" PRIu64 ",\"share_lapsed\":%" PRIu64 ",\"share_held\":%lld",
-            sp.acquired, sp.delivered, sp.refused, sp.acked[1], sp.acked[2], sp.acked[3],
-            sp.acked[0], sp.ack_errors, sp.ack_lost, sp.ack_late, sp.lapsed, (long long)sp.held);
+        kc_json_raw(b,
+                    ",\"share_acquired\":%" PRIu64 ",\"share_delivered\":%" PRIu64
+                    ",\"share_refused\":%" PRIu64 ",\"share_accepted\":%" PRIu64
+                    ",\"share_released\":%" PRIu64 ",\"share_rejected\":%" PRIu64
+                    ",\"share_gaps\":%" PRIu64 ",\"share_ack_errors\":%" PRIu64
+                    ",\"share_ack_lost\":%" PRIu64 ",\"share_ack_late\":%" PRIu64
+                    ",\"share_lapsed\":%" PRIu64 ",\"share_renewed\":%" PRIu64
+                    ",\"share_held\":%lld",
+                    sp.acquired, sp.delivered, sp.refused, sp.acked[1], sp.acked[2], sp.acked[3],
+                    sp.acked[0], sp.ack_errors, sp.ack_lost, sp.ack_late, sp.lapsed, sp.renewed,
+                    (long long)sp.held);
     }
     kc_json_raw(b, "}");
 }
@@ -84,12 +86,12 @@ static void put_share_sessions(const kc_consumer_t *c, kc_json_t *b)
                     ",\"opened\":%" PRIu64 ",\"acquired\":%" PRIu64 ",\"accepted\":%" PRIu64
                     ",\"released\":%" PRIu64 ",\"rejected\":%" PRIu64 ",\"gaps\":%" PRIu64
                     ",\"ack_errors\":%" PRIu64 ",\"ack_lost\":%" PRIu64 ",\"ack_late\":%" PRIu64
-                    ",\"lapsed\":%" PRIu64 ",\"bad_answers\":%" PRIu64
+                    ",\"lapsed\":%" PRIu64 ",\"renewed\":%" PRIu64 ",\"bad_answers\":%" PRIu64
                     ",\"partitions\":%zu,\"held\":%lld}",
                     i ? "," : "", s[i].broker, s[i].epoch, s[i].requests, s[i].resets, s[i].opened,
                     s[i].acquired, s[i].acked[1], s[i].acked[2], s[i].acked[3], s[i].acked[0],
-                    s[i].ack_errors, s[i].ack_lost, s[i].ack_late, s[i].lapsed, s[i].bad_answers,
-                    s[i].partitions, (long long)s[i].held);
+                    s[i].ack_errors, s[i].ack_lost, s[i].ack_late, s[i].lapsed, s[i].renewed,
+                    s[i].bad_answers, s[i].partitions, (long long)s[i].held);
     kc_json_raw(b, "]");
 }
 
@@ -158,9 +160,10 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
                     ",\"acquired_refused\":%" PRIu64 ",\"verdicts\":%" PRIu64
                     ",\"accepted\":%" PRIu64 ",\"released\":%" PRIu64 ",\"rejected\":%" PRIu64
                     ",\"gaps\":%" PRIu64 ",\"ack_errors\":%" PRIu64 ",\"ack_lost\":%" PRIu64
-                    ",\"ack_late\":%" PRIu64 ",\"lapsed\":%" PRIu64 "}",
+                    ",\"ack_late\":%" PRIu64 ",\"lapsed\":%" PRIu64 ",\"renewed\":%" PRIu64 "}",
                     ss.fetches, ss.delivered, ss.refused, ss.acks_queued, ss.acked[1], ss.acked[2],
-                    ss.acked[3], ss.acked[0], ss.ack_errors, ss.ack_lost, ss.ack_late, ss.lapsed);
+                    ss.acked[3], ss.acked[0], ss.ack_errors, ss.ack_lost, ss.ack_late, ss.lapsed,
+                    ss.renewed);
         put_share_sessions(c, &b);
     }
     kc_json_raw(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",

@@ -30,9 +30,10 @@ static bool reserve(kc_share_acks_t *a)
 kc_err_t kc_share_acks_add(kc_share_acks_t *a, int64_t first, int64_t last,
                            kc_share_ack_type_t type, kc_error_t *err)
 {
-    if (type < KC_SHARE_ACK_GAP || type > KC_SHARE_ACK_REJECT)
+    if (type < KC_SHARE_ACK_GAP || type > KC_SHARE_ACK_RENEW)
         return kc_fail(err, KC_ERR_INVALID_ARG,
-                       "acknowledge type %d is none of gap, accept, release, reject", (int)type);
+                       "acknowledge type %d is none of gap, accept, release, reject, renew",
+                       (int)type);
     /* last < INT64_MAX: every "last + 1" below, and a run's length, stay representable. */
     if (first < 0 || last < first || last == INT64_MAX)
         return kc_fail(err, KC_ERR_INVALID_ARG, "acknowledge: bad offset range %lld..%lld",
@@ -155,17 +156,39 @@ kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_
     return KC_OK;
 }
 
-void kc_share_ack_batches_count(const kc_share_ack_batch_t *b, int32_t n, int64_t counts[4])
+void kc_share_ack_batches_count(const kc_share_ack_batch_t *b, int32_t n,
+                                int64_t counts[KC_SHARE_ACK_TYPES])
 {
     for (int32_t i = 0; i < n; i++) {
         int64_t len = b[i].last - b[i].first + 1;
         if (b[i].n_types == 1) {
-            if (b[i].types[0] >= 0 && b[i].types[0] <= 3)
+            if (b[i].types[0] >= 0 && b[i].types[0] < KC_SHARE_ACK_TYPES)
                 counts[b[i].types[0]] += len;
             continue;
         }
         for (int32_t j = 0; j < b[i].n_types; j++)
-            if (b[i].types[j] >= 0 && b[i].types[j] <= 3)
+            if (b[i].types[j] >= 0 && b[i].types[j] < KC_SHARE_ACK_TYPES)
                 counts[b[i].types[j]]++;
+    }
+}
+
+bool kc_share_acks_has_renew(const kc_share_acks_t *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->items[i].type == KC_SHARE_ACK_RENEW)
+            return true;
+    return false;
+}
+
+void kc_share_acks_drop_renew(kc_share_acks_t *a, int64_t first, int64_t last)
+{
+    size_t i = lower_bound(a, first);
+    while (i < a->n && a->items[i].span.first <= last) {
+        if (a->items[i].type != KC_SHARE_ACK_RENEW) {
+            i++;
+            continue;
+        }
+        (void)reserve(a); /* for a split; without room the renewal past `last` goes too */
+        kc_share_span_cut(a->items, &a->n, a->cap, ACK, i, first, last, &i);
     }
 }

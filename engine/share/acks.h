@@ -18,6 +18,7 @@
 #ifndef KC_ENGINE_SHARE_ACKS_H
 #define KC_ENGINE_SHARE_ACKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +32,10 @@ typedef enum kc_share_ack_type {
     KC_SHARE_ACK_ACCEPT = 1,
     KC_SHARE_ACK_RELEASE = 2,
     KC_SHARE_ACK_REJECT = 3,
+    /* not a verdict: the records stay acquired, their lock starts again (KIP-1222, v2 only) */
+    KC_SHARE_ACK_RENEW = 4,
 } kc_share_ack_type_t;
+#define KC_SHARE_ACK_TYPES 5
 
 /* The longest run of consecutive offsets sent with one type per offset. */
 #define KC_SHARE_ACK_TYPES_MAX 4096
@@ -67,6 +71,11 @@ kc_err_t kc_share_acks_drop(kc_share_acks_t *a, int64_t first, int64_t last, kc_
 kc_err_t kc_share_acks_take(kc_share_acks_t *a, kc_arena_t *arena, kc_share_ack_batch_t **out,
                             int32_t *n, kc_error_t *err);
 /* Records the batches cover, by type (index kc_share_ack_type_t), for the stats and results. */
-void kc_share_ack_batches_count(const kc_share_ack_batch_t *b, int32_t n, int64_t counts[4]);
+void kc_share_ack_batches_count(const kc_share_ack_batch_t *b, int32_t n,
+                                int64_t counts[KC_SHARE_ACK_TYPES]);
+/* Any renewal pending? */
+bool kc_share_acks_has_renew(const kc_share_acks_t *a);
+/* Drops the renewals pending of offsets first..last (a verdict on them supersedes them). */
+void kc_share_acks_drop_renew(kc_share_acks_t *a, int64_t first, int64_t last);
 
 #endif

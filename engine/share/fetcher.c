@@ -254,6 +254,21 @@ void kc_engine_share_lapsed(kc_engine_t *e, const char *topic, int32_t partition
         kc_eng_drive(e);
 }
 
+int64_t kc_engine_share_deadline(const kc_engine_t *e, const char *topic, int32_t partition,
+                                 int64_t offset, int16_t delivery_count)
+{
+    ssize_t i = e->share ? kc_eng_find_part(e, topic, partition) : -1;
+    if (i < 0 || !e->info[i].have_id)
+        return -1;
+    for (size_t k = 0; k < e->share->n; k++) {
+        int64_t d =
+            kc_share_session_deadline(&e->share->s[k]->s, &e->parts[i].tp, offset, delivery_count);
+        if (d >= 0)
+            return d;
+    }
+    return -1;
+}
+
 /* ---- commits of acknowledgements ------------------------------------------------------------ */
 
 static bool commit_waits_on(const kc_eng_scommit_t *k, const kc_eng_ssess_t *ss)
@@ -461,15 +476,12 @@ static void commits_check(kc_engine_t *e, int64_t now, int64_t *wake)
     }
 }
 
-kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, bool refusals,
-                                kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err)
+/* A commit of what is queued in the sessions (`only`: in that one alone). */
+static kc_err_t commit_start(kc_engine_t *e, kc_eng_ssess_t *only, int timeout_ms, bool refusals,
+                             kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err)
 {
     *none = false;
     struct kc_eng_share *sh = e->share;
-    if (!sh)
-        return kc_fail(err, KC_ERR_STATE, "share commit: the engine has no share group");
-    if (e->closing)
-        return kc_fail(err, KC_ERR_CLOSED, "share commit: the consumer is closing");
     kc_eng_scommit_t *k = calloc(1, sizeof *k);
     if (k) {
         k->wait = calloc(sh->n ? sh->n : 1, sizeof *k->wait);
@@ -482,7 +494,7 @@ kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, bool refusals,
     }
     for (size_t i = 0; i < sh->n; i++) {
         uint64_t mark = kc_share_session_ack_mark(&sh->s[i]->s);
-        if (kc_share_session_answered(&sh->s[i]->s, mark))
+        if ((only && sh->s[i] != only) || kc_share_session_answered(&sh->s[i]->s, mark))
             continue;
         k->wait[k->n_wait] = sh->s[i];
         k->mark[k->n_wait++] = mark;
@@ -507,6 +519,56 @@ kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, bool refusals,
     *pp = k;
     kc_eng_drive(e);
     return KC_OK;
+}
+
+kc_err_t kc_engine_share_commit(kc_engine_t *e, int timeout_ms, bool refusals,
+                                kc_engine_offsets_cb cb, void *opaque, bool *none, kc_error_t *err)
+{
+    *none = false;
+    if (!e->share)
+        return kc_fail(err, KC_ERR_STATE, "share commit: the engine has no share group");
+    if (e->closing)
+        return kc_fail(err, KC_ERR_CLOSED, "share commit: the consumer is closing");
+    return commit_start(e, NULL, timeout_ms, refusals, cb, opaque, none, err);
+}
+
+kc_err_t kc_engine_share_renew(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
+                               int64_t last, int16_t delivery_count, int timeout_ms,
+                               kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
+{
+    if (!e->share)
+        return kc_fail(err, KC_ERR_STATE, "share: the engine has no share group");
+    if (e->closing)
+        return kc_fail(err, KC_ERR_CLOSED, "renew: the consumer is closing");
+    ssize_t i = kc_eng_find_part(e, topic, partition);
+    if (i < 0 || !e->info[i].have_id)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "renew: %s[%d] is not fetched", topic, partition);
+    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp, first, delivery_count);
+    if (!ss)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "renew: %s[%d] has no share session", topic,
+                       partition);
+    /* Only the broker holding the records can renew them, and only at ShareAcknowledge v2: ask
+     * its connection now rather than queue a renewal that would fail the whole request later. */
+    kc_conn_t *c = kc_eng_broker_conn(e, ss->s.broker);
+    if (!c || kc_conn_state(c) != KC_CONN_READY)
+        return kc_fail(err, KC_ERR_TRANSPORT,
+                       "renew: %s[%d]: not connected to broker %d, which holds the records", topic,
+                       partition, (int)ss->s.broker);
+    if (kc_conn_pick_version(c, KC_SHARE_ACKNOWLEDGE_REQUEST_API_KEY, 2, 2) < 0)
+        return kc_fail(err, KC_ERR_UNSUPPORTED,
+                       "renew: broker %d has no ShareAcknowledge v2 (lock renewal, KIP-1222, "
+                       "Kafka 4.2+)",
+                       (int)ss->s.broker);
+    kc_err_t rc = kc_share_session_renew(&ss->s, &e->parts[i].tp, first, last, delivery_count,
+                                         kc_now_ms(), err);
+    if (rc != KC_OK)
+        return rc;
+    /* Answered by this session's answer alone: another broker's long poll is not its business. */
+    bool none = false;
+    rc = commit_start(e, ss, timeout_ms, false, cb, opaque, &none, err);
+    if (rc == KC_OK && none) /* cannot be: the renewal is queued */
+        rc = kc_fail(err, KC_ERR_STATE, "renew: nothing was queued");
+    return rc;
 }
 
 /* ---- answers ------------------------------------------------------------------------------ */
@@ -595,13 +657,14 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
     ssize_t i = kc_eng_find_tp(e, tp);
     kc_engine_share_part_stats_t *st = i >= 0 ? e->info[i].share_st : NULL;
     if (st) {
-        int64_t by[4] = {0};
+        int64_t by[KC_SHARE_ACK_TYPES] = {0};
         kc_share_ack_batches_count(b, n, by);
-        for (int t = 0; t < 4; t++)
-            *(code == 0                     ? &st->acked[t]
-              : code > 0                    ? &st->ack_errors
-              : code == KC_SHARE_ACK_UNSENT ? &st->ack_late
-                                            : &st->ack_lost) += (uint64_t)by[t];
+        for (int t = 0; t < KC_SHARE_ACK_TYPES; t++)
+            *(code == 0 && t == KC_SHARE_ACK_RENEW ? &st->renewed
+              : code == 0                          ? &st->acked[t]
+              : code > 0                           ? &st->ack_errors
+              : code == KC_SHARE_ACK_UNSENT        ? &st->ack_late
+                                                   : &st->ack_lost) += (uint64_t)by[t];
     }
     if (e->sink.share_acked) {
         /* One report per contiguous run of batches: a member's acquired ranges need not be
@@ -610,18 +673,20 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
         for (int32_t k = 0, run = 0; k < n; k++) {
             if (k + 1 < n && b[k + 1].first == b[k].last + 1)
                 continue;
-            int64_t rc[4] = {0};
+            int64_t rc[KC_SHARE_ACK_TYPES] = {0};
             kc_share_ack_batches_count(b + run, k - run + 1, rc);
-            e->sink.share_acked(e->sink.opaque, topic ? topic : "", tp->partition, b[run].first,
-                                b[k].last, rc[1] + rc[2] + rc[3], code, why);
+            /* renewals alone are answered to their caller (kc_engine_share_deadline) */
+            if (rc[0] + rc[1] + rc[2] + rc[3] > 0 || code != 0)
+                e->sink.share_acked(e->sink.opaque, topic ? topic : "", tp->partition, b[run].first,
+                                    b[k].last, rc[1] + rc[2] + rc[3], code, why);
             run = k + 1;
         }
     }
     if (code == 0)
         return;
-    int64_t c[4] = {0};
+    int64_t c[KC_SHARE_ACK_TYPES] = {0};
     kc_share_ack_batches_count(b, n, c);
-    e->share->st.ack_failed += (uint64_t)(c[0] + c[1] + c[2] + c[3]);
+    e->share->st.ack_failed += (uint64_t)(c[0] + c[1] + c[2] + c[3] + c[4]);
     kc_log(KC_LOG_WARN, "share",
            "broker %d partition %d: acknowledgement of offsets %" PRId64 "..%" PRId64
            " refused (%s)%s%s",
@@ -684,7 +749,7 @@ static void sess_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
     if (ss->ack_req) {
         kc_share_acknowledge_response_t m;
         if (kc_share_acknowledge_response_decode(&m, version, &r, a, &err) == KC_OK)
-            kc_share_session_ack_answer(&ss->s, &m, &h);
+            kc_share_session_ack_answer(&ss->s, &m, kc_now_ms(), &h);
         else
             kc_share_session_failed(&ss->s, &err, &h);
     } else {
@@ -744,7 +809,9 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
                                  allow,
                                  sh->record_limit ? KC_SHARE_ACQUIRE_RECORD_LIMIT
                                                   : KC_SHARE_ACQUIRE_BATCHES};
-    if (!close && commit_pending_on(e, ss) && kc_share_session_has_acks(&ss->s) &&
+    /* A commit waits, or a renewal is pending (a ShareFetch cannot carry one and fetch). */
+    if (!close && (commit_pending_on(e, ss) || kc_share_session_has_renewals(&ss->s)) &&
+        kc_share_session_has_acks(&ss->s) &&
         kc_share_session_acknowledge(&ss->s, sh->group_id, sh->member_id, false, &ss->aq, &err) ==
             KC_OK)
         ss->ack_req = true;
@@ -766,14 +833,14 @@ static void sess_send(kc_engine_t *e, kc_eng_ssess_t *ss, bool close, int64_t no
      * whole batches, more than the member may hold, so it is refused instead (an error event). */
     kc_conn_req_spec_t spec = {
         ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_API_KEY : KC_SHARE_FETCH_REQUEST_API_KEY,
-        !ss->ack_req && sh->record_limit ? 2 : 1,
+        (!ss->ack_req && sh->record_limit) || (ss->ack_req && ss->aq.is_renew_ack) ? 2 : 1,
         ss->ack_req ? KC_SHARE_ACKNOWLEDGE_REQUEST_MAX_VERSION : KC_SHARE_FETCH_REQUEST_MAX_VERSION,
         fetch_encode,
         sess_done,
         ss};
     ss->asked = ss->ack_req ? 0 : allow;
     kc_err_t rc = kc_conn_send(c, &spec, &err);
-    if (rc == KC_ERR_UNSUPPORTED && spec.min_version == 2) {
+    if (rc == KC_ERR_UNSUPPORTED && spec.min_version == 2 && !ss->ack_req) {
         kc_error_t why;
         kc_fail(&why, rc, "share.acquire.mode=record_limit needs ShareFetch v2 (Kafka 4.2+): %s",
                 err.msg);
@@ -892,6 +959,7 @@ void kc_engine_share_stats(const kc_engine_t *e, kc_engine_share_stats_t *out)
         out->ack_lost += c->ack_lost;
         out->ack_late += c->ack_late;
         out->lapsed += c->lapsed;
+        out->renewed += c->renewed;
     }
 }
 
@@ -931,6 +999,7 @@ size_t kc_engine_share_session_stats(const kc_engine_t *e, kc_engine_share_sessi
         o->ack_lost = s->c.ack_lost;
         o->ack_late = s->c.ack_late;
         o->lapsed = s->c.lapsed;
+        o->renewed = s->c.renewed;
         o->bad_answers = s->c.bad_answers;
         o->partitions = s->n;
         o->held = kc_share_session_held(s, NULL);

@@ -91,3 +91,54 @@ kc_share_held_verdict_t kc_share_held_take(kc_share_held_t *h, int64_t first, in
         return KC_SHARE_HELD_AGAIN;
     return s.expired ? KC_SHARE_HELD_EXPIRED : KC_SHARE_HELD_LIVE;
 }
+
+kc_share_held_verdict_t kc_share_held_check(const kc_share_held_t *h, int64_t first, int64_t last,
+                                            int16_t delivery_count, int64_t now, int16_t *count_now)
+{
+    int64_t matched = 0;
+    bool expired = false;
+    *count_now = 0;
+    for (size_t i = lower_bound(h, first); i < h->n && h->items[i].span.first <= last; i++) {
+        const kc_share_hold_t *x = &h->items[i];
+        if (x->delivery_count != delivery_count) {
+            if (x->delivery_count > *count_now)
+                *count_now = x->delivery_count;
+            continue;
+        }
+        int64_t lo = x->span.first > first ? x->span.first : first;
+        int64_t hi = x->span.last < last ? x->span.last : last;
+        matched += hi - lo + 1;
+        expired = expired || now >= x->deadline;
+    }
+    if (matched != last - first + 1 || *count_now)
+        return KC_SHARE_HELD_AGAIN;
+    return expired ? KC_SHARE_HELD_EXPIRED : KC_SHARE_HELD_LIVE;
+}
+
+void kc_share_held_renew(kc_share_held_t *h, int64_t first, int64_t last, int64_t deadline)
+{
+    /* Each part held with an earlier deadline is held again, by the same delivery, with the new
+     * one (kc_share_held_add replaces it); the new hold's deadline ends the search there. */
+    size_t i = lower_bound(h, first);
+    while (i < h->n && h->items[i].span.first <= last) {
+        const kc_share_hold_t *x = &h->items[i];
+        if (x->deadline >= deadline) {
+            i++;
+            continue;
+        }
+        int64_t lo = x->span.first > first ? x->span.first : first;
+        int64_t hi = x->span.last < last ? x->span.last : last;
+        if (kc_share_held_add(h, lo, hi, x->delivery_count, deadline, NULL) != KC_OK)
+            return;
+        i = lower_bound(h, hi) + 1; /* past the new hold, lo..hi */
+    }
+}
+
+int64_t kc_share_held_deadline(const kc_share_held_t *h, int64_t offset, int16_t delivery_count)
+{
+    size_t i = lower_bound(h, offset);
+    return i < h->n && h->items[i].span.first <= offset &&
+                   h->items[i].delivery_count == delivery_count
+               ? h->items[i].deadline
+               : -1;
+}

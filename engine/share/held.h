@@ -20,6 +20,9 @@
  * that one (INVALID_RECORD_STATE), or ignores it as above when the records were accepted
  * elsewhere meanwhile.
  *
+ * A renewal (KIP-1222) starts the lock of held offsets again: once the broker answered it, the
+ * deadline moves to that answer's arrival plus the lock's length, as for the fetch.
+ *
  * A new delivery of held offsets (the lock ran out while a callback still ran, and the broker
  * handed them back) replaces the old one's hold: the old verdict finds its offsets held by
  * another count and is refused.
@@ -73,5 +76,19 @@ kc_err_t kc_share_held_add(kc_share_held_t *h, int64_t first, int64_t last, int1
  * KC_SHARE_HELD_AGAIN, the highest delivery count holding one of them (0: none). */
 kc_share_held_verdict_t kc_share_held_take(kc_share_held_t *h, int64_t first, int64_t last,
                                            int16_t delivery_count, int64_t now, int16_t *count_now);
+
+/* What kc_share_held_take would answer for that verdict, nothing taken (a renewal's check). */
+kc_share_held_verdict_t kc_share_held_check(const kc_share_held_t *h, int64_t first, int64_t last,
+                                            int16_t delivery_count, int64_t now,
+                                            int16_t *count_now);
+
+/* The broker renewed the lock of offsets first..last (KIP-1222): whatever of them is still held,
+ * by whichever delivery, is surely out at `deadline` now, unless its deadline is later already.
+ * Out of memory (a split), a part keeps its old deadline. */
+void kc_share_held_renew(kc_share_held_t *h, int64_t first, int64_t last, int64_t deadline);
+
+/* The deadline of `offset` in the delivery with `delivery_count`; -1 when that delivery does not
+ * hold it. */
+int64_t kc_share_held_deadline(const kc_share_held_t *h, int64_t offset, int16_t delivery_count);
 
 #endif

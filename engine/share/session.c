@@ -138,7 +138,56 @@ kc_err_t kc_share_session_verdict(kc_share_session_t *s, const kc_tp_t *tp, int6
                        "and judged since",
                        (int)delivery_count);
     }
+    kc_share_acks_drop_renew(&p->pending, first, last); /* the verdict supersedes a renewal */
     return kc_share_session_ack(s, tp, first, last, type, err);
+}
+
+kc_err_t kc_share_session_renew(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
+                                int64_t last, int16_t delivery_count, int64_t now, kc_error_t *err)
+{
+    kc_share_spart_t *p = find(s, tp);
+    if (!p)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "renew: partition %d is not fetched from broker %d",
+                       (int)tp->partition, (int)s->broker);
+    if (first < 0 || last < first)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "renew: bad offset range %lld..%lld",
+                       (long long)first, (long long)last);
+    int16_t now_count;
+    switch (kc_share_held_check(&p->held, first, last, delivery_count, now, &now_count)) {
+    case KC_SHARE_HELD_LIVE:
+        break;
+    case KC_SHARE_HELD_EXPIRED:
+        return kc_fail(err, KC_ERR_STATE,
+                       "renew: the acquisition lock of delivery %d ran out already: the broker "
+                       "hands the records out again",
+                       (int)delivery_count);
+    case KC_SHARE_HELD_AGAIN:
+        if (now_count)
+            return kc_fail(err, KC_ERR_STATE,
+                           "renew: the records of delivery %d were handed out again (delivery %d)",
+                           (int)delivery_count, (int)now_count);
+        return kc_fail(err, KC_ERR_STATE, "renew: the records of delivery %d are not held",
+                       (int)delivery_count);
+    }
+    kc_share_acks_drop_renew(&p->pending, first, last); /* one renewal pending at a time */
+    return kc_share_session_ack(s, tp, first, last, KC_SHARE_ACK_RENEW, err);
+}
+
+bool kc_share_session_has_renewals(const kc_share_session_t *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (kc_share_acks_has_renew(&s->parts[i].pending))
+            return true;
+    return false;
+}
+
+int64_t kc_share_session_deadline(const kc_share_session_t *s, const kc_tp_t *tp, int64_t offset,
+                                  int16_t delivery_count)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (kc_tp_cmp(&s->parts[i].tp, tp) == 0)
+            return kc_share_held_deadline(&s->parts[i].held, offset, delivery_count);
+    return -1;
 }
 
 void kc_share_session_lapsed(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
@@ -253,7 +302,7 @@ kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_para
     if (s->inflight || s->closed)
         return kc_fail(err, KC_ERR_AGAIN, "share session: a request is in flight");
     bool open = s->epoch == KC_SHARE_EPOCH_OPEN;
-    if (!open && has_loose_acks(s))
+    if (!open && (has_loose_acks(s) || kc_share_session_has_renewals(s)))
         return kc_fail(err, KC_ERR_AGAIN, "share session: acknowledgements go first");
     kc_arena_reset(&s->req);
     size_t named = 0, forget = 0;
@@ -399,6 +448,11 @@ kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_i
     }
     req->topics.count = t.n;
     req->topics.items = at;
+    for (size_t i = 0; i < s->n && !req->is_renew_ack; i++)
+        for (int32_t j = 0; j < s->parts[i].n_sent && !req->is_renew_ack; j++)
+            for (int32_t k = 0; k < s->parts[i].sent[j].n_types; k++)
+                req->is_renew_ack =
+                    req->is_renew_ack || s->parts[i].sent[j].types[k] == KC_SHARE_ACK_RENEW;
     s->acks_inflight = s->acks_queued;
     s->inflight = true;
     s->inflight_close = close;
@@ -432,11 +486,11 @@ bool kc_share_session_strand(kc_share_session_t *s, const char *why, const kc_sh
 
 static void count_acked(kc_share_session_t *s, const kc_share_spart_t *p, int16_t code)
 {
-    int64_t n[4] = {0};
+    int64_t n[KC_SHARE_ACK_TYPES] = {0};
     kc_share_ack_batches_count(p->sent, p->n_sent, n);
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < KC_SHARE_ACK_TYPES; t++) {
         if (code == 0)
-            s->c.acked[t] += (uint64_t)n[t];
+            *(t == KC_SHARE_ACK_RENEW ? &s->c.renewed : &s->c.acked[t]) += (uint64_t)n[t];
         else if (code > 0)
             s->c.ack_errors += (uint64_t)n[t];
         else
@@ -556,9 +610,9 @@ static void drop_superseded(kc_share_session_t *s, kc_share_spart_t *p, const kc
     kc_share_ack_batch_t *b;
     int32_t nb;
     if (gone.n && kc_share_acks_take(&gone, a, &b, &nb, &e) == KC_OK && nb) {
-        int64_t c[4] = {0};
+        int64_t c[KC_SHARE_ACK_TYPES] = {0};
         kc_share_ack_batches_count(b, nb, c);
-        s->c.ack_late += (uint64_t)(c[0] + c[1] + c[2] + c[3]);
+        s->c.ack_late += (uint64_t)(c[0] + c[1] + c[2] + c[3]); /* renewals were no verdicts */
         if (h->acked)
             h->acked(h->opaque, &p->tp, b, nb, KC_SHARE_ACK_UNSENT,
                      "the broker handed the records out again before the acknowledgement left");
@@ -581,6 +635,8 @@ void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_r
         return;
     }
     answered(s);
+    if (m->acquisition_lock_timeout_ms > 0)
+        s->lock_ms = m->acquisition_lock_timeout_ms;
     for (int32_t i = 0; i < m->responses.count; i++) {
         const kc_share_fetch_response_share_fetchable_topic_response_t *t = &m->responses.items[i];
         for (int32_t j = 0; j < t->partitions.count; j++) {
@@ -655,8 +711,24 @@ void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_r
     compact(s);
 }
 
+/* The broker renewed what p's batches sent renewals of: their lock starts again now. */
+static void renewed(kc_share_spart_t *p, int64_t now, int32_t lock_ms)
+{
+    for (int32_t j = 0; j < p->n_sent; j++) {
+        const kc_share_ack_batch_t *b = &p->sent[j];
+        for (int32_t k = 0; k < b->n_types; k++) {
+            if (b->types[k] != KC_SHARE_ACK_RENEW)
+                continue;
+            int64_t first = b->n_types == 1 ? b->first : b->first + k;
+            int64_t last = b->n_types == 1 ? b->last : first;
+            kc_share_held_renew(&p->held, first, last,
+                                lock_ms > 0 ? now + lock_ms : KC_SHARE_NO_DEADLINE);
+        }
+    }
+}
+
 void kc_share_session_ack_answer(kc_share_session_t *s, const kc_share_acknowledge_response_t *m,
-                                 const kc_share_handler_t *h)
+                                 int64_t now, const kc_share_handler_t *h)
 {
     s->inflight = false;
     s->acks_answered = s->acks_inflight;
@@ -694,6 +766,10 @@ void kc_share_session_ack_answer(kc_share_session_t *s, const kc_share_acknowled
             }
             char msg[200];
             str_msg(msg, sizeof msg, d->error_message);
+            if (d->error_code == 0)
+                renewed(p, now,
+                        m->acquisition_lock_timeout_ms > 0 ? m->acquisition_lock_timeout_ms
+                                                           : s->lock_ms);
             report_sent(s, p, d->error_code, msg, h);
         }
     }

@@ -39,6 +39,13 @@
  * reported to `acked` with the batches, so an application learns per record range what the broker
  * made of its verdicts (INVALID_RECORD_STATE: the lock ran out first).
  *
+ * Renewals (KIP-1222): kc_share_session_renew queues a RENEW of held records whose lock has not
+ * run out. A ShareFetch carrying one must ask for nothing (the broker refuses it otherwise), so
+ * renewals never ride a fetch: while one is pending the next request is a ShareAcknowledge (v2,
+ * IsRenewAck) with everything pending. Once the broker answered a partition without error its
+ * renewed records' deadline (held.h) moves to the answer's arrival plus AcquisitionLockTimeoutMs.
+ * A verdict on records whose renewal is still pending replaces the renewal.
+ *
  * One request at a time per session; a partition is wanted from one session at a time (its
  * leader's). Partitions an answer names that the request did not are reported as errors and
  * nothing of them is delivered.
@@ -114,6 +121,7 @@ typedef struct kc_share_session_counters {
     uint64_t ack_errors;  /* acknowledged records the broker refused (lock expired, ...) */
     uint64_t ack_lost;    /* acknowledgements whose request got no usable answer */
     uint64_t ack_late;    /* verdicts not sent: their delivery's lock ran out first (held.h) */
+    uint64_t renewed;     /* records whose lock the broker renewed */
     uint64_t lapsed;      /* held records never delivered: their lock ran out first */
     uint64_t bad_answers; /* partitions refused (bad ranges, never asked for) */
 } kc_share_session_counters_t;
@@ -132,7 +140,8 @@ typedef struct kc_share_session {
      * many the request in flight carries (every request takes all that are pending, or none at
      * epoch 0) and how many had an answer (or a failure) by now. */
     uint64_t acks_queued, acks_inflight, acks_answered;
-    kc_arena_t req; /* the request in flight's arrays */
+    kc_arena_t req;  /* the request in flight's arrays */
+    int32_t lock_ms; /* the broker's AcquisitionLockTimeoutMs, as last told (0: not yet) */
     kc_share_session_counters_t c;
 } kc_share_session_t;
 
@@ -162,6 +171,16 @@ kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t 
 kc_err_t kc_share_session_verdict(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
                                   int64_t last, int16_t delivery_count, kc_share_ack_type_t type,
                                   int64_t now, kc_error_t *err);
+/* Renew the lock of held records first..last of the delivery with `delivery_count`, at `now`:
+ * queued when that delivery holds them all and their lock has not run out, else KC_ERR_STATE as
+ * for a verdict (they stay held). A renewal still pending for them is replaced. */
+kc_err_t kc_share_session_renew(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
+                                int64_t last, int16_t delivery_count, int64_t now, kc_error_t *err);
+/* A renewal pending (the next request must be a ShareAcknowledge v2)? */
+bool kc_share_session_has_renewals(const kc_share_session_t *s);
+/* The deadline of tp's `offset` in the delivery with `delivery_count` (held.h); -1: not held. */
+int64_t kc_share_session_deadline(const kc_share_session_t *s, const kc_tp_t *tp, int64_t offset,
+                                  int16_t delivery_count);
 /* Held records first..last of that delivery were never delivered (their lock ran out first):
  * held no more, nothing queued. */
 void kc_share_session_lapsed(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
@@ -178,12 +197,13 @@ bool kc_share_session_has_wanted(const kc_share_session_t *s);
 
 /* The next ShareFetch into *req (arrays in the session, valid until the answer). KC_ERR_AGAIN
  * while a request is in flight, once closed, and while a session past epoch 0 has
- * acknowledgements of a partition no longer wanted (kc_share_session_acknowledge sends them
- * first). */
+ * acknowledgements of a partition no longer wanted or a renewal (kc_share_session_acknowledge
+ * sends them first). */
 kc_err_t kc_share_session_fetch(kc_share_session_t *s, const kc_share_fetch_params_t *p,
                                 kc_share_fetch_request_t *req, kc_error_t *err);
-/* A ShareAcknowledge of every pending acknowledgement; `close`: at epoch -1, ending the session
- * (also when nothing is pending, if the session is open). KC_ERR_AGAIN when there is nothing to
+/* A ShareAcknowledge of every pending acknowledgement (IsRenewAck when a renewal is among them:
+ * send it at v2); `close`: at epoch -1, ending the session (also when nothing is pending, if the
+ * session is open). KC_ERR_AGAIN when there is nothing to
  * send or a request is in flight. */
 kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_id,
                                       const char *member_id, bool close,
@@ -198,7 +218,7 @@ bool kc_share_session_strand(kc_share_session_t *s, const char *why, const kc_sh
 void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_response_t *m,
                                    kc_arena_t *a, const kc_share_handler_t *h);
 void kc_share_session_ack_answer(kc_share_session_t *s, const kc_share_acknowledge_response_t *m,
-                                 const kc_share_handler_t *h);
+                                 int64_t now, const kc_share_handler_t *h);
 void kc_share_session_failed(kc_share_session_t *s, const kc_error_t *why,
                              const kc_share_handler_t *h);
 

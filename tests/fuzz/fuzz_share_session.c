@@ -118,13 +118,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             for (int64_t o = 0; o < 5; o++)
                 if (kc_share_session_ack(&s, &tp, o, o, KC_SHARE_ACK_ACCEPT, &e) != KC_OK)
                     abort();
+            /* and a renewal of records held (the answer may move their deadline) */
+            if (kc_share_session_hold(&s, &tp, 5, 9, 1, 1000, &e) != KC_OK ||
+                kc_share_session_renew(&s, &tp, 5, 9, 1, 0, &e) != KC_OK)
+                abort();
         }
         kc_share_acknowledge_request_t aq;
         if (kc_share_session_acknowledge(&s, "g", "m", false, &aq, &e) != KC_OK)
             abort();
         kc_share_acknowledge_response_t m;
-        if (kc_share_acknowledge_response_decode(&m, 1, &r, &a, &e) == KC_OK)
-            kc_share_session_ack_answer(&s, &m, &h);
+        if (!aq.is_renew_ack)
+            abort();
+        /* v2 carries the lock's length; bit 1 of the first byte picks the version */
+        if (kc_share_acknowledge_response_decode(&m, data[0] & 2 ? 2 : 1, &r, &a, &e) == KC_OK)
+            kc_share_session_ack_answer(&s, &m, 0, &h);
         else
             kc_share_session_failed(&s, &e, &h);
         if (f.acked != 3) /* each partition's batch reported once, answered or not */

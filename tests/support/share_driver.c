@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "batch/batch.h"
 #include "broker_blocking.h"
 #include "group/share/wire.h"
@@ -57,6 +58,8 @@ void kc_sd_group_config(const char *group, const char *setting)
     kc_sd_testkit(cmd);
 }
 
+static pid_t produce_start(int records, int linger_ms);
+
 void kc_sd_produce(int records)
 {
     pid_t producer = kc_sd_produce_start(records);
@@ -64,10 +67,23 @@ void kc_sd_produce(int records)
         kc_test_sleep_ms(50);
 }
 
+void kc_sd_produce_one_batch(int records)
+{
+    pid_t producer = produce_start(records, 1000);
+    while (!kc_sd_produce_done(producer))
+        kc_test_sleep_ms(50);
+}
+
 pid_t kc_sd_produce_start(int records)
 {
+    return produce_start(records, 5);
+}
+
+static pid_t produce_start(int records, int linger_ms)
+{
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 8 --keys 30", kc_sd_topic, records);
+    snprintf(cmd, sizeof cmd, "produce %s --records %d --size 8 --keys 30 --linger-ms %d",
+             kc_sd_topic, records, linger_ms);
     fflush(NULL);
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -309,7 +325,7 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
 {
     (void)tp;
     kc_sd_member_t *m = o;
-    int64_t c[4] = {0};
+    int64_t c[KC_SHARE_ACK_TYPES] = {0};
     kc_share_ack_batches_count(b, n, c);
     uint64_t total = (uint64_t)(c[0] + c[1] + c[2] + c[3]);
     if (code == 0) {
@@ -360,7 +376,7 @@ static void fetch(kc_sd_member_t *m)
     kc_arena_t a = {0};
     kc_share_acknowledge_response_t resp;
     assert_int_equal(kc_share_acknowledge_response_decode(&resp, 1, &r, &a, &e), KC_OK);
-    kc_share_session_ack_answer(&m->ss, &resp, &h);
+    kc_share_session_ack_answer(&m->ss, &resp, kc_now_ms(), &h);
     free(frame);
     kc_arena_free(&a);
 }
@@ -389,7 +405,7 @@ void kc_sd_close(kc_sd_member_t *m)
         kc_arena_t a = {0};
         kc_share_acknowledge_response_t resp;
         assert_int_equal(kc_share_acknowledge_response_decode(&resp, 1, &r, &a, &e), KC_OK);
-        kc_share_session_ack_answer(&m->ss, &resp, &h);
+        kc_share_session_ack_answer(&m->ss, &resp, kc_now_ms(), &h);
         free(frame);
         kc_arena_free(&a);
     }

@@ -57,6 +57,8 @@ void kc_sd_setup(const char *prefix, int partitions, const char *group);
 void kc_sd_group_config(const char *group, const char *setting);
 /* Writes `records` keyed records to kc_sd_topic (kc_sd_produce_start) and waits until they are. */
 void kc_sd_produce(int records);
+/* The same, lingering 1 s so that a few records go in one producer batch (one per partition). */
+void kc_sd_produce_one_batch(int records);
 /* Writes `records` keyed records to kc_sd_topic in a child process (values: the record index,
  * zero-padded), so members keep heartbeating meanwhile; kc_sd_produce_done says when it is over
  * (and fails the test if the producer failed). */

@@ -87,7 +87,7 @@ static void ack_batches(void **state)
     assert_int_equal(b[1].last, 8);
     assert_int_equal(b[1].n_types, 1); /* uniform: one type for all */
     assert_int_equal(b[1].types[0], KC_SHARE_ACK_REJECT);
-    int64_t c[4] = {0};
+    int64_t c[KC_SHARE_ACK_TYPES] = {0};
     kc_share_ack_batches_count(b, n, c);
     assert_int_equal(c[1], 3);
     assert_int_equal(c[2], 1);
@@ -124,7 +124,7 @@ static void ack_huge_range(void **state)
     int32_t n;
     assert_int_equal(kc_share_acks_take(&a, &ar, &b, &n, &e), KC_OK);
     assert_int_equal(n, 7);
-    int64_t next = 0, c[4] = {0};
+    int64_t next = 0, c[KC_SHARE_ACK_TYPES] = {0};
     for (int32_t i = 0; i < n; i++) {
         assert_int_equal(b[i].first, next); /* adjacent, ascending: what Kafka accepts */
         assert_int_equal(b[i].n_types, 1);
@@ -504,7 +504,7 @@ static void session_acknowledge_and_close(void **state)
     t.partitions.items = &d;
     m.responses.count = 1;
     m.responses.items = &t;
-    kc_share_session_ack_answer(&f.s, &m, &f.h);
+    kc_share_session_ack_answer(&f.s, &m, 0, &f.h);
     assert_int_equal(f.seen.acked, 1);
     assert_int_equal(f.seen.acked_code, KC_KAFKA_INVALID_RECORD_STATE);
     assert_int_equal(f.s.c.ack_errors, 10);
@@ -577,7 +577,7 @@ static void verdicts_after_forget(void **state)
     m.responses.count = 1;
     m.responses.items = &t;
     assert_false(kc_share_session_answered(&f.s, mark)); /* in flight */
-    kc_share_session_ack_answer(&f.s, &m, &f.h);
+    kc_share_session_ack_answer(&f.s, &m, 0, &f.h);
     assert_true(kc_share_session_answered(&f.s, mark));
     assert_int_equal(f.seen.acked, 1);
     assert_int_equal(f.seen.acked_code, 0);
@@ -769,6 +769,114 @@ static void superseded_acks_dropped(void **state)
     fx_close(&f);
 }
 
+/* A ShareAcknowledge answer for partition 0 of topic 1 with `code`, the lock's length `lock_ms`. */
+static void ack_answer(fx_t *f, int16_t code, int32_t lock_ms, int64_t now)
+{
+    kc_share_acknowledge_response_t m;
+    kc_share_acknowledge_response_init(&m);
+    kc_share_acknowledge_response_share_acknowledge_topic_response_t t = {0};
+    kc_share_acknowledge_response_partition_data_t d = {0};
+    d.partition_index = 0;
+    d.error_code = code;
+    d.error_message = KC_STR_NULL;
+    t.topic_id.b[15] = 1;
+    t.partitions.count = 1;
+    t.partitions.items = &d;
+    m.responses.count = 1;
+    m.responses.items = &t;
+    m.acquisition_lock_timeout_ms = lock_ms;
+    kc_share_session_ack_answer(&f->s, &m, now, &f->h);
+}
+
+/* Lock renewal (KIP-1222): a renewal of held records leaves in a ShareAcknowledge with
+ * IsRenewAck (never with a ShareFetch, which then could fetch nothing), the broker's answer moves
+ * the held records' deadline, so a verdict after the old deadline is sent; a renewal of records
+ * whose lock ran out is refused; a verdict replaces a renewal still pending; a refused renewal
+ * leaves the deadline alone. */
+static void renewals(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_open(&f);
+    kc_share_fetch_request_t q;
+    kc_share_acknowledge_request_t aq;
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t zero[] = {0};
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    kc_share_fetch_response_t *m = (kc_share_fetch_response_t *)mk(&f.x, zero, 1, r, 1);
+    m->acquisition_lock_timeout_ms = 10000;
+    kc_share_session_fetch_answer(&f.s, m, &f.a, &f.h);
+    tb_free(&f.x.batch);
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, 11000, &f.e), KC_OK);
+
+    /* after the deadline: refused, nothing queued, still held (the verdict reports it) */
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 0, 9, 1, 11000, &f.e), KC_ERR_STATE);
+    assert_non_null(strstr(f.e.msg, "ran out already"));
+    assert_false(kc_share_session_has_acks(&f.s));
+    /* another delivery's records: refused */
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 0, 9, 2, 5000, &f.e), KC_ERR_STATE);
+
+    /* in time: queued; the fetch waits, a ShareAcknowledge with IsRenewAck carries it */
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 3, 9, 1, 5000, &f.e), KC_OK);
+    assert_true(kc_share_session_has_renewals(&f.s));
+    assert_int_equal(kc_share_session_held(&f.s, &f.p0), 10); /* a renewal is no verdict */
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_ERR_AGAIN);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", false, &aq, &f.e), KC_OK);
+    assert_true(aq.is_renew_ack);
+    const kc_share_acknowledge_request_acknowledge_partition_t *ap =
+        &aq.topics.items[0].partitions.items[0];
+    assert_int_equal(ap->acknowledgement_batches.count, 1);
+    assert_int_equal(ap->acknowledgement_batches.items[0].first_offset, 3);
+    assert_int_equal(ap->acknowledgement_batches.items[0].last_offset, 9);
+    assert_int_equal(ap->acknowledgement_batches.items[0].acknowledge_types.items[0],
+                     KC_SHARE_ACK_RENEW);
+    ack_answer(&f, 0, 12000, 9000); /* renewed at 9000 for 12 s */
+    assert_false(kc_share_session_has_renewals(&f.s));
+    assert_int_equal(f.s.c.renewed, 7);
+    assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 3, 1), 21000);
+    assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 2, 1), 11000); /* not renewed */
+    assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 3, 2), -1);
+
+    /* past the old deadline, before the new one: 3..9 are sent, 0..2 refused */
+    assert_int_equal(
+        kc_share_session_verdict(&f.s, &f.p0, 0, 2, 1, KC_SHARE_ACK_ACCEPT, 15000, &f.e),
+        KC_ERR_STATE);
+    assert_int_equal(
+        kc_share_session_verdict(&f.s, &f.p0, 3, 9, 1, KC_SHARE_ACK_ACCEPT, 15000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    assert_false(q.is_renew_ack);
+    const kc_share_fetch_request_fetch_partition_t *fp = &q.topics.items[0].partitions.items[0];
+    assert_int_equal(fp->acknowledgement_batches.count, 1);
+    assert_int_equal(fp->acknowledgement_batches.items[0].first_offset, 3);
+    assert_int_equal(fp->acknowledgement_batches.items[0].acknowledge_types.items[0],
+                     KC_SHARE_ACK_ACCEPT);
+    fx_answer(&f, zero, 1, NULL, 0);
+
+    /* a verdict on records whose renewal has not left yet replaces it */
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 10, 19, 1, 30000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 10, 19, 1, 20000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 12, 19, 1, 20001, &f.e), KC_OK);
+    assert_int_equal(
+        kc_share_session_verdict(&f.s, &f.p0, 10, 14, 1, KC_SHARE_ACK_REJECT, 20002, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", false, &aq, &f.e), KC_OK);
+    assert_true(aq.is_renew_ack);
+    ap = &aq.topics.items[0].partitions.items[0];
+    assert_int_equal(ap->acknowledgement_batches.count, 1); /* one run, a type per offset */
+    assert_int_equal(ap->acknowledgement_batches.items[0].first_offset, 10);
+    assert_int_equal(ap->acknowledgement_batches.items[0].last_offset, 19);
+    assert_int_equal(ap->acknowledgement_batches.items[0].acknowledge_types.count, 10);
+    assert_int_equal(ap->acknowledgement_batches.items[0].acknowledge_types.items[4],
+                     KC_SHARE_ACK_REJECT);
+    assert_int_equal(ap->acknowledgement_batches.items[0].acknowledge_types.items[5],
+                     KC_SHARE_ACK_RENEW);
+    /* refused: the deadline stays */
+    ack_answer(&f, KC_KAFKA_INVALID_RECORD_STATE, 12000, 21000);
+    assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 15, 1), 30000);
+    assert_int_equal(f.s.c.renewed, 7);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -784,6 +892,7 @@ int main(void)
         cmocka_unit_test(stranded_acks_reported),
         cmocka_unit_test(late_verdicts_not_sent),
         cmocka_unit_test(superseded_acks_dropped),
+        cmocka_unit_test(renewals),
         cmocka_unit_test(epoch_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
