@@ -43,11 +43,13 @@ typedef struct kc_slice {
     size_t len;
 } kc_slice_t;
 
-/* Buffers of at least this many bytes come from and go back to a small process-wide cache
- * (buf_pool.c: big frames would otherwise be a fresh mmap, page-faulted byte by byte, each time).
+/* Buffers of at least KC_BUF_POOL_SMALL_MIN bytes come from and go back to a small process-wide
+ * cache of two tiers, below and from KC_BUF_POOL_MIN (buf_pool.c: big frames would otherwise be a
+ * fresh mmap, page-faulted byte by byte, each time; mid-sized ones an allocation per round trip).
  * take: a buffer with cap >= `cap` and one reference, NULL when out of memory. give: keeps `b`
  * for reuse or frees it. drain: frees every idle buffer. idle_bytes: what the cache holds. */
-#define KC_BUF_POOL_MIN ((size_t)256 << 10)
+#define KC_BUF_POOL_SMALL_MIN ((size_t)16 << 10)
+#define KC_BUF_POOL_MIN       ((size_t)256 << 10)
 kc_buf_t *kc_buf_pool_take(size_t cap);
 void kc_buf_pool_give(kc_buf_t *b);
 void kc_buf_pool_drain(void);
@@ -56,7 +58,7 @@ size_t kc_buf_pool_idle_bytes(void);
 /* A buffer of `cap` bytes with one reference, or NULL when out of memory. */
 static inline kc_buf_t *kc_buf_new(size_t cap)
 {
-    if (cap >= KC_BUF_POOL_MIN)
+    if (cap >= KC_BUF_POOL_SMALL_MIN)
         return kc_buf_pool_take(cap);
     kc_buf_t *b = malloc(sizeof *b + cap);
     if (!b)
@@ -82,7 +84,7 @@ static inline void kc_buf_unref(kc_buf_t *b)
     if (b && atomic_fetch_sub_explicit(&b->refcnt, 1, memory_order_acq_rel) == 1) {
         if (b->on_free)
             b->on_free(b->on_free_ctx, b);
-        if (b->alloc >= KC_BUF_POOL_MIN)
+        if (b->alloc >= KC_BUF_POOL_SMALL_MIN)
             kc_buf_pool_give(b);
         else
             free(b);

@@ -1,7 +1,9 @@
 /* kc-test-label: threads */
 /* The frame buffer cache (io/base/buf_pool.c): big buffers come back for reuse, small ones never
  * enter it, it keeps at most 8 buffers, a reused buffer reports the size asked for (the receive
- * path fills a frame to cap), and take/give from two threads at once is clean (TSan). */
+ * path fills a frame to cap), mid-sized buffers (a ShareFetch answer) come back from a tier of
+ * their own that neither serves nor takes the big ones, and take/give from two threads at once
+ * is clean (TSan). */
 #include <pthread.h>
 #include <string.h>
 
@@ -52,11 +54,52 @@ static void bounded(void **state)
     kc_buf_pool_drain();
 }
 
+static void mid_sized_tier(void **state)
+{
+    (void)state;
+    kc_buf_pool_drain();
+    kc_buf_t *a = kc_buf_new(100 << 10);
+    assert_non_null(a);
+    assert_true(a->alloc >= a->cap && a->alloc < KC_BUF_POOL_MIN);
+    kc_buf_t *keep = a;
+    kc_buf_unref(a);
+    assert_int_equal(kc_buf_pool_idle_bytes(), keep->alloc); /* kept */
+    kc_buf_t *b = kc_buf_new(90 << 10);
+    assert_ptr_equal(b, keep); /* no allocation for the next answer */
+    assert_int_equal(b->cap, 90 << 10);
+    kc_buf_unref(b);
+    /* a big frame does not take the mid-sized buffer, nor a big one a mid-sized slot */
+    kc_buf_t *big = kc_buf_new(300 << 10);
+    assert_ptr_not_equal(big, keep);
+    kc_buf_unref(big);
+    kc_buf_t *c = kc_buf_new(80 << 10);
+    assert_ptr_equal(c, keep); /* best fit in its own tier, though a big one is idle too */
+    kc_buf_unref(c);
+    /* just under the big tier's least: its buffer stays in the mid-sized tier */
+    kc_buf_t *d = kc_buf_new(KC_BUF_POOL_MIN - 100);
+    assert_true(d->alloc < KC_BUF_POOL_MIN);
+    kc_buf_t *dk = d;
+    kc_buf_unref(d);
+    d = kc_buf_new(KC_BUF_POOL_MIN - 10);
+    assert_ptr_equal(d, dk);
+    kc_buf_unref(d);
+    kc_buf_pool_drain();
+    /* at most 8 mid-sized buffers idle */
+    kc_buf_t *v[12];
+    for (int i = 0; i < 12; i++)
+        assert_non_null(v[i] = kc_buf_new(100 << 10));
+    size_t one = v[0]->alloc;
+    for (int i = 0; i < 12; i++)
+        kc_buf_unref(v[i]);
+    assert_int_equal(kc_buf_pool_idle_bytes(), 8 * one);
+    kc_buf_pool_drain();
+}
+
 static void *churn(void *arg)
 {
     kc_buf_t **handoff = arg;
     for (int i = 0; i < 20000; i++) {
-        kc_buf_t *b = kc_buf_new((size_t)(256 + i % 512) << 10);
+        kc_buf_t *b = kc_buf_new((size_t)(16 + i % 752) << 10); /* both tiers */
         if (!b)
             return (void *)1;
         b->data[b->cap - 1] = 1;
@@ -91,7 +134,11 @@ static void two_threads(void **state)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(reuse_and_sizes), cmocka_unit_test(bounded),
-                                       cmocka_unit_test(two_threads)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reuse_and_sizes),
+        cmocka_unit_test(bounded),
+        cmocka_unit_test(mid_sized_tier),
+        cmocka_unit_test(two_threads),
+    };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
