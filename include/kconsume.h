@@ -301,8 +301,11 @@ KC_API kc_err_t kc_share_ack(kc_records_t *b, const kc_record_t *r, kc_share_ver
  * again from the answer); KC_ERR_STATE when the lock ran out already or the records were handed
  * out again (the verdict will not count: the records go to another delivery), or outside share
  * groups; KC_ERR_BROKER with kafka_code (INVALID_RECORD_STATE: the broker had released them);
- * KC_ERR_UNSUPPORTED when the broker has no lock renewal (Kafka before 4.2); KC_ERR_TRANSPORT,
- * KC_ERR_TIMEOUT, KC_ERR_CLOSED. Counted in the stats as `renewed`. */
+ * KC_ERR_UNSUPPORTED when the broker has no lock renewal (Kafka before 4.2); KC_ERR_TRANSPORT
+ * when it could not be sent or got no answer (the connection is down, or the share session is
+ * being opened again after the broker dropped it: retry while the lock lasts); KC_ERR_NOT_FOUND
+ * when the partition is no longer fetched; KC_ERR_TIMEOUT, KC_ERR_CLOSED. Counted in the stats
+ * as `renewed`. */
 KC_API kc_err_t kc_share_renew(kc_records_t *b, int timeout_ms, kc_error_t *err);
 
 /* Kind of event for on_event (group-level). */

@@ -27,46 +27,49 @@
 #include "rt_internal.h"
 
 /* Network thread: the broker answered the request that carried the renewal (or the deadline
- * passed, or the consumer closed). */
+ * passed, or the consumer closed). The partition's result in `res` may be that of other
+ * acknowledgements answered meanwhile (the previous view's verdicts riding a ShareFetch), so the
+ * renewal is judged by what it does: it took when the engine's deadline for the records moved
+ * past the one they had when it was queued (k->deadline), and only the broker's answer to a
+ * renewal moves it. */
 static void renew_done(void *opaque, kc_err_t rc, const kc_error_t *err,
                        const kc_engine_offset_t *res, size_t n)
 {
     kc_ccall_t *k = opaque;
-    kc_error_t why;
+    kc_error_t why = {0};
     const kc_engine_offset_t *mine = NULL;
     for (size_t i = 0; i < n && !mine; i++)
         if (res[i].partition == k->partition && strcmp(res[i].topic, k->topic) == 0)
             mine = &res[i];
-    int64_t deadline = -1;
-    if (mine && mine->error == 0) {
-        rc = KC_OK; /* another partition's refusal is not this renewal's */
-        deadline = k->c->e ? kc_engine_share_deadline(k->c->e, k->topic, k->partition, k->value,
-                                                      k->delivery_count)
-                           : -1;
+    int64_t now = k->c->e ? kc_engine_share_deadline(k->c->e, k->topic, k->partition, k->value,
+                                                     k->delivery_count)
+                          : -1;
+    /* (the same deadline again: renewed twice within a millisecond, all answers clean) */
+    if (now > 0 &&
+        (now > k->deadline || (now == k->deadline && rc == KC_OK && mine && mine->error == 0))) {
+        rc = KC_OK;
+    } else if (rc != KC_OK) {
+        if (err)
+            why = *err;
     } else if (mine && mine->error > 0) {
         rc = kc_fail_kafka(&why, (int16_t)mine->error,
                            "kc_share_renew: the broker refused to renew the lock of %s[%d] "
                            "offsets %lld..%lld",
                            k->topic, (int)k->partition, (long long)k->value, (long long)k->last);
-    } else if (mine && mine->error == KC_ENGINE_SHARE_UNSENT) {
-        rc = kc_fail(&why, KC_ERR_STATE,
-                     "kc_share_renew: %s[%d] offsets %lld..%lld were handed out again before the "
-                     "renewal left",
-                     k->topic, (int)k->partition, (long long)k->value, (long long)k->last);
-    } else if (mine) {
+    } else if (mine && mine->error == -1) {
         rc = kc_fail(&why, KC_ERR_TRANSPORT, "kc_share_renew: the renewal of %s[%d] got no answer",
                      k->topic, (int)k->partition);
-    } else if (rc == KC_OK) {
-        rc = kc_fail(&why, KC_ERR_STATE, "kc_share_renew: no answer named %s[%d]", k->topic,
-                     (int)k->partition);
     } else {
-        why = err ? *err : (kc_error_t){0};
+        rc = kc_fail(&why, KC_ERR_STATE,
+                     "kc_share_renew: %s[%d] offsets %lld..%lld were not renewed: they were "
+                     "handed out again, or lapsed, before the renewal left",
+                     k->topic, (int)k->partition, (long long)k->value, (long long)k->last);
     }
     pthread_mutex_lock(&k->mu);
     k->fin_rc = rc;
     if (rc != KC_OK)
         k->fin_err = why;
-    k->deadline = deadline;
+    k->deadline = rc == KC_OK ? now : -1;
     k->done = 1;
     pthread_cond_signal(&k->cv);
     pthread_mutex_unlock(&k->mu);
@@ -76,6 +79,9 @@ kc_err_t kc_share_renew_start(kc_consumer_t *c, kc_ccall_t *k)
 {
     if (!c->e)
         return kc_fail(&k->err, KC_ERR_CLOSED, "kc_share_renew: the consumer is closed");
+    /* what renew_done compares with: written before the engine can call it */
+    k->deadline =
+        kc_engine_share_deadline(c->e, k->topic, k->partition, k->value, k->delivery_count);
     return kc_engine_share_renew(c->e, k->topic, k->partition, k->value, k->last, k->delivery_count,
                                  k->timeout_ms, renew_done, k, &k->err);
 }

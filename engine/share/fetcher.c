@@ -547,6 +547,13 @@ kc_err_t kc_engine_share_renew(kc_engine_t *e, const char *topic, int32_t partit
     if (!ss)
         return kc_fail(err, KC_ERR_NOT_FOUND, "renew: %s[%d] has no share session", topic,
                        partition);
+    /* A session being opened again (after a reset) takes no acknowledgement before its first
+     * ShareFetch is answered, which may not come soon: say so now, the caller may retry. */
+    if (ss->s.epoch == KC_SHARE_EPOCH_OPEN)
+        return kc_fail(err, KC_ERR_TRANSPORT,
+                       "renew: %s[%d]: the share session with broker %d is being opened again; "
+                       "retry",
+                       topic, partition, (int)ss->s.broker);
     /* Only the broker holding the records can renew them, and only at ShareAcknowledge v2: ask
      * its connection now rather than queue a renewal that would fail the whole request later. */
     kc_conn_t *c = kc_eng_broker_conn(e, ss->s.broker);
@@ -660,11 +667,12 @@ static void on_acked(void *o, const kc_tp_t *tp, const kc_share_ack_batch_t *b, 
         int64_t by[KC_SHARE_ACK_TYPES] = {0};
         kc_share_ack_batches_count(b, n, by);
         for (int t = 0; t < KC_SHARE_ACK_TYPES; t++)
-            *(code == 0 && t == KC_SHARE_ACK_RENEW ? &st->renewed
-              : code == 0                          ? &st->acked[t]
-              : code > 0                           ? &st->ack_errors
-              : code == KC_SHARE_ACK_UNSENT        ? &st->ack_late
-                                                   : &st->ack_lost) += (uint64_t)by[t];
+            if (t != KC_SHARE_ACK_RENEW || code != KC_SHARE_ACK_UNSENT) /* no verdict, not late */
+                *(code == 0 && t == KC_SHARE_ACK_RENEW ? &st->renewed
+                  : code == 0                          ? &st->acked[t]
+                  : code > 0                           ? &st->ack_errors
+                  : code == KC_SHARE_ACK_UNSENT        ? &st->ack_late
+                                                       : &st->ack_lost) += (uint64_t)by[t];
     }
     if (e->sink.share_acked) {
         /* One report per contiguous run of batches: a member's acquired ranges need not be

@@ -198,6 +198,7 @@ void kc_share_session_lapsed(kc_share_session_t *s, const kc_tp_t *tp, int64_t f
         return;
     int16_t now_count;
     (void)kc_share_held_take(&p->held, first, last, delivery_count, INT64_MAX, &now_count);
+    kc_share_acks_drop_renew(&p->pending, first, last); /* the broker released them already */
     s->c.lapsed += (uint64_t)(last - first + 1);
 }
 
@@ -400,6 +401,9 @@ kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_i
     if (s->epoch == KC_SHARE_EPOCH_OPEN)
         /* no session: acknowledgements need one, and there is nothing to close */
         return kc_fail(err, KC_ERR_AGAIN, "share session: not open");
+    if (close) /* the close releases what is held: renewing it now would be pointless */
+        for (size_t i = 0; i < s->n; i++)
+            kc_share_acks_drop_renew(&s->parts[i].pending, 0, INT64_MAX - 1);
     bool any = kc_share_session_has_acks(s);
     if (!any && !close)
         return kc_fail(err, KC_ERR_AGAIN, "share session: nothing to acknowledge");
@@ -513,15 +517,47 @@ static void report_sent(kc_share_session_t *s, kc_share_spart_t *p, int16_t code
 
 /* The session is gone (or was never made): what was sent is reported with `why`, the next
  * request opens a new one. */
+/* Renewals not sent yet of `p`, dropped and reported lost (`why`): a new session must be opened
+ * with a ShareFetch before anything can be acknowledged, and its caller may retry sooner than
+ * that (or the member may fetch nothing until verdicts come, share.acquire.mode=record_limit). */
+static void drop_renewals(kc_share_session_t *s, kc_share_spart_t *p, const char *why,
+                          const kc_share_handler_t *h)
+{
+    if (!kc_share_acks_has_renew(&p->pending))
+        return;
+    kc_share_acks_t gone = {0};
+    kc_error_t e;
+    for (size_t i = 0; i < p->pending.n; i++) {
+        const kc_share_ack_t *x = &p->pending.items[i];
+        if (x->type == KC_SHARE_ACK_RENEW &&
+            kc_share_acks_add(&gone, x->span.first, x->span.last, KC_SHARE_ACK_RENEW, &e) != KC_OK)
+            break; /* out of memory: dropped all the same, unreported */
+    }
+    kc_share_acks_drop_renew(&p->pending, 0, INT64_MAX - 1);
+    kc_share_ack_batch_t *b;
+    int32_t nb;
+    if (gone.n && kc_share_acks_take(&gone, &s->req, &b, &nb, &e) == KC_OK && nb) {
+        int64_t c[KC_SHARE_ACK_TYPES] = {0};
+        kc_share_ack_batches_count(b, nb, c);
+        s->c.ack_lost += (uint64_t)c[KC_SHARE_ACK_RENEW];
+        if (h->acked)
+            h->acked(h->opaque, &p->tp, b, nb, -1, why);
+    }
+    kc_share_acks_free(&gone);
+}
+
 static void reset(kc_share_session_t *s, int16_t code, const kc_error_t *why,
                   const kc_share_handler_t *h)
 {
     for (size_t i = 0; i < s->n; i++) {
         report_sent(s, &s->parts[i], code, why->msg, h);
+        drop_renewals(s, &s->parts[i], why->msg, h);
         s->parts[i].known = false;
         s->parts[i].in_request = false;
         s->parts[i].forgetting = false;
     }
+    if (!kc_share_session_has_acks(s)) /* everything queued was answered, failed or dropped */
+        s->acks_answered = s->acks_queued;
     s->epoch = KC_SHARE_EPOCH_OPEN;
     s->c.resets++;
     if (h->error)
@@ -714,15 +750,25 @@ void kc_share_session_fetch_answer(kc_share_session_t *s, const kc_share_fetch_r
 /* The broker renewed what p's batches sent renewals of: their lock starts again now. */
 static void renewed(kc_share_spart_t *p, int64_t now, int32_t lock_ms)
 {
+    int64_t deadline = lock_ms > 0 ? now + lock_ms : KC_SHARE_NO_DEADLINE;
     for (int32_t j = 0; j < p->n_sent; j++) {
         const kc_share_ack_batch_t *b = &p->sent[j];
-        for (int32_t k = 0; k < b->n_types; k++) {
-            if (b->types[k] != KC_SHARE_ACK_RENEW)
+        if (b->n_types == 1) {
+            if (b->types[0] == KC_SHARE_ACK_RENEW)
+                kc_share_held_renew(&p->held, b->first, b->last, deadline);
+            continue;
+        }
+        /* one type per offset: each run of renewals at once, never a hold per offset */
+        for (int32_t k = 0; k < b->n_types;) {
+            if (b->types[k] != KC_SHARE_ACK_RENEW) {
+                k++;
                 continue;
-            int64_t first = b->n_types == 1 ? b->first : b->first + k;
-            int64_t last = b->n_types == 1 ? b->last : first;
-            kc_share_held_renew(&p->held, first, last,
-                                lock_ms > 0 ? now + lock_ms : KC_SHARE_NO_DEADLINE);
+            }
+            int32_t end = k;
+            while (end + 1 < b->n_types && b->types[end + 1] == KC_SHARE_ACK_RENEW)
+                end++;
+            kc_share_held_renew(&p->held, b->first + k, b->first + end, deadline);
+            k = end + 1;
         }
     }
 }

@@ -22,9 +22,10 @@
 
 #define POOL_SLOTS 8
 
-/* One tier: buffers of [min, max) bytes. Idle memory is resident memory the queued.max.bytes cap
- * does not see (the budget subtracts kc_buf_pool_idle_bytes): keep both tiers within the fixed
- * overhead the memory contract allows (RSS <= queued.max.bytes + 32 MiB), not a multiple of it. */
+/* One tier: buffers from `min` bytes (to the next tier's). Idle memory is resident memory that
+ * holds no records: the fetch budget subtracts it from queued.max.bytes (kc_buf_pool_idle_bytes,
+ * runtime/backpressure.c), and each tier keeps little of it. The big tier's bound takes one
+ * buffer of the 32 MiB class (a frame of 24-32 MiB; fetch.max.bytes is 50 MiB by default). */
 typedef struct tier {
     size_t min, max_bytes;
     kc_buf_t *slot[POOL_SLOTS];
@@ -37,7 +38,7 @@ static struct {
 } pool = {
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .small = {.min = KC_BUF_POOL_SMALL_MIN, .max_bytes = (size_t)2 << 20},
-    .big = {.min = KC_BUF_POOL_MIN, .max_bytes = (size_t)30 << 20},
+    .big = {.min = KC_BUF_POOL_MIN, .max_bytes = (size_t)32 << 20},
 };
 
 static tier_t *tier_of(size_t n)

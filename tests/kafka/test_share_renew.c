@@ -11,6 +11,12 @@
  * - renew_after_lock_refused: a callback that outlasted the lock (3 s) cannot renew it:
  *   KC_ERR_STATE, and its records come back with delivery count 2.
  * - renew_in_pull_mode: the same as the first from an app thread holding a kc_poll view.
+ * - renew_judged_by_its_own_answer: through the fault proxy, every ShareFetch answer held back
+ *   1 s and the ShareAcknowledge that carries the renewal 3 s; the first view's verdict rides a
+ *   ShareFetch that the broker answers (without error) while the second view's renewal waits,
+ *   and the renewal's own answer comes after its 2.5 s timeout. The renewal reports
+ *   KC_ERR_TIMEOUT: taking the verdict's clean answer for the renewal's reported KC_OK for a lock
+ *   that was never renewed.
  * Needs KC_SHARE_BOOTSTRAP, KC_SHARE_CLUSTER_DIR and KC_TESTKIT (tests/run-suite sets them).
  * kc-test-label: share */
 #include "kc_test.h"
@@ -21,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault_proxy_client.h"
 #include "share_driver.h"
 
 #define RECORDS 6
@@ -235,12 +242,85 @@ static void renew_in_pull_mode(void **state)
     tally_free(t);
 }
 
+typedef struct judged {
+    pthread_mutex_t mu;
+    int views;
+    kc_err_t rc;
+    char msg[256];
+    int64_t took_ms;
+} judged_t;
+
+static kc_cb_result_t judged_records(void *opaque, kc_part_t *p, kc_records_t *b)
+{
+    (void)p;
+    judged_t *j = opaque;
+    while (kc_records_next(b))
+        ;
+    pthread_mutex_lock(&j->mu);
+    int view = ++j->views;
+    pthread_mutex_unlock(&j->mu);
+    if (view != 2)
+        return KC_CB_CONTINUE;
+    /* the first view's verdict is on its way in a ShareFetch held back by the proxy */
+    kc_test_sleep_ms(1250);
+    kc_error_t e;
+    int64_t t0 = kc_test_now_ms();
+    kc_err_t rc = kc_share_renew(b, 2500, &e);
+    pthread_mutex_lock(&j->mu);
+    j->rc = rc;
+    j->took_ms = kc_test_now_ms() - t0;
+    snprintf(j->msg, sizeof j->msg, "%s", rc == KC_OK ? "" : e.msg);
+    pthread_mutex_unlock(&j->mu);
+    return KC_CB_CONTINUE;
+}
+
+static void renew_judged_by_its_own_answer(void **state)
+{
+    (void)state;
+    char group[64];
+    snprintf(group, sizeof group, "kc-share-renew-judged-g-%d", (int)getpid());
+    kc_sd_setup("kc-share-renew-judged", 1, group);
+    kc_sd_produce_one_batch(RECORDS);
+    kc_fp_t *fp = kc_fp_start(kc_test_env("KC_SHARE_BOOTSTRAP"));
+    assert_non_null(fp);
+    char reply[256], more[256];
+    assert_int_equal(
+        kc_fp_cmd(fp, reply, sizeof reply, "delay api=ShareFetch ms=1000 count=100000"), 0);
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "delay api=ShareAcknowledge ms=3000"), 0);
+    snprintf(more, sizeof more,
+             "bootstrap.servers=%s;callback.batch.max.records=2;worker.threads=1",
+             kc_fp_bootstrap(fp));
+    judged_t *j = calloc(1, sizeof *j);
+    assert_non_null(j);
+    pthread_mutex_init(&j->mu, NULL);
+    kc_callbacks_t cbs = {.on_records = judged_records, .opaque = j};
+    kc_consumer_t *c = kc_sd_consumer(group, more, &cbs);
+    for (int64_t end = kc_test_now_ms() + 60000; kc_test_now_ms() < end; kc_test_sleep_ms(50)) {
+        pthread_mutex_lock(&j->mu);
+        bool done = j->views >= 3;
+        pthread_mutex_unlock(&j->mu);
+        if (done)
+            break;
+    }
+    assert_int_equal(kc_fp_cmd(fp, reply, sizeof reply, "clear"), 0);
+    kc_test_close(c);
+    printf("# renewal behind a held-back ShareAcknowledge: %s after %lld ms%s%s\n",
+           kc_err_name(j->rc), (long long)j->took_ms, j->msg[0] ? ": " : "", j->msg);
+    assert_int_equal(kc_fp_stop(fp), 0);
+    assert_true(j->views >= 3);
+    assert_int_equal(j->rc, KC_ERR_TIMEOUT);
+    assert_true(j->took_ms >= 2400);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(renew_keeps_records),
         cmocka_unit_test(renew_after_lock_refused),
         cmocka_unit_test(renew_in_pull_mode),
+        cmocka_unit_test(renew_judged_by_its_own_answer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -877,6 +877,75 @@ static void renewals(void **state)
     fx_close(&f);
 }
 
+/* Renewals that can no longer help are dropped, never sent: of records that lapsed, at close
+ * (which releases what is held), and when the session is reset (a new one must be opened before
+ * anything is acknowledged: they are reported lost, so their caller hears at once); and the
+ * answer to a renewal beside verdicts (one type per offset) keeps one hold, not one per offset. */
+static void renewals_dropped(void **state)
+{
+    (void)state;
+    fx_t f;
+    fx_open(&f);
+    kc_share_fetch_request_t q;
+    kc_share_acknowledge_request_t aq;
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t zero[] = {0};
+    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    fx_answer(&f, zero, 1, r, 1);
+    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, 11000, &f.e), KC_OK);
+
+    /* lapsed: its renewal goes with it */
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 0, 4, 1, 5000, &f.e), KC_OK);
+    kc_share_session_lapsed(&f.s, &f.p0, 0, 4, 1);
+    assert_false(kc_share_session_has_renewals(&f.s));
+
+    /* a renewal beside a verdict: one batch with a type per offset; its answer renews 7..9 as
+     * one hold */
+    assert_int_equal(
+        kc_share_session_verdict(&f.s, &f.p0, 5, 6, 1, KC_SHARE_ACK_ACCEPT, 5000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 7, 9, 1, 5000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", false, &aq, &f.e), KC_OK);
+    assert_true(aq.is_renew_ack);
+    assert_int_equal(aq.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
+    assert_int_equal(aq.topics.items[0]
+                         .partitions.items[0]
+                         .acknowledgement_batches.items[0]
+                         .acknowledge_types.count,
+                     5);
+    ack_answer(&f, 0, 12000, 6000);
+    assert_int_equal(f.s.parts[0].held.n, 1);
+    assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 7, 1), 18000);
+    assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 9, 1), 18000);
+    assert_int_equal(f.s.c.renewed, 3);
+
+    /* reset with a renewal queued behind the request in flight: reported lost, not kept for a
+     * session that must first be opened again */
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 7, 9, 1, 7000, &f.e), KC_OK);
+    uint64_t mark = kc_share_session_ack_mark(&f.s);
+    size_t acked = f.seen.acked;
+    kc_error_t why;
+    kc_fail(&why, KC_ERR_TRANSPORT, "connection lost");
+    kc_share_session_failed(&f.s, &why, &f.h);
+    assert_false(kc_share_session_has_renewals(&f.s));
+    assert_int_equal(f.seen.acked, acked + 1);
+    assert_int_equal(f.seen.acked_code, -1);
+    assert_int_equal(f.seen.acked_first, 7);
+    assert_true(kc_share_session_answered(&f.s, mark)); /* a commit waiting on it ends */
+    assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 7, 1), 18000); /* still held */
+
+    /* close: a renewal pending is not sent (nor does it make the close a v2 request) */
+    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK); /* opens again */
+    fx_answer(&f, zero, 1, NULL, 0);
+    assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 7, 9, 1, 8000, &f.e), KC_OK);
+    assert_int_equal(kc_share_session_acknowledge(&f.s, "g", "m", true, &aq, &f.e), KC_OK);
+    assert_int_equal(aq.share_session_epoch, KC_SHARE_EPOCH_CLOSE);
+    assert_false(aq.is_renew_ack);
+    assert_int_equal(aq.topics.count, 0);
+    fx_close(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -893,6 +962,7 @@ int main(void)
         cmocka_unit_test(late_verdicts_not_sent),
         cmocka_unit_test(superseded_acks_dropped),
         cmocka_unit_test(renewals),
+        cmocka_unit_test(renewals_dropped),
         cmocka_unit_test(epoch_wraps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
