@@ -104,40 +104,55 @@ kc_err_t kc_share_session_ack(kc_share_session_t *s, const kc_tp_t *tp, int64_t 
     return rc;
 }
 
+/* *out: the part holding first..last of the delivery with `delivery_count` at `now`, for a
+ * verdict (`take`: they are held no more, whatever the answer; late ones counted) or a renewal (a
+ * check only). Else KC_ERR_NOT_FOUND, KC_ERR_INVALID_ARG or KC_ERR_STATE with the reason. */
+static kc_err_t held_by(kc_share_session_t *s, const kc_tp_t *tp, int64_t first, int64_t last,
+                        int16_t delivery_count, int64_t now, bool take, kc_share_spart_t **out,
+                        kc_error_t *err)
+{
+    const char *what = take ? "verdict" : "renewal";
+    kc_share_spart_t *p = find(s, tp);
+    if (!p)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "%s: partition %d is not fetched from broker %d",
+                       what, (int)tp->partition, (int)s->broker);
+    if (first < 0 || last < first)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "%s: bad offset range %lld..%lld", what,
+                       (long long)first, (long long)last);
+    int16_t now_count;
+    kc_share_held_verdict_t v =
+        take ? kc_share_held_take(&p->held, first, last, delivery_count, now, &now_count)
+             : kc_share_held_check(&p->held, first, last, delivery_count, now, &now_count);
+    if (v == KC_SHARE_HELD_LIVE) {
+        *out = p;
+        return KC_OK;
+    }
+    if (take)
+        s->c.ack_late += (uint64_t)(last - first + 1);
+    if (v == KC_SHARE_HELD_EXPIRED)
+        return kc_fail(err, KC_ERR_STATE,
+                       "the acquisition lock of delivery %d ran out before the %s: the broker "
+                       "hands the records out again",
+                       (int)delivery_count, what);
+    if (now_count)
+        return kc_fail(err, KC_ERR_STATE,
+                       "the records of delivery %d were handed out again (delivery %d) before "
+                       "the %s",
+                       (int)delivery_count, (int)now_count, what);
+    return kc_fail(err, KC_ERR_STATE,
+                   "the records of delivery %d are held no more before the %s (handed out again "
+                   "and judged since, or lapsed)",
+                   (int)delivery_count, what);
+}
+
 kc_err_t kc_share_session_verdict(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
                                   int64_t last, int16_t delivery_count, kc_share_ack_type_t type,
                                   int64_t now, kc_error_t *err)
 {
-    kc_share_spart_t *p = find(s, tp);
-    if (!p)
-        return kc_fail(err, KC_ERR_NOT_FOUND,
-                       "acknowledge: partition %d is not fetched from broker %d",
-                       (int)tp->partition, (int)s->broker);
-    if (first < 0 || last < first)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "acknowledge: bad offset range %lld..%lld",
-                       (long long)first, (long long)last);
-    int16_t now_count;
-    switch (kc_share_held_take(&p->held, first, last, delivery_count, now, &now_count)) {
-    case KC_SHARE_HELD_LIVE:
-        break;
-    case KC_SHARE_HELD_EXPIRED:
-        s->c.ack_late += (uint64_t)(last - first + 1);
-        return kc_fail(err, KC_ERR_STATE,
-                       "the acquisition lock of delivery %d ran out before the verdict: the "
-                       "broker hands the records out again",
-                       (int)delivery_count);
-    case KC_SHARE_HELD_AGAIN:
-        s->c.ack_late += (uint64_t)(last - first + 1);
-        if (now_count)
-            return kc_fail(err, KC_ERR_STATE,
-                           "the records of delivery %d were handed out again (delivery %d) "
-                           "before the verdict",
-                           (int)delivery_count, (int)now_count);
-        return kc_fail(err, KC_ERR_STATE,
-                       "the records of delivery %d were handed out again before the verdict, "
-                       "and judged since",
-                       (int)delivery_count);
-    }
+    kc_share_spart_t *p;
+    kc_err_t rc = held_by(s, tp, first, last, delivery_count, now, true, &p, err);
+    if (rc != KC_OK)
+        return rc;
     kc_share_acks_drop_renew(&p->pending, first, last); /* the verdict supersedes a renewal */
     return kc_share_session_ack(s, tp, first, last, type, err);
 }
@@ -145,30 +160,10 @@ kc_err_t kc_share_session_verdict(kc_share_session_t *s, const kc_tp_t *tp, int6
 kc_err_t kc_share_session_renew(kc_share_session_t *s, const kc_tp_t *tp, int64_t first,
                                 int64_t last, int16_t delivery_count, int64_t now, kc_error_t *err)
 {
-    kc_share_spart_t *p = find(s, tp);
-    if (!p)
-        return kc_fail(err, KC_ERR_NOT_FOUND, "renew: partition %d is not fetched from broker %d",
-                       (int)tp->partition, (int)s->broker);
-    if (first < 0 || last < first)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "renew: bad offset range %lld..%lld",
-                       (long long)first, (long long)last);
-    int16_t now_count;
-    switch (kc_share_held_check(&p->held, first, last, delivery_count, now, &now_count)) {
-    case KC_SHARE_HELD_LIVE:
-        break;
-    case KC_SHARE_HELD_EXPIRED:
-        return kc_fail(err, KC_ERR_STATE,
-                       "renew: the acquisition lock of delivery %d ran out already: the broker "
-                       "hands the records out again",
-                       (int)delivery_count);
-    case KC_SHARE_HELD_AGAIN:
-        if (now_count)
-            return kc_fail(err, KC_ERR_STATE,
-                           "renew: the records of delivery %d were handed out again (delivery %d)",
-                           (int)delivery_count, (int)now_count);
-        return kc_fail(err, KC_ERR_STATE, "renew: the records of delivery %d are not held",
-                       (int)delivery_count);
-    }
+    kc_share_spart_t *p;
+    kc_err_t rc = held_by(s, tp, first, last, delivery_count, now, false, &p, err);
+    if (rc != KC_OK)
+        return rc;
     kc_share_acks_drop_renew(&p->pending, first, last); /* one renewal pending at a time */
     return kc_share_session_ack(s, tp, first, last, KC_SHARE_ACK_RENEW, err);
 }

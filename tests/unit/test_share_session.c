@@ -297,6 +297,26 @@ static void fx_close(fx_t *f)
     kc_share_session_free(&f->s);
 }
 
+/* The session gets a ShareAcknowledge answer for partition 0 of topic 1: `code` (`msg`: its
+ * message, NULL none), the lock's length `lock_ms` (0: not said), arriving at `now`. */
+static void ack_answer(fx_t *f, int16_t code, const char *msg, int32_t lock_ms, int64_t now)
+{
+    kc_share_acknowledge_response_t m;
+    kc_share_acknowledge_response_init(&m);
+    kc_share_acknowledge_response_share_acknowledge_topic_response_t t = {0};
+    kc_share_acknowledge_response_partition_data_t d = {0};
+    d.partition_index = 0;
+    d.error_code = code;
+    d.error_message = msg ? kc_str(msg) : KC_STR_NULL;
+    t.topic_id.b[15] = 1;
+    t.partitions.count = 1;
+    t.partitions.items = &d;
+    m.responses.count = 1;
+    m.responses.items = &t;
+    m.acquisition_lock_timeout_ms = lock_ms;
+    kc_share_session_ack_answer(&f->s, &m, now, &f->h);
+}
+
 static void session_epochs_and_acks(void **state)
 {
     (void)state;
@@ -492,19 +512,7 @@ static void session_acknowledge_and_close(void **state)
                          .acknowledgement_batches.items[0]
                          .acknowledge_types.count,
                      10);
-    kc_share_acknowledge_response_t m;
-    kc_share_acknowledge_response_init(&m);
-    kc_share_acknowledge_response_share_acknowledge_topic_response_t t = {0};
-    kc_share_acknowledge_response_partition_data_t d = {0};
-    d.partition_index = 0;
-    d.error_code = KC_KAFKA_INVALID_RECORD_STATE;
-    d.error_message = kc_str("lock expired");
-    t.topic_id.b[15] = 1;
-    t.partitions.count = 1;
-    t.partitions.items = &d;
-    m.responses.count = 1;
-    m.responses.items = &t;
-    kc_share_session_ack_answer(&f.s, &m, 0, &f.h);
+    ack_answer(&f, KC_KAFKA_INVALID_RECORD_STATE, "lock expired", 0, 0);
     assert_int_equal(f.seen.acked, 1);
     assert_int_equal(f.seen.acked_code, KC_KAFKA_INVALID_RECORD_STATE);
     assert_int_equal(f.s.c.ack_errors, 10);
@@ -565,19 +573,8 @@ static void verdicts_after_forget(void **state)
     assert_int_equal(aq.topics.items[0].partitions.count, 1);
     assert_int_equal(aq.topics.items[0].partitions.items[0].partition_index, 0);
     assert_int_equal(aq.topics.items[0].partitions.items[0].acknowledgement_batches.count, 1);
-    kc_share_acknowledge_response_t m;
-    kc_share_acknowledge_response_init(&m);
-    kc_share_acknowledge_response_share_acknowledge_topic_response_t t = {0};
-    kc_share_acknowledge_response_partition_data_t d = {0};
-    d.partition_index = 0;
-    d.error_message = KC_STR_NULL;
-    t.topic_id.b[15] = 1;
-    t.partitions.count = 1;
-    t.partitions.items = &d;
-    m.responses.count = 1;
-    m.responses.items = &t;
     assert_false(kc_share_session_answered(&f.s, mark)); /* in flight */
-    kc_share_session_ack_answer(&f.s, &m, 0, &f.h);
+    ack_answer(&f, 0, NULL, 0, 0);
     assert_true(kc_share_session_answered(&f.s, mark));
     assert_int_equal(f.seen.acked, 1);
     assert_int_equal(f.seen.acked_code, 0);
@@ -769,23 +766,20 @@ static void superseded_acks_dropped(void **state)
     fx_close(&f);
 }
 
-/* A ShareAcknowledge answer for partition 0 of topic 1 with `code`, the lock's length `lock_ms`. */
-static void ack_answer(fx_t *f, int16_t code, int32_t lock_ms, int64_t now)
+/* p0's records 0..9 acquired (delivery 1, a 10 s lock told) and handed out, their lock surely
+ * out at 11000: where the renewal tests start. */
+static void fx_hold_ten(fx_t *f)
 {
-    kc_share_acknowledge_response_t m;
-    kc_share_acknowledge_response_init(&m);
-    kc_share_acknowledge_response_share_acknowledge_topic_response_t t = {0};
-    kc_share_acknowledge_response_partition_data_t d = {0};
-    d.partition_index = 0;
-    d.error_code = code;
-    d.error_message = KC_STR_NULL;
-    t.topic_id.b[15] = 1;
-    t.partitions.count = 1;
-    t.partitions.items = &d;
-    m.responses.count = 1;
-    m.responses.items = &t;
-    m.acquisition_lock_timeout_ms = lock_ms;
-    kc_share_session_ack_answer(&f->s, &m, now, &f->h);
+    kc_share_fetch_request_t q;
+    const kc_share_range_t r[] = {{0, 9, 1}};
+    const int32_t zero[] = {0};
+    assert_int_equal(kc_share_session_want(&f->s, &f->p0, true, &f->e), KC_OK);
+    assert_int_equal(kc_share_session_fetch(&f->s, &params, &q, &f->e), KC_OK);
+    kc_share_fetch_response_t *m = (kc_share_fetch_response_t *)mk(&f->x, zero, 1, r, 1);
+    m->acquisition_lock_timeout_ms = 10000;
+    kc_share_session_fetch_answer(&f->s, m, &f->a, &f->h);
+    tb_free(&f->x.batch);
+    assert_int_equal(kc_share_session_hold(&f->s, &f->p0, 0, 9, 1, 11000, &f->e), KC_OK);
 }
 
 /* Lock renewal (KIP-1222): a renewal of held records leaves in a ShareAcknowledge with
@@ -800,19 +794,12 @@ static void renewals(void **state)
     fx_open(&f);
     kc_share_fetch_request_t q;
     kc_share_acknowledge_request_t aq;
-    const kc_share_range_t r[] = {{0, 9, 1}};
     const int32_t zero[] = {0};
-    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
-    kc_share_fetch_response_t *m = (kc_share_fetch_response_t *)mk(&f.x, zero, 1, r, 1);
-    m->acquisition_lock_timeout_ms = 10000;
-    kc_share_session_fetch_answer(&f.s, m, &f.a, &f.h);
-    tb_free(&f.x.batch);
-    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, 11000, &f.e), KC_OK);
+    fx_hold_ten(&f);
 
     /* after the deadline: refused, nothing queued, still held (the verdict reports it) */
     assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 0, 9, 1, 11000, &f.e), KC_ERR_STATE);
-    assert_non_null(strstr(f.e.msg, "ran out already"));
+    assert_non_null(strstr(f.e.msg, "ran out before the renewal"));
     assert_false(kc_share_session_has_acks(&f.s));
     /* another delivery's records: refused */
     assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 0, 9, 2, 5000, &f.e), KC_ERR_STATE);
@@ -831,7 +818,7 @@ static void renewals(void **state)
     assert_int_equal(ap->acknowledgement_batches.items[0].last_offset, 9);
     assert_int_equal(ap->acknowledgement_batches.items[0].acknowledge_types.items[0],
                      KC_SHARE_ACK_RENEW);
-    ack_answer(&f, 0, 12000, 9000); /* renewed at 9000 for 12 s */
+    ack_answer(&f, 0, NULL, 12000, 9000); /* renewed at 9000 for 12 s */
     assert_false(kc_share_session_has_renewals(&f.s));
     assert_int_equal(f.s.c.renewed, 7);
     assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 3, 1), 21000);
@@ -871,7 +858,7 @@ static void renewals(void **state)
     assert_int_equal(ap->acknowledgement_batches.items[0].acknowledge_types.items[5],
                      KC_SHARE_ACK_RENEW);
     /* refused: the deadline stays */
-    ack_answer(&f, KC_KAFKA_INVALID_RECORD_STATE, 12000, 21000);
+    ack_answer(&f, KC_KAFKA_INVALID_RECORD_STATE, NULL, 12000, 21000);
     assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 15, 1), 30000);
     assert_int_equal(f.s.c.renewed, 7);
     fx_close(&f);
@@ -888,12 +875,8 @@ static void renewals_dropped(void **state)
     fx_open(&f);
     kc_share_fetch_request_t q;
     kc_share_acknowledge_request_t aq;
-    const kc_share_range_t r[] = {{0, 9, 1}};
     const int32_t zero[] = {0};
-    assert_int_equal(kc_share_session_want(&f.s, &f.p0, true, &f.e), KC_OK);
-    assert_int_equal(kc_share_session_fetch(&f.s, &params, &q, &f.e), KC_OK);
-    fx_answer(&f, zero, 1, r, 1);
-    assert_int_equal(kc_share_session_hold(&f.s, &f.p0, 0, 9, 1, 11000, &f.e), KC_OK);
+    fx_hold_ten(&f);
 
     /* lapsed: its renewal goes with it */
     assert_int_equal(kc_share_session_renew(&f.s, &f.p0, 0, 4, 1, 5000, &f.e), KC_OK);
@@ -913,7 +896,7 @@ static void renewals_dropped(void **state)
                          .acknowledgement_batches.items[0]
                          .acknowledge_types.count,
                      5);
-    ack_answer(&f, 0, 12000, 6000);
+    ack_answer(&f, 0, NULL, 12000, 6000);
     assert_int_equal(f.s.parts[0].held.n, 1);
     assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 7, 1), 18000);
     assert_int_equal(kc_share_session_deadline(&f.s, &f.p0, 9, 1), 18000);
