@@ -180,14 +180,19 @@ bool kc_share_acks_has_renew(const kc_share_acks_t *a)
     return false;
 }
 
-void kc_share_acks_drop_renew(kc_share_acks_t *a, int64_t first, int64_t last)
+void kc_share_acks_drop_renew(kc_share_acks_t *a, int64_t first, int64_t last, kc_share_acks_t *out)
 {
     size_t i = lower_bound(a, first);
     while (i < a->n && a->items[i].span.first <= last) {
-        if (a->items[i].type != KC_SHARE_ACK_RENEW) {
+        const kc_share_ack_t *x = &a->items[i];
+        if (x->type != KC_SHARE_ACK_RENEW) {
             i++;
             continue;
         }
+        if (out)
+            (void)kc_share_acks_add(out, x->span.first > first ? x->span.first : first,
+                                    x->span.last < last ? x->span.last : last, KC_SHARE_ACK_RENEW,
+                                    NULL);
         (void)reserve(a); /* for a split; without room the renewal past `last` goes too */
         kc_share_span_cut(a->items, &a->n, a->cap, ACK, i, first, last, &i);
     }

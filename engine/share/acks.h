@@ -75,7 +75,9 @@ void kc_share_ack_batches_count(const kc_share_ack_batch_t *b, int32_t n,
                                 int64_t counts[KC_SHARE_ACK_TYPES]);
 /* Any renewal pending? */
 bool kc_share_acks_has_renew(const kc_share_acks_t *a);
-/* Drops the renewals pending of offsets first..last (a verdict on them supersedes them). */
-void kc_share_acks_drop_renew(kc_share_acks_t *a, int64_t first, int64_t last);
+/* Drops the renewals pending of offsets first..last (a verdict on them supersedes them), adding
+ * them to `out` when it is not NULL (out of memory: dropped all the same, not added). */
+void kc_share_acks_drop_renew(kc_share_acks_t *a, int64_t first, int64_t last,
+                              kc_share_acks_t *out);
 
 #endif

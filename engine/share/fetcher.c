@@ -195,17 +195,29 @@ void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp)
 static void refusal_note(struct kc_eng_share *sh, const char *topic, int32_t partition,
                          int64_t last, const char *why);
 
+/* The share partition topic[partition] (*i) and the session its delivery's `offset` goes to
+ * (sess_of), for a `what` ("acknowledge", "renew"); KC_ERR_NOT_FOUND without either. */
+static kc_err_t sess_for(kc_engine_t *e, const char *what, const char *topic, int32_t partition,
+                         int64_t offset, int16_t delivery_count, ssize_t *i, kc_eng_ssess_t **ss,
+                         kc_error_t *err)
+{
+    *i = kc_eng_find_part(e, topic, partition);
+    if (*i < 0 || !e->info[*i].have_id)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "%s: %s[%d] is not fetched", what, topic, partition);
+    *ss = sess_of(e, &e->parts[*i].tp, offset, delivery_count);
+    if (!*ss)
+        return kc_fail(err, KC_ERR_NOT_FOUND, "%s: %s[%d] has no share session", what, topic,
+                       partition);
+    return KC_OK;
+}
+
 static kc_err_t verdict(kc_engine_t *e, const char *topic, int32_t partition, int64_t first,
                         int64_t last, int16_t delivery_count, int type, kc_error_t *err)
 {
-    ssize_t i = kc_eng_find_part(e, topic, partition);
-    if (i < 0 || !e->info[i].have_id)
-        return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] is not fetched", topic,
-                       partition);
-    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp, first, delivery_count);
-    if (!ss)
-        return kc_fail(err, KC_ERR_NOT_FOUND, "acknowledge: %s[%d] has no share session", topic,
-                       partition);
+    ssize_t i;
+    kc_eng_ssess_t *ss;
+    if (sess_for(e, "acknowledge", topic, partition, first, delivery_count, &i, &ss, err) != KC_OK)
+        return KC_ERR_NOT_FOUND;
     uint64_t late = ss->s.c.ack_late;
     kc_err_t rc = kc_share_session_verdict(&ss->s, &e->parts[i].tp, first, last, delivery_count,
                                            (kc_share_ack_type_t)type, kc_now_ms(), err);
@@ -540,13 +552,10 @@ kc_err_t kc_engine_share_renew(kc_engine_t *e, const char *topic, int32_t partit
         return kc_fail(err, KC_ERR_STATE, "share: the engine has no share group");
     if (e->closing)
         return kc_fail(err, KC_ERR_CLOSED, "renew: the consumer is closing");
-    ssize_t i = kc_eng_find_part(e, topic, partition);
-    if (i < 0 || !e->info[i].have_id)
-        return kc_fail(err, KC_ERR_NOT_FOUND, "renew: %s[%d] is not fetched", topic, partition);
-    kc_eng_ssess_t *ss = sess_of(e, &e->parts[i].tp, first, delivery_count);
-    if (!ss)
-        return kc_fail(err, KC_ERR_NOT_FOUND, "renew: %s[%d] has no share session", topic,
-                       partition);
+    ssize_t i;
+    kc_eng_ssess_t *ss;
+    if (sess_for(e, "renew", topic, partition, first, delivery_count, &i, &ss, err) != KC_OK)
+        return KC_ERR_NOT_FOUND;
     /* A session being opened again (after a reset) takes no acknowledgement before its first
      * ShareFetch is answered, which may not come soon: say so now, the caller may retry. */
     if (ss->s.epoch == KC_SHARE_EPOCH_OPEN)

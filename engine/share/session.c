@@ -153,7 +153,7 @@ kc_err_t kc_share_session_verdict(kc_share_session_t *s, const kc_tp_t *tp, int6
     kc_err_t rc = held_by(s, tp, first, last, delivery_count, now, true, &p, err);
     if (rc != KC_OK)
         return rc;
-    kc_share_acks_drop_renew(&p->pending, first, last); /* the verdict supersedes a renewal */
+    kc_share_acks_drop_renew(&p->pending, first, last, NULL); /* the verdict supersedes a renewal */
     return kc_share_session_ack(s, tp, first, last, type, err);
 }
 
@@ -164,7 +164,7 @@ kc_err_t kc_share_session_renew(kc_share_session_t *s, const kc_tp_t *tp, int64_
     kc_err_t rc = held_by(s, tp, first, last, delivery_count, now, false, &p, err);
     if (rc != KC_OK)
         return rc;
-    kc_share_acks_drop_renew(&p->pending, first, last); /* one renewal pending at a time */
+    kc_share_acks_drop_renew(&p->pending, first, last, NULL); /* one renewal pending at a time */
     return kc_share_session_ack(s, tp, first, last, KC_SHARE_ACK_RENEW, err);
 }
 
@@ -193,7 +193,7 @@ void kc_share_session_lapsed(kc_share_session_t *s, const kc_tp_t *tp, int64_t f
         return;
     int16_t now_count;
     (void)kc_share_held_take(&p->held, first, last, delivery_count, INT64_MAX, &now_count);
-    kc_share_acks_drop_renew(&p->pending, first, last); /* the broker released them already */
+    kc_share_acks_drop_renew(&p->pending, first, last, NULL); /* the broker released them already */
     s->c.lapsed += (uint64_t)(last - first + 1);
 }
 
@@ -398,17 +398,19 @@ kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_i
         return kc_fail(err, KC_ERR_AGAIN, "share session: not open");
     if (close) /* the close releases what is held: renewing it now would be pointless */
         for (size_t i = 0; i < s->n; i++)
-            kc_share_acks_drop_renew(&s->parts[i].pending, 0, INT64_MAX - 1);
+            kc_share_acks_drop_renew(&s->parts[i].pending, 0, INT64_MAX - 1, NULL);
     bool any = kc_share_session_has_acks(s);
     if (!any && !close)
         return kc_fail(err, KC_ERR_AGAIN, "share session: nothing to acknowledge");
     kc_arena_reset(&s->req);
     for (size_t i = 0; i < s->n; i++)
         s->parts[i].in_request = s->parts[i].pending.n > 0;
+    bool renew = kc_share_session_has_renewals(s); /* every pending one leaves now */
     topics_t t;
     if (group_topics(s, &t, err) != KC_OK || take_acks(s, err) != KC_OK)
         return KC_ERR_NOMEM;
     kc_share_acknowledge_request_init(req);
+    req->is_renew_ack = renew;
     req->group_id = kc_str(group_id);
     req->member_id = kc_str(member_id);
     req->share_session_epoch = close ? KC_SHARE_EPOCH_CLOSE : s->epoch;
@@ -447,11 +449,6 @@ kc_err_t kc_share_session_acknowledge(kc_share_session_t *s, const char *group_i
     }
     req->topics.count = t.n;
     req->topics.items = at;
-    for (size_t i = 0; i < s->n && !req->is_renew_ack; i++)
-        for (int32_t j = 0; j < s->parts[i].n_sent && !req->is_renew_ack; j++)
-            for (int32_t k = 0; k < s->parts[i].sent[j].n_types; k++)
-                req->is_renew_ack =
-                    req->is_renew_ack || s->parts[i].sent[j].types[k] == KC_SHARE_ACK_RENEW;
     s->acks_inflight = s->acks_queued;
     s->inflight = true;
     s->inflight_close = close;
@@ -522,13 +519,7 @@ static void drop_renewals(kc_share_session_t *s, kc_share_spart_t *p, const char
         return;
     kc_share_acks_t gone = {0};
     kc_error_t e;
-    for (size_t i = 0; i < p->pending.n; i++) {
-        const kc_share_ack_t *x = &p->pending.items[i];
-        if (x->type == KC_SHARE_ACK_RENEW &&
-            kc_share_acks_add(&gone, x->span.first, x->span.last, KC_SHARE_ACK_RENEW, &e) != KC_OK)
-            break; /* out of memory: dropped all the same, unreported */
-    }
-    kc_share_acks_drop_renew(&p->pending, 0, INT64_MAX - 1);
+    kc_share_acks_drop_renew(&p->pending, 0, INT64_MAX - 1, &gone);
     kc_share_ack_batch_t *b;
     int32_t nb;
     if (gone.n && kc_share_acks_take(&gone, &s->req, &b, &nb, &e) == KC_OK && nb) {
