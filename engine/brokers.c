@@ -255,6 +255,18 @@ kc_conn_t *kc_eng_any_conn(kc_engine_t *e)
     return NULL;
 }
 
+kc_conn_t *kc_eng_ready_conn(kc_engine_t *e)
+{
+    for (size_t i = 0; i < e->n_brokers; i++) {
+        kc_conn_t *c = e->brokers[i]->conn;
+        if (c && e->brokers[i]->in_metadata && kc_conn_state(c) == KC_CONN_READY)
+            return c;
+    }
+    if (e->bootstrap_conn && kc_conn_state(e->bootstrap_conn) == KC_CONN_READY)
+        return e->bootstrap_conn;
+    return NULL;
+}
+
 void kc_eng_brokers_free(kc_engine_t *e)
 {
     kc_loop_timer_stop(e->loop, &e->t_rebootstrap);

@@ -113,6 +113,7 @@ void kc_engine_close(kc_engine_t *e, int timeout_ms)
         kc_eng_fetch_send(e, &sends[i]);
     wait_fetches(e, deadline);
     kc_eng_share_close(e, deadline);
+    kc_eng_telemetry_close(e, deadline);
     e->closed = 1;
     kc_eng_brokers_free(e);
     kc_eng_coord_free(e);
@@ -133,6 +134,7 @@ void kc_engine_free(kc_engine_t *e)
     kc_eng_queries_close(e);
     kc_fetch_plan_free(&e->plan);
     kc_eng_share_free(e);
+    kc_eng_telemetry_free(e);
     kc_eng_topics_free(e);
     for (size_t i = 0; i < e->n_parts; i++) {
         free(e->info[i].topic);

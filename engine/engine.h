@@ -25,6 +25,7 @@
 #include "conn_security.h"
 #include "loop.h"
 #include "fetch/partition.h"
+#include "telemetry/otlp.h"
 
 typedef struct kc_engine kc_engine_t;
 
@@ -224,6 +225,44 @@ typedef struct kc_engine_share_session_stats {
 /* The sessions' stats into out[0..cap); returns how many sessions there are. */
 size_t kc_engine_share_session_stats(const kc_engine_t *e, kc_engine_share_session_stats_t *out,
                                      size_t cap);
+
+/* ---- client telemetry (engine/telemetry/) -------------------------------------------------- */
+
+/* A push's content: the metrics (telemetry/otlp.h, named as Java names them) and the Resource
+ * attributes that say who the client is. Filled by the collect hook. */
+typedef struct kc_engine_tlm_snapshot {
+    kc_tlm_points_t points;
+    kc_tlm_points_t resource; /* one point per attribute: attrs[0] is the key and value */
+} kc_engine_tlm_snapshot_t;
+
+typedef struct kc_engine_telemetry {
+    /* Called on the network thread for every push, the terminating one at kc_engine_close
+     * included. */
+    void (*collect)(void *opaque, kc_engine_tlm_snapshot_t *out);
+    void *opaque;
+    const char *scope_version; /* the client's version, for the InstrumentationScope */
+} kc_engine_telemetry_t;
+
+/* Starts KIP-714 client telemetry (engine/telemetry/state.h has the rules): the engine asks a
+ * broker for the cluster's metrics subscription and pushes what it requests, collected through
+ * `hooks` (copied), until kc_engine_close sends the terminating push. A cluster without the
+ * APIs (Kafka before 3.7, or no telemetry plugin on the broker) stops it quietly. */
+kc_err_t kc_engine_telemetry_start(kc_engine_t *e, const kc_engine_telemetry_t *hooks,
+                                   kc_error_t *err);
+
+typedef struct kc_engine_telemetry_stats {
+    const char *state;           /* off, asking, subscribed, pushing, stopped */
+    const char *stopped;         /* why it stopped, "" while running */
+    char client_instance_id[37]; /* "" until the broker gave one */
+    int32_t subscription_id;
+    int32_t push_interval_ms;
+    int32_t requested_metrics; /* prefixes requested; -1: all */
+    int8_t compression;        /* what pushes carry: Kafka's codec id */
+    uint64_t subscription_requests, pushes, push_errors, pushes_skipped;
+    uint64_t last_push_bytes;   /* the last push's metrics, as sent (compressed) */
+    uint32_t last_push_metrics; /* data points in it */
+} kc_engine_telemetry_stats_t;
+void kc_engine_telemetry_stats(const kc_engine_t *e, kc_engine_telemetry_stats_t *out);
 
 /* ---- metadata changes ---------------------------------------------------------------------- */
 

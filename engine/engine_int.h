@@ -125,6 +125,7 @@ struct kc_engine {
     kc_engine_md_cb md_cb;
     void *md_cb_opaque;
     struct kc_eng_share *share; /* share/fetcher.c: NULL unless kc_engine_share_enable */
+    struct kc_eng_tlm *tlm;     /* telemetry/telemetry.c: NULL unless kc_engine_telemetry_start */
 };
 
 /* engine.c */
@@ -136,6 +137,11 @@ void kc_eng_part_set_id(kc_engine_t *e, size_t i, const uint8_t id[16]);
 void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err);
 void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev);
 
+/* telemetry/telemetry.c: the terminating push, waited for until `deadline` (kc_engine_close);
+ * freeing. */
+void kc_eng_telemetry_close(kc_engine_t *e, int64_t deadline);
+void kc_eng_telemetry_free(kc_engine_t *e);
+
 /* brokers.c */
 kc_eng_broker_t *kc_eng_broker_get(kc_engine_t *e, int32_t id);
 /* Creates or updates a broker from metadata; returns 1 when its address changed. */
@@ -146,6 +152,10 @@ kc_conn_t *kc_eng_broker_conn(kc_engine_t *e, int32_t id);
  * decides: bootstrap.servers until an answer named brokers, then a READY named broker, else the
  * next named broker in turn. NULL while a rebootstrap is pending (it runs from a timer). */
 kc_conn_t *kc_eng_any_conn(kc_engine_t *e);
+/* A READY connection to a named broker, else the bootstrap connection when it is READY; NULL
+ * otherwise. Unlike kc_eng_any_conn it opens nothing and is no look for md_recovery.h: for
+ * requests that may wait for a connection the engine has anyway (telemetry). */
+kc_conn_t *kc_eng_ready_conn(kc_engine_t *e);
 /* A REBOOTSTRAP_REQUIRED answer (metadata.c). */
 void kc_eng_rebootstrap_required(kc_engine_t *e);
 /* Every Metadata answer, whoever asked (the engine, a classic member for its topics): a

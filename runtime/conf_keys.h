@@ -233,6 +233,8 @@
       "Network event loop; auto = io_uring when the kernel allows it, else epoll")                 \
     X(STATISTICS_INTERVAL_MS, "statistics.interval.ms", INT, "0", 0, 86400000, NULL, 0,            \
       "Stats JSON to on_event every this many ms; 0 = off")                                        \
+    X(ENABLE_METRICS_PUSH, "enable.metrics.push", BOOL, "true", 0, 0, NULL, 0,                     \
+      "KIP-714: push the metrics a cluster's client metrics subscription requests to it")          \
     X(LOG_LEVEL, "log.level", ENUM, "info", 0, 0, "error|warn|info|debug", 0,                      \
       "Most verbose level this consumer logs (to its log callback, else stderr)")                  \
     X(DECOMPRESS_MAX_BYTES, "decompress.max.bytes", INT, "67108864", 4096, KC_I32MAX, NULL, 0,     \

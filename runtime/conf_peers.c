@@ -129,6 +129,7 @@ static const kc_conf_peer_t peers[] = {
      "an expired login is renewed from the keytab; librdkafka runs kinit instead"},
     {"io.backend", NULL, NULL, NULL},
     {"statistics.interval.ms", NULL, "statistics.interval.ms", NULL},
+    {"enable.metrics.push", "enable.metrics.push", "enable.metrics.push", NULL},
     {"log.level", NULL, "log_level", "names (error, warn, info, debug), not syslog numbers"},
     {"decompress.max.bytes", NULL, NULL, NULL},
 };

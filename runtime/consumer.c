@@ -671,6 +671,7 @@ static void on_net(kc_loop_t *loop, void *arg)
         if (k->rc == KC_OK) {
             kc_consumer_stats_start(c, loop);
             kc_consumer_autocommit_start(c, loop);
+            kc_consumer_telemetry_start(c);
         }
         break;
     }

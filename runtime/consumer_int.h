@@ -202,6 +202,9 @@ void kc_consumer_set_member_id(kc_consumer_t *c, const char *id);
 char *kc_consumer_stats_json(kc_consumer_t *c);
 void kc_consumer_stats_start(kc_consumer_t *c, kc_loop_t *loop);
 void kc_consumer_stats_stop(kc_consumer_t *c, kc_loop_t *loop);
+/* telemetry.c, network thread: KIP-714 client telemetry (enable.metrics.push), the stats named
+ * as Java names them; the engine runs the protocol and the terminating push at close. */
+void kc_consumer_telemetry_start(kc_consumer_t *c);
 /* auto_commit.c, network thread: the enable.auto.commit timer (no-op without group.id). */
 void kc_consumer_autocommit_start(kc_consumer_t *c, kc_loop_t *loop);
 void kc_consumer_autocommit_stop(kc_consumer_t *c, kc_loop_t *loop);

@@ -43,6 +43,10 @@ static const char *const counters[] = {
     "rediscoveries",
     "self_fences",
     "poll_leaves",
+    "subscription_requests",
+    "pushes",
+    "push_errors",
+    "pushes_skipped",
 };
 
 static bool is_counter(const char *field)

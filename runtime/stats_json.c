@@ -34,6 +34,28 @@ static void put_group(kc_consumer_t *c, kc_json_t *b)
     kc_json_raw(b, "],\"rebalances\":0}");
 }
 
+/* KIP-714 client telemetry (engine/telemetry/): where it stands and what it sent. */
+static void put_telemetry(kc_consumer_t *c, kc_json_t *b)
+{
+    kc_engine_telemetry_stats_t ts = {.state = "off", .stopped = ""};
+    if (c->e)
+        kc_engine_telemetry_stats(c->e, &ts);
+    kc_json_raw(b, ",\"telemetry\":{\"state\":");
+    kc_json_str(b, ts.state);
+    kc_json_raw(b, ",\"stopped\":");
+    kc_json_str(b, ts.stopped);
+    kc_json_raw(b, ",\"client_instance_id\":");
+    kc_json_str(b, ts.client_instance_id);
+    kc_json_raw(b,
+                ",\"subscription_id\":%d,\"push_interval_ms\":%d,\"requested_metrics\":%d,"
+                "\"compression\":%d,\"subscription_requests\":%" PRIu64 ",\"pushes\":%" PRIu64
+                ",\"push_errors\":%" PRIu64 ",\"pushes_skipped\":%" PRIu64
+                ",\"last_push_bytes\":%" PRIu64 ",\"last_push_metrics\":%u}",
+                ts.subscription_id, ts.push_interval_ms, ts.requested_metrics, ts.compression,
+                ts.subscription_requests, ts.pushes, ts.push_errors, ts.pushes_skipped,
+                ts.last_push_bytes, ts.last_push_metrics);
+}
+
 /* One entry of "partitions": the n-th (comma before all but the first). */
 static void put_part(kc_consumer_t *c, kc_json_t *b, size_t n, const char *topic, int32_t partition,
                      kc_rt_part_t *p)
@@ -166,6 +188,7 @@ char *kc_consumer_stats_json(kc_consumer_t *c)
                     ss.renewed);
         put_share_sessions(c, &b);
     }
+    put_telemetry(c, &b);
     kc_json_raw(&b, ",\"buffered_bytes\":%lld,\"frame_bytes\":%lld,\"workers\":",
                 (long long)kc_rt_buffered_bytes(c->rt), (long long)kc_rt_frame_bytes(c->rt));
     kc_rt_stats_workers(c->rt, &b);

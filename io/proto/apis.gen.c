@@ -420,6 +420,50 @@ static kc_err_t dec_describe_configs_response(void *m, int16_t v, kc_rbuf_t *r, 
     return kc_describe_configs_response_decode(m, v, r, a, err);
 }
 
+static kc_err_t enc_get_telemetry_subscriptions_request(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_get_telemetry_subscriptions_request_encode(m, v, w, err);
+}
+
+static kc_err_t dec_get_telemetry_subscriptions_request(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_get_telemetry_subscriptions_request_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_get_telemetry_subscriptions_response(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_get_telemetry_subscriptions_response_encode(m, v, w, err);
+}
+
+static kc_err_t dec_get_telemetry_subscriptions_response(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_get_telemetry_subscriptions_response_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_push_telemetry_request(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_push_telemetry_request_encode(m, v, w, err);
+}
+
+static kc_err_t dec_push_telemetry_request(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_push_telemetry_request_decode(m, v, r, a, err);
+}
+
+static kc_err_t enc_push_telemetry_response(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
+{
+    return kc_push_telemetry_response_encode(m, v, w, err);
+}
+
+static kc_err_t dec_push_telemetry_response(void *m, int16_t v, kc_rbuf_t *r, kc_arena_t *a,
+                     kc_error_t *err)
+{
+    return kc_push_telemetry_response_decode(m, v, r, a, err);
+}
+
 static kc_err_t enc_share_group_heartbeat_request(const void *m, int16_t v, kc_wbuf_t *w, kc_error_t *err)
 {
     return kc_share_group_heartbeat_request_encode(m, v, w, err);
@@ -528,6 +572,8 @@ const kc_proto_api_t kc_proto_apis[KC_PROTO_API_COUNT] = {
     {17, "SaslHandshake", 0, 1, 1, 32767, sizeof(kc_sasl_handshake_request_t), sizeof(kc_sasl_handshake_response_t), enc_sasl_handshake_request, dec_sasl_handshake_request, enc_sasl_handshake_response, dec_sasl_handshake_response},
     {36, "SaslAuthenticate", 0, 2, 2, 2, sizeof(kc_sasl_authenticate_request_t), sizeof(kc_sasl_authenticate_response_t), enc_sasl_authenticate_request, dec_sasl_authenticate_request, enc_sasl_authenticate_response, dec_sasl_authenticate_response},
     {32, "DescribeConfigs", 1, 4, 4, 4, sizeof(kc_describe_configs_request_t), sizeof(kc_describe_configs_response_t), enc_describe_configs_request, dec_describe_configs_request, enc_describe_configs_response, dec_describe_configs_response},
+    {71, "GetTelemetrySubscriptions", 0, 0, 0, 0, sizeof(kc_get_telemetry_subscriptions_request_t), sizeof(kc_get_telemetry_subscriptions_response_t), enc_get_telemetry_subscriptions_request, dec_get_telemetry_subscriptions_request, enc_get_telemetry_subscriptions_response, dec_get_telemetry_subscriptions_response},
+    {72, "PushTelemetry", 0, 0, 0, 0, sizeof(kc_push_telemetry_request_t), sizeof(kc_push_telemetry_response_t), enc_push_telemetry_request, dec_push_telemetry_request, enc_push_telemetry_response, dec_push_telemetry_response},
     {76, "ShareGroupHeartbeat", 1, 1, 1, 0, sizeof(kc_share_group_heartbeat_request_t), sizeof(kc_share_group_heartbeat_response_t), enc_share_group_heartbeat_request, dec_share_group_heartbeat_request, enc_share_group_heartbeat_response, dec_share_group_heartbeat_response},
     {77, "ShareGroupDescribe", 1, 1, 1, 0, sizeof(kc_share_group_describe_request_t), sizeof(kc_share_group_describe_response_t), enc_share_group_describe_request, dec_share_group_describe_request, enc_share_group_describe_response, dec_share_group_describe_response},
     {78, "ShareFetch", 1, 2, 2, 0, sizeof(kc_share_fetch_request_t), sizeof(kc_share_fetch_response_t), enc_share_fetch_request, dec_share_fetch_request, enc_share_fetch_response, dec_share_fetch_response},

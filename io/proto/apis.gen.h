@@ -24,6 +24,8 @@
 #include "proto/sasl_handshake.gen.h"
 #include "proto/sasl_authenticate.gen.h"
 #include "proto/describe_configs.gen.h"
+#include "proto/get_telemetry_subscriptions.gen.h"
+#include "proto/push_telemetry.gen.h"
 #include "proto/share_group_heartbeat.gen.h"
 #include "proto/share_group_describe.gen.h"
 #include "proto/share_fetch.gen.h"
@@ -49,7 +51,7 @@ typedef struct kc_proto_api {
                                 kc_error_t *err);
 } kc_proto_api_t;
 
-#define KC_PROTO_API_COUNT 23
+#define KC_PROTO_API_COUNT 25
 /* The largest API key in the table. */
 #define KC_PROTO_API_MAX_KEY 79
 extern const kc_proto_api_t kc_proto_apis[KC_PROTO_API_COUNT];

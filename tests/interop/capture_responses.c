@@ -14,7 +14,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "proto/get_telemetry_subscriptions.gen.h"
 #include "proto/proto.h"
+#include "proto/push_telemetry.gen.h"
 
 static const char *host;
 static int port;
@@ -75,6 +77,9 @@ static uint8_t *roundtrip(int16_t key, int16_t v, const void *req, size_t *len)
 static kc_str_t topic;
 static kc_uuid_t topic_id;
 static kc_arena_t arena;
+/* The client instance and subscription GetTelemetrySubscriptions gave, for the PushTelemetry
+ * after it (KIP-714: a push names both, else the broker refuses it). */
+static kc_get_telemetry_subscriptions_response_t telemetry;
 
 /* A request for (key, v): defaults plus what makes the answer interesting. */
 static void *build(int16_t key, int16_t v, const kc_proto_api_t *api)
@@ -270,6 +275,14 @@ static void *build(int16_t key, int16_t v, const kc_proto_api_t *api)
         r->topics.items = &at;
         break;
     }
+    case 72: {
+        kc_push_telemetry_request_t *r = m;
+        kc_push_telemetry_request_init(r);
+        r->client_instance_id = telemetry.client_instance_id;
+        r->subscription_id = telemetry.subscription_id;
+        r->metrics = (kc_bytes_t){NULL, 0};
+        break;
+    }
     default:
         break; /* defaults: the broker answers with an error code, still a real response */
     }
@@ -361,6 +374,13 @@ int main(int argc, char **argv)
             }
             save(argv[3], api, v, resp, len);
             saved++;
+            if (api->key == 71) {
+                kc_rbuf_t tr = kc_rbuf(resp, len);
+                if (kc_proto_read_response_header(&tr, 71, v, &c, &err) ||
+                    kc_get_telemetry_subscriptions_response_decode(&telemetry, v, &tr, &arena,
+                                                                   &err))
+                    fprintf(stderr, "GetTelemetrySubscriptions answer: %s\n", err.msg);
+            }
             free(resp);
         }
     }

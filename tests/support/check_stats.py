@@ -11,8 +11,13 @@ import json
 import sys
 
 TOP = {"ts_ms": int, "brokers": list, "partitions": list, "group": dict, "workers": list,
-       "connections": dict}
+       "connections": dict, "telemetry": dict}
 CONNECTIONS = {"idle_closes": int}
+TELEMETRY = {"state": str, "stopped": str, "client_instance_id": str, "subscription_id": int,
+             "push_interval_ms": int, "requested_metrics": int, "compression": int,
+             "subscription_requests": int, "pushes": int, "push_errors": int,
+             "pushes_skipped": int, "last_push_bytes": int, "last_push_metrics": int}
+TELEMETRY_STATES = {"off", "asking", "subscribed", "pushing", "stopped"}
 BROKER = {"id": int, "state": str, "fetch_requests": int, "fetch_request_bytes": int,
           "fetch_partitions_sent": int, "fetch_forgotten_sent": int, "fetch_session_id": int,
           "fetch_session_epoch": int, "fetch_request_bytes_min": int, "fetch_request_bytes_max": int,
@@ -58,6 +63,9 @@ def main():
             check(p, PART, f"line {i} partition")
         check(o["group"], GROUP, f"line {i} group")
         check(o["connections"], CONNECTIONS, f"line {i} connections")
+        check(o["telemetry"], TELEMETRY, f"line {i} telemetry")
+        if o["telemetry"]["state"] not in TELEMETRY_STATES:
+            raise ValueError(f"line {i} telemetry: state {o['telemetry']['state']!r}")
         for a in o["group"]["assignment"]:
             if not (isinstance(a, list) and len(a) == 2 and isinstance(a[0], str)
                     and isinstance(a[1], int)):

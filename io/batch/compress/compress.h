@@ -1,5 +1,6 @@
 /*
- * Decompression of record-batch payloads into a per-worker reusable buffer.
+ * Decompression of record-batch payloads into a per-worker reusable buffer, and (encode.c) the
+ * one-shot compression of the little a consumer sends compressed.
  *
  * kc_decode_ctx_t is owned by one worker thread: it holds the zstd DCtx and LZ4F context (made
  * once, reused for every batch — creating a zstd DCtx per batch costs more than decoding a small
@@ -68,5 +69,11 @@ kc_err_t kc_zstd_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_l
 void kc_gzip_ctx_free(kc_decode_ctx_t *ctx);
 void kc_lz4_ctx_free(kc_decode_ctx_t *ctx);
 void kc_zstd_ctx_free(kc_decode_ctx_t *ctx);
+
+/* Compresses `in` whole into a new heap buffer (*out, free() it) for what the client itself sends
+ * compressed (KIP-714 telemetry): zstd and gzip, the broker's first preferences; any other codec
+ * is KC_ERR_UNSUPPORTED. Owner: the calling thread; no context is kept. */
+kc_err_t kc_compress(int codec, const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len,
+                     kc_error_t *err);
 
 #endif

@@ -42,6 +42,7 @@ APIS = [
     ("consumer_group_describe", "ConsumerGroupDescribe"), ("describe_groups", "DescribeGroups"),
     ("list_groups", "ListGroups"), ("sasl_handshake", "SaslHandshake"),
     ("sasl_authenticate", "SaslAuthenticate"), ("describe_configs", "DescribeConfigs"),
+    ("get_telemetry_subscriptions", "GetTelemetrySubscriptions"), ("push_telemetry", "PushTelemetry"),
 ]
 # From the share-group release's jar (module docstring).
 SHARE_APIS = [
