@@ -84,17 +84,23 @@ kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_
     return KC_OK;
 }
 
-/* Runs the loop until no Fetch is in flight or the deadline passes. */
+void kc_eng_run_while(kc_engine_t *e, int64_t deadline, bool (*busy)(kc_engine_t *e))
+{
+    while (busy(e) && kc_now_ms() < deadline)
+        kc_loop_run_once(e->loop, 50);
+}
+
+static bool fetches_in_flight(kc_engine_t *e)
+{
+    for (size_t i = 0; i < e->plan.n; i++)
+        if (e->plan.f[i]->in_flight)
+            return true;
+    return false;
+}
+
 static void wait_fetches(kc_engine_t *e, int64_t deadline)
 {
-    for (;;) {
-        int busy = 0;
-        for (size_t i = 0; i < e->plan.n; i++)
-            busy |= e->plan.f[i]->in_flight;
-        if (!busy || kc_now_ms() >= deadline)
-            return;
-        kc_loop_run_once(e->loop, 50);
-    }
+    kc_eng_run_while(e, deadline, fetches_in_flight);
 }
 
 void kc_engine_close(kc_engine_t *e, int timeout_ms)

@@ -137,6 +137,9 @@ void kc_eng_part_set_id(kc_engine_t *e, size_t i, const uint8_t id[16]);
 void kc_eng_report(kc_engine_t *e, size_t i, const kc_error_t *err);
 void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev);
 
+/* At close: runs the loop until `busy` says nothing is left in flight or the deadline passes. */
+void kc_eng_run_while(kc_engine_t *e, int64_t deadline, bool (*busy)(kc_engine_t *e));
+
 /* telemetry/telemetry.c: the terminating push, waited for until `deadline` (kc_engine_close);
  * freeing. */
 void kc_eng_telemetry_close(kc_engine_t *e, int64_t deadline);

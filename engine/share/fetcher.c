@@ -904,6 +904,14 @@ void kc_eng_share_drive(kc_engine_t *e, int64_t now, int64_t *wake)
     commits_check(e, now, wake);
 }
 
+static bool sessions_in_flight(kc_engine_t *e)
+{
+    for (size_t k = 0; k < e->share->n; k++)
+        if (e->share->s[k]->s.inflight)
+            return true;
+    return false;
+}
+
 void kc_eng_share_close(kc_engine_t *e, int64_t deadline)
 {
     struct kc_eng_share *sh = e->share;
@@ -911,14 +919,7 @@ void kc_eng_share_close(kc_engine_t *e, int64_t deadline)
         return;
     for (int round = 0; round < 2; round++) {
         /* round 0 waits out the requests in flight; round 1 closes every open session */
-        for (;;) {
-            bool busy = false;
-            for (size_t k = 0; k < sh->n; k++)
-                busy |= sh->s[k]->s.inflight;
-            if (!busy || kc_now_ms() >= deadline)
-                break;
-            kc_loop_run_once(e->loop, 50);
-        }
+        kc_eng_run_while(e, deadline, sessions_in_flight);
         if (round == 0)
             for (size_t k = 0; k < sh->n; k++) {
                 sh->s[k]->retry_at_ms = 0;

@@ -5,6 +5,21 @@
 
 #include "proto/kafka_errors.h"
 
+kc_tlm_subscription_t kc_tlm_subscription_of(const kc_get_telemetry_subscriptions_response_t *m)
+{
+    return (kc_tlm_subscription_t){
+        .client_instance_id = m->client_instance_id,
+        .subscription_id = m->subscription_id,
+        .push_interval_ms = m->push_interval_ms,
+        .telemetry_max_bytes = m->telemetry_max_bytes,
+        .delta_temporality = m->delta_temporality,
+        .accepted_compression = m->accepted_compression_types.items,
+        .n_accepted_compression = m->accepted_compression_types.count,
+        .metrics = m->requested_metrics.items,
+        .n_metrics = m->requested_metrics.count,
+    };
+}
+
 void kc_tlm_init(kc_tlm_t *t, int64_t now_ms, int64_t backoff_ms)
 {
     memset(t, 0, sizeof *t);

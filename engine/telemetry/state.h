@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "proto/get_telemetry_subscriptions.gen.h"
 #include "proto/wire.h"
 
 /* Kafka's CompressionType ids, as PushTelemetry carries them. */
@@ -85,6 +86,10 @@ typedef struct kc_tlm {
     const char *stopped; /* why it stopped (static text), NULL while running */
     uint64_t pushes, push_errors, asks;
 } kc_tlm_t;
+
+/* The answer's fields as the machine takes them (views into the answer: use it before the
+ * answer's frame and arena go). */
+kc_tlm_subscription_t kc_tlm_subscription_of(const kc_get_telemetry_subscriptions_response_t *m);
 
 void kc_tlm_init(kc_tlm_t *t, int64_t now_ms, int64_t backoff_ms);
 void kc_tlm_destroy(kc_tlm_t *t);

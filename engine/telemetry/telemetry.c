@@ -122,17 +122,7 @@ static void get_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
             kc_log(KC_LOG_WARN, "telemetry", "%s", why.msg);
             kc_tlm_on_subscription(&t->m, now, -1, NULL, 1.0);
         } else {
-            kc_tlm_subscription_t s = {
-                .client_instance_id = m.client_instance_id,
-                .subscription_id = m.subscription_id,
-                .push_interval_ms = m.push_interval_ms,
-                .telemetry_max_bytes = m.telemetry_max_bytes,
-                .delta_temporality = m.delta_temporality,
-                .accepted_compression = m.accepted_compression_types.items,
-                .n_accepted_compression = m.accepted_compression_types.count,
-                .metrics = m.requested_metrics.items,
-                .n_metrics = m.requested_metrics.count,
-            };
+            kc_tlm_subscription_t s = kc_tlm_subscription_of(&m);
             if (!kc_tlm_on_subscription(&t->m, now, m.error_code, &s, jitter(t)))
                 kc_log(KC_LOG_WARN, "telemetry", "no memory for the metrics subscription");
             else if (m.error_code)
@@ -370,6 +360,11 @@ kc_err_t kc_engine_telemetry_start(kc_engine_t *e, const kc_engine_telemetry_t *
     return KC_OK;
 }
 
+static bool tlm_busy(kc_engine_t *e)
+{
+    return !kc_tlm_idle(&e->tlm->m);
+}
+
 void kc_eng_telemetry_close(kc_engine_t *e, int64_t deadline)
 {
     kc_eng_tlm_t *t = e->tlm;
@@ -379,8 +374,7 @@ void kc_eng_telemetry_close(kc_engine_t *e, int64_t deadline)
     if (!kc_tlm_close(&t->m))
         return;
     tlm_drive(t); /* the terminating push, unless one is in flight (then after its answer) */
-    while (!kc_tlm_idle(&t->m) && kc_now_ms() < deadline)
-        kc_loop_run_once(e->loop, 50);
+    kc_eng_run_while(e, deadline, tlm_busy);
     kc_loop_timer_stop(e->loop, &t->timer);
 }
 

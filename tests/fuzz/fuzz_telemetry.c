@@ -58,17 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
             kc_rbuf_t r = kc_rbuf(body, n);
             if (inflight == KC_TLM_ASK &&
                 kc_get_telemetry_subscriptions_response_decode(&m, 0, &r, &arena, &err) == KC_OK) {
-                kc_tlm_subscription_t s = {
-                    .client_instance_id = m.client_instance_id,
-                    .subscription_id = m.subscription_id,
-                    .push_interval_ms = m.push_interval_ms,
-                    .telemetry_max_bytes = m.telemetry_max_bytes,
-                    .delta_temporality = m.delta_temporality,
-                    .accepted_compression = m.accepted_compression_types.items,
-                    .n_accepted_compression = m.accepted_compression_types.count,
-                    .metrics = m.requested_metrics.items,
-                    .n_metrics = m.requested_metrics.count,
-                };
+                kc_tlm_subscription_t s = kc_tlm_subscription_of(&m);
                 kc_tlm_on_subscription(&t, now, m.error_code, &s, 0.5 + (op >> 2) / 64.0);
                 inflight = KC_TLM_NOTHING;
                 if (t.compression != KC_TLM_COMPRESSION_NONE &&

@@ -119,19 +119,7 @@ static void on_net(kc_loop_t *loop, void *arg)
 
 static int cluster_try(const char *args, char *out, size_t cap)
 {
-    char line[1024];
-    snprintf(line, sizeof line, "%s %s --dir %s", kc_test_env("KC_TESTKIT"), args, dir);
-    FILE *f = popen(line, "r");
-    assert_non_null(f);
-    char buf[512];
-    while (fgets(buf, sizeof buf, f))
-        if (out && strncmp(buf, "BOOTSTRAP=", 10) == 0) {
-            size_t l = strcspn(buf + 10, "\n");
-            l = l < cap ? l : cap - 1;
-            memcpy(out, buf + 10, l);
-            out[l] = '\0';
-        }
-    return pclose(f);
+    return kc_test_cluster_in(dir, out, cap, "%s", args);
 }
 
 static void cluster(const char *args, char *out, size_t cap)

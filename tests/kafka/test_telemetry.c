@@ -28,29 +28,13 @@
 #include <unistd.h>
 
 #include "kconsume.h"
+#include "tally.h"
 
 #define NP   3
 #define RECS 600
 
 static char dir[512], bootstrap[256], out_path[600], topic[64];
 static bool cluster_is_up;
-
-static int cluster_try(const char *args, char *out, size_t cap)
-{
-    char line[2048];
-    snprintf(line, sizeof line, "%s %s --dir %s", kc_test_env("KC_TESTKIT"), args, dir);
-    FILE *f = popen(line, "r");
-    assert_non_null(f);
-    char buf[512];
-    while (fgets(buf, sizeof buf, f))
-        if (out && strncmp(buf, "BOOTSTRAP=", 10) == 0) {
-            size_t l = strcspn(buf + 10, "\n");
-            l = l < cap ? l : cap - 1;
-            memcpy(out, buf + 10, l);
-            out[l] = '\0';
-        }
-    return pclose(f);
-}
 
 static void cluster(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void cluster(const char *fmt, ...)
@@ -60,7 +44,7 @@ static void cluster(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(args, sizeof args, fmt, ap);
     va_end(ap);
-    if (cluster_try(args, NULL, 0) != 0)
+    if (kc_test_cluster_in(dir, NULL, 0, "%s", args) != 0)
         fail_msg("failed: cluster %s --dir %s", args, dir);
 }
 
@@ -72,10 +56,9 @@ static int setup(void **state)
     int up = -1;
     for (int attempt = 0; attempt < 4 && up != 0; attempt++) {
         int base = 31000 + (int)((getpid() + attempt * 89) % 700) * 10;
-        char args[1024];
-        snprintf(args, sizeof args, "up --brokers 1 --port-base %d --telemetry-recorder %s", base,
-                 out_path);
-        up = cluster_try(args, bootstrap, sizeof bootstrap);
+        up = kc_test_cluster_in(dir, bootstrap, sizeof bootstrap,
+                                "up --brokers 1 --port-base %d --telemetry-recorder %s", base,
+                                out_path);
     }
     if (up != 0 || !bootstrap[0])
         return -1;
@@ -90,49 +73,17 @@ static int teardown(void **state)
 {
     (void)state;
     if (cluster_is_up)
-        (void)cluster_try("down", NULL, 0);
+        (void)kc_test_cluster_in(dir, NULL, 0, "down");
     cluster_is_up = false;
     return 0;
 }
 
-/* ---- a consumer -------------------------------------------------------------------------- */
+/* ---- a consumer ---------------------------------------------------------------------------- */
 
-typedef struct member {
-    pthread_mutex_t mu;
-    char *stats; /* the last stats JSON */
-    atomic_long records, errors;
-} member_t;
-
-static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
-{
-    (void)p;
-    member_t *m = o;
-    long n = 0;
-    while (kc_records_next(b))
-        n++;
-    atomic_fetch_add(&m->records, n);
-    return KC_CB_CONTINUE;
-}
-
-static void on_event(void *o, const kc_event_t *ev)
-{
-    member_t *m = o;
-    if (ev->type == KC_EVENT_STATS) {
-        pthread_mutex_lock(&m->mu);
-        free(m->stats);
-        m->stats = strdup(ev->json);
-        pthread_mutex_unlock(&m->mu);
-    } else if (ev->type == KC_EVENT_ERROR) {
-        printf("# error event: %s\n", ev->error->msg);
-        atomic_fetch_add(&m->errors, 1);
-    }
-}
-
-static kc_consumer_t *start(member_t *m, const char *bs, const char *client_id, const char *group,
+static kc_consumer_t *start(kc_tally_t *m, const char *bs, const char *client_id, const char *group,
                             const char *extra)
 {
-    memset(m, 0, sizeof *m);
-    pthread_mutex_init(&m->mu, NULL);
+    kc_tally_reset(m);
     kc_conf_t *conf = kc_conf_new();
     char pairs[512];
     snprintf(pairs, sizeof pairs,
@@ -140,7 +91,8 @@ static kc_consumer_t *start(member_t *m, const char *bs, const char *client_id, 
              "statistics.interval.ms=200;fetch.max.wait.ms=100%s%s",
              bs, client_id, group, extra ? ";" : "", extra ? extra : "");
     kc_test_conf_set_all(conf, pairs);
-    kc_callbacks_t cbs = {.on_records = on_records, .on_event = on_event, .opaque = m};
+    kc_callbacks_t cbs = {
+        .on_records = kc_tally_on_records, .on_event = kc_tally_on_event, .opaque = m};
     kc_consumer_t *c = kc_test_consumer(conf, &cbs);
     kc_error_t err;
     const char *topics[] = {topic};
@@ -149,12 +101,12 @@ static kc_consumer_t *start(member_t *m, const char *bs, const char *client_id, 
     return c;
 }
 
-/* The stats' "telemetry" object, parsed (json_decref it); NULL before the first stats. */
-static json_t *telemetry_of(member_t *m)
+/* The latest stats' "telemetry" object, parsed (json_decref it); NULL before the first stats. */
+static json_t *telemetry_of(kc_tally_t *m)
 {
-    pthread_mutex_lock(&m->mu);
-    json_t *s = m->stats ? json_loads(m->stats, 0, NULL) : NULL;
-    pthread_mutex_unlock(&m->mu);
+    static char text[32768];
+    kc_tally_last_stats(m, text, sizeof text);
+    json_t *s = text[0] ? json_loads(text, 0, NULL) : NULL;
     if (!s)
         return NULL;
     json_t *t = json_incref(json_object_get(s, "telemetry"));
@@ -165,12 +117,6 @@ static json_t *telemetry_of(member_t *m)
 static long long tnum(json_t *t, const char *k)
 {
     return (long long)json_number_value(json_object_get(t, k));
-}
-
-static void done(member_t *m)
-{
-    free(m->stats);
-    pthread_mutex_destroy(&m->mu);
 }
 
 /* ---- what the broker recorded -------------------------------------------------------------- */
@@ -228,14 +174,14 @@ static void pushes_what_the_subscription_asks(void **state)
     cluster("client-metrics kc-tlm-a 'metrics=" P "fetch.manager.,interval.ms=1000,"
             "match=[client_id=%s]'",
             client);
-    member_t m;
+    kc_tally_t m;
     kc_consumer_t *c = start(&m, bootstrap, client, group, NULL);
     int64_t until = kc_test_now_ms() + 60000;
     json_t *t = NULL;
     while (kc_test_now_ms() < until) {
         json_decref(t);
         t = telemetry_of(&m);
-        if (atomic_load(&m.records) == RECS && t && tnum(t, "pushes") >= 3)
+        if (atomic_load(&m.total) == RECS && t && tnum(t, "pushes") >= 3)
             break;
         kc_test_sleep_ms(100);
     }
@@ -246,7 +192,7 @@ static void pushes_what_the_subscription_asks(void **state)
            json_string_value(json_object_get(t, "client_instance_id")), tnum(t, "pushes"),
            tnum(t, "push_errors"), tnum(t, "push_interval_ms"), tnum(t, "last_push_bytes"),
            tnum(t, "last_push_metrics"), tnum(t, "compression"));
-    assert_int_equal(atomic_load(&m.records), RECS);
+    assert_int_equal(atomic_load(&m.total), RECS);
     assert_true(tnum(t, "pushes") >= 3);
     assert_int_equal(tnum(t, "push_errors"), 0);
     assert_int_equal(tnum(t, "push_interval_ms"), 1000);
@@ -257,7 +203,6 @@ static void pushes_what_the_subscription_asks(void **state)
     json_decref(t);
     kc_test_close(c);
     assert_int_equal(atomic_load(&m.errors), 0);
-    done(&m);
 
     json_t *pushes = pushes_of(client);
     size_t n = json_array_size(pushes);
@@ -322,7 +267,7 @@ static void narrower_prefix_and_push_off(void **state)
     snprintf(group, sizeof group, "kc-tlm-g2-%d", (int)getpid());
     cluster("client-metrics kc-tlm-b 'metrics=" P "coordinator.,interval.ms=1000,"
             "match=[client_id=kc-tlm-(b|off)-.*]'");
-    member_t mb, mo;
+    kc_tally_t mb, mo;
     kc_consumer_t *cb = start(&mb, bootstrap, b, group, NULL);
     kc_consumer_t *co = start(&mo, bootstrap, off, group, "enable.metrics.push=false");
     int64_t until = kc_test_now_ms() + 60000;
@@ -330,8 +275,7 @@ static void narrower_prefix_and_push_off(void **state)
     while (kc_test_now_ms() < until) {
         json_decref(t);
         t = telemetry_of(&mb);
-        if (t && tnum(t, "pushes") >= 2 &&
-            atomic_load(&mb.records) + atomic_load(&mo.records) == RECS)
+        if (t && tnum(t, "pushes") >= 2 && atomic_load(&mb.total) + atomic_load(&mo.total) == RECS)
             break;
         kc_test_sleep_ms(100);
     }
@@ -345,8 +289,6 @@ static void narrower_prefix_and_push_off(void **state)
     json_decref(t);
     kc_test_close(cb);
     kc_test_close(co);
-    done(&mb);
-    done(&mo);
     json_t *pushes = pushes_of(b);
     assert_true(json_array_size(pushes) >= 3);
     size_t i, k;
@@ -375,7 +317,7 @@ static void off_without_plugin(void **state)
     char client[64], group[64];
     snprintf(client, sizeof client, "kc-tlm-plain-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-tlm-plain-%d", (int)getpid());
-    member_t m;
+    kc_tally_t m;
     kc_consumer_t *c = start(&m, kc_test_env("KC_BOOTSTRAP"), client, group, NULL);
     int64_t until = kc_test_now_ms() + 30000;
     json_t *t = NULL;
@@ -395,7 +337,6 @@ static void off_without_plugin(void **state)
     json_decref(t);
     kc_test_close(c);
     assert_int_equal(atomic_load(&m.errors), 0);
-    done(&m);
 }
 
 int main(void)

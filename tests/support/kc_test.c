@@ -155,6 +155,28 @@ void kc_test_cluster(const char *fmt, ...)
         fail_msg("failed: %s", line);
 }
 
+int kc_test_cluster_in(const char *dir, char *bootstrap, size_t cap, const char *fmt, ...)
+{
+    char sub[768], line[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(sub, sizeof sub, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof sub)
+        fail_msg("testkit command too long: %.64s...", sub);
+    n = snprintf(line, sizeof line, "%s %s --dir %s", kc_test_env("KC_TESTKIT"), sub, dir);
+    if (n < 0 || (size_t)n >= sizeof line)
+        fail_msg("testkit command too long: %s", sub);
+    FILE *f = popen(line, "r");
+    if (!f)
+        fail_msg("popen: %s", line);
+    char buf[512];
+    while (fgets(buf, sizeof buf, f))
+        if (bootstrap && strncmp(buf, "BOOTSTRAP=", 10) == 0)
+            snprintf(bootstrap, cap, "%.*s", (int)strcspn(buf + 10, "\n"), buf + 10);
+    return pclose(f);
+}
+
 void kc_test_conf_set(kc_conf_t *conf, const char *key, const char *value)
 {
     kc_error_t e;

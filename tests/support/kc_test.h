@@ -52,6 +52,11 @@ void kc_test_sleep_ms(int ms);
  * t, n). Its standard output is discarded, its standard error is not; a non-zero exit fails the
  * test naming the command. */
 void kc_test_cluster(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same for a cluster a test runs itself in `dir`: returns the script's exit status (the
+ * caller decides what a failure means: `up` on taken ports is tried again elsewhere); `up`'s
+ * BOOTSTRAP= line goes to `bootstrap` when it is not NULL. */
+int kc_test_cluster_in(const char *dir, char *bootstrap, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* kc_conf_set that fails the test on error, naming the key and the library's message but never
  * the value (it may be a password). */
