@@ -71,6 +71,22 @@ kc_conn_t *kc_eng_conn_open(kc_engine_t *e, const char *servers)
     return c;
 }
 
+/* Closes the broker's data connection. Its connects and reauths stay in the broker's totals (the
+ * stats and the telemetry counters only grow), which count the connections it had before the
+ * one it has now. */
+static void broker_drop_conn(kc_eng_broker_t *b)
+{
+    if (!b->conn)
+        return;
+    kc_conn_t *c = b->conn;
+    kc_conn_stats_t cs;
+    kc_conn_get_stats(c, &cs);
+    b->st.connects += cs.connects;
+    b->st.reauths += cs.reauths;
+    b->conn = NULL;
+    kc_conn_close(c);
+}
+
 int kc_eng_broker_update(kc_engine_t *e, int32_t id, const char *host, int32_t port)
 {
     char addr[sizeof e->brokers[0]->addr];
@@ -109,11 +125,7 @@ int kc_eng_broker_update(kc_engine_t *e, int32_t id, const char *host, int32_t p
     else /* forgotten by a rebootstrap */
         kc_log(KC_LOG_INFO, "engine", "broker %d at %s", id, addr);
     snprintf(b->addr, sizeof b->addr, "%s", addr);
-    if (b->conn) {
-        kc_conn_t *old = b->conn;
-        b->conn = NULL;
-        kc_conn_close(old);
-    }
+    broker_drop_conn(b);
     return 1;
 }
 
@@ -173,12 +185,7 @@ static void on_rebootstrap(kc_loop_t *loop, kc_loop_timer_t *t)
         e->brokers[i]->in_metadata = 0;
     }
     for (size_t i = 0; i < e->n_brokers; i++) {
-        kc_eng_broker_t *b = e->brokers[i];
-        if (b->conn) {
-            kc_conn_t *c = b->conn;
-            b->conn = NULL;
-            kc_conn_close(c);
-        }
+        broker_drop_conn(e->brokers[i]);
     }
     if (e->bootstrap_conn) {
         kc_conn_t *c = e->bootstrap_conn;
@@ -276,12 +283,7 @@ void kc_eng_brokers_free(kc_engine_t *e)
         kc_conn_close(c);
     }
     for (size_t i = 0; i < e->n_brokers; i++) {
-        kc_eng_broker_t *b = e->brokers[i];
-        if (b->conn) {
-            kc_conn_t *c = b->conn;
-            b->conn = NULL;
-            kc_conn_close(c);
-        }
+        broker_drop_conn(e->brokers[i]);
     }
     for (size_t i = 0; i < e->n_brokers; i++) {
         kc_arena_free(&e->brokers[i]->fetch_arena);

@@ -441,8 +441,8 @@ size_t kc_engine_broker_stats(const kc_engine_t *e, kc_engine_broker_stats_t *ou
         if (b->conn) {
             kc_conn_stats_t cs;
             kc_conn_get_stats(b->conn, &cs);
-            out[i].connects = cs.connects;
-            out[i].reauths = cs.reauths;
+            out[i].connects += cs.connects; /* b->st: those of the connections before */
+            out[i].reauths += cs.reauths;
         }
     }
     return e->n_brokers;

@@ -257,7 +257,7 @@ typedef struct kc_engine_telemetry_stats {
     int32_t subscription_id;
     int32_t push_interval_ms;
     int32_t requested_metrics; /* prefixes requested; -1: all */
-    int8_t compression;        /* what pushes carry: Kafka's codec id */
+    int8_t compression;        /* Kafka's codec id: the last push's, else the one chosen */
     uint64_t subscription_requests, pushes, push_errors, pushes_skipped;
     uint64_t last_push_bytes;   /* the last push's metrics, as sent (compressed) */
     uint32_t last_push_metrics; /* data points in it */

@@ -236,6 +236,17 @@ static void put_scope(kc_json_t *w, const char *scope, json_t *els, const char *
     }
 }
 
+/* A scope of one object (the group, share totals, telemetry), when the stats have it. */
+static void put_object_scope(kc_json_t *w, const char *scope, json_t *obj, const char *client_id)
+{
+    if (!json_is_object(obj))
+        return;
+    json_t *one = json_array();
+    json_array_append(one, obj);
+    put_scope(w, scope, one, client_id);
+    json_decref(one);
+}
+
 /* The whole text of one stats object; NULL when it does not parse or memory runs out. */
 static char *render(const char *stats, const char *client_id, kc_error_t *err)
 {
@@ -264,22 +275,11 @@ static char *render(const char *stats, const char *client_id, kc_error_t *err)
     json_decref(one);
     put_scope(&w, "broker", json_object_get(root, "brokers"), client_id);
     put_scope(&w, "partition", json_object_get(root, "partitions"), client_id);
-    json_t *g = json_object_get(root, "group");
-    if (json_is_object(g)) {
-        json_t *ga = json_array();
-        json_array_append(ga, g);
-        put_scope(&w, "group", ga, client_id);
-        json_decref(ga);
-    }
+    put_object_scope(&w, "group", json_object_get(root, "group"), client_id);
     put_scope(&w, "worker", json_object_get(root, "workers"), client_id);
-    json_t *sh = json_object_get(root, "share");
-    if (json_is_object(sh)) {
-        json_t *sa = json_array();
-        json_array_append(sa, sh);
-        put_scope(&w, "share", sa, client_id);
-        json_decref(sa);
-    }
+    put_object_scope(&w, "share", json_object_get(root, "share"), client_id);
     put_scope(&w, "share_session", json_object_get(root, "share_sessions"), client_id);
+    put_object_scope(&w, "telemetry", json_object_get(root, "telemetry"), client_id);
     json_decref(root);
     kc_json_raw(&w, "%s", "");
     char *text = kc_json_take(&w);

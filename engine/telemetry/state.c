@@ -160,7 +160,9 @@ bool kc_tlm_on_subscription(kc_tlm_t *t, int64_t now_ms, int16_t code,
     t->delta = sub->delta_temporality;
     t->compression = pick_compression(sub);
     t->phase = KC_TLM_SUBSCRIBED;
-    if (jitter < 0.5 || jitter >= 1.5)
+    /* Only a first push is spread; asking again when nothing is requested must wait the whole
+     * interval, or the broker throttles the request. */
+    if (jitter < 0.5 || jitter >= 1.5 || (t->n_prefixes == 0 && !t->all))
         jitter = 1.0;
     t->next_ms = now_ms + (int64_t)((double)t->push_interval_ms * jitter);
     if (t->closing)

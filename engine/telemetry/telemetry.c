@@ -44,6 +44,7 @@ typedef struct kc_eng_tlm {
     uint64_t skipped;
     uint64_t last_bytes;
     uint32_t last_points;
+    int8_t last_compression; /* what the last push carried (its codec could fail: none) */
     uint8_t told_too_large;
 } kc_eng_tlm_t;
 
@@ -90,12 +91,12 @@ static kc_err_t get_encode(kc_wbuf_t *out, int16_t version, void *opaque)
 }
 
 /* The broker lacks the API, or answered it with a version refusal: telemetry stops, said once
- * at INFO (most clusters run without a telemetry plugin, and that is not a fault). */
-static void unsupported(kc_eng_tlm_t *t, kc_conn_t *conn)
+ * at DEBUG (most clusters run without a telemetry plugin, and that is not a fault; the stats'
+ * telemetry object says it too). `why`: the connection's refusal, when there was one. */
+static void unsupported(kc_eng_tlm_t *t, kc_conn_t *conn, const kc_error_t *why)
 {
-    const kc_error_t *why = kc_conn_refusal(conn);
     kc_tlm_stop(&t->m, "the broker does not take client telemetry");
-    kc_log(KC_LOG_INFO, "telemetry",
+    kc_log(KC_LOG_DEBUG, "telemetry",
            "client telemetry off: broker %s does not take it (KIP-714 needs Kafka 3.7+ with a "
            "telemetry plugin)%s%s",
            kc_conn_peer(conn), why && why->msg[0] ? ": " : "", why ? why->msg : "");
@@ -107,7 +108,7 @@ static void get_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_
     kc_eng_tlm_t *t = opaque;
     int64_t now = kc_now_ms();
     if (rc == KC_ERR_UNSUPPORTED) {
-        unsupported(t, conn);
+        unsupported(t, conn, kc_conn_refusal(conn));
     } else if (rc != KC_OK) {
         kc_tlm_on_subscription(&t->m, now, -1, NULL, 1.0);
     } else {
@@ -174,7 +175,7 @@ static void push_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
         }
         kc_arena_free(&a);
     } else if (rc == KC_ERR_UNSUPPORTED) {
-        unsupported(t, conn);
+        unsupported(t, conn, kc_conn_refusal(conn));
     }
     if (frame)
         kc_buf_unref(frame);
@@ -287,6 +288,7 @@ static bool build_push(kc_eng_tlm_t *t)
     t->sent_ns = now_ns;
     t->last_bytes = t->payload_len;
     t->last_points = (uint32_t)n;
+    t->last_compression = t->payload_compression;
     return true;
 }
 
@@ -302,7 +304,14 @@ static void tlm_drive(kc_eng_tlm_t *t)
             kc_loop_timer_start(e->loop, &t->timer, due - now);
         return;
     }
+    if (a == KC_TLM_ASK && e->closing)
+        return; /* a subscription asked for now could only owe a terminating push */
     kc_conn_t *c = kc_eng_ready_conn(e);
+    if (!c && t->m.closing) {
+        /* the engine is closing: no connection comes up any more, so the last push is lost */
+        kc_tlm_stop(&t->m, "closed");
+        return;
+    }
     if (!c) {
         /* no connection up yet (metadata is making one) or none now: look again later */
         kc_loop_timer_start(e->loop, &t->timer, t->m.backoff_ms);
@@ -310,7 +319,7 @@ static void tlm_drive(kc_eng_tlm_t *t)
     }
     if (kc_conn_pick_version(c, KC_GET_TELEMETRY_SUBSCRIPTIONS_REQUEST_API_KEY, 0, 0) < 0 ||
         kc_conn_pick_version(c, KC_PUSH_TELEMETRY_REQUEST_API_KEY, 0, 0) < 0) {
-        unsupported(t, c);
+        unsupported(t, c, NULL);
         return;
     }
     kc_conn_req_spec_t spec;
@@ -332,8 +341,19 @@ static void tlm_drive(kc_eng_tlm_t *t)
     }
     kc_tlm_sent(&t->m, a);
     kc_error_t err;
-    /* A failed send answers through the callback (conn.h), which drives again. */
-    (void)kc_conn_send(c, &spec, &err);
+    if (kc_conn_send(c, &spec, &err) == KC_OK)
+        return; /* the callback drives again */
+    /* Not sent, and no callback comes (io/conn.h): the request counts as unanswered. */
+    kc_log(KC_LOG_DEBUG, "telemetry", "not sent: %s", err.msg);
+    if (a == KC_TLM_ASK) {
+        kc_tlm_on_subscription(&t->m, kc_now_ms(), -1, NULL, 1.0);
+    } else {
+        free(t->payload);
+        t->payload = NULL;
+        kc_tlm_points_free(&t->sent);
+        kc_tlm_on_push(&t->m, kc_now_ms(), -1);
+    }
+    tlm_drive(t);
 }
 
 kc_err_t kc_engine_telemetry_start(kc_engine_t *e, const kc_engine_telemetry_t *hooks,
@@ -412,7 +432,7 @@ void kc_engine_telemetry_stats(const kc_engine_t *e, kc_engine_telemetry_stats_t
     out->subscription_id = t->m.subscription_id;
     out->push_interval_ms = t->m.push_interval_ms;
     out->requested_metrics = t->m.all ? -1 : t->m.n_prefixes;
-    out->compression = t->m.compression;
+    out->compression = t->last_points || t->last_bytes ? t->last_compression : t->m.compression;
     out->subscription_requests = t->m.asks;
     out->pushes = t->m.pushes;
     out->push_errors = t->m.push_errors;

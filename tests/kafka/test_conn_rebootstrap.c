@@ -120,7 +120,21 @@ static kc_cb_result_t on_records(void *o, kc_part_t *p, kc_records_t *b)
     return KC_CB_CONTINUE;
 }
 
-#define RB_KEY "\"rebootstraps\":"
+#define RB_KEY       "\"rebootstraps\":"
+#define CONNECTS_KEY "\"connects\":"
+
+/* The brokers' "connects" in the stats, summed: the last seen, and whether it ever went down (a
+ * total must not: the connections a rebootstrap closed still count). */
+static _Atomic long long connects_last, connects_fell;
+
+static void note_connects(const char *json)
+{
+    long long sum = 0;
+    for (const char *p = strstr(json, CONNECTS_KEY); p; p = strstr(p + 1, CONNECTS_KEY))
+        sum += strtoll(p + strlen(CONNECTS_KEY), NULL, 10);
+    if (sum < atomic_exchange(&connects_last, sum))
+        atomic_fetch_add(&connects_fell, 1);
+}
 
 static void on_event(void *o, const kc_event_t *ev)
 {
@@ -128,6 +142,7 @@ static void on_event(void *o, const kc_event_t *ev)
     if (ev->type == KC_EVENT_STATS && ev->json) {
         if (getenv("KC_REBOOT_LOG"))
             printf("# stats %s\n", ev->json);
+        note_connects(ev->json);
         const char *p = strstr(ev->json, RB_KEY);
         if (p)
             atomic_store(&rebootstraps, strtoll(p + strlen(RB_KEY), NULL, 10));
@@ -142,6 +157,8 @@ static kc_consumer_t *start(const char *servers, const char *strategy)
 {
     atomic_store(&total, 0);
     atomic_store(&dups, 0);
+    atomic_store(&connects_last, 0);
+    atomic_store(&connects_fell, 0);
     atomic_store(&next_off, 0);
     atomic_store(&rebootstraps, -1);
     atomic_store(&none_errors, 0);
@@ -283,6 +300,11 @@ static void rebootstrap_required(void **state)
     kc_test_sleep_ms(500);
     assert_int_equal(atomic_load(&total), NY + MORE);
     assert_int_equal(atomic_load(&dups), 0);
+    /* the connection the rebootstrap closed and the one after it */
+    printf("# broker connects after the rebootstrap: %lld (went down %lld times)\n",
+           (long long)atomic_load(&connects_last), (long long)atomic_load(&connects_fell));
+    assert_true(atomic_load(&connects_last) >= 2);
+    assert_int_equal(atomic_load(&connects_fell), 0);
     stop(c);
     cur_fp = NULL;
     assert_int_equal(kc_fp_stop(fp), 0);

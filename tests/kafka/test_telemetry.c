@@ -48,6 +48,15 @@ static void cluster(const char *fmt, ...)
         fail_msg("failed: cluster %s --dir %s", args, dir);
 }
 
+/* A client metrics subscription. ConfigCommand returns once the controller committed it; the
+ * broker applies it from the metadata log a moment later, and a consumer asking before that is
+ * told "nothing" and asks again only after the default interval (5 min): the wait covers it. */
+static void subscription(const char *name, const char *configs)
+{
+    cluster("client-metrics %s '%s'", name, configs);
+    kc_test_sleep_ms(1000);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -55,7 +64,8 @@ static int setup(void **state)
     snprintf(out_path, sizeof out_path, "%s/pushes.jsonl", dir);
     int up = -1;
     for (int attempt = 0; attempt < 4 && up != 0; attempt++) {
-        int base = 31000 + (int)((getpid() + attempt * 89) % 700) * 10;
+        /* a range of its own: test_engine_eviction (30000-38990) runs beside it */
+        int base = 41000 + (int)((getpid() + attempt * 89) % 700) * 10;
         up = kc_test_cluster_in(dir, bootstrap, sizeof bootstrap,
                                 "up --brokers 1 --port-base %d --telemetry-recorder %s", base,
                                 out_path);
@@ -171,9 +181,10 @@ static void pushes_what_the_subscription_asks(void **state)
     char client[64], group[64];
     snprintf(client, sizeof client, "kc-tlm-a-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-tlm-g-%d", (int)getpid());
-    cluster("client-metrics kc-tlm-a 'metrics=" P "fetch.manager.,interval.ms=1000,"
-            "match=[client_id=%s]'",
-            client);
+    char configs[256];
+    snprintf(configs, sizeof configs,
+             "metrics=" P "fetch.manager.,interval.ms=1000,match=[client_id=%s]", client);
+    subscription("kc-tlm-a", configs);
     kc_tally_t m;
     kc_consumer_t *c = start(&m, bootstrap, client, group, NULL);
     int64_t until = kc_test_now_ms() + 60000;
@@ -265,8 +276,8 @@ static void narrower_prefix_and_push_off(void **state)
     snprintf(b, sizeof b, "kc-tlm-b-%d", (int)getpid());
     snprintf(off, sizeof off, "kc-tlm-off-%d", (int)getpid());
     snprintf(group, sizeof group, "kc-tlm-g2-%d", (int)getpid());
-    cluster("client-metrics kc-tlm-b 'metrics=" P "coordinator.,interval.ms=1000,"
-            "match=[client_id=kc-tlm-(b|off)-.*]'");
+    subscription("kc-tlm-b", "metrics=" P "coordinator.,interval.ms=1000,"
+                             "match=[client_id=kc-tlm-(b|off)-.*]");
     kc_tally_t mb, mo;
     kc_consumer_t *cb = start(&mb, bootstrap, b, group, NULL);
     kc_consumer_t *co = start(&mo, bootstrap, off, group, "enable.metrics.push=false");

@@ -90,8 +90,10 @@ static void nothing_requested_asks_again_an_interval_later(void **state)
     kc_tlm_next(&t, 0, &due);
     kc_tlm_sent(&t, KC_TLM_ASK);
     kc_tlm_subscription_t s = sub_of(0, 1000);
-    assert_true(kc_tlm_on_subscription(&t, 0, 0, &s, 1.0));
+    /* no jitter here: a request inside the interval would be throttled */
+    assert_true(kc_tlm_on_subscription(&t, 0, 0, &s, 0.5));
     assert_int_equal(kc_tlm_next(&t, 999, &due), KC_TLM_NOTHING);
+    assert_int_equal(due, 1000);
     assert_int_equal(kc_tlm_next(&t, 1000, &due), KC_TLM_ASK); /* never a push */
     assert_false(kc_tlm_wants(&t, "org.apache.kafka.consumer.fetch.manager.fetch.total"));
     /* and nothing is owed at close */
@@ -178,6 +180,14 @@ static void close_sends_one_terminating_push(void **state)
     kc_tlm_sent(&t, KC_TLM_PUSH);
     kc_tlm_on_push(&t, 1003, -1); /* answered or not, it was the last */
     assert_true(kc_tlm_idle(&t));
+    kc_tlm_destroy(&t);
+
+    /* the last push cannot be made (no connection at close): stopping leaves nothing owed */
+    subscribed(&t, 0, 1.0);
+    assert_true(kc_tlm_close(&t));
+    kc_tlm_stop(&t, "closed");
+    assert_true(kc_tlm_idle(&t));
+    assert_int_equal(kc_tlm_next(&t, 1, &due), KC_TLM_NOTHING);
     kc_tlm_destroy(&t);
 
     /* never subscribed: nothing to say at close */
@@ -430,6 +440,57 @@ static void otlp_reads_back(void **state)
     kc_tlm_points_free(&p);
 }
 
+/* Cumulative temporality (a broker may ask for it): AggregationTemporality 2, and the counters'
+ * start is what the caller gives (the consumer's start). */
+static void otlp_cumulative(void **state)
+{
+    (void)state;
+    kc_tlm_points_t p = {0};
+    kc_tlm_add(&p, "c.total", KC_TLM_COUNTER, 42, 0);
+    kc_otlp_in_t in = {.scope_name = "kconsume",
+                       .points = p.v,
+                       .n_points = p.n,
+                       .delta = false,
+                       .start_ns = 111,
+                       .time_ns = 222};
+    kc_wbuf_t w = {0};
+    kc_error_t err;
+    assert_int_equal(kc_otlp_encode(&in, &w, &err), KC_OK);
+    pbr_t r = {w.data, w.data + w.len}, sub;
+    unsigned f;
+    uint64_t x, temporality = 0, start = 0, iv = 0;
+    /* MetricsData.1 > ResourceMetrics.2 > ScopeMetrics.2 > Metric.7 > Sum */
+    assert_true(next_field(&r, &f, &sub, &x));
+    pbr_t rm = sub, sm = {0}, m = {0}, sum = {0};
+    while (next_field(&rm, &f, &sub, &x))
+        if (f == 2)
+            sm = sub;
+    while (next_field(&sm, &f, &sub, &x))
+        if (f == 2)
+            m = sub;
+    while (next_field(&m, &f, &sub, &x))
+        if (f == 7)
+            sum = sub;
+    while (next_field(&sum, &f, &sub, &x)) {
+        if (f == 2)
+            temporality = x;
+        if (f == 1) {
+            pbr_t dp = sub, kv;
+            while (next_field(&dp, &f, &kv, &x)) {
+                if (f == 2)
+                    start = x;
+                if (f == 6)
+                    iv = x;
+            }
+        }
+    }
+    assert_int_equal(temporality, 2); /* CUMULATIVE */
+    assert_int_equal(start, 111);
+    assert_int_equal(iv, 42);
+    kc_wbuf_free(&w);
+    kc_tlm_points_free(&p);
+}
+
 static void counters_become_deltas(void **state)
 {
     (void)state;
@@ -508,6 +569,7 @@ int main(void)
         cmocka_unit_test(close_sends_one_terminating_push),
         cmocka_unit_test(prefixes_and_compression),
         cmocka_unit_test(otlp_reads_back),
+        cmocka_unit_test(otlp_cumulative),
         cmocka_unit_test(counters_become_deltas),
         cmocka_unit_test(keep_filters_in_order),
         cmocka_unit_test(compress_round_trip),
