@@ -6,8 +6,9 @@
  *
  * Requests go on a connection the engine has up already (kc_eng_ready_conn: a named broker's,
  * else the bootstrap one), so telemetry opens no connection of its own and never counts in the
- * decision to rebootstrap. A counter's delta is taken against the values of the
- * last push the broker accepted, so a lost push's change is carried by the next one.
+ * decision to rebootstrap. A counter's delta is taken against the values of the last push the
+ * broker accepted, so a refused or unanswered push's change is carried by the next one (one the
+ * broker took but whose answer was lost is counted again: the client cannot tell the two apart).
  *
  * Owner: the network thread (the engine's).
  */
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "backoff.h"
 #include "base/log.h"
 #include "batch/compress/compress.h"
 #include "engine_int.h"
@@ -30,7 +32,6 @@ typedef struct kc_eng_tlm {
     kc_engine_telemetry_t hooks;
     char *scope_version;
     kc_loop_timer_t timer;
-    uint64_t rng;
     int64_t start_ns; /* wall clock, for counters' start */
     /* Counters as of the last push the broker accepted (cumulative values), and its time. */
     kc_tlm_points_t accepted;
@@ -56,13 +57,10 @@ static void on_timer(kc_loop_t *loop, kc_loop_timer_t *timer)
     tlm_drive(timer->opaque);
 }
 
+/* The first push's spread, in [0.5, 1.5). */
 static double jitter(kc_eng_tlm_t *t)
 {
-    /* xorshift: spacing only, nothing secret */
-    t->rng ^= t->rng << 13;
-    t->rng ^= t->rng >> 7;
-    t->rng ^= t->rng << 17;
-    return 0.5 + (double)(t->rng >> 11) / (double)(1ULL << 53);
+    return 0.5 + kc_backoff_rand(&t->e->rng);
 }
 
 static void uuid_str(const kc_uuid_t *u, char out[37])
@@ -154,11 +152,32 @@ static kc_err_t push_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return kc_push_telemetry_request_encode(&m, version, out, &err);
 }
 
+/* A push's outcome: 0, the broker's error code, or -1 for no usable answer (conn NULL: never
+ * sent). Its counters become the base of the next deltas only when the broker took it. */
+static void push_answered(kc_eng_tlm_t *t, kc_conn_t *conn, int16_t code)
+{
+    if (code == 0) {
+        kc_tlm_points_free(&t->accepted);
+        t->accepted = t->sent;
+        t->accepted_ns = t->sent_ns;
+        memset(&t->sent, 0, sizeof t->sent);
+    } else {
+        kc_tlm_points_free(&t->sent);
+    }
+    bool fatal = code == KC_KAFKA_INVALID_RECORD || code == KC_KAFKA_INVALID_REQUEST;
+    if (code > 0)
+        kc_log(fatal ? KC_LOG_ERROR : KC_LOG_DEBUG, "telemetry",
+               "PushTelemetry to broker %s: error %d (%s)%s", conn ? kc_conn_peer(conn) : "?", code,
+               kc_kafka_err_name(code), fatal ? "; client telemetry stops" : "");
+    free(t->payload);
+    t->payload = NULL;
+    kc_tlm_on_push(&t->m, kc_now_ms(), code); /* nothing once unsupported() stopped it */
+}
+
 static void push_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_off,
                       int16_t version, void *opaque)
 {
     kc_eng_tlm_t *t = opaque;
-    int64_t now = kc_now_ms();
     int16_t code = -1;
     if (rc == KC_OK) {
         kc_arena_t a = {0};
@@ -179,27 +198,7 @@ static void push_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body
     }
     if (frame)
         kc_buf_unref(frame);
-    if (code == 0) {
-        kc_tlm_points_free(&t->accepted);
-        t->accepted = t->sent;
-        t->accepted_ns = t->sent_ns;
-        memset(&t->sent, 0, sizeof t->sent);
-    } else {
-        kc_tlm_points_free(&t->sent);
-        if (code > 0)
-            kc_log(code == KC_KAFKA_INVALID_RECORD || code == KC_KAFKA_INVALID_REQUEST
-                       ? KC_LOG_ERROR
-                       : KC_LOG_DEBUG,
-                   "telemetry", "PushTelemetry to broker %s: error %d (%s)%s", kc_conn_peer(conn),
-                   code, kc_kafka_err_name(code),
-                   code == KC_KAFKA_INVALID_RECORD || code == KC_KAFKA_INVALID_REQUEST
-                       ? "; client telemetry stops"
-                       : "");
-    }
-    free(t->payload);
-    t->payload = NULL;
-    if (rc != KC_ERR_UNSUPPORTED)
-        kc_tlm_on_push(&t->m, now, code);
+    push_answered(t, conn, code);
     if (!t->e->closed)
         tlm_drive(t);
 }
@@ -345,14 +344,10 @@ static void tlm_drive(kc_eng_tlm_t *t)
         return; /* the callback drives again */
     /* Not sent, and no callback comes (io/conn.h): the request counts as unanswered. */
     kc_log(KC_LOG_DEBUG, "telemetry", "not sent: %s", err.msg);
-    if (a == KC_TLM_ASK) {
+    if (a == KC_TLM_ASK)
         kc_tlm_on_subscription(&t->m, kc_now_ms(), -1, NULL, 1.0);
-    } else {
-        free(t->payload);
-        t->payload = NULL;
-        kc_tlm_points_free(&t->sent);
-        kc_tlm_on_push(&t->m, kc_now_ms(), -1);
-    }
+    else
+        push_answered(t, NULL, -1);
     tlm_drive(t);
 }
 
@@ -371,7 +366,6 @@ kc_err_t kc_engine_telemetry_start(kc_engine_t *e, const kc_engine_telemetry_t *
     t->e = e;
     t->hooks = *hooks;
     t->hooks.scope_version = NULL;
-    t->rng = (uint64_t)kc_now_ns() ^ ((uint64_t)(uintptr_t)t << 16) ^ 0x9e3779b97f4a7c15ULL;
     t->start_ns = kc_wall_ms() * 1000000;
     kc_tlm_init(&t->m, kc_now_ms(), e->conf.retry_backoff_max_ms);
     t->timer = (kc_loop_timer_t){.cb = on_timer, .opaque = t};

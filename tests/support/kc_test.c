@@ -138,35 +138,37 @@ void kc_test_filter(void)
 
 /* ---- the suite's cluster and configuration ------------------------------------------------ */
 
-void kc_test_cluster(const char *fmt, ...)
+/* "$KC_TESTKIT SUBCOMMAND --dir DIR" into line; fails the test when it does not fit. */
+static void cluster_line(char *line, size_t cap, const char *dir, const char *fmt, va_list ap)
 {
-    char sub[768], line[1280];
-    va_list ap;
-    va_start(ap, fmt);
+    char sub[768];
     int n = vsnprintf(sub, sizeof sub, fmt, ap);
-    va_end(ap);
     if (n < 0 || (size_t)n >= sizeof sub)
         fail_msg("testkit command too long: %.64s...", sub);
-    n = snprintf(line, sizeof line, "%s %s --dir %s >/dev/null", kc_test_env("KC_TESTKIT"), sub,
-                 kc_test_env("KC_CLUSTER_DIR"));
-    if (n < 0 || (size_t)n >= sizeof line)
+    n = snprintf(line, cap, "%s %s --dir %s", kc_test_env("KC_TESTKIT"), sub, dir);
+    if (n < 0 || (size_t)n >= cap)
         fail_msg("testkit command too long: %s", sub);
+}
+
+void kc_test_cluster(const char *fmt, ...)
+{
+    char line[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    cluster_line(line, sizeof line - 16, kc_test_env("KC_CLUSTER_DIR"), fmt, ap);
+    va_end(ap);
+    strcat(line, " >/dev/null");
     if (system(line) != 0)
         fail_msg("failed: %s", line);
 }
 
 int kc_test_cluster_in(const char *dir, char *bootstrap, size_t cap, const char *fmt, ...)
 {
-    char sub[768], line[1536];
+    char line[1536];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(sub, sizeof sub, fmt, ap);
+    cluster_line(line, sizeof line, dir, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof sub)
-        fail_msg("testkit command too long: %.64s...", sub);
-    n = snprintf(line, sizeof line, "%s %s --dir %s", kc_test_env("KC_TESTKIT"), sub, dir);
-    if (n < 0 || (size_t)n >= sizeof line)
-        fail_msg("testkit command too long: %s", sub);
     FILE *f = popen(line, "r");
     if (!f)
         fail_msg("popen: %s", line);
