@@ -650,7 +650,8 @@ typedef struct kc_topic_partition {
 KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t n,
                              kc_error_t *err);
 /* Leaves the group and waits until it has left, at most timeout_ms (>= 0): on_revoke for every
- * partition the member holds, the revocation's commit (enable.auto.commit), then the leave
+ * partition the member holds, the revocation's commit (enable.auto.commit), the answers to
+ * commits still in flight (kc_commit_async from on_revoke, say), then the leave
  * (KIP-848: a heartbeat with epoch -1, -2 for a static member; classic: LeaveGroup for a dynamic
  * member, a static one keeps its place for session.timeout.ms). Afterwards the consumer may
  * kc_subscribe again (to any topics: it joins anew) or assign by hand. Not subscribed: KC_OK at
@@ -986,19 +987,19 @@ KC_API int kc_worker_id(void);
  * the final commit (auto-commit) sends exactly
  * what callbacks finished (enable.auto.offset.store=true) or what was stored
  * (enable.auto.offset.store=false, on_revoke's stores included); fetch sessions close; the group
- * is left; every thread is joined. After that every call but kc_close fails with KC_ERR_CLOSED.
- * timeout_ms (>= 0; a negative one is KC_ERR_INVALID_ARG) bounds the whole call: what is still
- * running then (a callback, a held view, the group's leave, the final commit) is cut short, the
- * rest of the close goes on, and KC_ERR_TIMEOUT says what. A callback or view cut short is never
- * interrupted and its partition is never revoked or committed past it; kc_destroy waits for
- * such callbacks.
- * Threads: app threads only, never callback context. Several threads may call it at once: one
- * closes, the others return once that close is over, with its result (a close cut short by its
- * own timeout is KC_ERR_TIMEOUT for every caller), or at their own timeout (KC_ERR_TIMEOUT);
- * kc_close again after that: KC_OK. A view polled by the closing thread itself
- * and not released is taken back as KC_CB_RETRY (invalid once kc_close is called); a
- * kc_records_release after kc_close returned is harmless. Safe to call from a signal-driven stop
- * flag (not from inside a signal handler).
+ * is left once every commit sent under the member's identity is answered (so that none is
+ * refused because the leave reached the coordinator first); every thread is joined. After that
+ * every call but kc_close fails with KC_ERR_CLOSED. timeout_ms (>= 0; a negative one is
+ * KC_ERR_INVALID_ARG) bounds the whole call: what is still running then (a callback, a held view,
+ * the group's leave, the final commit) is cut short, the rest of the close goes on, and
+ * KC_ERR_TIMEOUT says what. A callback or view cut short is never interrupted and its partition is
+ * never revoked or committed past it; kc_destroy waits for such callbacks. Threads: app threads
+ * only, never callback context. Several threads may call it at once: one closes, the others return
+ * once that close is over, with its result (a close cut short by its own timeout is KC_ERR_TIMEOUT
+ * for every caller), or at their own timeout (KC_ERR_TIMEOUT); kc_close again after that: KC_OK. A
+ * view polled by the closing thread itself and not released is taken back as KC_CB_RETRY (invalid
+ * once kc_close is called); a kc_records_release after kc_close returned is harmless. Safe to call
+ * from a signal-driven stop flag (not from inside a signal handler).
  */
 KC_API kc_err_t kc_close(kc_consumer_t *c, int timeout_ms, kc_error_t *err);
 /* Frees the consumer: kc_close(c, 0) first when not closed, and when another thread's kc_close

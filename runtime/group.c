@@ -513,8 +513,7 @@ kc_err_t kc_rt_group_commit(kc_rt_group_t *cg, const kc_engine_offset_t *offs, s
     if (n == 0)
         *none = true;
     else
-        rc = kc_engine_commit_member(cg->e, cg->group, kc_group_commit_identity, cg->g, offs, n,
-                                     timeout_ms, cb, opaque, err);
+        rc = kc_group_commit(cg->g, NULL, offs, n, timeout_ms, cb, opaque, err);
     free(held);
     return rc;
 }
@@ -536,7 +535,7 @@ kc_err_t kc_rt_group_auto_commit(kc_rt_group_t *cg, int timeout_ms, kc_engine_of
     if (n == 0)
         *none = true;
     else
-        rc = kc_engine_commit(cg->e, &who, held, n, timeout_ms, cb, opaque, err);
+        rc = kc_group_commit(cg->g, &who, held, n, timeout_ms, cb, opaque, err);
     free(held);
     return rc;
 }

@@ -40,6 +40,9 @@ struct kc_group {
     kc_group_op_t *ops;
     kc_opend_t pending; /* assigned partitions whose committed offset is still unread */
     bool driving, again, closing, dead, poll_expired;
+    /* kc_group_commit's commits not answered yet, and what the protocol was told of them. */
+    unsigned commits_out;
+    bool commits_told;
     /* The wait for a REVOKE/LOSE action's completions. */
     uint64_t revoke_seq;
     int revoke_wait;
@@ -370,6 +373,12 @@ void kc_group_drive(kc_group_t *g)
             g->poll_expired = over > 0;
             g->p->poll_expired(g->m, g->poll_expired, now);
         }
+        /* The application's commits: the leave waits for their answers (kc_group_commit). */
+        if ((g->commits_out > 0) != g->commits_told) {
+            g->commits_told = g->commits_out > 0;
+            if (g->p->commits_in_flight)
+                g->p->commits_in_flight(g->m, g->commits_told, now);
+        }
         self_fence_check(g, now);
         g->p->step(g->m, now);
         kc_group_action_t a;
@@ -598,6 +607,52 @@ kc_err_t kc_group_fetch_identity(void *gp, kc_commit_identity_t *who, kc_error_t
     return kc_offsets_identity_anonymous(who, g->group, err);
 }
 
+/* kc_group_commit's callback context: the op finds the group (or not, once it is freed). */
+typedef struct app_commit {
+    kc_group_op_t *op;
+    kc_engine_offsets_cb cb;
+    void *opaque;
+} app_commit_t;
+
+static void app_commit_done(void *opaque, kc_err_t rc, const kc_error_t *err,
+                            const kc_engine_offset_t *res, size_t n)
+{
+    app_commit_t *ac = opaque;
+    kc_group_t *g = kc_group_op_end(ac->op);
+    kc_engine_offsets_cb cb = ac->cb;
+    void *cb_opaque = ac->opaque;
+    free(ac);
+    if (g)
+        g->commits_out--;
+    cb(cb_opaque, rc, err, res, n);
+    if (g)
+        kc_group_drive(g); /* a leave that waited for this answer goes now */
+}
+
+kc_err_t kc_group_commit(kc_group_t *g, const kc_commit_identity_t *who,
+                         const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         kc_engine_offsets_cb cb, void *opaque, kc_error_t *err)
+{
+    app_commit_t *ac = calloc(1, sizeof *ac);
+    kc_group_op_t *op = ac ? kc_group_op_new(g, KC_GROUP_OP_APP_COMMIT, 0) : NULL;
+    if (!op) {
+        free(ac);
+        return kc_fail(err, KC_ERR_NOMEM, "commit: out of memory");
+    }
+    *ac = (app_commit_t){op, cb, opaque};
+    /* Counted before the start: the engine may answer inside it. */
+    g->commits_out++;
+    kc_err_t rc = who ? kc_engine_commit(g->e, who, offs, n, timeout_ms, app_commit_done, ac, err)
+                      : kc_engine_commit_member(g->e, g->group, kc_group_commit_identity, g, offs,
+                                                n, timeout_ms, app_commit_done, ac, err);
+    if (rc != KC_OK) { /* refused before it started: no answer comes */
+        g->commits_out--;
+        kc_group_op_end(op);
+        free(ac);
+    }
+    return rc;
+}
+
 void kc_group_app_commit_result(kc_group_t *g, int16_t code)
 {
     if (!code || kc_group_gone(g) || !g->p->app_commit_result)
@@ -768,6 +823,7 @@ static void switch_protocol(kc_group_t *g)
     g->p = p;
     g->m = m;
     g->joined = false;
+    g->commits_told = false; /* the new member hears of commits in flight on this pass */
 }
 
 bool kc_group_closing(const kc_group_t *g)

@@ -158,6 +158,10 @@ typedef struct kc_group_proto {
     bool commit_acks;
     /* An application commit or auto-commit answered with `code` (0 ok); may be NULL. */
     void (*app_commit_result)(void *m, int16_t code, int64_t now);
+    /* Commits sent under the member's identity outside the reconciliation (kc_group_commit) are
+     * unanswered (true) / all answered (false): the member does not leave meanwhile. May be NULL
+     * for a protocol that sends none. */
+    void (*commits_in_flight)(void *m, bool in_flight, int64_t now);
     /* No reconciliation running and the member in its group: auto-commit may run. */
     bool (*stable)(const void *m);
     /* The self-fence's inputs: the session it is measured against, the ratio in force, and
@@ -226,6 +230,18 @@ int32_t kc_group_epoch(const kc_group_t *g);
  * the one for its OffsetFetch (the anonymous form unless the protocol names the member). */
 kc_err_t kc_group_commit_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
 kc_err_t kc_group_fetch_identity(void *g, kc_commit_identity_t *who, kc_error_t *err);
+/* The application's commits and the auto-commit of a member: OffsetCommit under `who`, or
+ * under the identity as each request is built (kc_group_commit_identity) when `who` is NULL;
+ * `cb` gets the engine's answer as kc_engine_commit would give it. Until every such commit is
+ * answered the member does not leave (the protocol's commits_in_flight): the leave goes out on
+ * the group's own coordinator connection and the commit on the engine's, so the broker could
+ * take the leave first and refuse the commit with UNKNOWN_MEMBER_ID although it was sent while
+ * the member was in the group (an on_revoke's kc_commit_async during kc_close). Java's
+ * ConsumerCoordinator.close waits for its pending async commits before leaving, for the same
+ * reason. */
+kc_err_t kc_group_commit(kc_group_t *g, const kc_commit_identity_t *who,
+                         const kc_engine_offset_t *offs, size_t n, int timeout_ms,
+                         kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
 /* An application commit's first Kafka code (0 ok), for the protocol (classic rejoins). */
 void kc_group_app_commit_result(kc_group_t *g, int16_t code);
 /* An auto-commit's answer (the runtime sends those), counted with the reconciliation's. */
@@ -286,6 +302,7 @@ typedef enum kc_group_op_kind {
     KC_GROUP_OP_COMMIT,     /* OffsetCommit of a COMMIT action */
     KC_GROUP_OP_OFFSETS,    /* OffsetFetch retry of group/offset_pending.h */
     KC_GROUP_OP_FIND,       /* FindCoordinator of a protocol */
+    KC_GROUP_OP_APP_COMMIT, /* OffsetCommit of kc_group_commit */
 } kc_group_op_kind_t;
 typedef struct kc_group_op kc_group_op_t;
 kc_group_op_t *kc_group_op_new(kc_group_t *g, kc_group_op_kind_t kind, uint64_t seq);

@@ -7,6 +7,8 @@
  *    kc_commit_async from on_revoke during the close are accepted;
  *  - two threads closing at once: the second returns only once the consumer is closed, so its
  *    kc_destroy cannot free what the first is still using;
+ *  - a classic member's LeaveGroup waits for an application thread's commit sent during the
+ *    close (the broker must not take the leave first);
  *  - timeout_ms bounds the whole call (a callback blocked past it), a negative one is refused;
  *  - pull mode: a view an app thread holds keeps its partition's on_revoke and final commit
  *    waiting until it is released; a release after a timed-out close is harmless; a view held by
@@ -333,6 +335,97 @@ static void close_commits_stored_classic(void **s)
     close_commits(CLASSIC, 1);
 }
 
+/* An application thread's kc_commit_async while kc_close's revocation commit is unanswered, in
+ * a classic group (the LeaveGroup goes out on the group's own coordinator connection, the
+ * commits on the engine's): the LeaveGroup must wait for that commit's answer, or the broker may
+ * take the leave first and refuse the commit with UNKNOWN_MEMBER_ID. A proxy holds every
+ * OffsetCommit answer 1.5 s; the connection's answers queue behind each other, so the
+ * revocation's comes about 1.5 s after it was sent and the application's about 1.5 s later
+ * still. A LeaveGroup that does not wait is at the proxy about 1.5 s after the revocation
+ * commit; one that waits, at least 3 s after it. */
+static _Atomic int timed_rc;
+
+static void *timed_closer(void *arg)
+{
+    (void)arg;
+    kc_error_t e;
+    kc_err_t rc = kc_close(g_c, 20000, &e);
+    if (rc != KC_OK)
+        printf("# kc_close: %s\n", e.msg);
+    atomic_store(&timed_rc, rc);
+    return NULL;
+}
+
+static long fp_count(kc_fp_t *fp, const char *api)
+{
+    long n = kc_fp_stat(fp, api);
+    return n < 0 ? 0 : n;
+}
+
+static void close_leave_waits_for_app_commit(void **s)
+{
+    (void)s;
+    reset();
+    char group[64];
+    snprintf(group, sizeof group, "close-leave-%d", (int)getpid());
+    kc_fp_t *fp = kc_fp_start(g_bs);
+    assert_non_null(fp);
+    kc_conf_t *conf = kc_conf_new();
+    kc_test_conf_set(conf, "bootstrap.servers", kc_fp_bootstrap(fp));
+    kc_test_conf_set(conf, "worker.threads", "4");
+    kc_test_conf_set(conf, "callback.batch.max.records", "50");
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "group.protocol", "classic");
+    kc_test_conf_set(conf, "enable.auto.commit", "true");
+    kc_test_conf_set(conf, "auto.commit.interval.ms", "600000"); /* the revocation's only */
+    kc_callbacks_t cbs = {.on_records = on_records, .on_revoke = on_revoke};
+    kc_error_t e;
+    if (kc_consumer_new(conf, &cbs, &g_c, &e) != KC_OK)
+        fail_msg("kc_consumer_new: %s", e.msg);
+    const char *topics[] = {TOPIC};
+    assert_int_equal(kc_subscribe(g_c, topics, 1, &e), KC_OK);
+    wait_total(1000, 20000);
+    char reply[256];
+    if (kc_fp_cmd(fp, reply, sizeof reply, "delay api=OffsetCommit ms=1500 count=2") != 0)
+        fail_msg("proxy: %s", reply);
+    long commits0 = fp_count(fp, "OffsetCommit");
+    assert_int_equal(fp_count(fp, "LeaveGroup"), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, timed_closer, NULL);
+    int64_t t_rev = -1, t_leave = -1, deadline = kc_test_now_ms() + 15000;
+    long commits_at_leave = -1;
+    while (kc_test_now_ms() < deadline && t_leave < 0) {
+        if (t_rev < 0 && fp_count(fp, "OffsetCommit") > commits0) {
+            t_rev = kc_test_now_ms(); /* the revocation's commit is at the proxy */
+            kc_topic_partition_t tp = {TOPIC, 1, atomic_load(&finished[1])};
+            atomic_fetch_add(&async_calls, 1);
+            if (kc_commit_async(g_c, &tp, 1, async_done, NULL, &e) != KC_OK)
+                fail_msg("kc_commit_async during the close: %s", e.msg);
+        }
+        if (fp_count(fp, "LeaveGroup") > 0) {
+            t_leave = kc_test_now_ms();
+            commits_at_leave = fp_count(fp, "OffsetCommit") - commits0;
+        }
+        kc_test_sleep_ms(2);
+    }
+    pthread_join(t, NULL);
+    kc_destroy(g_c);
+    kc_fp_stop(fp);
+    printf("# revocation commit at the proxy +0 ms, LeaveGroup +%lld ms, %ld commit(s) before "
+           "it; the application's commit: %d answered, %d OK\n",
+           (long long)(t_leave - t_rev), commits_at_leave, atomic_load(&async_answered),
+           atomic_load(&async_ok));
+    assert_int_equal(atomic_load(&timed_rc), KC_OK);
+    assert_true(t_rev >= 0);
+    assert_true(t_leave >= 0);
+    assert_int_equal(commits_at_leave, 2); /* the application's was sent before the leave */
+    /* Its answer came at least 3 s after the revocation's commit reached the proxy (sampling
+     * may have seen that late, hence the margin); a leave that did not wait came ~1.5 s. */
+    assert_true(t_leave - t_rev >= 2400);
+    assert_int_equal(atomic_load(&async_ok), 1);
+}
+
 /* ---- two closers, one destroys -------------------------------------------------------------- */
 
 static _Atomic int closer_revoked_at_return[2];
@@ -607,6 +700,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(close_commits_stored_kip848),
         cmocka_unit_test(close_commits_stored_classic),
         cmocka_unit_test(close_waits_for_async_commit),
+        cmocka_unit_test(close_leave_waits_for_app_commit),
         cmocka_unit_test(concurrent_close_then_destroy),
         cmocka_unit_test(close_timeout_bounds_call),
         cmocka_unit_test(waiting_closer_gets_the_result),

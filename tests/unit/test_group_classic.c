@@ -449,6 +449,39 @@ static void repeated_losses_back_off(void **state)
     kc_classic_free(&m);
 }
 
+/* kc_close while the application's commits are unanswered (an on_revoke's kc_commit_async):
+ * revoke, commit and drop run as always, but the LeaveGroup waits for those answers; sent
+ * before them, it could reach the coordinator first and have the commits refused with
+ * UNKNOWN_MEMBER_ID. */
+static void close_leaves_after_app_commits(void **state)
+{
+    (void)state;
+    kc_classic_t m;
+    start(&m, KC_ASSIGNOR_RANGE, NULL);
+    const int32_t p[] = {0, 1};
+    join_alone(&m, "m-a", p, 2, 0);
+    kc_classic_commits_in_flight(&m, true, 5);
+    kc_classic_close(&m);
+    kc_classic_out_t o = expect(&m, 10, KC_CLASSIC_REVOKE);
+    kc_classic_action_done(&m, o.seq, 10);
+    o = expect(&m, 10, KC_CLASSIC_COMMIT);
+    kc_classic_commit_result(&m, o.seq, 0, 11);
+    o = expect(&m, 11, KC_CLASSIC_DROP);
+    kc_classic_action_done(&m, o.seq, 11);
+    /* Heartbeats may go on meanwhile; a LeaveGroup may not. */
+    for (int64_t t = 11; t < 20000; t += 500)
+        while (kc_classic_poll(&m, t, &o)) {
+            assert_int_equal(o.kind, KC_CLASSIC_SEND_HEARTBEAT);
+            kc_classic_heartbeat_response(&m, 0, t);
+        }
+    kc_classic_commits_in_flight(&m, false, 20000);
+    o = expect(&m, 20000, KC_CLASSIC_SEND_LEAVE);
+    assert_int_equal(o.req.leave.members.count, 1);
+    kc_classic_leave_response(&m, 0, 20001);
+    expect(&m, 20001, KC_CLASSIC_CLOSED);
+    kc_classic_free(&m);
+}
+
 /* kc_close while SyncGroup is in flight, and then that request fails (the coordinator's answer
  * does not decode): the member goes on closing; it does not join again. */
 static void close_survives_failed_sync(void **state)
@@ -835,6 +868,7 @@ int main(void)
         cmocka_unit_test(follower_sends_empty_assignments),
         cmocka_unit_test(member_id_required_retries_with_the_given_id),
         cmocka_unit_test(eager_revokes_and_commits_before_joining),
+        cmocka_unit_test(close_leaves_after_app_commits),
         cmocka_unit_test(cooperative_two_round_handover),
         cmocka_unit_test(illegal_generation_loses_without_commit),
         cmocka_unit_test(fenced_instance_is_fatal),

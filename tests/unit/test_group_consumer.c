@@ -80,8 +80,8 @@ static kc_consumer_group_heartbeat_request_t hb(kc_g848_t *gc, int64_t now, int1
     kc_error_t e;
     kc_err_t rc = kc_g848_heartbeat_due(gc, now, v, &req, &e);
     if (rc != KC_OK)
-        fail_msg("no heartbeat due at %lld in %s: %d", (long long)now, kc_g848_state_name(gc->state),
-                 rc);
+        fail_msg("no heartbeat due at %lld in %s: %d", (long long)now,
+                 kc_g848_state_name(gc->state), rc);
     kc_g848_heartbeat_sent(gc, now);
     return req;
 }
@@ -221,7 +221,7 @@ static void revoke_then_ack(void **state)
     assert_int_equal(q.topic_partitions.count, -1);
     /* An error response forces a full request: it still carries 1:1. */
     kc_g848_on_heartbeat_response(&gc, 2020,
-                                mkresp(&x, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS, 0, NULL));
+                                  mkresp(&x, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS, 0, NULL));
     q = hb(&gc, 2500, 1);
     assert_true(req_owns(&q, 1, 0) && req_owns(&q, 1, 1));
     kc_g848_on_heartbeat_response(&gc, 2505, mkresp(&x, 0, 4, NULL));
@@ -258,12 +258,12 @@ static void interrupted_reconciliation_resumes(void **state)
     hb(&gc, 2015, 1);
     kc_g848_on_heartbeat_response(&gc, 2016, mkresp(&x, KC_KAFKA_NOT_COORDINATOR, 0, NULL));
     act(&gc, 2016, KC_G848_ACT_REDISCOVER, 0);
-    no_act(&gc, 2016);                    /* no error surfaced */
-    no_hb(&gc, 9000);                     /* until the coordinator is known again */
+    no_act(&gc, 2016);                      /* no error surfaced */
+    no_hb(&gc, 9000);                       /* until the coordinator is known again */
     kc_g848_action_done(&gc, rv.seq, 2100); /* the revoke finishes meanwhile */
     kc_g848_action_t cm = act(&gc, 2100, KC_G848_ACT_COMMIT, 1);
     kc_g848_on_commit_result(&gc, cm.seq, KC_KAFKA_NOT_COORDINATOR,
-                           2200); /* the commit meets the move too */
+                             2200); /* the commit meets the move too */
     act(&gc, 2200, KC_G848_ACT_REDISCOVER, 0);
     no_act(&gc, 2200); /* the commit waits for the coordinator; no error surfaced */
     kc_g848_coordinator_ready(&gc, 2300);
@@ -343,6 +343,35 @@ static void leave_epochs(void **state)
         no_hb(&gc, 9000);
         kc_g848_free(&gc);
     }
+}
+
+/* Close while the application's commits are unanswered: revoke, commit and drop as always, the
+ * leave heartbeat only once they are answered (regular beats go on meanwhile). */
+static void leave_after_app_commits(void **state)
+{
+    (void)state;
+    kc_g848_t gc;
+    resp_t x;
+    join_with(&gc, NULL, (int[]){1, 0, -1});
+    kc_g848_commits_in_flight(&gc, true, 1999);
+    kc_g848_close(&gc, 2000);
+    kc_g848_action_t rv = act(&gc, 2000, KC_G848_ACT_REVOKE, 1);
+    kc_g848_action_done(&gc, rv.seq, 2001);
+    kc_g848_action_t cm = act(&gc, 2001, KC_G848_ACT_COMMIT, 1);
+    kc_g848_on_commit_result(&gc, cm.seq, 0, 2002);
+    kc_g848_action_done(&gc, act(&gc, 2002, KC_G848_ACT_DROP, 1).seq, 2003);
+    assert_int_equal(gc.state, KC_G848_PREPARE_LEAVING);
+    kc_consumer_group_heartbeat_request_t q = hb(&gc, 7000, 1);
+    assert_int_equal(q.member_epoch, 1); /* a regular beat, no leave */
+    kc_g848_on_heartbeat_response(&gc, 7001, mkresp(&x, 0, 1, NULL));
+    assert_int_equal(gc.state, KC_G848_PREPARE_LEAVING);
+    kc_g848_commits_in_flight(&gc, false, 7002);
+    assert_int_equal(gc.state, KC_G848_LEAVING);
+    q = hb(&gc, 7002, 1);
+    assert_int_equal(q.member_epoch, -1);
+    kc_g848_on_heartbeat_response(&gc, 7010, mkresp(&x, 0, -1, NULL));
+    assert_int_equal(gc.state, KC_G848_UNSUBSCRIBED);
+    kc_g848_free(&gc);
 }
 
 /* NOT_COORDINATOR in a successful response: rediscover and retry; silent until the deadline. */
@@ -460,7 +489,7 @@ static void topic_authorization_not_fatal(void **state)
     join_with(&gc, NULL, (int[]){1, 0, -1});
     hb(&gc, 1012, 1);
     kc_g848_on_heartbeat_response(&gc, 1013,
-                                mkresp(&x, KC_KAFKA_TOPIC_AUTHORIZATION_FAILED, 0, NULL));
+                                  mkresp(&x, KC_KAFKA_TOPIC_AUTHORIZATION_FAILED, 0, NULL));
     kc_g848_action_t a = act(&gc, 1013, KC_G848_ACT_ERROR, 0);
     assert_false(a.fatal);
     assert_int_equal(a.error.kafka_code, KC_KAFKA_TOPIC_AUTHORIZATION_FAILED);
@@ -598,6 +627,7 @@ int main(void)
         cmocka_unit_test(interrupted_reconciliation_resumes),
         cmocka_unit_test(fenced_loses_and_rejoins),
         cmocka_unit_test(leave_epochs),
+        cmocka_unit_test(leave_after_app_commits),
         cmocka_unit_test(not_coordinator_deadline),
         cmocka_unit_test(heartbeat_wanted_after_backoff),
         cmocka_unit_test(fatal_errors_surface),

@@ -160,6 +160,8 @@ void kc_g848_m_update_state(kc_g848_t *gc)
                 gc->close_requested = false;
                 break;
             }
+            if (gc->commits_out) /* kc_g848_commits_in_flight: answered first */
+                break;
             gc->state = KC_G848_LEAVING;
             gc->hb_now = true;
         }
@@ -299,6 +301,13 @@ void kc_g848_close(kc_g848_t *gc, int64_t now_ms)
 void kc_g848_unsubscribe(kc_g848_t *gc, int64_t now_ms)
 {
     begin_leave(gc, now_ms);
+}
+
+void kc_g848_commits_in_flight(kc_g848_t *gc, bool in_flight, int64_t now_ms)
+{
+    (void)now_ms;
+    gc->commits_out = in_flight;
+    kc_g848_m_update_state(gc);
 }
 
 void kc_g848_poll_expired(kc_g848_t *gc, int64_t now_ms)

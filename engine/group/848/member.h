@@ -157,6 +157,7 @@ typedef struct kc_g848 {
     /* leave / max.poll */
     bool close_requested;
     int32_t leave_epoch;
+    bool commits_out; /* kc_g848_commits_in_flight */
     bool poll_expired, poll_resumed;
     /* one-shot outputs */
     bool want_rediscover;
@@ -208,6 +209,10 @@ void kc_g848_on_metadata(kc_g848_t *gc, int64_t now_ms);
 /* max.poll.interval.ms: the runtime saw a callback overrun it / the callback returned. */
 void kc_g848_poll_expired(kc_g848_t *gc, int64_t now_ms);
 void kc_g848_poll_resumed(kc_g848_t *gc, int64_t now_ms);
+/* The application's commits under the member's epoch are unanswered (true) / answered: the
+ * leave heartbeat of a close or unsubscribe waits in PREPARE_LEAVING until they are answered
+ * (group.h, kc_group_commit). The leave of a max.poll.interval.ms overrun does not wait. */
+void kc_g848_commits_in_flight(kc_g848_t *gc, bool in_flight, int64_t now_ms);
 
 void kc_g848_tick(kc_g848_t *gc, int64_t now_ms);
 int64_t kc_g848_next_wakeup(const kc_g848_t *gc, int64_t now_ms);

@@ -603,6 +603,11 @@ int64_t kc_g848_p_next_wakeup(void *m, int64_t now)
     return kc_g848_next_wakeup(&p->gc, now);
 }
 
+static void p_commits_in_flight(void *m, bool in_flight, int64_t now)
+{
+    kc_g848_commits_in_flight(&((p848_t *)m)->gc, in_flight, now);
+}
+
 void kc_g848_p_poll_expired(void *m, bool expired, int64_t now)
 {
     p848_t *p = m;
@@ -720,6 +725,7 @@ const kc_group_proto_t kc_g848_proto = {
     .finish = kc_g848_p_finish,
     .next_wakeup = kc_g848_p_next_wakeup,
     .poll_expired = kc_g848_p_poll_expired,
+    .commits_in_flight = p_commits_in_flight,
     .close = kc_g848_p_close,
     .unsubscribe = kc_g848_p_unsubscribe,
     .closed = kc_g848_p_closed,

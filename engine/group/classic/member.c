@@ -249,6 +249,12 @@ void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms)
     m->poll_expired = false;
 }
 
+void kc_classic_commits_in_flight(kc_classic_t *m, bool in_flight, int64_t now_ms)
+{
+    (void)now_ms;
+    m->commits_out = in_flight;
+}
+
 /* ---- rejoin ------------------------------------------------------------------------------- */
 
 void kc_classic_rejoin(kc_classic_t *m)

@@ -190,6 +190,8 @@ typedef struct kc_classic {
      * the LeaveGroup for it went out; leave_id keeps the id that LeaveGroup names. */
     bool poll_expired, leave_due;
     char *leave_id;
+    /* The application's commits under our identity are unanswered: a close's LeaveGroup waits. */
+    bool commits_out;
     uint64_t mismatched_assignments; /* SyncGroup answers naming unsubscribed topics */
     int16_t fatal_code;
     bool fatal_pending, closed_pending;
@@ -242,6 +244,11 @@ void kc_classic_describe_result(kc_classic_t *m, const char *protocol_type, cons
  * returned); then the member joins again as a new member. */
 void kc_classic_poll_expired(kc_classic_t *m, int64_t now_ms);
 void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms);
+/* The application's commits under the member's identity are unanswered (true) / answered: the
+ * LeaveGroup of a close or unsubscribe goes out only once they are answered (group.h,
+ * kc_group_commit), so that each gets the broker's verdict on a member still in the group. The
+ * leave of a max.poll.interval.ms overrun does not wait: the member is already out of step. */
+void kc_classic_commits_in_flight(kc_classic_t *m, bool in_flight, int64_t now_ms);
 
 /* Completions of REVOKE/LOSE/DROP/ASSIGN; stale seqs are ignored. */
 void kc_classic_action_done(kc_classic_t *m, uint64_t seq, int64_t now_ms);

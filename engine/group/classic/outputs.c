@@ -191,6 +191,8 @@ static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
     /* Static members do not leave: their place (and partitions) wait for the instance to come
      * back within the session timeout, which is the point of group.instance.id. */
     if (!m->cfg.instance_id && m->member_id[0] && m->coord_known && !m->closed_pending) {
+        if (m->commits_out) /* kc_classic_commits_in_flight: answered first */
+            return false;
         kc_leave_group_request_t *l = &out->req.leave;
         kc_leave_group_request_init(l);
         l->group_id = kc_str(m->cfg.group_id);

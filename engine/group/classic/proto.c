@@ -358,6 +358,12 @@ static void p_poll_expired(void *m, bool expired, int64_t now)
     }
 }
 
+static void p_commits_in_flight(void *m, bool in_flight, int64_t now)
+{
+    kc_classic_io_t *g = m;
+    kc_classic_commits_in_flight(&g->m, in_flight, now);
+}
+
 /* Revoke (commit under our identity), then LeaveGroup when dynamic (a static member keeps its
  * place for session.timeout.ms). */
 static void p_close(void *m, int64_t now)
@@ -515,6 +521,7 @@ const kc_group_proto_t kc_classic_proto = {
     .finish = p_finish,
     .next_wakeup = p_next_wakeup,
     .poll_expired = p_poll_expired,
+    .commits_in_flight = p_commits_in_flight,
     .close = p_close,
     .unsubscribe = p_unsubscribe,
     .closed = p_closed,
