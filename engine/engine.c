@@ -253,6 +253,7 @@ void kc_eng_drive(kc_engine_t *e)
     int64_t wake;
     do {
         e->drive_again = 0;
+        e->stats.drives++;
         int64_t now = kc_now_ms();
         wake = INT64_MAX;
         kc_eng_offsets_maybe_send(e, now, &wake);
@@ -263,8 +264,16 @@ void kc_eng_drive(kc_engine_t *e)
                 wake = md;
         }
         for (size_t i = 0; i < e->n_parts; i++) {
-            int may = !e->sink.may_fetch || e->sink.may_fetch(e->sink.opaque, e->info[i].user);
-            e->parts[i].paused = e->info[i].user_paused || !may || e->info[i].share;
+            /* The runtime's backpressure answer is asked only where a Fetch could go now: a
+             * partition whose broker has one in flight waits for its answer, whose drive asks
+             * (kc_fetch_plan_compute passes it over meanwhile). At 10,000 idle partitions
+             * asking all of them on every answer was most of the consumer's idle CPU. */
+            kc_eng_pinfo_t *in = &e->info[i];
+            if (e->sink.may_fetch &&
+                !kc_fetch_plan_busy(&e->plan,
+                                    kc_partition_route(&e->parts[i], &e->plan.conf.part, now)))
+                in->may_fetch = e->sink.may_fetch(e->sink.opaque, in->user) != 0;
+            e->parts[i].paused = in->user_paused || !in->may_fetch || in->share;
             if (e->parts[i].state == KC_FS_BACKOFF && e->parts[i].backoff_until_ms < wake)
                 wake = e->parts[i].backoff_until_ms;
         }
@@ -291,6 +300,16 @@ void kc_eng_drive(kc_engine_t *e)
         delay = 1000;
     kc_loop_timer_stop(e->loop, &e->timer);
     kc_loop_timer_start(e->loop, &e->timer, delay);
+}
+
+void kc_eng_drive_soon(kc_engine_t *e)
+{
+    if (e->closing)
+        return;
+    if (e->driving)
+        e->drive_again = 1;
+    else
+        kc_loop_timer_start(e->loop, &e->timer, 0);
 }
 
 void kc_engine_wake(kc_engine_t *e)
@@ -343,6 +362,7 @@ kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int
     in->partition = partition;
     in->user = user;
     in->committed = -1;
+    in->may_fetch = 1;
     in->gen = ++e->gen;
     in->reset_ts = ts;
     kc_partition_t *p = &e->parts[e->n_parts];
@@ -354,7 +374,7 @@ kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int
     kc_pidx_insert(&e->by_name, kc_pidx_hash_name(in->topic, partition), i);
     e->md_wanted = 1;
     kc_eng_metadata_apply_part(e, i); /* from the cache, if the topic is known already */
-    kc_eng_drive(e);
+    kc_eng_drive_soon(e);
     return KC_OK;
 }
 
@@ -382,7 +402,7 @@ kc_err_t kc_engine_remove(kc_engine_t *e, const char *topic, int32_t partition, 
                          (size_t)i);
     }
     e->n_parts--;
-    kc_eng_drive(e); /* the partition leaves its session: forgotten on the next request */
+    kc_eng_drive_soon(e); /* the partition leaves its session: forgotten on the next request */
     return KC_OK;
 }
 
@@ -414,7 +434,7 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
         p->position_epoch = KC_NO_EPOCH;
         break;
     }
-    kc_eng_drive(e);
+    kc_eng_drive_soon(e); /* an answer for the old position is refused already (gen, position) */
     return KC_OK;
 }
 
@@ -425,7 +445,9 @@ kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, i
     if (i < 0)
         return kc_fail(err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", topic, partition);
     e->info[i].user_paused = paused != 0;
-    kc_eng_drive(e);
+    if (paused) /* now, so that an answer read before the drive is not delivered */
+        e->parts[i].paused = 1;
+    kc_eng_drive_soon(e);
     return KC_OK;
 }
 

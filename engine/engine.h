@@ -344,6 +344,7 @@ typedef struct kc_engine_stats {
         replica_avoided;   /* KIP-392: a named replica passed over, its Fetch failed recently */
     uint64_t idle_closes;  /* connections closed by connections.max.idle.ms */
     uint64_t rebootstraps; /* KIP-899: named brokers forgotten, back to bootstrap.servers */
+    uint64_t drives;       /* passes over every partition (kc_eng_drive) */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 

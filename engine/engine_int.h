@@ -64,6 +64,7 @@ typedef struct kc_eng_pinfo {
     void *user;
     uint8_t have_id;      /* tp.topic_id known from metadata */
     uint8_t user_paused;  /* pause()/resume(); p->paused also folds in backpressure */
+    uint8_t may_fetch;    /* the runtime's last answer to sink.may_fetch (backpressure) */
     uint8_t lo_inflight;  /* ListOffsets in flight */
     uint8_t val_inflight; /* OffsetForLeaderEpoch in flight */
     int64_t reset_ts;     /* what ListOffsets asks for (-2 earliest, -1 latest, or a time) */
@@ -130,6 +131,11 @@ struct kc_engine {
 
 /* engine.c */
 void kc_eng_drive(kc_engine_t *e);
+/* A drive on the loop's next pass instead of now: for calls that come in batches (an
+ * assignment of N partitions is N kc_engine_add, a pause of all of them N kc_engine_pause),
+ * which then cost one drive rather than N (a drive visits every partition: 10,000 partitions
+ * assigned one drive each took 50 million visits). Inside a drive: that drive goes round again. */
+void kc_eng_drive_soon(kc_engine_t *e);
 ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition);
 ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp);
 /* Gives partition i its topic id (metadata), keeping the by_tp index in step. */

@@ -181,17 +181,23 @@ void kc_partition_seek(kc_partition_t *p, int64_t offset)
     kc_partition_on_reset(p, offset, KC_NO_EPOCH);
 }
 
+int32_t kc_partition_route(kc_partition_t *p, const kc_partition_conf_t *conf, int64_t now_ms)
+{
+    if (p->preferred_replica != KC_NO_BROKER &&
+        (!conf->has_rack || now_ms >= p->preferred_until_ms))
+        p->preferred_replica = KC_NO_BROKER; /* back to the leader (metadata.max.age.ms) */
+    return p->preferred_replica != KC_NO_BROKER ? p->preferred_replica : p->leader_id;
+}
+
 int32_t kc_partition_fetch_target(kc_partition_t *p, const kc_partition_conf_t *conf,
                                   int64_t now_ms)
 {
     if (p->state == KC_FS_BACKOFF && now_ms >= p->backoff_until_ms)
         p->state = KC_FS_ACTIVE;
-    if (p->preferred_replica != KC_NO_BROKER &&
-        (!conf->has_rack || now_ms >= p->preferred_until_ms))
-        p->preferred_replica = KC_NO_BROKER; /* back to the leader (metadata.max.age.ms) */
+    int32_t route = kc_partition_route(p, conf, now_ms);
     if (p->paused || p->state != KC_FS_ACTIVE || p->position < 0)
         return KC_NO_BROKER;
-    return p->preferred_replica != KC_NO_BROKER ? p->preferred_replica : p->leader_id;
+    return route;
 }
 
 kc_validation_t kc_partition_validate(int64_t position, int16_t code, int32_t end_epoch,

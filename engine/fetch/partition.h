@@ -184,9 +184,13 @@ void kc_partition_on_reset(kc_partition_t *p, int64_t offset, int32_t leader_epo
 /* The caller seeked: the position is theirs now, with no epoch to validate against. */
 void kc_partition_seek(kc_partition_t *p, int64_t offset);
 
-/* The fetch target: the preferred read replica while it is valid (client.rack set), else the
- * leader; KC_NO_BROKER when the partition must not be fetched now (paused, not ACTIVE, no
- * leader). Expired preferred replicas and finished backoffs are cleared here. */
+/* The broker a Fetch for the partition goes to when it may be fetched: the preferred read
+ * replica while it is valid (client.rack set), else the leader (KC_NO_BROKER: none known).
+ * Expired preferred replicas are cleared here. */
+int32_t kc_partition_route(kc_partition_t *p, const kc_partition_conf_t *conf, int64_t now_ms);
+
+/* The fetch target: kc_partition_route, or KC_NO_BROKER when the partition must not be fetched
+ * now (paused, not ACTIVE, no position). Finished backoffs are cleared here. */
 int32_t kc_partition_fetch_target(kc_partition_t *p, const kc_partition_conf_t *conf,
                                   int64_t now_ms);
 

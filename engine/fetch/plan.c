@@ -85,12 +85,26 @@ static kc_err_t wanted_push(kc_fetcher_t *f, const kc_partition_t *p, kc_error_t
     return KC_OK;
 }
 
+bool kc_fetch_plan_busy(const kc_fetch_plan_t *plan, int32_t broker_id)
+{
+    if (broker_id == KC_NO_BROKER)
+        return false;
+    for (size_t i = 0; i < plan->n; i++)
+        if (plan->f[i]->broker_id == broker_id)
+            return plan->f[i]->in_flight != 0;
+    return false;
+}
+
 kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, size_t n_parts,
                                int64_t now_ms, kc_error_t *err)
 {
     for (size_t i = 0; i < plan->n; i++)
-        plan->f[i]->n_wanted = 0;
+        if (!plan->f[i]->in_flight)
+            plan->f[i]->n_wanted = 0;
     for (size_t i = 0; i < n_parts; i++) {
+        /* The target is the route or none: a busy route keeps the partition where it is. */
+        if (kc_fetch_plan_busy(plan, kc_partition_route(&parts[i], &plan->conf.part, now_ms)))
+            continue;
         int32_t target = kc_partition_fetch_target(&parts[i], &plan->conf.part, now_ms);
         if (target == KC_NO_BROKER)
             continue;

@@ -34,6 +34,7 @@
 #ifndef KC_ENGINE_FETCH_PLAN_H
 #define KC_ENGINE_FETCH_PLAN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,9 +80,13 @@ typedef struct kc_fetch_send {
 void kc_fetch_plan_init(kc_fetch_plan_t *plan, const kc_fetch_plan_conf_t *conf);
 void kc_fetch_plan_free(kc_fetch_plan_t *plan);
 
-/* Rebuilds every broker's wanted set from the partitions (fetch target, position, leader epoch,
- * max bytes). Creates fetchers for new targets; fetchers no partition targets keep an empty
- * wanted set until they drain. Call whenever positions, metadata or states change (cheap). */
+/* Rebuilds the wanted set of every broker with no Fetch in flight from the partitions (fetch
+ * target, position, leader epoch, max bytes). Creates fetchers for new targets; fetchers no
+ * partition targets keep an empty wanted set until they drain. A broker with a Fetch in flight
+ * keeps its set, and partitions routed to it are passed over: nothing for them can be sent
+ * before that answer, and the answer is followed by a compute that includes them (one Fetch per
+ * broker per round: with brokers answering in turn, a compute visits only the partitions of the
+ * broker that just answered). Call whenever positions, metadata or states change. */
 kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, size_t n_parts,
                                int64_t now_ms, kc_error_t *err);
 
@@ -113,5 +118,8 @@ int kc_fetch_plan_accepts(kc_partition_t *p, int32_t broker_id, int64_t requeste
                           const kc_fetch_plan_conf_t *conf, int64_t now_ms);
 
 kc_fetcher_t *kc_fetch_plan_find(kc_fetch_plan_t *plan, int32_t broker_id);
+
+/* Whether broker_id has a Fetch in flight (KC_NO_BROKER: false). */
+bool kc_fetch_plan_busy(const kc_fetch_plan_t *plan, int32_t broker_id);
 
 #endif

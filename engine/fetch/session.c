@@ -98,9 +98,14 @@ static kc_err_t snapshot_wanted(kc_session_t *s, const kc_session_part_t *wanted
         k++;
     }
     s->next_held.n = k;
-    if (k > 1)
+    /* The plan hands partitions over in assignment order, which is usually sorted already: one
+     * pass finds out, and the sort runs only when it is not. */
+    bool sorted = true;
+    for (size_t i = 1; i < k && sorted; i++)
+        sorted = kc_tp_cmp(&s->next_held.v[i - 1].tp, &s->next_held.v[i].tp) < 0;
+    if (!sorted)
         qsort(s->next_held.v, k, sizeof *s->next_held.v, part_cmp);
-    for (size_t i = 1; i < k; i++)
+    for (size_t i = 1; i < k && !sorted; i++)
         if (kc_tp_cmp(&s->next_held.v[i - 1].tp, &s->next_held.v[i].tp) == 0)
             return kc_fail(err, KC_ERR_INVALID_ARG,
                            "fetch session broker %d: partition %d "

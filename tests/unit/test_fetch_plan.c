@@ -112,6 +112,46 @@ static void one_in_flight_per_broker_no_waiting_for_others(void **state)
     kc_fetch_plan_free(&plan);
 }
 
+/* A compute while brokers have a Fetch in flight leaves their wanted sets alone and does not
+ * look at their partitions (no fetch target asked: a backoff that ended stays BACKOFF until the
+ * broker answers); it rebuilds only the idle broker's, and a partition that moved from a busy
+ * broker to an idle one is wanted there at once. */
+static void compute_skips_brokers_in_flight(void **state)
+{
+    (void)state;
+    kc_fetch_plan_conf_t c = conf();
+    kc_fetch_plan_t plan;
+    kc_fetch_plan_init(&plan, &c);
+    kc_partition_t p[12];
+    twelve(p);
+    kc_error_t e;
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    kc_fetch_send_t s[16];
+    assert_int_equal(kc_fetch_plan_ready(&plan, NOW, s, 16, NULL), 3);
+    kc_session_resp_t r = {0, 55};
+    kc_fetch_plan_on_response(&plan, 2, &r, 0, NOW); /* brokers 1 and 3 still in flight */
+    assert_true(kc_fetch_plan_busy(&plan, 1));
+    assert_false(kc_fetch_plan_busy(&plan, 2));
+    assert_false(kc_fetch_plan_busy(&plan, KC_NO_BROKER));
+    p[0].state = KC_FS_BACKOFF; /* broker 1's; its backoff is over at NOW */
+    p[0].backoff_until_ms = NOW;
+    kc_partition_on_metadata(&p[3], 2, 5); /* broker 1's partition 3 moves to broker 2 */
+    p[3].state = KC_FS_ACTIVE;             /* and its position was validated there */
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    assert_int_equal(p[0].state, KC_FS_BACKOFF);
+    assert_int_equal(kc_fetch_plan_find(&plan, 1)->n_wanted, 4); /* as the request had it */
+    assert_int_equal(kc_fetch_plan_find(&plan, 3)->n_wanted, 4);
+    assert_int_equal(kc_fetch_plan_find(&plan, 2)->n_wanted, 5);
+    size_t n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
+    assert_int_equal(n, 1);
+    assert_int_equal(s[0].req.n_parts, 1); /* the newcomer: the session held the other four */
+    kc_fetch_plan_on_response(&plan, 1, &r, 0, NOW);
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    assert_int_equal(p[0].state, KC_FS_ACTIVE);
+    assert_int_equal(kc_fetch_plan_find(&plan, 1)->n_wanted, 3);
+    kc_fetch_plan_free(&plan);
+}
+
 static void emptied_broker_drains_forgotten_once_then_dropped(void **state)
 {
     (void)state;
@@ -460,6 +500,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(twelve_partitions_three_brokers_three_requests),
         cmocka_unit_test(one_in_flight_per_broker_no_waiting_for_others),
+        cmocka_unit_test(compute_skips_brokers_in_flight),
         cmocka_unit_test(emptied_broker_drains_forgotten_once_then_dropped),
         cmocka_unit_test(throttle_and_failure_hold_back_that_broker_only),
         cmocka_unit_test(paused_and_inactive_partitions_not_wanted),
