@@ -2,11 +2,12 @@
  * The engine object: partitions (assign / remove / seek / pause), the drive loop that turns
  * state into requests, and stats. See engine.h for the threading contract.
  *
- * The drive loop (kc_eng_drive) runs after every event — a command, a response, a timer — and
- * does, in order: a metadata refresh if one is due or wanted, ListOffsets / OffsetForLeaderEpoch
- * for partitions that need them, the fetch plan (one request per broker that may send now), and
- * re-arms the one timer for the earliest held-back moment. Re-entrant calls (a response handled
- * inside a send) only set a flag, so one loop pass sees a consistent state.
+ * The drive loop (kc_eng_drive) runs after every response and timer, and on the loop's next turn
+ * after a command (kc_eng_drive_soon: commands come in batches), and does, in order: a metadata
+ * refresh if one is due or wanted, ListOffsets / OffsetForLeaderEpoch for partitions that need
+ * them, the fetch plan (one request per broker that may send now), and re-arms the one timer for
+ * the earliest held-back moment. Re-entrant calls (a response handled inside a send) only set a
+ * flag, so one loop pass sees a consistent state.
  *
  * Owner: network thread.
  */
@@ -264,17 +265,19 @@ void kc_eng_drive(kc_engine_t *e)
                 wake = md;
         }
         for (size_t i = 0; i < e->n_parts; i++) {
-            /* The runtime's backpressure answer is asked only where a Fetch could go now: a
-             * partition whose broker has one in flight waits for its answer, whose drive asks
-             * (kc_fetch_plan_compute passes it over meanwhile). At 10,000 idle partitions
-             * asking all of them on every answer was most of the consumer's idle CPU. */
+            /* A partition whose broker has a Fetch in flight cannot be asked for before that
+             * answer, and the answer drives: until then neither the runtime's backpressure
+             * answer (asked of every partition on every pass, it is the cost of a pass at
+             * 10,000 partitions) nor a backoff's end is looked at (kc_fetch_plan_compute passes
+             * the partition over too, so a backoff that ended would otherwise wake the drive at
+             * once, again and again, until the answer). */
             kc_eng_pinfo_t *in = &e->info[i];
-            if (e->sink.may_fetch &&
-                !kc_fetch_plan_busy(&e->plan,
-                                    kc_partition_route(&e->parts[i], &e->plan.conf.part, now)))
+            bool busy = kc_fetch_plan_busy(
+                &e->plan, kc_partition_route(&e->parts[i], &e->plan.conf.part, now));
+            if (e->sink.may_fetch && !busy)
                 in->may_fetch = e->sink.may_fetch(e->sink.opaque, in->user) != 0;
             e->parts[i].paused = in->user_paused || !in->may_fetch || in->share;
-            if (e->parts[i].state == KC_FS_BACKOFF && e->parts[i].backoff_until_ms < wake)
+            if (!busy && e->parts[i].state == KC_FS_BACKOFF && e->parts[i].backoff_until_ms < wake)
                 wake = e->parts[i].backoff_until_ms;
         }
         kc_error_t err;

@@ -133,8 +133,8 @@ struct kc_engine {
 void kc_eng_drive(kc_engine_t *e);
 /* A drive on the loop's next pass instead of now: for calls that come in batches (an
  * assignment of N partitions is N kc_engine_add, a pause of all of them N kc_engine_pause),
- * which then cost one drive rather than N (a drive visits every partition: 10,000 partitions
- * assigned one drive each took 50 million visits). Inside a drive: that drive goes round again. */
+ * which then cost one drive rather than N, since a drive visits every partition (N drives are
+ * O(N^2) visits). Inside a drive: that drive goes round again. */
 void kc_eng_drive_soon(kc_engine_t *e);
 ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition);
 ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp);

@@ -651,7 +651,8 @@ KC_API kc_err_t kc_subscribe(kc_consumer_t *c, const char *const *topics, size_t
                              kc_error_t *err);
 /* Leaves the group and waits until it has left, at most timeout_ms (>= 0): on_revoke for every
  * partition the member holds, the revocation's commit (enable.auto.commit), the answers to
- * commits still in flight (kc_commit_async from on_revoke, say), then the leave
+ * commits still in flight (kc_commit_async from on_revoke, say; waited for until a quarter of
+ * timeout_ms, at most 1 s, is left), then the leave
  * (KIP-848: a heartbeat with epoch -1, -2 for a static member; classic: LeaveGroup for a dynamic
  * member, a static one keeps its place for session.timeout.ms). Afterwards the consumer may
  * kc_subscribe again (to any topics: it joins anew) or assign by hand. Not subscribed: KC_OK at
@@ -988,7 +989,8 @@ KC_API int kc_worker_id(void);
  * what callbacks finished (enable.auto.offset.store=true) or what was stored
  * (enable.auto.offset.store=false, on_revoke's stores included); fetch sessions close; the group
  * is left once every commit sent under the member's identity is answered (so that none is
- * refused because the leave reached the coordinator first); every thread is joined. After that
+ * refused because the leave reached the coordinator first), or when a quarter of timeout_ms (at
+ * most 1 s) is left, answered or not; every thread is joined. After that
  * every call but kc_close fails with KC_ERR_CLOSED. timeout_ms (>= 0; a negative one is
  * KC_ERR_INVALID_ARG) bounds the whole call: what is still running then (a callback, a held view,
  * the group's leave, the final commit) is cut short, the rest of the close goes on, and

@@ -197,13 +197,15 @@ static void start_member(acommit_t *a)
                                        0};
     bool none = false;
     int timeout = (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS);
+    /* Before the call: once started, the engine may answer inside it, and `a` is gone then. */
+    a->counted = a->is_auto;
     kc_err_t rc = a->is_auto
                       ? kc_rt_group_auto_commit(c->grp, timeout, engine_done, a, &none, &a->err)
                       : kc_rt_group_commit(c->grp, a->tps ? offs : NULL, a->n, timeout, engine_done,
                                            a, &none, &a->err);
-    a->counted = a->is_auto && rc == KC_OK && !none;
     free(offs);
     if (rc != KC_OK || none) { /* none: nothing processed yet, nothing to commit: a success */
+        a->counted = false;    /* never reached the broker */
         a->rc = rc;
         answered(a);
     }
@@ -228,13 +230,12 @@ static void start(kc_loop_t *loop, kc_loop_cmd_t *cmd)
         kc_error_t e;
         /* engine_done may answer (and free a) before kc_share_commit_start returns: a is not
          * touched after a successful start */
-        kc_err_t rc = a->tps ? kc_fail(&e, KC_ERR_INVALID_ARG,
-                                       "commit: a share group commits its acknowledgements, not "
-                                       "offsets: pass no partitions (NULL, 0)")
-                             : kc_share_commit_start(c,
-                                                     (int)kc_conf_int(c->conf,
-                                                                      KC_CONF_REQUEST_TIMEOUT_MS),
-                                                     engine_done, a, &e);
+        kc_err_t rc =
+            a->tps ? kc_fail(&e, KC_ERR_INVALID_ARG,
+                             "commit: a share group commits its acknowledgements, not "
+                             "offsets: pass no partitions (NULL, 0)")
+                   : kc_share_commit_start(c, (int)kc_conf_int(c->conf, KC_CONF_REQUEST_TIMEOUT_MS),
+                                           engine_done, a, &e);
         if (rc != KC_OK) {
             a->rc = rc;
             a->err = e;

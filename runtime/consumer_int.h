@@ -114,9 +114,10 @@ typedef struct kc_ccall {
     int64_t value;
     const char *topic;
     int32_t partition;
-    bool internal; /* kc_close's own commands: past the close gate (refused_by_close) */
-    char *buf;     /* KC_COP_GROUP_GENERATION: the member id goes here (buf_len bytes) */
-    void *result;  /* KC_COP_ASSIGNMENT, KC_COP_SUBSCRIPTION: the block for the caller */
+    bool internal;  /* kc_close's own commands: past the close gate (refused_by_close) */
+    bool leave_now; /* KC_COP_GROUP_CLOSE, KC_COP_UNSUBSCRIBE: kc_group_leave_now first */
+    char *buf;      /* KC_COP_GROUP_GENERATION: the member id goes here (buf_len bytes) */
+    void *result;   /* KC_COP_ASSIGNMENT, KC_COP_SUBSCRIPTION: the block for the caller */
     size_t buf_len;
     kc_err_t rc;
     kc_error_t err;

@@ -618,6 +618,8 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
             c->grp->leaving = true;
             kc_group_unsubscribe(c->grp->g);
         }
+        if (c->grp && c->grp->leaving && k->leave_now)
+            kc_group_leave_now(c->grp->g);
         if (c->grp)
             kc_rt_drain_completions(c->rt, drain, c);
         k->done = !kc_rt_group_subscribed(c->grp);
@@ -652,6 +654,8 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
      * says whether the member has left. */
     if (c->grp) {
         kc_rt_group_close(c->grp);
+        if (k->leave_now)
+            kc_group_leave_now(c->grp->g);
         kc_rt_drain_completions(c->rt, drain, c);
     }
     k->done = !c->grp || kc_rt_group_closed(c->grp);
@@ -662,8 +666,14 @@ void kc_rt_group_call(kc_consumer_t *c, struct kc_ccall *k,
 static kc_err_t group_wait(kc_consumer_t *c, int op, int timeout_ms, const char *what,
                            kc_error_t *err)
 {
-    for (int64_t waited = 0;; waited += 10) {
-        kc_ccall_t k = {.op = op};
+    /* Commits sent under the member's identity hold its leave (engine/group/group.h,
+     * kc_group_commit) until a quarter of the budget (at most 1 s) is left; then the leave goes
+     * regardless (kc_group_leave_now), with time left for its answer. */
+    int64_t start = kc_now_ms();
+    int64_t reserve = timeout_ms / 4 < 1000 ? timeout_ms / 4 : 1000;
+    for (;;) {
+        int64_t waited = kc_now_ms() - start;
+        kc_ccall_t k = {.op = op, .leave_now = waited >= timeout_ms - reserve};
         kc_err_t rc = kc_consumer_call(c, &k, err);
         if (rc != KC_OK)
             return rc;

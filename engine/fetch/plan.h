@@ -83,10 +83,10 @@ void kc_fetch_plan_free(kc_fetch_plan_t *plan);
 /* Rebuilds the wanted set of every broker with no Fetch in flight from the partitions (fetch
  * target, position, leader epoch, max bytes). Creates fetchers for new targets; fetchers no
  * partition targets keep an empty wanted set until they drain. A broker with a Fetch in flight
- * keeps its set, and partitions routed to it are passed over: nothing for them can be sent
- * before that answer, and the answer is followed by a compute that includes them (one Fetch per
- * broker per round: with brokers answering in turn, a compute visits only the partitions of the
- * broker that just answered). Call whenever positions, metadata or states change. */
+ * keeps its set, and partitions routed to it are passed over (no fetch target is asked, so a
+ * finished backoff stays BACKOFF): nothing for them can be sent before that answer, and the
+ * answer is followed by a compute that includes them. Call whenever positions, metadata or
+ * states change. */
 kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, size_t n_parts,
                                int64_t now_ms, kc_error_t *err);
 

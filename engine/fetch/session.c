@@ -98,8 +98,9 @@ static kc_err_t snapshot_wanted(kc_session_t *s, const kc_session_part_t *wanted
         k++;
     }
     s->next_held.n = k;
-    /* The plan hands partitions over in assignment order, which is usually sorted already: one
-     * pass finds out, and the sort runs only when it is not. */
+    /* The plan hands partitions over in the engine's table order, which is sorted already when
+     * they were assigned in order within one topic (the common case at thousands of
+     * partitions): one pass finds out, and the sort runs only when it is not. */
     bool sorted = true;
     for (size_t i = 1; i < k && sorted; i++)
         sorted = kc_tp_cmp(&s->next_held.v[i - 1].tp, &s->next_held.v[i].tp) < 0;

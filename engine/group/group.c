@@ -40,9 +40,10 @@ struct kc_group {
     kc_group_op_t *ops;
     kc_opend_t pending; /* assigned partitions whose committed offset is still unread */
     bool driving, again, closing, dead, poll_expired;
-    /* kc_group_commit's commits not answered yet, and what the protocol was told of them. */
+    /* kc_group_commit's commits not answered yet, what the protocol was told of them, and
+     * whether the leave stopped waiting for them (kc_group_leave_now). */
     unsigned commits_out;
-    bool commits_told;
+    bool commits_told, commits_waived;
     /* The wait for a REVOKE/LOSE action's completions. */
     uint64_t revoke_seq;
     int revoke_wait;
@@ -374,8 +375,9 @@ void kc_group_drive(kc_group_t *g)
             g->p->poll_expired(g->m, g->poll_expired, now);
         }
         /* The application's commits: the leave waits for their answers (kc_group_commit). */
-        if ((g->commits_out > 0) != g->commits_told) {
-            g->commits_told = g->commits_out > 0;
+        bool holding = g->commits_out > 0 && !g->commits_waived;
+        if (holding != g->commits_told) {
+            g->commits_told = holding;
             if (g->p->commits_in_flight)
                 g->p->commits_in_flight(g->m, g->commits_told, now);
         }
@@ -507,9 +509,18 @@ kc_err_t kc_group_subscribe(kc_group_t *g, const char *const *topics, size_t n, 
         rc = g->p->subscribe(g->m, topics, n, regex, err);
     if (rc == KC_OK) {
         g->subscribed = true;
+        g->commits_waived = false; /* a new membership's leave waits for its commits again */
         kc_group_drive(g);
     }
     return rc;
+}
+
+void kc_group_leave_now(kc_group_t *g)
+{
+    if (g->commits_waived)
+        return;
+    g->commits_waived = true;
+    kc_group_drive(g);
 }
 
 void kc_group_unsubscribe(kc_group_t *g)

@@ -233,15 +233,22 @@ kc_err_t kc_group_fetch_identity(void *g, kc_commit_identity_t *who, kc_error_t 
 /* The application's commits and the auto-commit of a member: OffsetCommit under `who`, or
  * under the identity as each request is built (kc_group_commit_identity) when `who` is NULL;
  * `cb` gets the engine's answer as kc_engine_commit would give it. Until every such commit is
- * answered the member does not leave (the protocol's commits_in_flight): the leave goes out on
- * the group's own coordinator connection and the commit on the engine's, so the broker could
- * take the leave first and refuse the commit with UNKNOWN_MEMBER_ID although it was sent while
- * the member was in the group (an on_revoke's kc_commit_async during kc_close). Java's
- * ConsumerCoordinator.close waits for its pending async commits before leaving, for the same
- * reason. */
+ * answered the member does not leave (the protocol's commits_in_flight), or the broker could
+ * take the leave first and refuse a commit sent while the member was in the group with
+ * UNKNOWN_MEMBER_ID (an on_revoke's kc_commit_async during kc_close): the classic leave goes on
+ * the protocol's own coordinator connection and the commit on the engine's, so nothing orders
+ * them; a KIP-848 leave shares the commit's connection, but a commit waiting for the
+ * coordinator or for a retry is not on it yet. Java's ConsumerCoordinator.close waits for its
+ * pending async commits before leaving, for the same reason. The wait ends at
+ * kc_group_leave_now. */
 kc_err_t kc_group_commit(kc_group_t *g, const kc_commit_identity_t *who,
                          const kc_engine_offset_t *offs, size_t n, int timeout_ms,
                          kc_engine_offsets_cb cb, void *opaque, kc_error_t *err);
+/* The close or unsubscribe is running out of time: the leave stops waiting for the commits
+ * above and goes when the protocol is otherwise ready (Java's close sends its LeaveGroup when
+ * its timer ends, pending commits or not); a member that stays in its group until the session
+ * times out is the cost a leave avoids. Until the next subscribe. */
+void kc_group_leave_now(kc_group_t *g);
 /* An application commit's first Kafka code (0 ok), for the protocol (classic rejoins). */
 void kc_group_app_commit_result(kc_group_t *g, int16_t code);
 /* An auto-commit's answer (the runtime sends those), counted with the reconciliation's. */

@@ -8,7 +8,7 @@
  *  - two threads closing at once: the second returns only once the consumer is closed, so its
  *    kc_destroy cannot free what the first is still using;
  *  - a classic member's LeaveGroup waits for an application thread's commit sent during the
- *    close (the broker must not take the leave first);
+ *    close (the broker must not take the leave first), but not past the close's budget;
  *  - timeout_ms bounds the whole call (a callback blocked past it), a negative one is refused;
  *  - pull mode: a view an app thread holds keeps its partition's on_revoke and final commit
  *    waiting until it is released; a release after a timed-out close is harmless; a view held by
@@ -426,6 +426,56 @@ static void close_leave_waits_for_app_commit(void **s)
     assert_int_equal(atomic_load(&async_ok), 1);
 }
 
+/* The same hold, cut short by the close's budget: an application commit whose answer the proxy
+ * holds 8 s is in flight when kc_close(3000) starts (no auto-commit, so the revocation commits
+ * nothing and only that commit holds the leave). With a quarter of the budget left the leave
+ * goes regardless: a member that never leaves keeps its partitions from the others until its
+ * session times out. */
+static void close_leaves_when_commits_outlast_it(void **s)
+{
+    (void)s;
+    reset();
+    char group[64];
+    snprintf(group, sizeof group, "close-leave-late-%d", (int)getpid());
+    kc_fp_t *fp = kc_fp_start(g_bs);
+    assert_non_null(fp);
+    kc_conf_t *conf = kc_conf_new();
+    kc_test_conf_set(conf, "bootstrap.servers", kc_fp_bootstrap(fp));
+    kc_test_conf_set(conf, "worker.threads", "4");
+    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
+    kc_test_conf_set(conf, "group.id", group);
+    kc_test_conf_set(conf, "group.protocol", "classic");
+    kc_test_conf_set(conf, "enable.auto.commit", "false");
+    kc_callbacks_t cbs = {.on_records = on_records, .on_revoke = on_revoke};
+    kc_error_t e;
+    if (kc_consumer_new(conf, &cbs, &g_c, &e) != KC_OK)
+        fail_msg("kc_consumer_new: %s", e.msg);
+    const char *topics[] = {TOPIC};
+    assert_int_equal(kc_subscribe(g_c, topics, 1, &e), KC_OK);
+    wait_total(1000, 20000);
+    char reply[256];
+    if (kc_fp_cmd(fp, reply, sizeof reply, "delay api=OffsetCommit ms=8000 count=1") != 0)
+        fail_msg("proxy: %s", reply);
+    long commits0 = fp_count(fp, "OffsetCommit");
+    kc_topic_partition_t tp = {TOPIC, 1, atomic_load(&finished[1])};
+    atomic_fetch_add(&async_calls, 1);
+    assert_int_equal(kc_commit_async(g_c, &tp, 1, async_done, NULL, &e), KC_OK);
+    for (int i = 0; i < 500 && fp_count(fp, "OffsetCommit") == commits0; i++)
+        kc_test_sleep_ms(2); /* at the proxy: in flight */
+    assert_true(fp_count(fp, "OffsetCommit") > commits0);
+    int64_t t0 = kc_test_now_ms();
+    kc_err_t rc = kc_close(g_c, 3000, &e);
+    int64_t took = kc_test_now_ms() - t0;
+    long leaves = fp_count(fp, "LeaveGroup");
+    printf("# kc_close(3000) with a commit held 8 s: %s after %lld ms, LeaveGroup sent %ld, the "
+           "commit answered %d\n",
+           kc_err_name(rc), (long long)took, leaves, atomic_load(&async_answered));
+    kc_destroy(g_c);
+    kc_fp_stop(fp);
+    assert_int_equal(leaves, 1);
+    assert_true(took < 4000);
+}
+
 /* ---- two closers, one destroys -------------------------------------------------------------- */
 
 static _Atomic int closer_revoked_at_return[2];
@@ -701,6 +751,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(close_commits_stored_classic),
         cmocka_unit_test(close_waits_for_async_commit),
         cmocka_unit_test(close_leave_waits_for_app_commit),
+        cmocka_unit_test(close_leaves_when_commits_outlast_it),
         cmocka_unit_test(concurrent_close_then_destroy),
         cmocka_unit_test(close_timeout_bounds_call),
         cmocka_unit_test(waiting_closer_gets_the_result),

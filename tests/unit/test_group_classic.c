@@ -468,12 +468,15 @@ static void close_leaves_after_app_commits(void **state)
     kc_classic_commit_result(&m, o.seq, 0, 11);
     o = expect(&m, 11, KC_CLASSIC_DROP);
     kc_classic_action_done(&m, o.seq, 11);
-    /* Heartbeats may go on meanwhile; a LeaveGroup may not. */
+    /* Heartbeats go on meanwhile (the session must not run out); a LeaveGroup may not. */
+    int beats = 0;
     for (int64_t t = 11; t < 20000; t += 500)
         while (kc_classic_poll(&m, t, &o)) {
             assert_int_equal(o.kind, KC_CLASSIC_SEND_HEARTBEAT);
             kc_classic_heartbeat_response(&m, 0, t);
+            beats++;
         }
+    assert_true(beats >= 5);
     kc_classic_commits_in_flight(&m, false, 20000);
     o = expect(&m, 20000, KC_CLASSIC_SEND_LEAVE);
     assert_int_equal(o.req.leave.members.count, 1);

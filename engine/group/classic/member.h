@@ -246,8 +246,9 @@ void kc_classic_poll_expired(kc_classic_t *m, int64_t now_ms);
 void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms);
 /* The application's commits under the member's identity are unanswered (true) / answered: the
  * LeaveGroup of a close or unsubscribe goes out only once they are answered (group.h,
- * kc_group_commit), so that each gets the broker's verdict on a member still in the group. The
- * leave of a max.poll.interval.ms overrun does not wait: the member is already out of step. */
+ * kc_group_commit), so that each gets the broker's verdict on a member still in the group;
+ * heartbeats go on meanwhile, keeping the session. The leave of a max.poll.interval.ms overrun
+ * does not wait: the member is already out of step. */
 void kc_classic_commits_in_flight(kc_classic_t *m, bool in_flight, int64_t now_ms);
 
 /* Completions of REVOKE/LOSE/DROP/ASSIGN; stale seqs are ignored. */

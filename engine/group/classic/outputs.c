@@ -162,10 +162,10 @@ static void fill_sync(kc_classic_t *m, kc_classic_out_t *out)
 static bool heartbeat_due(const kc_classic_t *m, int64_t now_ms)
 {
     bool member = m->generation >= 0 && m->member_id[0];
-    bool state_ok = m->state == KC_CLASSIC_ST_STABLE ||
-                    (m->state == KC_CLASSIC_ST_UNJOINED && !m->prepared) ||
-                    (m->state == KC_CLASSIC_ST_UNJOINED && m->pstep != KC_CLASSIC_P_IDLE) ||
-                    (m->state == KC_CLASSIC_ST_CLOSING && m->pstep != KC_CLASSIC_P_IDLE);
+    bool state_ok =
+        m->state == KC_CLASSIC_ST_STABLE || (m->state == KC_CLASSIC_ST_UNJOINED && !m->prepared) ||
+        (m->state == KC_CLASSIC_ST_UNJOINED && m->pstep != KC_CLASSIC_P_IDLE) ||
+        (m->state == KC_CLASSIC_ST_CLOSING && (m->pstep != KC_CLASSIC_P_IDLE || m->commits_out));
     return member && state_ok && m->coord_known && m->inflight == KC_CLASSIC_IF_NONE &&
            now_ms >= m->next_heartbeat_ms;
 }

@@ -1,0 +1,123 @@
+/*
+ * How often the engine drives (a pass over every partition) while one partition backs off and
+ * its broker holds a long-poll Fetch: the memory broker behind the fault proxy, which answers
+ * every Fetch with an error for partition 1 (so partition 1 is always in BACKOFF, its backoff
+ * ending long before the broker's next answer, fetch.max.wait.ms = 3000 on an idle topic). The
+ * partition cannot be fetched before that answer, so its backoff's end must not wake the
+ * drive: a drive is due per answer (and per timer tick), not per millisecond until the answer.
+ * Engine-level: drives are counted by kc_engine_stats on the network thread.
+ */
+#include "fault_proxy_client.h"
+#include "kc_test.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+#include "netthread.h"
+
+#define NPARTS 2
+
+static kc_netthread_t *nt;
+static kc_engine_t *eng;
+static char bootstrap[256];
+static int users[NPARTS];
+
+static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_t partition,
+                             int32_t broker, kc_slice_t *s, int64_t first, int64_t next)
+{
+    (void)opaque, (void)user, (void)topic, (void)partition, (void)broker, (void)first, (void)next;
+    kc_slice_release(s); /* the sink owns the reference */
+    return KC_OK;
+}
+
+static void sink_error(void *opaque, void *user, const char *topic, int32_t partition,
+                       const kc_error_t *e)
+{
+    (void)opaque, (void)user, (void)topic, (void)partition, (void)e;
+}
+
+typedef enum { OP_NEW, OP_DRIVES, OP_CLOSE } op_t;
+
+typedef struct call {
+    op_t op;
+    kc_err_t rc;
+    uint64_t drives;
+} call_t;
+
+static void on_net(kc_loop_t *loop, void *arg)
+{
+    call_t *c = arg;
+    kc_error_t err;
+    c->rc = KC_OK;
+    switch (c->op) {
+    case OP_NEW: {
+        kc_engine_conf_t conf;
+        kc_engine_conf_defaults(&conf);
+        conf.bootstrap_servers = bootstrap;
+        conf.client_id = "kc-engine-passes-test";
+        conf.fetch_max_wait_ms = 3000;
+        kc_engine_sink_t sink = {sink_records, sink_error, NULL, NULL};
+        c->rc = kc_engine_new(&eng, loop, &conf, &sink, &err);
+        for (int i = 0; i < NPARTS && c->rc == KC_OK; i++)
+            c->rc = kc_engine_add(eng, "bench", i, 0, &users[i], &err);
+        return;
+    }
+    case OP_DRIVES: {
+        kc_engine_stats_t s;
+        kc_engine_stats(eng, &s);
+        c->drives = s.drives;
+        return;
+    }
+    case OP_CLOSE:
+        kc_engine_close(eng, 1000);
+        kc_engine_free(eng);
+        eng = NULL;
+        return;
+    }
+}
+
+static call_t net(op_t op)
+{
+    call_t c = {.op = op};
+    kc_netthread_call(nt, on_net, &c);
+    return c;
+}
+
+static void backoff_does_not_spin_the_drive(void **state)
+{
+    (void)state;
+    const char *args[] = {"--partitions", "2", "--records", "100", NULL};
+    pid_t pid;
+    kc_fp_t *fp;
+    assert_int_equal(kc_test_proxied_broker(args, bootstrap, sizeof bootstrap, &pid, &fp), 0);
+    snprintf(bootstrap, sizeof bootstrap, "%s", kc_fp_bootstrap(fp));
+    char reply[256];
+    if (kc_fp_cmd(fp, reply, sizeof reply,
+                  "inject api=Fetch error=UNKNOWN_SERVER_ERROR scope=partition partition=1 "
+                  "count=100000") != 0)
+        fail_msg("proxy: %s", reply);
+    kc_error_t err;
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
+    assert_int_equal(net(OP_NEW).rc, KC_OK);
+    kc_test_sleep_ms(2000); /* partition 0 read to its end; partition 1 in its error loop */
+    uint64_t d0 = net(OP_DRIVES).drives;
+    kc_test_sleep_ms(3000);
+    uint64_t d1 = net(OP_DRIVES).drives;
+    long fired = kc_fp_stat(fp, "fired.inject");
+    net(OP_CLOSE);
+    kc_netthread_stop(nt);
+    kc_test_proxied_broker_stop(pid, fp);
+    printf("# drives in 3 s with partition 1 backing off: %llu (partition errors injected: %ld)\n",
+           (unsigned long long)(d1 - d0), fired);
+    assert_true(fired >= 1);
+    /* About one per answer and per ≤ 1 s timer tick; a drive woken by the ended backoff until
+     * the long poll returns makes thousands. */
+    assert_true(d1 - d0 < 200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(backoff_does_not_spin_the_drive)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
