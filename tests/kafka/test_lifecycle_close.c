@@ -362,12 +362,13 @@ static long fp_count(kc_fp_t *fp, const char *api)
     return n < 0 ? 0 : n;
 }
 
-static void close_leave_waits_for_app_commit(void **s)
+/* reset(), then a classic group member subscribed through a new fault proxy (returned) that
+ * has read 1000 records; auto-commit (every 10 min: only the revocation's) or none. */
+static kc_fp_t *proxied_classic(const char *name, bool auto_commit)
 {
-    (void)s;
     reset();
     char group[64];
-    snprintf(group, sizeof group, "close-leave-%d", (int)getpid());
+    snprintf(group, sizeof group, "%s-%d", name, (int)getpid());
     kc_fp_t *fp = kc_fp_start(g_bs);
     assert_non_null(fp);
     kc_conf_t *conf = kc_conf_new();
@@ -377,8 +378,8 @@ static void close_leave_waits_for_app_commit(void **s)
     kc_test_conf_set(conf, "auto.offset.reset", "earliest");
     kc_test_conf_set(conf, "group.id", group);
     kc_test_conf_set(conf, "group.protocol", "classic");
-    kc_test_conf_set(conf, "enable.auto.commit", "true");
-    kc_test_conf_set(conf, "auto.commit.interval.ms", "600000"); /* the revocation's only */
+    kc_test_conf_set(conf, "enable.auto.commit", auto_commit ? "true" : "false");
+    kc_test_conf_set(conf, "auto.commit.interval.ms", "600000");
     kc_callbacks_t cbs = {.on_records = on_records, .on_revoke = on_revoke};
     kc_error_t e;
     if (kc_consumer_new(conf, &cbs, &g_c, &e) != KC_OK)
@@ -386,6 +387,14 @@ static void close_leave_waits_for_app_commit(void **s)
     const char *topics[] = {TOPIC};
     assert_int_equal(kc_subscribe(g_c, topics, 1, &e), KC_OK);
     wait_total(1000, 20000);
+    return fp;
+}
+
+static void close_leave_waits_for_app_commit(void **s)
+{
+    (void)s;
+    kc_fp_t *fp = proxied_classic("close-leave", true);
+    kc_error_t e;
     char reply[256];
     if (kc_fp_cmd(fp, reply, sizeof reply, "delay api=OffsetCommit ms=1500 count=2") != 0)
         fail_msg("proxy: %s", reply);
@@ -434,25 +443,8 @@ static void close_leave_waits_for_app_commit(void **s)
 static void close_leaves_when_commits_outlast_it(void **s)
 {
     (void)s;
-    reset();
-    char group[64];
-    snprintf(group, sizeof group, "close-leave-late-%d", (int)getpid());
-    kc_fp_t *fp = kc_fp_start(g_bs);
-    assert_non_null(fp);
-    kc_conf_t *conf = kc_conf_new();
-    kc_test_conf_set(conf, "bootstrap.servers", kc_fp_bootstrap(fp));
-    kc_test_conf_set(conf, "worker.threads", "4");
-    kc_test_conf_set(conf, "auto.offset.reset", "earliest");
-    kc_test_conf_set(conf, "group.id", group);
-    kc_test_conf_set(conf, "group.protocol", "classic");
-    kc_test_conf_set(conf, "enable.auto.commit", "false");
-    kc_callbacks_t cbs = {.on_records = on_records, .on_revoke = on_revoke};
+    kc_fp_t *fp = proxied_classic("close-leave-late", false);
     kc_error_t e;
-    if (kc_consumer_new(conf, &cbs, &g_c, &e) != KC_OK)
-        fail_msg("kc_consumer_new: %s", e.msg);
-    const char *topics[] = {TOPIC};
-    assert_int_equal(kc_subscribe(g_c, topics, 1, &e), KC_OK);
-    wait_total(1000, 20000);
     char reply[256];
     if (kc_fp_cmd(fp, reply, sizeof reply, "delay api=OffsetCommit ms=8000 count=1") != 0)
         fail_msg("proxy: %s", reply);
