@@ -19,6 +19,8 @@ struct kc_netthread {
 static void *thread_main(void *arg)
 {
     kc_netthread_t *nt = arg;
+    /* Named for top -H, perf and gdb (README: "Threads"). */
+    pthread_setname_np(pthread_self(), "kc-net");
     kc_log_bind(nt->log);
     kc_loop_t *loop = NULL;
     kc_error_t e = {0};

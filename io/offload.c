@@ -26,6 +26,7 @@ struct kc_offload {
     kc_offload_job_t *q_head, *q_tail; /* under mu */
     int stop;                          /* under mu */
     kc_offload_job_t *out;             /* network thread only: every job not yet finished */
+    kc_offload_lane_t lane;            /* set before the thread starts */
 };
 
 static void out_unlink(kc_offload_job_t *j)
@@ -64,6 +65,7 @@ static void on_done(kc_loop_t *loop, kc_loop_cmd_t *cmd)
 static void *helper(void *arg)
 {
     kc_offload_t *o = arg;
+    pthread_setname_np(pthread_self(), o->lane == KC_OFFLOAD_LOGIN ? "kc-login" : "kc-dns");
     pthread_mutex_lock(&o->mu);
     for (;;) {
         while (!o->stop && !o->q_head)
@@ -100,6 +102,7 @@ kc_offload_t *kc_loop_offload(kc_loop_t *loop, kc_offload_lane_t lane, kc_error_
         return NULL;
     }
     o->loop = loop;
+    o->lane = lane;
     pthread_mutex_init(&o->mu, NULL);
     pthread_cond_init(&o->cv, NULL);
     int e = pthread_create(&o->thread, NULL, helper, o);

@@ -65,7 +65,6 @@
 
 #define MAX_X           64
 #define STEADY_FRACTION 10 /* the allocation window opens after 1/10 of the records */
-#define MAX_WORKER_TIDS 256
 
 /* Per partition, for assign and group modes; share mode counts in g.share_* instead, since a share
  * partition's records may run on several workers at once. */
@@ -114,10 +113,6 @@ static struct {
     /* Set by main before kc_close: stats taken while closing would count the session-closing
      * Fetch (it forgets every partition) as the run's last request. */
     atomic_int closing;
-    /* Thread ids of the threads that ran on_records: slot claimed with n_worker_tids, then
-     * stored (release); main reads them (acquire) before kc_close. 0 = claimed, not yet stored. */
-    _Atomic int32_t worker_tids[MAX_WORKER_TIDS];
-    atomic_int n_worker_tids;
 } g = {.done_mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER, .stats_fd = -1};
 
 static void die(const char *what, const char *detail)
@@ -151,22 +146,9 @@ static void finish(void)
     pthread_mutex_unlock(&g.done_mu);
 }
 
-/* Once per worker thread: its id joins g.worker_tids (the per-thread CPU split). */
-static void register_worker(void)
-{
-    static _Thread_local int registered;
-    if (registered)
-        return;
-    registered = 1;
-    int slot = atomic_fetch_add(&g.n_worker_tids, 1);
-    if (slot < MAX_WORKER_TIDS)
-        atomic_store_explicit(&g.worker_tids[slot], (int32_t)gettid(), memory_order_release);
-}
-
 static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batch)
 {
     (void)opaque;
-    register_worker();
     if (kp->partition < 0 || kp->partition >= g.nparts)
         return KC_CB_CONTINUE;
     part_t *p = &g.parts[kp->partition];
@@ -317,14 +299,27 @@ static double thread_cpu_s(int tid)
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* The name of thread `tid` of this process into `name` ("" if it is gone). */
+static void thread_name(int tid, char *name, size_t cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/comm", tid);
+    FILE *f = fopen(path, "r");
+    name[0] = '\0';
+    if (f) {
+        if (fgets(name, (int)cap, f))
+            name[strcspn(name, "\n")] = '\0';
+        fclose(f);
+    }
+}
+
 /* Prints ,"cpu_main_s":..,"cpu_net_s":..,"cpu_workers_s":..,"cpu_other_s":..,"workers_seen":N
- * into `out` (the library's threads still run: call before kc_close). */
+ * into `out` (the library's threads still run: call before kc_close). The library names its
+ * threads: kc-net (the network thread), kc-worker-<id>; the rest (name lookups, logins, the
+ * application's main thread is counted apart) is "other". */
 static void thread_cpu_split(char *out, size_t cap)
 {
-    int nw = atomic_load(&g.n_worker_tids);
-    if (nw > MAX_WORKER_TIDS)
-        nw = MAX_WORKER_TIDS;
-    int main_tid = (int)getpid();
+    int main_tid = (int)getpid(), nw = 0;
     double cpu_main = 0, cpu_workers = 0, cpu_net = 0, cpu_other = 0;
     DIR *d = opendir("/proc/self/task");
     if (!d) {
@@ -339,17 +334,15 @@ static void thread_cpu_split(char *out, size_t cap)
         double s = thread_cpu_s(tid);
         if (s < 0)
             continue;
-        int worker = 0;
-        for (int i = 0; i < nw && !worker; i++)
-            worker = atomic_load_explicit(&g.worker_tids[i], memory_order_acquire) == tid;
+        char name[32];
+        thread_name(tid, name, sizeof name);
         if (tid == main_tid)
             cpu_main += s;
-        else if (worker)
-            cpu_workers += s;
-        else if (s > cpu_net) { /* the busiest library thread is the network thread */
-            cpu_other += cpu_net;
-            cpu_net = s;
-        } else
+        else if (strncmp(name, "kc-worker-", 10) == 0)
+            cpu_workers += s, nw++;
+        else if (strcmp(name, "kc-net") == 0)
+            cpu_net += s;
+        else
             cpu_other += s;
     }
     closedir(d);

@@ -142,6 +142,12 @@ static void read_seen(kc_loop_t *loop, void *arg)
     *(long *)((void **)arg)[1] = c->seen;
 }
 
+static void read_name(kc_loop_t *loop, void *arg)
+{
+    (void)loop;
+    pthread_getname_np(pthread_self(), arg, 16);
+}
+
 static void queue_many_producers(kc_loop_backend_t b)
 {
     kc_netthread_t *nt = NULL;
@@ -196,6 +202,9 @@ static void idle_loop_sleeps_and_wakes(kc_loop_backend_t b)
     void *args[2] = {&c, &seen};
     int64_t t0 = kc_now_ns();
     kc_netthread_call(nt, read_seen, args);
+    char name[16] = "";
+    kc_netthread_call(nt, read_name, name);
+    assert_string_equal(name, "kc-net"); /* top -H, perf and gdb show which thread is which */
     assert_true(kc_now_ns() - t0 < 100000000LL * kc_test_time_scale());
     kc_loop_get_stats(kc_netthread_loop(nt), &z);
     assert_true(z.wakeups >= 1);

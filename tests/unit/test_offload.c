@@ -29,6 +29,7 @@ typedef struct job {
     int sleep_ms;
     _Atomic int started, worked; /* set on the helper thread */
     pthread_t work_thread;       /* read after done (the post orders it) */
+    char work_name[16];          /* the helper thread's name, likewise */
     int done, discarded;
     int *order;
     int *norder;
@@ -40,6 +41,7 @@ static void work(void *arg)
 {
     job *j = arg;
     j->work_thread = pthread_self();
+    pthread_getname_np(pthread_self(), j->work_name, sizeof j->work_name);
     atomic_store(&j->started, 1);
     if (j->sleep_ms)
         usleep((useconds_t)j->sleep_ms * 1000);
@@ -193,6 +195,9 @@ static void lanes_independent(kc_loop_backend_t b)
     while (!slow.done && kc_now_ns() < end)
         kc_loop_run_once(l, 10);
     assert_int_equal(slow.done, 1);
+    /* Each lane's thread carries its name (top -H, perf, gdb). */
+    assert_string_equal(quick.work_name, "kc-dns");
+    assert_string_equal(slow.work_name, "kc-login");
     kc_loop_free(l);
 }
 

@@ -1,7 +1,7 @@
 /* kc-test-label: threads */
 /* kc_worker_id: inside callbacks it names the worker running them — the id the dispatcher records
- * as the partition's last_worker (the stats JSON's partitions[].worker / workers[].id) — and it
- * is -1 on threads that are not workers. */
+ * as the partition's last_worker (the stats JSON's partitions[].worker / workers[].id), and the
+ * thread's name, kc-worker-<id> — and it is -1 on threads that are not workers. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +12,7 @@
 
 static _Atomic int out_of_range; /* callbacks whose id was not a worker's */
 static _Atomic int mismatch;     /* callbacks whose id differed from the dispatcher's record */
+static _Atomic int misnamed;     /* callbacks on a thread not named kc-worker-<id> */
 static _Atomic long checked;
 static _Atomic int ids_used[WORKERS];
 static harness_t *H;
@@ -28,6 +29,11 @@ static kc_cb_result_t rec_cb(void *opaque, kc_part_t *p, kc_records_t *b)
     const kc_rt_part_t *rp = (const kc_rt_part_t *)(const void *)p;
     if (atomic_load(&rp->last_worker) != id)
         atomic_fetch_add(&mismatch, 1);
+    char name[16] = "", want[16];
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    snprintf(want, sizeof want, "kc-worker-%d", id);
+    if (strcmp(name, want) != 0)
+        atomic_fetch_add(&misnamed, 1);
     atomic_fetch_add(&checked, 1);
     return h_on_records(opaque, p, b);
 }
@@ -58,6 +64,7 @@ static void worker_ids_match_dispatcher(void **state)
     assert_true(h_wait(H, all_delivered, 20000));
     assert_int_equal(atomic_load(&out_of_range), 0);
     assert_int_equal(atomic_load(&mismatch), 0);
+    assert_int_equal(atomic_load(&misnamed), 0);
     assert_true(atomic_load(&checked) >= NP * 20);
     assert_int_equal(atomic_load(&H->violations), 0);
     int used = 0;
