@@ -3,11 +3,12 @@
  * state into requests, and stats. See engine.h for the threading contract.
  *
  * The drive loop (kc_eng_drive) runs after every response and timer, and on the loop's next turn
- * after a command (kc_eng_drive_soon: commands come in batches), and does, in order: a metadata
- * refresh if one is due or wanted, ListOffsets / OffsetForLeaderEpoch for partitions that need
- * them, the fetch plan (one request per broker that may send now), and re-arms the one timer for
- * the earliest held-back moment. Re-entrant calls (a response handled inside a send) only set a
- * flag, so one loop pass sees a consistent state.
+ * after a command (kc_eng_drive_soon: commands come in batches), and does, in order: one pass
+ * over the partitions (which wait for ListOffsets / OffsetForLeaderEpoch, the runtime's
+ * backpressure answer, each one's place in the fetch plan), then the requests: ListOffsets /
+ * OffsetForLeaderEpoch, a metadata refresh if one is due or wanted, one Fetch per broker that
+ * may send now; and re-arms the one timer for the earliest held-back moment. Re-entrant calls (a
+ * response handled inside a send) only set a flag, so one loop pass sees a consistent state.
  *
  * Owner: network thread.
  */
@@ -257,34 +258,53 @@ void kc_eng_drive(kc_engine_t *e)
         e->stats.drives++;
         int64_t now = kc_now_ms();
         wake = INT64_MAX;
-        kc_eng_offsets_maybe_send(e, now, &wake);
+        uint64_t gen = e->sink.fetch_gen ? e->sink.fetch_gen(e->sink.opaque) : 0;
+        /* One pass over the partitions does all the per-partition work: at 10,000 partitions
+         * the visits are the cost of a pass (three passes, one each for offsets, backpressure
+         * and the plan, were most of an idle consumer's CPU). */
+        kc_fetch_plan_begin(&e->plan);
+        kc_error_t err;
+        kc_err_t rc = KC_OK;
+        bool offsets_due = false;
+        for (size_t i = 0; i < e->n_parts && rc == KC_OK; i++) {
+            offsets_due |= kc_eng_offsets_due(e, i, now, &wake);
+            /* A partition whose broker has a Fetch in flight cannot be asked for before that
+             * answer, and the answer drives: until then neither the runtime's backpressure
+             * answer nor a backoff's end is looked at, and the plan passes it over (so a
+             * backoff that ended would otherwise wake the drive at once, again and again,
+             * until the answer). Of the others, the runtime is asked again only where its
+             * answer may have changed (sink.fetch_gen): asking every partition after every
+             * Fetch answer was most of the rest of an idle pass at 10,000. */
+            kc_partition_t *p = &e->parts[i];
+            kc_eng_pinfo_t *in = &e->info[i];
+            if (kc_fetch_plan_busy(&e->plan, kc_partition_route(p, &e->plan.conf.part, now)))
+                continue;
+            if (e->sink.may_fetch && (!gen || !in->may_fetch || in->fetch_gen != gen)) {
+                in->may_fetch = e->sink.may_fetch(e->sink.opaque, in->user) != 0;
+                in->fetch_gen = gen;
+            }
+            p->paused = in->user_paused || !in->may_fetch || in->share;
+            if (p->state == KC_FS_BACKOFF && p->backoff_until_ms < wake)
+                wake = p->backoff_until_ms;
+            rc = kc_fetch_plan_add(&e->plan, p, now, &err);
+        }
+        if (rc != KC_OK) {
+            kc_log(KC_LOG_ERROR, "engine", "fetch plan: %s", err.msg);
+            break;
+        }
+        /* Requests go after the pass: a send can fail at once and run its handler, which must
+         * not change the plan's brokers halfway through it. A handler that ran asks for
+         * another pass (drive_again), and no Fetch goes on this one's plan. */
+        if (offsets_due)
+            kc_eng_offsets_send_due(e, now);
         kc_eng_metadata_maybe_send(e, now);
         if (!e->md_inflight && e->n_parts) {
             int64_t md = e->md_wanted ? e->md_retry_ms : e->md_next_ms;
             if (md < wake)
                 wake = md;
         }
-        for (size_t i = 0; i < e->n_parts; i++) {
-            /* A partition whose broker has a Fetch in flight cannot be asked for before that
-             * answer, and the answer drives: until then neither the runtime's backpressure
-             * answer (asked of every partition on every pass, it is the cost of a pass at
-             * 10,000 partitions) nor a backoff's end is looked at (kc_fetch_plan_compute passes
-             * the partition over too, so a backoff that ended would otherwise wake the drive at
-             * once, again and again, until the answer). */
-            kc_eng_pinfo_t *in = &e->info[i];
-            bool busy = kc_fetch_plan_busy(
-                &e->plan, kc_partition_route(&e->parts[i], &e->plan.conf.part, now));
-            if (e->sink.may_fetch && !busy)
-                in->may_fetch = e->sink.may_fetch(e->sink.opaque, in->user) != 0;
-            e->parts[i].paused = in->user_paused || !in->may_fetch || in->share;
-            if (!busy && e->parts[i].state == KC_FS_BACKOFF && e->parts[i].backoff_until_ms < wake)
-                wake = e->parts[i].backoff_until_ms;
-        }
-        kc_error_t err;
-        if (kc_fetch_plan_compute(&e->plan, e->parts, e->n_parts, now, &err) != KC_OK) {
-            kc_log(KC_LOG_ERROR, "engine", "fetch plan: %s", err.msg);
-            break;
-        }
+        if (e->drive_again)
+            continue;
         kc_fetch_send_t sends[MAX_SENDS];
         int64_t w = INT64_MAX;
         size_t n = kc_fetch_plan_ready(&e->plan, now, sends, MAX_SENDS, &w);

@@ -76,6 +76,12 @@ typedef struct kc_engine_sink {
      * longer knows the topic's name. NULL: not told. */
     void (*share_acked)(void *opaque, const char *topic, int32_t partition, int64_t first,
                         int64_t last, int64_t records, int16_t code, const char *why);
+    /* Backpressure: a number (at least 1) the sink changes whenever a `may_fetch` answer of yes
+     * may have turned into no. A partition answered yes is not asked again until it changes; one
+     * answered no is asked on every pass, since what makes it yes again (a worker draining it) is
+     * not counted. At 10,000 idle partitions that is the difference between asking all of them
+     * after every Fetch answer and asking none. NULL: every partition is asked on every pass. */
+    uint64_t (*fetch_gen)(void *opaque);
 } kc_engine_sink_t;
 
 /* Settings, with Kafka's names. Copied by kc_engine_new (strings too). */

@@ -65,6 +65,7 @@ typedef struct kc_eng_pinfo {
     uint8_t have_id;      /* tp.topic_id known from metadata */
     uint8_t user_paused;  /* pause()/resume(); p->paused also folds in backpressure */
     uint8_t may_fetch;    /* the runtime's last answer to sink.may_fetch (backpressure) */
+    uint64_t fetch_gen;   /* sink.fetch_gen when may_fetch was asked (0: never) */
     uint8_t lo_inflight;  /* ListOffsets in flight */
     uint8_t val_inflight; /* OffsetForLeaderEpoch in flight */
     int64_t reset_ts;     /* what ListOffsets asks for (-2 earliest, -1 latest, or a time) */
@@ -225,6 +226,12 @@ void kc_eng_share_forget(kc_engine_t *e, const kc_tp_t *tp);
 void kc_eng_share_free(kc_engine_t *e);
 
 /* listoffsets.c */
-void kc_eng_offsets_maybe_send(kc_engine_t *e, int64_t now_ms, int64_t *wake_ms);
+/* Partition i, in the drive's pass: whether it waits for a ListOffsets or OffsetForLeaderEpoch
+ * that may go now. Otherwise, if it waits for one, its retry time lowers *wake_ms, or metadata
+ * is wanted (no leader or topic id yet). Sends nothing: the pass stays free of I/O. */
+bool kc_eng_offsets_due(kc_engine_t *e, size_t i, int64_t now_ms, int64_t *wake_ms);
+/* Sends every request kc_eng_offsets_due says may go: one per leader, with every partition of
+ * that leader that waits. */
+void kc_eng_offsets_send_due(kc_engine_t *e, int64_t now_ms);
 
 #endif

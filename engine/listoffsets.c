@@ -362,27 +362,28 @@ static void send_for(kc_engine_t *e, int32_t broker, int validate, int64_t now)
         e->stats.list_offsets_requests++;
 }
 
-void kc_eng_offsets_maybe_send(kc_engine_t *e, int64_t now_ms, int64_t *wake_ms)
+bool kc_eng_offsets_due(kc_engine_t *e, size_t i, int64_t now_ms, int64_t *wake_ms)
 {
-    if (e->closing)
-        return;
-    for (size_t i = 0; i < e->n_parts; i++) {
-        kc_partition_t *p = &e->parts[i];
-        kc_eng_pinfo_t *in = &e->info[i];
-        if (p->state != KC_FS_AWAIT_RESET && p->state != KC_FS_AWAIT_VALIDATION)
-            continue;
-        if (p->leader_id == KC_NO_BROKER || !in->have_id) {
-            e->md_wanted = 1;
-            continue;
-        }
-        if (in->lo_retry_at > now_ms) {
-            if (in->lo_retry_at < *wake_ms)
-                *wake_ms = in->lo_retry_at;
-            continue;
-        }
-        int validate = p->state == KC_FS_AWAIT_VALIDATION;
-        if (validate ? in->val_inflight : in->lo_inflight)
-            continue;
-        send_for(e, p->leader_id, validate, now_ms);
+    const kc_partition_t *p = &e->parts[i];
+    const kc_eng_pinfo_t *in = &e->info[i];
+    if (p->state != KC_FS_AWAIT_RESET && p->state != KC_FS_AWAIT_VALIDATION)
+        return false;
+    if (p->leader_id == KC_NO_BROKER || !in->have_id) {
+        e->md_wanted = 1;
+        return false;
     }
+    if (in->lo_retry_at > now_ms) {
+        if (in->lo_retry_at < *wake_ms)
+            *wake_ms = in->lo_retry_at;
+        return false;
+    }
+    return !(p->state == KC_FS_AWAIT_VALIDATION ? in->val_inflight : in->lo_inflight);
+}
+
+void kc_eng_offsets_send_due(kc_engine_t *e, int64_t now_ms)
+{
+    int64_t wake = INT64_MAX;
+    for (size_t i = 0; i < e->n_parts; i++)
+        if (kc_eng_offsets_due(e, i, now_ms, &wake)) /* send_for sets in-flight: once a leader */
+            send_for(e, e->parts[i].leader_id, e->parts[i].state == KC_FS_AWAIT_VALIDATION, now_ms);
 }

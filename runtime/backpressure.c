@@ -1,9 +1,10 @@
 /*
  * Backpressure: may the fetcher ask for a partition, and how many bytes may a response bring
  * (what the counters mean and why frames: memory_budget.c).
- * Owner: the network thread (fetch_blocked, global_blocked). The byte counters are atomics that
- * workers decrement (worker.c: kc_rt_release_bref), read relaxed here: they are counts, they
- * publish nothing, and a slightly stale value only delays a decision by one fetch round.
+ * Owner: the network thread (fetch_blocked, global_blocked, fetch_gen). The byte counters are
+ * atomics that workers decrement (worker.c: kc_rt_release_bref), read relaxed here: they are
+ * counts, they publish nothing, and a slightly stale value only delays a decision by one fetch
+ * round.
  */
 #include "rt_internal.h"
 
@@ -41,6 +42,16 @@ bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p)
     else
         p->fetch_blocked = true;
     return !rt->global_blocked && !p->fetch_blocked;
+}
+
+uint64_t kc_rt_fetch_gen(const kc_rt_t *rt)
+{
+    return rt->fetch_gen;
+}
+
+void kc_rt_fetch_gen_bump(kc_rt_t *rt)
+{
+    rt->fetch_gen++;
 }
 
 int64_t kc_rt_fetch_budget(const kc_rt_t *rt)

@@ -139,6 +139,12 @@ static int sink_may_fetch(void *opaque, void *user)
     return kc_rt_may_fetch(c->rt, user);
 }
 
+static uint64_t sink_fetch_gen(void *opaque)
+{
+    kc_consumer_t *c = opaque;
+    return kc_rt_fetch_gen(c->rt);
+}
+
 static void sink_at_end(void *opaque, void *user, int64_t end)
 {
     (void)opaque;
@@ -655,7 +661,8 @@ static void on_net(kc_loop_t *loop, void *arg)
                                  .may_fetch = sink_may_fetch,
                                  .opaque = c,
                                  .budget = sink_budget,
-                                 .share_records = sink_share_records};
+                                 .share_records = sink_share_records,
+                                 .fetch_gen = sink_fetch_gen};
         if (kc_conf_bool(f, KC_CONF_ENABLE_PARTITION_EOF))
             sink.at_end = sink_at_end;
         if (kc_conf_share(f)) {

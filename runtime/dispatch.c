@@ -52,6 +52,7 @@ kc_err_t kc_rt_new(const kc_rt_opts_t *o, kc_rt_t **out, kc_error_t *err)
     if (!rt)
         return kc_fail(err, KC_ERR_NOMEM, "kc_rt_new");
     rt->o = *o;
+    rt->fetch_gen = 1;
     if (!rt->o.ring_slots)
         rt->o.ring_slots = 256;
     if (!rt->o.max_records)
@@ -260,6 +261,7 @@ kc_rt_part_t *kc_rt_part_add_held(kc_rt_t *rt, const char *topic, int32_t partit
         rt->parts->all_prev = p;
     rt->parts = p;
     atomic_fetch_add_explicit(&rt->nparts, 1, memory_order_relaxed);
+    kc_rt_fetch_gen_bump(rt); /* every partition's share shrinks */
     p->park_want = park;
     for (unsigned i = 1; park && i < p->nlanes; i++)
         kc_rt_kick(p->lanes[i - 1]); /* a parking lane posts its PARKED at once */
@@ -434,6 +436,7 @@ static kc_err_t push_one(kc_rt_part_t *p, const kc_rt_bref_t *b, int64_t n)
     /* Counted before the push so a worker's subtraction never precedes the addition. */
     atomic_fetch_add_explicit(&p->buffered, n, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->rt->buffered, n, memory_order_relaxed);
+    kc_rt_fetch_gen_bump(p->rt); /* its bytes and frames, and the total, grow */
     kc_rt_bref_t st = *b;
     st.counted = n;
     kc_rt_part_t *x = push_lane(p); /* the bytes and frames are the head's all the same */
@@ -464,6 +467,7 @@ bool kc_rt_part_revoke(kc_rt_part_t *p, bool lost)
         if (!i)
             head_old = old;
     }
+    kc_rt_fetch_gen_bump(p->rt);
     if (!(head_old & KC_RT_REVOKING)) {
         atomic_fetch_sub_explicit(&p->rt->nparts, 1, memory_order_relaxed);
         p->lanes_left = p->nlanes - 1;
@@ -495,6 +499,7 @@ void kc_rt_part_free(kc_rt_part_t *p)
 
 void kc_rt_part_pause(kc_rt_part_t *p)
 {
+    kc_rt_fetch_gen_bump(p->rt);
     for (unsigned i = 0; i < p->nlanes; i++)
         atomic_store_explicit(&lane(p, i)->paused, true, memory_order_relaxed);
 }

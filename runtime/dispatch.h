@@ -364,6 +364,10 @@ void kc_rt_part_seek(kc_rt_part_t *p, int64_t to);
  * the cap and restart below 3/4 of it — so a partition hovering at the limit does not flip in
  * and out of the fetch session every round. */
 bool kc_rt_may_fetch(kc_rt_t *rt, kc_rt_part_t *p);
+/* The engine's sink.fetch_gen (engine.h): changes whenever a yes of kc_rt_may_fetch may have
+ * turned into a no (network thread; rt_internal.h says what counts). */
+uint64_t kc_rt_fetch_gen(const kc_rt_t *rt);
+void kc_rt_fetch_gen_bump(kc_rt_t *rt);
 /* Bytes the next Fetch response may bring without passing the cap (its max_bytes). */
 int64_t kc_rt_fetch_budget(const kc_rt_t *rt);
 int64_t kc_rt_buffered_bytes(const kc_rt_t *rt);

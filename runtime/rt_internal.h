@@ -65,6 +65,12 @@ struct kc_rt {
     _Atomic bool poll_exceeded;  /* set by the watchdog (network thread), read anywhere */
     /* Owner: network thread. */
     bool global_blocked;
+    /* Changes (kc_rt_fetch_gen_bump) with everything that can turn a kc_rt_may_fetch yes into a
+     * no: bytes and frames pushed (the partition's, the total), a partition added (the share
+     * shrinks), paused or revoking. The engine asks again only then (engine.h, fetch_gen).
+     * What turns a no into a yes (a worker draining) need not count: a no is asked every pass.
+     * Starts at 1. */
+    uint64_t fetch_gen;
     uint64_t frame_seq;  /* numbers the frames this dispatcher charged (memory_budget.c) */
     kc_rt_part_t *parts; /* every partition not yet freed (list via all_next/prev) */
     kc_rt_part_t *done_new, *done_ready; /* REVOKE_DONE staging, see drain_completions */

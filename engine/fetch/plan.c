@@ -95,23 +95,34 @@ bool kc_fetch_plan_busy(const kc_fetch_plan_t *plan, int32_t broker_id)
     return false;
 }
 
-kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, size_t n_parts,
-                               int64_t now_ms, kc_error_t *err)
+void kc_fetch_plan_begin(kc_fetch_plan_t *plan)
 {
     for (size_t i = 0; i < plan->n; i++)
         if (!plan->f[i]->in_flight)
             plan->f[i]->n_wanted = 0;
+}
+
+kc_err_t kc_fetch_plan_add(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms,
+                           kc_error_t *err)
+{
+    int32_t target = kc_partition_fetch_target(p, &plan->conf.part, now_ms);
+    if (target == KC_NO_BROKER)
+        return KC_OK;
+    kc_fetcher_t *f = fetcher_get(plan, target, err);
+    if (!f)
+        return KC_ERR_NOMEM;
+    return wanted_push(f, p, err);
+}
+
+kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, size_t n_parts,
+                               int64_t now_ms, kc_error_t *err)
+{
+    kc_fetch_plan_begin(plan);
     for (size_t i = 0; i < n_parts; i++) {
         /* The target is the route or none: a busy route keeps the partition where it is. */
         if (kc_fetch_plan_busy(plan, kc_partition_route(&parts[i], &plan->conf.part, now_ms)))
             continue;
-        int32_t target = kc_partition_fetch_target(&parts[i], &plan->conf.part, now_ms);
-        if (target == KC_NO_BROKER)
-            continue;
-        kc_fetcher_t *f = fetcher_get(plan, target, err);
-        if (!f)
-            return KC_ERR_NOMEM;
-        kc_err_t rc = wanted_push(f, &parts[i], err);
+        kc_err_t rc = kc_fetch_plan_add(plan, &parts[i], now_ms, err);
         if (rc)
             return rc;
     }

@@ -14,6 +14,8 @@
  *
  * How the network thread drives it (one loop iteration):
  *   kc_fetch_plan_compute(plan, parts, n, now)          after any position/state/metadata change
+ *     (or, inside a pass of the caller's own: kc_fetch_plan_begin, then kc_fetch_plan_add for
+ *     each partition whose route is not busy)
  *   n = kc_fetch_plan_ready(plan, now, sends, max, &wake)
  *   for each send: kc_fetch_codec_request(...) → encode → write to send.fetcher->broker_id
  *   on a decoded response:
@@ -89,6 +91,15 @@ void kc_fetch_plan_free(kc_fetch_plan_t *plan);
  * states change. */
 kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, size_t n_parts,
                                int64_t now_ms, kc_error_t *err);
+/* kc_fetch_plan_compute in pieces, for a caller that passes over its partitions anyway (the
+ * engine's drive: one pass instead of one of its own and one here). kc_fetch_plan_begin empties
+ * the wanted set of every broker with no Fetch in flight; kc_fetch_plan_add then adds `p` to its
+ * fetch target's set, for a partition whose route (kc_partition_route) is not busy
+ * (kc_fetch_plan_busy): the caller has looked, and passes the others over. The result is the
+ * same as kc_fetch_plan_compute's over the same partitions in the same order. */
+void kc_fetch_plan_begin(kc_fetch_plan_t *plan);
+kc_err_t kc_fetch_plan_add(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms,
+                           kc_error_t *err);
 
 /* The requests that may go now: at most one per broker, none to a broker in flight, throttled
  * or backing off. Drops fetchers with nothing left to send. Fills up to `max` entries and

@@ -2,7 +2,10 @@
  * An assignment of N partitions is N kc_engine_add (and a pause of all of them N
  * kc_engine_pause) on the network thread; each used to drive the engine at once, a pass over
  * every partition assigned so far, so 10,000 partitions took 50 million partition visits before
- * the first Fetch. No broker is needed: the bootstrap address refuses connections. */
+ * the first Fetch. And within a pass, the sink's backpressure answer is asked again only where
+ * it may have changed (sink.fetch_gen): an idle consumer asked every partition after every Fetch
+ * answer. No broker is needed: the bootstrap address refuses connections, so no partition has a
+ * broker with a Fetch in flight and every one is a candidate on every pass. */
 #include "kc_test.h"
 
 #include <stdio.h>
@@ -31,12 +34,41 @@ static void sink_error(void *opaque, void *user, const char *topic, int32_t part
     (void)opaque, (void)user, (void)topic, (void)partition, (void)e;
 }
 
-typedef enum { OP_NEW, OP_ADD_ALL, OP_PAUSE_ALL, OP_DRIVES, OP_CLOSE } op_t;
+/* The counting sink (network thread only). */
+static uint64_t gen = 1;
+static long asks;
+static int refuse_below; /* partitions [0, refuse_below) answer no */
+
+static int sink_may_fetch(void *opaque, void *user)
+{
+    (void)opaque;
+    asks++;
+    return (int *)user - users >= refuse_below;
+}
+
+static uint64_t sink_fetch_gen(void *opaque)
+{
+    (void)opaque;
+    return gen;
+}
+
+typedef enum {
+    OP_NEW,
+    OP_NEW_COUNTING,
+    OP_ADD_ALL,
+    OP_PAUSE_ALL,
+    OP_DRIVES,
+    OP_WAKE,
+    OP_BUMP,
+    OP_REFUSE_10,
+    OP_CLOSE
+} op_t;
 
 typedef struct call {
     op_t op;
     kc_err_t rc;
     uint64_t before, after; /* drives around the call */
+    long asks;              /* sink_may_fetch calls so far */
 } call_t;
 
 static uint64_t drives(void)
@@ -52,15 +84,27 @@ static void on_net(kc_loop_t *loop, void *arg)
     kc_error_t err;
     c->rc = KC_OK;
     switch (c->op) {
+    case OP_NEW_COUNTING:
     case OP_NEW: {
         kc_engine_conf_t conf;
         kc_engine_conf_defaults(&conf);
         conf.bootstrap_servers = "127.0.0.1:1";
         conf.client_id = "kc-engine-drive-test";
         kc_engine_sink_t sink = {sink_records, sink_error, NULL, NULL};
+        if (c->op == OP_NEW_COUNTING)
+            sink.may_fetch = sink_may_fetch, sink.fetch_gen = sink_fetch_gen;
         c->rc = kc_engine_new(&eng, loop, &conf, &sink, &err);
         return;
     }
+    case OP_WAKE:
+        kc_engine_wake(eng);
+        break;
+    case OP_BUMP:
+        gen++;
+        break;
+    case OP_REFUSE_10:
+        refuse_below = 10;
+        break;
     case OP_ADD_ALL:
         c->before = drives();
         for (int i = 0; i < NPARTS && c->rc == KC_OK; i++)
@@ -74,14 +118,15 @@ static void on_net(kc_loop_t *loop, void *arg)
         c->after = drives();
         return;
     case OP_DRIVES:
-        c->after = drives();
-        return;
+        break;
     case OP_CLOSE:
         kc_engine_close(eng, 1000);
         kc_engine_free(eng);
         eng = NULL;
         return;
     }
+    c->after = drives();
+    c->asks = asks;
 }
 
 static call_t net(op_t op)
@@ -125,8 +170,49 @@ static void batches_cost_one_pass(void **state)
     kc_netthread_stop(nt);
 }
 
+/* Drives `n` passes (each kc_engine_wake is one; the engine's own timer may add some): the
+ * drives and asks counted before and after. */
+static void passes(int n, call_t *before, call_t *after)
+{
+    *before = net(OP_DRIVES);
+    for (int i = 0; i < n; i++)
+        net(OP_WAKE);
+    *after = net(OP_DRIVES);
+}
+
+static void idle_partitions_are_not_asked_again(void **state)
+{
+    (void)state;
+    kc_error_t err;
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
+    assert_int_equal(net(OP_NEW_COUNTING).rc, KC_OK);
+    call_t c = net(OP_ADD_ALL);
+    after_pass(c.after);
+    /* The first pass asked every partition once. */
+    call_t a = net(OP_DRIVES), b;
+    assert_int_equal(a.asks, NPARTS);
+    /* Nothing changed: no partition is asked again, however many passes. */
+    passes(20, &a, &b);
+    printf("# unchanged: %llu passes, %ld asks\n", (unsigned long long)(b.after - a.after),
+           b.asks - a.asks);
+    assert_true(b.after - a.after >= 20);
+    assert_int_equal(b.asks - a.asks, 0);
+    /* The sink's number changed: each partition is asked once more; the ten that answer no
+     * are then asked on every pass (a worker draining them is not counted). */
+    net(OP_REFUSE_10);
+    net(OP_BUMP);
+    passes(20, &a, &b);
+    long passes_run = (long)(b.after - a.after);
+    printf("# changed once, ten refused: %ld passes, %ld asks\n", passes_run, b.asks - a.asks);
+    assert_true(passes_run >= 20);
+    assert_int_equal(b.asks - a.asks, NPARTS + 10 * (passes_run - 1));
+    net(OP_CLOSE);
+    kc_netthread_stop(nt);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(batches_cost_one_pass)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(batches_cost_one_pass),
+                                       cmocka_unit_test(idle_partitions_are_not_asked_again)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -515,9 +515,41 @@ static void synthetic_and_real_keys_share_one_session(void **state)
     kc_session_free(&s);
 }
 
+/* The session's order of partitions (kc_tp_cmp, which compares ids as big-endian words) is
+ * memcmp's order of the ids, then the partition number: ids that differ in one byte anywhere,
+ * in either direction, and equal ids. */
+static int sign(int v)
+{
+    return (v > 0) - (v < 0);
+}
+
+static void tp_order_is_byte_order(void **state)
+{
+    (void)state;
+    uint32_t x = 2463534242u;
+    for (int n = 0; n < 20000; n++) {
+        kc_tp_t a, b;
+        for (int i = 0; i < 16; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            a.topic_id[i] = (uint8_t)x;
+        }
+        b = a;
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        if (n % 4) /* three in four differ in one byte (0x00..0xff either way), one in four not */
+            b.topic_id[x % 16] = (uint8_t)(x >> 8);
+        a.partition = (int32_t)(x >> 20) % 7, b.partition = (int32_t)(x >> 24) % 7;
+        int want = memcmp(a.topic_id, b.topic_id, 16);
+        if (!want)
+            want = (a.partition > b.partition) - (a.partition < b.partition);
+        assert_int_equal(sign(kc_tp_cmp(&a, &b)), sign(want));
+        assert_int_equal(sign(kc_tp_cmp(&b, &a)), -sign(want));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tp_order_is_byte_order),
         cmocka_unit_test(opens_with_0_0_and_full_set),
         cmocka_unit_test(after_response_id_and_epoch_plus_one),
         cmocka_unit_test(epoch_wraps_int32_max_to_1),
