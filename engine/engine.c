@@ -259,39 +259,41 @@ void kc_eng_drive(kc_engine_t *e)
         int64_t now = kc_now_ms();
         wake = INT64_MAX;
         uint64_t gen = e->sink.fetch_gen ? e->sink.fetch_gen(e->sink.opaque) : 0;
-        /* One pass over the partitions does all the per-partition work: at 10,000 partitions
-         * the visits are the cost of a pass (three passes, one each for offsets, backpressure
-         * and the plan, were most of an idle consumer's CPU). */
+        /* One pass over the partitions does all the per-partition work (which wait for offsets,
+         * backpressure, the fetch plan): at 10,000 partitions the visits themselves are the
+         * cost of a pass, so each partition is visited once. */
         kc_fetch_plan_begin(&e->plan);
         kc_error_t err;
         kc_err_t rc = KC_OK;
         bool offsets_due = false;
         for (size_t i = 0; i < e->n_parts && rc == KC_OK; i++) {
             offsets_due |= kc_eng_offsets_due(e, i, now, &wake);
-            /* A partition whose broker has a Fetch in flight cannot be asked for before that
-             * answer, and the answer drives: until then neither the runtime's backpressure
-             * answer nor a backoff's end is looked at, and the plan passes it over (so a
-             * backoff that ended would otherwise wake the drive at once, again and again,
-             * until the answer). Of the others, the runtime is asked again only where its
-             * answer may have changed (sink.fetch_gen): asking every partition after every
-             * Fetch answer was most of the rest of an idle pass at 10,000. */
             kc_partition_t *p = &e->parts[i];
             kc_eng_pinfo_t *in = &e->info[i];
-            if (kc_fetch_plan_busy(&e->plan, kc_partition_route(p, &e->plan.conf.part, now)))
+            p->paused = in->user_paused || !in->may_fetch || in->share;
+            /* A partition whose broker has a Fetch in flight cannot be asked for before that
+             * answer, and the answer drives: until then neither the runtime's backpressure
+             * answer nor a backoff's end is looked at, and the plan passes it over (a backoff
+             * that ended would otherwise wake the drive at once, again and again, until the
+             * answer). Of the others, the runtime is asked only where its answer may have
+             * changed (sink.fetch_gen), and not while the partition is paused anyway: an idle
+             * consumer's answers do not change, and asking each after every Fetch answer would
+             * cost a visit of the runtime's partition too. */
+            if (kc_fetch_plan_passes_over(&e->plan, p, now))
                 continue;
-            if (e->sink.may_fetch && (!gen || !in->may_fetch || in->fetch_gen != gen)) {
+            if (e->sink.may_fetch && !in->user_paused && !in->share &&
+                (!gen || !in->may_fetch || in->fetch_gen != gen)) {
                 in->may_fetch = e->sink.may_fetch(e->sink.opaque, in->user) != 0;
                 in->fetch_gen = gen;
+                p->paused = !in->may_fetch;
             }
-            p->paused = in->user_paused || !in->may_fetch || in->share;
+            rc = kc_fetch_plan_add(&e->plan, p, now, &err);
+            /* After the add, which ends a finished backoff: only one still running wakes. */
             if (p->state == KC_FS_BACKOFF && p->backoff_until_ms < wake)
                 wake = p->backoff_until_ms;
-            rc = kc_fetch_plan_add(&e->plan, p, now, &err);
         }
-        if (rc != KC_OK) {
+        if (rc != KC_OK)
             kc_log(KC_LOG_ERROR, "engine", "fetch plan: %s", err.msg);
-            break;
-        }
         /* Requests go after the pass: a send can fail at once and run its handler, which must
          * not change the plan's brokers halfway through it. A handler that ran asks for
          * another pass (drive_again), and no Fetch goes on this one's plan. */
@@ -303,6 +305,8 @@ void kc_eng_drive(kc_engine_t *e)
             if (md < wake)
                 wake = md;
         }
+        if (rc != KC_OK)
+            break;
         if (e->drive_again)
             continue;
         kc_fetch_send_t sends[MAX_SENDS];

@@ -65,11 +65,11 @@ typedef struct kc_eng_pinfo {
     uint8_t have_id;      /* tp.topic_id known from metadata */
     uint8_t user_paused;  /* pause()/resume(); p->paused also folds in backpressure */
     uint8_t may_fetch;    /* the runtime's last answer to sink.may_fetch (backpressure) */
-    uint64_t fetch_gen;   /* sink.fetch_gen when may_fetch was asked (0: never) */
     uint8_t lo_inflight;  /* ListOffsets in flight */
     uint8_t val_inflight; /* OffsetForLeaderEpoch in flight */
     int64_t reset_ts;     /* what ListOffsets asks for (-2 earliest, -1 latest, or a time) */
     int64_t lo_retry_at;  /* backoff after a failed ListOffsets/validation */
+    uint64_t fetch_gen;   /* sink.fetch_gen when may_fetch was asked (0: never) */
     int64_t committed;
     uint32_t gen;  /* bumped on seek/remove: in-flight answers for an older gen are stale */
     uint8_t share; /* a share partition (share/fetcher.c): never in the Fetch plan */

@@ -351,14 +351,14 @@ static void send_for(kc_engine_t *e, int32_t broker, int validate, int64_t now)
     }
     for (size_t k = 0; k < q->n; k++) {
         ssize_t i = still_ours(e, &q->ent[k]);
+        if (i < 0)
+            continue; /* not after a successful send, which runs no handler; kept safe anyway */
         if (validate)
             e->info[i].val_inflight = 1;
         else
             e->info[i].lo_inflight = 1;
     }
-    if (validate)
-        e->stats.validations += 0;
-    else
+    if (!validate) /* validations are counted per partition answered (lo_done) */
         e->stats.list_offsets_requests++;
 }
 
@@ -382,8 +382,31 @@ bool kc_eng_offsets_due(kc_engine_t *e, size_t i, int64_t now_ms, int64_t *wake_
 
 void kc_eng_offsets_send_due(kc_engine_t *e, int64_t now_ms)
 {
+    if (e->closing)
+        return;
+    /* One send_for per (leader, kind): it takes every partition of that leader that waits, and
+     * one it could not send (no connection) is not tried again for each of them. */
+    struct {
+        int32_t broker;
+        int validate;
+    } tried[32];
+    size_t n_tried = 0;
     int64_t wake = INT64_MAX;
-    for (size_t i = 0; i < e->n_parts; i++)
-        if (kc_eng_offsets_due(e, i, now_ms, &wake)) /* send_for sets in-flight: once a leader */
-            send_for(e, e->parts[i].leader_id, e->parts[i].state == KC_FS_AWAIT_VALIDATION, now_ms);
+    for (size_t i = 0; i < e->n_parts; i++) {
+        if (!kc_eng_offsets_due(e, i, now_ms, &wake))
+            continue;
+        int32_t broker = e->parts[i].leader_id;
+        int validate = e->parts[i].state == KC_FS_AWAIT_VALIDATION;
+        size_t k = 0;
+        while (k < n_tried && !(tried[k].broker == broker && tried[k].validate == validate))
+            k++;
+        if (k < n_tried)
+            continue;
+        if (n_tried < sizeof tried / sizeof tried[0]) {
+            tried[n_tried].broker = broker;
+            tried[n_tried].validate = validate;
+            n_tried++;
+        }
+        send_for(e, broker, validate, now_ms);
+    }
 }

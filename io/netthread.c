@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "base/thread.h"
+
 struct kc_netthread {
     pthread_t tid;
     kc_loop_t *loop;
@@ -19,8 +21,7 @@ struct kc_netthread {
 static void *thread_main(void *arg)
 {
     kc_netthread_t *nt = arg;
-    /* Named for top -H, perf and gdb (README: "Threads"). */
-    pthread_setname_np(pthread_self(), "kc-net");
+    kc_thread_name("kc-net");
     kc_log_bind(nt->log);
     kc_loop_t *loop = NULL;
     kc_error_t e = {0};

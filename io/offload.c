@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/thread.h"
 #include "loop_internal.h"
 
 struct kc_offload_job {
@@ -16,6 +17,12 @@ struct kc_offload_job {
     void *arg;
     int queued;    /* in the helper's queue (under mu) */
     int cancelled; /* network thread only */
+};
+
+/* Each lane's helper thread's name (base/thread.h). */
+static const char *const lane_thread[KC_OFFLOAD_LANES] = {
+    [KC_OFFLOAD_LOGIN] = "kc-login",
+    [KC_OFFLOAD_DNS] = "kc-dns",
 };
 
 struct kc_offload {
@@ -65,7 +72,7 @@ static void on_done(kc_loop_t *loop, kc_loop_cmd_t *cmd)
 static void *helper(void *arg)
 {
     kc_offload_t *o = arg;
-    pthread_setname_np(pthread_self(), o->lane == KC_OFFLOAD_LOGIN ? "kc-login" : "kc-dns");
+    kc_thread_name("%s", lane_thread[o->lane]);
     pthread_mutex_lock(&o->mu);
     for (;;) {
         while (!o->stop && !o->q_head)

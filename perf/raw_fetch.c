@@ -1,7 +1,8 @@
 /*
- * raw_fetch: the loopback ceiling for MEM-T1. It asks one broker for a topic's records with the
- * Fetch requests kc_consume sends (the same sizes and wait, every partition, one request in
- * flight) and reads each response with a plain blocking recv loop into one reused buffer. Of a
+ * raw_fetch: the loopback ceiling for MEM-T1. It asks one broker for a topic's records with
+ * kc_consume's default request sizes and wait (every partition, one request in flight, no fetch
+ * session: kconsume's own requests ask for the same or less) and reads each response with a
+ * plain blocking recv loop into one reused buffer. Of a
  * response it reads only what it needs to ask for the next one: the partition headers (through
  * the generated codec) and each record batch's 61-byte header (its base offset, last offset
  * delta and record count). No CRC, no record iteration, no second thread, no callback: what is
@@ -174,6 +175,8 @@ static void walk_batches(kc_bytes_t recs, int64_t *next, uint64_t *records)
     while (end - p >= BATCH_HEADER) {
         int64_t base = (int64_t)be64(p);
         uint32_t blen = be32(p + BATCH_LEN_OFF);
+        if (blen < BATCH_HEADER - 12 || blen > INT32_MAX)
+            die("record batch at offset %" PRId64 ": length %" PRIu32, base, blen);
         if ((size_t)(end - p) < (size_t)blen + 12)
             break; /* a partial batch at the end of the response (max bytes): fetched again */
         if (p[BATCH_MAGIC_OFF] != 2)
@@ -222,7 +225,8 @@ int main(int argc, char **argv)
     if (mv < 10 || fv < 13)
         die("the broker has no Metadata v10+ or Fetch v13+ (topic ids)");
 
-    /* The topic's id and partitions; every partition must be led by this broker. */
+    /* The topic's id and partitions; every partition must be led by this broker (the one whose
+     * port is ours: the memory broker advertises 127.0.0.1). */
     kc_metadata_request_topic_t mt = {.name = kc_str(topic)};
     kc_metadata_request_t mq;
     kc_metadata_request_init(&mq);
@@ -237,9 +241,19 @@ int main(int argc, char **argv)
     int32_t np = mr.topics.items[0].partitions.count;
     if (np <= 0 || np > MAX_PARTS)
         die("%s has %d partitions (1..%d here)", topic, np, MAX_PARTS);
+    int32_t self = -1, port = atoi(strrchr(first, ':') + 1);
+    for (int32_t b = 0; b < mr.brokers.count; b++)
+        if (mr.brokers.items[b].port == port)
+            self = mr.brokers.items[b].node_id;
     int32_t idx[MAX_PARTS];
-    for (int32_t i = 0; i < np; i++)
-        idx[i] = mr.topics.items[0].partitions.items[i].partition_index;
+    for (int32_t i = 0; i < np; i++) {
+        const kc_metadata_response_partition_t *mp = &mr.topics.items[0].partitions.items[i];
+        if (mp->leader_id != self)
+            die("partition %d is led by node %d, not by the broker at %s (node %d): raw_fetch "
+                "reads from one broker",
+                mp->partition_index, mp->leader_id, first, self);
+        idx[i] = mp->partition_index;
+    }
 
     static int64_t next[MAX_PARTS];
     static kc_fetch_request_fetch_partition_t fp[MAX_PARTS];

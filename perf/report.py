@@ -372,11 +372,12 @@ PHASES = [
     ("CRC", lambda t, d, s: re.search(r"crc32c|^hw\d_|^sw_crc|^build_shift|^kc_crc", s)),
     ("decompress", lambda t, d, s: re.search(r"zstd|lz4|libz\.|snappy", d)
         or re.search(r"^ZSTD|^HUF_|^FSE_|^LZ4|inflate|^kc_codec|^kc_decomp|^kc_snappy", s)),
-    ("record iteration", lambda t, d, s: re.search(r"^kc_record|^kc_records_|^next_record|^kc_batch|varint", s)),
+    ("record iteration", lambda t, d, s: t.startswith("kc-worker")
+        and re.search(r"^kc_record|^kc_records_|^next_record|^kc_batch|varint", s)),
     ("callback", lambda t, d, s: d.startswith("kc_consume") and re.search(r"^on_records$|^on_share", s)),
     ("frame parse, fetch session, engine (network thread)", lambda t, d, s: t == "kc-net" and d.startswith("kc_consume")),
     ("dispatch (workers)", lambda t, d, s: t.startswith("kc-worker") and d.startswith("kc_consume")),
-    ("libc (memcpy, malloc)", lambda t, d, s: d.startswith("libc")),
+    ("libc (memcpy, malloc)", lambda t, d, s: re.match(r"libc[.-]", d)),
     ("other", lambda t, d, s: True),
 ]
 
@@ -386,12 +387,13 @@ def cmd_phases(a):
     PHASES and threads, with the run's CPU per record (its own per-thread figures)."""
     res = last_json(open(a.out).read()) if os.path.exists(a.out) else None
     row = {"case": "profile-" + a.case, "consumer": a.consumer, "run": 1}
-    phases, threads, samples = {}, {}, 0.0
+    phases, threads, samples, kernel = {}, {}, 0.0, False
     for line in open(a.report, errors="replace"):
         f = [x.strip() for x in line.split("|")]
         if len(f) != 4 or not f[0].endswith("%"):
             continue
         pct, comm, dso, sym = float(f[0].rstrip("%")), f[1], f[2], re.sub(r"^\[.\]\s*", "", f[3])
+        kernel = kernel or dso == "[kernel.kallsyms]"
         name = next(n for n, rule in PHASES if rule(comm, dso, sym))
         phases[name] = phases.get(name, 0.0) + pct
         threads[comm] = threads.get(comm, 0.0) + pct
@@ -404,6 +406,8 @@ def cmd_phases(a):
     row.update(records=res["records"], cpu_s_per_mrec=round(cpu / (res["records"] / 1e6), 4),
                phases={k: round(v * 100 / samples, 2) for k, v in phases.items()},
                threads={k: round(v * 100 / samples, 2) for k, v in threads.items()})
+    if not kernel:
+        row["note"] = "no kernel samples (perf_event_paranoid)"
     print(json.dumps(row))
 
 
@@ -418,7 +422,8 @@ def phase_split(runs):
           "`profile_run`); each sample is given the first phase of perf/report.py's PHASES whose "
           "rule matches its thread, object and symbol. Cells: share of the process's samples, and "
           "that share of the run's CPU s per million records. Threads: kc-net is the network "
-          "thread, kc-worker-N the workers.", "",
+          "thread, kc-worker-N the workers. A row with no kernel samples (perf_event_paranoid "
+          "above 1 without root) has no recv copy or kernel figures: they are counted nowhere.", "",
           "| case | CPU s / M rec | " + " | ".join(names) + " | by thread |",
           "|---" * (len(names) + 3) + "|"]
     for r in rows:
@@ -429,6 +434,8 @@ def phase_split(runs):
         cells = [f"{r['phases'][n]:.1f} % ({r['phases'][n] / 100 * cpu:.4f})" if r["phases"].get(n) else "—"
                  for n in names]
         th = ", ".join(f"{k} {v:.1f} %" for k, v in sorted(r["threads"].items(), key=lambda t: -t[1]))
+        if r.get("note"):
+            th += f"; {r['note']}"
         md.append(f"| {r['case'][8:]} | {cpu:.3f} | " + " | ".join(cells) + f" | {th} |")
     return md + [""]
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "oidc.h"
 #include "sasl_oauthbearer.h"
 
@@ -232,6 +233,7 @@ kc_err_t kc_oauth_refresher_new(const kc_conf_t *conf, kc_oauth_refresher_t **ou
 static void *refresher_main(void *arg)
 {
     kc_oauth_refresher_t *r = arg;
+    kc_thread_name("kc-oauth");
     kc_log_bind(r->log);
     int64_t retry_ms = RETRY_FIRST_MS;
     int64_t due_ns = refresh_due_ns(r);
@@ -275,7 +277,6 @@ kc_err_t kc_oauth_refresher_start(kc_oauth_refresher_t *r, const kc_logger_t *lo
     r->log = log;
     if (pthread_create(&r->th, NULL, refresher_main, r) != 0)
         return kc_fail(err, KC_ERR_SYSTEM, "SASL OAUTHBEARER: pthread_create failed");
-    pthread_setname_np(r->th, "kc-oauth");
     r->started = true;
     return KC_OK;
 }

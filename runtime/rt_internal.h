@@ -69,7 +69,9 @@ struct kc_rt {
      * no: bytes and frames pushed (the partition's, the total), a partition added (the share
      * shrinks), paused or revoking. The engine asks again only then (engine.h, fetch_gen).
      * What turns a no into a yes (a worker draining) need not count: a no is asked every pass.
-     * Starts at 1. */
+     * A worker's pause (KC_CB_PAUSE, KC_CB_STOP) need not either: its completion pauses the
+     * engine's partition (consumer.c), which then fetches nothing whatever the answer; and a
+     * share partition's answer is asked on every pass (engine/share). Starts at 1. */
     uint64_t fetch_gen;
     uint64_t frame_seq;  /* numbers the frames this dispatcher charged (memory_budget.c) */
     kc_rt_part_t *parts; /* every partition not yet freed (list via all_next/prev) */

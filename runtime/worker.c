@@ -4,12 +4,12 @@
  * while it holds the partition's SCHED bit, the partition's worker-owned fields (dispatch.h).
  */
 #include <sched.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/thread.h"
 #include "rt_internal.h"
 
 typedef enum { DONE, YIELD, REQUEUE, SEEKED } step_t;
@@ -530,9 +530,7 @@ void *kc_rt_worker_main(void *arg)
 {
     kc_rt_worker_t *w = arg;
     tl_worker_id = (int)w->id;
-    char name[16]; /* the kernel keeps 15 characters */
-    snprintf(name, sizeof name, "kc-worker-%u", w->id % 10000);
-    pthread_setname_np(pthread_self(), name);
+    kc_thread_name("kc-worker-%u", w->id);
     kc_log_bind(w->rt->o.log);
     kc_rt_part_t *p;
     bool had = false;

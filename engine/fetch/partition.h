@@ -30,16 +30,15 @@ typedef struct kc_tp {
  * does, without its call (a session's diff compares every partition it holds, per Fetch). */
 static inline uint64_t kc_tp_id_word(const kc_tp_t *t, size_t off)
 {
-    uint64_t w;
-    memcpy(&w, t->topic_id + off, sizeof w);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    w = __builtin_bswap64(w);
-#endif
-    return w;
+    const uint8_t *p = t->topic_id + off; /* shifts: any byte order (compilers load and swap) */
+    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
+           (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
+           (uint64_t)p[6] << 8 | p[7];
 }
 
 static inline int kc_tp_cmp(const kc_tp_t *a, const kc_tp_t *b)
 {
+    _Static_assert(sizeof a->topic_id % 8 == 0, "ids compare as whole 64-bit words");
     for (size_t off = 0; off < sizeof a->topic_id; off += 8) {
         uint64_t x = kc_tp_id_word(a, off), y = kc_tp_id_word(b, off);
         if (x != y)

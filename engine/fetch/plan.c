@@ -102,6 +102,12 @@ void kc_fetch_plan_begin(kc_fetch_plan_t *plan)
             plan->f[i]->n_wanted = 0;
 }
 
+bool kc_fetch_plan_passes_over(const kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms)
+{
+    /* The target is the route or none: a busy route keeps the partition where it is. */
+    return kc_fetch_plan_busy(plan, kc_partition_route(p, &plan->conf.part, now_ms));
+}
+
 kc_err_t kc_fetch_plan_add(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms,
                            kc_error_t *err)
 {
@@ -119,8 +125,7 @@ kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, siz
 {
     kc_fetch_plan_begin(plan);
     for (size_t i = 0; i < n_parts; i++) {
-        /* The target is the route or none: a busy route keeps the partition where it is. */
-        if (kc_fetch_plan_busy(plan, kc_partition_route(&parts[i], &plan->conf.part, now_ms)))
+        if (kc_fetch_plan_passes_over(plan, &parts[i], now_ms))
             continue;
         kc_err_t rc = kc_fetch_plan_add(plan, &parts[i], now_ms, err);
         if (rc)

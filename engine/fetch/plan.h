@@ -93,11 +93,13 @@ kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, siz
                                int64_t now_ms, kc_error_t *err);
 /* kc_fetch_plan_compute in pieces, for a caller that passes over its partitions anyway (the
  * engine's drive: one pass instead of one of its own and one here). kc_fetch_plan_begin empties
- * the wanted set of every broker with no Fetch in flight; kc_fetch_plan_add then adds `p` to its
- * fetch target's set, for a partition whose route (kc_partition_route) is not busy
- * (kc_fetch_plan_busy): the caller has looked, and passes the others over. The result is the
- * same as kc_fetch_plan_compute's over the same partitions in the same order. */
+ * the wanted set of every broker with no Fetch in flight; then, for each partition,
+ * kc_fetch_plan_passes_over says whether its route has a Fetch in flight (the partition stays
+ * where it is), and for one it does not pass over kc_fetch_plan_add adds it to its fetch
+ * target's set. The result is kc_fetch_plan_compute's over the same partitions in the same
+ * order. */
 void kc_fetch_plan_begin(kc_fetch_plan_t *plan);
+bool kc_fetch_plan_passes_over(const kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms);
 kc_err_t kc_fetch_plan_add(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms,
                            kc_error_t *err);
 

@@ -26,12 +26,11 @@
  *
  * CPU by thread: once the last record arrived (before the linger and kc_close, which joins the
  * threads) each thread's on-CPU time is read from
- * /proc/self/task/TID (schedstat: nanoseconds; stat's utime+stime where schedstat is missing). A
- * thread that ran on_records is a worker (each registers its id on its first callback); of the
- * library's other threads the busiest is the network thread (the rest, the resolver helper, are
- * "other"); main is this program's thread. Printed as cpu_main_s, cpu_net_s, cpu_workers_s,
- * cpu_other_s and workers_seen: the report derives CPU per record per thread and the scaling
- * prediction from them.
+ * /proc/self/task/TID (schedstat: nanoseconds; stat's utime+stime where schedstat is missing) and
+ * told apart by the names the library gives its threads: kc-net is the network thread,
+ * kc-worker-N the workers, the rest (kc-dns, kc-login) "other"; main is this program's thread.
+ * Printed as cpu_main_s, cpu_net_s, cpu_workers_s, cpu_other_s and workers_seen (worker threads
+ * found): the report derives CPU per record per thread and the scaling prediction from them.
  *
  * Heap allocations: when perf/alloc_count.so is preloaded, its counter is read (dlsym) once 10%
  * of the records arrived and again at the end; allocs_per_record is the steady-state figure.

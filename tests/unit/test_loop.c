@@ -202,12 +202,12 @@ static void idle_loop_sleeps_and_wakes(kc_loop_backend_t b)
     void *args[2] = {&c, &seen};
     int64_t t0 = kc_now_ns();
     kc_netthread_call(nt, read_seen, args);
-    char name[16] = "";
-    kc_netthread_call(nt, read_name, name);
-    assert_string_equal(name, "kc-net"); /* top -H, perf and gdb show which thread is which */
     assert_true(kc_now_ns() - t0 < 100000000LL * kc_test_time_scale());
     kc_loop_get_stats(kc_netthread_loop(nt), &z);
     assert_true(z.wakeups >= 1);
+    char name[16] = "";
+    kc_netthread_call(nt, read_name, name);
+    assert_string_equal(name, "kc-net"); /* top -H, perf and gdb show which thread is which */
     kc_netthread_stop(nt);
 }
 
