@@ -422,6 +422,9 @@ kc_err_t kc_rt_post_event(kc_rt_t *rt, const kc_event_t *ev);
  * never takes the room errors and assignment changes need. */
 #define KC_RT_EVQ_SPARE 64
 kc_err_t kc_rt_post_bulk_event(kc_rt_t *rt, const kc_event_t *ev);
+/* A KC_EVENT_STATS with the text `json` (heap): taken, not copied, and freed by the queue, at
+ * once when it is full. */
+kc_err_t kc_rt_post_stats(kc_rt_t *rt, char *json);
 /* KC_EVENT_ASSIGNMENT with the whole assignment tps[0..n) (n 0: nothing assigned), the one
  * event every owner of an assignment (the manual table, the group) posts after a change. */
 kc_err_t kc_rt_post_assignment(kc_rt_t *rt, const kc_topic_partition_t *tps, size_t n);

@@ -27,9 +27,10 @@ static void put_group(kc_consumer_t *c, kc_json_t *b)
     kc_json_raw(b, "{\"protocol\":\"none\",\"state\":\"manual\",\"member_id\":\"\",\"epoch\":-1,"
                    "\"assignment\":[");
     for (size_t i = 0; i < c->n; i++) {
-        kc_json_raw(b, i ? ",[" : "[");
+        kc_json_lit(b, i ? ",[" : "[");
         kc_json_str(b, c->parts[i].topic);
-        kc_json_raw(b, ",%d]", c->parts[i].partition);
+        kc_json_field(b, ",", c->parts[i].partition);
+        kc_json_lit(b, "]");
     }
     kc_json_raw(b, "],\"rebalances\":0}");
 }
@@ -67,33 +68,40 @@ static void put_part(kc_consumer_t *c, kc_json_t *b, size_t n, const char *topic
      * the first delivery, the start once known (e.g. the group's committed offset) */
     int64_t pos = kc_rt_part_position(p);
     int64_t hw = ps.high_watermark;
-    kc_json_raw(b, n ? ",{\"topic\":" : "{\"topic\":");
+    kc_json_lit(b, n ? ",{\"topic\":" : "{\"topic\":");
     kc_json_str(b, topic);
-    kc_json_raw(b,
-                ",\"partition\":%d,\"position\":%lld,\"fetch_position\":%lld,\"committed\":%lld,"
-                "\"high_watermark\":%lld,\"lag\":%lld,\"buffered_bytes\":%lld,\"worker\":%d",
-                partition, (long long)pos, (long long)ps.position, (long long)ps.committed,
-                (long long)hw, (long long)(hw >= 0 && pos >= 0 ? hw - pos : ps.lag),
-                (long long)atomic_load_explicit(&p->buffered, memory_order_relaxed),
-                atomic_load_explicit(&p->last_worker, memory_order_relaxed));
+    kc_json_field(b, ",\"partition\":", partition);
+    kc_json_field(b, ",\"position\":", pos);
+    kc_json_field(b, ",\"fetch_position\":", ps.position);
+    kc_json_field(b, ",\"committed\":", ps.committed);
+    kc_json_field(b, ",\"high_watermark\":", hw);
+    kc_json_field(b, ",\"lag\":", hw >= 0 && pos >= 0 ? hw - pos : ps.lag);
+    kc_json_field(b,
+                  ",\"buffered_bytes\":", atomic_load_explicit(&p->buffered, memory_order_relaxed));
+    kc_json_field(b, ",\"worker\":", atomic_load_explicit(&p->last_worker, memory_order_relaxed));
     /* A share member's partitions all carry the share fields, zeros where the engine has none
      * (not added yet, or being revoked): the first one's fields decide the metrics families. */
     kc_engine_share_part_stats_t sp;
     if (c->e && kc_conf_share(c->conf)) {
         (void)kc_engine_share_part_stats(c->e, topic, partition, &sp); /* zeroes it when none */
-        kc_json_raw(b,
-                    ",\"share_acquired\":%" PRIu64 ",\"share_delivered\":%" PRIu64
-                    ",\"share_refused\":%" PRIu64 ",\"share_accepted\":%" PRIu64
-                    ",\"share_released\":%" PRIu64 ",\"share_rejected\":%" PRIu64
-                    ",\"share_gaps\":%" PRIu64 ",\"share_ack_errors\":%" PRIu64
-                    ",\"share_ack_lost\":%" PRIu64 ",\"share_ack_late\":%" PRIu64
-                    ",\"share_lapsed\":%" PRIu64 ",\"share_renewed\":%" PRIu64
-                    ",\"share_held\":%lld",
-                    sp.acquired, sp.delivered, sp.refused, sp.acked[1], sp.acked[2], sp.acked[3],
-                    sp.acked[0], sp.ack_errors, sp.ack_lost, sp.ack_late, sp.lapsed, sp.renewed,
-                    (long long)sp.held);
+        const struct {
+            const char *name;
+            uint64_t v;
+        } f[] = {
+            {",\"share_acquired\":", sp.acquired}, {",\"share_delivered\":", sp.delivered},
+            {",\"share_refused\":", sp.refused},   {",\"share_accepted\":", sp.acked[1]},
+            {",\"share_released\":", sp.acked[2]}, {",\"share_rejected\":", sp.acked[3]},
+            {",\"share_gaps\":", sp.acked[0]},     {",\"share_ack_errors\":", sp.ack_errors},
+            {",\"share_ack_lost\":", sp.ack_lost}, {",\"share_ack_late\":", sp.ack_late},
+            {",\"share_lapsed\":", sp.lapsed},     {",\"share_renewed\":", sp.renewed},
+        };
+        for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+            kc_json_lit(b, f[i].name);
+            kc_json_u64(b, f[i].v);
+        }
+        kc_json_field(b, ",\"share_held\":", sp.held);
     }
-    kc_json_raw(b, "}");
+    kc_json_lit(b, "}");
 }
 
 /* A share group member's share sessions, one per broker. */
@@ -202,11 +210,8 @@ static void tick(kc_loop_t *loop, kc_loop_timer_t *t)
     if (!atomic_load_explicit(&c->rt_live, memory_order_acquire) || !c->e)
         return;
     char *json = kc_consumer_stats_json(c);
-    if (json) {
-        kc_event_t ev = {.type = KC_EVENT_STATS, .json = json};
-        (void)kc_rt_post_event(c->rt, &ev); /* copied; a full queue drops this one snapshot */
-        free(json);
-    }
+    if (json)
+        (void)kc_rt_post_stats(c->rt, json); /* a full queue drops this one snapshot */
     kc_loop_timer_start(loop, t, kc_conf_int(c->conf, KC_CONF_STATISTICS_INTERVAL_MS));
 }
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Room for `more` bytes plus the NUL. */
 static bool reserve(kc_json_t *w, size_t more)
@@ -54,6 +55,45 @@ void kc_json_raw(kc_json_t *w, const char *fmt, ...)
     vsnprintf(w->p + w->n, w->cap - w->n, fmt, ap);
     va_end(ap);
     w->n += (size_t)k;
+}
+
+void kc_json_put(kc_json_t *w, const char *s, size_t len)
+{
+    if (!reserve(w, len))
+        return;
+    memcpy(w->p + w->n, s, len);
+    w->n += len;
+    w->p[w->n] = '\0';
+}
+
+/* Digits of v, written backwards from end; returns where they start. */
+static char *digits(char *end, uint64_t v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+static void put_digits(kc_json_t *w, uint64_t v, bool minus)
+{
+    char buf[24];
+    char *s = digits(buf + sizeof buf, v);
+    if (minus)
+        *--s = '-';
+    kc_json_put(w, s, (size_t)(buf + sizeof buf - s));
+}
+
+void kc_json_u64(kc_json_t *w, uint64_t v)
+{
+    put_digits(w, v, false);
+}
+
+void kc_json_i64(kc_json_t *w, int64_t v)
+{
+    /* the magnitude in unsigned arithmetic: -INT64_MIN does not fit an int64_t */
+    put_digits(w, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
 void kc_json_str(kc_json_t *w, const char *s)

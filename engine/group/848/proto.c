@@ -698,9 +698,10 @@ void kc_g848_p_stats_head(const void *m, kc_json_t *w)
     const kc_tpset_t *o = kc_g848_owned(&p->gc);
     for (size_t i = 0; i < o->n; i++) {
         const char *t = lookup((void *)p, o->items[i].topic_id);
-        kc_json_raw(w, i ? ",[" : "[");
+        kc_json_lit(w, i ? ",[" : "[");
         kc_json_str(w, t ? t : "?");
-        kc_json_raw(w, ",%d]", (int)o->items[i].partition);
+        kc_json_field(w, ",", o->items[i].partition);
+        kc_json_lit(w, "]");
     }
     kc_json_raw(w, "]");
 }

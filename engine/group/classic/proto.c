@@ -496,9 +496,10 @@ static void p_stats_head(const void *m, kc_json_t *w)
     kc_json_str(w, g->m.protocol);
     kc_json_raw(w, ",\"assignment\":[");
     for (size_t i = 0; i < g->m.owned.n; i++) {
-        kc_json_raw(w, i ? ",[" : "[");
+        kc_json_lit(w, i ? ",[" : "[");
         kc_json_str(w, g->m.owned.items[i].topic);
-        kc_json_raw(w, ",%d]", (int)g->m.owned.items[i].partition);
+        kc_json_field(w, ",", g->m.owned.items[i].partition);
+        kc_json_lit(w, "]");
     }
     kc_json_raw(w, "]");
 }
