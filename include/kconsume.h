@@ -953,6 +953,17 @@ KC_API void kc_topic_id_str(const uint8_t id[16], char out[23]);
 KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
 
 /*
+ * The consumer's stats, now: one stats JSON object (README, "Stats"), the one
+ * statistics.interval.ms hands to on_event, taken at the call, whether or not that interval is
+ * set. For an application that reads the numbers when it needs them (at the end of a job, on a
+ * health check) rather than paying for a snapshot every interval. *json is malloc'd,
+ * NUL-terminated (free() it), *len its length (len may be NULL). Any app thread, callback
+ * context included (it waits only for the network thread to take the snapshot).
+ * KC_ERR_CLOSED after kc_close.
+ */
+KC_API kc_err_t kc_stats(kc_consumer_t *c, char **json, size_t *len, kc_error_t *err);
+
+/*
  * The consumer's stats, now, in the Prometheus text exposition format (version 0.0.4, which
  * OpenMetrics scrapers also read), for an HTTP endpoint to serve as is. The same numbers as the
  * stats JSON (README, "Metrics"): kconsume_* gauges and *_total counters labelled with

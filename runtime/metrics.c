@@ -1,9 +1,9 @@
 /*
- * kc_metrics: the stats JSON (stats_json.c, the one source of every number) rendered in the
- * Prometheus text format. The snapshot is taken on the network thread (KC_COP_STATS); parsing it
- * back (jansson) and rendering run on the caller's thread, so a scrape costs the network thread
- * one stats object and nothing more, and a field added to the JSON appears here without a second
- * emitter to keep in step.
+ * Stats on demand: kc_stats hands over one stats JSON object (stats_json.c, the one source of
+ * every number) and kc_metrics renders it in the Prometheus text format. The snapshot is taken on
+ * the network thread (KC_COP_STATS); parsing it back (jansson) and rendering run on the caller's
+ * thread, so a scrape costs the network thread one stats object and nothing more, and a field added
+ * to the JSON appears here without a second emitter to keep in step.
  *
  * Mapping: an object's numbers become one family each, `kconsume_<scope>_<field>`, its booleans
  * 0/1, its strings labels of `kconsume_<scope>_info 1`; arrays of objects (brokers, partitions,
@@ -288,18 +288,37 @@ static char *render(const char *stats, const char *client_id, kc_error_t *err)
     return text;
 }
 
-KC_API kc_err_t kc_metrics(kc_consumer_t *c, char **text, size_t *len, kc_error_t *err)
+/* One stats object taken now on the network thread; `who` names the API call in errors. */
+static kc_err_t snapshot(kc_consumer_t *c, const char *who, char **json, kc_error_t *err)
 {
-    kc_err_t rc = kc_consumer_guard(c, "kc_metrics", false, err);
+    kc_err_t rc = kc_consumer_guard(c, who, false, err);
     if (rc != KC_OK)
         return rc;
-    if (!text)
-        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_metrics: NULL text");
+    if (!json)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "%s: NULL output", who);
     kc_ccall_t k = {.op = KC_COP_STATS};
     if ((rc = kc_consumer_call(c, &k, err)) != KC_OK)
         return rc;
-    char *out = render(k.text, kc_conf_str(c->conf, KC_CONF_CLIENT_ID), err);
-    free(k.text);
+    *json = k.text;
+    return KC_OK;
+}
+
+KC_API kc_err_t kc_stats(kc_consumer_t *c, char **json, size_t *len, kc_error_t *err)
+{
+    kc_err_t rc = snapshot(c, "kc_stats", json, err);
+    if (rc == KC_OK && len)
+        *len = strlen(*json);
+    return rc;
+}
+
+KC_API kc_err_t kc_metrics(kc_consumer_t *c, char **text, size_t *len, kc_error_t *err)
+{
+    char *stats;
+    kc_err_t rc = snapshot(c, "kc_metrics", text ? &stats : NULL, err);
+    if (rc != KC_OK)
+        return rc;
+    char *out = render(stats, kc_conf_str(c->conf, KC_CONF_CLIENT_ID), err);
+    free(stats);
     if (!out)
         return err ? err->code : KC_ERR_NOMEM;
     *text = out;

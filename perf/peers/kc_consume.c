@@ -107,12 +107,7 @@ static struct {
     pthread_cond_t done_cv;
     int done;
     double t_done;
-    int stats_fd;
-    _Atomic int64_t stats_events; /* stats lines written (on_event, serialised) */
-    /* Set by main before kc_close: stats taken while closing would count the session-closing
-     * Fetch (it forgets every partition) as the run's last request. */
-    atomic_int closing;
-} g = {.done_mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER, .stats_fd = -1};
+} g = {.done_mu = PTHREAD_MUTEX_INITIALIZER, .done_cv = PTHREAD_COND_INITIALIZER};
 
 static void die(const char *what, const char *detail)
 {
@@ -213,14 +208,7 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
 static void on_event(void *opaque, const kc_event_t *ev)
 {
     (void)opaque;
-    if (ev->type == KC_EVENT_STATS && ev->json && g.stats_fd >= 0 && !atomic_load(&g.closing)) {
-        /* Two writes, no allocation: the app itself must not add to the allocation count. The
-         * file is read after the process exits, so a line written in two parts is fine. */
-        ssize_t w1 = write(g.stats_fd, ev->json, strlen(ev->json));
-        ssize_t w2 = write(g.stats_fd, "\n", 1);
-        (void)w1, (void)w2; /* best effort: the run's figures do not depend on it */
-        atomic_fetch_add(&g.stats_events, 1);
-    } else if (ev->type == KC_EVENT_ERROR && ev->error) {
+    if (ev->type == KC_EVENT_ERROR && ev->error) {
         fprintf(stderr, "kc_consume: %s: %s\n", kc_err_name(ev->error->code), ev->error->msg);
         if (ev->error->code == KC_ERR_FATAL)
             exit(1);
@@ -251,13 +239,25 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Waits until a stats line written after `since` is on file (the stats timer runs every
- * statistics.interval.ms), so the Fetch counters cover the whole run. */
-static void wait_stats(int64_t since, double timeout_s)
+/* One stats object taken now (kc_stats) as one line of `path`: after the run and its linger, so
+ * the Fetch counters cover the whole run and the last request is a steady-state one, and before
+ * kc_close, whose session-closing Fetch (it forgets every partition) is not the run's. */
+static void write_stats(kc_consumer_t *c, const char *path)
 {
-    double t0 = mono_s();
-    while (atomic_load(&g.stats_events) <= since && mono_s() - t0 < timeout_s)
-        nanosleep(&(struct timespec){0, 20 * 1000000}, NULL);
+    kc_error_t e;
+    char *json;
+    size_t len;
+    if (kc_stats(c, &json, &len, &e) != KC_OK) {
+        fprintf(stderr, "kc_consume: kc_stats: %s\n", e.msg);
+        return;
+    }
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die(path, strerror(errno));
+    fwrite(json, 1, len, f);
+    fputc('\n', f);
+    fclose(f);
+    free(json);
 }
 
 /* User+system CPU seconds of the whole process so far. */
@@ -425,10 +425,6 @@ int main(int argc, char **argv)
     set(conf, "fetch.min.bytes", g.latency_n ? "1" : "1048576");
     set(conf, "fetch.max.wait.ms", g.latency_n ? "10" : "100");
     set(conf, "max.partition.fetch.bytes", "8388608");
-    /* Statistics only when they are written (-s): a line renders every partition, which at
-     * T4's 10,000 partitions is work no peer does. */
-    if (stats)
-        set(conf, "statistics.interval.ms", "500");
     if (g.share) {
         set(conf, "group.type", "share");
         set(conf, "group.id", share_group);
@@ -436,8 +432,6 @@ int main(int argc, char **argv)
         set(conf, "group.id", group);
     for (int i = 0; i < nx; i++)
         set_kv(conf, xs[i]);
-    if (stats && (g.stats_fd = open(stats, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-        die(stats, strerror(errno));
     if (g.latency_n > 0 && !(g.lat_us = malloc(sizeof *g.lat_us * (size_t)g.latency_n)))
         die("latency", "out of memory");
 
@@ -497,17 +491,15 @@ int main(int argc, char **argv)
     char cpu_split[256];
     thread_cpu_split(cpu_split, sizeof cpu_split);
     int64_t seen1 = atomic_load(&g.seen);
-    int64_t ev0 = atomic_load(&g.stats_events);
     double idle_cpu0 = process_cpu_s(), idle_t0 = mono_s();
     if (linger > 0)
         nanosleep(
             &(struct timespec){(time_t)linger, (long)((linger - (double)(time_t)linger) * 1e9)},
             NULL);
-    if (g.stats_fd >= 0)
-        wait_stats(linger > 0 ? atomic_load(&g.stats_events) : ev0, 3.0);
 
     double idle_pct = 100.0 * (process_cpu_s() - idle_cpu0) / (mono_s() - idle_t0);
-    atomic_store(&g.closing, 1);
+    if (stats)
+        write_stats(c, stats);
     if (kc_close(c, 10000, &e) != KC_OK)
         fprintf(stderr, "kc_consume: close: %s\n", e.msg);
     kc_destroy(c);
@@ -553,7 +545,5 @@ int main(int argc, char **argv)
     fflush(stdout);
     free(g.parts);
     free(g.lat_us);
-    if (g.stats_fd >= 0)
-        close(g.stats_fd);
     return 0;
 }

@@ -3,7 +3,8 @@
  * delivers KC_EVENT_STATS to on_event on a worker (never the app's thread), every object parses
  * and carries the contracted names (tests/support/check_stats.py), the group object says
  * protocol "none" / state "manual" and lists the manual assignment, and the partitions array
- * names the assigned partitions. Also kc_member_id: "" without a group module. */
+ * names the assigned partitions. kc_stats gives the same object on demand (KC_ERR_CLOSED after
+ * kc_close). Also kc_member_id: "" without a group module. */
 #include "kc_test.h"
 
 #include <pthread.h>
@@ -79,7 +80,19 @@ static void stats_contract(void **state)
     pthread_mutex_lock(&mu);
     memcpy(assigned, last, sizeof last);
     pthread_mutex_unlock(&mu);
+    /* kc_stats: the same object on demand, written beside the interval's for the same check */
+    char *now = NULL;
+    size_t now_len = 0;
+    assert_int_equal(kc_stats(c, &now, &now_len, &err), KC_OK);
+    assert_int_equal(now_len, strlen(now));
+    assert_non_null(strstr(now, "\"assignment\":[[\"stats-t\",0],[\"stats-t\",3]]"));
+    pthread_mutex_lock(&mu);
+    fprintf(out, "%s\n", now);
+    pthread_mutex_unlock(&mu);
+    free(now);
+    assert_int_equal(kc_stats(c, NULL, NULL, &err), KC_ERR_INVALID_ARG);
     assert_int_equal(kc_close(c, 2000, &err), KC_OK);
+    assert_int_equal(kc_stats(c, &now, NULL, &err), KC_ERR_CLOSED);
     kc_destroy(c);
     fclose(out);
     printf("# %d stats objects; last: %.300s\n", n_stats, last);
