@@ -232,12 +232,10 @@ def cmd_report(a):
     for case in cases:
         rows = [r for r in runs if r["case"] == case]
         if case == "latency":
-            md += [f"## {case}", "", "| consumer | records | p50 ms | p99 ms | note |", "|---|---|---|---|---|"]
-            for r in rows:
-                md.append(f"| {r['consumer']} | {r.get('records', '')} | {r.get('lat_p50_ms', '')} | "
-                          f"{r.get('lat_p99_ms', '')} | {r.get('error', r.get('note', ''))} |")
+            md += latency_md(rows)
             summary["cases"][case] = rows
-            md.append("")
+            latency_chart(a.out, rows)
+            md += ["![latency](latency.png)", ""]
             continue
         consumers = []
         for r in rows:
@@ -647,11 +645,15 @@ def targets(cases, figs):
             "" if sh / gr >= 3 else "a share partition's records still run one callback at a time")
     else:
         add(what, None, "≥ 3", None, "a row is missing")
-    lat = {r["consumer"]: r for r in cases.get("latency", [])} if isinstance(cases.get("latency"), list) else {}
-    k, l = lat.get("kconsume-w1", {}).get("lat_p99_ms"), lat.get("librdkafka-assign", {}).get("lat_p99_ms")
-    add("latency p99, kconsume (1 worker) vs librdkafka",
-        None if k is None or l is None else f"{k} ms vs {l} ms", "kconsume ≤ librdkafka",
-        None if k is None or l is None else k <= l)
+    lat = cases.get("latency") if isinstance(cases.get("latency"), list) else []
+    for settings in ("low", "default"):
+        for rate in sorted({int(r.get("rate", 0)) for r in lat if r.get("settings") == settings}):
+            cell = {r["consumer"]: r for r in lat
+                    if r.get("settings") == settings and int(r.get("rate", 0)) == rate and "error" not in r}
+            k, l = cell.get("kconsume-w1", {}).get("lat_p99_ms"), cell.get("librdkafka-assign", {}).get("lat_p99_ms")
+            add(f"latency p99 at {rate:,} records/s ({settings} fetch settings), kconsume (1 worker) vs librdkafka",
+                None if k is None or l is None else f"{k} ms vs {l} ms", "kconsume ≤ librdkafka",
+                None if k is None or l is None else k <= l)
     md = ["## Targets", "", "| target | measured | bound | result | note |", "|---|---|---|---|---|"]
     for t in out:
         md.append(f"| {t['target']} | {t['measured'] if t['measured'] is not None else 'n/a'} | "
@@ -677,6 +679,116 @@ def targets(cases, figs):
         else:
             md.append(f"| {case} | n/a | n/a | {mtext} |")
     return md, out
+
+
+def cmd_latency(a):
+    """One latency cell (perf/run latency_run): a row per consumer and one for the producer."""
+    d = a.dir
+    read = lambda name: open(os.path.join(d, name), errors="replace").read() \
+        if os.path.exists(os.path.join(d, name)) else ""
+    base = {"case": "latency", "run": 1, "rate": a.rate, "settings": a.settings}
+    prod = dict(base, consumer="producer (send->ack)")
+    # The last summary line: with --warmup-records, the steady-state one comes after the total.
+    pat = r"([\d.]+) records/sec.*?([\d.]+) ms avg latency.*?(\d+) ms 50th.*?(\d+) ms 99th.*?(\d+) ms 99.9th"
+    m = next((m for m in (re.search(pat, l) for l in reversed(read("producer.log").splitlines())) if m), None)
+    if m:
+        prod.update(sent_rec_s=round(float(m.group(1))), lat_p50_ms=float(m.group(3)),
+                    lat_p99_ms=float(m.group(4)), lat_p999_ms=float(m.group(5)))
+    else:
+        prod["error"] = "producer summary not found"
+    print(json.dumps(prod))
+    notes = dict(kv.split("=", 1) for kv in a.notes.split(";") if "=" in kv)
+    for who in sorted(a.consumers.split()):
+        row = dict(base, consumer=who)
+        res = None
+        try:
+            res = last_json(read(f"{who}.out"))
+        except (ValueError, IndexError):
+            pass
+        if res:
+            row.update({k: res[k] for k in ("records", "version", "lat_records", "lat_p50_ms", "lat_p99_ms", "lat_p999_ms")
+                        if k in res})
+            if res.get("records") != a.expect:
+                row["error"] = f"read {res.get('records')} of {a.expect} records"
+        else:
+            note = next((v for k, v in notes.items() if who.startswith(k) and v), "")
+            tail = " | ".join(read(f"{who}.err").strip().splitlines()[-2:])[-200:]
+            row["error"] = note or f"no result (timed out or failed){': ' + tail if tail else ''}"
+        t = read(f"{who}.time").split()
+        try:
+            el, us, sy, rss = float(t[-4]), float(t[-3]), float(t[-2]), int(t[-1])
+            row["maxrss_mib"] = round(rss / 1024, 1)
+            t0 = float(read(f"{who}.t0").split()[0])
+            at, ticks, hz = read(f"{who}.cpu0").split()
+            span = t0 + el - float(at)
+            if span > 0:
+                row["cpu_pct"] = round(100 * (us + sy - float(ticks) / float(hz)) / span, 1)
+        except (IndexError, ValueError):
+            pass
+        print(json.dumps(row))
+
+
+def latency_md(rows):
+    """The latency matrix: one table, and the kconsume row's place among the peers."""
+    md = ["## latency", "",
+          "End-to-end latency (poll or callback time − the producer's CreateTime), 12 partitions, "
+          "100 B records, every consumer reading the same stream at once; CPU % from the "
+          "producer's start to the consumer's exit; `low`: fetch.min.bytes 1 and a 10 ms max wait, "
+          "`default`: each client's own fetch settings (perf/README.md).", "",
+          "| settings | rate (records/s) | consumer | records | p50 ms | p99 ms | p99.9 ms | CPU % | peak RSS MiB | note |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r.get("settings", ""), int(r.get("rate", 0)),
+                                         r["consumer"].startswith("producer"), r["consumer"])):
+        note = r.get("error", r.get("note", ""))
+        if r["consumer"].startswith("producer") and r.get("sent_rec_s"):
+            note = f"sent at {r['sent_rec_s']:,} records/s"
+        f = lambda k: "" if r.get(k) is None else r[k]
+        md.append(f"| {f('settings')} | {int(r.get('rate', 0)):,} | {r['consumer']} | {f('records')} | "
+                  f"{f('lat_p50_ms')} | {f('lat_p99_ms')} | {f('lat_p999_ms')} | {f('cpu_pct')} | "
+                  f"{f('maxrss_mib')} | {note} |")
+    return md + [""]
+
+
+def latency_chart(out, rows):
+    """p99 latency and CPU % against the rate, one line per consumer, per settings (gnuplot)."""
+    cons = sorted({r["consumer"] for r in rows if not r["consumer"].startswith("producer")})
+    sets = [s for s in ("low", "default") if any(r.get("settings") == s for r in rows)]
+    if not cons or not sets:
+        return
+    dat = os.path.join(out, ".latency.dat")
+    plots = []
+    with open(dat, "w") as f:
+        blocks = 0
+        for s in sets:
+            for c in cons:
+                pts = sorted((int(r["rate"]), r.get("lat_p99_ms"), r.get("cpu_pct")) for r in rows
+                             if r.get("settings") == s and r["consumer"] == c and "error" not in r)
+                f.write(f"# {s} {c}\n")
+                for rate, p99, cpu in pts:
+                    f.write(f"{rate} {p99 if p99 is not None else 'NaN'} {cpu if cpu is not None else 'NaN'}\n")
+                f.write("\n\n")
+                plots.append((s, c, blocks))
+                blocks += 1
+    panels = []
+    for s in sets:
+        for col, title in ((2, f"p99 ms, {s} fetch settings (log)"), (3, f"CPU %, {s} fetch settings")):
+            lines = ", ".join(f"'{dat}' index {b} using 1:{col} with linespoints title '{c}'"
+                              for ss, c, b in plots if ss == s)
+            panels.append(f"set title '{title}'\n{'set logscale y' if col == 2 else 'unset logscale y'}\n"
+                          f"plot {lines}")
+    script = f"""set terminal pngcairo size 1100,{420 * len(sets)} noenhanced
+set output '{os.path.join(out, 'latency.png')}'
+set multiplot layout {len(sets)},2 title 'latency under load (records/s, log scale)'
+set logscale x
+set key left top font ',8'
+set xlabel 'records/s'
+""" + "\n".join(panels) + "\nunset multiplot\n"
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"report: chart latency: {e}", file=sys.stderr)
+    finally:
+        os.unlink(dat)
 
 
 def chart(out, case, consumers, agg):
@@ -726,8 +838,13 @@ def main():
     s.add_argument("--figures", help="bench_decode output to quote, if any")
     s.add_argument("--quick", default="0")
     s.add_argument("--carry", help="PERF_CARRY: an earlier latest.json whose other cases to keep")
+    lt = sub.add_parser("latency")
+    for k in ("dir", "settings", "consumers", "notes"):
+        lt.add_argument("--" + k, required=True)
+    for k in ("rate", "expect"):
+        lt.add_argument("--" + k, type=int, required=True)
     a = p.parse_args()
-    {"record": cmd_record, "report": cmd_report, "phases": cmd_phases}[a.cmd](a)
+    {"record": cmd_record, "report": cmd_report, "phases": cmd_phases, "latency": cmd_latency}[a.cmd](a)
 
 
 if __name__ == "__main__":

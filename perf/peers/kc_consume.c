@@ -5,7 +5,8 @@
  * the other peers: {client, mode, records, bytes, value_sum, wall_s, allocs..., lat...}.
  *
  *   kc_consume -b BROKERS -t TOPIC [-m assign|group|share] [-w WORKERS] [-s STATS-FILE]
- *              [-n RECORDS] [-g GROUP] [-S SLEEP-US] [-l N] [-L LINGER-S] [-X key=value]...
+ *              [-n RECORDS] [-g GROUP] [-S SLEEP-US] [-l N [-D] [-W W]] [-L LINGER-S] [-X
+ * key=value]...
  *
  * assign: every partition at the beginning (kc_assign), no group. group: kc_subscribe with a fresh
  * group.id (group.protocol as configured; the default is KIP-848). share: kc_subscribe as a member
@@ -18,7 +19,9 @@
  * record reached the callback. -n RECORDS (what perf/run counted in the topic) ends the run at that
  * many records instead of asking every partition's watermarks first: at 1,000 partitions those
  * 2,000 ListOffsets round trips would cost more CPU than the records. -l N (latency) instead reads
- * N records of a topic being produced and reports p50/p99 of (callback time - record CreateTime).
+ * N records of a topic being produced and reports p50/p99/p99.9 of (callback time - record
+ * CreateTime), with fetch.min.bytes 1 and fetch.max.wait.ms 10, or with -D the library's defaults;
+ * -W W leaves the first W delivered (the producer's warm-up) out of the percentiles.
  * -L keeps fetching idle for that many seconds after the end (T3: the steady-state incremental
  * Fetch), then takes the stats; the process's CPU over that idle time is printed as idle_cpu_pct
  * (T4). first_all_s is the time from the clock's start until every partition delivered a record.
@@ -86,8 +89,10 @@ static struct {
     /* share mode's totals: any worker adds (relaxed: main reads them after kc_close joined the
      * workers) */
     _Atomic uint64_t share_records, share_bytes, share_sum;
-    int64_t latency_n; /* -l */
-    int64_t *lat_us;   /* -l: preallocated, slot claimed with lat_next */
+    int64_t latency_n;   /* -l */
+    int client_defaults; /* -D: -l with the library's own fetch.min.bytes / fetch.max.wait.ms */
+    int64_t lat_warmup;  /* -W: the first this many of the -l records are not in the percentiles */
+    int64_t *lat_us;     /* -l: preallocated, slot claimed with lat_next */
     _Atomic int64_t lat_next;
     _Atomic int64_t seen;  /* records delivered so far (one add per batch) */
     atomic_int parts_done; /* partitions whose end reached the callback */
@@ -359,7 +364,7 @@ int main(int argc, char **argv)
     int nx = 0, workers = 1;
     double linger = 0;
     int opt;
-    while ((opt = getopt(argc, argv, "b:t:m:w:s:n:g:S:l:L:X:")) != -1) {
+    while ((opt = getopt(argc, argv, "b:t:m:w:s:n:g:S:l:DW:L:X:")) != -1) {
         switch (opt) {
         case 'b':
             brokers = optarg;
@@ -378,6 +383,12 @@ int main(int argc, char **argv)
             break;
         case 'l':
             g.latency_n = atol(optarg);
+            break;
+        case 'D':
+            g.client_defaults = 1;
+            break;
+        case 'W':
+            g.lat_warmup = atol(optarg);
             break;
         case 'n':
             g.total = atoll(optarg);
@@ -422,8 +433,12 @@ int main(int argc, char **argv)
     set(conf, "worker.threads", wbuf);
     set(conf, "auto.offset.reset", "earliest");
     set(conf, "enable.auto.commit", "false");
-    set(conf, "fetch.min.bytes", g.latency_n ? "1" : "1048576");
-    set(conf, "fetch.max.wait.ms", g.latency_n ? "10" : "100");
+    /* Latency: answer as soon as anything is there (or, -D, the library's defaults); else the
+     * throughput settings every peer shares. */
+    if (!g.latency_n || !g.client_defaults) {
+        set(conf, "fetch.min.bytes", g.latency_n ? "1" : "1048576");
+        set(conf, "fetch.max.wait.ms", g.latency_n ? "10" : "100");
+    }
     set(conf, "max.partition.fetch.bytes", "8388608");
     if (g.share) {
         set(conf, "group.type", "share");
@@ -535,10 +550,15 @@ int main(int argc, char **argv)
         int64_t n = atomic_load(&g.lat_next);
         if (n > g.latency_n)
             n = g.latency_n;
+        int64_t w = g.lat_warmup < n ? g.lat_warmup : 0; /* in delivery order: the first w */
+        const int64_t *l = g.lat_us + w;
+        n -= w;
         if (n > 0) {
-            qsort(g.lat_us, (size_t)n, sizeof *g.lat_us, cmp_i64);
-            printf(",\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f", (double)g.lat_us[n / 2] / 1000.0,
-                   (double)g.lat_us[n * 99 / 100] / 1000.0);
+            qsort(g.lat_us + w, (size_t)n, sizeof *g.lat_us, cmp_i64);
+            printf(",\"lat_records\":%" PRId64
+                   ",\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f,\"lat_p999_ms\":%.2f",
+                   n, (double)l[n / 2] / 1000.0, (double)l[n * 99 / 100] / 1000.0,
+                   (double)l[n * 999 / 1000] / 1000.0);
         }
     }
     printf("}\n");

@@ -3,15 +3,18 @@
  * end, touching every record's value (its bytes are summed, so nothing can skip decoding), and
  * prints one JSON line {client, mode, records, bytes, wall_s, fetch_requests, ...}.
  *
- *   rdkafka_consume -b BROKERS -t TOPIC [-m group|assign] [-l N] [-L SECONDS] [-X key=value]...
+ *   rdkafka_consume -b BROKERS -t TOPIC [-m group|assign] [-l N [-D] [-W W]] [-L SECONDS] [-X
+ * key=value]...
  *
  * group:  subscribe + rd_kafka_consumer_poll (the usual deployment; fresh group id each run).
  * assign: rd_kafka_assign of every partition at OFFSET_BEGINNING, same poll loop, no group.
  * The end is the partition-EOF event (enable.partition.eof=true): the run stops once every
  * partition reported EOF. -l N (latency mode) instead reads N records of a topic being produced
- * and reports p50/p99 of (poll time - record CreateTime). -L keeps the client fetching idle for
- * that many seconds after the end, so the last Fetch it sent is a steady-state one (T3), and
- * prints the process's CPU over that idle time as idle_cpu_pct (T4). first_all_s: the time from
+ * and reports p50/p99/p99.9 of (poll time - record CreateTime), with fetch.min.bytes 1 and
+ * fetch.wait.max.ms 10, or with -D librdkafka's defaults (1 and 500); -W W leaves the first W
+ * delivered (the producer's warm-up) out of the percentiles. -L keeps the client fetching
+ * idle for that many seconds after the end, so the last Fetch it sent is a steady-state one (T3),
+ * and prints the process's CPU over that idle time as idle_cpu_pct (T4). first_all_s: the time from
  * client creation until every partition delivered a record.
  * Settings are in perf/README.md ("librdkafka"); -X overrides any of them.
  *
@@ -110,6 +113,8 @@ int main(int argc, char **argv)
 {
     const char *brokers = "127.0.0.1:18092", *topic = NULL, *mode = "group";
     long latency_n = 0;
+    int client_defaults = 0; /* -D */
+    long lat_warmup = 0;     /* -W: the first this many of the -l records are not counted */
     double linger = 0;
     char errstr[512], group[128];
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -132,7 +137,7 @@ int main(int argc, char **argv)
         set(conf, defaults[i]);
 
     int opt;
-    while ((opt = getopt(argc, argv, "b:t:m:l:L:X:")) != -1) {
+    while ((opt = getopt(argc, argv, "b:t:m:l:DW:L:X:")) != -1) {
         switch (opt) {
         case 'b':
             brokers = optarg;
@@ -146,6 +151,12 @@ int main(int argc, char **argv)
         case 'l':
             latency_n = atol(optarg);
             break;
+        case 'D':
+            client_defaults = 1;
+            break;
+        case 'W':
+            lat_warmup = atol(optarg);
+            break;
         case 'L':
             linger = atof(optarg);
             break;
@@ -153,16 +164,17 @@ int main(int argc, char **argv)
             set(conf, optarg);
             break;
         default:
-            die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N] [-X k=v]...");
+            die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N [-D] [-W W]] [-X k=v]...");
         }
     }
     int group_mode = strcmp(mode, "group") == 0;
     if (!topic || (!group_mode && strcmp(mode, "assign") != 0))
-        die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N] [-X k=v]...");
+        die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N [-D] [-W W]] [-X k=v]...");
     if (latency_n > 0) {
-        /* Latency: answer as soon as anything is there rather than filling 1 MiB responses. */
+        /* Latency: answer as soon as anything is there rather than filling 1 MiB responses; -D:
+         * librdkafka's own defaults (fetch.min.bytes 1, fetch.wait.max.ms 500) instead. */
         set(conf, "fetch.min.bytes=1");
-        set(conf, "fetch.wait.max.ms=10");
+        set(conf, client_defaults ? "fetch.wait.max.ms=500" : "fetch.wait.max.ms=10");
     }
     if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof errstr) ||
         rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof errstr))
@@ -260,10 +272,13 @@ int main(int argc, char **argv)
         printf(",\"first_all_s\":%.3f", first_all);
     if (linger > 0)
         printf(",\"idle_s\":%.1f,\"idle_cpu_pct\":%.3f", linger, idle_pct);
-    if (lat && records > 0) {
-        qsort(lat, (size_t)records, sizeof *lat, cmp_i64);
-        printf(",\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f", lat[records / 2] / 1000.0,
-               lat[records * 99 / 100] / 1000.0);
+    long w = lat_warmup < records ? lat_warmup : 0; /* in delivery order: the first w */
+    if (lat && records - w > 0) {
+        long n = records - w;
+        const int64_t *l = lat + w;
+        qsort(lat + w, (size_t)n, sizeof *lat, cmp_i64);
+        printf(",\"lat_records\":%ld,\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f,\"lat_p999_ms\":%.2f",
+               n, l[n / 2] / 1000.0, l[n * 99 / 100] / 1000.0, l[n * 999 / 1000] / 1000.0);
     }
     printf("}\n");
     fflush(stdout);

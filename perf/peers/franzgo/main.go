@@ -4,7 +4,9 @@
 //
 // Modes: "group" (ConsumerGroup + ConsumeTopics, the usual deployment) and "direct" (every
 // partition assigned by the client, no group). With -latency it instead reads N records of a
-// topic being produced and reports produce->poll latency from the record timestamps.
+// topic being produced and reports produce->poll latency (p50/p99/p99.9) from the record
+// timestamps, with a 10 ms fetch max wait, or with -defaults franz-go's own fetch settings;
+// -warmup W leaves the first W records (the producer's warm-up) out of the percentiles.
 //
 // Threads: franz-go runs one fetch source goroutine per broker; this program's single goroutine
 // polls, so the per-record work happens on it, like rd_kafka_consumer_poll in the C peer.
@@ -27,20 +29,22 @@ import (
 )
 
 type result struct {
-	Client   string  `json:"client"`
-	Mode     string  `json:"mode"`
-	Topic    string  `json:"topic"`
-	Records  int64   `json:"records"`
-	Bytes    int64   `json:"bytes"`
-	ValueSum uint64  `json:"value_sum"`
-	WallS    float64 `json:"wall_s"`
-	Polls    int64   `json:"polls"`
-	Fetches  int64   `json:"fetch_requests"`
-	FetchB   int64   `json:"fetch_request_bytes"`
-	FetchMin int64   `json:"fetch_request_bytes_min"`
-	FetchMax int64   `json:"fetch_request_bytes_max"`
-	LatP50ms float64 `json:"lat_p50_ms,omitempty"`
-	LatP99ms float64 `json:"lat_p99_ms,omitempty"`
+	Client     string  `json:"client"`
+	Mode       string  `json:"mode"`
+	Topic      string  `json:"topic"`
+	Records    int64   `json:"records"`
+	Bytes      int64   `json:"bytes"`
+	ValueSum   uint64  `json:"value_sum"`
+	WallS      float64 `json:"wall_s"`
+	Polls      int64   `json:"polls"`
+	Fetches    int64   `json:"fetch_requests"`
+	FetchB     int64   `json:"fetch_request_bytes"`
+	FetchMin   int64   `json:"fetch_request_bytes_min"`
+	FetchMax   int64   `json:"fetch_request_bytes_max"`
+	LatP50ms   float64 `json:"lat_p50_ms,omitempty"`
+	LatP99ms   float64 `json:"lat_p99_ms,omitempty"`
+	LatP999ms  float64 `json:"lat_p999_ms,omitempty"`
+	LatRecords int     `json:"lat_records,omitempty"`
 }
 
 // fetchCounter counts Fetch requests (key 1) and the bytes written for them, from the client's
@@ -81,9 +85,11 @@ func main() {
 	group := flag.String("group", "", "group id (group mode; default a fresh one)")
 	latency := flag.Bool("latency", false, "latency mode: read -records records as they are produced")
 	want := flag.Int64("records", 0, "latency mode: records to read")
+	defaults := flag.Bool("defaults", false, "latency mode: franz-go's own fetch settings (else a 10 ms max wait)")
+	warmup := flag.Int("warmup", 0, "latency mode: the first this many records are not in the percentiles")
 	flag.Parse()
 	if *topic == "" || (*mode != "group" && *mode != "direct") {
-		die("usage: -b BROKERS -t TOPIC [-mode group|direct] [-latency -records N]")
+		die("usage: -b BROKERS -t TOPIC [-mode group|direct] [-latency -records N [-defaults] [-warmup W]]")
 	}
 	seeds := strings.Split(*brokers, ",")
 
@@ -116,12 +122,17 @@ func main() {
 		kgo.WithHooks(&fc),
 		kgo.ConsumeTopics(*topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+	}
+	switch {
+	case !*latency:
 		// Throughput settings (perf/README.md): up to 50 MiB per fetch response and 8 MiB per
 		// partition so one response carries many batches of every partition; 500 ms max wait
 		// only matters at the tail.
-		kgo.FetchMaxBytes(50 << 20),
-		kgo.FetchMaxPartitionBytes(8 << 20),
-		kgo.FetchMaxWait(500 * time.Millisecond),
+		opts = append(opts, kgo.FetchMaxBytes(50<<20), kgo.FetchMaxPartitionBytes(8<<20),
+			kgo.FetchMaxWait(500*time.Millisecond))
+	case !*defaults:
+		// Latency, low-latency settings: answer as soon as anything is there (min bytes is 1).
+		opts = append(opts, kgo.FetchMaxWait(10*time.Millisecond))
 	}
 	if *mode == "group" {
 		g := *group
@@ -170,10 +181,15 @@ func main() {
 		})
 	}
 	res.WallS = time.Since(start).Seconds()
+	if *warmup < len(lats) {
+		lats = lats[*warmup:] // in delivery order: the producer's warm-up
+	}
 	if len(lats) > 0 {
+		res.LatRecords = len(lats)
 		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
 		res.LatP50ms = float64(lats[len(lats)/2]) / 1000
 		res.LatP99ms = float64(lats[len(lats)*99/100]) / 1000
+		res.LatP999ms = float64(lats[len(lats)*999/1000]) / 1000
 	}
 	fc.mu.Lock()
 	res.Fetches, res.FetchB, res.FetchMin, res.FetchMax = fc.n, fc.bytes, fc.lo, fc.hi

@@ -3,14 +3,17 @@
 // topic (-n), touching every value (its bytes are summed in the value deserializer, so nothing
 // can skip decoding and no value is copied), and prints one JSON line like the other peers.
 //
-//   rust_consume -b BROKERS -t TOPIC -n RECORDS [-m group|assign] [-L LINGER-S]
+//   rust_consume -b BROKERS -t TOPIC -n RECORDS [-m group|assign] [-L LINGER-S] [-l [-D] [-W W]]
 //
 // group: subscribe in a fresh KIP-848 group (group.protocol=consumer: the client has no classic
 // protocol). assign: every partition assigned by the client, no group. The clock runs from
 // client creation to the poll that delivers the last record (group join included, as for
 // librdkafka and franz-go). -L keeps polling idle for that many seconds after the end (T3) and
 // prints the process's CPU over that idle time as idle_cpu_pct (T4); first_all_s is the time from
-// client creation until every partition delivered a record.
+// client creation until every partition delivered a record. -l (latency): the topic is being
+// produced; for each of the -n records, poll time - CreateTime, reported as p50/p99/p99.9, with
+// fetch.min.bytes 1 and fetch.max.wait.ms 10, or with -D the client's own fetch settings; -W W
+// leaves the first W records (the producer's warm-up) out of the percentiles.
 //
 // Threads: the client runs its network task on the tokio runtime's threads; this program's main
 // task polls, and the deserializer (where values are touched) runs inside poll.
@@ -114,6 +117,7 @@ async fn main() {
         "group".to_string(),
     );
     let (mut want, mut linger) = (0u64, 0f64);
+    let (mut latency, mut client_defaults, mut warmup) = (false, false, 0usize);
     while let Some(a) = args.next() {
         let mut val = || {
             args.next()
@@ -125,16 +129,19 @@ async fn main() {
             "-m" => mode = val(),
             "-n" => want = val().parse().unwrap_or_else(|e| die("-n", e)),
             "-L" => linger = val().parse().unwrap_or_else(|e| die("-L", e)),
+            "-l" => latency = true,
+            "-D" => client_defaults = true,
+            "-W" => warmup = val().parse().unwrap_or_else(|e| die("-W", e)),
             _ => die(
                 "usage",
-                "-b BROKERS -t TOPIC -n RECORDS [-m group|assign] [-L SECONDS]",
+                "-b BROKERS -t TOPIC -n RECORDS [-m group|assign] [-L SECONDS] [-l [-D] [-W W]]",
             ),
         }
     }
     if topic.is_empty() || want == 0 || (mode != "group" && mode != "assign") {
         die(
             "usage",
-            "-b BROKERS -t TOPIC -n RECORDS [-m group|assign] [-L SECONDS]",
+            "-b BROKERS -t TOPIC -n RECORDS [-m group|assign] [-L SECONDS] [-l [-D] [-W W]]",
         );
     }
     let now_us = SystemTime::now()
@@ -155,6 +162,21 @@ async fn main() {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
+    if latency {
+        // Latency: answer as soon as anything is there; -D: the client's own fetch settings.
+        for k in [
+            "fetch.min.bytes",
+            "fetch.max.wait.ms",
+            "fetch.max.bytes",
+            "max.partition.fetch.bytes",
+        ] {
+            props.remove(k);
+        }
+        if !client_defaults {
+            props.insert("fetch.min.bytes".into(), "1".into());
+            props.insert("fetch.max.wait.ms".into(), "10".into());
+        }
+    }
     // The client refuses the classic protocol even without a group (assign mode).
     props.insert("group.protocol".into(), "consumer".into());
     if mode == "group" {
@@ -188,6 +210,7 @@ async fn main() {
     let mut last_data = Instant::now();
     let mut seen: HashMap<i32, ()> = HashMap::new();
     let mut first_all = None;
+    let mut lat_us: Vec<i64> = Vec::with_capacity(if latency { want as usize } else { 0 });
     while records < want {
         let recs = c
             .poll(Duration::from_millis(1000))
@@ -204,7 +227,18 @@ async fn main() {
             continue;
         }
         last_data = Instant::now();
+        let now_us = if latency {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_micros() as i64
+        } else {
+            0
+        };
         for r in &recs {
+            if latency && (lat_us.len() as u64) < want {
+                lat_us.push(now_us - r.timestamp() * 1000);
+            }
             if first_all.is_none()
                 && seen.insert(r.partition(), ()).is_none()
                 && seen.len() == nparts
@@ -254,6 +288,20 @@ async fn main() {
     }
     if linger > 0.0 {
         line += &format!(",\"idle_s\":{linger:.1},\"idle_cpu_pct\":{idle_pct:.3}");
+    }
+    if warmup < lat_us.len() {
+        lat_us.drain(..warmup); // in delivery order: the producer's warm-up
+    }
+    if !lat_us.is_empty() {
+        lat_us.sort_unstable();
+        let n = lat_us.len();
+        let ms = |i: usize| lat_us[i] as f64 / 1000.0;
+        line += &format!(
+            ",\"lat_records\":{n},\"lat_p50_ms\":{:.2},\"lat_p99_ms\":{:.2},\"lat_p999_ms\":{:.2}",
+            ms(n / 2),
+            ms(n * 99 / 100),
+            ms(n * 999 / 1000)
+        );
     }
     println!("{line}}}");
     if let Err(e) = c.close().await {
