@@ -235,7 +235,8 @@ def cmd_report(a):
             md += latency_md(rows)
             summary["cases"][case] = rows
             latency_chart(a.out, rows)
-            md += ["![latency](latency.png)", ""]
+            if os.path.exists(os.path.join(a.out, "latency.png")):
+                md += ["![latency](latency.png)", ""]
             continue
         consumers = []
         for r in rows:
@@ -737,7 +738,8 @@ def latency_md(rows):
           "`default`: each client's own fetch settings (perf/README.md).", "",
           "| settings | rate (records/s) | consumer | records | p50 ms | p99 ms | p99.9 ms | CPU % | peak RSS MiB | note |",
           "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(rows, key=lambda r: (r.get("settings", ""), int(r.get("rate", 0)),
+    order = {"low": 0, "default": 1}
+    for r in sorted(rows, key=lambda r: (order.get(r.get("settings"), 2), int(r.get("rate", 0)),
                                          r["consumer"].startswith("producer"), r["consumer"])):
         note = r.get("error", r.get("note", ""))
         if r["consumer"].startswith("producer") and r.get("sent_rec_s"):
@@ -747,6 +749,17 @@ def latency_md(rows):
                   f"{f('lat_p50_ms')} | {f('lat_p99_ms')} | {f('lat_p999_ms')} | {f('cpu_pct')} | "
                   f"{f('maxrss_mib')} | {note} |")
     return md + [""]
+
+
+def gnuplot(script, dat, what):
+    """Runs a chart's gnuplot script (a missing gnuplot is reported, not fatal), then removes its
+    data file."""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"report: chart {what}: {e}", file=sys.stderr)
+    finally:
+        os.unlink(dat)
 
 
 def latency_chart(out, rows):
@@ -783,12 +796,7 @@ set logscale x
 set key left top font ',8'
 set xlabel 'records/s'
 """ + "\n".join(panels) + "\nunset multiplot\n"
-    try:
-        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        print(f"report: chart latency: {e}", file=sys.stderr)
-    finally:
-        os.unlink(dat)
+    gnuplot(script, dat, "latency")
 
 
 def chart(out, case, consumers, agg):
@@ -813,12 +821,7 @@ set title 'CPU s per million records (lower is better)'
 plot '{dat}' using 3:xtic(1) with boxes notitle lc rgb '#b05030'
 unset multiplot
 """
-    try:
-        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
-    except (OSError, subprocess.CalledProcessError) as e:
-        print(f"report: chart {case}: {e}", file=sys.stderr)
-    finally:
-        os.unlink(dat)
+    gnuplot(script, dat, case)
 
 
 def main():

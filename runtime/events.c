@@ -1,8 +1,9 @@
 /*
  * Group-level events (assignment changed, errors, stats) for on_event. Any thread posts a copy
- * under ev_mu; the worker that runs the `control` pseudo-partition pops and calls on_event
- * outside the lock. The control partition goes through the same SCHED protocol as real ones, so
- * on_event calls never overlap and keep post order, and never run on the network thread.
+ * under ev_mu (a stats object is handed over instead: kc_rt_post_stats); the worker that runs the
+ * `control` pseudo-partition pops and calls on_event outside the lock. The control partition goes
+ * through the same SCHED protocol as real ones, so on_event calls never overlap and keep post
+ * order, and never run on the network thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -98,8 +99,8 @@ static kc_err_t post(kc_rt_t *rt, const kc_event_t *ev, unsigned spare)
 
 kc_err_t kc_rt_post_stats(kc_rt_t *rt, char *json)
 {
-    /* Handed over, not copied: at 10,000 partitions the text is about 2.5 MB, and a copy per
-     * snapshot was a strlen and a memcpy of all of it on the network thread. */
+    /* Handed over, not copied: the text grows with the partitions (about 250 bytes each), and a
+     * copy is a strlen and a memcpy of all of it on the network thread every interval. */
     kc_rt_event_t e = {.type = KC_EVENT_STATS, .json = json, .partition = -1, .offset = -1};
     return enqueue(rt, e, 0);
 }

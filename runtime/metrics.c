@@ -291,6 +291,8 @@ static char *render(const char *stats, const char *client_id, kc_error_t *err)
 /* One stats object taken now on the network thread; `who` names the API call in errors. */
 static kc_err_t snapshot(kc_consumer_t *c, const char *who, char **json, kc_error_t *err)
 {
+    if (json)
+        *json = NULL;
     kc_err_t rc = kc_consumer_guard(c, who, false, err);
     if (rc != KC_OK)
         return rc;
@@ -314,6 +316,8 @@ KC_API kc_err_t kc_stats(kc_consumer_t *c, char **json, size_t *len, kc_error_t 
 KC_API kc_err_t kc_metrics(kc_consumer_t *c, char **text, size_t *len, kc_error_t *err)
 {
     char *stats;
+    if (text)
+        *text = NULL;
     kc_err_t rc = snapshot(c, "kc_metrics", text ? &stats : NULL, err);
     if (rc != KC_OK)
         return rc;

@@ -1,9 +1,9 @@
 /* Ring storage. Init/fini run on the ring's owner before/after the threads that use it.
  *
  * Slots are malloc'd, not calloc'd: a slot is only read after it was written (ck_ring copies
- * entries between its cursors), and zeroing made every slot page resident up front. Each
- * partition has a ring of 256 batch refs (20 KiB); at 10,000 partitions zeroing cost about 40 MiB
- * of resident memory no batch ever used (T4 on three memory brokers: peak RSS 118 -> 77 MiB). */
+ * entries between its cursors), and zeroing would make every slot page resident up front. Each
+ * partition has a ring (256 batch refs, 20 KiB), and with many partitions most of a ring is
+ * never used: only the pages of slots that held a batch should cost memory. */
 #include "ring.h"
 
 #include <stdlib.h>

@@ -5,8 +5,8 @@
  * the other peers: {client, mode, records, bytes, value_sum, wall_s, allocs..., lat...}.
  *
  *   kc_consume -b BROKERS -t TOPIC [-m assign|group|share] [-w WORKERS] [-s STATS-FILE]
- *              [-n RECORDS] [-g GROUP] [-S SLEEP-US] [-l N [-D] [-W W]] [-L LINGER-S] [-X
- * key=value]...
+ *              [-n RECORDS] [-g GROUP] [-S SLEEP-US] [-l N [-D] [-W W]] [-L LINGER-S]
+ *              [-X key=value]...
  *
  * assign: every partition at the beginning (kc_assign), no group. group: kc_subscribe with a fresh
  * group.id (group.protocol as configured; the default is KIP-848). share: kc_subscribe as a member
@@ -438,8 +438,8 @@ int main(int argc, char **argv)
     if (!g.latency_n || !g.client_defaults) {
         set(conf, "fetch.min.bytes", g.latency_n ? "1" : "1048576");
         set(conf, "fetch.max.wait.ms", g.latency_n ? "10" : "100");
+        set(conf, "max.partition.fetch.bytes", "8388608");
     }
-    set(conf, "max.partition.fetch.bytes", "8388608");
     if (g.share) {
         set(conf, "group.type", "share");
         set(conf, "group.id", share_group);
@@ -550,7 +550,8 @@ int main(int argc, char **argv)
         int64_t n = atomic_load(&g.lat_next);
         if (n > g.latency_n)
             n = g.latency_n;
-        int64_t w = g.lat_warmup < n ? g.lat_warmup : 0; /* in delivery order: the first w */
+        /* in delivery order: the first w; a warm-up of every record leaves no percentiles */
+        int64_t w = g.lat_warmup < 0 ? 0 : g.lat_warmup < n ? g.lat_warmup : n;
         const int64_t *l = g.lat_us + w;
         n -= w;
         if (n > 0) {

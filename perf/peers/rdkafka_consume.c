@@ -3,8 +3,8 @@
  * end, touching every record's value (its bytes are summed, so nothing can skip decoding), and
  * prints one JSON line {client, mode, records, bytes, wall_s, fetch_requests, ...}.
  *
- *   rdkafka_consume -b BROKERS -t TOPIC [-m group|assign] [-l N [-D] [-W W]] [-L SECONDS] [-X
- * key=value]...
+ *   rdkafka_consume -b BROKERS -t TOPIC [-m group|assign] [-l N [-D] [-W W]] [-L SECONDS]
+ *                   [-X key=value]...
  *
  * group:  subscribe + rd_kafka_consumer_poll (the usual deployment; fresh group id each run).
  * assign: rd_kafka_assign of every partition at OFFSET_BEGINNING, same poll loop, no group.
@@ -131,10 +131,15 @@ int main(int argc, char **argv)
         "max.partition.fetch.bytes=8388608",
         "queued.min.messages=1000000",
         "queued.max.messages.kbytes=131072",
-        "debug=protocol",
     };
-    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
-        set(conf, defaults[i]);
+    /* -D (latency): librdkafka's documented defaults for the same keys instead */
+    static const char *client_own[] = {
+        "fetch.min.bytes=1",          "fetch.wait.max.ms=500",
+        "fetch.max.bytes=52428800",   "max.partition.fetch.bytes=1048576",
+        "queued.min.messages=100000", "queued.max.messages.kbytes=65536",
+    };
+    const char *xs[32];
+    int nx = 0;
 
     int opt;
     while ((opt = getopt(argc, argv, "b:t:m:l:DW:L:X:")) != -1) {
@@ -160,8 +165,10 @@ int main(int argc, char **argv)
         case 'L':
             linger = atof(optarg);
             break;
-        case 'X':
-            set(conf, optarg);
+        case 'X': /* applied after the settings below, so they override them */
+            if (nx == (int)(sizeof xs / sizeof *xs))
+                die("usage", "too many -X");
+            xs[nx++] = optarg;
             break;
         default:
             die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N [-D] [-W W]] [-X k=v]...");
@@ -170,12 +177,22 @@ int main(int argc, char **argv)
     int group_mode = strcmp(mode, "group") == 0;
     if (!topic || (!group_mode && strcmp(mode, "assign") != 0))
         die("usage", "-b BROKERS -t TOPIC [-m group|assign] [-l N [-D] [-W W]] [-X k=v]...");
-    if (latency_n > 0) {
-        /* Latency: answer as soon as anything is there rather than filling 1 MiB responses; -D:
-         * librdkafka's own defaults (fetch.min.bytes 1, fetch.wait.max.ms 500) instead. */
+    int own = latency_n > 0 && client_defaults;
+    for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
+        set(conf, defaults[i]);
+    for (size_t i = 0; own && i < sizeof client_own / sizeof *client_own; i++)
+        set(conf, client_own[i]);
+    if (latency_n > 0 && !own) {
+        /* Latency: answer as soon as anything is there rather than filling 1 MiB responses. */
         set(conf, "fetch.min.bytes=1");
-        set(conf, client_defaults ? "fetch.wait.max.ms=500" : "fetch.wait.max.ms=10");
+        set(conf, "fetch.wait.max.ms=10");
     }
+    /* The protocol log counts the Fetch requests (log_cb); latency rows do not report them, and
+     * a log line per request would be CPU no other latency peer spends. */
+    if (!latency_n)
+        set(conf, "debug=protocol");
+    for (int i = 0; i < nx; i++)
+        set(conf, xs[i]);
     if (rd_kafka_conf_set(conf, "bootstrap.servers", brokers, errstr, sizeof errstr) ||
         rd_kafka_conf_set(conf, "group.id", group, errstr, sizeof errstr))
         die("conf", errstr);
@@ -272,12 +289,13 @@ int main(int argc, char **argv)
         printf(",\"first_all_s\":%.3f", first_all);
     if (linger > 0)
         printf(",\"idle_s\":%.1f,\"idle_cpu_pct\":%.3f", linger, idle_pct);
-    long w = lat_warmup < records ? lat_warmup : 0; /* in delivery order: the first w */
+    /* in delivery order: the first w; a warm-up of every record leaves no percentiles */
+    long long w = lat_warmup < 0 ? 0 : lat_warmup < records ? lat_warmup : records;
     if (lat && records - w > 0) {
-        long n = records - w;
+        long long n = records - w;
         const int64_t *l = lat + w;
         qsort(lat + w, (size_t)n, sizeof *lat, cmp_i64);
-        printf(",\"lat_records\":%ld,\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f,\"lat_p999_ms\":%.2f",
+        printf(",\"lat_records\":%lld,\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f,\"lat_p999_ms\":%.2f",
                n, l[n / 2] / 1000.0, l[n * 99 / 100] / 1000.0, l[n * 999 / 1000] / 1000.0);
     }
     printf("}\n");

@@ -181,7 +181,8 @@ static void static_member(void **state)
     /* Until the coordinator ends the frozen session (6 s without a heartbeat) a join with the
      * same instance id is refused with UNRELEASED_INSTANCE_ID, which is fatal by design. The
      * end of the session shows as the frozen member's partitions moving to the other member, so
-     * the new process starts after that move, not after a fixed time a loaded broker may miss. */
+     * the new process starts after that move: when the coordinator's timer fires depends on the
+     * broker's load. */
     long taken = 0;
     for (int i = 0; i < 300 && !taken; i++) {
         usleep(100 * 1000);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -222,9 +223,15 @@ void kc_gm_maybe_member(int argc, char **argv)
 
 pid_t kc_gm_spawn(const char *group, const char *sub, const char *log, const char *instance)
 {
+    pid_t parent = getpid();
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        /* A member dies with the test: an assertion that ends the test early must not leave
+         * members (a frozen one among them) consuming and loading the machine for the tests after.
+         * The exec keeps the signal; the check covers a parent that died before the prctl. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(127);
         char err[600];
         snprintf(err, sizeof err, "%s.err", log);
         int fd = open(err, O_WRONLY | O_CREAT | O_APPEND, 0644);

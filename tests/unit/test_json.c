@@ -3,6 +3,7 @@
 #include "kc_test.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,21 +18,20 @@ static void integers_print_as_printf_does(void **state)
                          INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, INT64_MIN + 1};
     const uint64_t u[] = {0, 1, 9, 10, 1000000, UINT32_MAX, (uint64_t)INT64_MAX + 1, UINT64_MAX};
     char want[64];
-    for (size_t i = 0; i < sizeof s / sizeof s[0]; i++) {
+    for (size_t i = 0; i < sizeof s / sizeof s[0] + sizeof u / sizeof u[0]; i++) {
+        bool sig = i < sizeof s / sizeof s[0];
+        size_t k = sig ? i : i - sizeof s / sizeof s[0];
         kc_json_t w;
         kc_json_init(&w, 0);
-        kc_json_i64(&w, s[i]);
-        snprintf(want, sizeof want, "%" PRId64, s[i]);
+        if (sig) {
+            kc_json_i64(&w, s[k]);
+            snprintf(want, sizeof want, "%" PRId64, s[k]);
+        } else {
+            kc_json_u64(&w, u[k]);
+            snprintf(want, sizeof want, "%" PRIu64, u[k]);
+        }
         assert_string_equal(w.p, want);
         assert_int_equal(w.n, strlen(want));
-        kc_json_free(&w);
-    }
-    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
-        kc_json_t w;
-        kc_json_init(&w, 0);
-        kc_json_u64(&w, u[i]);
-        snprintf(want, sizeof want, "%" PRIu64, u[i]);
-        assert_string_equal(w.p, want);
         kc_json_free(&w);
     }
     /* a pseudo-random walk over every digit count, appended into one growing text */

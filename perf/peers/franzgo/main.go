@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -149,7 +150,10 @@ func main() {
 		die("client: %v", err)
 	}
 	res := result{Client: "franz-go", Mode: *mode, Topic: *topic}
-	var lats []int64 // microseconds
+	var lats []int64 // microseconds, one per record: preallocated as the other peers do
+	if *latency {
+		lats = make([]int64, 0, *want)
+	}
 	remaining := len(ends)
 	ctx := context.Background()
 	for (*latency && res.Records < *want) || (!*latency && remaining > 0) {
@@ -181,15 +185,18 @@ func main() {
 		})
 	}
 	res.WallS = time.Since(start).Seconds()
-	if *warmup < len(lats) {
+	if *warmup < 0 || *warmup >= len(lats) {
+		lats = nil // no percentiles: the warm-up is all there is
+	} else {
 		lats = lats[*warmup:] // in delivery order: the producer's warm-up
 	}
 	if len(lats) > 0 {
 		res.LatRecords = len(lats)
 		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })
-		res.LatP50ms = float64(lats[len(lats)/2]) / 1000
-		res.LatP99ms = float64(lats[len(lats)*99/100]) / 1000
-		res.LatP999ms = float64(lats[len(lats)*999/1000]) / 1000
+		ms := func(us int64) float64 { return math.Round(float64(us)/10) / 100 }
+		res.LatP50ms = ms(lats[len(lats)/2])
+		res.LatP99ms = ms(lats[len(lats)*99/100])
+		res.LatP999ms = ms(lats[len(lats)*999/1000])
 	}
 	fc.mu.Lock()
 	res.Fetches, res.FetchB, res.FetchMin, res.FetchMax = fc.n, fc.bytes, fc.lo, fc.hi

@@ -71,15 +71,20 @@ public final class LatencyConsumer {
             }
         }
         double wall = (System.nanoTime() - start) / 1e9;
-        int w = Math.min(Integer.parseInt(args[4]), n - 1); // in delivery order: the first w
+        // In delivery order: the producer's warm-up; a warm-up of every record leaves no
+        // percentiles.
+        int w = Math.max(0, Math.min(Integer.parseInt(args[4]), n));
         int m = n - w;
         Arrays.sort(lat, w, n);
-        System.out.printf(
+        StringBuilder line = new StringBuilder(String.format(
             "{\"client\":\"java\",\"version\":\"%s\",\"mode\":\"assign\",\"topic\":\"%s\","
-                + "\"records\":%d,\"value_sum\":%d,\"wall_s\":%.3f,\"lat_records\":%d,"
-                + "\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f,\"lat_p999_ms\":%.2f}%n",
-            org.apache.kafka.common.utils.internals.AppInfoParser.getVersion(), args[1], n, sum, wall,
-            m, lat[w + m / 2] / 1000.0, lat[w + (int) ((long) m * 99 / 100)] / 1000.0,
-            lat[w + (int) ((long) m * 999 / 1000)] / 1000.0);
+                + "\"records\":%d,\"value_sum\":%d,\"wall_s\":%.3f",
+            org.apache.kafka.common.utils.internals.AppInfoParser.getVersion(), args[1], n, sum, wall));
+        if (m > 0)
+            line.append(String.format(
+                ",\"lat_records\":%d,\"lat_p50_ms\":%.2f,\"lat_p99_ms\":%.2f,\"lat_p999_ms\":%.2f",
+                m, lat[w + m / 2] / 1000.0, lat[w + (int) ((long) m * 99 / 100)] / 1000.0,
+                lat[w + (int) ((long) m * 999 / 1000)] / 1000.0));
+        System.out.println(line.append('}'));
     }
 }
