@@ -957,9 +957,9 @@ KC_API kc_err_t kc_member_id(kc_consumer_t *c, char *buf, size_t len);
  * statistics.interval.ms hands to on_event, taken at the call, whether or not that interval is
  * set. For an application that reads the numbers when it needs them (at the end of a job, on a
  * health check) rather than paying for a snapshot every interval. *json is malloc'd,
- * NUL-terminated (free() it), *len its length (len may be NULL); on an error *json is NULL. Any app thread, callback
- * context included (it waits only for the network thread to take the snapshot).
- * KC_ERR_CLOSED after kc_close.
+ * NUL-terminated (free() it), *len its length (len may be NULL); on an error *json is NULL.
+ * Any app thread, callback context included (it waits only for the network thread to take the
+ * snapshot). KC_ERR_CLOSED after kc_close.
  */
 KC_API kc_err_t kc_stats(kc_consumer_t *c, char **json, size_t *len, kc_error_t *err);
 
