@@ -365,6 +365,35 @@ BOTH(timers_fire_in_order_and_stop_cancels)
 BOTH(queue_many_producers)
 BOTH(idle_loop_sleeps_and_wakes)
 
+/* Each ring setup the probe can fall back to sleeps, wakes on a command and fires timers (the
+ * wake READ completes through task work, which COOP_TASKRUN and no flag run differently from
+ * DEFER_TASKRUN); a name that is none of them is a configuration error, and auto then falls
+ * back to epoll. */
+static void older_ring_setups_sleep_and_wake(void **state)
+{
+    (void)state;
+    kc_loop_t *l = NULL;
+    if (kc_loop_new(&l, KC_LOOP_URING, NULL) != KC_OK)
+        skip();
+    kc_loop_free(l);
+    static const char *const names[] = {"single-coop", "coop", "plain"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        setenv("KC_URING_SETUP", names[i], 1);
+        timers_fire_in_order_and_stop_cancels(KC_LOOP_URING);
+        idle_loop_sleeps_and_wakes(KC_LOOP_URING);
+        queue_many_producers(KC_LOOP_URING);
+    }
+    setenv("KC_URING_SETUP", "sqpoll", 1);
+    kc_error_t e = {0};
+    assert_int_equal(kc_loop_new(&l, KC_LOOP_URING, &e), KC_ERR_CONFIG);
+    assert_non_null(strstr(e.msg, "sqpoll"));
+    unsetenv("KC_IO_BACKEND");
+    assert_int_equal(kc_loop_new(&l, KC_LOOP_AUTO, &e), KC_OK);
+    assert_string_equal(kc_loop_backend_name(l), "epoll");
+    kc_loop_free(l);
+    unsetenv("KC_URING_SETUP");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +403,7 @@ int main(void)
         cmocka_unit_test(queue_many_producers_epoll),
         cmocka_unit_test(idle_loop_sleeps_and_wakes_uring),
         cmocka_unit_test(idle_loop_sleeps_and_wakes_epoll),
+        cmocka_unit_test(older_ring_setups_sleep_and_wake),
         cmocka_unit_test(backend_env_forces_epoll),
         cmocka_unit_test(backoff_grows_with_bounded_jitter),
         cmocka_unit_test(foreign_thread_is_caught),
