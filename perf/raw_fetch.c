@@ -9,10 +9,14 @@
  * left is the kernel's copy of the same response bytes and the broker's side of it, so
  * kconsume's records/s over this reader's is the share of the loopback limit it reaches.
  *
- *   raw_fetch -b HOST:PORT -t TOPIC -n RECORDS
+ *   raw_fetch -b HOST:PORT -t TOPIC -n RECORDS [-r recv|uring|fixedfile|multishot|fixedbuf]
+ *
+ * -r picks how the same responses are received (rx_mode_t below): the plain loop (the default,
+ * MEM-T1's ceiling) or one of the io_uring patterns MEM-IO compares.
  *
  * Prints one JSON line like the other perf peers: records, bytes (response bytes received, not
- * value bytes), wall_s, responses, recv_calls. Exit 1 on any error, with the reason on stderr.
+ * value bytes), wall_s, responses, recv_calls (receive completions). Exit 1 on any error, with
+ * the reason on stderr.
  *
  * Owner: the one thread of the program.
  */
@@ -23,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -79,12 +84,34 @@ static uint64_t be64(const uint8_t *p)
     return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
+/* How responses are received (-r): the io_uring patterns the network thread could use, each
+ * reading the same response bytes, so their CPU and syscalls per record compare directly. */
+typedef enum rx_mode {
+    RX_RECV,      /* blocking recv() until n bytes: the ceiling */
+    RX_URING,     /* io_uring recv(MSG_WAITALL) straight into place: kconsume's pattern */
+    RX_FIXEDFILE, /* RX_URING on a registered file, with the ring fd registered too */
+    RX_MULTISHOT, /* one multishot recv on a provided-buffer ring, each chunk copied into place */
+    RX_FIXEDBUF,  /* read_fixed into a registered frame buffer, short reads resubmitted */
+} rx_mode_t;
+
+#define PBUF_COUNT 64
+#define PBUF_SIZE  65536
+#define PBUF_GROUP 1
+
 typedef struct conn {
     int fd;
     int32_t corr;
     uint8_t *frame;
     size_t cap;
     uint64_t recv_bytes, recv_calls;
+    rx_mode_t mode;
+    struct io_uring ring;
+    struct io_uring_buf_ring *br; /* RX_MULTISHOT: the provided buffers */
+    uint8_t *pbufs;
+    int armed;           /* RX_MULTISHOT: the multishot recv is live */
+    int held;            /* RX_MULTISHOT: buffer id of the chunk being consumed, or -1 */
+    const uint8_t *left; /* RX_MULTISHOT: its bytes not yet copied out */
+    size_t left_len;
 } conn_t;
 
 static void conn_open(conn_t *c, const char *hostport)
@@ -119,9 +146,139 @@ static void send_request(conn_t *c, int16_t key, int16_t v, const void *body)
     kc_wbuf_free(&w);
 }
 
-/* The plain recv loop: exactly n bytes into p. */
+static struct io_uring_cqe *uring_wait(conn_t *c)
+{
+    struct io_uring_cqe *cqe;
+    if (io_uring_sq_ready(&c->ring) == 0 && io_uring_peek_cqe(&c->ring, &cqe) == 0)
+        return cqe; /* already posted: no syscall */
+    int rc = io_uring_submit_and_wait(&c->ring, 1);
+    if (rc < 0 || (rc = io_uring_peek_cqe(&c->ring, &cqe)) != 0)
+        die("io_uring wait: %s", strerror(-rc));
+    return cqe;
+}
+
+static void uring_setup(conn_t *c)
+{
+    struct io_uring_params p = {.flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN};
+    int rc = io_uring_queue_init_params(64, &c->ring, &p);
+    if (rc != 0)
+        die("io_uring_queue_init: %s", strerror(-rc));
+    if (c->mode == RX_MULTISHOT) {
+        /* liburing 2.3 (Debian's) has no io_uring_setup_buf_ring: the ring is a page-aligned
+         * array registered by hand. */
+        void *mem = NULL;
+        size_t ring_bytes = PBUF_COUNT * sizeof(struct io_uring_buf);
+        c->pbufs = malloc((size_t)PBUF_COUNT * PBUF_SIZE);
+        if (!c->pbufs || posix_memalign(&mem, 4096, ring_bytes) != 0)
+            die("out of memory for the provided buffers");
+        c->br = mem;
+        io_uring_buf_ring_init(c->br);
+        struct io_uring_buf_reg reg = {
+            .ring_addr = (uintptr_t)mem, .ring_entries = PBUF_COUNT, .bgid = PBUF_GROUP};
+        if ((rc = io_uring_register_buf_ring(&c->ring, &reg, 0)) != 0)
+            die("io_uring_register_buf_ring: %s", strerror(-rc));
+        for (int i = 0; i < PBUF_COUNT; i++)
+            io_uring_buf_ring_add(c->br, c->pbufs + (size_t)i * PBUF_SIZE, PBUF_SIZE,
+                                  (unsigned short)i, io_uring_buf_ring_mask(PBUF_COUNT), i);
+        io_uring_buf_ring_advance(c->br, PBUF_COUNT);
+        c->held = -1;
+    }
+    if (c->mode == RX_FIXEDFILE) {
+        if ((rc = io_uring_register_files(&c->ring, &c->fd, 1)) != 0)
+            die("io_uring_register_files: %s", strerror(-rc));
+        if ((rc = io_uring_register_ring_fd(&c->ring)) != 1)
+            die("io_uring_register_ring_fd: %s", strerror(-rc));
+    }
+}
+
+/* The frame buffer changed: register it (RX_FIXEDBUF) as buffer 0. */
+static void uring_frame_changed(conn_t *c)
+{
+    if (c->mode != RX_FIXEDBUF)
+        return;
+    (void)io_uring_unregister_buffers(&c->ring);
+    struct iovec iov = {.iov_base = c->frame, .iov_len = c->cap};
+    int rc = io_uring_register_buffers(&c->ring, &iov, 1);
+    if (rc != 0)
+        die("io_uring_register_buffers: %s", strerror(-rc));
+}
+
+static void recv_uring(conn_t *c, uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+        if (c->mode == RX_FIXEDBUF && p >= c->frame && p < c->frame + c->cap) {
+            io_uring_prep_read_fixed(sqe, c->fd, p, (unsigned)n, 0, 0);
+        } else if (c->mode == RX_FIXEDFILE) {
+            io_uring_prep_recv(sqe, 0, p, n, MSG_WAITALL); /* slot 0 of the file table */
+            sqe->flags |= IOSQE_FIXED_FILE;
+        } else {
+            io_uring_prep_recv(sqe, c->fd, p, n, MSG_WAITALL);
+        }
+        struct io_uring_cqe *cqe = uring_wait(c);
+        int r = cqe->res;
+        io_uring_cqe_seen(&c->ring, cqe);
+        if (r <= 0)
+            die("recv: %s", r == 0 ? "connection closed" : strerror(-r));
+        c->recv_calls++;
+        c->recv_bytes += (uint64_t)r;
+        p += r, n -= (size_t)r;
+    }
+}
+
+static void release_held(conn_t *c)
+{
+    io_uring_buf_ring_add(c->br, c->pbufs + (size_t)c->held * PBUF_SIZE, PBUF_SIZE,
+                          (unsigned short)c->held, io_uring_buf_ring_mask(PBUF_COUNT), 0);
+    io_uring_buf_ring_advance(c->br, 1);
+    c->held = -1;
+}
+
+static void recv_multishot(conn_t *c, uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        if (c->left_len) {
+            size_t k = c->left_len < n ? c->left_len : n;
+            memcpy(p, c->left, k);
+            c->left += k, c->left_len -= k, p += k, n -= k;
+            if (!c->left_len)
+                release_held(c);
+            continue;
+        }
+        if (!c->armed) {
+            struct io_uring_sqe *sqe = io_uring_get_sqe(&c->ring);
+            io_uring_prep_recv_multishot(sqe, c->fd, NULL, 0, 0);
+            sqe->flags |= IOSQE_BUFFER_SELECT;
+            sqe->buf_group = PBUF_GROUP;
+            c->armed = 1;
+        }
+        struct io_uring_cqe *cqe = uring_wait(c);
+        int r = cqe->res;
+        unsigned flags = cqe->flags;
+        io_uring_cqe_seen(&c->ring, cqe);
+        if (!(flags & IORING_CQE_F_MORE))
+            c->armed = 0; /* ended (out of buffers, or an error): armed again above */
+        if (r == -ENOBUFS)
+            continue;
+        if (r <= 0)
+            die("recv: %s", r == 0 ? "connection closed" : strerror(-r));
+        if (!(flags & IORING_CQE_F_BUFFER))
+            die("multishot recv completed without a buffer");
+        c->recv_calls++;
+        c->recv_bytes += (uint64_t)r;
+        c->held = (int)(flags >> IORING_CQE_BUFFER_SHIFT);
+        c->left = c->pbufs + (size_t)c->held * PBUF_SIZE;
+        c->left_len = (size_t)r;
+    }
+}
+
+/* Exactly n bytes into p, by the connection's receive mode. */
 static void recv_n(conn_t *c, uint8_t *p, size_t n)
 {
+    if (c->mode == RX_URING || c->mode == RX_FIXEDFILE || c->mode == RX_FIXEDBUF)
+        return recv_uring(c, p, n);
+    if (c->mode == RX_MULTISHOT)
+        return recv_multishot(c, p, n);
     while (n > 0) {
         ssize_t r = recv(c->fd, p, n, 0);
         if (r < 0 && errno == EINTR)
@@ -147,6 +304,7 @@ static void recv_response(conn_t *c, int16_t key, int16_t v, kc_rbuf_t *r)
         c->cap = len;
         if (!(c->frame = malloc(c->cap)))
             die("out of memory for a %" PRIu32 "-byte response", len);
+        uring_frame_changed(c);
     }
     recv_n(c, c->frame, len);
     *r = kc_rbuf(c->frame, len);
@@ -194,25 +352,36 @@ int main(int argc, char **argv)
 {
     const char *bootstrap = NULL, *topic = NULL;
     uint64_t want = 0;
-    for (int o; (o = getopt(argc, argv, "b:t:n:")) != -1;) {
-        if (o == 'b')
+    rx_mode_t mode = RX_RECV;
+    static const char *const modes[] = {"recv", "uring", "fixedfile", "multishot", "fixedbuf"};
+    for (int o; (o = getopt(argc, argv, "b:t:n:r:")) != -1;) {
+        if (o == 'r') {
+            size_t m = 0;
+            while (m < 5 && strcmp(optarg, modes[m]) != 0)
+                m++;
+            if (m == 5)
+                die("-r %s: recv, uring, fixedfile, multishot or fixedbuf", optarg);
+            mode = (rx_mode_t)m;
+        } else if (o == 'b')
             bootstrap = optarg;
         else if (o == 't')
             topic = optarg;
         else if (o == 'n')
             want = strtoull(optarg, NULL, 10);
         else
-            die("usage: raw_fetch -b HOST:PORT -t TOPIC -n RECORDS");
+            die("usage: raw_fetch -b HOST:PORT -t TOPIC -n RECORDS [-r MODE]");
     }
     if (!bootstrap || !topic || want == 0)
-        die("usage: raw_fetch -b HOST:PORT -t TOPIC -n RECORDS");
+        die("usage: raw_fetch -b HOST:PORT -t TOPIC -n RECORDS [-r MODE]");
     char first[300];
     snprintf(first, sizeof first, "%.*s", (int)strcspn(bootstrap, ","), bootstrap);
 
-    conn_t c = {0};
+    conn_t c = {.mode = mode};
     kc_arena_t a = {0};
     kc_error_t err;
     conn_open(&c, first);
+    if (mode != RX_RECV)
+        uring_setup(&c);
 
     kc_api_versions_request_t avq = {kc_str("raw_fetch"), kc_str("0")};
     send_request(&c, KC_API_VERSIONS_REQUEST_API_KEY, 3, &avq);
@@ -313,10 +482,15 @@ int main(int argc, char **argv)
         }
     }
     double wall = now_s() - t0;
-    printf("{\"client\":\"raw_fetch\",\"version\":\"Fetch v%d, recv loop\",\"topic\":\"%s\","
+    printf("{\"client\":\"raw_fetch\",\"version\":\"Fetch v%d, %s\",\"topic\":\"%s\","
            "\"partitions\":%d,\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"wall_s\":%.3f,"
            "\"responses\":%" PRIu64 ",\"recv_calls\":%" PRIu64 "}\n",
-           fv, topic, np, records, c.recv_bytes - bytes0, wall, responses, c.recv_calls - calls0);
+           fv, modes[mode], topic, np, records, c.recv_bytes - bytes0, wall, responses,
+           c.recv_calls - calls0);
+    if (mode != RX_RECV)
+        io_uring_queue_exit(&c.ring);
+    free(c.pbufs);
+    free(c.br);
     close(c.fd);
     free(c.frame);
     kc_arena_free(&a);

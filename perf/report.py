@@ -122,6 +122,13 @@ def cmd_record(a):
         print(json.dumps(row))
         return
     row.update({k: v for k, v in res.items() if k not in row})
+    sc = read("syscalls")
+    if sc:
+        # perf stat -x, output: "COUNT,,raw_syscalls:sys_enter,..." (the consumer and /usr/bin/time).
+        for line in sc.splitlines():
+            f = line.split(",")
+            if len(f) > 2 and f[2].startswith("raw_syscalls:sys_enter") and f[0].isdigit():
+                row["syscalls"] = int(f[0])
     if a.consumer.startswith("kconsume"):
         st = last_json(read("kc-stats"))
         if st:
@@ -158,6 +165,8 @@ def cmd_record(a):
         row["mb_s"] = round(row["bytes"] / 1e6 / w, 1)
         if "cpu_s" in row:
             row["cpu_s_per_mrec"] = round(row["cpu_s"] / (row["records"] / 1e6), 3)
+        if "syscalls" in row:
+            row["syscalls_per_mrec"] = round(row["syscalls"] / (row["records"] / 1e6), 1)
     if row.get("records") and "cpu_net_s" in row:
         # kc_consume's per-thread split (read before kc_close): CPU s per million records each.
         m = row["records"] / 1e6
@@ -179,7 +188,7 @@ COLS = [("rec_s", "records/s", "{:,.0f}"), ("mb_s", "MB/s", "{:.1f}"),
         ("fetch_request_bytes_last", "last Fetch B", "{:,.0f}"),
         ("allocs_per_record", "allocs / rec", "{:.6f}"),
         ("first_all_s", "s to a record of every partition", "{:.2f}"),
-        ("idle_cpu_pct", "idle CPU %", "{:.2f}")]
+        ("idle_cpu_pct", "idle CPU %", "{:.2f}"), ("syscalls_per_mrec", "syscalls / M rec", "{:,.0f}")]
 
 
 def kc_ref(consumer):
@@ -274,6 +283,8 @@ def cmd_report(a):
             md.append(f"| {c} | {x.get('version') or '?'} | " + " | ".join(cells) + f" | {ratio} | {x['runs_ok']}/{x['runs']} | "
                       + x["note"].replace("|", "/")[:160] + " |")
         md.append("")
+        if case == "MEM-IO":
+            md += io_variants_md(agg, rows)
         chart(a.out, case, consumers, agg)
         if os.path.exists(os.path.join(a.out, f"{case}.png")):
             md += [f"![{case}]({case}.png)", ""]
@@ -439,6 +450,54 @@ def phase_split(runs):
     return md + [""]
 
 
+# MEM-IO: each way of receiving, and the one it would replace (perf/run io_variants).
+IO_BASE = {"kconsume-assign-w1-io_uring.single-coop": "kconsume-assign-w1-io_uring",
+           "kconsume-assign-w1-io_uring.coop": "kconsume-assign-w1-io_uring",
+           "kconsume-assign-w1-io_uring.plain": "kconsume-assign-w1-io_uring",
+           "kconsume-assign-w1-epoll": "kconsume-assign-w1-io_uring",
+           "raw-fetch-uring": "raw-fetch",
+           "raw-fetch-fixedfile": "raw-fetch-uring",
+           "raw-fetch-multishot": "raw-fetch-uring",
+           "raw-fetch-fixedbuf": "raw-fetch-uring"}
+
+
+def io_variants_md(agg, rows):
+    """MEM-IO's verdicts. A variant wins (or loses) only when every one of its runs used less (or
+    more) CPU per record than every run of its base: this machine's run-to-run spread is wider
+    than most of the differences, and medians alone would call noise a win. kconsume's rows are
+    judged on the network thread's CPU (the ring is its; the workers' share does not change with
+    it), raw_fetch's on the process's (one thread)."""
+    md = ["Each variant against the pattern it would replace (kconsume's ring setups and epoll "
+          "against today's SINGLE_ISSUER|DEFER_TASKRUN ring; raw_fetch's io_uring patterns against "
+          "its recv(MSG_WAITALL) into place, which is kconsume's), medians. Verdict: wins or loses "
+          "only when the two sets of runs do not overlap (kconsume: network thread CPU; raw_fetch: "
+          "process CPU); otherwise no difference.", "",
+          "| variant | base | CPU s / M rec | base | network thread | base | syscalls / M rec | base "
+          "| verdict |", "|---" * 9 + "|"]
+    fmt = lambda v, f: f.format(v) if v is not None else "—"
+    runs = lambda c, k: [r[k] for r in rows if r["consumer"] == c and "error" not in r
+                         and isinstance(r.get(k), (int, float))]
+    for v, b in IO_BASE.items():
+        x, y = agg.get(v), agg.get(b)
+        if not x or not y:
+            continue
+        k = "cpu_net_s_per_mrec" if v.startswith("kconsume") else "cpu_s_per_mrec"
+        rv, rb = runs(v, k), runs(b, k)
+        if not rv or not rb:
+            verdict = "n/a"
+        elif max(rv) < min(rb):
+            verdict = f"wins ({max(rv):.4f} < {min(rb):.4f})"
+        elif min(rv) > max(rb):
+            verdict = f"loses ({min(rv):.4f} > {max(rb):.4f})"
+        else:
+            verdict = "no difference (runs overlap)"
+        md.append(f"| {v} | {b} | {fmt(x.get('cpu_s_per_mrec'), '{:.3f}')} | {fmt(y.get('cpu_s_per_mrec'), '{:.3f}')} | "
+                  f"{fmt(x.get('cpu_net_s_per_mrec'), '{:.4f}')} | {fmt(y.get('cpu_net_s_per_mrec'), '{:.4f}')} | "
+                  f"{fmt(x.get('syscalls_per_mrec'), '{:,.0f}')} | {fmt(y.get('syscalls_per_mrec'), '{:,.0f}')} "
+                  f"| {verdict} |")
+    return md + [""]
+
+
 def cpu_split(cases):
     """Each kconsume row's CPU by thread (kc_consume reads /proc/self/task before closing) and
     the records/s it predicts at N workers, beside the 2-worker row measured on this machine."""
@@ -454,7 +513,7 @@ def cpu_split(cases):
           "| measured 2 workers |", "|---" * 12 + "|"]
     rows = 0
     for case, v in cases.items():
-        if not isinstance(v, dict):
+        if not isinstance(v, dict) or case == "MEM-IO":  # its rows are ring setups, in its own table
             continue
         for c, x in v.items():
             if not c.startswith("kconsume") or x.get("cpu_net_s_per_mrec") is None:
