@@ -78,7 +78,9 @@ kc_err_t kc_loop_new(kc_loop_t **out, kc_loop_backend_t backend, kc_error_t *err
     if (backend != KC_LOOP_EPOLL) {
         loop->vt = &kc_loop_uring_vt;
         rc = loop->vt->init(loop, &uerr);
-        if (rc != KC_OK && backend == KC_LOOP_URING) {
+        /* A configuration error (KC_URING_SETUP misspelt) is the caller's to fix, not a kernel
+         * that refused: auto does not hide it behind epoll. */
+        if (rc != KC_OK && (backend == KC_LOOP_URING || rc == KC_ERR_CONFIG)) {
             if (err)
                 *err = uerr;
             close(loop->wake_fd);

@@ -17,8 +17,9 @@
  * alternatives on the same bytes (perf/raw_fetch.c -r): a multishot recv on provided buffers
  * adds a copy out of the provided buffer and a completion per 64 KiB; read_fixed into a
  * registered buffer has no MSG_WAITALL, so a completion per segment; a registered file and ring
- * fd save a lookup per SQE, of which there are a few hundred per million records. None wins, so
- * none is used; the setup flags above measured alike too, DEFER_TASKRUN kept for its IPIs.
+ * fd save a lookup per SQE, and kconsume makes about 160 system calls per million 100-byte
+ * records. None uses less CPU, so none is used. The setup flags measured alike too;
+ * DEFER_TASKRUN stays first: completions run only when the loop waits, with no IPI to its thread.
  */
 #include "loop_internal.h"
 

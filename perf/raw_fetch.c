@@ -1,8 +1,8 @@
 /*
  * raw_fetch: the loopback ceiling for MEM-T1. It asks one broker for a topic's records with
  * kc_consume's default request sizes and wait (every partition, one request in flight, no fetch
- * session: kconsume's own requests ask for the same or less) and reads each response with a
- * plain blocking recv loop into one reused buffer. Of a
+ * session: kconsume's own requests ask for the same or less) and reads each response into one
+ * reused buffer, by default with a plain blocking recv loop. Of a
  * response it reads only what it needs to ask for the next one: the partition headers (through
  * the generated codec) and each record batch's 61-byte header (its base offset, last offset
  * delta and record count). No CRC, no record iteration, no second thread, no callback: what is
@@ -90,10 +90,12 @@ typedef enum rx_mode {
     RX_RECV,      /* blocking recv() until n bytes: the ceiling */
     RX_URING,     /* io_uring recv(MSG_WAITALL) straight into place: kconsume's pattern */
     RX_FIXEDFILE, /* RX_URING on a registered file, with the ring fd registered too */
-    RX_MULTISHOT, /* one multishot recv on a provided-buffer ring, each chunk copied into place */
+    RX_MULTISHOT, /* a multishot recv on a provided-buffer ring, each chunk copied into place */
     RX_FIXEDBUF,  /* read_fixed into a registered frame buffer, short reads resubmitted */
 } rx_mode_t;
 
+/* 4 MiB of provided buffers, half an 8 MiB response: when the reader falls behind the socket the
+ * multishot recv ends with ENOBUFS and is armed again (its extra system calls in MEM-IO). */
 #define PBUF_COUNT 64
 #define PBUF_SIZE  65536
 #define PBUF_GROUP 1
@@ -191,14 +193,18 @@ static void uring_setup(conn_t *c)
     }
 }
 
-/* The frame buffer changed: register it (RX_FIXEDBUF) as buffer 0. */
+/* The frame buffer changed: register it (RX_FIXEDBUF) as buffer 0. Registering pins it, which
+ * counts against RLIMIT_MEMLOCK for a process without CAP_IPC_LOCK. */
 static void uring_frame_changed(conn_t *c)
 {
     if (c->mode != RX_FIXEDBUF)
         return;
-    (void)io_uring_unregister_buffers(&c->ring);
     struct iovec iov = {.iov_base = c->frame, .iov_len = c->cap};
     int rc = io_uring_register_buffers(&c->ring, &iov, 1);
+    if (rc == -ENOMEM)
+        die("io_uring_register_buffers: a %zu-byte frame is more than this process may lock "
+            "(ulimit -l, RLIMIT_MEMLOCK): -r fixedbuf needs the limit above the largest response",
+            c->cap);
     if (rc != 0)
         die("io_uring_register_buffers: %s", strerror(-rc));
 }
@@ -275,10 +281,14 @@ static void recv_multishot(conn_t *c, uint8_t *p, size_t n)
 /* Exactly n bytes into p, by the connection's receive mode. */
 static void recv_n(conn_t *c, uint8_t *p, size_t n)
 {
-    if (c->mode == RX_URING || c->mode == RX_FIXEDFILE || c->mode == RX_FIXEDBUF)
-        return recv_uring(c, p, n);
-    if (c->mode == RX_MULTISHOT)
-        return recv_multishot(c, p, n);
+    if (c->mode == RX_URING || c->mode == RX_FIXEDFILE || c->mode == RX_FIXEDBUF) {
+        recv_uring(c, p, n);
+        return;
+    }
+    if (c->mode == RX_MULTISHOT) {
+        recv_multishot(c, p, n);
+        return;
+    }
     while (n > 0) {
         ssize_t r = recv(c->fd, p, n, 0);
         if (r < 0 && errno == EINTR)
@@ -300,6 +310,8 @@ static void recv_response(conn_t *c, int16_t key, int16_t v, kc_rbuf_t *r)
     if (len > MAX_FRAME)
         die("response of %" PRIu32 " bytes", len);
     if (len > c->cap) {
+        if (c->mode == RX_FIXEDBUF && c->frame)
+            (void)io_uring_unregister_buffers(&c->ring); /* before the memory goes */
         free(c->frame);
         c->cap = len;
         if (!(c->frame = malloc(c->cap)))
@@ -357,9 +369,9 @@ int main(int argc, char **argv)
     for (int o; (o = getopt(argc, argv, "b:t:n:r:")) != -1;) {
         if (o == 'r') {
             size_t m = 0;
-            while (m < 5 && strcmp(optarg, modes[m]) != 0)
+            while (m < sizeof modes / sizeof modes[0] && strcmp(optarg, modes[m]) != 0)
                 m++;
-            if (m == 5)
+            if (m == sizeof modes / sizeof modes[0])
                 die("-r %s: recv, uring, fixedfile, multishot or fixedbuf", optarg);
             mode = (rx_mode_t)m;
         } else if (o == 'b')
