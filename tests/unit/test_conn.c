@@ -2,8 +2,7 @@
  * frames, 1000 pipelined requests in order, request timeout -> reset -> reconnect, peer close
  * fails in-flight requests, backoff growth against a closed port. */
 #include "kc_test.h"
-
-#include <liburing.h>
+#include "uring_setups.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -1191,35 +1190,12 @@ static void uring_or_skip(void)
 static void older_ring_setups_carry_frames(void **state)
 {
     (void)state;
-    uring_or_skip();
-    kc_loop_t *l = NULL;
-    assert_int_equal(kc_loop_new(&l, KC_LOOP_URING, NULL), KC_OK);
-    int newest =
-        kc_loop_uring_flags(l) == (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
-    kc_loop_free(l);
-    static const struct {
-        const char *name;
-        unsigned flags;
-    } setups[] = {{"single-coop", IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN},
-                  {"coop", IORING_SETUP_COOP_TASKRUN},
-                  {"plain", 0}};
-    for (size_t i = 0; i < sizeof setups / sizeof setups[0]; i++) {
-        setenv("KC_URING_SETUP", setups[i].name, 1);
-        assert_int_equal(kc_loop_new(&l, KC_LOOP_URING, NULL), KC_OK);
-        if (newest)
-            assert_int_equal(kc_loop_uring_flags(l), setups[i].flags);
-        kc_loop_free(l);
+    bool newest = kc_test_uring_newest(); /* skips here, before any server thread, if refused */
+    for (size_t i = 0; i < KC_TEST_URING_SETUPS; i++) {
+        kc_test_uring_setup_use(i, newest);
         big_frames_and_pipelining(KC_LOOP_URING);
         netthread_drives_conn(KC_LOOP_URING);
     }
-}
-
-/* The setup name must not outlive its test, failed or not: later io_uring tests would skip. */
-static int unset_uring_setup(void **state)
-{
-    (void)state;
-    unsetenv("KC_URING_SETUP");
-    return 0;
 }
 
 BOTH(big_frames_and_pipelining)
@@ -1249,7 +1225,7 @@ int main(void)
         cmocka_unit_test(transport_goodbye_on_close_uring),
         cmocka_unit_test(transport_goodbye_on_close_epoll),
         cmocka_unit_test(big_frames_and_pipelining_uring),
-        cmocka_unit_test_teardown(older_ring_setups_carry_frames, unset_uring_setup),
+        cmocka_unit_test_teardown(older_ring_setups_carry_frames, kc_test_uring_setup_unset),
         cmocka_unit_test(big_frames_and_pipelining_epoll),
         cmocka_unit_test(timeout_resets_and_reconnects_uring),
         cmocka_unit_test(timeout_resets_and_reconnects_epoll),

@@ -2,8 +2,7 @@
  * Each test runs once per backend; io_uring is skipped (not failed) only where the kernel or a
  * sandbox refuses io_uring_setup. */
 #include "kc_test.h"
-
-#include <liburing.h>
+#include "uring_setups.h"
 
 #include <pthread.h>
 #include <errno.h>
@@ -374,29 +373,15 @@ BOTH(idle_loop_sleeps_and_wakes)
 static void older_ring_setups_sleep_and_wake(void **state)
 {
     (void)state;
-    kc_loop_t *l = NULL;
-    if (kc_loop_new(&l, KC_LOOP_URING, NULL) != KC_OK)
-        skip();
-    int newest =
-        kc_loop_uring_flags(l) == (IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
-    kc_loop_free(l);
-    static const struct {
-        const char *name;
-        unsigned flags;
-    } setups[] = {{"single-coop", IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN},
-                  {"coop", IORING_SETUP_COOP_TASKRUN},
-                  {"plain", 0}};
-    for (size_t i = 0; i < sizeof setups / sizeof setups[0]; i++) {
-        setenv("KC_URING_SETUP", setups[i].name, 1);
-        l = new_loop(KC_LOOP_URING);
-        if (newest)
-            assert_int_equal(kc_loop_uring_flags(l), setups[i].flags);
-        kc_loop_free(l);
+    bool newest = kc_test_uring_newest();
+    for (size_t i = 0; i < KC_TEST_URING_SETUPS; i++) {
+        kc_test_uring_setup_use(i, newest);
         timers_fire_in_order_and_stop_cancels(KC_LOOP_URING);
         idle_loop_sleeps_and_wakes(KC_LOOP_URING);
         queue_many_producers(KC_LOOP_URING);
     }
     setenv("KC_URING_SETUP", "sqpoll", 1);
+    kc_loop_t *l = NULL;
     kc_error_t e = {0};
     assert_int_equal(kc_loop_new(&l, KC_LOOP_URING, &e), KC_ERR_CONFIG);
     assert_non_null(strstr(e.msg, "sqpoll"));
@@ -405,14 +390,6 @@ static void older_ring_setups_sleep_and_wake(void **state)
         assert_int_equal(kc_loop_new(&l, KC_LOOP_AUTO, &e), KC_ERR_CONFIG);
         assert_non_null(strstr(e.msg, "sqpoll"));
     }
-}
-
-/* The setup name must not outlive its test, failed or not: later io_uring tests would skip. */
-static int unset_uring_setup(void **state)
-{
-    (void)state;
-    unsetenv("KC_URING_SETUP");
-    return 0;
 }
 
 int main(void)
@@ -424,7 +401,7 @@ int main(void)
         cmocka_unit_test(queue_many_producers_epoll),
         cmocka_unit_test(idle_loop_sleeps_and_wakes_uring),
         cmocka_unit_test(idle_loop_sleeps_and_wakes_epoll),
-        cmocka_unit_test_teardown(older_ring_setups_sleep_and_wake, unset_uring_setup),
+        cmocka_unit_test_teardown(older_ring_setups_sleep_and_wake, kc_test_uring_setup_unset),
         cmocka_unit_test(backend_env_forces_epoll),
         cmocka_unit_test(backoff_grows_with_bounded_jitter),
         cmocka_unit_test(foreign_thread_is_caught),
