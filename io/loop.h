@@ -95,7 +95,9 @@ typedef struct kc_loop_stats {
 kc_err_t kc_loop_backend_parse(const char *cfg, kc_loop_backend_t *out, kc_error_t *err);
 
 /* Creates a loop on the calling thread, which becomes its owner (io_uring SINGLE_ISSUER ties the
- * ring to the thread that creates it). KC_LOOP_AUTO honours KC_IO_BACKEND from the environment. */
+ * ring to the thread that creates it). KC_LOOP_AUTO honours KC_IO_BACKEND from the environment
+ * and falls back to epoll where io_uring cannot be set up, but not on a configuration error: a
+ * KC_URING_SETUP that names no ring setup (loop_uring.c) is KC_ERR_CONFIG with either. */
 kc_err_t kc_loop_new(kc_loop_t **out, kc_loop_backend_t backend, kc_error_t *err);
 void kc_loop_free(kc_loop_t *loop);
 const char *kc_loop_backend_name(const kc_loop_t *loop);

@@ -85,12 +85,6 @@ static void wake_cb(kc_loop_t *loop, kc_loop_op_t *op, int res)
 
 static kc_err_t u_init(kc_loop_t *loop, kc_error_t *err)
 {
-    /* Refused on request like kernel.io_uring_disabled: valgrind cannot run io_uring (a thread
-     * blocked in io_uring_enter holds its global lock, and the process deadlocks), so
-     * tests/valgrind-unit sets this and the io_uring variants of the tests skip. */
-    const char *no = getenv("KC_NO_IO_URING");
-    if (no && *no && strcmp(no, "0") != 0)
-        return kc_fail(err, KC_ERR_UNSUPPORTED, "io_uring refused: KC_NO_IO_URING is set");
     static const struct {
         const char *name;
         unsigned flags;
@@ -112,6 +106,13 @@ static kc_err_t u_init(kc_loop_t *loop, kc_error_t *err)
             return kc_fail(err, KC_ERR_CONFIG,
                            "KC_URING_SETUP='%s' is not defer, single-coop, coop or plain", from);
     }
+    /* Refused on request like kernel.io_uring_disabled: valgrind cannot run io_uring (a thread
+     * blocked in io_uring_enter holds its global lock, and the process deadlocks), so
+     * tests/valgrind-unit sets this and the io_uring variants of the tests skip. After the name
+     * check: a misspelt name is an error whether or not io_uring may run. */
+    const char *no = getenv("KC_NO_IO_URING");
+    if (no && *no && strcmp(no, "0") != 0)
+        return kc_fail(err, KC_ERR_UNSUPPORTED, "io_uring refused: KC_NO_IO_URING is set");
     uring_be *b = calloc(1, sizeof *b);
     if (!b)
         return kc_fail(err, KC_ERR_NOMEM, "io_uring: out of memory");

@@ -125,13 +125,13 @@ def cmd_record(a):
     sc = read("syscalls")
     if sc:
         # perf stat -x, output: "COUNT,UNIT,EVENT,..." for the consumer and /usr/bin/time (whose
-        # own share is a few dozen calls and about a millisecond). task-clock is in msec, at
-        # nanosecond resolution where /usr/bin/time's CPU comes in 10 ms steps.
+        # own share is a few dozen calls and about a millisecond). task-clock is in msec with two
+        # decimals (10 us) where /usr/bin/time's CPU comes in 10 ms steps.
         for line in sc.splitlines():
             f = line.split(",")
             if len(f) > 2 and f[2].startswith("raw_syscalls:sys_enter") and f[0].isdigit():
                 row["syscalls"] = int(f[0])
-            elif len(f) > 2 and f[2].startswith("task-clock"):
+            elif len(f) > 2 and f[2].startswith("task-clock") and f[1] == "msec":
                 try:
                     row["task_clock_s"] = float(f[0]) / 1e3
                 except ValueError:
@@ -476,56 +476,64 @@ IO_BASE = {"kconsume-assign-w1-io_uring.single-coop": "kconsume-assign-w1-io_uri
            "raw-fetch-fixedfile": "raw-fetch-uring",
            "raw-fetch-multishot": "raw-fetch-uring",
            "raw-fetch-fixedbuf": "raw-fetch-uring"}
+IO_MIN_ROUNDS = 5  # fewer cannot say much: 3 rounds all on one side happen 2 times in 8 by chance
 
 
 def io_variants_md(agg, rows):
     """MEM-IO's verdicts. Runs are paired by round (perf/run alternates the consumers within a
     round, so a round's load falls on both): a variant wins (or loses) only when it used less
-    (or more) CPU per record than its base in every round, a sign test (with 5 rounds, 2 in 32
-    under no difference). Medians alone would call this machine's noise a win. kconsume's rows
-    are judged on the network thread's CPU (schedstat, nanoseconds: the ring is that thread's,
-    and the workers' share does not change with it), raw_fetch's on the process's task-clock
-    (perf stat, nanoseconds; /usr/bin/time's 10 ms steps where perf could not count). Records/s
-    get the same rule, separately: a pattern can finish sooner for the same CPU."""
-    md = ["Each variant against the pattern it would replace (kconsume's ring setups and epoll "
-          "against its SINGLE_ISSUER|DEFER_TASKRUN ring; raw_fetch's io_uring patterns against its "
-          "recv(MSG_WAITALL) into place, the pattern kconsume's network thread uses). CPU is the "
-          "network thread's for kconsume and the process's task-clock for raw_fetch; the ratio is "
-          "the median of the rounds' variant ÷ base. A verdict other than \"same\" means the "
-          "variant was on that side of its base in every round: with 5 rounds, 2 in 32 under no "
-          "difference, so among the table's 16 verdicts about one such is expected by chance. It "
-          "is a place to look, for a longer A/B to confirm.", "",
-          "| variant | base | CPU s / M rec | base | CPU ratio | CPU verdict | records/s | base | "
-          "records/s verdict | syscalls / M rec | base |", "|---" * 11 + "|"]
+    (or more) CPU per record than its base in every one of at least IO_MIN_ROUNDS rounds, a sign
+    test (n rounds all on one side: 2 in 2^n under no difference). Medians alone would call this
+    machine's noise a win. kconsume's rows are judged on the network thread's CPU (schedstat:
+    the ring is that thread's, and the workers' share does not change with it), raw_fetch's on
+    the process's task-clock (perf stat, 10 us; /usr/bin/time's 10 ms steps where perf could not
+    count, marked). Records/s get the same rule, separately: a pattern can finish sooner for the
+    same CPU."""
     fmt = lambda v, f: f.format(v) if v is not None else "—"
     by_run = lambda c, k: {r["run"]: r[k] for r in rows if r["consumer"] == c and "error" not in r
                            and isinstance(r.get(k), (int, float))}
     m = lambda xs: statistics.median(xs) if xs else None
+    chances = []  # the chance of each verdict given, under no difference
 
     def paired(v, b, k, less, more):
         rv, rb = by_run(v, k), by_run(b, k)
         ratios = [rv[i] / rb[i] for i in rv if i in rb and rb[i]]
-        if len(ratios) < 3:  # one or two rounds cannot say (quick runs have one)
-            return (m(ratios) if ratios else None), f"n/a ({len(ratios)} round{'s' if len(ratios) != 1 else ''})"
-        verdict = less if max(ratios) < 1 else more if min(ratios) > 1 else "same"
-        return m(ratios), verdict
+        n = len(ratios)
+        if n < IO_MIN_ROUNDS:
+            return (m(ratios) if ratios else None), f"n/a ({n} round{'s' if n != 1 else ''})"
+        chances.append(2 / 2 ** n)
+        side = less if max(ratios) < 1 else more if min(ratios) > 1 else None
+        return m(ratios), f"{side} ({n} of {n})" if side else "same"
 
+    out = []
     for v, b in IO_BASE.items():
         if v not in agg or b not in agg:
             continue
-        if v.startswith("kconsume"):
-            k = "cpu_net_s_per_mrec"
-        else:
-            k = "task_clock_s_per_mrec" if by_run(v, "task_clock_s_per_mrec") and by_run(
-                b, "task_clock_s_per_mrec") else "cpu_s_per_mrec"
+        k, note = "cpu_net_s_per_mrec", ""
+        if not v.startswith("kconsume"):
+            k = "task_clock_s_per_mrec"
+            if not (by_run(v, k) and by_run(b, k)):
+                k, note = "cpu_s_per_mrec", " (time)"
         ratio, cpu_verdict = paired(v, b, k, "wins", "loses")
         _, rate_verdict = paired(v, b, "rec_s", "slower", "faster")
         col = lambda c, key: m(list(by_run(c, key).values()))
-        md.append(f"| {v} | {b} | {fmt(col(v, k), '{:.4f}')} | {fmt(col(b, k), '{:.4f}')} | "
-                  f"{fmt(ratio, '{:.2f}')} | {cpu_verdict} | {fmt(col(v, 'rec_s'), '{:,.0f}')} | "
-                  f"{fmt(col(b, 'rec_s'), '{:,.0f}')} | {rate_verdict} | "
-                  f"{fmt(col(v, 'syscalls_per_mrec'), '{:,.0f}')} | {fmt(col(b, 'syscalls_per_mrec'), '{:,.0f}')} |")
-    return md + [""]
+        out.append(f"| {v} | {b} | {fmt(col(v, k), '{:.4f}')}{note} | {fmt(col(b, k), '{:.4f}')} | "
+                   f"{fmt(ratio, '{:.2f}')} | {cpu_verdict} | {fmt(col(v, 'rec_s'), '{:,.0f}')} | "
+                   f"{fmt(col(b, 'rec_s'), '{:,.0f}')} | {rate_verdict} | "
+                   f"{fmt(col(v, 'syscalls_per_mrec'), '{:,.0f}')} | {fmt(col(b, 'syscalls_per_mrec'), '{:,.0f}')} |")
+    expected = sum(chances)
+    md = ["Each variant against the pattern it would replace (kconsume's ring setups and epoll "
+          "against its SINGLE_ISSUER|DEFER_TASKRUN ring; raw_fetch's io_uring patterns against its "
+          "recv(MSG_WAITALL) into place, the pattern kconsume's network thread uses). CPU is the "
+          "network thread's for kconsume and the process's task-clock for raw_fetch (\"(time)\": "
+          "/usr/bin/time's, where perf could not count); the ratio is the median of the rounds' "
+          "variant ÷ base. A verdict other than \"same\" means the variant was on that side of its "
+          f"base in every round (at least {IO_MIN_ROUNDS}). Under no difference at all, "
+          f"{expected:.1f} of this table's {len(chances)} verdicts would come out other than "
+          "\"same\" by chance: a verdict is a place to look, for a longer A/B to confirm.", "",
+          "| variant | base | CPU s / M rec | base | CPU ratio | CPU verdict | records/s | base | "
+          "records/s verdict | syscalls / M rec | base |", "|---" * 11 + "|"]
+    return md + out + [""]
 
 
 def cpu_split(cases):
