@@ -492,7 +492,6 @@ def io_variants_md(agg, rows):
     fmt = lambda v, f: f.format(v) if v is not None else "—"
     by_run = lambda c, k: {r["run"]: r[k] for r in rows if r["consumer"] == c and "error" not in r
                            and isinstance(r.get(k), (int, float))}
-    m = lambda xs: statistics.median(xs) if xs else None
     chances = []  # the chance of each verdict given, under no difference
 
     def paired(v, b, k, less, more):
@@ -500,10 +499,10 @@ def io_variants_md(agg, rows):
         ratios = [rv[i] / rb[i] for i in rv if i in rb and rb[i]]
         n = len(ratios)
         if n < IO_MIN_ROUNDS:
-            return (m(ratios) if ratios else None), f"n/a ({n} round{'s' if n != 1 else ''})"
+            return (statistics.median(ratios) if ratios else None), f"n/a ({n} round{'s' if n != 1 else ''})"
         chances.append(2 / 2 ** n)
         side = less if max(ratios) < 1 else more if min(ratios) > 1 else None
-        return m(ratios), f"{side} ({n} of {n})" if side else "same"
+        return statistics.median(ratios), f"{side} ({n} of {n})" if side else "same"
 
     out = []
     for v, b in IO_BASE.items():
@@ -516,7 +515,7 @@ def io_variants_md(agg, rows):
                 k, note = "cpu_s_per_mrec", " (time)"
         ratio, cpu_verdict = paired(v, b, k, "wins", "loses")
         _, rate_verdict = paired(v, b, "rec_s", "slower", "faster")
-        col = lambda c, key: m(list(by_run(c, key).values()))
+        col = lambda c, key: med([r for r in rows if r["consumer"] == c and "error" not in r], key)
         out.append(f"| {v} | {b} | {fmt(col(v, k), '{:.4f}')}{note} | {fmt(col(b, k), '{:.4f}')} | "
                    f"{fmt(ratio, '{:.2f}')} | {cpu_verdict} | {fmt(col(v, 'rec_s'), '{:,.0f}')} | "
                    f"{fmt(col(b, 'rec_s'), '{:,.0f}')} | {rate_verdict} | "
