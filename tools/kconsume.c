@@ -11,8 +11,9 @@
  *    with one write(2) under out_mu, so lines of concurrent workers never interleave.
  *  - shared: the partition registry (reg_mu), the counters and the stop code (atomics, noted
  *    where they are declared in tools/app/app.h).
- * This file: callbacks, output, the registry and the main loop; tools/app/ends.c the start-up
- * assignment and -e end checks; tools/app/view.c the --live view and the summary.
+ * This file: callbacks, output and the main loop; tools/app/parts.c the partition registry;
+ * tools/app/ends.c the start-up assignment and -e end checks; tools/app/view.c the --live view
+ * and the summary.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,34 +103,6 @@ static worker_t *this_worker(void)
     pthread_mutex_unlock(&kc_app.reg_mu);
     tl_worker = w;
     return w;
-}
-
-/* ---- the partition registry ------------------------------------------------------------------ */
-
-part_t *kc_app_part_get(const char *topic, int32_t partition)
-{
-    pthread_mutex_lock(&kc_app.reg_mu);
-    part_t *p;
-    for (p = kc_app.parts; p; p = p->next)
-        if (p->partition == partition && !strcmp(p->topic, topic))
-            break;
-    if (!p) {
-        p = calloc(1, sizeof *p);
-        if (p && !(p->topic = strdup(topic))) {
-            free(p);
-            p = NULL;
-        }
-        if (p) {
-            p->partition = partition;
-            atomic_init(&p->end, -1);
-            atomic_init(&p->pos, -1);
-            atomic_init(&p->worker, -1);
-            p->next = kc_app.parts;
-            kc_app.parts = p;
-        }
-    }
-    pthread_mutex_unlock(&kc_app.reg_mu);
-    return p;
 }
 
 /* ---- callbacks (workers) --------------------------------------------------------------------- */

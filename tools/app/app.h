@@ -1,6 +1,7 @@
 /*
  * The kconsume CLI's shared state and the functions its files share (tools/kconsume.c: flags,
- * callbacks, output, main loop; tools/app/ends.c: start-up assignment and the -e end checks;
+ * callbacks, output, main loop; tools/app/parts.c: the partition registry; tools/app/ends.c:
+ * start-up assignment and the -e end checks;
  * tools/app/view.c: the --live view and the summary). A user of the public API only.
  *
  * Ownership as documented in tools/kconsume.c: the main thread owns kc_app.a, kc_app.c and the
@@ -74,15 +75,17 @@ typedef struct kc_app {
 
 extern kc_app_t kc_app; /* tools/kconsume.c */
 
-/* tools/kconsume.c. now_ns: CLOCK_MONOTONIC. request_stop: first writer wins (any thread).
- * part_get: the registry entry, created on first use; NULL when out of memory (any thread). */
+/* tools/kconsume.c. now_ns: CLOCK_MONOTONIC. request_stop: first writer wins (any thread). */
 uint64_t kc_app_now_ns(void);
 void kc_app_request_stop(int code);
+/* tools/app/parts.c: the registry entry, created on first use; NULL when out of memory (any
+ * thread). */
 part_t *kc_app_part_get(const char *topic, int32_t partition);
 
 /* tools/app/ends.c, main thread. assign_all: manual assignment of every -t partition (-p's), end
- * marks first under -e; 0 ok, else the exit code (reported). all_at_end: 1 when every assigned
- * partition is done (blocking questions: never from a callback). */
+ * marks first under -e; 0 ok, else the exit code (reported). all_at_end: 1 when every partition
+ * the consumer holds (kc_assignment, not the on_assign flags) is done (blocking questions: never
+ * from a callback). */
 int kc_app_assign_all(void);
 /* 1 when partitions have ends to stop at: -e, or -o e@MS (ends.c). Any thread. */
 int kc_app_ends_matter(void);

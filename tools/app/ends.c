@@ -239,24 +239,24 @@ static void committed_ends(part_t **ps, size_t n)
             atomic_store(&ps[i]->done, 1);
 }
 
-/* Returns 1 when every assigned partition is done and at least one is assigned. Asks the
+/* Returns 1 when every partition the consumer holds is done and it holds at least one. Asks the
  * watermarks of newly assigned partitions (blocking, so here on the main thread and never in a
- * callback). */
+ * callback). What it holds is the consumer's own list (kc_assignment), not the on_assign flags:
+ * a group hands a member several partitions in one step, but their on_assign calls run one after
+ * another (and on several workers), so between two of them the flags name only part of the
+ * step, and a part already at its end would end the run with the rest never read by anyone. */
 int kc_app_all_at_end(void)
 {
-    part_t *snap[4096];
+    kc_topic_partition_t *held = NULL;
     size_t n = 0;
-    pthread_mutex_lock(&kc_app.reg_mu);
-    for (part_t *p = kc_app.parts; p && n < sizeof snap / sizeof *snap; p = p->next)
-        snap[n++] = p; /* entries are never freed while running: safe to use unlocked */
-    pthread_mutex_unlock(&kc_app.reg_mu);
-    size_t assigned = 0, done = 0, n_unknown = 0;
+    if (kc_assignment(kc_app.c, &held, &n, NULL) != KC_OK)
+        return 0; /* asked again on the next tick */
+    size_t done = 0, n_unknown = 0;
     part_t *unknown[256];
     for (size_t i = 0; i < n; i++) {
-        part_t *p = snap[i];
-        if (!atomic_load(&p->assigned))
-            continue;
-        assigned++;
+        part_t *p = kc_app_part_get(held[i].topic, held[i].partition);
+        if (!p)
+            break; /* out of memory: not done; the next tick asks again */
         if (atomic_load(&p->done)) {
             done++;
             continue;
@@ -273,7 +273,8 @@ int kc_app_all_at_end(void)
             unknown[n_unknown++] = p;
         done += (size_t)atomic_load(&p->done);
     }
-    if (done < assigned)
+    free(held);
+    if (done < n)
         committed_ends(unknown, n_unknown);
-    return assigned > 0 && done == assigned;
+    return n > 0 && done == n;
 }
