@@ -129,12 +129,50 @@ typedef struct kc_rt_cmpl {
 CK_RING_PROTOTYPE(kc_bref, kc_rt_bref)
 CK_RING_PROTOTYPE(kc_cmpl, kc_rt_cmpl)
 
+/*
+ * A partition's batch ring grows: it starts at KC_RT_BRING_FIRST slots and doubles, up to the
+ * size asked at init, when a push finds it full. Most partitions of a consumer with thousands of
+ * them never hold more than a batch or two, and a ring of the full size made each of them cost a
+ * resident page for its first slot (T4 in perf/README.md); a busy one grows within its first few
+ * pushes and then stays at the full size.
+ *
+ * Growth never moves an entry: the producer allocates a segment twice the size, links it from the
+ * full one (`next`, a release store after the last push there) and pushes into it from then on.
+ * The consumer drains the old segment first; when it finds that segment empty and `next` set
+ * (acquire: every push into the old segment happens-before), it looks once more (an entry pushed
+ * there before the link is visible now), then frees the old segment and moves on. The producer
+ * never touches a segment after linking past it, so the consumer's free races with nothing.
+ * Within a segment the ck_ring orders below hold unchanged.
+ *
+ * The bound is the full size's, whatever the segments: at most `max` - 1 entries queued, counted
+ * as pushes (producer's) minus pops (the consumer's, a relaxed atomic the producer reads: like
+ * ck's own c_head, a stale value only understates the room).
+ */
+#define KC_RT_BRING_FIRST 16u
+
+typedef struct kc_rt_bseg {
+    struct ck_ring ring;
+    struct kc_rt_bseg *_Atomic next; /* the next, larger segment; set once by the producer */
+    struct kc_rt_bref slots[];
+} kc_rt_bseg_t;
+
 /* Written out per type rather than generated, so every name is greppable. */
 typedef struct kc_rt_bring {
-    struct ck_ring ring;
-    struct kc_rt_bref *slots;
-    char hb_data, hb_slot; /* TSan sync addresses: slot written->read, slot read->reused */
+    kc_rt_bseg_t *prod; /* producer: the segment pushed into */
+    unsigned max;       /* the full size (a power of two) */
+    unsigned pushed;    /* producer: entries pushed, wrapping */
+    /* The producer's fields and the consumer's never share a cache line (each side writes its
+     * own on every push or pop); malloc'd parts cannot promise _Alignas(64), padding can. */
+    char pad_[64];
+    kc_rt_bseg_t *cons;      /* consumer: the segment popped from (the oldest) */
+    _Atomic unsigned popped; /* consumer writes, producer reads (the bound): entries popped */
+    char hb_data, hb_slot;   /* TSan sync addresses: slot written->read, slot read->reused */
 } kc_rt_bring_t;
+
+/* The producer's slow path: a segment twice the size of the one it pushes into, linked behind
+ * it. false when that one is already of the full size, or out of memory (then the push is
+ * refused as when full). */
+bool kc_rt_bring_grow(kc_rt_bring_t *r);
 
 typedef struct kc_rt_cring {
     struct ck_ring ring;
@@ -145,9 +183,14 @@ typedef struct kc_rt_cring {
 /* Producer side. false when full (nothing written). */
 static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
 {
-    struct kc_rt_bref *slot = ck_ring_enqueue_reserve_spsc_kc_bref(&r->ring, r->slots);
-    if (!slot)
+    if (r->pushed - atomic_load_explicit(&r->popped, memory_order_relaxed) >= r->max - 1)
         return false;
+    struct kc_rt_bref *slot = ck_ring_enqueue_reserve_spsc_kc_bref(&r->prod->ring, r->prod->slots);
+    if (!slot) {
+        if (!kc_rt_bring_grow(r))
+            return false;
+        slot = ck_ring_enqueue_reserve_spsc_kc_bref(&r->prod->ring, r->prod->slots);
+    }
     /* acquire: pairs with the release half of _pop's fence (header: slot reuse) */
     atomic_thread_fence(memory_order_acquire);
     KC_TSAN_ACQUIRE(&r->hb_slot); /* after the reserve saw the consumer free the slot */
@@ -155,9 +198,13 @@ static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
     KC_TSAN_RELEASE(&r->hb_data); /* pairs with the consumer's acquire in _pop */
     /* release: pairs with the acquire half of _pop's fence (header: data) */
     atomic_thread_fence(memory_order_release);
-    ck_ring_enqueue_commit_spsc(&r->ring);
+    ck_ring_enqueue_commit_spsc(&r->prod->ring);
+    r->pushed++;
     return true;
 }
+
+/* The consumer's move past a drained segment (growth, above); false when there is none. */
+bool kc_rt_bring_next_segment(kc_rt_bring_t *r);
 
 /* Consumer side. false when empty. */
 static inline bool kc_rt_bring_pop(kc_rt_bring_t *r, kc_rt_bref_t *out)
@@ -166,19 +213,24 @@ static inline bool kc_rt_bring_pop(kc_rt_bring_t *r, kc_rt_bref_t *out)
      * would not cover the producer's release for an entry committed just after it. acq_rel:
      * acquire pairs with push's release fence (data); release orders the previous pop's slot
      * read before this pop's c_head store, pairing with push's acquire fence (slot reuse). */
-    if (ck_ring_size(&r->ring) == 0)
-        return false;
+    while (ck_ring_size(&r->cons->ring) == 0)
+        if (!kc_rt_bring_next_segment(r))
+            return false;
     atomic_thread_fence(memory_order_acq_rel);
     KC_TSAN_ACQUIRE(&r->hb_data);
-    if (!ck_ring_dequeue_spsc_kc_bref(&r->ring, r->slots, out))
+    if (!ck_ring_dequeue_spsc_kc_bref(&r->cons->ring, r->cons->slots, out))
         return false;
     KC_TSAN_RELEASE(&r->hb_slot);
+    /* one consumer at a time (header), so load-and-store; relaxed: it publishes nothing */
+    atomic_store_explicit(&r->popped, atomic_load_explicit(&r->popped, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     return true;
 }
 
+/* Entries queued. Producer side only (it reads the producer's count). */
 static inline unsigned kc_rt_bring_size(const kc_rt_bring_t *r)
 {
-    return ck_ring_size(&r->ring);
+    return r->pushed - atomic_load_explicit(&r->popped, memory_order_relaxed);
 }
 
 static inline bool kc_rt_cring_push(kc_rt_cring_t *r, const kc_rt_cmpl_t *e)
@@ -207,7 +259,8 @@ static inline bool kc_rt_cring_pop(kc_rt_cring_t *r, kc_rt_cmpl_t *out)
     return true;
 }
 
-/* Allocates `size` slots (rounded up to a power of two, >= 2). KC_ERR_NOMEM on failure. */
+/* A ring of `size` slots at most (rounded up to a power of two, >= 2), starting smaller (above).
+ * KC_ERR_NOMEM on failure. */
 kc_err_t kc_rt_bring_init(kc_rt_bring_t *r, unsigned size);
 void kc_rt_bring_fini(kc_rt_bring_t *r);
 kc_err_t kc_rt_cring_init(kc_rt_cring_t *r, unsigned size);

@@ -1,6 +1,7 @@
 /* kc-test-label: threads */
 /* The typed SPSC rings over ck_ring: FIFO, capacity (size - 1), and a two-thread stream in
- * order with no loss or duplication. */
+ * order with no loss or duplication; the batch ring's growth (ring.h): FIFO across segments, the
+ * full size's bound, and a consumer draining and freeing old segments while the producer grows. */
 #include <pthread.h>
 
 #include "kc_test.h"
@@ -25,13 +26,74 @@ static void fifo_and_capacity(void **state)
     kc_rt_cring_fini(&r);
 }
 
+static void push_n(kc_rt_bring_t *r, int64_t from, int n)
+{
+    for (int64_t i = from; i < from + n; i++) {
+        kc_rt_bref_t b = {.base_offset = i};
+        assert_true(kc_rt_bring_push(r, &b));
+    }
+}
+
+static void pop_n(kc_rt_bring_t *r, int64_t from, int n)
+{
+    for (int64_t i = from; i < from + n; i++) {
+        kc_rt_bref_t b;
+        assert_true(kc_rt_bring_pop(r, &b));
+        assert_int_equal(b.base_offset, i);
+    }
+}
+
+static void batch_ring_grows_in_order(void **state)
+{
+    (void)state;
+    kc_rt_bring_t r;
+    assert_int_equal(kc_rt_bring_init(&r, 64), KC_OK);
+    assert_int_equal(ck_ring_capacity(&r.prod->ring), KC_RT_BRING_FIRST);
+    /* The first segment full, then one push more: it goes to a new segment of twice the size,
+     * and what is left in the old one comes out before it, also after more pushes. */
+    push_n(&r, 0, KC_RT_BRING_FIRST - 1);
+    assert_int_equal(ck_ring_capacity(&r.prod->ring), KC_RT_BRING_FIRST);
+    push_n(&r, KC_RT_BRING_FIRST - 1, 1);
+    assert_int_equal(ck_ring_capacity(&r.prod->ring), 2 * KC_RT_BRING_FIRST);
+    assert_true(r.cons != r.prod);
+    pop_n(&r, 0, 5);
+    push_n(&r, KC_RT_BRING_FIRST, 1);
+    assert_int_equal(kc_rt_bring_size(&r), KC_RT_BRING_FIRST - 5 + 1);
+    pop_n(&r, 5, KC_RT_BRING_FIRST - 5 + 1);
+    assert_true(r.cons == r.prod); /* the drained segment was left (and freed: ASan) */
+    kc_rt_bref_t b;
+    assert_false(kc_rt_bring_pop(&r, &b));
+    /* Up to the full size's bound, 63 queued, whatever the segments hold. */
+    push_n(&r, 100, 63);
+    assert_int_equal(kc_rt_bring_size(&r), 63);
+    b.base_offset = -1;
+    assert_false(kc_rt_bring_push(&r, &b));
+    assert_int_equal(ck_ring_capacity(&r.prod->ring), 64);
+    pop_n(&r, 100, 1);
+    push_n(&r, 163, 1); /* one popped: room for one */
+    assert_false(kc_rt_bring_push(&r, &b));
+    pop_n(&r, 101, 63);
+    assert_false(kc_rt_bring_pop(&r, &b));
+    /* Segments still queued at fini are freed there (ASan's leak check). */
+    push_n(&r, 0, 40);
+    kc_rt_bring_fini(&r);
+
+    /* A size below the first segment's is the ring's size from the start. */
+    assert_int_equal(kc_rt_bring_init(&r, 4), KC_OK);
+    push_n(&r, 0, 3);
+    assert_false(kc_rt_bring_push(&r, &b));
+    pop_n(&r, 0, 3);
+    kc_rt_bring_fini(&r);
+}
+
 #define N 200000
 static kc_rt_bring_t R;
+static int64_t n_items = N;
 
 static void *producer(void *arg)
 {
     (void)arg;
-    for (int64_t i = 0; i < N; i++) {
+    for (int64_t i = 0; i < n_items; i++) {
         kc_rt_bref_t b = {.base_offset = i, .last_offset = i * 3};
         while (!kc_rt_bring_push(&R, &b))
             sched_yield();
@@ -39,14 +101,16 @@ static void *producer(void *arg)
     return NULL;
 }
 
-static void two_threads_in_order(void **state)
+/* One stream of n items through a fresh ring of `size` slots, producer and consumer on two
+ * threads. */
+static void stream(unsigned size, int64_t n)
 {
-    (void)state;
-    assert_int_equal(kc_rt_bring_init(&R, 64), KC_OK);
+    assert_int_equal(kc_rt_bring_init(&R, size), KC_OK);
+    n_items = n;
     pthread_t t;
     pthread_create(&t, NULL, producer, NULL);
     int64_t next = 0;
-    while (next < N) {
+    while (next < n) {
         kc_rt_bref_t b;
         if (!kc_rt_bring_pop(&R, &b)) {
             sched_yield();
@@ -63,11 +127,30 @@ static void two_threads_in_order(void **state)
     kc_rt_bring_fini(&R);
 }
 
+static void two_threads_in_order(void **state)
+{
+    (void)state;
+    stream(64, N);
+}
+
+/* Growth while the consumer pops: every round starts a ring at its first segment, so each grows
+ * four times (16 to 256) with the consumer draining and freeing the old segments as the
+ * producer links new ones. Under TSan the link's release/acquire is what orders the old
+ * segment's last entries before its free; under ASan a producer touching a freed segment fails. */
+static void two_threads_while_growing(void **state)
+{
+    (void)state;
+    for (int round = 0; round < 300; round++)
+        stream(256, 600);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fifo_and_capacity),
+        cmocka_unit_test(batch_ring_grows_in_order),
         cmocka_unit_test(two_threads_in_order),
+        cmocka_unit_test(two_threads_while_growing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
