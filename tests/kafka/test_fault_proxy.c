@@ -469,6 +469,7 @@ static void close_after_bytes(void **state)
     char reply[256];
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "close-after bytes=10"), 0);
     c = (kc_rc_t){.fd = kc_rc_connect(kc_fp_bootstrap(g_fp), 5000)};
+    assert_true(c.fd >= 0);
     kc_metadata_request_t q;
     kc_metadata_request_init(&q);
     q.topics.count = -1;
@@ -489,6 +490,7 @@ static void blackhole_never_answers(void **state)
     kc_rc_open(&c, kc_fp_bootstrap(g_fp));
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole on"), 0);
     c.fd = (close(c.fd), kc_rc_connect(kc_fp_bootstrap(g_fp), 1500)); /* accepted... */
+    assert_true(c.fd >= 0);
     kc_metadata_response_t r;
     assert_int_equal(metadata(&c, &r), KC_ERR_TRANSPORT); /* ...but no answer in 1.5 s */
     assert_int_equal(kc_fp_cmd(g_fp, reply, sizeof reply, "blackhole off"), 0);

@@ -6,8 +6,7 @@
 #include "raw_client.h"
 #include "kc_test.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,37 +14,49 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-int kc_rc_connect(const char *bootstrap, int ms)
+int kc_rc_connect(const char *bootstrap, int timeout_ms)
 {
-    char host[256];
-    int port;
+    char host[256], port[16];
     const char *comma = strchr(bootstrap, ',');
-    char first[300];
-    snprintf(first, sizeof first, "%.*s", comma ? (int)(comma - bootstrap) : (int)strlen(bootstrap),
-             bootstrap);
-    char *colon = strrchr(first, ':');
-    assert_non_null(colon);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - first), first);
-    port = atoi(colon + 1);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    assert_int_equal(
-        inet_pton(AF_INET, strcmp(host, "localhost") == 0 ? "127.0.0.1" : host, &sa.sin_addr), 1);
-    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    size_t len = comma ? (size_t)(comma - bootstrap) : strlen(bootstrap);
+    const char *colon = memrchr(bootstrap, ':', len);
+    if (!colon || (size_t)(colon - bootstrap) >= sizeof host ||
+        len - (size_t)(colon - bootstrap) - 1 >= sizeof port)
+        return -1;
+    memcpy(host, bootstrap, (size_t)(colon - bootstrap));
+    host[colon - bootstrap] = '\0';
+    memcpy(port, colon + 1, len - (size_t)(colon - bootstrap) - 1);
+    port[len - (size_t)(colon - bootstrap) - 1] = '\0';
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return -1;
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
+        if (fd < 0)
+            continue;
+        struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+            break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
     return fd;
 }
 
-void kc_rc_send(kc_rc_t *c, int16_t key, int16_t v, const void *body)
+int kc_rc_write_all(int fd, const void *p, size_t n)
 {
-    kc_wbuf_t w = {0};
-    kc_error_t err;
-    assert_int_equal(
-        kc_proto_write_request(&w, key, v, ++c->corr, kc_str("kc-fp-test"), body, &err), KC_OK);
-    assert_int_equal(write(c->fd, w.data, w.len), (ssize_t)w.len);
-    kc_wbuf_free(&w);
+    const uint8_t *b = p;
+    while (n > 0) {
+        ssize_t r = write(fd, b, n);
+        if (r <= 0)
+            return -1;
+        b += r, n -= (size_t)r;
+    }
+    return 0;
 }
 
 static int read_n(int fd, uint8_t *p, size_t n)
@@ -59,25 +70,38 @@ static int read_n(int fd, uint8_t *p, size_t n)
     return 0;
 }
 
-/* Reads one response frame; -1 on EOF, timeout or short frame (the frame is kept in c). */
-static int recv_frame(kc_rc_t *c, uint32_t *len)
+uint8_t *kc_rc_read_frame(int fd, uint32_t *len)
 {
     uint8_t sz[4];
-    if (read_n(c->fd, sz, 4) != 0)
-        return -1;
+    if (read_n(fd, sz, 4) != 0)
+        return NULL;
     *len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
     if (*len > (64u << 20))
-        return -1;
-    free(c->frame);
-    c->frame = malloc(*len + 1);
-    return read_n(c->fd, c->frame, *len);
+        return NULL;
+    uint8_t *f = malloc(*len + 1);
+    if (f && read_n(fd, f, *len) != 0) {
+        free(f);
+        return NULL;
+    }
+    return f;
+}
+
+void kc_rc_send(kc_rc_t *c, int16_t key, int16_t v, const void *body)
+{
+    kc_wbuf_t w = {0};
+    kc_error_t err;
+    assert_int_equal(
+        kc_proto_write_request(&w, key, v, ++c->corr, kc_str("kc-fp-test"), body, &err), KC_OK);
+    assert_int_equal(kc_rc_write_all(c->fd, w.data, w.len), 0);
+    kc_wbuf_free(&w);
 }
 
 /* Reads and decodes the response to the last request: KC_OK or the decoder's error. */
 kc_err_t kc_rc_recv(kc_rc_t *c, int16_t key, int16_t v, void *body)
 {
     uint32_t len;
-    if (recv_frame(c, &len) != 0)
+    free(c->frame);
+    if (!(c->frame = kc_rc_read_frame(c->fd, &len)))
         return KC_ERR_TRANSPORT;
     kc_rbuf_t r = kc_rbuf(c->frame, len);
     kc_error_t err;
@@ -94,6 +118,7 @@ kc_err_t kc_rc_recv(kc_rc_t *c, int16_t key, int16_t v, void *body)
 void kc_rc_open(kc_rc_t *c, const char *bootstrap)
 {
     *c = (kc_rc_t){.fd = kc_rc_connect(bootstrap, 5000)};
+    assert_true(c->fd >= 0);
     kc_api_versions_request_t q = {kc_str("kc-test"), kc_str("0")};
     kc_rc_send(c, KC_API_VERSIONS_REQUEST_API_KEY, 3, &q);
     kc_api_versions_response_t r;

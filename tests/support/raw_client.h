@@ -1,7 +1,8 @@
 /*
  * A tiny blocking Kafka client over the generated codec, for kafka-labelled C tests that need to
  * see exact responses (through the fault proxy, from the memory broker). Fails the running
- * cmocka test on local errors; returns the codec's verdict on what the server sent.
+ * cmocka test on local errors; returns the codec's verdict on what the server sent. Its socket
+ * and frame calls are also broker_blocking.c's.
  *
  * Owner: the test thread using the kc_rc_t.
  */
@@ -18,8 +19,14 @@ typedef struct kc_rc {
     kc_arena_t arena;
 } kc_rc_t;
 
-/* Connects to the first address of a bootstrap list; reads time out after timeout_ms. */
+/* Connects to the first host:port of a bootstrap list (any address family); reads and writes
+ * time out after timeout_ms. -1 on failure. */
 int kc_rc_connect(const char *bootstrap, int timeout_ms);
+/* Writes all n bytes: 0, or -1 (error, timeout). */
+int kc_rc_write_all(int fd, const void *p, size_t n);
+/* Reads one size-prefixed frame (at most 64 MiB) into a malloc'd buffer (the caller frees it),
+ * its length in *len; NULL on EOF, timeout, error or a size past the limit. */
+uint8_t *kc_rc_read_frame(int fd, uint32_t *len);
 /* Connects and negotiates versions with ApiVersions v3. */
 void kc_rc_open(kc_rc_t *c, const char *bootstrap);
 void kc_rc_close(kc_rc_t *c);
