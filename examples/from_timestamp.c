@@ -1,7 +1,9 @@
 /*
  * Replay from a point in time: find, for each partition of TOPIC, the first record at or after
  * TIMESTAMP (ms since the epoch) with kc_offsets_for_times, assign the partitions from there and
- * print records until every partition reached the end it had when the program started.
+ * print records until every partition reached the end it had when the program started
+ * (kc_query_watermarks_list). Each question names every partition at once: one round trip per
+ * leader, however many partitions.
  *
  *   from_timestamp BROKERS TOPIC TIMESTAMP_MS
  *
@@ -74,34 +76,37 @@ int main(int argc, char **argv)
     int rc = 1;
     int32_t n = 0;
     kc_offset_time_t *q = NULL;
+    kc_watermarks_t *w = NULL;
     kc_topic_partition_t *tps = NULL;
     if (kc_topic_partitions(c, argv[2], &n, 10000, &err) != KC_OK) {
         fprintf(stderr, "partitions of %s: %s\n", argv[2], err.msg);
         goto out;
     }
     q = calloc((size_t)n, sizeof *q);
+    w = calloc((size_t)n, sizeof *w);
     tps = calloc((size_t)n, sizeof *tps);
     ends = calloc((size_t)n, sizeof *ends);
-    if (!q || !tps || !ends) {
+    if (!q || !w || !tps || !ends) {
         fprintf(stderr, "out of memory\n");
         goto out;
     }
     int64_t ts = atoll(argv[3]);
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
         q[i] = (kc_offset_time_t){.topic = argv[2], .partition = i, .timestamp = ts};
+        w[i] = (kc_watermarks_t){.topic = argv[2], .partition = i};
+    }
+    /* Each call's error names the first partition that failed, why, and how many did. */
     if (kc_offsets_for_times(c, q, (size_t)n, 10000, &err) != KC_OK) {
         fprintf(stderr, "offsets for times: %s\n", err.msg);
         goto out;
     }
+    if (kc_query_watermarks_list(c, w, (size_t)n, 10000, &err) != KC_OK) {
+        fprintf(stderr, "watermarks: %s\n", err.msg);
+        goto out;
+    }
     int waiting = 0;
     for (int32_t i = 0; i < n; i++) {
-        int64_t low;
-        if (q[i].err != KC_OK ||
-            kc_query_watermarks(c, argv[2], i, &low, &ends[i], 10000, &err) != KC_OK) {
-            fprintf(stderr, "partition %d: %s\n", i,
-                    q[i].err != KC_OK ? kc_err_str(q[i].err) : err.msg);
-            goto out;
-        }
+        ends[i] = w[i].high;
         /* offset -1: no record that late; start at the end, nothing to wait for. */
         int64_t start = q[i].offset >= 0 ? q[i].offset : ends[i];
         tps[i] = (kc_topic_partition_t){argv[2], i, start};
@@ -122,6 +127,7 @@ out:
     }
     kc_destroy(c);
     free(q);
+    free(w);
     free(tps);
     free(ends);
     return rc;

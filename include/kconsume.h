@@ -621,10 +621,11 @@ typedef struct kc_topic_partition {
  *    (one consumer has one owner of its assignment);
  *  - from callback context (any kconsume callback, i.e. on a worker thread), the calls that wait
  *    for the network thread — kc_close, kc_unsubscribe, kc_commit, kc_committed,
- * kc_topic_partitions, kc_query_watermarks, kc_poll with a timeout — return KC_ERR_STATE instead of
- * deadlocking; kc_destroy there is ignored and logged. kc_commit_async, kc_seek, kc_pause,
- * kc_resume, kc_store_offset, kc_position and kc_member_id are fine in callbacks. Not detected: a
- * handle used after kc_destroy, or one app thread's kc_conf_t shared without locking.
+ *    kc_topic_partitions, kc_query_watermarks (and _list), kc_poll with a timeout — return
+ *    KC_ERR_STATE instead of deadlocking; kc_destroy there is ignored and logged.
+ *    kc_commit_async, kc_seek, kc_pause, kc_resume, kc_store_offset, kc_position and
+ *    kc_member_id are fine in callbacks. Not detected: a handle used after kc_destroy, or one
+ *    app thread's kc_conf_t shared without locking.
  */
 
 /* Join group.id and follow its assignment (group.protocol decides KIP-848 or classic). Topics
@@ -864,6 +865,28 @@ KC_API kc_err_t kc_topic_partitions(kc_consumer_t *c, const char *topic, int32_t
                                     int timeout_ms, kc_error_t *err);
 KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t partition,
                                     int64_t *low, int64_t *high, int timeout_ms, kc_error_t *err);
+
+/*
+ * kc_query_watermarks for a list: every entry's log start and end in one question, each leader
+ * asked once for all the partitions it leads (at 10,000 partitions, one call instead of 10,000
+ * round trips). Threads and retries as kc_query_watermarks.
+ *
+ * In: topic, partition. Out, per entry: err, and with KC_OK low and high (else -1 both).
+ * An entry's err otherwise says why it has no answer, as kc_offsets_for_times' entries do
+ * (KC_ERR_NOT_FOUND for an unknown topic or partition, KC_ERR_BROKER with kafka_code, ...).
+ * The call returns KC_OK when every entry has KC_OK, else the first failed entry's err, with
+ * `err` naming that entry, why, and how many lookups failed.
+ */
+typedef struct kc_watermarks {
+    const char *topic;  /* in */
+    int32_t partition;  /* in */
+    int64_t low;        /* out */
+    int64_t high;       /* out */
+    int16_t kafka_code; /* out: the broker's error code with KC_ERR_BROKER, else 0 */
+    kc_err_t err;       /* out */
+} kc_watermarks_t;
+KC_API kc_err_t kc_query_watermarks_list(kc_consumer_t *c, kc_watermarks_t *q, size_t n,
+                                         int timeout_ms, kc_error_t *err);
 
 /*
  * Offsets for times: for each entry, the earliest offset whose record timestamp is >= `timestamp`

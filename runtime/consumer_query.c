@@ -1,5 +1,5 @@
 /*
- * The cluster questions (kc_topic_partitions, kc_query_watermarks, kc_offsets_for_times,
+ * The cluster questions (kc_topic_partitions, kc_query_watermarks[_list], kc_offsets_for_times,
  * kc_metadata: engine/query.h, asked on the network thread), the member id (kc_member_id,
  * kc_consumer_set_member_id), and what the consumer holds as lists the application frees
  * (kc_assignment, kc_subscription: one block each).
@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -234,6 +235,77 @@ static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *e
     return rc;
 }
 
+/* Out of an error for every entry: no answer was had. */
+static void watermarks_unanswered(kc_watermarks_t *qs, size_t n, kc_err_t rc)
+{
+    for (size_t i = 0; i < n; i++) {
+        qs[i].low = qs[i].high = -1;
+        qs[i].kafka_code = 0;
+        qs[i].err = rc;
+    }
+}
+
+/* Both watermark calls: `fn` names the one the application called (the callback-context refusal
+ * says which). Entries already checked. */
+static kc_err_t watermarks(kc_consumer_t *c, kc_watermarks_t *qs, size_t n, int timeout_ms,
+                           const char *fn, kc_error_t *err);
+
+KC_API kc_err_t kc_query_watermarks_list(kc_consumer_t *c, kc_watermarks_t *qs, size_t n,
+                                         int timeout_ms, kc_error_t *err)
+{
+    if (!c || (n && !qs))
+        return kc_fail(err, KC_ERR_INVALID_ARG,
+                       "kc_query_watermarks_list: consumer or list is NULL");
+    for (size_t i = 0; i < n; i++)
+        if (!qs[i].topic || !*qs[i].topic || qs[i].partition < 0)
+            return kc_fail(err, KC_ERR_INVALID_ARG,
+                           "kc_query_watermarks_list: entry %zu needs a topic and a partition "
+                           ">= 0",
+                           i);
+    return n ? watermarks(c, qs, n, timeout_ms, "kc_query_watermarks_list", err) : KC_OK;
+}
+
+static kc_err_t watermarks(kc_consumer_t *c, kc_watermarks_t *qs, size_t n, int timeout_ms,
+                           const char *fn, kc_error_t *err)
+{
+    /* Two lookups per entry, earliest then latest: the engine asks each leader once per round
+     * for every partition it leads (engine/query.c). */
+    qwait_t *w = n <= SIZE_MAX / 2 ? qw_new(c, 0, 2 * n) : NULL;
+    for (size_t i = 0; w && i < n; i++) {
+        const char *name = intern(w, qs[i].topic);
+        if (!name) {
+            qw_unref(w);
+            w = NULL;
+            break;
+        }
+        w->lookups[2 * i] =
+            (kc_engine_lookup_t){.topic = name, .partition = qs[i].partition, .timestamp = -2};
+        w->lookups[2 * i + 1] =
+            (kc_engine_lookup_t){.topic = name, .partition = qs[i].partition, .timestamp = -1};
+    }
+    if (!w) {
+        watermarks_unanswered(qs, n, KC_ERR_NOMEM);
+        return kc_fail(err, KC_ERR_NOMEM, "%s: out of memory", fn);
+    }
+    w->q.n_lookups = 2 * n;
+    kc_err_t rc = ask(w, fn, qs[0].topic, timeout_ms, err);
+    if (rc != KC_OK) {
+        watermarks_unanswered(qs, n, rc);
+        return rc;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const kc_engine_lookup_t *lo = &w->lookups[2 * i], *hi = &w->lookups[2 * i + 1];
+        const kc_engine_lookup_t *bad = lo->rc != KC_OK ? lo : hi;
+        qs[i].err = bad->rc;
+        qs[i].kafka_code = bad->rc != KC_OK ? bad->kafka_code : 0;
+        qs[i].low = bad->rc == KC_OK ? lo->offset : -1;
+        qs[i].high = bad->rc == KC_OK ? hi->offset : -1;
+    }
+    rc = lookups_result(w, "ListOffsets", err);
+    qw_unref(w);
+    return rc;
+}
+
 KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t partition,
                                     int64_t *low, int64_t *high, int timeout_ms, kc_error_t *err)
 {
@@ -243,27 +315,14 @@ KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t
         return kc_fail(err, KC_ERR_INVALID_ARG, "query: topic is required");
     if (partition < 0)
         return kc_fail(err, KC_ERR_INVALID_ARG, "query_watermarks: partition must be >= 0");
-    qwait_t *w = qw_new(c, 0, 2);
-    const char *name = w ? intern(w, topic) : NULL;
-    if (!name) {
-        if (w)
-            qw_unref(w);
-        return kc_fail(err, KC_ERR_NOMEM, "query: out of memory");
-    }
-    w->lookups[0] = (kc_engine_lookup_t){.topic = name, .partition = partition, .timestamp = -2};
-    w->lookups[1] = (kc_engine_lookup_t){.topic = name, .partition = partition, .timestamp = -1};
-    w->q.n_lookups = 2;
-    kc_err_t rc = ask(w, "kc_query_watermarks", topic, timeout_ms, err);
-    if (rc != KC_OK)
-        return rc;
-    rc = lookups_result(w, "ListOffsets", err);
+    kc_watermarks_t q = {.topic = topic, .partition = partition};
+    kc_err_t rc = watermarks(c, &q, 1, timeout_ms, "kc_query_watermarks", err);
     if (rc == KC_OK) {
         if (low)
-            *low = w->lookups[0].offset;
+            *low = q.low;
         if (high)
-            *high = w->lookups[1].offset;
+            *high = q.high;
     }
-    qw_unref(w);
     return rc;
 }
 

@@ -422,10 +422,10 @@ kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
                 kc_buf_unref(b->raw.buf);
             return rc;
         }
-        /* split_count saw room for every piece, and only this thread pushes, so this does not
-         * happen; were it to, the caller no longer owns the batch (the first piece took its
-         * reference), and the piece's records go back to the broker when their acquisition
-         * lock runs out, as for a lost verdict. */
+        /* split_count saw room for every piece, and only this thread pushes, so this happens
+         * only when a lane's ring has no memory to grow into (ring.h); then the caller no longer
+         * owns the batch (the first piece took its reference), and the piece's records go back
+         * to the broker when their acquisition lock runs out, as for a lost verdict. */
         kc_slice_release(&piece.raw);
     }
     return KC_OK;

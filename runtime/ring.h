@@ -145,8 +145,11 @@ CK_RING_PROTOTYPE(kc_cmpl, kc_rt_cmpl)
  * Within a segment the ck_ring orders below hold unchanged.
  *
  * The bound is the full size's, whatever the segments: at most `max` - 1 entries queued, counted
- * as pushes (producer's) minus pops (the consumer's, a relaxed atomic the producer reads: like
- * ck's own c_head, a stale value only understates the room).
+ * as pushes (producer's) minus pops (the consumer's atomic, which the producer reads). A stale
+ * count only understates the room. The pop's store is a release after its c_head store, and the
+ * producer's load an acquire, so a push (or a size taken before it, dispatch.c's split_count)
+ * that counts a pop also sees its c_head: a segment of the full size that the bound says has
+ * room has room for the reserve too.
  */
 #define KC_RT_BRING_FIRST 16u
 
@@ -165,7 +168,7 @@ typedef struct kc_rt_bring {
      * own on every push or pop); malloc'd parts cannot promise _Alignas(64), padding can. */
     char pad_[64];
     kc_rt_bseg_t *cons;      /* consumer: the segment popped from (the oldest) */
-    _Atomic unsigned popped; /* consumer writes, producer reads (the bound): entries popped */
+    _Atomic unsigned popped; /* consumer writes (release), producer reads (acquire): pops */
     char hb_data, hb_slot;   /* TSan sync addresses: slot written->read, slot read->reused */
 } kc_rt_bring_t;
 
@@ -183,7 +186,7 @@ typedef struct kc_rt_cring {
 /* Producer side. false when full (nothing written). */
 static inline bool kc_rt_bring_push(kc_rt_bring_t *r, const kc_rt_bref_t *e)
 {
-    if (r->pushed - atomic_load_explicit(&r->popped, memory_order_relaxed) >= r->max - 1)
+    if (r->pushed - atomic_load_explicit(&r->popped, memory_order_acquire) >= r->max - 1)
         return false;
     struct kc_rt_bref *slot = ck_ring_enqueue_reserve_spsc_kc_bref(&r->prod->ring, r->prod->slots);
     if (!slot) {
@@ -221,16 +224,17 @@ static inline bool kc_rt_bring_pop(kc_rt_bring_t *r, kc_rt_bref_t *out)
     if (!ck_ring_dequeue_spsc_kc_bref(&r->cons->ring, r->cons->slots, out))
         return false;
     KC_TSAN_RELEASE(&r->hb_slot);
-    /* one consumer at a time (header), so load-and-store; relaxed: it publishes nothing */
+    /* one consumer at a time (header), so load-and-store; release: after the c_head store
+     * (growth, above: the bound) */
     atomic_store_explicit(&r->popped, atomic_load_explicit(&r->popped, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+                          memory_order_release);
     return true;
 }
 
 /* Entries queued. Producer side only (it reads the producer's count). */
 static inline unsigned kc_rt_bring_size(const kc_rt_bring_t *r)
 {
-    return r->pushed - atomic_load_explicit(&r->popped, memory_order_relaxed);
+    return r->pushed - atomic_load_explicit(&r->popped, memory_order_acquire); /* as in push */
 }
 
 static inline bool kc_rt_cring_push(kc_rt_cring_t *r, const kc_rt_cmpl_t *e)

@@ -336,6 +336,7 @@ static void free_all(void)
         free(w);
     }
     kc_app.parts = NULL;
+    memset(kc_app.part_buckets, 0, sizeof kc_app.part_buckets);
     kc_app.workers = NULL;
     kc_cli_fmt_free(&kc_app.fmt);
     kc_cli_args_free(&kc_app.a);

@@ -2,7 +2,8 @@
 # kc-memory-broker against real clients (needs no cluster): kcat (librdkafka) and Java's console
 # consumer must read every record, for every codec, from one node and from two nodes that split
 # the partitions; the stats file must count the requests; SIGTERM must end it with status 0.
-# Last, Java through kc-fault-proxy with fetch-session errors injected.
+# Then Java through kc-fault-proxy with fetch-session errors injected; last, kconsume's -e over
+# 1,000 partitions asks their ends in a few requests.
 set -euo pipefail
 SRC=${KC_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 BUILD=${KC_BUILD_DIR:-$SRC/build/asan}
@@ -92,6 +93,22 @@ kill -TERM "$FP_PID"
 rc=0; wait "$FP_PID" || rc=$?
 check "proxy SIGTERM exit status" 0 "$rc"
 kill -TERM "$MB_PID"; wait "$MB_PID" || true
+
+# kconsume -e over 1,000 partitions, by hand and in a group: the end marks come from one
+# watermarks question for all of them (per leader, a ListOffsets round for the log starts and one
+# for the ends), not two requests per partition; every record is read once.
+for mode in assign group; do
+    start "mb-ends-$mode" --topic E --partitions 1000 --records 2 --batch-records 2 \
+        --stats-file "$WORK/ends-$mode"
+    args=(); [[ $mode == group ]] && args=(-G "ends-$mode")
+    n=$(timeout 120 "$BUILD/kconsume" -b "$BS" -t E "${args[@]}" -o beginning -e -q -f '%p %o\n' |
+        sort -u | wc -l)
+    check "kconsume -e ($mode), 1000 partitions x 2 records" 2000 "$n"
+    kill -TERM "$PID"; wait "$PID" || true
+    lo=$(sed -nE 's/^requests api=ListOffsets key=2 count=([0-9]+).*/\1/p' "$WORK/ends-$mode")
+    check "ListOffsets requests for the 1000 partitions' ends ($mode): 1 to 4" yes \
+        "$([[ ${lo:-0} -ge 1 && ${lo:-0} -le 4 ]] && echo yes || echo "no (${lo:-none})")"
+done
 
 [[ $fails == 0 ]] || { echo "$fails check(s) failed"; exit 1; }
 echo "all checks passed"

@@ -1,7 +1,8 @@
 /* kc-test-label: threads */
 /* Against the suite's cluster: kc_topic_partitions (count, unknown topic → KC_ERR_NOT_FOUND),
  * kc_query_watermarks (low 0, the highs add up to what was produced, a partition that does not
- * exist → KC_ERR_NOT_FOUND, an unassigned partition works), and the stats JSON on an idle
+ * exist → KC_ERR_NOT_FOUND, an unassigned partition works; the list form answers the same, a
+ * missing entry failing alone), and the stats JSON on an idle
  * assignment (from the end): fetch_requests keeps growing while fetch_partitions_sent stays flat
  * (KIP-227 incremental sessions send nothing for unchanged partitions), every broker fetched
  * from has state "up" (its connection's), and every object matches the contract
@@ -130,6 +131,28 @@ static void query_and_idle_stats(void **state)
     assert_int_equal(sum, RECS);
     assert_int_equal(kc_query_watermarks(c, topic, NP + 4, NULL, NULL, 10000, &err),
                      KC_ERR_NOT_FOUND);
+    /* The list form: the same answers in one question; an entry that does not exist fails
+     * alone (its own err), the call names it, and the others are answered. */
+    kc_watermarks_t wl[NP + 1];
+    for (int p = 0; p < NP; p++)
+        wl[p] = (kc_watermarks_t){.topic = topic, .partition = p, .low = -5, .high = -5};
+    wl[NP] = (kc_watermarks_t){.topic = topic, .partition = NP + 4};
+    assert_int_equal(kc_query_watermarks_list(c, wl, NP, 10000, &err), KC_OK);
+    int64_t list_sum = 0;
+    for (int p = 0; p < NP; p++) {
+        assert_int_equal(wl[p].err, KC_OK);
+        assert_int_equal(wl[p].low, 0);
+        list_sum += wl[p].high;
+    }
+    assert_int_equal(list_sum, RECS);
+    assert_int_equal(kc_query_watermarks_list(c, wl, NP + 1, 10000, &err), KC_ERR_NOT_FOUND);
+    printf("# watermarks list with a missing partition: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "[7]"));
+    for (int p = 0; p < NP; p++)
+        assert_int_equal(wl[p].err, KC_OK);
+    assert_int_equal(wl[NP].err, KC_ERR_NOT_FOUND);
+    assert_int_equal(wl[NP].low, -1);
+    assert_int_equal(wl[NP].high, -1);
 
     kc_topic_partition_t tps[NP];
     for (int p = 0; p < NP; p++)

@@ -65,6 +65,8 @@ static void null_handles_and_arguments(void **state)
     expect(kc_subscribe(NULL, topics, 1, &e), &e, KC_ERR_INVALID_ARG, "required");
     expect(kc_topic_partitions(NULL, "t", &cnt, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
     expect(kc_query_watermarks(NULL, "t", 0, NULL, NULL, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
+    kc_watermarks_t wq = {.topic = "t", .partition = 0};
+    expect(kc_query_watermarks_list(NULL, &wq, 1, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
     kc_offset_time_t ot = {.topic = "t", .partition = 0, .timestamp = 0};
     expect(kc_offsets_for_times(NULL, &ot, 1, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
     kc_metadata_t *md = (kc_metadata_t *)1;
@@ -161,6 +163,14 @@ static void calls_after_close_say_closed(void **state)
     const char *topics[] = {"t"};
     expect(kc_subscribe(c, topics, 1, &e), &e, KC_ERR_CLOSED, "closed");
     expect(kc_query_watermarks(c, "t", 0, NULL, NULL, 100, &e), &e, KC_ERR_CLOSED, "closed");
+    kc_watermarks_t wq[2] = {{.topic = "t", .partition = 0}, {.topic = "t", .partition = 1}};
+    expect(kc_query_watermarks_list(c, wq, 2, 100, &e), &e, KC_ERR_CLOSED, "closed");
+    assert_int_equal(wq[1].err, KC_ERR_CLOSED); /* every entry says why it has no answer */
+    assert_int_equal(wq[1].high, -1);
+    wq[1].partition = -1; /* checked before anything is asked */
+    expect(kc_query_watermarks_list(c, wq, 2, 100, &e), &e, KC_ERR_INVALID_ARG, "entry 1");
+    wq[1].topic = NULL;
+    expect(kc_query_watermarks_list(c, wq, 2, 100, &e), &e, KC_ERR_INVALID_ARG, "entry 1");
     kc_offset_time_t ot = {.topic = "t", .partition = 0, .timestamp = 0};
     expect(kc_offsets_for_times(c, &ot, 1, 100, &e), &e, KC_ERR_CLOSED, "closed");
     kc_metadata_t *md = NULL;
@@ -207,8 +217,8 @@ typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int done;
-    kc_err_t rc[10];
-    kc_error_t err[10];
+    kc_err_t rc[11];
+    kc_error_t err[11];
 } cbctx_t;
 
 static void on_event(void *opaque, const kc_event_t *ev)
@@ -232,6 +242,8 @@ static void on_event(void *opaque, const kc_event_t *ev)
     x->rc[i] = kc_poll(c, 1000, &b, &x->err[i]), i++;
     x->rc[i] = kc_topic_partitions(c, "t", &n, 1000, &x->err[i]), i++;
     x->rc[i] = kc_query_watermarks(c, "t", 0, NULL, NULL, 1000, &x->err[i]), i++;
+    kc_watermarks_t wq = {.topic = "t", .partition = 0};
+    x->rc[i] = kc_query_watermarks_list(c, &wq, 1, 1000, &x->err[i]), i++;
     kc_offset_time_t ot = {.topic = "t", .partition = 0, .timestamp = 0};
     x->rc[i] = kc_offsets_for_times(c, &ot, 1, 1000, &x->err[i]), i++;
     kc_metadata_t *md;
@@ -275,15 +287,16 @@ static void blocking_calls_from_a_callback_are_refused(void **state)
                                 "kc_poll",
                                 "kc_topic_partitions",
                                 "kc_query_watermarks",
+                                "kc_query_watermarks_list",
                                 "kc_offsets_for_times",
                                 "kc_metadata"};
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         expect(x.rc[i], &x.err[i], KC_ERR_STATE, fns[i]);
         expect(x.rc[i], &x.err[i], KC_ERR_STATE, "from a kconsume callback");
     }
     /* kc_poll(0) in push mode: the push-mode refusal, not the callback one */
-    expect(x.rc[8], &x.err[8], KC_ERR_STATE, "push mode");
-    assert_int_not_equal(x.rc[9], KC_ERR_STATE);
+    expect(x.rc[9], &x.err[9], KC_ERR_STATE, "push mode");
+    assert_int_not_equal(x.rc[10], KC_ERR_STATE);
     /* the refused kc_close did not half-close it: the app thread still can */
     kc_error_t e;
     kc_topic_partition_t tp = {"t", 0, 0};

@@ -74,6 +74,16 @@ static void batch_ring_grows_in_order(void **state)
     assert_false(kc_rt_bring_push(&r, &b));
     pop_n(&r, 101, 63);
     assert_false(kc_rt_bring_pop(&r, &b));
+    /* The consumer's second look: a segment that looked empty before the producer filled it
+     * and linked the next one still holds entries, which come out before the next segment's. */
+    kc_rt_bring_fini(&r); /* from a fresh ring */
+    assert_int_equal(kc_rt_bring_init(&r, 64), KC_OK);
+    push_n(&r, 0, KC_RT_BRING_FIRST); /* the last of them grew the ring */
+    kc_rt_bseg_t *first_seg = r.cons;
+    assert_true(kc_rt_bring_next_segment(&r)); /* a link, but entries left: stay */
+    assert_true(r.cons == first_seg);
+    pop_n(&r, 0, KC_RT_BRING_FIRST);
+    assert_true(r.cons == r.prod);
     /* Segments still queued at fini are freed there (ASan's leak check). */
     push_n(&r, 0, 40);
     kc_rt_bring_fini(&r);

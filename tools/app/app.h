@@ -38,9 +38,12 @@ typedef struct part {
      * (relaxed: a progress display needs untorn values, no ordering). */
     _Atomic int64_t recs, pos;
     atomic_int worker;
-    int64_t prev_recs; /* main thread: recs at the previous frame, for the rate */
-    struct part *next; /* registry list, under reg_mu */
+    int64_t prev_recs;  /* main thread: recs at the previous frame, for the rate */
+    struct part *next;  /* registry list, under reg_mu */
+    struct part *hnext; /* registry bucket chain (parts.c), under reg_mu */
 } part_t;
+
+#define KC_APP_PART_BUCKETS 4096 /* registry hash buckets: chains of ~3 at 10,000 partitions */
 
 /* One per worker thread that ran a callback. Owner: that worker; freed by main after close. */
 typedef struct worker {
@@ -65,6 +68,7 @@ typedef struct kc_app {
 
     pthread_mutex_t reg_mu; /* parts and workers lists */
     part_t *parts;
+    part_t *part_buckets[KC_APP_PART_BUCKETS]; /* the same parts by topic and partition */
     worker_t *workers;
 
     _Atomic int64_t reserved; /* -c: records claimed for printing (claim first, then print) */

@@ -59,80 +59,114 @@ static int64_t start_position(int64_t low, int64_t high, int64_t at_time)
     }
 }
 
-static int watermarks(part_t *p, int64_t *low, int64_t *high)
+/* The watermarks of n partitions in one question (each leader asked once for all it leads):
+ * low[i] and high[i], or -1 both where there is no answer. 0 when every one was answered. */
+static int watermarks(part_t *const *ps, size_t n, int64_t *low, int64_t *high)
 {
+    kc_watermarks_t *q = calloc(n ? n : 1, sizeof *q);
     kc_error_t e;
-    if (kc_query_watermarks(kc_app.c, p->topic, p->partition, low, high, META_TIMEOUT_MS, &e) ==
-        KC_OK)
-        return 0;
-    if (!kc_app.a.quiet)
-        fprintf(stderr, "kconsume: %s[%d]: watermarks: %s (asking again)\n", p->topic, p->partition,
-                e.msg);
-    return -1;
+    kc_err_t rc = KC_ERR_NOMEM;
+    for (size_t i = 0; q && i < n; i++)
+        q[i] = (kc_watermarks_t){.topic = ps[i]->topic, .partition = ps[i]->partition};
+    if (q)
+        rc = kc_query_watermarks_list(kc_app.c, q, n, META_TIMEOUT_MS, &e);
+    else
+        snprintf(e.msg, sizeof e.msg, "out of memory");
+    if (rc != KC_OK && !kc_app.a.quiet)
+        fprintf(stderr, "kconsume: watermarks: %s (asking again)\n", e.msg);
+    for (size_t i = 0; i < n; i++) {
+        int ok = q && q[i].err == KC_OK;
+        low[i] = ok ? q[i].low : -1;
+        high[i] = ok ? q[i].high : -1;
+    }
+    free(q);
+    return rc == KC_OK ? 0 : -1;
 }
 
-/* s@MS in manual assignment: the start offset, asked before kc_assign, so that the start is
- * known (a start past the end under -e is done at once, as for -o OFFSET). *off is -1 when no
- * record is that late (the start is then the end, as kc_seek by timestamp does). 0, or the exit
- * code (reported). */
-static int offset_at_time(part_t *p, int64_t ms, int64_t *off)
+/* The offsets for time `ms` of n partitions in one question (kc_offsets_for_times): off[i], -1
+ * where no record is that late, -2 where there is no answer. KC_OK, or the call's error (`e`). */
+static kc_err_t offsets_at(part_t *const *ps, size_t n, int64_t ms, int64_t *off, kc_error_t *e)
 {
-    kc_offset_time_t q = {.topic = p->topic, .partition = p->partition, .timestamp = ms};
-    kc_error_t e;
-    kc_err_t rc = kc_offsets_for_times(kc_app.c, &q, 1, META_TIMEOUT_MS, &e);
-    if (rc != KC_OK) {
-        fprintf(stderr, "kconsume: %s[%d]: offset for s@%" PRId64 ": %s\n", p->topic, p->partition,
-                ms, e.msg);
-        return kc_app_exit_for(rc);
+    kc_offset_time_t *q = calloc(n ? n : 1, sizeof *q);
+    if (!q) {
+        for (size_t i = 0; i < n; i++)
+            off[i] = -2;
+        *e = (kc_error_t){.code = KC_ERR_NOMEM, .msg = "out of memory"};
+        return KC_ERR_NOMEM;
     }
-    *off = q.offset;
-    return 0;
+    for (size_t i = 0; i < n; i++)
+        q[i] = (kc_offset_time_t){
+            .topic = ps[i]->topic, .partition = ps[i]->partition, .timestamp = ms};
+    kc_err_t rc = kc_offsets_for_times(kc_app.c, q, n, META_TIMEOUT_MS, e);
+    for (size_t i = 0; i < n; i++)
+        off[i] = q[i].err == KC_OK ? q[i].offset : -2;
+    free(q);
+    return rc;
 }
 
 /* ---- -e and -o e@MS: the main thread's end checks -------------------------------------------- */
 
 /* Sets p's end mark from its watermarks (blocking: main thread only, never a callback): the
- * high watermark under -e, the first offset whose timestamp is >= e@MS (kc_offsets_for_times),
- * whichever comes first; INT64_MAX when neither applies yet (e@MS later than every record, no
- * -e: the partition then ends at its first record that late, checked per record). A partition
- * with nothing below its end, or whose start is at or past it, is done at once: no callback will
- * ever come for it. 0 ok, -1 not known yet (asked again later). */
-static int learn_end_at(part_t *p, int64_t low, int64_t high, int64_t at_time)
+ * high watermark under -e, the first offset whose timestamp is >= e@MS (`stop`, from
+ * offsets_at), whichever comes first; INT64_MAX when neither applies yet (e@MS later than every
+ * record, no -e: the partition then ends at its first record that late, checked per record). A
+ * partition with nothing below its end, or whose start is at or past it, is done at once: no
+ * callback will ever come for it. */
+static void learn_end_at(part_t *p, int64_t low, int64_t high, int64_t at_time, int64_t stop)
 {
     int64_t end = kc_app.a.exit_at_end ? high : INT64_MAX;
-    if (kc_app.a.stop_ts >= 0) {
-        kc_offset_time_t q = {
-            .topic = p->topic, .partition = p->partition, .timestamp = kc_app.a.stop_ts};
-        kc_error_t e;
-        if (kc_offsets_for_times(kc_app.c, &q, 1, META_TIMEOUT_MS, &e) != KC_OK) {
-            if (!kc_app.a.quiet)
-                fprintf(stderr, "kconsume: %s[%d]: offset for e@%" PRId64 ": %s (asking again)\n",
-                        p->topic, p->partition, kc_app.a.stop_ts, e.msg);
-            return -1;
-        }
-        if (q.offset >= 0 && q.offset < end)
-            end = q.offset;
-    }
+    if (stop >= 0 && stop < end)
+        end = stop;
     atomic_store(&p->end, end);
     int64_t sp = start_position(low, high, at_time);
     if (low >= end || (sp >= 0 && sp >= end))
         atomic_store(&p->done, 1);
-    return 0;
 }
 
-static int learn_end(part_t *p)
+/* The end marks of n partitions: one watermarks question, and with e@MS one offsets-for-times
+ * question, for all of them. low/high: their watermarks when the caller has them (else NULL:
+ * asked here); at_time: the start offsets of s@MS, or NULL. A partition whose answers did not
+ * come keeps end -1 and is asked again by all_at_end. */
+static void learn_ends(part_t *const *ps, size_t n, const int64_t *low, const int64_t *high,
+                       const int64_t *at_time)
 {
-    int64_t low, high;
-    return watermarks(p, &low, &high) ? -1 : learn_end_at(p, low, high, -2);
+    int64_t *lo = calloc(n ? n : 1, sizeof *lo), *hi = calloc(n ? n : 1, sizeof *hi);
+    int64_t *stop = calloc(n ? n : 1, sizeof *stop);
+    if (!lo || !hi || !stop)
+        goto out; /* out of memory: all_at_end asks again */
+    if (low) {
+        memcpy(lo, low, n * sizeof *lo);
+        memcpy(hi, high, n * sizeof *hi);
+    } else {
+        (void)watermarks(ps, n, lo, hi);
+    }
+    for (size_t i = 0; i < n; i++)
+        stop[i] = -1;
+    if (kc_app.a.stop_ts >= 0) {
+        kc_error_t e;
+        if (offsets_at(ps, n, kc_app.a.stop_ts, stop, &e) != KC_OK && !kc_app.a.quiet)
+            fprintf(stderr, "kconsume: offsets for e@%" PRId64 ": %s (asking again)\n",
+                    kc_app.a.stop_ts, e.msg);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (lo[i] >= 0 && stop[i] != -2)
+            learn_end_at(ps[i], lo[i], hi[i], at_time ? at_time[i] : -2, stop[i]);
+out:
+    free(lo);
+    free(hi);
+    free(stop);
 }
 
 /* Manual assignment: every partition of each -t (or -p's). With -e the end marks are learned
- * before the assignment, so no record past them can be printed before they are known. */
+ * before the assignment, so no record past them can be printed before they are known. The
+ * cluster questions go in one list each (watermarks, offsets for s@MS and e@MS), so that
+ * thousands of partitions start in a few round trips, not one per partition. */
 int kc_app_assign_all(void)
 {
-    kc_topic_partition_t *tps = NULL;
+    part_t **ps = NULL;
     size_t n = 0;
     kc_error_t e;
+    int code = 0;
     for (size_t t = 0; t < kc_app.a.n_topics; t++) {
         int32_t count = 1, first = kc_app.a.partition;
         if (first < 0) {
@@ -141,59 +175,80 @@ int kc_app_assign_all(void)
                 kc_topic_partitions(kc_app.c, kc_app.a.topics[t], &count, META_TIMEOUT_MS, &e);
             if (rc != KC_OK) {
                 fprintf(stderr, "kconsume: topic '%s': %s\n", kc_app.a.topics[t], e.msg);
-                free(tps);
+                free(ps);
                 return kc_app_exit_for(rc);
             }
         }
-        kc_topic_partition_t *more = realloc(tps, (n + (size_t)count) * sizeof *tps);
+        part_t **more = realloc(ps, (n + (size_t)count) * sizeof *ps);
         if (!more) {
-            free(tps);
+            free(ps);
             return KC_CLI_EXIT_RUNTIME;
         }
-        tps = more;
+        ps = more;
         for (int32_t i = 0; i < count; i++) {
             part_t *p = kc_app_part_get(kc_app.a.topics[t], first + i);
             if (!p) {
-                free(tps);
+                free(ps);
                 return KC_CLI_EXIT_RUNTIME;
             }
-            atomic_store(&p->assigned, 1);
-            int64_t low = -1, high = -1, at_time = -2;
-            if (kc_app.a.start == KC_CLI_START_TAIL && watermarks(p, &low, &high)) {
-                free(tps);
-                return KC_CLI_EXIT_UNREACHABLE; /* -o -N cannot start without the end */
-            }
-            if (kc_app.a.start == KC_CLI_START_TIMESTAMP) {
-                int code = offset_at_time(p, kc_app.a.start_value, &at_time);
-                if (code) {
-                    free(tps);
-                    return code;
-                }
-            }
-            if (kc_app_ends_matter()) /* on failure, all_at_end asks again */
-                (void)(watermarks(p, &low, &high) == 0 ? learn_end_at(p, low, high, at_time) : -1);
-            tps[n++] = (kc_topic_partition_t){kc_app.a.topics[t], first + i,
-                                              start_offset(low, high, at_time)};
+            ps[n++] = p;
         }
     }
-    kc_err_t rc = kc_assign(kc_app.c, tps, n, &e);
-    free(tps);
-    if (rc != KC_OK) {
-        fprintf(stderr, "kconsume: assign: %s\n", e.msg);
-        return KC_CLI_EXIT_RUNTIME;
+    int64_t *low = calloc(n ? n : 1, sizeof *low), *high = calloc(n ? n : 1, sizeof *high);
+    int64_t *at_time = calloc(n ? n : 1, sizeof *at_time);
+    kc_topic_partition_t *tps = calloc(n ? n : 1, sizeof *tps);
+    if (!low || !high || !at_time || !tps) {
+        code = KC_CLI_EXIT_RUNTIME;
+        goto out;
     }
-    return 0;
+    for (size_t i = 0; i < n; i++)
+        low[i] = high[i] = -1, at_time[i] = -2;
+    if (kc_app.a.start == KC_CLI_START_TAIL || kc_app_ends_matter()) {
+        /* -o -N cannot start without the end; -e asks again for what is missing (all_at_end) */
+        if (watermarks(ps, n, low, high) && kc_app.a.start == KC_CLI_START_TAIL) {
+            code = KC_CLI_EXIT_UNREACHABLE;
+            goto out;
+        }
+    }
+    if (kc_app.a.start == KC_CLI_START_TIMESTAMP) {
+        kc_err_t rc = offsets_at(ps, n, kc_app.a.start_value, at_time, &e);
+        if (rc != KC_OK) {
+            fprintf(stderr, "kconsume: offsets for s@%" PRId64 ": %s\n", kc_app.a.start_value,
+                    e.msg);
+            code = kc_app_exit_for(rc);
+            goto out;
+        }
+    }
+    if (kc_app_ends_matter())
+        learn_ends(ps, n, low, high, at_time);
+    for (size_t i = 0; i < n; i++) {
+        atomic_store(&ps[i]->assigned, 1);
+        tps[i] = (kc_topic_partition_t){ps[i]->topic, ps[i]->partition,
+                                        start_offset(low[i], high[i], at_time[i])};
+    }
+    if (kc_assign(kc_app.c, tps, n, &e) != KC_OK) {
+        fprintf(stderr, "kconsume: assign: %s\n", e.msg);
+        code = KC_CLI_EXIT_RUNTIME;
+    }
+out:
+    free(ps);
+    free(low);
+    free(high);
+    free(at_time);
+    free(tps);
+    return code;
 }
 
-/* -G -e: the end marks of every partition of the subscribed topics, learned before joining.
- * Later, with fetches in flight, a watermark question queues behind the long-poll Fetch on the
- * leader's connection (a broker answers one request per connection at a time, so up to
- * fetch.max.wait.ms each): asking per partition after the assignment took ~1 s a partition.
- * "The end" is the high watermark at start anyway. A topic that cannot be asked now is left to
- * all_at_end (per partition, as before). */
+/* -G -e: the end marks of every partition of the subscribed topics, learned before joining, in
+ * one question for all of them. Later, with fetches in flight, a watermark question queues
+ * behind the long-poll Fetch on the leader's connection (a broker answers one request per
+ * connection at a time, so up to fetch.max.wait.ms each). "The end" is the high watermark at
+ * start anyway. A topic that cannot be asked now is left to all_at_end. */
 int kc_app_learn_group_ends(void)
 {
     kc_error_t e;
+    part_t **ps = NULL;
+    size_t n = 0;
     for (size_t t = 0; t < kc_app.a.n_topics; t++) {
         int32_t count = 0;
         kc_err_t rc =
@@ -202,16 +257,21 @@ int kc_app_learn_group_ends(void)
         if (code == KC_CLI_EXIT_NOT_FOUND || code == KC_CLI_EXIT_UNREACHABLE ||
             code == KC_CLI_EXIT_AUTH) {
             fprintf(stderr, "kconsume: topic '%s': %s\n", kc_app.a.topics[t], e.msg);
+            free(ps);
             return code;
         }
-        if (rc != KC_OK)
+        if (rc != KC_OK || count <= 0)
             continue;
-        for (int32_t i = 0; i < count; i++) {
-            part_t *p = kc_app_part_get(kc_app.a.topics[t], i);
-            if (p)
-                (void)learn_end(p);
-        }
+        part_t **more = realloc(ps, (n + (size_t)count) * sizeof *ps);
+        if (!more)
+            break; /* out of memory: all_at_end asks for the rest */
+        ps = more;
+        for (int32_t i = 0; i < count; i++)
+            if ((ps[n] = kc_app_part_get(kc_app.a.topics[t], i)) != NULL)
+                n++;
     }
+    learn_ends(ps, n, NULL, NULL, NULL);
+    free(ps);
     return 0;
 }
 
@@ -251,29 +311,41 @@ int kc_app_all_at_end(void)
     size_t n = 0;
     if (kc_assignment(kc_app.c, &held, &n, NULL) != KC_OK)
         return 0; /* asked again on the next tick */
-    size_t done = 0, n_unknown = 0;
+    part_t **ps = calloc(n ? n : 1, sizeof *ps), **no_end = calloc(n ? n : 1, sizeof *no_end);
+    size_t n_no_end = 0, done = 0, n_unknown = 0;
     part_t *unknown[256];
-    for (size_t i = 0; i < n; i++) {
-        part_t *p = kc_app_part_get(held[i].topic, held[i].partition);
-        if (!p)
+    for (size_t i = 0; ps && no_end && i < n; i++) {
+        if (!(ps[i] = kc_app_part_get(held[i].topic, held[i].partition)))
             break; /* out of memory: not done; the next tick asks again */
+        if (!atomic_load(&ps[i]->done) && atomic_load(&ps[i]->end) < 0)
+            no_end[n_no_end++] = ps[i];
+    }
+    free(held);
+    if (!ps || !no_end || (n && !ps[n - 1])) {
+        free(ps);
+        free(no_end);
+        return 0;
+    }
+    if (n_no_end)
+        learn_ends(no_end, n_no_end, NULL, NULL, NULL); /* one question for all of them */
+    for (size_t i = 0; i < n; i++) {
+        part_t *p = ps[i];
         if (atomic_load(&p->done)) {
             done++;
             continue;
         }
-        if (atomic_load(&p->end) < 0 && learn_end(p))
+        if (atomic_load(&p->end) < 0)
             continue;
         int64_t pos = -1;
-        if (!atomic_load(&p->done) &&
-            kc_position(kc_app.c, p->topic, p->partition, &pos, NULL) == KC_OK && pos >= 0 &&
+        if (kc_position(kc_app.c, p->topic, p->partition, &pos, NULL) == KC_OK && pos >= 0 &&
             pos >= atomic_load(&p->end))
             atomic_store(&p->done, 1);
-        else if (kc_app.a.group && pos < 0 && atomic_load(&p->end) >= 0 &&
-                 n_unknown < sizeof unknown / sizeof *unknown)
+        else if (kc_app.a.group && pos < 0 && n_unknown < sizeof unknown / sizeof *unknown)
             unknown[n_unknown++] = p;
         done += (size_t)atomic_load(&p->done);
     }
-    free(held);
+    free(ps);
+    free(no_end);
     if (done < n)
         committed_ends(unknown, n_unknown);
     return n > 0 && done == n;
