@@ -65,6 +65,18 @@ static const char *intern(qwait_t *w, const char *name)
     return s;
 }
 
+/* Lookup i of w: the partition at `timestamp` (-2 earliest, -1 latest). false when out of
+ * memory. */
+static bool lookup_set(qwait_t *w, size_t i, const char *topic, int32_t partition,
+                       int64_t timestamp)
+{
+    const char *name = intern(w, topic);
+    if (name)
+        w->lookups[i] =
+            (kc_engine_lookup_t){.topic = name, .partition = partition, .timestamp = timestamp};
+    return name != NULL;
+}
+
 static qwait_t *qw_new(kc_consumer_t *c, size_t n_topics, size_t n_lookups)
 {
     qwait_t *w = calloc(1, sizeof *w);
@@ -271,18 +283,12 @@ static kc_err_t watermarks(kc_consumer_t *c, kc_watermarks_t *qs, size_t n, int 
     /* Two lookups per entry, earliest then latest: the engine asks each leader once per round
      * for every partition it leads (engine/query.c). */
     qwait_t *w = n <= SIZE_MAX / 2 ? qw_new(c, 0, 2 * n) : NULL;
-    for (size_t i = 0; w && i < n; i++) {
-        const char *name = intern(w, qs[i].topic);
-        if (!name) {
+    for (size_t i = 0; w && i < n; i++)
+        if (!lookup_set(w, 2 * i, qs[i].topic, qs[i].partition, -2) ||
+            !lookup_set(w, 2 * i + 1, qs[i].topic, qs[i].partition, -1)) {
             qw_unref(w);
             w = NULL;
-            break;
         }
-        w->lookups[2 * i] =
-            (kc_engine_lookup_t){.topic = name, .partition = qs[i].partition, .timestamp = -2};
-        w->lookups[2 * i + 1] =
-            (kc_engine_lookup_t){.topic = name, .partition = qs[i].partition, .timestamp = -1};
-    }
     if (!w) {
         watermarks_unanswered(qs, n, KC_ERR_NOMEM);
         return kc_fail(err, KC_ERR_NOMEM, "%s: out of memory", fn);
@@ -343,16 +349,11 @@ KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *qs, siz
     if (n == 0)
         return KC_OK;
     qwait_t *w = qw_new(c, 0, n);
-    for (size_t i = 0; w && i < n; i++) {
-        const char *name = intern(w, qs[i].topic);
-        if (!name) {
+    for (size_t i = 0; w && i < n; i++)
+        if (!lookup_set(w, i, qs[i].topic, qs[i].partition, qs[i].timestamp)) {
             qw_unref(w);
             w = NULL;
-            break;
         }
-        w->lookups[i] = (kc_engine_lookup_t){
-            .topic = name, .partition = qs[i].partition, .timestamp = qs[i].timestamp};
-    }
     if (!w)
         return kc_fail(err, KC_ERR_NOMEM, "kc_offsets_for_times: out of memory");
     w->q.n_lookups = n;

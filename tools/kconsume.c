@@ -11,7 +11,8 @@
  *    with one write(2) under out_mu, so lines of concurrent workers never interleave.
  *  - shared: the partition registry (reg_mu), the counters and the stop code (atomics, noted
  *    where they are declared in tools/app/app.h).
- * This file: callbacks, output and the main loop; tools/app/parts.c the partition registry;
+ * This file: callbacks, output and the main loop; tools/app/state.c the shared state
+ * (kc_app) and its stop code; tools/app/parts.c the partition registry;
  * tools/app/ends.c the start-up assignment and -e end checks; tools/app/view.c the --live view
  * and the summary.
  */
@@ -37,25 +38,8 @@
 
 #define FLUSH_BYTES 65536 /* a worker writes out mid-batch past this (at a line boundary) */
 
-kc_app_t kc_app = {
-    .out_mu = PTHREAD_MUTEX_INITIALIZER, .reg_mu = PTHREAD_MUTEX_INITIALIZER, .stats_fd = 2};
-
 static volatile sig_atomic_t g_signal;
 static _Thread_local worker_t *tl_worker;
-
-uint64_t kc_app_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* First writer wins: a later, different reason to stop does not override the first. */
-void kc_app_request_stop(int code)
-{
-    int exp = -1;
-    atomic_compare_exchange_strong(&kc_app.stop_code, &exp, code);
-}
 
 static void on_signal(int sig)
 {

@@ -7,6 +7,8 @@
 #include "kc_test.h"
 
 #include <netdb.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,22 +49,11 @@ int kc_rc_connect(const char *bootstrap, int timeout_ms)
     return fd;
 }
 
-int kc_rc_write_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t r = write(fd, b, n);
-        if (r <= 0)
-            return -1;
-        b += r, n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int read_n(int fd, uint8_t *p, size_t n)
+/* All n bytes through read(2) or write(2): 0, or -1 (error, EOF, timeout). */
+static int io_all(int fd, uint8_t *p, size_t n, bool writing)
 {
     while (n > 0) {
-        ssize_t r = read(fd, p, n);
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
         if (r <= 0)
             return -1;
         p += r, n -= (size_t)r;
@@ -70,16 +61,21 @@ static int read_n(int fd, uint8_t *p, size_t n)
     return 0;
 }
 
+int kc_rc_write_all(int fd, const void *p, size_t n)
+{
+    return io_all(fd, (uint8_t *)(uintptr_t)p, n, true);
+}
+
 uint8_t *kc_rc_read_frame(int fd, uint32_t *len)
 {
     uint8_t sz[4];
-    if (read_n(fd, sz, 4) != 0)
+    if (io_all(fd, sz, 4, false) != 0)
         return NULL;
     *len = (uint32_t)sz[0] << 24 | (uint32_t)sz[1] << 16 | (uint32_t)sz[2] << 8 | sz[3];
     if (*len > (64u << 20))
         return NULL;
     uint8_t *f = malloc(*len + 1);
-    if (f && read_n(fd, f, *len) != 0) {
+    if (f && io_all(fd, f, *len, false) != 0) {
         free(f);
         return NULL;
     }

@@ -19,6 +19,7 @@
 
 typedef struct run {
     int64_t max_frames_bytes, max_part;
+    int max_pinned; /* the most frame-starting batches any partition had queued */
     int pushes, stops, fetches;
     size_t max_frame;
 } run_t;
@@ -56,6 +57,8 @@ static void fetch_for(harness_t *h, int ms, int per, run_t *r)
         for (int i = 0; i < NP; i++) {
             int64_t pb = atomic_load(&h->p[i]->buffered);
             r->max_part = pb > r->max_part ? pb : r->max_part;
+            int pf = atomic_load(&h->p[i]->frames);
+            r->max_pinned = pf > r->max_pinned ? pf : r->max_pinned;
         }
         kc_rt_drain_completions(h->rt, h_cmpl, h);
         usleep(200);
@@ -131,13 +134,14 @@ static void slow_partition_pins_few_frames(void **state)
            "slow partition: %ld records, %d frame-starting batches queued; others: %ld records\n",
            (long long)cap, (long long)r.max_frames_bytes, r.max_frame, r.fetches, slow, pinned,
            fast);
-    /* The slow partition holds at most KC_RT_PART_MAX_FRAMES frames through its queue (plus
-     * the one it is in), and the fast ones about one each: far below the cap. Counting batch
-     * bytes alone, the slow partition's ~50 KiB share would have kept every frame alive until
-     * the cap stopped all fetching. */
+    /* Every partition, the slow one too, holds at most KC_RT_PART_MAX_FRAMES frames through
+     * its queue (plus the one it is in), so the frames alive stay far below the cap. How close
+     * to that limit the fast ones get depends on the workers' pace (about one frame each on an
+     * idle machine), so the check is the limit, which holds at any pace. Counting batch bytes
+     * alone, the slow partition's ~50 KiB share would have kept every frame alive until the cap
+     * stopped all fetching. */
     assert_true(pinned <= KC_RT_PART_MAX_FRAMES);
-    assert_true(r.max_frames_bytes <=
-                (int64_t)(KC_RT_PART_MAX_FRAMES + 1 + NP) * (int64_t)r.max_frame);
+    assert_true(r.max_pinned <= KC_RT_PART_MAX_FRAMES);
     assert_true(r.max_frames_bytes < cap / 4);
     assert_true(fast > 50 * (slow + 1));
     atomic_store(&h->hp[0].sleep_us, 0);

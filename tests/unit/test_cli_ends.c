@@ -14,23 +14,6 @@
 
 #include "app/app.h"
 
-/* What tools/kconsume.c gives tools/app/: the shared state and two helpers. */
-kc_app_t kc_app = {
-    .out_mu = PTHREAD_MUTEX_INITIALIZER, .reg_mu = PTHREAD_MUTEX_INITIALIZER, .stats_fd = 2};
-
-uint64_t kc_app_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void kc_app_request_stop(int code)
-{
-    int exp = -1;
-    atomic_compare_exchange_strong(&kc_app.stop_code, &exp, code);
-}
-
 /* on_assign as the CLI's: the registry entry is flagged assigned. Partition 1's is held at a
  * gate until the test opens it. */
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -1,7 +1,7 @@
 /*
  * The kconsume CLI's shared state and the functions its files share (tools/kconsume.c: flags,
- * callbacks, output, main loop; tools/app/parts.c: the partition registry; tools/app/ends.c:
- * start-up assignment and the -e end checks;
+ * callbacks, output, main loop; tools/app/state.c: kc_app and the stop code; tools/app/parts.c:
+ * the partition registry; tools/app/ends.c: start-up assignment and the -e end checks;
  * tools/app/view.c: the --live view and the summary). A user of the public API only.
  *
  * Ownership as documented in tools/kconsume.c: the main thread owns kc_app.a, kc_app.c and the
@@ -77,9 +77,9 @@ typedef struct kc_app {
     atomic_int stop_code;   /* -1 running; else the exit code someone asked for */
 } kc_app_t;
 
-extern kc_app_t kc_app; /* tools/kconsume.c */
+extern kc_app_t kc_app; /* tools/app/state.c */
 
-/* tools/kconsume.c. now_ns: CLOCK_MONOTONIC. request_stop: first writer wins (any thread). */
+/* tools/app/state.c. now_ns: CLOCK_MONOTONIC. request_stop: first writer wins (any thread). */
 uint64_t kc_app_now_ns(void);
 void kc_app_request_stop(int code);
 /* tools/app/parts.c: the registry entry, created on first use; NULL when out of memory (any
