@@ -850,7 +850,7 @@ KC_API void kc_records_release(kc_consumer_t *c, kc_records_t *b, kc_cb_result_t
 
 /*
  * Cluster facts an application needs before it assigns by hand (the CLI's "all partitions of -t"
- * and its -e end marks). Both block the caller up to timeout_ms while the network thread asks the
+ * and its -e end marks). They block the caller up to timeout_ms while the network thread asks the
  * cluster: app threads only, never callback context. Implemented by the engine.
  *
  * kc_topic_partitions: the partition count of `topic` from a fresh Metadata answer.
@@ -869,13 +869,16 @@ KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t
 /*
  * kc_query_watermarks for a list: every entry's log start and end in one question, each leader
  * asked once for all the partitions it leads (at 10,000 partitions, one call instead of 10,000
- * round trips). Threads and retries as kc_query_watermarks.
+ * round trips). Threads, retries and read_committed (high is the last stable offset) as
+ * kc_query_watermarks; the partitions need not be assigned, and one may appear more than once
+ * (each gets its own answer).
  *
- * In: topic, partition. Out, per entry: err, and with KC_OK low and high (else -1 both).
- * An entry's err otherwise says why it has no answer, as kc_offsets_for_times' entries do
- * (KC_ERR_NOT_FOUND for an unknown topic or partition, KC_ERR_BROKER with kafka_code, ...).
- * The call returns KC_OK when every entry has KC_OK, else the first failed entry's err, with
- * `err` naming that entry, why, and how many lookups failed.
+ * In: topic, partition. Out, per entry, whatever the call returns: err, and with KC_OK low and
+ * high (else -1 both). An entry's err otherwise says why it has no answer, as
+ * kc_offsets_for_times' entries do (KC_ERR_NOT_FOUND for an unknown topic or partition,
+ * KC_ERR_BROKER with kafka_code, the call's own error when the question failed as a whole). The
+ * call returns KC_OK when every entry has KC_OK, else the first failed entry's err, with `err`
+ * naming that entry, why, and how many entries failed.
  */
 typedef struct kc_watermarks {
     const char *topic;  /* in */
@@ -894,9 +897,10 @@ KC_API kc_err_t kc_query_watermarks_list(kc_consumer_t *c, kc_watermarks_t *q, s
  * timeout_ms, retrying what the cluster calls retriable (a leader moving, a leader not elected
  * yet) within it: app threads only, never callback context. The partitions need not be assigned.
  *
- * In: topic, partition, timestamp (ms since the epoch, >= 0). Out, per entry: err, and with KC_OK
- * the offset and that record's timestamp and leader epoch, or offset = record_timestamp = -1 when
- * no record is that late (Java's null). An entry's err otherwise says why it has no answer:
+ * In: topic, partition, timestamp (ms since the epoch, >= 0). Out, per entry, whatever the call
+ * returns (a bad argument or no memory too): err, and with KC_OK the offset and that record's
+ * timestamp and leader epoch, or offset = record_timestamp = -1 when no record is that late
+ * (Java's null). An entry's err otherwise says why it has no answer:
  * KC_ERR_NOT_FOUND (unknown topic or partition), KC_ERR_BROKER with kafka_code (the broker's
  * refusal: when a retriable one lasted to the timeout, that one), KC_ERR_UNSUPPORTED or
  * KC_ERR_MALFORMED (a broker without a usable ListOffsets or Metadata, or whose answer does not

@@ -55,6 +55,10 @@ static void qw_unref(qwait_t *w)
 /* The wait's own copy of `name`, shared by every lookup of the same topic. */
 static const char *intern(qwait_t *w, const char *name)
 {
+    /* Lists come grouped by topic (every partition of one, then the next): the last name first,
+     * so 10,000 partitions of a few topics cost a comparison each, not a scan. */
+    if (w->n_names && strcmp(w->names[w->n_names - 1], name) == 0)
+        return w->names[w->n_names - 1];
     for (size_t i = 0; i < w->n_names; i++)
         if (strcmp(w->names[i], name) == 0)
             return w->names[i];
@@ -219,13 +223,18 @@ KC_API kc_err_t kc_topic_partitions(kc_consumer_t *c, const char *topic, int32_t
     return rc;
 }
 
-/* The first failed lookup as the call's error: which partition, why, and how many failed. */
-static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *err)
+/* The first failed lookup as the call's error: which partition, why, and how many of the
+ * caller's entries failed (`per` lookups each: two for a watermarks entry). */
+static kc_err_t lookups_result(const qwait_t *w, const char *what, size_t per, kc_error_t *err)
 {
-    size_t failed = 0, first = 0;
-    for (size_t i = 0; i < w->q.n_lookups; i++)
-        if (w->q.lookups[i].rc != KC_OK && failed++ == 0)
-            first = i;
+    size_t failed = 0, first = 0, entries = w->q.n_lookups / per;
+    for (size_t e = 0; e < entries; e++)
+        for (size_t i = e * per; i < (e + 1) * per; i++)
+            if (w->q.lookups[i].rc != KC_OK) {
+                if (failed++ == 0)
+                    first = i;
+                break; /* one count per entry */
+            }
     if (!failed)
         return KC_OK;
     const kc_engine_lookup_t *l = &w->q.lookups[first];
@@ -236,12 +245,12 @@ static kc_err_t lookups_result(const qwait_t *w, const char *what, kc_error_t *e
     }
     if (w->q.lookup_why.code == l->rc && l->rc != KC_OK)
         return kc_fail(err, l->rc, "%s %s[%d]: %s (%zu of %zu failed)", what, l->topic,
-                       l->partition, w->q.lookup_why.msg, failed, w->q.n_lookups);
+                       l->partition, w->q.lookup_why.msg, failed, entries);
     const char *why = l->kafka_code             ? kc_kafka_err_name(l->kafka_code)
                       : l->rc == KC_ERR_TIMEOUT ? "no answer within the timeout"
                                                 : kc_err_name(l->rc);
     kc_err_t rc = kc_fail(err, l->rc, "%s %s[%d]: %s (%zu of %zu failed)", what, l->topic,
-                          l->partition, why, failed, w->q.n_lookups);
+                          l->partition, why, failed, entries);
     if (err)
         err->kafka_code = l->kafka_code;
     return rc;
@@ -265,15 +274,19 @@ static kc_err_t watermarks(kc_consumer_t *c, kc_watermarks_t *qs, size_t n, int 
 KC_API kc_err_t kc_query_watermarks_list(kc_consumer_t *c, kc_watermarks_t *qs, size_t n,
                                          int timeout_ms, kc_error_t *err)
 {
-    if (!c || (n && !qs))
-        return kc_fail(err, KC_ERR_INVALID_ARG,
-                       "kc_query_watermarks_list: consumer or list is NULL");
-    for (size_t i = 0; i < n; i++)
+    if (n && !qs)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_query_watermarks_list: the list is NULL");
+    kc_err_t rc =
+        c ? KC_OK : kc_fail(err, KC_ERR_INVALID_ARG, "kc_query_watermarks_list: consumer is NULL");
+    for (size_t i = 0; rc == KC_OK && i < n; i++)
         if (!qs[i].topic || !*qs[i].topic || qs[i].partition < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG,
-                           "kc_query_watermarks_list: entry %zu needs a topic and a partition "
-                           ">= 0",
-                           i);
+            rc = kc_fail(err, KC_ERR_INVALID_ARG,
+                         "kc_query_watermarks_list: entry %zu needs a topic and a partition >= 0",
+                         i);
+    if (rc != KC_OK) {
+        watermarks_unanswered(qs, n, rc); /* every entry says why it has no answer */
+        return rc;
+    }
     return n ? watermarks(c, qs, n, timeout_ms, "kc_query_watermarks_list", err) : KC_OK;
 }
 
@@ -307,7 +320,7 @@ static kc_err_t watermarks(kc_consumer_t *c, kc_watermarks_t *qs, size_t n, int 
         qs[i].low = bad->rc == KC_OK ? lo->offset : -1;
         qs[i].high = bad->rc == KC_OK ? hi->offset : -1;
     }
-    rc = lookups_result(w, "ListOffsets", err);
+    rc = lookups_result(w, "ListOffsets", 2, err);
     qw_unref(w);
     return rc;
 }
@@ -332,19 +345,36 @@ KC_API kc_err_t kc_query_watermarks(kc_consumer_t *c, const char *topic, int32_t
     return rc;
 }
 
+/* An error for every entry: no answer was had. */
+static void times_unanswered(kc_offset_time_t *qs, size_t n, kc_err_t rc)
+{
+    for (size_t i = 0; i < n; i++) {
+        qs[i].err = rc;
+        qs[i].offset = qs[i].record_timestamp = -1;
+        qs[i].leader_epoch = -1;
+        qs[i].kafka_code = 0;
+    }
+}
+
 KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *qs, size_t n,
                                      int timeout_ms, kc_error_t *err)
 {
-    if (!c || (n && !qs))
-        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_offsets_for_times: consumer or list is NULL");
-    for (size_t i = 0; i < n; i++) {
+    if (n && !qs)
+        return kc_fail(err, KC_ERR_INVALID_ARG, "kc_offsets_for_times: the list is NULL");
+    kc_err_t rc =
+        c ? KC_OK : kc_fail(err, KC_ERR_INVALID_ARG, "kc_offsets_for_times: consumer is NULL");
+    for (size_t i = 0; rc == KC_OK && i < n; i++) {
         if (!qs[i].topic || !*qs[i].topic || qs[i].partition < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG,
-                           "kc_offsets_for_times: entry %zu needs a topic and a partition >= 0", i);
-        if (qs[i].timestamp < 0)
-            return kc_fail(err, KC_ERR_INVALID_ARG,
-                           "kc_offsets_for_times: %s[%d]: timestamp %lld is negative", qs[i].topic,
-                           qs[i].partition, (long long)qs[i].timestamp);
+            rc = kc_fail(err, KC_ERR_INVALID_ARG,
+                         "kc_offsets_for_times: entry %zu needs a topic and a partition >= 0", i);
+        else if (qs[i].timestamp < 0)
+            rc = kc_fail(err, KC_ERR_INVALID_ARG,
+                         "kc_offsets_for_times: %s[%d]: timestamp %lld is negative", qs[i].topic,
+                         qs[i].partition, (long long)qs[i].timestamp);
+    }
+    if (rc != KC_OK) {
+        times_unanswered(qs, n, rc); /* every entry says why it has no answer */
+        return rc;
     }
     if (n == 0)
         return KC_OK;
@@ -354,17 +384,14 @@ KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *qs, siz
             qw_unref(w);
             w = NULL;
         }
-    if (!w)
+    if (!w) {
+        times_unanswered(qs, n, KC_ERR_NOMEM);
         return kc_fail(err, KC_ERR_NOMEM, "kc_offsets_for_times: out of memory");
+    }
     w->q.n_lookups = n;
-    kc_err_t rc = ask(w, "kc_offsets_for_times", qs[0].topic, timeout_ms, err);
+    rc = ask(w, "kc_offsets_for_times", qs[0].topic, timeout_ms, err);
     if (rc != KC_OK) {
-        for (size_t i = 0; i < n; i++) {
-            qs[i].err = rc;
-            qs[i].offset = qs[i].record_timestamp = -1;
-            qs[i].leader_epoch = -1;
-            qs[i].kafka_code = 0;
-        }
+        times_unanswered(qs, n, rc);
         return rc;
     }
     for (size_t i = 0; i < n; i++) {
@@ -375,7 +402,7 @@ KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *qs, siz
         qs[i].record_timestamp = l->rc == KC_OK ? l->record_ts : -1;
         qs[i].leader_epoch = l->rc == KC_OK ? l->leader_epoch : -1;
     }
-    rc = lookups_result(w, "offsets for times", err);
+    rc = lookups_result(w, "offsets for times", 1, err);
     qw_unref(w);
     return rc;
 }

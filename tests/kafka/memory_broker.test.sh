@@ -100,14 +100,18 @@ kill -TERM "$MB_PID"; wait "$MB_PID" || true
 for mode in assign group; do
     start "mb-ends-$mode" --topic E --partitions 1000 --records 2 --batch-records 2 \
         --stats-file "$WORK/ends-$mode"
-    args=(); [[ $mode == group ]] && args=(-G "ends-$mode")
-    n=$(timeout 120 "$BUILD/kconsume" -b "$BS" -t E "${args[@]}" -o beginning -e -q -f '%p %o\n' |
-        sort -u | wc -l)
-    check "kconsume -e ($mode), 1000 partitions x 2 records" 2000 "$n"
+    group=(); [[ $mode == group ]] && group=(-G "ends-$mode")
+    timeout 120 "$BUILD/kconsume" -b "$BS" -t E ${group[@]+"${group[@]}"} -o beginning -e -q \
+        -f '%p %o\n' >"$WORK/ends-$mode.out" 2>"$WORK/ends-$mode.err" ||
+        echo "kconsume ($mode) exited $? ($(tail -1 "$WORK/ends-$mode.err"))"
+    check "kconsume -e ($mode), 1000 partitions x 2 records: lines, distinct" "2000 2000" \
+        "$(wc -l <"$WORK/ends-$mode.out") $(sort -u "$WORK/ends-$mode.out" | wc -l)"
     kill -TERM "$PID"; wait "$PID" || true
+    # Two rounds per leader, and room for retries on a loaded machine; the build before asked
+    # 2,001 times (a watermarks question per partition).
     lo=$(sed -nE 's/^requests api=ListOffsets key=2 count=([0-9]+).*/\1/p' "$WORK/ends-$mode")
-    check "ListOffsets requests for the 1000 partitions' ends ($mode): 1 to 4" yes \
-        "$([[ ${lo:-0} -ge 1 && ${lo:-0} -le 4 ]] && echo yes || echo "no (${lo:-none})")"
+    check "ListOffsets requests for the 1000 partitions' ends ($mode): 1 to 20" yes \
+        "$([[ ${lo:-0} -ge 1 && ${lo:-0} -le 20 ]] && echo yes || echo "no (${lo:-none})")"
 done
 
 [[ $fails == 0 ]] || { echo "$fails check(s) failed"; exit 1; }

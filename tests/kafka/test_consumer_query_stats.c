@@ -145,11 +145,19 @@ static void query_and_idle_stats(void **state)
         list_sum += wl[p].high;
     }
     assert_int_equal(list_sum, RECS);
+    for (int p = 0; p < NP + 1; p++) /* nothing left from the first call */
+        wl[p].low = wl[p].high = -5, wl[p].err = KC_ERR_TIMEOUT;
     assert_int_equal(kc_query_watermarks_list(c, wl, NP + 1, 10000, &err), KC_ERR_NOT_FOUND);
     printf("# watermarks list with a missing partition: %s\n", err.msg);
     assert_non_null(strstr(err.msg, "[7]"));
-    for (int p = 0; p < NP; p++)
+    assert_non_null(strstr(err.msg, "(1 of 4 failed)"));
+    list_sum = 0;
+    for (int p = 0; p < NP; p++) {
         assert_int_equal(wl[p].err, KC_OK);
+        assert_int_equal(wl[p].low, 0);
+        list_sum += wl[p].high;
+    }
+    assert_int_equal(list_sum, RECS);
     assert_int_equal(wl[NP].err, KC_ERR_NOT_FOUND);
     assert_int_equal(wl[NP].low, -1);
     assert_int_equal(wl[NP].high, -1);

@@ -173,6 +173,11 @@ static void calls_after_close_say_closed(void **state)
     expect(kc_query_watermarks_list(c, wq, 2, 100, &e), &e, KC_ERR_INVALID_ARG, "entry 1");
     kc_offset_time_t ot = {.topic = "t", .partition = 0, .timestamp = 0};
     expect(kc_offsets_for_times(c, &ot, 1, 100, &e), &e, KC_ERR_CLOSED, "closed");
+    kc_offset_time_t bad[2] = {{.topic = "t", .partition = 0, .timestamp = 0},
+                               {.topic = "t", .partition = 1, .timestamp = -5}};
+    expect(kc_offsets_for_times(c, bad, 2, 100, &e), &e, KC_ERR_INVALID_ARG, "negative");
+    assert_int_equal(bad[0].err, KC_ERR_INVALID_ARG); /* every entry says why, on any failure */
+    assert_int_equal(bad[0].offset, -1);
     kc_metadata_t *md = NULL;
     expect(kc_metadata(c, NULL, 0, 100, &md, &e), &e, KC_ERR_CLOSED, "closed");
     kc_records_t *b = (kc_records_t *)1;
@@ -286,7 +291,7 @@ static void blocking_calls_from_a_callback_are_refused(void **state)
                                 "kc_committed",
                                 "kc_poll",
                                 "kc_topic_partitions",
-                                "kc_query_watermarks",
+                                "kc_query_watermarks called", /* not _list's message */
                                 "kc_query_watermarks_list",
                                 "kc_offsets_for_times",
                                 "kc_metadata"};

@@ -67,7 +67,9 @@ static int watermarks(part_t *const *ps, size_t n, int64_t *low, int64_t *high)
     kc_error_t e;
     kc_err_t rc = KC_ERR_NOMEM;
     for (size_t i = 0; q && i < n; i++)
-        q[i] = (kc_watermarks_t){.topic = ps[i]->topic, .partition = ps[i]->partition};
+        q[i] = (kc_watermarks_t){.topic = ps[i]->topic,
+                                 .partition = ps[i]->partition,
+                                 .err = KC_ERR_TIMEOUT}; /* no answer until one says otherwise */
     if (q)
         rc = kc_query_watermarks_list(kc_app.c, q, n, META_TIMEOUT_MS, &e);
     else
@@ -95,8 +97,10 @@ static kc_err_t offsets_at(part_t *const *ps, size_t n, int64_t ms, int64_t *off
         return KC_ERR_NOMEM;
     }
     for (size_t i = 0; i < n; i++)
-        q[i] = (kc_offset_time_t){
-            .topic = ps[i]->topic, .partition = ps[i]->partition, .timestamp = ms};
+        q[i] = (kc_offset_time_t){.topic = ps[i]->topic,
+                                  .partition = ps[i]->partition,
+                                  .timestamp = ms,
+                                  .err = KC_ERR_TIMEOUT}; /* as in watermarks() */
     kc_err_t rc = kc_offsets_for_times(kc_app.c, q, n, META_TIMEOUT_MS, e);
     for (size_t i = 0; i < n; i++)
         off[i] = q[i].err == KC_OK ? q[i].offset : -2;
