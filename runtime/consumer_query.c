@@ -266,6 +266,21 @@ static void watermarks_unanswered(kc_watermarks_t *qs, size_t n, kc_err_t rc)
     }
 }
 
+/* The checks of a list call's arguments: the consumer, and each entry's topic and partition. */
+static kc_err_t consumer_check(const char *fn, const kc_consumer_t *c, kc_error_t *err)
+{
+    return c ? KC_OK : kc_fail(err, KC_ERR_INVALID_ARG, "%s: consumer is NULL", fn);
+}
+
+static kc_err_t entry_check(const char *fn, size_t i, const char *topic, int32_t partition,
+                            kc_error_t *err)
+{
+    return topic && *topic && partition >= 0
+               ? KC_OK
+               : kc_fail(err, KC_ERR_INVALID_ARG,
+                         "%s: entry %zu needs a topic and a partition >= 0", fn, i);
+}
+
 /* Both watermark calls: `fn` names the one the application called (the callback-context refusal
  * says which). Entries already checked. */
 static kc_err_t watermarks(kc_consumer_t *c, kc_watermarks_t *qs, size_t n, int timeout_ms,
@@ -276,13 +291,9 @@ KC_API kc_err_t kc_query_watermarks_list(kc_consumer_t *c, kc_watermarks_t *qs, 
 {
     if (n && !qs)
         return kc_fail(err, KC_ERR_INVALID_ARG, "kc_query_watermarks_list: the list is NULL");
-    kc_err_t rc =
-        c ? KC_OK : kc_fail(err, KC_ERR_INVALID_ARG, "kc_query_watermarks_list: consumer is NULL");
+    kc_err_t rc = consumer_check("kc_query_watermarks_list", c, err);
     for (size_t i = 0; rc == KC_OK && i < n; i++)
-        if (!qs[i].topic || !*qs[i].topic || qs[i].partition < 0)
-            rc = kc_fail(err, KC_ERR_INVALID_ARG,
-                         "kc_query_watermarks_list: entry %zu needs a topic and a partition >= 0",
-                         i);
+        rc = entry_check("kc_query_watermarks_list", i, qs[i].topic, qs[i].partition, err);
     if (rc != KC_OK) {
         watermarks_unanswered(qs, n, rc); /* every entry says why it has no answer */
         return rc;
@@ -361,13 +372,10 @@ KC_API kc_err_t kc_offsets_for_times(kc_consumer_t *c, kc_offset_time_t *qs, siz
 {
     if (n && !qs)
         return kc_fail(err, KC_ERR_INVALID_ARG, "kc_offsets_for_times: the list is NULL");
-    kc_err_t rc =
-        c ? KC_OK : kc_fail(err, KC_ERR_INVALID_ARG, "kc_offsets_for_times: consumer is NULL");
+    kc_err_t rc = consumer_check("kc_offsets_for_times", c, err);
     for (size_t i = 0; rc == KC_OK && i < n; i++) {
-        if (!qs[i].topic || !*qs[i].topic || qs[i].partition < 0)
-            rc = kc_fail(err, KC_ERR_INVALID_ARG,
-                         "kc_offsets_for_times: entry %zu needs a topic and a partition >= 0", i);
-        else if (qs[i].timestamp < 0)
+        rc = entry_check("kc_offsets_for_times", i, qs[i].topic, qs[i].partition, err);
+        if (rc == KC_OK && qs[i].timestamp < 0)
             rc = kc_fail(err, KC_ERR_INVALID_ARG,
                          "kc_offsets_for_times: %s[%d]: timestamp %lld is negative", qs[i].topic,
                          qs[i].partition, (long long)qs[i].timestamp);
