@@ -256,7 +256,7 @@ static kc_err_t lookups_result(const qwait_t *w, const char *what, size_t per, k
     return rc;
 }
 
-/* Out of an error for every entry: no answer was had. */
+/* An error for every entry: no answer was had. */
 static void watermarks_unanswered(kc_watermarks_t *qs, size_t n, kc_err_t rc)
 {
     for (size_t i = 0; i < n; i++) {
