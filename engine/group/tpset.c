@@ -1,4 +1,4 @@
-/* Sorted (topic id, partition) sets. Owner: the holder of each set (network thread in engine/). */
+/* Sorted (topic, partition) sets. Owner: the holder of each set (network thread in engine/). */
 #include "group/tpset.h"
 
 #include <stdlib.h>
@@ -18,7 +18,7 @@ static kc_err_t reserve(kc_tpset_t *s, size_t want)
     size_t cap = s->cap ? s->cap * 2 : 8;
     while (cap < want)
         cap *= 2;
-    kc_tp_t *p = realloc(s->items, cap * sizeof *p);
+    kc_gtp_t *p = realloc(s->items, cap * sizeof *p);
     if (!p)
         return KC_ERR_NOMEM;
     s->items = p;
@@ -27,12 +27,12 @@ static kc_err_t reserve(kc_tpset_t *s, size_t want)
 }
 
 /* Index of the first item >= key. */
-static size_t lower_bound(const kc_tpset_t *s, const kc_tp_t *key)
+static size_t lower_bound(const kc_tpset_t *s, const kc_gtp_t *key)
 {
     size_t lo = 0, hi = s->n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (kc_tp_cmp(&s->items[mid], key) < 0)
+        if (kc_gtp_cmp(&s->items[mid], key) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -40,13 +40,12 @@ static size_t lower_bound(const kc_tpset_t *s, const kc_tp_t *key)
     return lo;
 }
 
-kc_err_t kc_tpset_add(kc_tpset_t *s, const uint8_t topic_id[16], int32_t partition)
+kc_err_t kc_tpset_add(kc_tpset_t *s, const kc_gtopic_t *topic, int32_t partition)
 {
-    kc_tp_t key;
-    memcpy(key.topic_id, topic_id, 16);
-    key.partition = partition;
-    size_t i = lower_bound(s, &key);
-    if (i < s->n && kc_tp_cmp(&s->items[i], &key) == 0)
+    kc_gtp_t key = {topic, partition};
+    /* Sets are mostly built in order (a decoded assignment, a heartbeat's target): append. */
+    size_t i = s->n && kc_gtp_cmp(&s->items[s->n - 1], &key) < 0 ? s->n : lower_bound(s, &key);
+    if (i < s->n && kc_gtp_cmp(&s->items[i], &key) == 0)
         return KC_OK;
     kc_err_t rc = reserve(s, s->n + 1);
     if (rc)
@@ -57,18 +56,24 @@ kc_err_t kc_tpset_add(kc_tpset_t *s, const uint8_t topic_id[16], int32_t partiti
     return KC_OK;
 }
 
-bool kc_tpset_contains(const kc_tpset_t *s, const uint8_t topic_id[16], int32_t partition)
+bool kc_tpset_contains(const kc_tpset_t *s, const kc_gtopic_t *topic, int32_t partition)
 {
-    kc_tp_t key;
-    memcpy(key.topic_id, topic_id, 16);
-    key.partition = partition;
+    if (!topic) /* a topic the set's table does not know */
+        return false;
+    kc_gtp_t key = {topic, partition};
     size_t i = lower_bound(s, &key);
-    return i < s->n && kc_tp_cmp(&s->items[i], &key) == 0;
+    return i < s->n && kc_gtp_cmp(&s->items[i], &key) == 0;
 }
 
 bool kc_tpset_equal(const kc_tpset_t *a, const kc_tpset_t *b)
 {
-    return a->n == b->n && (a->n == 0 || memcmp(a->items, b->items, a->n * sizeof *a->items) == 0);
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++) /* not memcmp: an item has padding */
+        if (a->items[i].topic != b->items[i].topic ||
+            a->items[i].partition != b->items[i].partition)
+            return false;
+    return true;
 }
 
 kc_err_t kc_tpset_copy(kc_tpset_t *dst, const kc_tpset_t *src)
@@ -90,9 +95,9 @@ kc_err_t kc_tpset_diff(kc_tpset_t *dst, const kc_tpset_t *a, const kc_tpset_t *b
     dst->n = 0;
     size_t j = 0;
     for (size_t i = 0; i < a->n; i++) {
-        while (j < b->n && kc_tp_cmp(&b->items[j], &a->items[i]) < 0)
+        while (j < b->n && kc_gtp_cmp(&b->items[j], &a->items[i]) < 0)
             j++;
-        if (j < b->n && kc_tp_cmp(&b->items[j], &a->items[i]) == 0)
+        if (j < b->n && kc_gtp_cmp(&b->items[j], &a->items[i]) == 0)
             continue;
         dst->items[dst->n++] = a->items[i];
     }
@@ -106,7 +111,7 @@ kc_err_t kc_tpset_union(kc_tpset_t *dst, const kc_tpset_t *a, const kc_tpset_t *
         return rc;
     size_t i = 0, j = 0, n = 0;
     while (i < a->n || j < b->n) {
-        int c = i == a->n ? 1 : j == b->n ? -1 : kc_tp_cmp(&a->items[i], &b->items[j]);
+        int c = i == a->n ? 1 : j == b->n ? -1 : kc_gtp_cmp(&a->items[i], &b->items[j]);
         if (c <= 0)
             dst->items[n++] = a->items[i++];
         else
@@ -122,7 +127,20 @@ void kc_tpset_intersect(kc_tpset_t *s, const kc_tpset_t *keep)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->n; i++)
-        if (kc_tpset_contains(keep, s->items[i].topic_id, s->items[i].partition))
+        if (kc_tpset_contains(keep, s->items[i].topic, s->items[i].partition))
             s->items[n++] = s->items[i];
+    s->n = n;
+}
+
+void kc_tpset_subtract(kc_tpset_t *s, const kc_tpset_t *b)
+{
+    size_t n = 0, j = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        while (j < b->n && kc_gtp_cmp(&b->items[j], &s->items[i]) < 0)
+            j++;
+        if (j < b->n && kc_gtp_cmp(&b->items[j], &s->items[i]) == 0)
+            continue;
+        s->items[n++] = s->items[i];
+    }
     s->n = n;
 }

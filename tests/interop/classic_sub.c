@@ -1,7 +1,8 @@
 /* Prints, one hex line per scenario of classic_subscription.cases, the JoinGroup protocol
- * metadata kconsume's classic member sends (engine/group/classic/member: kc_classic_encode_subscription)
- * for the scenario's assignor, topics, owned partitions, generation, rack and last assignment.
- * classic_subscription.test.sh compares the lines with Java's. Single-threaded tool. */
+ * metadata kconsume's classic member sends (engine/group/classic/member:
+ * kc_classic_encode_subscription) for the scenario's assignor, topics, owned partitions,
+ * generation, rack and last assignment. classic_subscription.test.sh compares the lines with
+ * Java's. Single-threaded tool. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +16,15 @@ static int32_t no_topics(void *ctx, const char *t)
     return 0;
 }
 
-static int add_tps(kc_ctps_t *s, char *spec)
+static int add_tps(kc_classic_t *m, kc_tpset_t *s, char *spec)
 {
     for (char *tp = strtok(spec, ","); tp; tp = strtok(NULL, ",")) {
         char *dash = strrchr(tp, '-');
         if (!dash)
             return -1;
         *dash = 0;
-        if (kc_ctps_add(s, tp, -1, atoi(dash + 1)))
+        const kc_gtopic_t *t = kc_gtopics_name(&m->interned, tp, -1);
+        if (!t || kc_tpset_add(s, t, atoi(dash + 1)))
             return -1;
     }
     return 0;
@@ -68,11 +70,11 @@ int main(int argc, char **argv)
         size_t nt = 0;
         for (char *t = strtok(fld[1], ","); t && nt < 16; t = strtok(NULL, ","))
             topics[nt++] = t;
-        if (kc_classic_subscribe(&m, topics, nt, &e) || add_tps(&m.owned, fld[2]))
+        if (kc_classic_subscribe(&m, topics, nt, &e) || add_tps(&m, &m.rc.owned, fld[2]))
             return fprintf(stderr, "bad topics/owned\n"), 1;
         m.generation = atoi(fld[3]);
         if (strcmp(fld[5], "none") != 0) {
-            if (add_tps(&m.last_assigned, fld[5]))
+            if (add_tps(&m, &m.last_assigned, fld[5]))
                 return fprintf(stderr, "bad last assignment\n"), 1;
             m.last_assigned_gen = atoi(fld[6]);
         }

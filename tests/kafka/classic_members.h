@@ -258,7 +258,7 @@ static inline void drive(member_t *mb, int64_t now)
             for (size_t i = 0; i < o.parts->n; i++) {
                 bool sub = false;
                 for (size_t t = 0; t < mb->m.n_topics; t++)
-                    sub = sub || strcmp(mb->m.topics[t], o.parts->items[i].topic) == 0;
+                    sub = sub || strcmp(mb->m.topics[t], o.parts->items[i].topic->name) == 0;
                 mb->stray_assigns += !sub;
             }
             kc_classic_action_done(&mb->m, o.seq, now);
@@ -334,21 +334,23 @@ static inline void assert_disjoint(member_t *ms, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         for (size_t j = i + 1; j < n; j++)
-            for (size_t k = 0; k < ms[i].m.owned.n; k++)
-                if (kc_ctps_contains(&ms[j].m.owned, ms[i].m.owned.items[k].topic,
-                                     ms[i].m.owned.items[k].partition))
-                    fail_msg("partition %d owned by two members at once",
-                             ms[i].m.owned.items[k].partition);
+            for (size_t k = 0; k < ms[i].m.rc.owned.n; k++) {
+                const kc_gtp_t *tp = &ms[i].m.rc.owned.items[k];
+                if (kc_tpset_contains(&ms[j].m.rc.owned,
+                                      kc_gtopics_find_name(&ms[j].m.interned, tp->topic->name),
+                                      tp->partition))
+                    fail_msg("partition %d owned by two members at once", tp->partition);
+            }
 }
 
 static inline bool settled(member_t *ms, size_t n, size_t want_total)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ms[i].m.state != KC_CLASSIC_ST_STABLE || ms[i].m.pstep != KC_CLASSIC_P_IDLE ||
+        if (ms[i].m.state != KC_CLASSIC_ST_STABLE || !kc_reconcile_idle(&ms[i].m.rc) ||
             ms[i].m.rejoin_needed)
             return false;
-        total += ms[i].m.owned.n;
+        total += ms[i].m.rc.owned.n;
     }
     return total == want_total;
 }
@@ -401,9 +403,45 @@ static inline void make_topic(const char *tag)
     run(cmd);
 }
 
+/* The topics of the assignments describe() decodes: one table per test binary, never freed
+ * (reachable to the end). */
+static inline kc_gtopics_t *described_names(void)
+{
+    static kc_gtopics_t t;
+    static bool ready;
+    if (!ready) {
+        kc_gtopics_init_by_name(&t, strcmp);
+        ready = true;
+    }
+    return &t;
+}
+
+/* A copy of a member's set that outlives the member: its topics in described_names(). */
+static inline void copy_parts(kc_tpset_t *dst, const kc_tpset_t *src)
+{
+    kc_tpset_clear(dst);
+    for (size_t i = 0; i < src->n; i++) {
+        const kc_gtopic_t *t = kc_gtopics_name(described_names(), src->items[i].topic->name, -1);
+        assert_non_null(t);
+        assert_int_equal(kc_tpset_add(dst, t, src->items[i].partition), KC_OK);
+    }
+}
+
+/* Two sets of different members' tables hold the same (topic name, partition)s. */
+static inline bool same_parts(const kc_tpset_t *a, const kc_tpset_t *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++) /* both tables order names alike: same order */
+        if (strcmp(a->items[i].topic->name, b->items[i].topic->name) != 0 ||
+            a->items[i].partition != b->items[i].partition)
+            return false;
+    return true;
+}
+
 /* DescribeGroups: each member's assignment (decoded), once the group is Stable with `want`
  * members; false if it does not get there in time. */
-static inline bool describe(const char *group, size_t want, kc_ctps_t *out, char ids[][128],
+static inline bool describe(const char *group, size_t want, kc_tpset_t *out, char ids[][128],
                             int64_t within_ms)
 {
     int fd = coordinator_fd(group);
@@ -427,9 +465,10 @@ static inline bool describe(const char *group, size_t want, kc_ctps_t *out, char
             memcmp(dg->group_state.ptr, "Stable", 6) == 0 && (size_t)dg->members.count == want) {
             ok = true;
             for (size_t i = 0; i < want; i++) {
-                assert_int_equal(kc_classic_decode_assignment(
-                                     dg->members.items[i].member_assignment, &out[i], &e),
-                                 KC_OK);
+                assert_int_equal(
+                    kc_classic_decode_assignment(
+                        described_names(), dg->members.items[i].member_assignment, &out[i], &e),
+                    KC_OK);
                 snprintf(ids[i], 128, "%.*s", (int)dg->members.items[i].member_id.len,
                          dg->members.items[i].member_id.ptr);
             }
@@ -444,12 +483,13 @@ static inline bool describe(const char *group, size_t want, kc_ctps_t *out, char
 }
 
 /* Exactly-once coverage of the topic by the member assignments. */
-static inline void assert_exact_cover(kc_ctps_t *as, size_t n)
+static inline void assert_exact_cover(kc_tpset_t *as, size_t n)
 {
+    const kc_gtopic_t *t = kc_gtopics_find_name(described_names(), topic_name);
     for (int32_t p = 0; p < n_parts_of_topic; p++) {
         int owners = 0;
         for (size_t i = 0; i < n; i++)
-            owners += kc_ctps_contains(&as[i], topic_name, p);
+            owners += kc_tpset_contains(&as[i], t, p);
         if (owners != 1)
             fail_msg("partition %d has %d owners", p, owners);
     }

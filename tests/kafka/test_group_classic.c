@@ -30,17 +30,17 @@ static void two_members(kc_assignor_t a, const char *tag)
     member_start(&ms[1], group, a);
     if (!pump(ms, 2, 60000, 2000, NPART))
         fail_msg("two members did not settle (states %d/%d, owned %zu/%zu)", ms[0].m.state,
-                 ms[1].m.state, ms[0].m.owned.n, ms[1].m.owned.n);
-    assert_true(ms[0].m.owned.n > 0 && ms[1].m.owned.n > 0);
-    kc_ctps_t d[2] = {{0}, {0}};
+                 ms[1].m.state, ms[0].m.rc.owned.n, ms[1].m.rc.owned.n);
+    assert_true(ms[0].m.rc.owned.n > 0 && ms[1].m.rc.owned.n > 0);
+    kc_tpset_t d[2] = {{0}, {0}};
     char ids[2][128];
     assert_true(describe(group, 2, d, ids, 10000));
     assert_exact_cover(d, 2);
     for (size_t i = 0; i < 2; i++) { /* what the broker relays is what each member holds */
         member_t *mine = strcmp(ids[i], ms[0].m.member_id) == 0 ? &ms[0] : &ms[1];
         assert_string_equal(ids[i], mine->m.member_id);
-        assert_true(kc_ctps_equal(&d[i], &mine->m.owned));
-        kc_ctps_free(&d[i]);
+        assert_true(same_parts(&d[i], &mine->m.rc.owned));
+        kc_tpset_free(&d[i]);
     }
     /* Dynamic members leave on close: LeaveGroup answered, the group empties. */
     kc_classic_close(&ms[0].m);
@@ -85,16 +85,16 @@ static void cooperative_scale_out_two_to_three(void **state)
     assert_true(pump(ms, 2, 60000, 1500, NPART));
     member_start(&ms[2], group, KC_ASSIGNOR_COOPERATIVE_STICKY);
     if (!pump(ms, 3, 60000, 2000, NPART))
-        fail_msg("three members did not settle (owned %zu/%zu/%zu)", ms[0].m.owned.n,
-                 ms[1].m.owned.n, ms[2].m.owned.n);
+        fail_msg("three members did not settle (owned %zu/%zu/%zu)", ms[0].m.rc.owned.n,
+                 ms[1].m.rc.owned.n, ms[2].m.rc.owned.n);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(ms[i].m.owned.n, 2);
-    kc_ctps_t d[3] = {{0}, {0}, {0}};
+        assert_int_equal(ms[i].m.rc.owned.n, 2);
+    kc_tpset_t d[3] = {{0}, {0}, {0}};
     char ids[3][128];
     assert_true(describe(group, 3, d, ids, 10000));
     assert_exact_cover(d, 3);
     for (int i = 0; i < 3; i++) {
-        kc_ctps_free(&d[i]);
+        kc_tpset_free(&d[i]);
         member_free(&ms[i]);
     }
 }
@@ -119,13 +119,14 @@ static void partition_count_increase_is_assigned(void **state)
     kc_classic_metadata_changed(&ms[1].m, now_ms());
     assert_true(ms[0].m.rejoin_needed != ms[1].m.rejoin_needed); /* the leader only */
     if (!pump(ms, 2, 60000, 1500, 8))
-        fail_msg("new partitions not assigned (owned %zu + %zu)", ms[0].m.owned.n, ms[1].m.owned.n);
-    kc_ctps_t d[2] = {{0}, {0}};
+        fail_msg("new partitions not assigned (owned %zu + %zu)", ms[0].m.rc.owned.n,
+                 ms[1].m.rc.owned.n);
+    kc_tpset_t d[2] = {{0}, {0}};
     char ids[2][128];
     assert_true(describe(group, 2, d, ids, 10000));
     assert_exact_cover(d, 2);
-    kc_ctps_free(&d[0]);
-    kc_ctps_free(&d[1]);
+    kc_tpset_free(&d[0]);
+    kc_tpset_free(&d[1]);
     member_free(&ms[0]);
     member_free(&ms[1]);
 }
@@ -144,8 +145,8 @@ static void static_member_restart_without_rebalance(void **state)
     member_start_static(&ms[1], group, KC_ASSIGNOR_RANGE, "inst-b");
     assert_true(pump(ms, 2, 60000, 1500, NPART));
     int32_t gen_b = ms[1].m.generation;
-    kc_ctps_t before = {0};
-    kc_ctps_copy(&before, &ms[0].m.owned);
+    kc_tpset_t before = {0};
+    copy_parts(&before, &ms[0].m.rc.owned); /* ms[0] and its topics are freed below */
     kc_classic_close(&ms[0].m);
     int64_t end = now_ms() + 10000;
     while (!ms[0].closed && now_ms() < end)
@@ -154,9 +155,9 @@ static void static_member_restart_without_rebalance(void **state)
     member_free(&ms[0]);
     member_start_static(&ms[0], group, KC_ASSIGNOR_RANGE, "inst-a"); /* new process, same id */
     assert_true(pump(ms, 2, 30000, 3000, NPART));
-    assert_true(kc_ctps_equal(&before, &ms[0].m.owned));
+    assert_true(same_parts(&before, &ms[0].m.rc.owned));
     assert_int_equal(ms[1].m.generation, gen_b); /* b never rejoined */
-    kc_ctps_free(&before);
+    kc_tpset_free(&before);
     member_free(&ms[0]);
     member_free(&ms[1]);
 }
@@ -191,14 +192,14 @@ static void stale_assignment_rejoins(void **state)
     print_message("# stale assignment: member 1 got %llu assignment(s) naming an unsubscribed "
                   "topic, applied %ld partition(s) of them; settled %s with %zu + %zu partitions\n",
                   (unsigned long long)ms[1].m.mismatched_assignments, ms[1].stray_assigns,
-                  ok ? "yes" : "no", ms[0].m.owned.n, ms[1].m.owned.n);
+                  ok ? "yes" : "no", ms[0].m.rc.owned.n, ms[1].m.rc.owned.n);
     assert_true(ok);
     assert_true(ms[1].m.mismatched_assignments >= 1);
     assert_int_equal(ms[1].stray_assigns + ms[0].stray_assigns, 0);
-    assert_int_equal(ms[0].m.owned.n, NPART);
-    assert_int_equal(ms[1].m.owned.n, 3);
-    for (size_t i = 0; i < ms[1].m.owned.n; i++)
-        assert_string_equal(ms[1].m.owned.items[i].topic, topic_b);
+    assert_int_equal(ms[0].m.rc.owned.n, NPART);
+    assert_int_equal(ms[1].m.rc.owned.n, 3);
+    for (size_t i = 0; i < ms[1].m.rc.owned.n; i++)
+        assert_string_equal(ms[1].m.rc.owned.items[i].topic->name, topic_b);
     member_free(&ms[0]);
     member_free(&ms[1]);
     topic_b[0] = 0;

@@ -53,14 +53,14 @@ static void mixed(kc_assignor_t a, const char *java_class, bool java_first, cons
     char group[96];
     snprintf(group, sizeof group, "g-%s", topic_name);
     member_t ms[1];
-    kc_ctps_t d[2] = {{0}, {0}};
+    kc_tpset_t d[2] = {{0}, {0}};
     char ids[2][128];
     pid_t java = -1;
     if (java_first) {
         java = start_java(group, java_class);
         if (!describe(group, 1, d, ids, 60000))
             fail_msg("the Java consumer did not join %s", group);
-        kc_ctps_free(&d[0]);
+        kc_tpset_free(&d[0]);
         member_start(&ms[0], group, a);
     } else {
         member_start(&ms[0], group, a);
@@ -71,24 +71,24 @@ static void mixed(kc_assignor_t a, const char *java_class, bool java_first, cons
     bool ok = false;
     int64_t end = now_ms() + 90000;
     while (!ok && now_ms() < end) {
-        if (!pump(ms, 1, 3000, 1500, ms[0].m.owned.n ? ms[0].m.owned.n : 1))
+        if (!pump(ms, 1, 3000, 1500, ms[0].m.rc.owned.n ? ms[0].m.rc.owned.n : 1))
             continue;
         if (!describe(group, 2, d, ids, 1000))
             continue;
         size_t mine = strcmp(ids[0], ms[0].m.member_id) == 0 ? 0 : 1;
-        ok = kc_ctps_equal(&d[mine], &ms[0].m.owned) && d[1 - mine].n > 0;
+        ok = same_parts(&d[mine], &ms[0].m.rc.owned) && d[1 - mine].n > 0;
         if (ok) {
             assert_exact_cover(d, 2);
             assert_string_equal(ids[mine], ms[0].m.member_id);
             assert_int_equal(ms[0].m.is_leader, !java_first);
         }
-        kc_ctps_free(&d[0]);
-        kc_ctps_free(&d[1]);
+        kc_tpset_free(&d[0]);
+        kc_tpset_free(&d[1]);
     }
     stop_java(java);
     if (!ok)
         fail_msg("mixed group did not converge (state %d, owned %zu)", ms[0].m.state,
-                 ms[0].m.owned.n);
+                 ms[0].m.rc.owned.n);
     kc_classic_close(&ms[0].m);
     end = now_ms() + 10000;
     while (!ms[0].closed && now_ms() < end)

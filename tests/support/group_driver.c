@@ -225,8 +225,10 @@ void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *boo
             /* The property: a partition arrives only after its previous owner finished on_revoke
              * and acknowledged — so it is never in the other member's held set. */
             for (size_t i = 0; other && i < act.parts->n; i++)
-                if (kc_tpset_contains(&other->gc.rc.held, act.parts->items[i].topic_id,
-                                      act.parts->items[i].partition))
+                if (kc_tpset_contains(
+                        &other->gc.rc.held,
+                        kc_gtopics_find_id(&other->gc.interned, act.parts->items[i].topic->id),
+                        act.parts->items[i].partition))
                     fail_msg(
                         "partition %d assigned (epoch %d) while the other member (%s, epoch %d, "
                         "step %d, revoke pending %d, held %zu, owned %zu) still holds it",

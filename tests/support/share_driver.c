@@ -216,10 +216,12 @@ static void actions(kc_sd_member_t *m)
         case KC_G848_ACT_ASSIGN:
         case KC_G848_ACT_REVOKE:
         case KC_G848_ACT_LOSE:
-            for (size_t i = 0; i < a.parts->n; i++)
-                assert_int_equal(kc_share_session_want(&m->ss, &a.parts->items[i],
-                                                       a.kind == KC_G848_ACT_ASSIGN, &e),
-                                 KC_OK);
+            for (size_t i = 0; i < a.parts->n; i++) {
+                kc_tp_t tp = {.partition = a.parts->items[i].partition};
+                memcpy(tp.topic_id, a.parts->items[i].topic->id, 16);
+                assert_int_equal(
+                    kc_share_session_want(&m->ss, &tp, a.kind == KC_G848_ACT_ASSIGN, &e), KC_OK);
+            }
             m->owned += a.kind == KC_G848_ACT_ASSIGN ? (int)a.parts->n : -(int)a.parts->n;
             m->ever_assigned = m->ever_assigned || a.kind == KC_G848_ACT_ASSIGN;
             kc_g848_action_done(&m->gc, a.seq, kc_sd_now_ms());

@@ -124,12 +124,12 @@ static inline kc_wbuf_t encode_assignment(const int32_t *parts, int32_t n)
     return w;
 }
 
-static inline void assert_parts(const kc_ctps_t *s, const int32_t *want, size_t n)
+static inline void assert_parts(const kc_tpset_t *s, const int32_t *want, size_t n)
 {
     if (s->n != n)
         fail_msg("expected %zu partitions, got %zu", n, s->n);
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(s->items[i].topic, "orders");
+        assert_string_equal(s->items[i].topic->name, "orders");
         assert_int_equal(s->items[i].partition, want[i]);
     }
 }
@@ -152,7 +152,7 @@ static inline void join_alone(kc_classic_t *m, const char *id, const int32_t *pa
         kc_classic_action_done(m, o.seq, now);
     }
     assert_int_equal(m->state, KC_CLASSIC_ST_STABLE);
-    assert_int_equal(m->owned.n, (size_t)n);
+    assert_int_equal(m->rc.owned.n, (size_t)n);
 }
 
 /* Completes a reconciliation output the way the driver does when all goes well: REVOKE, LOSE,

@@ -11,15 +11,18 @@
 /* Decodes an assignment into a sorted partition list of "orders". */
 static size_t decode_parts(kc_bytes_t b, int32_t *out)
 {
-    kc_ctps_t s = {0};
+    kc_gtopics_t names;
+    kc_gtopics_init_by_name(&names, strcmp);
+    kc_tpset_t s = {0};
     kc_error_t e;
-    assert_int_equal(kc_classic_decode_assignment(b, &s, &e), KC_OK);
+    assert_int_equal(kc_classic_decode_assignment(&names, b, &s, &e), KC_OK);
     size_t n = s.n;
     for (size_t i = 0; i < n; i++) {
-        assert_string_equal(s.items[i].topic, "orders");
+        assert_string_equal(s.items[i].topic->name, "orders");
         out[i] = s.items[i].partition;
     }
-    kc_ctps_free(&s);
+    kc_tpset_free(&s);
+    kc_gtopics_free(&names);
     return n;
 }
 
@@ -100,7 +103,7 @@ static void leader_assigns_two_members_as_the_assignor_does(void **state)
         kc_classic_out_t o = expect(&a, 0, KC_CLASSIC_ASSIGN);
         assert_int_equal(o.parts->n, res.members[1].n);
         kc_classic_action_done(&a, o.seq, 0);
-        assert_int_equal(a.owned.n, res.members[1].n);
+        assert_int_equal(a.rc.owned.n, res.members[1].n);
         expect_nothing(&a, 1);
         expect(&a, 3000, KC_CLASSIC_SEND_HEARTBEAT);
         kc_assign_result_free(&res);
@@ -182,7 +185,7 @@ static void eager_revokes_and_commits_before_joining(void **state)
     o = expect(&m, now + 100, KC_CLASSIC_DROP);
     kc_classic_action_done(&m, o.seq, now + 100);
     o = expect(&m, now + 100, KC_CLASSIC_SEND_JOIN);
-    assert_int_equal(m.owned.n, 0);
+    assert_int_equal(m.rc.owned.n, 0);
     /* The subscription carries no owned partitions any more, and our generation. */
     kc_consumer_protocol_subscription_t sub;
     kc_arena_t ar = {0};
@@ -198,11 +201,12 @@ static void eager_revokes_and_commits_before_joining(void **state)
     kc_classic_free(&m);
 }
 
-static bool any_of(const kc_ctps_t *s, const int32_t *p, size_t n)
+static bool any_of(const kc_tpset_t *s, const int32_t *p, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (kc_ctps_contains(s, "orders", p[i]))
-            return true;
+    for (size_t k = 0; k < s->n; k++)
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(s->items[k].topic->name, "orders") == 0 && s->items[k].partition == p[i])
+                return true;
     return false;
 }
 
@@ -266,7 +270,7 @@ static void cooperative_two_round_handover(void **state)
     kc_classic_action_done(&a, o.seq, now);
     /* The second round starts at once. */
     o = expect(&a, now, KC_CLASSIC_SEND_JOIN);
-    assert_int_equal(a.owned.n, 3);
+    assert_int_equal(a.rc.owned.n, 3);
     ma = take_meta(&o, 0);
     kc_classic_out_t ob;
     /* b got an empty assignment in round 1 and rejoins on the next rebalance notice */
@@ -373,7 +377,7 @@ static void not_coordinator_in_success_rediscovers_silently(void **state)
     kc_classic_coordinator_known(&m, now + 9900);
     expect(&m, now + 9900, KC_CLASSIC_SEND_HEARTBEAT);
     kc_classic_heartbeat_response(&m, 0, now + 9900);
-    assert_int_equal(m.owned.n, 1);
+    assert_int_equal(m.rc.owned.n, 1);
 
     /* Past the deadline it is surfaced once, not fatal. */
     now += 20000;
@@ -533,7 +537,7 @@ static void close_abandons(kc_assignor_t assignor, bool found)
         joined = o.kind == KC_CLASSIC_SEND_JOIN;
     }
     assert_true(joined); /* in flight now, parked at the coordinator */
-    size_t held = m.owned.n;
+    size_t held = m.rc.owned.n;
     assert_int_equal(held, assignor == KC_ASSIGNOR_COOPERATIVE_STICKY ? 2 : 0);
     kc_classic_close(&m);
     expect(&m, 20, KC_CLASSIC_ABANDON);
@@ -603,7 +607,7 @@ static void close_after_failed_sync_revokes(void **state)
         synced = o.kind == KC_CLASSIC_SEND_SYNC;
     }
     assert_true(synced);
-    assert_int_equal(m.owned.n, 2);
+    assert_int_equal(m.rc.owned.n, 2);
     kc_classic_close(&m);
     kc_classic_request_failed(&m, 20);
     bool revoked = false, closed = false;
@@ -766,7 +770,7 @@ static void rolling_upgrade_shapes_are_not_errors(void **state)
     kc_classic_commit_result(&m, o.seq, 0, now);
     o = expect(&m, now, KC_CLASSIC_DROP);
     kc_classic_action_done(&m, o.seq, now);
-    assert_parts(&m.owned, keep, 2);
+    assert_parts(&m.rc.owned, keep, 2);
     assert_int_equal(m.fatal.code, KC_OK);
     kc_classic_free(&m);
 }

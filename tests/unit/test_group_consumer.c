@@ -274,7 +274,7 @@ static void interrupted_reconciliation_resumes(void **state)
     kc_g848_on_commit_result(&gc, cm.seq, 0, 2320);
     kc_g848_action_done(&gc, act(&gc, 2320, KC_G848_ACT_DROP, 1).seq, 2321);
     kc_g848_action_t as = act(&gc, 2321, KC_G848_ACT_ASSIGN, 1);
-    assert_int_equal(as.parts->items[0].topic_id[15], 2);
+    assert_int_equal(as.parts->items[0].topic->id[15], 2);
     no_hb(&gc, 2322);
     kc_g848_action_done(&gc, as.seq, 2330);
     q = hb(&gc, 2330, 1);
@@ -577,7 +577,7 @@ static void unknown_topics_and_stale_epoch(void **state)
     known[9] = true;
     kc_g848_on_metadata(&gc, 1100);
     kc_g848_action_t as = act(&gc, 1100, KC_G848_ACT_ASSIGN, 1);
-    assert_int_equal(as.parts->items[0].topic_id[15], 9);
+    assert_int_equal(as.parts->items[0].topic->id[15], 9);
     kc_g848_action_done(&gc, as.seq, 1101);
     kc_consumer_group_heartbeat_request_t q = hb(&gc, 1101, 1);
     assert_true(req_owns(&q, 9, 0) && req_owns(&q, 1, 0));

@@ -1,32 +1,34 @@
-/* engine/group/reconcile: the ordered steps revoke → commit → drop → assign → ack as pending state. */
+/* engine/group/reconcile: the ordered steps revoke → commit → drop → assign → ack as pending state.
+ */
 #include "kc_test.h"
 
 #include <string.h>
 
 #include "group/reconcile.h"
 
-static void tid(uint8_t id[16], int t)
+/* Topic t has the id 0…0t, interned in one table for the whole binary (never freed: reachable
+ * to the end, as the sets of a test point into it). */
+static const kc_gtopic_t *topic(int t)
 {
-    memset(id, 0, 16);
+    static kc_gtopics_t names;
+    uint8_t id[16] = {0};
     id[15] = (uint8_t)t;
+    const kc_gtopic_t *g = kc_gtopics_id(&names, id);
+    assert_non_null(g);
+    return g;
 }
 
 /* set from "t:p" pairs, terminated by -1 */
 static void mkset(kc_tpset_t *s, const int *tp)
 {
     kc_tpset_clear(s);
-    uint8_t id[16];
-    for (; tp[0] >= 0; tp += 2) {
-        tid(id, tp[0]);
-        assert_int_equal(kc_tpset_add(s, id, tp[1]), KC_OK);
-    }
+    for (; tp[0] >= 0; tp += 2)
+        assert_int_equal(kc_tpset_add(s, topic(tp[0]), tp[1]), KC_OK);
 }
 
 static bool has(const kc_tpset_t *s, int t, int p)
 {
-    uint8_t id[16];
-    tid(id, t);
-    return kc_tpset_contains(s, id, p);
+    return kc_tpset_contains(s, topic(t), p);
 }
 
 static kc_recon_action_t expect(kc_reconcile_t *r, int64_t now, kc_recon_act_kind_t kind, size_t n)

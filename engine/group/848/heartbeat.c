@@ -28,8 +28,8 @@ static kc_err_t fill_owned(kc_g848_t *gc, kc_consumer_group_heartbeat_request_t 
     int32_t nt = 0;
     for (size_t i = 0; i < o->n; i++) {
         gc->req_parts[i] = o->items[i].partition;
-        if (i == 0 || memcmp(o->items[i].topic_id, o->items[i - 1].topic_id, 16) != 0) {
-            memcpy(gc->req_tps[nt].topic_id.b, o->items[i].topic_id, 16);
+        if (i == 0 || o->items[i].topic != o->items[i - 1].topic) {
+            memcpy(gc->req_tps[nt].topic_id.b, o->items[i].topic->id, 16);
             gc->req_tps[nt].partitions.items = &gc->req_parts[i];
             gc->req_tps[nt].partitions.count = 0;
             nt++;
@@ -211,8 +211,9 @@ static void take_assignment(kc_g848_t *gc,
     for (int32_t i = 0; i < a->topic_partitions.count; i++) {
         const kc_consumer_group_heartbeat_response_topic_partitions_t *t =
             &a->topic_partitions.items[i];
+        const kc_gtopic_t *topic = kc_gtopics_id(&gc->interned, t->topic_id.b);
         for (int32_t j = 0; j < t->partitions.count; j++)
-            if (kc_tpset_add(&gc->target_raw, t->topic_id.b, t->partitions.items[j]))
+            if (!topic || kc_tpset_add(&gc->target_raw, topic, t->partitions.items[j]))
                 return;
     }
     kc_g848_m_resolve_target(gc, true);

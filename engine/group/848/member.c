@@ -74,6 +74,7 @@ kc_err_t kc_g848_init(kc_g848_t *gc, const kc_g848_config_t *cfg, kc_error_t *er
         random_member_id(gc->member_id);
     gc->interval_ms = 5000; /* until the broker says otherwise */
     gc->state = KC_G848_UNSUBSCRIBED;
+    kc_gtopics_init_by_id(&gc->interned);
     kc_reconcile_init(&gc->rc, cfg->commit_on_revoke, cfg->commit_timeout_ms);
     return KC_OK;
 }
@@ -103,6 +104,7 @@ void kc_g848_free(kc_g848_t *gc)
     kc_tpset_free(&gc->target_raw);
     kc_tpset_free(&gc->resolved);
     kc_reconcile_free(&gc->rc);
+    kc_gtopics_free(&gc->interned); /* after every set that points into it */
     memset(gc, 0, sizeof *gc);
 }
 
@@ -199,10 +201,10 @@ void kc_g848_m_resolve_target(kc_g848_t *gc, bool request_metadata)
     kc_tpset_clear(&gc->resolved);
     bool unknown = false;
     for (size_t i = 0; i < gc->target_raw.n; i++) {
-        const kc_tp_t *tp = &gc->target_raw.items[i];
-        if (gc->cfg.lookup(gc->cfg.lookup_ctx, tp->topic_id) ||
-            kc_tpset_contains(&gc->rc.held, tp->topic_id, tp->partition)) {
-            if (kc_tpset_add(&gc->resolved, tp->topic_id, tp->partition))
+        const kc_gtp_t *tp = &gc->target_raw.items[i];
+        if (gc->cfg.lookup(gc->cfg.lookup_ctx, tp->topic->id) ||
+            kc_tpset_contains(&gc->rc.held, tp->topic, tp->partition)) {
+            if (kc_tpset_add(&gc->resolved, tp->topic, tp->partition))
                 return; /* out of memory: the next response or metadata update retries */
         } else {
             unknown = true;

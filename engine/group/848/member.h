@@ -147,7 +147,8 @@ typedef struct kc_g848 {
     bool retrying;         /* inside a coordinator-retry window */
     bool retry_reported;
     kc_retry_t retry;
-    /* reconciliation */
+    /* reconciliation: every set's topics are interned in `interned`, by id */
+    kc_gtopics_t interned;
     kc_reconcile_t rc;
     kc_tpset_t target_raw; /* the broker's latest target, ids unresolved or not */
     kc_tpset_t resolved;

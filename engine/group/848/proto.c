@@ -30,11 +30,6 @@
 #include "group/self_fence.h"
 #include "proto/kafka_errors.h"
 
-typedef struct tname {
-    uint8_t id[16];
-    char *name;
-} tname_t;
-
 /* Owner: network thread. */
 typedef struct p848 {
     const kc_g848_wire_t
@@ -48,8 +43,6 @@ typedef struct p848 {
     bool no_api;        /* the coordinator lacks the heartbeat API: reported, nothing more sent */
     kc_conn_t *hb_conn; /* the in-flight heartbeat's connection */
     int64_t hb_sent_ms, notready_since;
-    tname_t *names; /* topic id → name, from the Metadata answers */
-    size_t n_names;
     /* The self-fence's session: the group's consumer.session.timeout.ms once read. */
     int64_t session_ms;
     bool dc_inflight, dc_from_broker, dc_reported;
@@ -61,13 +54,11 @@ typedef struct p848 {
 /* DescribeConfigs' resource type for a group's configs (KIP-848's group configs). */
 #define RESOURCE_TYPE_GROUP 32
 
+/* Topic id → name: the names the Metadata answers gave the member's topics (gc.interned). */
 static const char *lookup(void *ctx, const uint8_t id[16])
 {
-    p848_t *p = ctx;
-    for (size_t i = 0; i < p->n_names; i++)
-        if (memcmp(p->names[i].id, id, 16) == 0)
-            return p->names[i].name;
-    return NULL;
+    const kc_gtopic_t *t = kc_gtopics_find_id(&((p848_t *)ctx)->gc.interned, id);
+    return t ? t->name : NULL;
 }
 
 static const char *group_of(const p848_t *p)
@@ -285,16 +276,11 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         if (kc_metadata_response_decode(&m, version, &r, &a, &e) == KC_OK) {
             for (int32_t i = 0; i < m.topics.count; i++) {
                 const kc_metadata_response_topic_t *t = &m.topics.items[i];
-                if (t->error_code || t->name.len <= 0 || lookup(p, t->topic_id.b))
+                if (t->error_code || t->name.len <= 0)
                     continue;
-                tname_t *nn = realloc(p->names, (p->n_names + 1) * sizeof *nn);
-                if (!nn)
+                if (!kc_gtopics_set_name(&p->gc.interned, t->topic_id.b, t->name.ptr,
+                                         (size_t)t->name.len))
                     break;
-                p->names = nn;
-                memcpy(nn[p->n_names].id, t->topic_id.b, 16);
-                nn[p->n_names].name = strndup((const char *)t->name.ptr, (size_t)t->name.len);
-                if (nn[p->n_names].name)
-                    p->n_names++;
             }
         }
         kc_arena_free(&a);
@@ -491,9 +477,6 @@ void kc_g848_p_destroy(void *m)
 {
     p848_t *p = m;
     kc_g848_free(&p->gc);
-    for (size_t i = 0; i < p->n_names; i++)
-        free(p->names[i].name);
-    free(p->names);
     free(p);
 }
 
@@ -523,7 +506,7 @@ static void by_name(p848_t *p, const kc_tpset_t *s, kc_group_action_t *out)
     out->parts = parts;
     out->n = 0;
     for (size_t i = 0; parts && i < s->n; i++) {
-        const char *t = lookup(p, s->items[i].topic_id);
+        const char *t = s->items[i].topic->name;
         if (t)
             parts[out->n++] = (kc_group_tp_t){t, s->items[i].partition};
     }
@@ -697,7 +680,7 @@ void kc_g848_p_stats_head(const void *m, kc_json_t *w)
     kc_json_raw(w, ",\"epoch\":%d,\"assignment\":[", (int)p->gc.epoch);
     const kc_tpset_t *o = kc_g848_owned(&p->gc);
     for (size_t i = 0; i < o->n; i++) {
-        const char *t = lookup((void *)p, o->items[i].topic_id);
+        const char *t = o->items[i].topic->name;
         kc_json_lit(w, i ? ",[" : "[");
         kc_json_str(w, t ? t : "?");
         kc_json_field(w, ",", o->items[i].partition);

@@ -116,19 +116,19 @@ void kc_classic_join_response(kc_classic_t *m, const kc_join_group_response_t *r
     kc_classic_fatal(m, c, "group %s: JoinGroup failed: %s%s", NULL);
 }
 
-static void on_assignment(kc_classic_t *m, const kc_ctps_t *assigned, int64_t now_ms)
+static void on_assignment(kc_classic_t *m, const kc_tpset_t *assigned, int64_t now_ms)
 {
-    kc_ctps_t revoke = {0}, add = {0};
-    kc_ctps_diff(&revoke, &m->owned, assigned);
-    kc_ctps_diff(&add, assigned, &m->owned);
-    kc_classic_pend_start(m, &revoke, &add, false);
     /* KIP-429: partitions we gave up were withheld from their next owner this round; rejoining
      * (after the revoke finishes) is what lets round two hand them over. */
-    if (m->cooperative && revoke.n)
+    bool gives_up = false;
+    for (size_t i = 0; i < m->rc.owned.n && !gives_up; i++)
+        gives_up = !kc_tpset_contains(assigned, m->rc.owned.items[i].topic,
+                                      m->rc.owned.items[i].partition);
+    kc_classic_reconcile_to(m, assigned);
+    if (m->cooperative && gives_up)
         m->rejoin_needed = true;
-    kc_ctps_free(&revoke);
-    kc_ctps_free(&add);
-    kc_ctps_copy(&m->last_assigned, assigned);
+    if (kc_tpset_copy(&m->last_assigned, assigned))
+        m->last_assigned.n = 0; /* out of memory: the sticky assignor sees no history */
     m->last_assigned_gen = m->generation;
     m->state = KC_CLASSIC_ST_STABLE;
     m->prepared = false;
@@ -146,19 +146,19 @@ void kc_classic_sync_response(kc_classic_t *m, const kc_sync_group_response_t *r
         return;
     int16_t c = r->error_code;
     if (c == 0) {
-        kc_ctps_t assigned = {0};
+        kc_tpset_t assigned = {0};
         kc_error_t e;
-        kc_err_t rc = kc_classic_decode_assignment(r->assignment, &assigned, &e);
+        kc_err_t rc = kc_classic_decode_assignment(&m->interned, r->assignment, &assigned, &e);
         kc_classic_free_sync(m); /* after the decode: r may be a view into what we sent */
         if (rc) {
-            kc_ctps_free(&assigned);
+            kc_tpset_free(&assigned);
             kc_classic_fatal(m, 0, "group %s:%s undecodable assignment: %s", e.msg);
             return;
         }
         const char *stray = NULL;
         for (size_t i = 0; i < assigned.n && !stray; i++)
-            if (!kc_classic_subscribed(m, assigned.items[i].topic))
-                stray = assigned.items[i].topic;
+            if (!kc_classic_subscribed(m, assigned.items[i].topic->name))
+                stray = assigned.items[i].topic->name;
         if (stray) {
             /* Java's onJoinComplete: an assignment naming a topic we no longer subscribe to
              * (the subscription changed after we joined, or a leader assigned on a stale view)
@@ -177,7 +177,7 @@ void kc_classic_sync_response(kc_classic_t *m, const kc_sync_group_response_t *r
         } else {
             on_assignment(m, &assigned, now_ms);
         }
-        kc_ctps_free(&assigned);
+        kc_tpset_free(&assigned);
         return;
     }
     kc_classic_free_sync(m);

@@ -85,6 +85,8 @@ kc_err_t kc_classic_init(kc_classic_t *m, const kc_classic_config_t *cfg,
             m->cooperative = false;
     m->generation = -1;
     m->last_assigned_gen = -1;
+    kc_gtopics_init_by_name(&m->interned, kc_jstr_cmp);
+    kc_reconcile_init(&m->rc, cfg->auto_commit, cfg->commit_timeout_ms);
     return KC_OK;
 }
 
@@ -123,10 +125,9 @@ void kc_classic_free(kc_classic_t *m)
     free(m->protocol);
     free_topics(m);
     kc_classic_snapshot_free(m);
-    kc_ctps_free(&m->owned);
-    kc_ctps_free(&m->last_assigned);
-    kc_ctps_free(&m->p_revoke);
-    kc_ctps_free(&m->p_assign);
+    kc_tpset_free(&m->last_assigned);
+    kc_reconcile_free(&m->rc);
+    kc_gtopics_free(&m->interned); /* after every set that points into it */
     for (size_t i = 0; i < KC_CLASSIC_MAX_ASSIGNORS; i++)
         kc_wbuf_free(&m->proto_meta[i]);
     kc_classic_free_sync(m);
@@ -238,8 +239,8 @@ void kc_classic_poll_expired(kc_classic_t *m, int64_t now_ms)
     /* Stop dispatching now, before the LeaveGroup hands the partitions on. A reconciliation
      * under way finishes first; the join-prepare after the leave (generation gone) loses the
      * rest. */
-    if (m->owned.n && m->pstep == KC_CLASSIC_P_IDLE)
-        kc_classic_pend_start(m, &m->owned, NULL, true);
+    if (m->rc.held.n && kc_reconcile_idle(&m->rc))
+        kc_classic_lose_all(m);
 }
 
 void kc_classic_poll_resumed(kc_classic_t *m, int64_t now_ms)
@@ -276,20 +277,27 @@ void kc_classic_reset_generation(kc_classic_t *m, bool reset_member_id)
     kc_classic_rejoin(m);
 }
 
-void kc_classic_pend_start(kc_classic_t *m, const kc_ctps_t *revoke, const kc_ctps_t *assign,
-                           bool lost)
+/* Out of memory: the application hears it, and nothing changes hands: what the member holds it
+ * keeps until the reconciliation can start (a join-prepare or leave-prepare is tried again). */
+static void reconcile_failed(kc_classic_t *m, const kc_error_t *e)
 {
-    kc_ctps_clear(&m->p_revoke);
-    kc_ctps_clear(&m->p_assign);
-    if (revoke)
-        kc_ctps_add_all(&m->p_revoke, revoke);
-    if (assign)
-        kc_ctps_add_all(&m->p_assign, assign);
-    m->p_lost = lost;
-    m->p_issued = false;
-    m->pstep = m->p_revoke.n   ? KC_CLASSIC_P_REVOKE
-               : m->p_assign.n ? KC_CLASSIC_P_ASSIGN
-                               : KC_CLASSIC_P_IDLE;
+    m->error_out = *e;
+    m->error_pending = true;
+    m->prepared = false; /* a join or leave waits for the revoke, asked for again */
+}
+
+void kc_classic_reconcile_to(kc_classic_t *m, const kc_tpset_t *target)
+{
+    kc_error_t e;
+    if (kc_reconcile_set_target(&m->rc, target, &e))
+        reconcile_failed(m, &e);
+}
+
+void kc_classic_lose_all(kc_classic_t *m)
+{
+    kc_error_t e;
+    if (kc_reconcile_lose_all(&m->rc, &e))
+        reconcile_failed(m, &e);
 }
 
 bool kc_classic_subscribed(const kc_classic_t *m, const char *t)
@@ -305,23 +313,26 @@ bool kc_classic_subscribed(const kc_classic_t *m, const char *t)
 void kc_classic_join_prepare(kc_classic_t *m)
 {
     m->prepared = true;
-    if (m->owned.n == 0)
+    const kc_tpset_t *owned = &m->rc.owned;
+    if (owned->n == 0)
         return;
     if (m->generation < 0 || !m->member_id[0]) {
-        kc_classic_pend_start(m, &m->owned, NULL, true);
+        kc_classic_lose_all(m);
         return;
     }
-    if (!m->cooperative) {
-        kc_classic_pend_start(m, &m->owned, NULL, false);
-        return;
+    kc_tpset_t keep = {0};
+    kc_err_t rc = KC_OK;
+    for (size_t i = 0; m->cooperative && i < owned->n && !rc; i++)
+        if (kc_classic_subscribed(m, owned->items[i].topic->name))
+            rc = kc_tpset_add(&keep, owned->items[i].topic, owned->items[i].partition);
+    if (rc) {
+        kc_error_t e;
+        kc_fail(&e, rc, "group %s: no memory to revoke before joining", m->cfg.group_id);
+        reconcile_failed(m, &e);
+    } else {
+        kc_classic_reconcile_to(m, &keep);
     }
-    kc_ctps_t gone = {0};
-    for (size_t i = 0; i < m->owned.n; i++)
-        if (!kc_classic_subscribed(m, m->owned.items[i].topic))
-            kc_ctps_add(&gone, m->owned.items[i].topic, -1, m->owned.items[i].partition);
-    if (gone.n)
-        kc_classic_pend_start(m, &gone, NULL, false);
-    kc_ctps_free(&gone);
+    kc_tpset_free(&keep);
 }
 
 /* ---- app commands ------------------------------------------------------------------------- */

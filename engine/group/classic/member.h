@@ -15,13 +15,14 @@
  * an older broker); MEMBER_ID_REQUIRED only happens at v4+. Views in an output point into the
  * machine and stay valid until its next input or poll.
  *
- * Reconciliation order (same rule as engine/group/reconcile.h on the KIP-848 side, kept here by
- * topic name because the classic payloads name topics): REVOKE (stop dispatch, on_revoke on
- * workers, → kc_classic_action_done) → COMMIT (auto-commit under our identity, →
+ * Reconciliation: group/reconcile.h's, as for KIP-848, over sets of the member's topics interned
+ * by name (the classic payloads name topics, in Java's String order): REVOKE (stop dispatch,
+ * on_revoke on workers, → kc_classic_action_done) → COMMIT (auto-commit under our identity, →
  * kc_classic_commit_result; bounded by commit_timeout_ms, past it the next owner re-reads from the
- * last commit: at-least-once) → DROP (forget in fetch sessions, → action_done) → ASSIGN (on_assign,
- * then fetch, → action_done). LOSE replaces REVOKE and skips COMMIT when the generation is gone. No
- * JoinGroup is sent while a reconciliation is pending. eager (range, roundrobin, sticky, or any
+ * last commit: at-least-once; skipped without a generation) → DROP (forget in fetch sessions, →
+ * action_done) → ASSIGN (on_assign, then fetch, → action_done). LOSE replaces REVOKE and skips
+ * COMMIT when the generation is gone. No JoinGroup is sent while a reconciliation is pending, so
+ * a new target never waits behind a running one. eager (range, roundrobin, sticky, or any
  * list that is not all-cooperative, as Java): before each JoinGroup every owned partition is
  * revoked (or lost if the generation is gone); cooperative (cooperative-sticky only): before
  * JoinGroup only partitions of topics no longer subscribed are revoked; after SyncGroup owned
@@ -37,7 +38,7 @@
 #include <stdint.h>
 
 #include "group/classic/assign/assign.h"
-#include "group/classic/tps.h"
+#include "group/reconcile.h"
 #include "offsets.h"
 #include "proto/heartbeat.gen.h"
 #include "proto/join_group.gen.h"
@@ -100,7 +101,7 @@ typedef struct kc_classic_out {
         kc_heartbeat_request_t heartbeat;
         kc_leave_group_request_t leave;
     } req;
-    const kc_ctps_t *parts;   /* REVOKE/LOSE/COMMIT/DROP/ASSIGN */
+    const kc_tpset_t *parts;  /* REVOKE/LOSE/COMMIT/DROP/ASSIGN */
     kc_commit_identity_t who; /* COMMIT: member id, generation, instance id */
     kc_error_t error;         /* ERROR/FATAL */
 } kc_classic_out_t;
@@ -115,14 +116,6 @@ typedef enum kc_classic_state {
     KC_CLASSIC_ST_CLOSED,
     KC_CLASSIC_ST_FATAL,
 } kc_classic_state_t;
-
-typedef enum kc_classic_pstep {
-    KC_CLASSIC_P_IDLE = 0,
-    KC_CLASSIC_P_REVOKE,
-    KC_CLASSIC_P_COMMIT,
-    KC_CLASSIC_P_DROP,
-    KC_CLASSIC_P_ASSIGN,
-} kc_classic_pstep_t;
 
 typedef enum kc_classic_inflight {
     KC_CLASSIC_IF_NONE = 0,
@@ -163,16 +156,14 @@ typedef struct kc_classic {
     int32_t *snap_counts;
     size_t n_snap;
 
-    kc_ctps_t owned;         /* what the application holds once pending steps complete */
-    kc_ctps_t last_assigned; /* eager sticky user data: the last assignment received */
+    /* Every set's topics, interned by name in Java's String order; freed after the sets. */
+    kc_gtopics_t interned;
+    /* The reconciliation: rc.owned is what the JoinGroup reports as owned (sent only while no
+     * reconciliation is pending), rc.held what the application holds right now. */
+    kc_reconcile_t rc;
+    int64_t commit_retry_at_ms; /* a COMMIT that failed and may be retried goes out from then */
+    kc_tpset_t last_assigned;   /* eager sticky user data: the last assignment received */
     int32_t last_assigned_gen;
-
-    /* the pending reconciliation */
-    kc_classic_pstep_t pstep;
-    bool p_issued, p_lost;
-    kc_ctps_t p_revoke, p_assign;
-    uint64_t seq;
-    int64_t commit_deadline_ms, commit_retry_at_ms;
 
     /* coordinator. A coordinator lost again before the member got anywhere with it (a
      * successful heartbeat or an assignment) is looked up after a backoff that doubles from
@@ -277,8 +268,10 @@ kc_err_t kc_classic_leader_assign(kc_classic_t *m, kc_assignor_t a,
                                   const kc_join_group_response_t *r,
                                   kc_sync_group_request_assignment_t **items, kc_wbuf_t **bufs,
                                   size_t *n, kc_error_t *err);
-/* Decode our ConsumerProtocolAssignment (an empty buffer is an empty assignment). */
-kc_err_t kc_classic_decode_assignment(kc_bytes_t b, kc_ctps_t *out, kc_error_t *err);
+/* Decode a ConsumerProtocolAssignment (an empty buffer is an empty assignment), its topics
+ * interned in `names` (the member's, to compare with its sets). */
+kc_err_t kc_classic_decode_assignment(kc_gtopics_t *names, kc_bytes_t b, kc_tpset_t *out,
+                                      kc_error_t *err);
 void kc_classic_snapshot_free(kc_classic_t *m);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * The classic member's outputs: the pending reconciliation's steps (revoke → commit → drop →
- * assign) and kc_classic_poll / kc_classic_next_wakeup, which decide what goes out next.
+ * The classic member's outputs: the reconciliation's actions (group/reconcile.h) and
+ * kc_classic_poll / kc_classic_next_wakeup, which decide what goes out next.
  *
  * Owner: network thread. Everything in kc_classic_t is touched only from there; time comes in as
  * an argument.
@@ -11,102 +11,79 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- pending reconciliation --------------------------------------------------------------- */
+/* ---- the reconciliation ------------------------------------------------------------------- */
 
-static void pend_advance(kc_classic_t *m)
+/* A commit goes under the member's generation; without one there is nothing to commit under. */
+static bool may_commit(const kc_classic_t *m)
 {
-    m->p_issued = false;
-    switch (m->pstep) {
-    case KC_CLASSIC_P_REVOKE:
-        m->pstep = KC_CLASSIC_P_COMMIT;
-        break;
-    case KC_CLASSIC_P_COMMIT:
-        m->pstep = KC_CLASSIC_P_DROP;
-        break;
-    case KC_CLASSIC_P_DROP:
-        kc_ctps_remove_all(&m->owned, &m->p_revoke);
-        m->pstep = m->p_assign.n ? KC_CLASSIC_P_ASSIGN : KC_CLASSIC_P_IDLE;
-        break;
-    case KC_CLASSIC_P_ASSIGN:
-        kc_ctps_add_all(&m->owned, &m->p_assign);
-        m->pstep = KC_CLASSIC_P_IDLE;
-        break;
-    default:
-        break;
-    }
+    return m->generation >= 0 && m->member_id[0];
 }
 
 void kc_classic_action_done(kc_classic_t *m, uint64_t seq, int64_t now_ms)
 {
-    (void)now_ms;
-    if (!m->p_issued || seq != m->seq || m->pstep == KC_CLASSIC_P_COMMIT)
-        return;
-    pend_advance(m);
+    kc_reconcile_done(&m->rc, seq, now_ms);
 }
 
 void kc_classic_commit_result(kc_classic_t *m, uint64_t seq, int16_t code, int64_t now_ms)
 {
-    if (!m->p_issued || seq != m->seq || m->pstep != KC_CLASSIC_P_COMMIT)
+    if (!m->rc.issued || seq != m->rc.seq || m->rc.step != KC_RECON_COMMIT)
         return;
     kc_offsets_verdict_t v = kc_offsets_classify(code);
-    if ((v == KC_OFFSETS_REDISCOVER || v == KC_OFFSETS_RETRY) && now_ms < m->commit_deadline_ms) {
-        m->p_issued = false; /* handed out again once the coordinator is back / after backoff */
+    /* Refused for good: the next owner resumes from the last committed offset (at-least-once);
+     * REBALANCE_IN_PROGRESS etc. also mean rejoining. */
+    if (v == KC_OFFSETS_FAIL && m->state == KC_CLASSIC_ST_STABLE)
+        kc_classic_common_error(m, code, now_ms);
+    kc_recon_commit_t outcome = v == KC_OFFSETS_OK ? KC_RECON_COMMIT_OK
+                                : v == KC_OFFSETS_REDISCOVER || v == KC_OFFSETS_RETRY
+                                    ? KC_RECON_COMMIT_RETRY
+                                    : KC_RECON_COMMIT_GIVE_UP;
+    if (kc_reconcile_commit_result(&m->rc, seq, outcome, now_ms)) {
+        /* handed out again after a backoff, once the coordinator is known */
         m->commit_retry_at_ms = now_ms + m->cfg.retry_backoff_ms;
         if (v == KC_OFFSETS_REDISCOVER)
             kc_classic_coordinator_lost(m, now_ms);
-        return;
     }
-    /* Committed, refused for good, or out of time: the next owner resumes from the last
-     * committed offset (at-least-once). REBALANCE_IN_PROGRESS etc. also mean rejoining. */
-    if (v == KC_OFFSETS_FAIL && m->state == KC_CLASSIC_ST_STABLE)
-        kc_classic_common_error(m, code, now_ms);
-    pend_advance(m);
 }
 
-/* ---- poll --------------------------------------------------------------------------------- */
-
+/* The reconciliation's next action, when one is due. */
 static bool pend_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
 {
-    if (m->pstep == KC_CLASSIC_P_COMMIT && m->commit_retry_at_ms != 0 &&
-        now_ms >= m->commit_deadline_ms)
-        pend_advance(m); /* abandoned: the next owner re-reads from the last commit */
-    if (m->pstep == KC_CLASSIC_P_IDLE || m->p_issued)
+    kc_reconcile_tick(&m->rc, now_ms); /* a commit past its deadline is abandoned */
+    if (m->rc.step == KC_RECON_COMMIT && !m->rc.issued && may_commit(m) &&
+        (!m->coord_known || (m->rc.commit_deadline_ms >= 0 && now_ms < m->commit_retry_at_ms)))
         return false;
-    switch (m->pstep) {
-    case KC_CLASSIC_P_REVOKE:
-        out->kind = m->p_lost ? KC_CLASSIC_LOSE : KC_CLASSIC_REVOKE;
-        m->commit_deadline_ms = now_ms + m->cfg.commit_timeout_ms; /* set again at COMMIT */
-        m->commit_retry_at_ms = 0;
-        break;
-    case KC_CLASSIC_P_COMMIT:
-        /* Lost partitions, no auto-commit, or no generation to commit under: skip. */
-        if (m->p_lost || !m->cfg.auto_commit || m->generation < 0 || !m->member_id[0]) {
-            pend_advance(m);
-            return pend_poll(m, now_ms, out);
-        }
-        if (!m->coord_known || now_ms < m->commit_retry_at_ms)
+    for (;;) {
+        kc_recon_action_t a = kc_reconcile_next_action(&m->rc, now_ms);
+        switch (a.kind) {
+        case KC_RECON_ACT_NONE:
             return false;
-        if (m->commit_retry_at_ms == 0)
-            m->commit_deadline_ms = now_ms + m->cfg.commit_timeout_ms;
-        m->commit_retry_at_ms = 1; /* non-zero: a retry keeps the first deadline */
-        out->kind = KC_CLASSIC_COMMIT;
-        kc_error_t e;
-        kc_offsets_identity_member(&out->who, m->cfg.group_id, m->member_id, m->generation,
-                                   m->cfg.instance_id, &e);
-        break;
-    case KC_CLASSIC_P_DROP:
-        out->kind = KC_CLASSIC_DROP;
-        break;
-    case KC_CLASSIC_P_ASSIGN:
-        out->kind = KC_CLASSIC_ASSIGN;
-        break;
-    default:
-        return false;
+        case KC_RECON_ACT_REVOKE:
+            out->kind = KC_CLASSIC_REVOKE;
+            break;
+        case KC_RECON_ACT_LOSE:
+            out->kind = KC_CLASSIC_LOSE;
+            break;
+        case KC_RECON_ACT_COMMIT:
+            if (!may_commit(m)) { /* skipped: the step is over */
+                kc_reconcile_commit_result(&m->rc, a.seq, KC_RECON_COMMIT_GIVE_UP, now_ms);
+                continue;
+            }
+            out->kind = KC_CLASSIC_COMMIT;
+            kc_error_t e;
+            kc_offsets_identity_member(&out->who, m->cfg.group_id, m->member_id, m->generation,
+                                       m->cfg.instance_id, &e);
+            break;
+        case KC_RECON_ACT_DROP:
+            out->kind = KC_CLASSIC_DROP;
+            break;
+        case KC_RECON_ACT_ASSIGN:
+            out->kind = KC_CLASSIC_ASSIGN;
+            break;
+        }
+        out->parts = a.parts;
+        out->seq = a.seq;
+        return true;
     }
-    out->parts = m->pstep == KC_CLASSIC_P_ASSIGN ? &m->p_assign : &m->p_revoke;
-    out->seq = ++m->seq;
-    m->p_issued = true;
-    return true;
 }
 
 static void fill_join(kc_classic_t *m, kc_classic_out_t *out)
@@ -164,21 +141,26 @@ static bool heartbeat_due(const kc_classic_t *m, int64_t now_ms)
     bool member = m->generation >= 0 && m->member_id[0];
     bool state_ok =
         m->state == KC_CLASSIC_ST_STABLE || (m->state == KC_CLASSIC_ST_UNJOINED && !m->prepared) ||
-        (m->state == KC_CLASSIC_ST_UNJOINED && m->pstep != KC_CLASSIC_P_IDLE) ||
-        (m->state == KC_CLASSIC_ST_CLOSING && (m->pstep != KC_CLASSIC_P_IDLE || m->commits_out));
+        (m->state == KC_CLASSIC_ST_UNJOINED && !kc_reconcile_idle(&m->rc)) ||
+        (m->state == KC_CLASSIC_ST_CLOSING && (!kc_reconcile_idle(&m->rc) || m->commits_out));
     return member && state_ok && m->coord_known && m->inflight == KC_CLASSIC_IF_NONE &&
            now_ms >= m->next_heartbeat_ms;
 }
 
 static bool close_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
 {
-    if (m->inflight != KC_CLASSIC_IF_NONE || m->pstep != KC_CLASSIC_P_IDLE)
+    if (m->inflight != KC_CLASSIC_IF_NONE || !kc_reconcile_idle(&m->rc))
         return false;
     if (!m->prepared) { /* Java's onLeavePrepare: revoke (or lose) what we hold */
         m->prepared = true;
-        if (m->owned.n) {
-            kc_classic_pend_start(m, &m->owned, NULL, m->generation < 0 || !m->member_id[0]);
-            return pend_poll(m, now_ms, out);
+        if (m->rc.owned.n) {
+            if (!may_commit(m)) {
+                kc_classic_lose_all(m);
+            } else {
+                kc_tpset_t none = {0};
+                kc_classic_reconcile_to(m, &none);
+            }
+            return m->prepared && pend_poll(m, now_ms, out); /* not prepared: no memory */
         }
     }
     /* The member dropped its own connection to a coordinator that is alive (the abandoned
@@ -259,8 +241,14 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
         m->fatal_pending = false;
         out->kind = KC_CLASSIC_FATAL;
         out->error = m->fatal;
-        if (m->owned.n && m->pstep == KC_CLASSIC_P_IDLE) /* a fenced member stops consuming */
-            kc_classic_pend_start(m, &m->owned, NULL, true);
+        if (m->rc.held.n && kc_reconcile_idle(&m->rc)) /* a fenced member stops consuming */
+            kc_classic_lose_all(m);
+        return true;
+    }
+    if (m->error_pending) {
+        m->error_pending = false;
+        out->kind = KC_CLASSIC_ERROR;
+        out->error = m->error_out;
         return true;
     }
     if (m->describe_due && m->coord_known && !m->fatal_pending) {
@@ -329,11 +317,11 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
         kc_classic_coordinator_lost(m, now_ms);
         return kc_classic_poll(m, now_ms, out);
     }
-    if (m->state == KC_CLASSIC_ST_STABLE && m->rejoin_needed && m->pstep == KC_CLASSIC_P_IDLE) {
+    if (m->state == KC_CLASSIC_ST_STABLE && m->rejoin_needed && kc_reconcile_idle(&m->rc)) {
         m->state = KC_CLASSIC_ST_UNJOINED;
         m->prepared = false;
     }
-    if (m->state == KC_CLASSIC_ST_UNJOINED && m->pstep == KC_CLASSIC_P_IDLE &&
+    if (m->state == KC_CLASSIC_ST_UNJOINED && kc_reconcile_idle(&m->rc) &&
         m->inflight == KC_CLASSIC_IF_NONE) {
         if (!m->prepared) {
             kc_classic_join_prepare(m);
@@ -341,8 +329,8 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
                 return true;
         }
         /* Out of the group until the overrunning callback returns (max.poll.interval.ms). */
-        if (m->pstep == KC_CLASSIC_P_IDLE && m->coord_known && now_ms >= m->retry_at_ms &&
-            !m->poll_expired && !m->leave_due)
+        if (m->prepared && kc_reconcile_idle(&m->rc) && m->coord_known &&
+            now_ms >= m->retry_at_ms && !m->poll_expired && !m->leave_due)
             return send_join(m, out);
     }
     if (m->state == KC_CLASSIC_ST_SYNCING && m->inflight == KC_CLASSIC_IF_NONE && m->coord_known) {
@@ -382,9 +370,9 @@ int64_t kc_classic_next_wakeup(const kc_classic_t *m)
         AT(m->last_heartbeat_ok_ms + m->cfg.session_timeout_ms);
     if (m->state == KC_CLASSIC_ST_UNJOINED && m->retry_at_ms)
         AT(m->retry_at_ms);
-    if (m->pstep == KC_CLASSIC_P_COMMIT) {
-        AT(m->commit_deadline_ms);
-        if (!m->p_issued && m->commit_retry_at_ms > 1)
+    if (m->rc.step == KC_RECON_COMMIT && m->rc.commit_deadline_ms >= 0) {
+        AT(m->rc.commit_deadline_ms);
+        if (!m->rc.issued) /* a retry waits for its backoff */
             AT(m->commit_retry_at_ms);
     }
     if (!m->coord_known && m->coord_lost_at_ms && !m->coord_error_surfaced)

@@ -19,19 +19,20 @@
 #define SUB_VERSION    3 /* ConsumerProtocolSubscription: topics, user data, owned, gen, rack */
 #define ASSIGN_VERSION 3 /* ConsumerProtocolAssignment: Java writes its highest */
 
-/* Groups a sorted name-keyed set by topic into the generated (topic, partitions[]) shape. The
- * three generated structs share this layout, so one helper fills any of them through `put`. */
+/* Groups a set (the member's topics are interned in Java's String order, so a topic is one run
+ * and the runs come in that order) into the generated (topic, partitions[]) shape. The three
+ * generated structs share this layout. */
 typedef struct tgroup {
     const char *topic;
     int32_t *parts;
     int32_t n;
 } tgroup_t;
 
-static tgroup_t *group_by_topic(const kc_ctps_t *s, kc_arena_t *a, int32_t *n_groups)
+static tgroup_t *group_by_topic(const kc_tpset_t *s, kc_arena_t *a, int32_t *n_groups)
 {
     int32_t n = 0;
     for (size_t i = 0; i < s->n; i++)
-        if (i == 0 || strcmp(s->items[i].topic, s->items[i - 1].topic) != 0)
+        if (i == 0 || s->items[i].topic != s->items[i - 1].topic)
             n++;
     *n_groups = n;
     tgroup_t *g = kc_arena_calloc(a, n ? (size_t)n : 1, sizeof *g);
@@ -40,9 +41,9 @@ static tgroup_t *group_by_topic(const kc_ctps_t *s, kc_arena_t *a, int32_t *n_gr
         return NULL;
     int32_t k = -1;
     for (size_t i = 0; i < s->n; i++) {
-        if (i == 0 || strcmp(s->items[i].topic, s->items[i - 1].topic) != 0) {
+        if (i == 0 || s->items[i].topic != s->items[i - 1].topic) {
             k++;
-            g[k].topic = s->items[i].topic;
+            g[k].topic = s->items[i].topic->name;
             g[k].parts = &parts[i];
         }
         g[k].parts[g[k].n++] = s->items[i].partition;
@@ -102,7 +103,7 @@ kc_err_t kc_classic_encode_subscription(const kc_classic_t *m, kc_assignor_t a, 
     kc_consumer_protocol_subscription_init(&s);
     kc_str_t *topics = kc_arena_calloc(&ar, m->n_topics ? m->n_topics : 1, sizeof *topics);
     int32_t ng;
-    tgroup_t *g = group_by_topic(&m->owned, &ar, &ng);
+    tgroup_t *g = group_by_topic(&m->rc.owned, &ar, &ng);
     kc_consumer_protocol_subscription_topic_partition_t *op =
         kc_arena_calloc(&ar, ng ? ng : 1, sizeof *op);
     if (!topics || !g || !op) {
@@ -298,14 +299,18 @@ static kc_err_t topic_table(kc_classic_t *m, const kc_assign_member_t *mb, size_
     return KC_OK;
 }
 
-static kc_err_t encode_assignment(const kc_assign_member_result_t *res, kc_wbuf_t *w,
-                                  kc_error_t *err)
+/* One member's assignment, its topics interned in the leader's table (which puts them in Java's
+ * String order, as Java's leader encodes them). */
+static kc_err_t encode_assignment(kc_gtopics_t *names, const kc_assign_member_result_t *res,
+                                  kc_wbuf_t *w, kc_error_t *err)
 {
     kc_arena_t ar = {0};
-    kc_ctps_t set = {0};
+    kc_tpset_t set = {0};
     kc_err_t rc = KC_OK;
-    for (size_t i = 0; i < res->n && !rc; i++)
-        rc = kc_ctps_add(&set, res->tps[i].topic, -1, res->tps[i].partition);
+    for (size_t i = 0; i < res->n && !rc; i++) {
+        const kc_gtopic_t *t = kc_gtopics_name(names, res->tps[i].topic, -1);
+        rc = t ? kc_tpset_add(&set, t, res->tps[i].partition) : KC_ERR_NOMEM;
+    }
     int32_t ng = 0;
     tgroup_t *g = rc ? NULL : group_by_topic(&set, &ar, &ng);
     kc_consumer_protocol_assignment_topic_partition_t *tp =
@@ -326,7 +331,7 @@ static kc_err_t encode_assignment(const kc_assign_member_result_t *res, kc_wbuf_
     as.user_data = KC_BYTES_NULL;
     rc = kc_consumer_protocol_assignment_encode_versioned(&as, ASSIGN_VERSION, w, err);
 out:
-    kc_ctps_free(&set);
+    kc_tpset_free(&set);
     kc_arena_free(&ar);
     return rc;
 }
@@ -361,7 +366,7 @@ kc_err_t kc_classic_leader_assign(kc_classic_t *m, kc_assignor_t a,
     if ((rc = kc_assign_run(a, &in, &res, err)))
         goto fail;
     for (size_t i = 0; i < n; i++) {
-        if ((rc = encode_assignment(&res.members[i], &bufs[i], err)))
+        if ((rc = encode_assignment(&m->interned, &res.members[i], &bufs[i], err)))
             goto fail;
         /* The member id rides in the same buffer after the assignment, so the request's views
          * outlive the JoinGroup response they were copied from. */
@@ -394,9 +399,10 @@ fail:
     return rc;
 }
 
-kc_err_t kc_classic_decode_assignment(kc_bytes_t b, kc_ctps_t *out, kc_error_t *err)
+kc_err_t kc_classic_decode_assignment(kc_gtopics_t *names, kc_bytes_t b, kc_tpset_t *out,
+                                      kc_error_t *err)
 {
-    kc_ctps_clear(out);
+    kc_tpset_clear(out);
     if (b.len <= 0) /* the broker's empty answer (e.g. mid-conversion): nothing assigned */
         return KC_OK;
     kc_arena_t ar = {0};
@@ -407,8 +413,17 @@ kc_err_t kc_classic_decode_assignment(kc_bytes_t b, kc_ctps_t *out, kc_error_t *
     for (int32_t i = 0; !rc && i < as.assigned_partitions.count; i++) {
         const kc_consumer_protocol_assignment_topic_partition_t *t =
             &as.assigned_partitions.items[i];
+        if (t->partitions.count <= 0)
+            continue;
+        if (t->topic.len < 0) { /* counted, never NUL-terminated: a null name is no name */
+            rc = kc_fail(err, KC_ERR_MALFORMED, "assignment: a null topic name");
+            break;
+        }
+        const kc_gtopic_t *topic = kc_gtopics_name(names, t->topic.ptr, t->topic.len);
+        if (!topic)
+            rc = kc_fail(err, KC_ERR_NOMEM, "assignment");
         for (int32_t j = 0; !rc && j < t->partitions.count; j++)
-            if ((rc = kc_ctps_add(out, t->topic.ptr, t->topic.len, t->partitions.items[j])))
+            if ((rc = kc_tpset_add(out, topic, t->partitions.items[j])))
                 kc_fail(err, rc, "assignment");
     }
     kc_arena_free(&ar);

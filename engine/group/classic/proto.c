@@ -241,13 +241,13 @@ static void p_step(void *m, int64_t now)
 }
 
 /* Out of memory: no partitions, and the step completes with nothing done. */
-static void set_parts(kc_classic_io_t *g, const kc_ctps_t *s, kc_group_action_t *out)
+static void set_parts(kc_classic_io_t *g, const kc_tpset_t *s, kc_group_action_t *out)
 {
     kc_group_tp_t *parts = kc_group_parts(g->grp, s->n);
     out->parts = parts;
     out->n = parts ? s->n : 0;
     for (size_t i = 0; i < out->n; i++)
-        parts[i] = (kc_group_tp_t){s->items[i].topic, s->items[i].partition};
+        parts[i] = (kc_group_tp_t){s->items[i].topic->name, s->items[i].partition};
 }
 
 /* The member's outputs in order: the group requests and errors are carried out here, the
@@ -421,7 +421,7 @@ static void p_app_commit_result(void *m, int16_t code, int64_t now)
 static bool p_stable(const void *m)
 {
     const kc_classic_io_t *g = m;
-    return g->m.state == KC_CLASSIC_ST_STABLE && g->m.pstep == KC_CLASSIC_P_IDLE;
+    return g->m.state == KC_CLASSIC_ST_STABLE && kc_reconcile_idle(&g->m.rc);
 }
 
 static int64_t p_session_ms(const void *m)
@@ -437,7 +437,7 @@ static double p_fence_ratio(const void *m)
 /* Holding nothing (an eager rebalance revoked everything) there is nothing to stop. */
 static bool p_fence_applies(const void *m)
 {
-    return ((const kc_classic_io_t *)m)->m.owned.n > 0;
+    return ((const kc_classic_io_t *)m)->m.rc.held.n > 0;
 }
 
 static int32_t p_epoch(const void *m)
@@ -465,7 +465,7 @@ static const char *state_name(kc_classic_state_t s)
 
 /* Where a member that does not move on is waiting: the reconciliation step it is in, and the
  * group request it has in flight. */
-static const char *step_name(kc_classic_pstep_t s)
+static const char *step_name(kc_recon_step_t s)
 {
     static const char *const n[] = {"idle", "revoke", "commit", "drop", "assign"};
     return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "?";
@@ -486,7 +486,7 @@ static void p_stats_head(const void *m, kc_json_t *w)
     kc_json_str(w, state_name(g->m.state));
     /* next to the state: tools that keep only a line's start (the process tests) still see it */
     kc_json_raw(w, ",\"reconcile\":");
-    kc_json_str(w, step_name(g->m.pstep));
+    kc_json_str(w, step_name(g->m.rc.step));
     kc_json_raw(w, ",\"in_flight\":");
     kc_json_str(w, inflight_name(g->m.inflight));
     kc_json_raw(w, ",\"member_id\":");
@@ -495,10 +495,11 @@ static void p_stats_head(const void *m, kc_json_t *w)
                 g->m.is_leader ? "true" : "false");
     kc_json_str(w, g->m.protocol);
     kc_json_raw(w, ",\"assignment\":[");
-    for (size_t i = 0; i < g->m.owned.n; i++) {
+    const kc_tpset_t *owned = &g->m.rc.owned;
+    for (size_t i = 0; i < owned->n; i++) {
         kc_json_lit(w, i ? ",[" : "[");
-        kc_json_str(w, g->m.owned.items[i].topic);
-        kc_json_field(w, ",", g->m.owned.items[i].partition);
+        kc_json_str(w, owned->items[i].topic->name);
+        kc_json_field(w, ",", owned->items[i].partition);
         kc_json_lit(w, "]");
     }
     kc_json_raw(w, "]");
