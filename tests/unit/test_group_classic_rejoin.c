@@ -1,13 +1,16 @@
 /* engine/group/classic/member: leaving and joining again, and what the leader feeds its assignors.
  *  - max.poll.interval.ms overrun: lose at once, LeaveGroup (static members name their
  *    instance), no heartbeat and no JoinGroup while the callback runs, join as a new member
- *    after it returned; an overrun during JoinGroup leaves once that is answered;
+ *    after it returned; an overrun during JoinGroup leaves once that is answered, and one during
+ *    SyncGroup too, the assignment it answers not applied (eager: nothing held; cooperative:
+ *    what is held is lost, and the new assignment does not follow it);
  *  - a SyncGroup assignment naming a topic we do not subscribe to (a stale leader, or our
  *    subscription changed while joining) is not applied: the member joins again (Java's
  *    onJoinComplete);
  *  - KIP-881: the leader hands the assignor the replica racks of the racks callback, and the
  *    result is the rack-aware one (differs from the rack-blind one for the same members). */
 #include "group_classic_fixtures.h"
+#include "proto/kafka_errors.h"
 
 /* An assignment of two topics: orders[o...] and payments[p...]. */
 static kc_wbuf_t encode_two(const int32_t *o, int32_t no, const int32_t *p, int32_t np)
@@ -103,6 +106,66 @@ static void poll_expiry_during_join_leaves_once_answered(void **state)
     kc_classic_poll_resumed(&m, 40);
     expect(&m, 40, KC_CLASSIC_SEND_JOIN);
     kc_classic_free(&m);
+}
+
+/* The SyncGroup of a rebalance is out when the overrun is reported: the member leaves once it is
+ * answered, and the assignment in the answer, for a generation it is giving up, never reaches
+ * the application (Java drops a SyncGroup answer whose generation was reset meanwhile). */
+static void poll_expiry_during_sync(kc_assignor_t a)
+{
+    kc_classic_t m;
+    start(&m, a, NULL);
+    const int32_t mine[] = {0, 1, 2}, next[] = {0, 1, 2, 3};
+    join_alone(&m, "m-1", mine, 3, 0);
+    int64_t now = 0;
+    heartbeat(&m, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
+    kc_classic_out_t o;
+    const kc_classic_out_kind_t revoke[] = {KC_CLASSIC_REVOKE, KC_CLASSIC_COMMIT, KC_CLASSIC_DROP};
+    for (int i = 0; a != KC_ASSIGNOR_COOPERATIVE_STICKY && i < 3; i++) {
+        o = expect(&m, now, revoke[i]); /* eager: everything is revoked before joining */
+        complete_step(&m, &o, now);
+    }
+    expect(&m, now, KC_CLASSIC_SEND_JOIN);
+    kc_join_group_response_t jr = join_ok(2, kc_assignor_name(a), "x-other", "m-1", NULL, 0);
+    kc_classic_join_response(&m, &jr, now);
+    expect(&m, now, KC_CLASSIC_SEND_SYNC);
+    kc_classic_poll_expired(&m, now + 1);
+    kc_classic_out_t lose = {0};
+    if (a == KC_ASSIGNOR_COOPERATIVE_STICKY) { /* still held: lost at once */
+        lose = expect(&m, now + 1, KC_CLASSIC_LOSE);
+        assert_parts(lose.parts, mine, 3);
+    }
+    expect_nothing(&m, now + 1); /* one request at a time: the SyncGroup is out */
+    kc_wbuf_t w = encode_assignment(next, 4);
+    kc_sync_group_response_t sr = sync_ok((kc_bytes_t){w.data, (int32_t)w.len});
+    kc_classic_sync_response(&m, &sr, now + 2);
+    kc_wbuf_free(&w);
+    o = expect(&m, now + 2, KC_CLASSIC_SEND_LEAVE); /* not an ASSIGN */
+    assert_memory_equal(o.req.leave.members.items[0].member_id.ptr, "m-1", 3);
+    kc_classic_leave_response(&m, 0, now + 3);
+    if (a == KC_ASSIGNOR_COOPERATIVE_STICKY) { /* the overrunning callback returns */
+        kc_classic_action_done(&m, lose.seq, now + 4);
+        o = expect(&m, now + 4, KC_CLASSIC_DROP);
+        kc_classic_action_done(&m, o.seq, now + 4);
+    }
+    expect_nothing(&m, now + 5); /* out of the group until the callback returned */
+    assert_int_equal(m.rc.held.n, 0);
+    assert_int_equal(m.rc.owned.n, 0);
+    kc_classic_poll_resumed(&m, now + 6);
+    expect(&m, now + 6, KC_CLASSIC_SEND_JOIN);
+    kc_classic_free(&m);
+}
+
+static void poll_expiry_during_sync_eager(void **state)
+{
+    (void)state;
+    poll_expiry_during_sync(KC_ASSIGNOR_RANGE);
+}
+
+static void poll_expiry_during_sync_cooperative(void **state)
+{
+    (void)state;
+    poll_expiry_during_sync(KC_ASSIGNOR_COOPERATIVE_STICKY);
 }
 
 static void assignment_naming_an_unsubscribed_topic_rejoins(void **state)
@@ -252,6 +315,8 @@ int main(void)
         cmocka_unit_test(poll_expiry_loses_leaves_and_rejoins_after),
         cmocka_unit_test(poll_expiry_static_member_leaves_with_its_instance),
         cmocka_unit_test(poll_expiry_during_join_leaves_once_answered),
+        cmocka_unit_test(poll_expiry_during_sync_eager),
+        cmocka_unit_test(poll_expiry_during_sync_cooperative),
         cmocka_unit_test(assignment_naming_an_unsubscribed_topic_rejoins),
         cmocka_unit_test(subscription_changed_while_joining_rejoins_without_assigning),
         cmocka_unit_test(leader_feeds_replica_racks_to_the_assignor),

@@ -145,6 +145,14 @@ void kc_classic_sync_response(kc_classic_t *m, const kc_sync_group_response_t *r
     if (m->state != KC_CLASSIC_ST_SYNCING)
         return;
     int16_t c = r->error_code;
+    if (c == 0 && m->leave_due) {
+        /* max.poll.interval.ms ran out while the SyncGroup was out: the member leaves next
+         * (poll_leave), and an assignment of the generation it gives up must not reach the
+         * application (Java drops a SyncGroup answer whose generation was reset meanwhile). */
+        kc_classic_free_sync(m);
+        m->state = KC_CLASSIC_ST_UNJOINED;
+        return;
+    }
     if (c == 0) {
         kc_tpset_t assigned = {0};
         kc_error_t e;
