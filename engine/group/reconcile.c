@@ -163,10 +163,9 @@ bool kc_reconcile_done(kc_reconcile_t *r, uint64_t seq, int64_t now_ms)
         return false;
     switch (r->step) {
     case KC_RECON_REVOKE:
-        /* on_revoke / on_lost returned: the application no longer holds them. */
-        if (kc_tpset_diff(&r->scratch, &r->held, &r->to_revoke) ||
-            kc_tpset_copy(&r->held, &r->scratch))
-            return false;
+        /* on_revoke / on_lost returned: the application no longer holds them (in place: a
+         * completion that could fail would be lost, and the run would never end). */
+        kc_tpset_subtract(&r->held, &r->to_revoke);
         r->step = KC_RECON_COMMIT;
         break;
     case KC_RECON_DROP:
@@ -224,8 +223,16 @@ kc_err_t kc_reconcile_lose_all(kc_reconcile_t *r, kc_error_t *err)
 {
     kc_err_t rc;
     /* held still contains a revoke in flight (revoke-done not yet seen) and an assign in flight:
-     * both are the application's until a completion says otherwise. */
-    if ((rc = kc_tpset_copy(&r->to_revoke, &r->held)))
+     * both are the application's until a completion says otherwise. Partitions whose revoke
+     * finished but that are not dropped yet (the COMMIT step, or DROP before it is handed out)
+     * are no longer held and still in the fetch sessions: they go with the loss, so its DROP
+     * forgets them (their revoke finds nothing held and answers at once). */
+    bool undropped = r->step == KC_RECON_COMMIT || (r->step == KC_RECON_DROP && !r->issued);
+    if (undropped)
+        rc = kc_tpset_union(&r->scratch, &r->held, &r->to_revoke);
+    else
+        rc = kc_tpset_copy(&r->scratch, &r->held);
+    if (rc || (rc = kc_tpset_copy(&r->to_revoke, &r->scratch)))
         return kc_fail(err, rc, "reconcile: no memory to lose %zu partitions", r->held.n);
     kc_tpset_clear(&r->to_assign);
     kc_tpset_clear(&r->target);

@@ -28,8 +28,9 @@
  *
  * Lost (fenced, unknown member, max.poll expiry): kc_reconcile_lose_all() abandons the pending
  * reconciliation and queued target and runs LOSE (on_lost instead of on_revoke) → DROP for
- * everything the application holds, with no commit: the offsets belong to an epoch the group no
- * longer recognises.
+ * everything the application holds, and for partitions a revoke under way already took from it
+ * but has not dropped yet, with no commit: the offsets belong to an epoch the group no longer
+ * recognises.
  *
  * Owner: network thread.
  */

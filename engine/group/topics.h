@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 /* One topic. `rank` and the key are the table's; `name` of an id-keyed table may be filled in
- * later (kc_gtopics_name). */
+ * later (kc_gtopics_set_name). */
 typedef struct kc_gtopic {
     size_t rank;    /* place in the table's order */
     uint8_t id[16]; /* id-keyed: the key; name-keyed: zero */

@@ -42,6 +42,8 @@ static size_t lower_bound(const kc_tpset_t *s, const kc_gtp_t *key)
 
 kc_err_t kc_tpset_add(kc_tpset_t *s, const kc_gtopic_t *topic, int32_t partition)
 {
+    if (!topic) /* a lookup or intern that found none: never an item, which would not compare */
+        return KC_ERR_INVALID_ARG;
     kc_gtp_t key = {topic, partition};
     /* Sets are mostly built in order (a decoded assignment, a heartbeat's target): append. */
     size_t i = s->n && kc_gtp_cmp(&s->items[s->n - 1], &key) < 0 ? s->n : lower_bound(s, &key);

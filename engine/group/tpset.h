@@ -44,6 +44,7 @@ static inline void kc_tpset_clear(kc_tpset_t *s)
 {
     s->n = 0;
 }
+/* KC_ERR_INVALID_ARG for a NULL topic, KC_ERR_NOMEM. */
 kc_err_t kc_tpset_add(kc_tpset_t *s, const kc_gtopic_t *topic, int32_t partition);
 /* topic NULL (a lookup that found none): false. */
 bool kc_tpset_contains(const kc_tpset_t *s, const kc_gtopic_t *topic, int32_t partition);

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "group/classic/assign/assign_int.h"
 #include "group/classic/member.h"
 #include "proto/describe_groups.gen.h"
 #include "proto/find_coordinator.gen.h"
@@ -410,7 +411,7 @@ static inline kc_gtopics_t *described_names(void)
     static kc_gtopics_t t;
     static bool ready;
     if (!ready) {
-        kc_gtopics_init_by_name(&t, strcmp);
+        kc_gtopics_init_by_name(&t, kc_jstr_cmp); /* the members' order */
         ready = true;
     }
     return &t;

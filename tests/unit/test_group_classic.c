@@ -362,6 +362,44 @@ static void fenced_instance_is_fatal(void **state)
     kc_classic_free(&m);
 }
 
+/* Fenced while a cooperative revoke's commit is out: the reconciliation is abandoned, what the
+ * member still holds is lost at once, and the partitions whose revoke returned are dropped with
+ * it (they were still in the fetch sessions); the commit's answer is not waited for. */
+static void fenced_during_a_revoke_loses_and_drops_everything(void **state)
+{
+    (void)state;
+    kc_classic_t m;
+    start(&m, KC_ASSIGNOR_COOPERATIVE_STICKY, "inst-1");
+    const int32_t all[] = {0, 1, 2}, keep[] = {0}, gone[] = {1, 2};
+    join_alone(&m, "m-a", all, 3, 0);
+    int64_t now = 0;
+    heartbeat(&m, &now, KC_KAFKA_REBALANCE_IN_PROGRESS);
+    expect(&m, now, KC_CLASSIC_SEND_JOIN); /* cooperative: nothing revoked before joining */
+    kc_join_group_response_t jr = join_ok(2, "cooperative-sticky", "x-other", "m-a", NULL, 0);
+    kc_classic_join_response(&m, &jr, now);
+    expect(&m, now, KC_CLASSIC_SEND_SYNC);
+    kc_wbuf_t w = encode_assignment(keep, 1);
+    kc_sync_group_response_t sr = sync_ok((kc_bytes_t){w.data, (int32_t)w.len});
+    kc_classic_sync_response(&m, &sr, now);
+    kc_wbuf_free(&w);
+    kc_classic_out_t o = expect(&m, now, KC_CLASSIC_REVOKE);
+    assert_parts(o.parts, gone, 2);
+    kc_classic_action_done(&m, o.seq, now);
+    kc_classic_out_t cm = expect(&m, now, KC_CLASSIC_COMMIT);
+    kc_classic_commit_result(&m, cm.seq, KC_KAFKA_FENCED_INSTANCE_ID, now + 1);
+    expect(&m, now + 1, KC_CLASSIC_FATAL);
+    o = expect(&m, now + 1, KC_CLASSIC_LOSE);
+    assert_parts(o.parts, all, 3); /* 0 held; 1 and 2 revoked, not yet dropped */
+    kc_classic_action_done(&m, o.seq, now + 1);
+    o = expect(&m, now + 1, KC_CLASSIC_DROP);
+    assert_parts(o.parts, all, 3);
+    kc_classic_action_done(&m, o.seq, now + 1);
+    expect_nothing(&m, now + 100000);
+    assert_int_equal(m.rc.held.n, 0);
+    assert_int_equal(m.rc.owned.n, 0);
+    kc_classic_free(&m);
+}
+
 static void not_coordinator_in_success_rediscovers_silently(void **state)
 {
     (void)state;
@@ -879,6 +917,7 @@ int main(void)
         cmocka_unit_test(cooperative_two_round_handover),
         cmocka_unit_test(illegal_generation_loses_without_commit),
         cmocka_unit_test(fenced_instance_is_fatal),
+        cmocka_unit_test(fenced_during_a_revoke_loses_and_drops_everything),
         cmocka_unit_test(not_coordinator_in_success_rediscovers_silently),
         cmocka_unit_test(repeated_losses_back_off),
         cmocka_unit_test(close_survives_failed_sync),

@@ -123,6 +123,48 @@ static void revoke_order(void **state)
     kc_reconcile_free(&r);
 }
 
+/* Lost while a revoke's commit is out: the partitions whose on_revoke returned are no longer
+ * held but still in the fetch sessions, so the loss drops them too (a LOSE for them finds
+ * nothing held); the commit's late answer is stale. Also lost before the revoke-done arrived,
+ * and at DROP before it was handed out. */
+static void lose_after_revoke_drops_the_revoked(void **state)
+{
+    (void)state;
+    for (int at = 0; at < 3; at++) { /* 0: at COMMIT, 1: before revoke-done, 2: before DROP */
+        kc_reconcile_t r;
+        kc_reconcile_init(&r, at != 2, 1000);
+        kc_tpset_t t = {0};
+        kc_error_t e;
+        mkset(&t, (int[]){1, 0, 1, 1, 2, 0, -1});
+        kc_reconcile_set_target(&r, &t, &e);
+        kc_reconcile_done(&r, expect(&r, 0, KC_RECON_ACT_ASSIGN, 3).seq, 0);
+        mkset(&t, (int[]){1, 0, -1}); /* 1:1 and 2:0 move away */
+        kc_reconcile_set_target(&r, &t, &e);
+        kc_recon_action_t rv = expect(&r, 10, KC_RECON_ACT_REVOKE, 2);
+        kc_recon_action_t cm = {0};
+        if (at != 1)
+            kc_reconcile_done(&r, rv.seq, 20);
+        if (at == 0)
+            cm = expect(&r, 20, KC_RECON_ACT_COMMIT, 2);
+        assert_int_equal(r.held.n, at == 1 ? 3 : 1);
+        assert_int_equal(kc_reconcile_lose_all(&r, &e), KC_OK);
+        kc_recon_action_t lo = expect(&r, 30, KC_RECON_ACT_LOSE, 3);
+        assert_true(has(lo.parts, 1, 0) && has(lo.parts, 1, 1) && has(lo.parts, 2, 0));
+        if (at == 0)
+            assert_false(kc_reconcile_commit_result(&r, cm.seq, KC_RECON_COMMIT_OK, 31));
+        assert_false(kc_reconcile_done(&r, rv.seq, 32)); /* the old revoke-done: stale */
+        kc_reconcile_done(&r, lo.seq, 40);
+        kc_recon_action_t d = expect(&r, 40, KC_RECON_ACT_DROP, 3);
+        assert_true(has(d.parts, 1, 1) && has(d.parts, 2, 0));
+        kc_reconcile_done(&r, d.seq, 41);
+        assert_true(kc_reconcile_idle(&r));
+        assert_int_equal(r.held.n, 0);
+        assert_int_equal(r.owned.n, 0);
+        kc_tpset_free(&t);
+        kc_reconcile_free(&r);
+    }
+}
+
 /* Commit retries while the deadline holds, then is abandoned; without auto-commit it is skipped. */
 static void commit_deadline(void **state)
 {
@@ -239,6 +281,7 @@ int main(void)
         cmocka_unit_test(commit_deadline),
         cmocka_unit_test(queued_target_and_reissue),
         cmocka_unit_test(lose_all),
+        cmocka_unit_test(lose_after_revoke_drops_the_revoked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

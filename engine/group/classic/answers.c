@@ -124,8 +124,10 @@ static void on_assignment(kc_classic_t *m, const kc_tpset_t *assigned, int64_t n
     for (size_t i = 0; i < m->rc.owned.n && !gives_up; i++)
         gives_up = !kc_tpset_contains(assigned, m->rc.owned.items[i].topic,
                                       m->rc.owned.items[i].partition);
-    kc_classic_reconcile_to(m, assigned);
-    if (m->cooperative && gives_up)
+    /* Not started (out of memory): the assignment is not applied, so the member joins again to
+     * be given one it can take rather than sit in the group holding less than it was given. */
+    bool started = kc_classic_reconcile_to(m, assigned);
+    if ((m->cooperative && gives_up) || !started)
         m->rejoin_needed = true;
     if (kc_tpset_copy(&m->last_assigned, assigned))
         m->last_assigned.n = 0; /* out of memory: the sticky assignor sees no history */

@@ -278,7 +278,8 @@ void kc_classic_reset_generation(kc_classic_t *m, bool reset_member_id)
 }
 
 /* Out of memory: the application hears it, and nothing changes hands: what the member holds it
- * keeps until the reconciliation can start (a join-prepare or leave-prepare is tried again). */
+ * keeps until a reconciliation can start (a join-prepare or leave-prepare is tried again; an
+ * assignment that could not be started makes the member join again, answers.c). */
 static void reconcile_failed(kc_classic_t *m, const kc_error_t *e)
 {
     m->error_out = *e;
@@ -286,11 +287,13 @@ static void reconcile_failed(kc_classic_t *m, const kc_error_t *e)
     m->prepared = false; /* a join or leave waits for the revoke, asked for again */
 }
 
-void kc_classic_reconcile_to(kc_classic_t *m, const kc_tpset_t *target)
+bool kc_classic_reconcile_to(kc_classic_t *m, const kc_tpset_t *target)
 {
     kc_error_t e;
-    if (kc_reconcile_set_target(&m->rc, target, &e))
-        reconcile_failed(m, &e);
+    if (kc_reconcile_set_target(&m->rc, target, &e) == KC_OK)
+        return true;
+    reconcile_failed(m, &e);
+    return false;
 }
 
 void kc_classic_lose_all(kc_classic_t *m)

@@ -22,8 +22,9 @@
  * last commit: at-least-once; skipped without a generation) → DROP (forget in fetch sessions, →
  * action_done) → ASSIGN (on_assign, then fetch, → action_done). LOSE replaces REVOKE and skips
  * COMMIT when the generation is gone. No JoinGroup is sent while a reconciliation is pending, so
- * a new target never waits behind a running one. eager (range, roundrobin, sticky, or any
- * list that is not all-cooperative, as Java): before each JoinGroup every owned partition is
+ * a new target never waits behind a running one (a SyncGroup answered after max.poll.interval.ms
+ * ran out, whose member is losing what it holds, is not applied). eager (range, roundrobin, sticky,
+ * or any list that is not all-cooperative, as Java): before each JoinGroup every owned partition is
  * revoked (or lost if the generation is gone); cooperative (cooperative-sticky only): before
  * JoinGroup only partitions of topics no longer subscribed are revoked; after SyncGroup owned
  * \ assigned is revoked and, if that was not empty, the member rejoins at once so the withheld

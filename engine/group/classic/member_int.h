@@ -18,8 +18,9 @@ void kc_classic_fatal(kc_classic_t *m, int16_t code, const char *fmt, const char
 void kc_classic_rejoin(kc_classic_t *m);
 void kc_classic_reset_generation(kc_classic_t *m, bool reset_member_id);
 /* Starts a reconciliation towards `target` (the application keeps what both hold), or one that
- * loses everything held; an error is surfaced (KC_CLASSIC_ERROR), the member carrying on. */
-void kc_classic_reconcile_to(kc_classic_t *m, const kc_tpset_t *target);
+ * loses everything held; out of memory, the error is surfaced (KC_CLASSIC_ERROR) and false
+ * returned (reconcile_to), the member carrying on. */
+bool kc_classic_reconcile_to(kc_classic_t *m, const kc_tpset_t *target);
 void kc_classic_lose_all(kc_classic_t *m);
 void kc_classic_join_prepare(kc_classic_t *m);
 /* Coordinator and membership errors, the same in every response; true when handled. */

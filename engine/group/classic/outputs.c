@@ -241,7 +241,10 @@ bool kc_classic_poll(kc_classic_t *m, int64_t now_ms, kc_classic_out_t *out)
         m->fatal_pending = false;
         out->kind = KC_CLASSIC_FATAL;
         out->error = m->fatal;
-        if (m->rc.held.n && kc_reconcile_idle(&m->rc)) /* a fenced member stops consuming */
+        /* A fenced member stops consuming, at once: a reconciliation under way is abandoned
+         * (its commit would be refused anyway), what it revoked but had not dropped goes with
+         * the loss. */
+        if (!m->rc.lost && (m->rc.held.n || !kc_reconcile_idle(&m->rc)))
             kc_classic_lose_all(m);
         return true;
     }
@@ -372,7 +375,8 @@ int64_t kc_classic_next_wakeup(const kc_classic_t *m)
         AT(m->retry_at_ms);
     if (m->rc.step == KC_RECON_COMMIT && m->rc.commit_deadline_ms >= 0) {
         AT(m->rc.commit_deadline_ms);
-        if (!m->rc.issued) /* a retry waits for its backoff */
+        if (!m->rc.issued && m->coord_known) /* a retry waits for its backoff (and the
+                                                 coordinator, whose finding wakes the member) */
             AT(m->commit_retry_at_ms);
     }
     if (!m->coord_known && m->coord_lost_at_ms && !m->coord_error_surfaced)
