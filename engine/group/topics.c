@@ -28,9 +28,9 @@ void kc_gtopics_free(kc_gtopics_t *t)
 
 /* Where `key` is or would go; *found when it is there. The key is an id or a NUL-terminated
  * name, as the table is keyed. */
-static size_t slot(const kc_gtopics_t *t, const void *key, bool *found)
+static size_t slot_in(const kc_gtopics_t *t, size_t n, const void *key, bool *found)
 {
-    size_t lo = 0, hi = t->n;
+    size_t lo = 0, hi = n;
     *found = false;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -48,18 +48,32 @@ static size_t slot(const kc_gtopics_t *t, const void *key, bool *found)
     return lo;
 }
 
+static size_t slot(const kc_gtopics_t *t, const void *key, bool *found)
+{
+    return slot_in(t, t->n, key, found);
+}
+
+static bool reserve(kc_gtopics_t *t, size_t want)
+{
+    if (want <= t->cap)
+        return true;
+    size_t cap = t->cap ? t->cap * 2 : 8;
+    while (cap < want)
+        cap *= 2;
+    kc_gtopic_t **p = realloc(t->items, cap * sizeof *p);
+    if (!p)
+        return false;
+    t->items = p;
+    t->cap = cap;
+    return true;
+}
+
 /* Inserts `e` at `i`, renumbering the ranks from there: relative order never changes, so sets
  * sorted by rank stay sorted. */
 static bool insert(kc_gtopics_t *t, size_t i, kc_gtopic_t *e)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 8;
-        kc_gtopic_t **p = realloc(t->items, cap * sizeof *p);
-        if (!p)
-            return false;
-        t->items = p;
-        t->cap = cap;
-    }
+    if (!reserve(t, t->n + 1))
+        return false;
     memmove(&t->items[i + 1], &t->items[i], (t->n - i) * sizeof *t->items);
     t->items[i] = e;
     t->n++;
@@ -82,7 +96,7 @@ const kc_gtopic_t *kc_gtopics_find_name(const kc_gtopics_t *t, const char *name)
     return t->by_name && found ? t->items[i] : NULL;
 }
 
-static kc_gtopic_t *intern_id(kc_gtopics_t *t, const uint8_t id[16])
+const kc_gtopic_t *kc_gtopics_id(kc_gtopics_t *t, const uint8_t id[16])
 {
     if (t->by_name)
         return NULL;
@@ -99,11 +113,6 @@ static kc_gtopic_t *intern_id(kc_gtopics_t *t, const uint8_t id[16])
         return NULL;
     }
     return e;
-}
-
-const kc_gtopic_t *kc_gtopics_id(kc_gtopics_t *t, const uint8_t id[16])
-{
-    return intern_id(t, id);
 }
 
 const kc_gtopic_t *kc_gtopics_name(kc_gtopics_t *t, const char *name, int32_t len)
@@ -132,12 +141,56 @@ const kc_gtopic_t *kc_gtopics_name(kc_gtopics_t *t, const char *name, int32_t le
     return e;
 }
 
-bool kc_gtopics_set_name(kc_gtopics_t *t, const uint8_t id[16], const char *name, size_t len)
+/* Id order; equal ids (two new copies) in the order they were appended (their rank, until the
+ * renumbering), so the first stays. */
+static int by_id(const void *a, const void *b)
 {
-    kc_gtopic_t *e = intern_id(t, id);
-    if (!e)
+    const kc_gtopic_t *x = *(kc_gtopic_t *const *)a, *y = *(kc_gtopic_t *const *)b;
+    int c = memcmp(x->id, y->id, 16);
+    return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+bool kc_gtopics_set_names(kc_gtopics_t *t, const kc_gtopic_name_t *names, size_t n)
+{
+    if (t->by_name || !reserve(t, t->n + n))
         return false;
-    if (!e->name)
-        e->name = strndup(name, len);
-    return e->name != NULL;
+    size_t known = t->n; /* sorted; new entries are appended after it, then sorted once */
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        bool found;
+        size_t k = slot_in(t, known, names[i].id, &found);
+        kc_gtopic_t *e = found ? t->items[k] : NULL;
+        if (!e) {
+            e = calloc(1, sizeof *e);
+            if (!e) {
+                ok = false;
+                break;
+            }
+            memcpy(e->id, names[i].id, 16);
+            e->rank = t->n;
+            t->items[t->n++] = e;
+        }
+        if (!e->name && !(e->name = strndup(names[i].name, names[i].len)))
+            ok = false;
+    }
+    if (t->n == known)
+        return ok;
+    /* Existing entries keep their relative order in the sort (the key order is total), so sets
+     * sorted by rank stay sorted. Ids are unique among the existing entries and no new entry
+     * repeats one of them, so two equal neighbours are two new copies of an id an answer named
+     * twice: the later goes (nothing points to either yet). */
+    qsort(t->items, t->n, sizeof *t->items, by_id);
+    size_t w = 0;
+    for (size_t r = 0; r < t->n; r++) {
+        if (w && memcmp(t->items[w - 1]->id, t->items[r]->id, 16) == 0) {
+            free(t->items[r]->name);
+            free(t->items[r]);
+            continue;
+        }
+        t->items[w++] = t->items[r];
+    }
+    t->n = w;
+    for (size_t k = 0; k < t->n; k++)
+        t->items[k]->rank = k;
+    return ok;
 }

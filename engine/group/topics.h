@@ -14,7 +14,8 @@
  * Entries never move or go away while the table lives (their memory is stable), so every set
  * that points into a table must be freed before it. A table grows with the topics the member
  * ever saw (its subscription, its assignments, and for KIP-848 every topic a Metadata answer
- * named); inserting one renumbers the ranks after it, which is linear in the table's size.
+ * named); inserting one renumbers the ranks after it, which is linear in the table's size (an
+ * answer's names go in at once: kc_gtopics_set_names).
  *
  * Owner: the member that holds the table; in engine/ the network thread. Not thread-safe.
  */
@@ -26,7 +27,7 @@
 #include <stdint.h>
 
 /* One topic. `rank` and the key are the table's; `name` of an id-keyed table may be filled in
- * later (kc_gtopics_set_name). */
+ * later (kc_gtopics_set_names). */
 typedef struct kc_gtopic {
     size_t rank;    /* place in the table's order */
     uint8_t id[16]; /* id-keyed: the key; name-keyed: zero */
@@ -53,8 +54,16 @@ const kc_gtopic_t *kc_gtopics_name(kc_gtopics_t *t, const char *name, int32_t le
 /* The entry for a key, NULL when absent. */
 const kc_gtopic_t *kc_gtopics_find_id(const kc_gtopics_t *t, const uint8_t id[16]);
 const kc_gtopic_t *kc_gtopics_find_name(const kc_gtopics_t *t, const char *name);
-/* An id-keyed table learns a topic's name (from Metadata): the entry is added when absent, its
- * name set when it has none. false when out of memory. */
-bool kc_gtopics_set_name(kc_gtopics_t *t, const uint8_t id[16], const char *name, size_t len);
+/* An id-keyed table learns topics' names (a Metadata answer's): each entry is added when
+ * absent, its name set when it has none (the first name stays). The absent ones are appended
+ * and the table sorted once, where adding them one by one would renumber the ranks after each
+ * (quadratic: a cluster's 50,000 topics in a first answer). false when out of memory (what
+ * could be added is) or the table is keyed by name. */
+typedef struct kc_gtopic_name {
+    const uint8_t *id; /* 16 bytes */
+    const char *name;
+    size_t len;
+} kc_gtopic_name_t;
+bool kc_gtopics_set_names(kc_gtopics_t *t, const kc_gtopic_name_t *names, size_t n);
 
 #endif

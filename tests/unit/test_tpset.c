@@ -57,26 +57,44 @@ static void ids_interned_in_id_order(void **state)
     kc_gtopics_free(&t);
 }
 
-/* A name learned once stays: a later answer naming the id otherwise does not rename it. */
-static void names_filled_in_once(void **state)
+/* Names come in a whole answer at a time: an entry that exists keeps its address and its
+ * place (a set sorted before stays sorted), one named before keeps its first name, absent ones
+ * are added in id order, and an id an answer names twice is added once. */
+static void names_filled_in_from_an_answer(void **state)
 {
     (void)state;
     kc_gtopics_t t;
     kc_gtopics_init_by_id(&t);
-    uint8_t a[16], b[16];
-    id_of(a, 1, 0);
-    id_of(b, 2, 0);
-    const kc_gtopic_t *ea = kc_gtopics_id(&t, a);
-    assert_true(kc_gtopics_set_name(&t, a, "orders-and-more", 6));
-    assert_string_equal(ea->name, "orders");
-    assert_true(kc_gtopics_set_name(&t, a, "other", 5));
-    assert_string_equal(ea->name, "orders");
-    /* Named before any heartbeat assigned it: interned by the naming. */
-    assert_true(kc_gtopics_set_name(&t, b, "payments", 8));
-    const kc_gtopic_t *eb = kc_gtopics_find_id(&t, b);
-    assert_non_null(eb);
-    assert_string_equal(eb->name, "payments");
-    assert_ptr_equal(kc_gtopics_id(&t, b), eb);
+    uint8_t id[6][16];
+    for (int i = 0; i < 6; i++)
+        id_of(id[i], (uint8_t)(10 * i), 0);
+    const kc_gtopic_t *e2 = kc_gtopics_id(&t, id[2]), *e4 = kc_gtopics_id(&t, id[4]);
+    kc_tpset_t s = {0};
+    assert_int_equal(kc_tpset_add(&s, e4, 0), KC_OK);
+    assert_int_equal(kc_tpset_add(&s, e2, 1), KC_OK);
+    const kc_gtopic_name_t first[] = {{id[4], "orders-and-more", 6}};
+    assert_true(kc_gtopics_set_names(&t, first, 1));
+    assert_string_equal(e4->name, "orders");
+    const kc_gtopic_name_t answer[] = {{id[5], "e", 1}, {id[4], "other", 5}, {id[0], "a", 1},
+                                       {id[2], "c", 1}, {id[3], "d", 1},     {id[0], "a-again", 7},
+                                       {id[1], "b", 1}};
+    assert_true(kc_gtopics_set_names(&t, answer, sizeof answer / sizeof answer[0]));
+    assert_int_equal(t.n, 6);
+    for (int i = 0; i < 6; i++) {
+        const kc_gtopic_t *e = kc_gtopics_find_id(&t, id[i]);
+        assert_non_null(e);
+        assert_int_equal(e->rank, (size_t)i);
+        assert_ptr_equal(t.items[i], e);
+    }
+    assert_ptr_equal(kc_gtopics_find_id(&t, id[2]), e2);
+    assert_ptr_equal(kc_gtopics_find_id(&t, id[4]), e4);
+    assert_string_equal(e4->name, "orders"); /* the first name stays */
+    assert_string_equal(e2->name, "c");
+    assert_string_equal(kc_gtopics_find_id(&t, id[0])->name, "a");
+    assert_true(sorted(&s));
+    assert_ptr_equal(s.items[0].topic, e2);
+    assert_true(kc_gtopics_set_names(&t, NULL, 0));
+    kc_tpset_free(&s);
     kc_gtopics_free(&t);
 }
 
@@ -99,7 +117,8 @@ static void names_in_the_given_order(void **state)
     assert_true(ab->rank < b->rank && b->rank < cl->rank && cl->rank < fw->rank);
     uint8_t id[16] = {0};
     assert_null(kc_gtopics_id(&t, id)); /* a name-keyed table has no id keys */
-    assert_false(kc_gtopics_set_name(&t, id, "x", 1));
+    const kc_gtopic_name_t x = {id, "x", 1};
+    assert_false(kc_gtopics_set_names(&t, &x, 1));
     kc_gtopics_free(&t);
 }
 
@@ -156,7 +175,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ids_interned_in_id_order),
-        cmocka_unit_test(names_filled_in_once),
+        cmocka_unit_test(names_filled_in_from_an_answer),
         cmocka_unit_test(names_in_the_given_order),
         cmocka_unit_test(sets_survive_topics_arriving),
     };

@@ -273,16 +273,17 @@ static void md_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t body_o
         kc_arena_t a = {0};
         kc_error_t e;
         kc_metadata_response_t m;
-        if (kc_metadata_response_decode(&m, version, &r, &a, &e) == KC_OK) {
-            for (int32_t i = 0; i < m.topics.count; i++) {
-                const kc_metadata_response_topic_t *t = &m.topics.items[i];
-                if (t->error_code || t->name.len <= 0)
-                    continue;
-                if (!kc_gtopics_set_name(&p->gc.interned, t->topic_id.b, t->name.ptr,
-                                         (size_t)t->name.len))
-                    break;
-            }
+        kc_gtopic_name_t *names = NULL;
+        if (kc_metadata_response_decode(&m, version, &r, &a, &e) == KC_OK && m.topics.count > 0)
+            names = kc_arena_calloc(&a, (size_t)m.topics.count, sizeof *names);
+        size_t n = 0;
+        for (int32_t i = 0; names && i < m.topics.count; i++) {
+            const kc_metadata_response_topic_t *t = &m.topics.items[i];
+            if (t->error_code == 0 && t->name.len > 0)
+                names[n++] = (kc_gtopic_name_t){t->topic_id.b, t->name.ptr, (size_t)t->name.len};
         }
+        /* out of memory: the names missing are asked for again (kc_g848_on_metadata) */
+        (void)kc_gtopics_set_names(&p->gc.interned, names, n);
         kc_arena_free(&a);
         kc_buf_unref(frame);
     }
