@@ -1,7 +1,8 @@
 /* kc-test-label: threads */
 /* engine/coordinator.c's member calls (kc_engine_commit_member / kc_engine_committed_member)
- * against real brokers. A KIP-848 member joins through the test's group driver (its own socket,
- * this thread); the engine runs on a network thread. The identity source is the test's:
+ * against real brokers. A KIP-848 member joins on the library's group driver
+ * (tests/support/group_harness.h, its own network thread); the engine under test runs on
+ * another. The identity source is the test's:
  *  - it gives a STALE epoch (the current one - 1) to the first two reads (the check at the call
  *    and the first request), then the current one: the broker answers STALE_MEMBER_EPOCH, the
  *    call asks again with the identity read afresh, and succeeds — so the identity is read when
@@ -23,6 +24,7 @@
 #include "engine.h"
 #include "offsets_wait.h"
 #include "group_driver.h"
+#include "group_harness.h"
 #include "netthread.h"
 #include "proto/kafka_errors.h"
 
@@ -35,7 +37,7 @@ typedef kc_test_offsets_result_t result_t;
 /* The identity source. Owner: the network thread while a call runs; the test thread reads it
  * after the call's result (kc_test_offsets_wait orders them). */
 typedef struct who_src {
-    char member_id[64];
+    char member_id[128];
     int32_t epoch;
     int stale_reads; /* this many first reads give epoch - 1 */
     int reads;
@@ -119,18 +121,25 @@ static kc_err_t run_wait(int op, result_t *r, kc_error_t *err)
     return KC_OK;
 }
 
+static bool owns_all(const kc_gh_view_t *v, void *arg)
+{
+    (void)arg;
+    return v->stable && v->held == 3;
+}
+
 static void member_identity_read_per_request(void **state)
 {
     (void)state;
-    const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
     snprintf(group, sizeof group, "kc-commit-member-%d", (int)getpid());
-    kc_gd_member_t a;
-    kc_gd_member_start(&a, bootstrap, group, NULL);
-    kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_owns_all, 30000);
-    assert_true(kc_gd_owns_all(&a));
-    assert_true(a.gc.epoch >= 1);
-    snprintf(src.member_id, sizeof src.member_id, "%s", a.gc.member_id);
-    src.epoch = a.gc.epoch;
+    const char *topics[] = {kc_gd_topic};
+    kc_gh_t *h = kc_gh_start();
+    kc_gh_opts_t o = {.proto = &kc_g848_proto, .group = group};
+    kc_gh_member_t *a = kc_gh_join(h, &o, topics, 1);
+    assert_true(kc_gh_run_until(a, owns_all, NULL, 30000));
+    kc_gh_view_t va = kc_gh_view(a);
+    assert_true(va.epoch >= 1);
+    snprintf(src.member_id, sizeof src.member_id, "%s", va.member_id);
+    src.epoch = va.epoch;
 
     kc_error_t err;
     assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
@@ -181,10 +190,8 @@ static void member_identity_read_per_request(void **state)
     call_t c = {OP_FREE, NULL, KC_OK, {0}};
     kc_netthread_call(nt, on_net, &c);
     kc_netthread_stop(nt);
-    kc_g848_close(&a.gc, kc_gd_now_ms());
-    kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_gone, 10000);
-    kc_g848_free(&a.gc);
-    close(a.fd);
+    assert_true(kc_gh_close(a, 10000));
+    kc_gh_stop(h);
 }
 
 int main(void)

@@ -1,8 +1,9 @@
-/* engine/group/848/member: two KIP-848 members against a real broker (driver:
- * tests/support/group_driver.c).
+/* kc-test-label: threads */
+/* KIP-848 members on the library's driver (tests/support/group_harness.h) against a real broker.
  * - The first member's on_revoke is slow (held 1.5 s): the second is never handed a partition the
- *   first still holds, and they end up with disjoint sets covering all 3. (An ack sent before the
- *   revoke finished makes this fail — checked by mutation.)
+ *   first still holds (the harness checks every assignment), and they end up with disjoint sets
+ *   covering all 3. (An ack sent before the revoke finished makes this fail — checked by
+ *   mutation.)
  * - A static member leaves with -2 and keeps its assignment for its successor (same
  *   group.instance.id, new member id); a second live instance with that id is refused
  *   UNRELEASED_INSTANCE_ID — fatal, caller-visible.
@@ -14,39 +15,40 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "broker_blocking.h"
 #include "group_driver.h"
+#include "group_harness.h"
 #include "proto/kafka_errors.h"
-#include "proto/proto.h"
+
+static bool owns(const kc_gh_view_t *v, void *want)
+{
+    return v->stable && v->held == *(int *)want;
+}
+
+static bool failed(const kc_gh_view_t *v, void *arg)
+{
+    (void)arg;
+    return v->fatal;
+}
 
 static void second_member_waits_for_revoke(void **state)
 {
     (void)state;
-    const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
     char group[64];
     snprintf(group, sizeof group, "kc-g848-two-%d", (int)getpid());
-    kc_gd_member_t a, b;
-    kc_gd_member_start(&a, bootstrap, group, NULL);
-    int64_t end = kc_gd_now_ms() + 30000;
-    while (kc_gd_now_ms() < end && !(kc_gd_settled(&a) && a.gc.rc.owned.n == 3)) {
-        kc_gd_member_step(&a, NULL, bootstrap, group, 1500);
-        usleep(20 * 1000);
-    }
-    assert_int_equal(a.gc.rc.owned.n, 3);
-    kc_gd_member_start(&b, bootstrap, group, NULL);
-    end = kc_gd_now_ms() + 60000;
-    int64_t stable_since = -1;
+    const char *topics[] = {kc_gd_topic};
+    kc_gh_t *h = kc_gh_start();
+    kc_gh_opts_t oa = {.proto = &kc_g848_proto, .group = group, .revoke_delay_ms = 1500};
+    kc_gh_opts_t ob = {.proto = &kc_g848_proto, .group = group};
+    kc_gh_member_t *a = kc_gh_join(h, &oa, topics, 1);
+    int three = 3;
+    assert_true(kc_gh_run_until(a, owns, &three, 30000));
+    kc_gh_member_t *b = kc_gh_join(h, &ob, topics, 1);
+    int64_t end = kc_gd_now_ms() + 60000, stable_since = -1;
+    kc_gh_view_t va = {0}, vb = {0};
     while (kc_gd_now_ms() < end) {
-        kc_gd_member_step(&a, &b, bootstrap, group, 1500);
-        kc_gd_member_step(&b, &a, bootstrap, group, 0);
-        /* Held sets never overlap, at any instant. */
-        for (size_t i = 0; i < a.gc.rc.held.n; i++)
-            if (kc_tpset_contains(
-                    &b.gc.rc.held,
-                    kc_gtopics_find_id(&b.gc.interned, a.gc.rc.held.items[i].topic->id),
-                    a.gc.rc.held.items[i].partition))
-                fail_msg("partition %d held by both members", a.gc.rc.held.items[i].partition);
-        if (kc_gd_settled(&a) && kc_gd_settled(&b) && a.gc.rc.owned.n + b.gc.rc.owned.n == 3) {
+        va = kc_gh_view(a); /* fails the test if an assignment found the other still holding */
+        vb = kc_gh_view(b);
+        if (va.stable && vb.stable && va.held > 0 && vb.held > 0 && va.held + vb.held == 3) {
             if (stable_since < 0)
                 stable_since = kc_gd_now_ms();
             else if (kc_gd_now_ms() - stable_since > 1500)
@@ -56,19 +58,14 @@ static void second_member_waits_for_revoke(void **state)
         }
         usleep(20 * 1000);
     }
-    assert_true(a.revokes >= 1);
-    assert_true(kc_gd_settled(&a) && kc_gd_settled(&b));
-    assert_int_equal(a.gc.rc.owned.n + b.gc.rc.owned.n, 3);
-    kc_tpset_t u = {0};
-    assert_int_equal(kc_tpset_union(&u, &a.gc.rc.owned, &b.gc.rc.owned), KC_OK);
-    assert_int_equal(u.n, 3); /* disjoint and covering */
-    kc_tpset_free(&u);
-    fprintf(stderr, "two members: A owns %zu (revoked %d time(s), 1.5 s each), B owns %zu\n",
-            a.gc.rc.owned.n, a.revokes, b.gc.rc.owned.n);
-    kc_g848_free(&a.gc);
-    kc_g848_free(&b.gc);
-    close(a.fd);
-    close(b.fd);
+    assert_true(va.revokes >= 1);
+    assert_true(va.stable && vb.stable);
+    assert_int_equal(va.held + vb.held, 3); /* disjoint (checked at every assignment), covering */
+    fprintf(stderr, "two members: A holds %d (revoked %d time(s), 1.5 s each), B holds %d\n",
+            va.held, va.revokes, vb.held);
+    assert_true(kc_gh_close(a, 10000));
+    assert_true(kc_gh_close(b, 10000));
+    kc_gh_stop(h);
 }
 
 static void static_member_leaves_with_minus_two(void **state)
@@ -77,42 +74,41 @@ static void static_member_leaves_with_minus_two(void **state)
     const char *bootstrap = kc_test_env("KC_BOOTSTRAP");
     char group[64];
     snprintf(group, sizeof group, "kc-g848-static-%d", (int)getpid());
-    kc_gd_member_t a, a2, a3;
-    kc_gd_member_start(&a, bootstrap, group, "inst-1");
-    kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_owns_all, 30000);
-    assert_true(kc_gd_owns_all(&a));
-    kc_g848_close(&a.gc, kc_gd_now_ms());
-    kc_gd_run_until(&a, NULL, bootstrap, group, kc_gd_gone, 10000);
-    assert_true(kc_gd_gone(&a));
+    const char *topics[] = {kc_gd_topic};
+    int three = 3;
+    kc_gh_t *h = kc_gh_start();
+    kc_gh_opts_t o = {.proto = &kc_g848_proto, .group = group, .instance = "inst-1"};
+    kc_gh_member_t *a = kc_gh_join(h, &o, topics, 1);
+    assert_true(kc_gh_run_until(a, owns, &three, 30000));
+    kc_gh_view_t va = kc_gh_view(a);
+    assert_true(kc_gh_close(a, 10000));
     /* The broker kept the static member (epoch -2 = "coming back"): still listed, assignment
      * intact, not handed to anyone. */
+    int fd = kc_gd_coordinator(bootstrap, group);
     int32_t epoch;
     int n_assigned;
-    assert_int_equal(kc_gd_describe(a.fd, group, a.gc.member_id, &epoch, &n_assigned), 1);
+    assert_int_equal(kc_gd_describe(fd, group, va.member_id, &epoch, &n_assigned), 1);
     assert_int_equal(epoch, -2);
     assert_int_equal(n_assigned, 3);
+    close(fd);
     /* The restart: same instance id, new member id, gets all 3 back. */
-    kc_gd_member_start(&a2, bootstrap, group, "inst-1");
-    assert_string_not_equal(a2.gc.member_id, a.gc.member_id);
-    kc_gd_run_until(&a2, NULL, bootstrap, group, kc_gd_owns_all, 30000);
-    assert_true(kc_gd_owns_all(&a2));
-    /* A second live instance with the same id: UNRELEASED_INSTANCE_ID, fatal, on_lost of nothing.
-     */
-    kc_gd_member_start(&a3, bootstrap, group, "inst-1");
-    a3.expect_error = true;
-    kc_gd_run_until(&a3, &a2, bootstrap, group, kc_gd_failed, 15000);
-    assert_true(kc_gd_failed(&a3));
-    kc_gd_member_step(&a3, &a2, bootstrap, group, 0); /* collect the actions the failure queued */
-    assert_true(a3.error_fatal);
-    assert_int_equal(a3.error.kafka_code, KC_KAFKA_UNRELEASED_INSTANCE_ID);
-    assert_true(kc_gd_owns_all(&a2)); /* the live one is untouched */
-    fprintf(stderr, "static: left with -2, successor got 3 back; duplicate: %s\n", a3.error.msg);
-    kc_g848_free(&a.gc);
-    kc_g848_free(&a2.gc);
-    kc_g848_free(&a3.gc);
-    close(a.fd);
-    close(a2.fd);
-    close(a3.fd);
+    kc_gh_member_t *a2 = kc_gh_join(h, &o, topics, 1);
+    assert_true(kc_gh_run_until(a2, owns, &three, 30000));
+    kc_gh_view_t v2 = kc_gh_view(a2);
+    assert_string_not_equal(v2.member_id, va.member_id);
+    /* A second live instance with the same id: UNRELEASED_INSTANCE_ID, fatal, nothing held. */
+    kc_gh_opts_t o3 = o;
+    o3.expect_error = true;
+    kc_gh_member_t *a3 = kc_gh_join(h, &o3, topics, 1);
+    assert_true(kc_gh_run_until(a3, failed, NULL, 15000));
+    kc_gh_view_t v3 = kc_gh_view(a3);
+    assert_int_equal(v3.error.kafka_code, KC_KAFKA_UNRELEASED_INSTANCE_ID);
+    assert_int_equal(v3.held, 0);
+    assert_true(kc_gh_run_until(a2, owns, &three, 1000)); /* the live one is untouched */
+    fprintf(stderr, "static: left with -2, successor got 3 back; duplicate: %s\n", v3.error.msg);
+    assert_true(kc_gh_close(a3, 10000));
+    assert_true(kc_gh_close(a2, 10000));
+    kc_gh_stop(h);
 }
 
 int main(void)

@@ -1,9 +1,9 @@
-/* engine/group/classic/member against a real broker, in a mixed group with Java's
- * kafka-console-consumer (group.protocol=classic), each side joining first in turn (so each is
- * leader once), for range and cooperative-sticky: the assignments the broker relays
- * (DescribeGroups, decoded) cover the topic exactly once, and ours equals what our member holds.
- * The test is the engine (classic_members.h). Kafka-only members: test_group_classic.c. Single
- * broker: the bootstrap broker is the coordinator (FindCoordinator is the engine's job). Needs
+/* kc-test-label: threads-long */
+/* The classic protocol on the library's own driver (tests/support/group_harness.h) against a
+ * real broker, in a mixed group with Java's kafka-console-consumer (group.protocol=classic),
+ * each side joining first in turn (so each is leader once), for range and cooperative-sticky:
+ * the assignments the broker relays (DescribeGroups, decoded) cover the topic exactly once, and
+ * ours equals what our member holds. Kafka-only members: test_group_classic.c. Needs
  * KC_BOOTSTRAP, KC_TESTKIT and KC_CLUSTER_DIR (tests/run-suite sets them). */
 #include "classic_members.h"
 
@@ -52,7 +52,8 @@ static void mixed(kc_assignor_t a, const char *java_class, bool java_first, cons
     make_topic(tag);
     char group[96];
     snprintf(group, sizeof group, "g-%s", topic_name);
-    member_t ms[1];
+    kc_gh_t *h = kc_gh_start();
+    kc_gh_member_t *ms[1];
     kc_tpset_t d[2] = {{0}, {0}};
     char ids[2][128];
     pid_t java = -1;
@@ -61,39 +62,38 @@ static void mixed(kc_assignor_t a, const char *java_class, bool java_first, cons
         if (!describe(group, 1, d, ids, 60000))
             fail_msg("the Java consumer did not join %s", group);
         kc_tpset_free(&d[0]);
-        member_start(&ms[0], group, a);
+        ms[0] = member_start(h, group, a, NULL);
     } else {
-        member_start(&ms[0], group, a);
-        assert_true(pump(ms, 1, 30000, 1000, NPART));
+        ms[0] = member_start(h, group, a, NULL);
+        assert_true(kc_gh_settle(ms, 1, NPART, 1000, 30000));
         java = start_java(group, java_class);
     }
     /* Run our member until the group is Stable with both and we hold a settled share. */
     bool ok = false;
+    kc_gh_view_t v = {0};
     int64_t end = now_ms() + 90000;
     while (!ok && now_ms() < end) {
-        if (!pump(ms, 1, 3000, 1500, ms[0].m.rc.owned.n ? ms[0].m.rc.owned.n : 1))
+        v = kc_gh_view(ms[0]);
+        if (!kc_gh_settle(ms, 1, v.held ? v.held : 1, 1500, 3000))
             continue;
         if (!describe(group, 2, d, ids, 1000))
             continue;
-        size_t mine = strcmp(ids[0], ms[0].m.member_id) == 0 ? 0 : 1;
-        ok = same_parts(&d[mine], &ms[0].m.rc.owned) && d[1 - mine].n > 0;
+        v = kc_gh_view(ms[0]);
+        size_t mine = strcmp(ids[0], v.member_id) == 0 ? 0 : 1;
+        ok = holds_exactly(&v, &d[mine]) && d[1 - mine].n > 0;
         if (ok) {
             assert_exact_cover(d, 2);
-            assert_string_equal(ids[mine], ms[0].m.member_id);
-            assert_int_equal(ms[0].m.is_leader, !java_first);
+            assert_string_equal(ids[mine], v.member_id);
+            assert_int_equal(v.leader, !java_first);
         }
         kc_tpset_free(&d[0]);
         kc_tpset_free(&d[1]);
     }
     stop_java(java);
     if (!ok)
-        fail_msg("mixed group did not converge (state %d, owned %zu)", ms[0].m.state,
-                 ms[0].m.rc.owned.n);
-    kc_classic_close(&ms[0].m);
-    end = now_ms() + 10000;
-    while (!ms[0].closed && now_ms() < end)
-        pump(ms, 1, 50, 100000, 0);
-    member_free(&ms[0]);
+        fail_msg("mixed group did not converge (held %d, stable %d)", v.held, (int)v.stable);
+    assert_true(kc_gh_close(ms[0], 10000));
+    kc_gh_stop(h);
 }
 
 static void mixed_range_java_leader(void **state)

@@ -1,6 +1,6 @@
-/* Test-side driver for the KIP-848 member (engine/group/848/member) against a real broker over
- * blocking sockets: coordinator lookup, heartbeats, ConsumerGroupDescribe, and carrying out the
- * member's actions. Used by tests/kafka/test_group848_*.c. Owner: the test's thread. */
+/* KIP-848 tests' broker helpers over blocking sockets (group_driver.h): coordinator lookup,
+ * ConsumerGroupDescribe, Metadata, heartbeats, and the pure member whose actions complete at
+ * once. Owner: the test's thread. */
 #include "group_driver.h"
 
 #include <stdio.h>
@@ -23,18 +23,10 @@ int64_t kc_gd_now_ms(void)
 
 uint8_t kc_gd_topic_id[16];
 char kc_gd_topic[64];
-/* The regex test's second topic, created after the member joined: unknown to `lookup` until a
- * METADATA action fetches it — the path a real engine takes. */
-uint8_t kc_gd_topic2_id[16];
-char kc_gd_topic2[64];
-bool kc_gd_topic2_known;
-
 const char *kc_gd_lookup(void *ctx, const uint8_t id[16])
 {
     (void)ctx;
-    if (memcmp(id, kc_gd_topic_id, 16) == 0)
-        return kc_gd_topic;
-    return kc_gd_topic2_known && memcmp(id, kc_gd_topic2_id, 16) == 0 ? kc_gd_topic2 : NULL;
+    return memcmp(id, kc_gd_topic_id, 16) == 0 ? kc_gd_topic : NULL;
 }
 
 /* Metadata for one topic, asked again while the broker does not know it yet (a topic just
@@ -182,8 +174,8 @@ int kc_gd_heartbeat(int fd, kc_g848_t *gc, int *owned_sent)
     return code;
 }
 
-void kc_gd_member_start_regex(kc_gd_member_t *m, const char *bootstrap, const char *group,
-                              const char *instance, const char *regex)
+void kc_gd_member_start(kc_gd_member_t *m, const char *bootstrap, const char *group,
+                        const char *instance)
 {
     memset(m, 0, sizeof *m);
     kc_g848_config_t c = {0};
@@ -198,57 +190,24 @@ void kc_gd_member_start_regex(kc_gd_member_t *m, const char *bootstrap, const ch
     kc_error_t e;
     assert_int_equal(kc_g848_init(&m->gc, &c, &e), KC_OK);
     const char *topics[] = {kc_gd_topic};
-    assert_int_equal(
-        kc_g848_subscribe(&m->gc, regex ? NULL : topics, regex ? 0 : 1, regex, kc_gd_now_ms(), &e),
-        KC_OK);
+    assert_int_equal(kc_g848_subscribe(&m->gc, topics, 1, NULL, kc_gd_now_ms(), &e), KC_OK);
     m->fd = kc_gd_coordinator(bootstrap, group);
 }
 
-void kc_gd_member_start(kc_gd_member_t *m, const char *bootstrap, const char *group,
-                        const char *instance)
-{
-    kc_gd_member_start_regex(m, bootstrap, group, instance, NULL);
-}
-
-/* One round for member m; `other` is the other member, whose held set m must never be given. */
-void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *bootstrap,
-                       const char *group, int64_t revoke_delay)
+/* Every due action completed at once, then a heartbeat if one is due. */
+static void step(kc_gd_member_t *m, const char *bootstrap, const char *group)
 {
     kc_g848_action_t act;
-    if (m->revoke_pending && kc_gd_now_ms() >= m->revoke_at) {
-        m->revoke_pending = false;
-        kc_g848_action_done(&m->gc, m->revoke_seq, kc_gd_now_ms());
-    }
     while (kc_g848_next_action(&m->gc, kc_gd_now_ms(), &act)) {
         switch (act.kind) {
         case KC_G848_ACT_ASSIGN:
-            /* The property: a partition arrives only after its previous owner finished on_revoke
-             * and acknowledged — so it is never in the other member's held set. */
-            for (size_t i = 0; other && i < act.parts->n; i++)
-                if (kc_tpset_contains(
-                        &other->gc.rc.held,
-                        kc_gtopics_find_id(&other->gc.interned, act.parts->items[i].topic->id),
-                        act.parts->items[i].partition))
-                    fail_msg(
-                        "partition %d assigned (epoch %d) while the other member (%s, epoch %d, "
-                        "step %d, revoke pending %d, held %zu, owned %zu) still holds it",
-                        act.parts->items[i].partition, m->gc.epoch,
-                        kc_g848_state_name(other->gc.state), other->gc.epoch, other->gc.rc.step,
-                        other->revoke_pending, other->gc.rc.held.n, other->gc.rc.owned.n);
-            kc_g848_action_done(&m->gc, act.seq, kc_gd_now_ms());
-            break;
         case KC_G848_ACT_REVOKE:
-            m->revokes++;
-            m->revoke_pending = true;
-            m->revoke_seq = act.seq;
-            m->revoke_at = kc_gd_now_ms() + revoke_delay;
-            break;
         case KC_G848_ACT_LOSE:
         case KC_G848_ACT_DROP:
             kc_g848_action_done(&m->gc, act.seq, kc_gd_now_ms());
             break;
         case KC_G848_ACT_COMMIT:
-            kc_g848_on_commit_result(&m->gc, act.seq, 0, kc_gd_now_ms()); /* nothing was consumed */
+            kc_g848_on_commit_result(&m->gc, act.seq, 0, kc_gd_now_ms()); /* nothing consumed */
             break;
         case KC_G848_ACT_REDISCOVER:
             close(m->fd);
@@ -256,21 +215,10 @@ void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *boo
             kc_g848_coordinator_ready(&m->gc, kc_gd_now_ms());
             break;
         case KC_G848_ACT_METADATA:
-            m->metadata_asks++;
-            if (kc_gd_topic2[0] && !kc_gd_topic2_known) {
-                int fd = kc_tb_connect(bootstrap);
-                assert_true(fd >= 0);
-                kc_gd_metadata_topic(fd, kc_gd_topic2, kc_gd_topic2_id, 2);
-                close(fd);
-                kc_gd_topic2_known = true;
-            }
             kc_g848_on_metadata(&m->gc, kc_gd_now_ms());
             break;
         case KC_G848_ACT_ERROR:
-            if (!m->expect_error)
-                fail_msg("group error: %s", act.error.msg);
-            m->error = act.error;
-            m->error_fatal = act.fatal;
+            fail_msg("group error: %s", act.error.msg);
             break;
         default:
             break;
@@ -280,45 +228,19 @@ void kc_gd_member_step(kc_gd_member_t *m, kc_gd_member_t *other, const char *boo
     kc_gd_heartbeat(m->fd, &m->gc, &sent);
 }
 
-bool kc_gd_settled(const kc_gd_member_t *m)
-{
-    return m->gc.state == KC_G848_STABLE && !m->revoke_pending && kc_reconcile_idle(&m->gc.rc) &&
-           m->gc.rc.owned.n > 0;
-}
-
-void kc_gd_run_until(kc_gd_member_t *m, kc_gd_member_t *other, const char *bootstrap,
-                     const char *group, bool (*done)(const kc_gd_member_t *), int64_t ms)
+void kc_gd_run_until(kc_gd_member_t *m, const char *bootstrap, const char *group,
+                     bool (*done)(const kc_gd_member_t *), int64_t ms)
 {
     int64_t end = kc_gd_now_ms() + ms;
     while (kc_gd_now_ms() < end && !done(m)) {
-        kc_gd_member_step(m, other, bootstrap, group, 0);
-        if (other)
-            kc_gd_member_step(other, m, bootstrap, group, 0);
+        step(m, bootstrap, group);
         usleep(20 * 1000);
     }
 }
 
 bool kc_gd_owns_all(const kc_gd_member_t *m)
 {
-    return kc_gd_settled(m) && m->gc.rc.owned.n == 3;
-}
-bool kc_gd_gone(const kc_gd_member_t *m)
-{
-    return m->gc.state == KC_G848_UNSUBSCRIBED;
-}
-bool kc_gd_failed(const kc_gd_member_t *m)
-{
-    return m->gc.state == KC_G848_FATAL;
-}
-
-bool kc_gd_stale(const kc_gd_member_t *m)
-{
-    return m->gc.state == KC_G848_STALE;
-}
-
-bool kc_gd_owns_five(const kc_gd_member_t *m)
-{
-    return kc_gd_settled(m) && m->gc.rc.owned.n == 5;
+    return m->gc.state == KC_G848_STABLE && kc_reconcile_idle(&m->gc.rc) && m->gc.rc.owned.n == 3;
 }
 
 /* Every test subscribes to the same 3-partition topic, created once here. */
