@@ -183,7 +183,13 @@ static void stale_assignment_rejoins(void **state)
     snprintf(group, sizeof group, "g-%s", topic_name);
     kc_gh_t *h = kc_gh_start();
     kc_gh_member_t *ms[2];
-    ms[0] = member_start(h, group, KC_ASSIGNOR_RANGE, NULL);
+    /* Member 0's on_revoke takes 2 s: the rebalance member 1 starts waits that long for
+     * member 0's JoinGroup (eager: it revokes everything first), so member 1's new subscription
+     * (its partition counts asked first) reaches its state machine while its JoinGroup is out. */
+    kc_gh_opts_t o0 = classic_opts(group, KC_ASSIGNOR_RANGE, NULL);
+    o0.revoke_delay_ms = 2000;
+    const char *old_topics[] = {topic_name};
+    ms[0] = kc_gh_join(h, &o0, old_topics, 1);
     assert_true(kc_gh_settle(ms, 1, NPART, 1000, 30000));
     ms[1] = member_start(h, group, KC_ASSIGNOR_RANGE, NULL);
     /* Once the JoinGroup that carries the member id (after MEMBER_ID_REQUIRED) is out. */

@@ -14,7 +14,7 @@
 #include "netthread.h"
 #include "offsets_wait.h"
 
-#define GH_MAX_MEMBERS 8
+#define GH_MAX_MEMBERS 8 /* members ever joined to one harness (a closed one keeps its slot) */
 
 typedef struct gh_part {
     char topic[96];
@@ -34,6 +34,8 @@ struct kc_gh_member {
     int n_held;
     char topics[8][96]; /* the subscription (names; a regex: none) */
     int n_topics;
+    kc_loop_t *loop;
+    kc_loop_timer_t revoke_timer; /* the earliest revoke_at of the partitions being revoked */
     unsigned overrun;
     kc_gh_view_t v; /* counters and the last error; the rest is filled by kc_gh_view */
 };
@@ -80,6 +82,49 @@ static void unhold(kc_gh_member_t *m, int i)
     m->held[i] = m->held[--m->n_held];
 }
 
+/* ---- revokes (network thread) --------------------------------------------------------------- */
+
+/* The partitions whose on_revoke "returned": no longer held, and the driver hears it. */
+static void complete_due(kc_gh_member_t *m)
+{
+    int64_t now = now_ms();
+    for (int i = 0; i < m->n_held;) {
+        if (m->held[i].revoking && now >= m->held[i].revoke_at) {
+            unhold(m, i);
+            kc_group_revoked(m->g);
+        } else {
+            i++;
+        }
+    }
+}
+
+static void arm(kc_gh_member_t *m);
+
+static void revoke_due(kc_loop_t *loop, kc_loop_timer_t *t)
+{
+    (void)loop;
+    kc_gh_member_t *m = t->opaque;
+    complete_due(m);
+    arm(m);
+}
+
+/* The timer for the earliest revoke still running. */
+static void arm(kc_gh_member_t *m)
+{
+    int64_t at = INT64_MAX;
+    for (int i = 0; i < m->n_held; i++)
+        if (m->held[i].revoking && m->held[i].revoke_at < at)
+            at = m->held[i].revoke_at;
+    if (kc_loop_timer_armed(&m->revoke_timer))
+        kc_loop_timer_stop(m->loop, &m->revoke_timer);
+    if (at == INT64_MAX)
+        return;
+    int64_t delay = at - now_ms();
+    m->revoke_timer.cb = revoke_due;
+    m->revoke_timer.opaque = m;
+    kc_loop_timer_start(m->loop, &m->revoke_timer, delay > 0 ? delay : 0);
+}
+
 /* ---- hooks (network thread) ---------------------------------------------------------------- */
 
 static int h_revoke(void *o, const char *topic, int32_t partition, bool lost)
@@ -95,6 +140,7 @@ static int h_revoke(void *o, const char *topic, int32_t partition, bool lost)
     if (!m->held[i].revoking) {
         m->held[i].revoking = true;
         m->held[i].revoke_at = now_ms() + m->o.revoke_delay_ms;
+        arm(m);
     }
     return 1;
 }
@@ -127,7 +173,13 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     }
     if (m->n_held == KC_GH_MAX_PARTS)
         return kc_fail(err, KC_ERR_NOMEM, "harness: more than %d partitions", KC_GH_MAX_PARTS);
-    if (find(m, topic, partition) < 0) {
+    int i = find(m, topic, partition);
+    if (i >= 0 && m->held[i].revoking) { /* the runtime refuses it too (KC_ERR_STATE) */
+        violated(m->h, "%s[%d] assigned again while its on_revoke runs", topic, (int)partition);
+        return kc_fail(err, KC_ERR_STATE, "harness: %s[%d] is being revoked", topic,
+                       (int)partition);
+    }
+    if (i < 0) {
         gh_part_t *p = &m->held[m->n_held++];
         memset(p, 0, sizeof *p);
         snprintf(p->topic, sizeof p->topic, "%s", topic);
@@ -158,23 +210,6 @@ static void h_error(void *o, const kc_error_t *e, bool fatal)
 
 /* ---- the network thread's side of the calls -------------------------------------------------- */
 
-/* Revokes whose time came: the partition is no longer held, the driver hears it. */
-static void complete_due(kc_gh_t *h)
-{
-    int64_t now = now_ms();
-    for (int k = 0; k < h->n; k++) {
-        kc_gh_member_t *m = h->m[k];
-        for (int i = 0; m && i < m->n_held;) {
-            if (m->held[i].revoking && now >= m->held[i].revoke_at) {
-                unhold(m, i);
-                kc_group_revoked(m->g);
-            } else {
-                i++;
-            }
-        }
-    }
-}
-
 typedef struct call {
     kc_gh_member_t *m;
     const char *const *topics;
@@ -182,6 +217,8 @@ typedef struct call {
     kc_gh_view_t v;
     kc_err_t rc;
     kc_error_t err;
+    const char *bootstrap; /* read on the test thread: kc_test_env may fail the test */
+    char violation[512];   /* the harness's, copied on the network thread */
 } call_t;
 
 static void subscribe(call_t *c)
@@ -224,9 +261,10 @@ static void on_join(kc_loop_t *loop, void *arg)
     call_t *c = arg;
     kc_gh_member_t *m = c->m;
     m->h->m[m->h->n++] = m; /* here, where the other members' hooks read the list */
+    m->loop = loop;
     kc_engine_conf_t ec;
     kc_engine_conf_defaults(&ec);
-    ec.bootstrap_servers = kc_test_env("KC_BOOTSTRAP");
+    ec.bootstrap_servers = c->bootstrap;
     kc_engine_sink_t sink = {kc_test_discard_records, NULL, NULL, NULL};
     if ((c->rc = kc_engine_new(&m->e, loop, &ec, &sink, &c->err)) != KC_OK)
         return;
@@ -255,8 +293,8 @@ static void on_view(kc_loop_t *loop, void *arg)
     (void)loop;
     call_t *c = arg;
     kc_gh_member_t *m = c->m;
-    complete_due(m->h);
     c->v = m->v;
+    snprintf(c->violation, sizeof c->violation, "%s", m->h->violation);
     c->v.held = m->n_held;
     for (int i = 0; i < m->n_held; i++) {
         snprintf(c->v.parts[i].topic, sizeof c->v.parts[i].topic, "%s", m->held[i].topic);
@@ -271,6 +309,7 @@ static void on_view(kc_loop_t *loop, void *arg)
         const kc_classic_t *cm = &((const kc_classic_io_t *)kc_group_member(m->g))->m;
         c->v.leader = cm->is_leader;
         c->v.mismatched = cm->mismatched_assignments;
+        c->v.stable = c->v.stable && !cm->rejoin_needed; /* a rejoin is already decided */
     }
 }
 
@@ -290,9 +329,10 @@ static void on_close(kc_loop_t *loop, void *arg)
 
 static void on_free(kc_loop_t *loop, void *arg)
 {
-    (void)loop;
     call_t *c = arg;
     kc_gh_member_t *m = c->m;
+    if (kc_loop_timer_armed(&m->revoke_timer))
+        kc_loop_timer_stop(loop, &m->revoke_timer);
     kc_engine_close(m->e, 2000);
     kc_group_free(m->g);
     kc_engine_free(m->e);
@@ -300,6 +340,7 @@ static void on_free(kc_loop_t *loop, void *arg)
     for (int k = 0; k < h->n; k++)
         if (h->m[k] == m)
             h->m[k] = NULL;
+    snprintf(c->violation, sizeof c->violation, "%s", h->violation);
 }
 
 /* ---- the test thread's calls ---------------------------------------------------------------- */
@@ -318,8 +359,12 @@ void kc_gh_stop(kc_gh_t *h)
 {
     for (int k = 0; k < h->n; k++)
         assert_null(h->m[k]); /* every member closed first */
-    kc_netthread_stop(h->nt);
+    kc_netthread_stop(h->nt); /* joined: its writes are visible */
+    char why[sizeof h->violation];
+    snprintf(why, sizeof why, "%s", h->violation);
     free(h);
+    if (why[0])
+        fail_msg("%s", why);
 }
 
 kc_gh_member_t *kc_gh_join(kc_gh_t *h, const kc_gh_opts_t *o, const char *const *topics, size_t n)
@@ -332,7 +377,7 @@ kc_gh_member_t *kc_gh_join(kc_gh_t *h, const kc_gh_opts_t *o, const char *const 
     snprintf(m->group, sizeof m->group, "%s", o->group);
     snprintf(m->instance, sizeof m->instance, "%s", o->instance ? o->instance : "");
     snprintf(m->assignors, sizeof m->assignors, "%s", o->assignors ? o->assignors : "");
-    call_t c = {m, topics, n, {0}, KC_OK, {0}};
+    call_t c = {m, topics, n, {0}, KC_OK, {0}, kc_test_env("KC_BOOTSTRAP"), ""};
     kc_netthread_call(h->nt, on_join, &c);
     if (c.rc != KC_OK)
         fail_msg("member of %s: %s", o->group, c.err.msg);
@@ -341,10 +386,10 @@ kc_gh_member_t *kc_gh_join(kc_gh_t *h, const kc_gh_opts_t *o, const char *const 
 
 kc_gh_view_t kc_gh_view(kc_gh_member_t *m)
 {
-    call_t c = {m, NULL, 0, {0}, KC_OK, {0}};
+    call_t c = {m, NULL, 0, {0}, KC_OK, {0}, NULL, ""};
     kc_netthread_call(m->h->nt, on_view, &c);
-    if (m->h->violation[0])
-        fail_msg("%s", m->h->violation);
+    if (c.violation[0])
+        fail_msg("%s", c.violation);
     return c.v;
 }
 
@@ -364,7 +409,7 @@ bool kc_gh_run_until(kc_gh_member_t *m, bool (*done)(const kc_gh_view_t *v, void
 
 void kc_gh_subscribe(kc_gh_member_t *m, const char *const *topics, size_t n)
 {
-    call_t c = {m, topics, n, {0}, KC_OK, {0}};
+    call_t c = {m, topics, n, {0}, KC_OK, {0}, NULL, ""};
     kc_netthread_call(m->h->nt, on_subscribe, &c);
     if (c.rc != KC_OK)
         fail_msg("subscribe: %s", c.err.msg);
@@ -373,7 +418,7 @@ void kc_gh_subscribe(kc_gh_member_t *m, const char *const *topics, size_t n)
 bool kc_gh_subscribe_during_join(kc_gh_member_t *m, const char *const *topics, size_t n)
 {
     assert_ptr_equal(m->o.proto, &kc_classic_proto);
-    call_t c = {m, topics, n, {0}, KC_OK, {0}};
+    call_t c = {m, topics, n, {0}, KC_OK, {0}, NULL, ""};
     kc_netthread_call(m->h->nt, on_subscribe_during_join, &c);
     if (c.rc != KC_OK && c.rc != KC_ERR_AGAIN)
         fail_msg("subscribe: %s", c.err.msg);
@@ -408,7 +453,7 @@ bool kc_gh_settle(kc_gh_member_t *const *ms, int n, int total, int64_t stable_ms
 
 void kc_gh_overrun(kc_gh_member_t *m, unsigned n)
 {
-    call_t c = {m, NULL, n, {0}, KC_OK, {0}};
+    call_t c = {m, NULL, n, {0}, KC_OK, {0}, NULL, ""};
     kc_netthread_call(m->h->nt, on_overrun, &c);
 }
 
@@ -420,10 +465,12 @@ static bool closed(const kc_gh_view_t *v, void *arg)
 
 bool kc_gh_close(kc_gh_member_t *m, int64_t ms)
 {
-    call_t c = {m, NULL, 0, {0}, KC_OK, {0}};
+    call_t c = {m, NULL, 0, {0}, KC_OK, {0}, NULL, ""};
     kc_netthread_call(m->h->nt, on_close, &c);
     bool ok = kc_gh_run_until(m, closed, NULL, ms);
     kc_netthread_call(m->h->nt, on_free, &c);
     free(m);
+    if (c.violation[0]) /* raised while it left */
+        fail_msg("%s", c.violation);
     return ok;
 }

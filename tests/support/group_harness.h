@@ -3,16 +3,17 @@
  * member is an engine and a kc_group on one network thread the harness's members share, with
  * hooks that stand in for the runtime's workers:
  *   revoke   the partition stays held until its on_revoke "returns", `revoke_delay_ms` after it
- *            was asked (a slow callback), then kc_group_revoked;
+ *            was asked (a slow callback; a timer on the network thread), then kc_group_revoked;
  *   assign   the partition joins `held`; a partition another member of the harness still holds
  *            fails the test (the rebalance gate's promise: a partition arrives only after its
- *            previous owner's on_revoke returned);
+ *            previous owner's on_revoke returned), and so does one this member is revoking;
  *   drop     counted; committable -1 (nothing was consumed); poll_over the test's `overrun`;
  *   error    kept (the last one, fatal or not); unexpected errors fail the test.
  * No records are fetched: the hooks add nothing to the engine's fetch sessions.
  *
- * The test thread reads a member through kc_gh_view (a call on the network thread) and waits
- * with kc_gh_run_until, which also completes the revokes that are due.
+ * The test thread reads a member through kc_gh_view (a call on the network thread), which fails
+ * the test there when a hook found a violation (a hook cannot: cmocka's failure unwinds the
+ * thread it runs on), and waits with kc_gh_run_until / kc_gh_settle.
  *
  * Owner: the network thread for everything the hooks touch; the test thread owns the handles.
  */
@@ -51,7 +52,8 @@ typedef struct kc_gh_view {
     long stray_assigns;                /* assigned partitions of topics not subscribed to */
     int32_t epoch;                     /* generation / member epoch (<= 0: not in the group) */
     char member_id[128];
-    bool stable; /* in the group, no reconciliation running (kc_group_may_auto_commit) */
+    bool stable; /* in the group, no reconciliation running (kc_group_may_auto_commit); classic:
+                    and no rejoin decided */
     bool closed; /* kc_group_closed */
     int revokes, loses, assigns, drops, errors;
     bool fatal;
