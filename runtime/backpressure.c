@@ -56,10 +56,22 @@ void kc_rt_fetch_gen_bump(kc_rt_t *rt)
 
 int64_t kc_rt_fetch_budget(const kc_rt_t *rt)
 {
-    /* Idle pooled frame buffers are resident too (io/base/buf_pool.c): counting them here keeps
-     * charged frames plus idle ones within the cap, and the next frame is taken from them. */
-    int64_t left =
-        rt->o.queued_max_bytes - kc_rt_frame_bytes(rt) - (int64_t)kc_buf_pool_idle_bytes();
+    /* Idle pooled frame buffers are resident too (io/base/buf_pool.c), so charged frames plus
+     * idle ones stay within the cap: a new frame is allowed what neither holds, or, when that is
+     * less, the largest idle buffer, which the frame reuses (a frame is charged its buffer's
+     * whole allocation, so reusing one moves bytes from idle to charged and the sum stays). Not
+     * the idle bytes alone: once a few freed frames sit in the pool under a small cap, they would
+     * leave no budget at all and fetching would stop for good, though the next frame reuses one
+     * of them. An eighth of that buffer is kept for what a response adds to the records it was
+     * asked for (its headers, a first batch over the limit), so that the frame still fits it. */
+    size_t largest = 0;
+    int64_t charged = kc_rt_frame_bytes(rt);
+    int64_t left = rt->o.queued_max_bytes - charged - (int64_t)kc_buf_pool_idle_bytes(&largest);
+    int64_t reuse = (int64_t)(largest - largest / 8);
+    if (reuse > rt->o.queued_max_bytes - charged)
+        reuse = rt->o.queued_max_bytes - charged;
+    if (reuse > left)
+        left = reuse;
     if (rt->o.frame_max_bytes > 0 && left > rt->o.frame_max_bytes)
         left = rt->o.frame_max_bytes;
     return left > 0 ? left : 0;

@@ -108,7 +108,7 @@
       0, "Upper bound of one partition's data in a Fetch response")                                \
     X(FETCH_MAX_WAIT_MS, "fetch.max.wait.ms", INT, "500", 0, 300000, NULL, 0,                      \
       "Longest the broker holds a Fetch waiting for fetch.min.bytes")                              \
-    X(QUEUED_MAX_BYTES, "queued.max.bytes", INT, "268435456", 65536, KC_I64MAX, NULL, 0,           \
+    X(QUEUED_MAX_BYTES, "queued.max.bytes", INT, "67108864", 65536, KC_I64MAX, NULL, 0,            \
       "Cap on fetched response memory held for workers; each partition gets a share")              \
     X(WORKER_THREADS, "worker.threads", INT, "0", 0, 1024, NULL, 0,                                \
       "Worker threads running callbacks; 0 = number of online CPUs")                               \

@@ -5,7 +5,7 @@
  * frame stays resident until the last of its batches, on any partition, is released. Counting
  * batch bytes alone undercounts badly: with one worker taking twelve partitions in turn, most
  * frames are kept alive by one partition's leftover batches, and T2-zstd peaked at 715 MiB RSS
- * under the default 256 MiB cap (perf/README.md "Memory cap"). Hence three rules:
+ * under a 256 MiB cap (perf/README.md "Memory cap"). Hence three rules:
  *  - The global cap counts frames. A frame is charged (its allocation: a pooled buffer may be
  *    larger than the frame, and all of it was touched once) when its first batch is pushed, and
  *    discharged by the buffer's free hook when its last reference goes.

@@ -20,8 +20,8 @@ void kc_rt_opts_from_conf(const kc_conf_t *c, kc_rt_opts_t *o)
     o->workers = (unsigned)n;
     o->max_records = (uint32_t)kc_conf_int(c, KC_CONF_CALLBACK_BATCH_MAX_RECORDS);
     o->queued_max_bytes = kc_conf_int(c, KC_CONF_QUEUED_MAX_BYTES);
-    /* A thirty-second of the cap (8 MiB by default): frames that small keep a slow partition's
-     * pinned memory (memory_budget.c) to an eighth of the cap, and at 1 GB/s still mean only ~125
+    /* A thirty-second of the cap (2 MiB by default): frames that small keep a slow partition's
+     * pinned memory (memory_budget.c) to an eighth of the cap, and at 1 GB/s still mean only ~500
      * responses a second. Never below one partition's worth, which a response may bring anyway. */
     int64_t mpfb = kc_conf_int(c, KC_CONF_MAX_PARTITION_FETCH_BYTES);
     o->frame_max_bytes = o->queued_max_bytes / 32 > mpfb ? o->queued_max_bytes / 32 : mpfb;

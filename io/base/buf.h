@@ -47,13 +47,14 @@ typedef struct kc_slice {
  * cache of two tiers, below and from KC_BUF_POOL_MIN (buf_pool.c: big frames would otherwise be a
  * fresh mmap, page-faulted byte by byte, each time; mid-sized ones an allocation per round trip).
  * take: a buffer with cap >= `cap` and one reference, NULL when out of memory. give: keeps `b`
- * for reuse or frees it. drain: frees every idle buffer. idle_bytes: what the cache holds. */
+ * for reuse or frees it. drain: frees every idle buffer. idle_bytes: what the cache holds, and
+ * where `largest` is not NULL the size of its largest buffer (what a next frame can reuse). */
 #define KC_BUF_POOL_SMALL_MIN ((size_t)16 << 10)
 #define KC_BUF_POOL_MIN       ((size_t)256 << 10)
 kc_buf_t *kc_buf_pool_take(size_t cap);
 void kc_buf_pool_give(kc_buf_t *b);
 void kc_buf_pool_drain(void);
-size_t kc_buf_pool_idle_bytes(void);
+size_t kc_buf_pool_idle_bytes(size_t *largest);
 
 /* A buffer of `cap` bytes with one reference, or NULL when out of memory. */
 static inline kc_buf_t *kc_buf_new(size_t cap)

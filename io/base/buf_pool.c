@@ -23,7 +23,7 @@
 #define POOL_SLOTS 8
 
 /* One tier: buffers from `min` bytes (to the next tier's). Idle memory is resident memory that
- * holds no records: the fetch budget subtracts it from queued.max.bytes (kc_buf_pool_idle_bytes,
+ * holds no records: the fetch budget counts it against queued.max.bytes (kc_buf_pool_idle_bytes,
  * runtime/backpressure.c), and each tier keeps little of it. The big tier's bound takes one
  * buffer of the 32 MiB class (a frame of 24-32 MiB; fetch.max.bytes is 50 MiB by default). */
 typedef struct tier {
@@ -137,10 +137,18 @@ void kc_buf_pool_drain(void)
     pthread_mutex_unlock(&pool.mu);
 }
 
-size_t kc_buf_pool_idle_bytes(void)
+size_t kc_buf_pool_idle_bytes(size_t *largest)
 {
     pthread_mutex_lock(&pool.mu);
     size_t n = pool.small.bytes + pool.big.bytes;
+    if (largest) {
+        *largest = 0;
+        tier_t *tiers[] = {&pool.small, &pool.big};
+        for (size_t k = 0; k < 2; k++)
+            for (size_t i = 0; i < tiers[k]->n; i++)
+                if (tiers[k]->slot[i]->alloc > *largest)
+                    *largest = tiers[k]->slot[i]->alloc;
+    }
     pthread_mutex_unlock(&pool.mu);
     return n;
 }

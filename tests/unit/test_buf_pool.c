@@ -21,23 +21,23 @@ static void reuse_and_sizes(void **state)
     memset(a->data, 0xab, a->cap); /* the whole asked-for size is writable */
     kc_buf_t *keep = a;
     kc_buf_unref(a);
-    assert_int_equal(kc_buf_pool_idle_bytes(), keep->alloc); /* kept, not freed */
+    assert_int_equal(kc_buf_pool_idle_bytes(NULL), keep->alloc); /* kept, not freed */
     kc_buf_t *b = kc_buf_new(290 << 10); /* fits the pooled one: the same memory again */
     assert_ptr_equal(b, keep);
     assert_int_equal(b->cap, 290 << 10);
     assert_int_equal(b->len, 0);
     assert_int_equal(atomic_load(&b->refcnt), 1);
-    assert_int_equal(kc_buf_pool_idle_bytes(), 0);
+    assert_int_equal(kc_buf_pool_idle_bytes(NULL), 0);
     kc_buf_t *c = kc_buf_new(4 << 20); /* larger than anything pooled: a new one */
     assert_ptr_not_equal(c, b);
     kc_buf_unref(b);
     kc_buf_unref(c);
     kc_buf_t *small = kc_buf_new(1000); /* below KC_BUF_POOL_MIN: plain malloc/free */
-    size_t idle = kc_buf_pool_idle_bytes();
+    size_t idle = kc_buf_pool_idle_bytes(NULL);
     kc_buf_unref(small);
-    assert_int_equal(kc_buf_pool_idle_bytes(), idle);
+    assert_int_equal(kc_buf_pool_idle_bytes(NULL), idle);
     kc_buf_pool_drain();
-    assert_int_equal(kc_buf_pool_idle_bytes(), 0);
+    assert_int_equal(kc_buf_pool_idle_bytes(NULL), 0);
 }
 
 static void bounded(void **state)
@@ -50,8 +50,21 @@ static void bounded(void **state)
     size_t one = v[0]->alloc;
     for (int i = 0; i < 12; i++)
         kc_buf_unref(v[i]);
-    assert_int_equal(kc_buf_pool_idle_bytes(), 8 * one); /* 8 slots; the other 4 were freed */
+    assert_int_equal(kc_buf_pool_idle_bytes(NULL), 8 * one); /* 8 slots; the other 4 were freed */
+    /* the largest idle buffer, across both tiers: what the fetch budget lets a frame reuse */
+    kc_buf_t *small = kc_buf_new(100 << 10), *large = kc_buf_new(3 << 20);
+    assert_non_null(small);
+    assert_non_null(large);
+    size_t large_alloc = large->alloc, largest = 0;
+    kc_buf_unref(small);
+    kc_buf_pool_idle_bytes(&largest);
+    assert_int_equal(largest, one);
+    kc_buf_unref(large); /* replaces one of the 1 MiB ones: a larger buffer serves more frames */
+    kc_buf_pool_idle_bytes(&largest);
+    assert_int_equal(largest, large_alloc);
     kc_buf_pool_drain();
+    kc_buf_pool_idle_bytes(&largest);
+    assert_int_equal(largest, 0);
 }
 
 static void mid_sized_tier(void **state)
@@ -63,7 +76,7 @@ static void mid_sized_tier(void **state)
     assert_true(a->alloc >= a->cap && a->alloc < KC_BUF_POOL_MIN);
     kc_buf_t *keep = a;
     kc_buf_unref(a);
-    assert_int_equal(kc_buf_pool_idle_bytes(), keep->alloc); /* kept */
+    assert_int_equal(kc_buf_pool_idle_bytes(NULL), keep->alloc); /* kept */
     kc_buf_t *b = kc_buf_new(90 << 10);
     assert_ptr_equal(b, keep); /* no allocation for the next answer */
     assert_int_equal(b->cap, 90 << 10);
@@ -91,7 +104,7 @@ static void mid_sized_tier(void **state)
     size_t one = v[0]->alloc;
     for (int i = 0; i < 12; i++)
         kc_buf_unref(v[i]);
-    assert_int_equal(kc_buf_pool_idle_bytes(), 8 * one);
+    assert_int_equal(kc_buf_pool_idle_bytes(NULL), 8 * one);
     kc_buf_pool_drain();
 }
 
@@ -128,7 +141,7 @@ static void two_threads(void **state)
     assert_null(r1);
     assert_null(r2);
     kc_buf_unref(handoff);
-    assert_true(kc_buf_pool_idle_bytes() <= (size_t)32 << 20);
+    assert_true(kc_buf_pool_idle_bytes(NULL) <= (size_t)32 << 20);
     kc_buf_pool_drain();
 }
 
