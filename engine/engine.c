@@ -158,16 +158,11 @@ void kc_engine_free(kc_engine_t *e)
     free(e);
 }
 
-typedef struct name_key {
-    const char *topic;
-    int32_t partition;
-} name_key_t;
-
-static bool name_eq(const void *ctx, size_t i, const void *key)
+static void name_of(const void *ctx, size_t i, const char **topic, int32_t *partition)
 {
     const kc_engine_t *e = ctx;
-    const name_key_t *k = key;
-    return e->info[i].partition == k->partition && strcmp(e->info[i].topic, k->topic) == 0;
+    *topic = e->info[i].topic;
+    *partition = e->info[i].partition;
 }
 
 static bool tp_eq(const void *ctx, size_t i, const void *key)
@@ -178,8 +173,7 @@ static bool tp_eq(const void *ctx, size_t i, const void *key)
 
 ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition)
 {
-    name_key_t k = {topic, partition};
-    return kc_pidx_find(&e->by_name, kc_pidx_hash_name(topic, partition), name_eq, e, &k);
+    return kc_pidx_find_name(&e->by_name, name_of, e, topic, partition);
 }
 
 ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp)

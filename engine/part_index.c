@@ -121,6 +121,30 @@ static uint64_t mix(uint64_t h, int32_t partition)
     return h;
 }
 
+typedef struct name_key {
+    kc_pidx_name_of_fn name_of;
+    const void *ctx;
+    const char *topic;
+    int32_t partition;
+} name_key_t;
+
+static bool name_eq(const void *unused, size_t pos, const void *key)
+{
+    (void)unused;
+    const name_key_t *k = key;
+    const char *topic;
+    int32_t partition;
+    k->name_of(k->ctx, pos, &topic, &partition);
+    return partition == k->partition && strcmp(topic, k->topic) == 0;
+}
+
+ssize_t kc_pidx_find_name(const kc_pidx_t *x, kc_pidx_name_of_fn name_of, const void *ctx,
+                          const char *topic, int32_t partition)
+{
+    name_key_t k = {name_of, ctx, topic, partition};
+    return kc_pidx_find(x, kc_pidx_hash_name(topic, partition), name_eq, NULL, &k);
+}
+
 uint64_t kc_pidx_hash_name(const char *topic, int32_t partition)
 {
     return mix(fnv((const uint8_t *)topic, strlen(topic), 0xcbf29ce484222325ull), partition);

@@ -1,9 +1,11 @@
 /*
- * A hash index over the engine's partition array: finds a partition's position by a key without
- * walking the array. The engine keeps two, by (topic name, partition) for the application's
- * calls and the per-partition stats, and by (topic id, partition) for Fetch answers: with
- * thousands of partitions a linear search made each stats line and each Fetch answer cost
- * O(partitions) per partition listed, O(partitions^2) per line or round.
+ * A hash index over a partition array: finds a partition's position by a key without walking
+ * the array. The engine keeps two, by (topic name, partition) for the application's calls and
+ * the per-partition stats, and by (topic id, partition) for Fetch answers: with thousands of
+ * partitions a linear search made each stats line and each Fetch answer cost O(partitions) per
+ * partition listed, O(partitions^2) per line or round. The runtime's manual and group tables
+ * (runtime/consumer.c, group.c) keep one by name, for the same reason: a kc_assign of 10,000
+ * partitions, or a question about each, walked the table once per partition.
  *
  * The index stores positions only; the caller's equality callback compares the key with its
  * array element, so there is one copy of each key (the array's). Open addressing with linear
@@ -11,7 +13,7 @@
  * kc_pidx_reserve is the only call that allocates: after it succeeded for n entries, inserting
  * up to n cannot fail.
  *
- * Owner: the engine's thread (the network thread); pure.
+ * Owner: the network thread (every table indexed this way is its own); pure.
  */
 #ifndef KC_ENGINE_PART_INDEX_H
 #define KC_ENGINE_PART_INDEX_H
@@ -49,5 +51,12 @@ void kc_pidx_free(kc_pidx_t *x);
 /* Key hashes: (topic name, partition) and (16-byte topic id, partition). */
 uint64_t kc_pidx_hash_name(const char *topic, int32_t partition);
 uint64_t kc_pidx_hash_id(const uint8_t id[16], int32_t partition);
+
+/* For the tables keyed by (topic name, partition): `name_of` says which element `pos` is, and
+ * the search compares that with the key (so the tables share one equality). */
+typedef void (*kc_pidx_name_of_fn)(const void *ctx, size_t pos, const char **topic,
+                                   int32_t *partition);
+ssize_t kc_pidx_find_name(const kc_pidx_t *x, kc_pidx_name_of_fn name_of, const void *ctx,
+                          const char *topic, int32_t partition);
 
 #endif

@@ -726,6 +726,13 @@ KC_API kc_err_t kc_seek_partitions(kc_consumer_t *c, const kc_topic_partition_t 
  * callbacks no waiting (an atomic load), from other threads one network-thread round trip. */
 KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partition, int64_t *offset,
                             kc_error_t *err);
+/* kc_position for a list, in one network-thread round trip: each entry's offset <- the position
+ * kc_position would give (KC_OFFSET_INVALID while it is not known). An entry not assigned gets
+ * KC_OFFSET_INVALID too, and the call then returns KC_ERR_NOT_FOUND naming the first such and
+ * how many, every other entry filled all the same. Threads as kc_position, but always the round
+ * trip (a callback's own partition included). */
+KC_API kc_err_t kc_position_list(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
+                                 kc_error_t *err);
 /* Stop / restart delivering and fetching these partitions. Buffered records are kept. Any app
  * thread, and callback context. */
 KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,

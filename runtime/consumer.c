@@ -157,12 +157,16 @@ static int64_t sink_budget(void *opaque)
     return kc_rt_fetch_budget(c->rt);
 }
 
+static void cpart_name(const void *ctx, size_t pos, const char **topic, int32_t *partition)
+{
+    const kc_cpart_t *p = &((const kc_consumer_t *)ctx)->parts[pos];
+    *topic = p->topic;
+    *partition = p->partition;
+}
+
 static ssize_t find(const kc_consumer_t *c, const char *topic, int32_t partition)
 {
-    for (size_t i = 0; i < c->n; i++)
-        if (c->parts[i].partition == partition && strcmp(c->parts[i].topic, topic) == 0)
-            return (ssize_t)i;
-    return -1;
+    return kc_pidx_find_name(&c->parts_at, cpart_name, c, topic, partition);
 }
 
 /* The runtime partition of an assigned partition: the manual table's, else the group's (not
@@ -180,10 +184,8 @@ static kc_rt_part_t *part_of(const kc_consumer_t *c, const char *topic, int32_t 
  * kc_store_offset) left. */
 static bool kept_for_close(const kc_consumer_t *c, const kc_rt_part_t *p)
 {
-    for (size_t i = 0; i < c->n; i++)
-        if (c->parts[i].rtp == p)
-            return c->parts[i].closing;
-    return false;
+    ssize_t i = find(c, p->pub.topic, p->pub.partition); /* one entry per topic-partition */
+    return i >= 0 && c->parts[i].rtp == p && c->parts[i].closing;
 }
 
 /* Older copies of topic[partition] still revoking (REVOKE_DONE not drained). */
@@ -378,6 +380,13 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
         c->parts = np;
         c->cap = cap;
     }
+    /* Everything that can fail before anything is added: the copy of the name, the index's room
+     * (inserting into it then cannot fail). */
+    char *topic = strdup(tp->topic);
+    if (!topic || kc_pidx_reserve(&c->parts_at, c->n + 1, err) != KC_OK) {
+        free(topic);
+        return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+    }
     int64_t start = tp->offset >= 0                     ? tp->offset
                     : tp->offset == KC_OFFSET_BEGINNING ? KC_ENGINE_START_EARLIEST
                     : tp->offset == KC_OFFSET_END       ? KC_ENGINE_START_LATEST
@@ -390,31 +399,40 @@ static kc_err_t add_one(kc_consumer_t *c, const kc_topic_partition_t *tp, kc_err
     bool held = revoking_copies(c, tp->topic, tp->partition) > 0;
     kc_rt_part_t *rtp =
         kc_rt_part_add_held(c->rt, tp->topic, tp->partition, start >= 0 ? start : 0, held, false);
-    if (!rtp)
+    if (!rtp) {
+        free(topic);
         return kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+    }
     kc_err_t rc = kc_engine_add(c->e, tp->topic, tp->partition, start, rtp, err);
     if (rc != KC_OK) {
+        free(topic);
         revoke_copy(c, rtp);
         return rc;
     }
     if (start >= 0)
         kc_rt_part_set_start(rtp, start); /* kc_position before the first delivery */
+    kc_pidx_insert(&c->parts_at, kc_pidx_hash_name(topic, tp->partition), c->n);
     kc_cpart_t *cp = &c->parts[c->n++];
-    cp->topic = strdup(tp->topic);
+    cp->topic = topic;
     cp->partition = tp->partition;
     cp->rtp = rtp;
     cp->closing = false;
     cp->held = held;
     c->assignment_changed = true;
-    return cp->topic ? KC_OK : kc_fail(err, KC_ERR_NOMEM, "assign: out of memory");
+    return KC_OK;
 }
 
 static void remove_at(kc_consumer_t *c, size_t i)
 {
-    kc_engine_remove(c->e, c->parts[i].topic, c->parts[i].partition, NULL);
-    revoke_copy(c, c->parts[i].rtp); /* a held one never ran: no callback at all */
-    free(c->parts[i].topic);
-    c->parts[i] = c->parts[--c->n];
+    kc_cpart_t *p = &c->parts[i], *last = &c->parts[c->n - 1];
+    kc_engine_remove(c->e, p->topic, p->partition, NULL);
+    revoke_copy(c, p->rtp); /* a held one never ran: no callback at all */
+    kc_pidx_remove(&c->parts_at, kc_pidx_hash_name(p->topic, p->partition), i);
+    if (last != p)
+        kc_pidx_move(&c->parts_at, kc_pidx_hash_name(last->topic, last->partition), c->n - 1, i);
+    free(p->topic);
+    *p = *last;
+    c->n--;
     c->assignment_changed = true;
 }
 
@@ -492,23 +510,26 @@ static kc_err_t seek_one(kc_consumer_t *c, const char *topic, int32_t partition,
     return rc;
 }
 
-static bool listed(const kc_topic_partition_t *tps, size_t n, const char *topic, int32_t partition)
-{
-    for (size_t j = 0; j < n; j++)
-        if (tps[j].partition == partition && strcmp(tps[j].topic, topic) == 0)
-            return true;
-    return false;
-}
-
 /* kc_assign: the difference between the manual assignment and k->tps. Partitions not listed
  * are revoked; listed ones already assigned stay running untouched (no on_revoke/on_assign, no
  * re-delivery), except that an explicit offset in the caller's entry is a seek, as kc_seek;
  * the rest are added. */
 static kc_err_t assign_diff(kc_consumer_t *c, kc_ccall_t *k)
 {
+    /* The entries the list names, marked by position: a search per listed entry, not a walk of
+     * the list per assigned one. */
+    bool *listed = calloc(c->n ? c->n : 1, sizeof *listed);
+    if (!listed)
+        return kc_fail(&k->err, KC_ERR_NOMEM, "assign: out of memory");
+    for (size_t j = 0; j < k->n; j++) {
+        ssize_t i = find(c, k->tps[j].topic, k->tps[j].partition);
+        if (i >= 0)
+            listed[i] = true;
+    }
     for (size_t i = c->n; i-- > 0;) /* remove_at moves the last (already seen) entry into i */
-        if (!listed(k->tps, k->n, c->parts[i].topic, c->parts[i].partition))
+        if (!listed[i])
             remove_at(c, i);
+    free(listed);
     size_t stay = c->n; /* parts[0 .. stay) were assigned before; add_one appends */
     kc_err_t rc = KC_OK;
     for (size_t j = 0; j < k->n && rc == KC_OK; j++) {
@@ -806,6 +827,22 @@ static void on_net(kc_loop_t *loop, void *arg)
             k->rc = kc_fail(&k->err, KC_ERR_NOT_FOUND, "%s[%d] is not assigned", k->topic,
                             k->partition);
         break;
+    case KC_COP_POSITIONS: {
+        size_t missing = 0, first = 0;
+        for (size_t j = 0; j < k->n; j++) {
+            kc_topic_partition_t *tp = &k->out[j];
+            int64_t v = (rp = part_of(c, tp->topic, tp->partition)) ? kc_rt_part_position(rp) : -1;
+            tp->offset = v >= 0 ? v : KC_OFFSET_INVALID;
+            if (!rp && missing++ == 0)
+                first = j;
+        }
+        if (missing)
+            k->rc = kc_fail(
+                &k->err, KC_ERR_NOT_FOUND,
+                "kc_position_list: %s[%d] is not assigned (%zu of %zu entries not assigned)",
+                k->out[first].topic, (int)k->out[first].partition, missing, k->n);
+        break;
+    }
     case KC_COP_STORE:
         if ((i = find(c, k->topic, k->partition)) >= 0)
             kc_rt_part_store(c->parts[i].rtp, k->value);
@@ -1252,6 +1289,7 @@ KC_API void kc_destroy(kc_consumer_t *c)
     for (size_t i = 0; i < c->n; i++)
         free(c->parts[i].topic);
     free(c->parts);
+    kc_pidx_free(&c->parts_at);
     free(c->revs); /* its parts were freed with the dispatcher */
     free(c->group);
     kc_consumer_ext_free(c);

@@ -382,3 +382,17 @@ KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partiti
         *offset = k.value >= 0 ? k.value : KC_OFFSET_INVALID;
     return rc;
 }
+
+KC_API kc_err_t kc_position_list(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
+                                 kc_error_t *err)
+{
+    kc_err_t g = kc_consumer_guard(c, "kc_position_list", false, err);
+    if (g == KC_OK)
+        g = check_tps("kc_position_list", tps, n, err);
+    if (g != KC_OK)
+        return g;
+    if (n == 0)
+        return KC_OK;
+    kc_ccall_t k = {.op = KC_COP_POSITIONS, .tps = tps, .out = tps, .n = n};
+    return kc_consumer_call(c, &k, err);
+}

@@ -13,6 +13,7 @@
 #include "dispatch.h"
 #include "engine.h"
 #include "netthread.h"
+#include "part_index.h"
 
 /* A group module's "group" object for the stats JSON: writes it (names per the contract:
  * protocol, state, member_id, epoch, assignment [[topic, partition], ...], rebalances) into buf
@@ -53,7 +54,9 @@ struct kc_consumer {
     char *group;
     kc_cpart_t *parts; /* network thread */
     size_t n, cap;
-    size_t revoking; /* partitions waiting for REVOKE_DONE: revs[0 .. revoking) */
+    kc_pidx_t parts_at; /* network thread: parts by (topic, partition), so a per-partition call
+                           does not walk 10,000 entries (engine/part_index.h) */
+    size_t revoking;    /* partitions waiting for REVOKE_DONE: revs[0 .. revoking) */
     /* Network thread: the manual copies revoked whose REVOKE_DONE is not drained yet (freed
      * there); a new copy of one of these names is added held. Capacity kept >= n + revoking
      * by add_one, so a revoke never allocates. */
@@ -161,6 +164,7 @@ enum {
     KC_COP_CLOSE,
     KC_COP_RT_DEAD,
     KC_COP_POSITION,         /* value <- the partition's committable offset */
+    KC_COP_POSITIONS,        /* out[i].offset <- kc_position's answer for each of n entries */
     KC_COP_STORE,            /* the partition's committable offset <- value */
     KC_COP_SUBSCRIBE,        /* group.c: out = the topic names, n */
     KC_COP_UNSUBSCRIBE,      /* group.c: revoke, commit, leave; done when left (subscribe again) */

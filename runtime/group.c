@@ -38,6 +38,7 @@ struct kc_rt_group {
     kc_group_t *g;
     gpart_t *p;
     size_t n, cap;
+    kc_pidx_t at; /* p by (topic, partition): one entry each (h_assign) */
     bool failed;
     kc_consumer_t *c;    /* the consumer this group belongs to (member id, stats hook) */
     char member_id[128]; /* the id last given to kc_consumer_set_member_id */
@@ -86,18 +87,28 @@ static void keep_sub(kc_rt_group_t *cg, const char *const *topics, size_t n)
     cg->n_sub = n;
 }
 
-static gpart_t *find(kc_rt_group_t *cg, const char *topic, int32_t partition)
+static void gpart_name(const void *ctx, size_t pos, const char **topic, int32_t *partition)
 {
-    for (size_t i = 0; i < cg->n; i++)
-        if (cg->p[i].partition == partition && strcmp(cg->p[i].topic, topic) == 0)
-            return &cg->p[i];
-    return NULL;
+    const gpart_t *p = &((const kc_rt_group_t *)ctx)->p[pos];
+    *topic = p->topic;
+    *partition = p->partition;
+}
+
+static gpart_t *find(const kc_rt_group_t *cg, const char *topic, int32_t partition)
+{
+    ssize_t i = kc_pidx_find_name(&cg->at, gpart_name, cg, topic, partition);
+    return i >= 0 ? &cg->p[i] : NULL;
 }
 
 static void forget(kc_rt_group_t *cg, gpart_t *gp)
 {
+    size_t i = (size_t)(gp - cg->p), last = cg->n - 1;
+    kc_pidx_remove(&cg->at, kc_pidx_hash_name(gp->topic, gp->partition), i);
+    if (i != last)
+        kc_pidx_move(&cg->at, kc_pidx_hash_name(cg->p[last].topic, cg->p[last].partition), last, i);
     free(gp->topic);
-    *gp = cg->p[--cg->n];
+    *gp = cg->p[last];
+    cg->n--;
 }
 
 static int h_revoke(void *o, const char *topic, int32_t partition, bool lost)
@@ -162,6 +173,8 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
         cg->p = np;
         cg->cap = cap;
     }
+    if (kc_pidx_reserve(&cg->at, cg->n + 1, err) != KC_OK) /* inserting then cannot fail */
+        return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
     /* A manual copy still revoking (kc_unassign, then kc_subscribe): this one is fetched from
      * now on but runs only after that copy's REVOKE_DONE (consumer.c unholds it). */
     bool held = cg->c && kc_consumer_copy_revoking(cg->c, topic, partition);
@@ -175,6 +188,7 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     }
     if (cg->fenced) /* before anything of it can run */
         (void)kc_rt_part_fence(rtp);
+    kc_pidx_insert(&cg->at, kc_pidx_hash_name(t, partition), cg->n);
     gpart_t *gp = &cg->p[cg->n++];
     *gp = (gpart_t){t, partition, rtp, false, false, false};
     /* A share partition's records come from ShareFetch (no position of ours: start is -1) */
@@ -377,20 +391,17 @@ void kc_rt_group_on_rebalanced(kc_rt_group_t *cg, int64_t token)
 
 bool kc_rt_group_on_revoke_done(kc_rt_group_t *cg, kc_rt_part_t *p)
 {
-    for (size_t i = 0; i < cg->n; i++) {
-        gpart_t *gp = &cg->p[i];
-        if (gp->rtp != p)
-            continue;
-        gp->revoked = true;
-        if (gp->dropped) {
-            kc_rt_part_free(p);
-            forget(cg, gp);
-            return true;
-        }
-        kc_group_revoked(cg->g);
+    gpart_t *gp = find(cg, p->pub.topic, p->pub.partition);
+    if (!gp || gp->rtp != p) /* a manual copy of the same name, or none */
+        return false;
+    gp->revoked = true;
+    if (gp->dropped) {
+        kc_rt_part_free(p);
+        forget(cg, gp);
         return true;
     }
-    return false;
+    kc_group_revoked(cg->g);
+    return true;
 }
 
 void kc_rt_group_close(kc_rt_group_t *cg)
@@ -423,6 +434,7 @@ void kc_rt_group_free(kc_rt_group_t *cg)
     for (size_t i = 0; i < cg->n; i++)
         free(cg->p[i].topic); /* the runtime frees the partitions themselves (kc_rt_free) */
     free(cg->p);
+    kc_pidx_free(&cg->at);
     free(cg);
 }
 
@@ -446,11 +458,8 @@ bool kc_rt_group_part_at(const kc_rt_group_t *cg, size_t i, const char **topic, 
 
 kc_rt_part_t *kc_rt_group_find(const kc_rt_group_t *cg, const char *topic, int32_t partition)
 {
-    for (size_t i = 0; cg && i < cg->n; i++)
-        if (!cg->p[i].revoking && cg->p[i].partition == partition &&
-            strcmp(cg->p[i].topic, topic) == 0)
-            return cg->p[i].rtp;
-    return NULL;
+    const gpart_t *gp = cg ? find(cg, topic, partition) : NULL;
+    return gp && !gp->revoking ? gp->rtp : NULL;
 }
 
 kc_err_t kc_rt_group_store(kc_rt_group_t *cg, const char *topic, int32_t partition, int64_t offset,

@@ -86,6 +86,25 @@ static void consume_commit_close(void **state)
         assert_int_equal(kc_position(c, topic, i, &pos, &err), KC_OK);
         assert_int_equal(pos, next_off[i] ? next_off[i] : KC_OFFSET_INVALID);
     }
+    /* The list form: the same answers in one call, in the caller's order, an entry not assigned
+     * left KC_OFFSET_INVALID and named, the others filled all the same. */
+    kc_topic_partition_t at[NP + 1];
+    for (int i = 0; i < NP; i++)
+        at[i] = (kc_topic_partition_t){topic, NP - 1 - i, 12345};
+    assert_int_equal(kc_position_list(c, at, NP, &err), KC_OK);
+    for (int i = 0; i < NP; i++)
+        assert_int_equal(at[i].offset,
+                         next_off[NP - 1 - i] ? next_off[NP - 1 - i] : KC_OFFSET_INVALID);
+    at[NP] = at[0];
+    at[0] = (kc_topic_partition_t){topic, NP + 5, 12345};
+    assert_int_equal(kc_position_list(c, at, NP + 1, &err), KC_ERR_NOT_FOUND);
+    printf("# %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "is not assigned (1 of"));
+    assert_int_equal(at[0].offset, KC_OFFSET_INVALID);
+    assert_int_equal(at[NP].offset, next_off[NP - 1] ? next_off[NP - 1] : KC_OFFSET_INVALID);
+    for (int i = 1; i < NP; i++)
+        assert_int_equal(at[i].offset,
+                         next_off[NP - 1 - i] ? next_off[NP - 1 - i] : KC_OFFSET_INVALID);
     if (kc_commit(c, NULL, 0, 30000, &err) != KC_OK)
         fail_msg("kc_commit: %s", err.msg);
     kc_topic_partition_t got[NP];

@@ -61,6 +61,8 @@ static void null_handles_and_arguments(void **state)
     expect(kc_commit_async(NULL, NULL, 0, NULL, NULL, &e), &e, KC_ERR_INVALID_ARG, "bad");
     expect(kc_store_offset(NULL, "t", 0, 1, &e), &e, KC_ERR_INVALID_ARG, "bad");
     expect(kc_position(NULL, "t", 0, &off, &e), &e, KC_ERR_INVALID_ARG, "bad");
+    kc_topic_partition_t one = {"t", 0, 0};
+    expect(kc_position_list(NULL, &one, 1, &e), &e, KC_ERR_INVALID_ARG, "NULL");
     expect(kc_poll(NULL, 0, &b, &e), &e, KC_ERR_INVALID_ARG, "required");
     expect(kc_subscribe(NULL, topics, 1, &e), &e, KC_ERR_INVALID_ARG, "required");
     expect(kc_topic_partitions(NULL, "t", &cnt, 10, &e), &e, KC_ERR_INVALID_ARG, "NULL");
@@ -91,6 +93,11 @@ static void null_handles_and_arguments(void **state)
     expect(kc_assign(c, bad, 2, &e), &e, KC_ERR_INVALID_ARG, "partition -3 < 0");
     expect(kc_assign(c, NULL, 2, &e), &e, KC_ERR_INVALID_ARG, "NULL list of 2");
     expect(kc_pause(c, NULL, 1, &e), &e, KC_ERR_INVALID_ARG, "NULL list");
+    expect(kc_position_list(c, NULL, 3, &e), &e, KC_ERR_INVALID_ARG, "NULL list of 3");
+    expect(kc_position_list(c, bad, 2, &e), &e, KC_ERR_INVALID_ARG, "partition -3");
+    kc_topic_partition_t unassigned = {"t", 0, 77};
+    expect(kc_position_list(c, &unassigned, 1, &e), &e, KC_ERR_NOT_FOUND, "t[0] is not assigned");
+    assert_int_equal(unassigned.offset, KC_OFFSET_INVALID);
     expect(kc_resume(c, bad, 2, &e), &e, KC_ERR_INVALID_ARG, "partition -3");
     expect(kc_seek(c, NULL, 0, KC_SEEK_BEGINNING, 0, &e), &e, KC_ERR_INVALID_ARG, "no topic");
     expect(kc_seek(c, "t", 0, (kc_seek_kind_t)9, 0, &e), &e, KC_ERR_INVALID_ARG, "unknown kind 9");
