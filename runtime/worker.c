@@ -12,7 +12,9 @@
 #include "base/thread.h"
 #include "rt_internal.h"
 
-typedef enum { DONE, YIELD, REQUEUE, SEEKED } step_t;
+/* PAUSED: the callback returned KC_CB_PAUSE (deliver_view); PAUSED_DONE: so, and its batch has
+ * nothing left to deliver (deliver_batch): the batch is released, not kept for a resume. */
+typedef enum { DONE, YIELD, REQUEUE, SEEKED, PAUSED, PAUSED_DONE } step_t;
 
 /* The share acknowledgement for an acquired offset that carried no record (the wire's GAP),
  * beside the public verdicts (kc_share_verdict_t). */
@@ -290,7 +292,7 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     if (res == KC_CB_PAUSE) {
         atomic_store_explicit(&p->paused, true, memory_order_relaxed);
         kc_rt_post(w, KC_RT_CMPL_PAUSED, p, KC_OK, 0);
-        return YIELD;
+        return PAUSED;
     }
     return DONE;
 }
@@ -328,7 +330,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     /* The engine's first offset: a batch fetched after a seek into its middle starts before the
      * position, and those records are not delivered. */
     int64_t from = p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset;
-    bool lapsed = false;
+    bool lapsed = false, paused = false;
     while (peek_first(b, from)) {
         /* Share groups: no view starts once its records' lock has surely run out (a callback
          * before it outlasted the lock, or the queue was long): the broker has handed them out
@@ -338,6 +340,17 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
             break;
         }
         step_t s = deliver_view(w, p, b);
+        /* Paused with records of the batch still to come: they wait in p->cur for the resume.
+         * With none, the batch ends here: kept, it would keep its whole response frame alive
+         * (memory_budget.c) for as long as the partition stays paused, which may be for good
+         * (the CLI's -e pauses each partition at its end), and enough such frames stop all
+         * fetching at queued.max.bytes. */
+        if (s == PAUSED && !peek_first(b, p->next_deliver) && b->err == KC_OK) {
+            paused = true;
+            break;
+        }
+        if (s == PAUSED)
+            return YIELD;
         if (s != DONE)
             return s;
         if (b->err != KC_OK)
@@ -356,7 +369,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
         post_ack(w, p, p->next_deliver, p->cur.last_offset, p->cur.delivery_count, ack);
     }
     advance(p, p->cur.last_offset + 1); /* past a compacted tail too */
-    return DONE;
+    return paused ? PAUSED_DONE : DONE;
 }
 
 /* A revoked partition's queued batches: released unread (share groups: given back). */
@@ -432,10 +445,12 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
         step_t s = deliver_batch(w, p);
         if (s == SEEKED)
             continue; /* the next turn applies it */
-        if (s != DONE)
+        if (s != DONE && s != PAUSED_DONE)
             return s;
         kc_rt_release_bref(w, p, &p->cur);
         p->have_cur = false;
+        if (s == PAUSED_DONE)
+            return YIELD;
     }
     return REQUEUE; /* quantum used: back of the queue, so other partitions get a turn */
 }
