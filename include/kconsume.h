@@ -729,8 +729,9 @@ KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partiti
 /* kc_position for a list, in one network-thread round trip: each entry's offset <- the position
  * kc_position would give (KC_OFFSET_INVALID while it is not known). An entry not assigned gets
  * KC_OFFSET_INVALID too, and the call then returns KC_ERR_NOT_FOUND naming the first such and
- * how many, every other entry filled all the same. Threads as kc_position, but always the round
- * trip (a callback's own partition included). */
+ * how many, every other entry filled all the same. On any other error (a NULL consumer or list,
+ * an entry without a topic or with a negative partition, a closed consumer) no entry is written.
+ * Threads as kc_position, but always the round trip (a callback's own partition included). */
 KC_API kc_err_t kc_position_list(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
                                  kc_error_t *err);
 /* Stop / restart delivering and fetching these partitions. Buffered records are kept. Any app

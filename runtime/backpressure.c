@@ -56,14 +56,18 @@ void kc_rt_fetch_gen_bump(kc_rt_t *rt)
 
 int64_t kc_rt_fetch_budget(const kc_rt_t *rt)
 {
-    /* Idle pooled frame buffers are resident too (io/base/buf_pool.c), so charged frames plus
-     * idle ones stay within the cap: a new frame is allowed what neither holds, or, when that is
-     * less, the largest idle buffer, which the frame reuses (a frame is charged its buffer's
-     * whole allocation, so reusing one moves bytes from idle to charged and the sum stays). Not
-     * the idle bytes alone: once a few freed frames sit in the pool under a small cap, they would
-     * leave no budget at all and fetching would stop for good, though the next frame reuses one
-     * of them. An eighth of that buffer is kept for what a response adds to the records it was
-     * asked for (its headers, a first batch over the limit), so that the frame still fits it. */
+    /* Idle pooled frame buffers are resident too (io/base/buf_pool.c): a new frame is allowed
+     * what neither the charged frames nor the idle ones hold, or, when that is less, seven
+     * eighths of the largest idle buffer (never more than the cap leaves beside the charged
+     * frames), which the frame can reuse; the eighth left is for what a response adds to what it
+     * was asked (headers, a first batch over the limit). Not the idle bytes alone: once a few
+     * freed frames sit in the pool under a small cap, they would leave no budget at all and
+     * fetching would stop for good, though the next frame reuses one of them. What this bounds:
+     * the charged frames stay within the cap give or take one buffer (a frame is charged its
+     * buffer's whole allocation, which may be larger than what it was allowed: a size class
+     * above it, or a larger idle buffer reused), and idle buffers come on top, by at most the
+     * pool's own bound, when the brokers' frames (the budget is split between them) do not all
+     * find one to reuse. */
     size_t largest = 0;
     int64_t charged = kc_rt_frame_bytes(rt);
     int64_t left = rt->o.queued_max_bytes - charged - (int64_t)kc_buf_pool_idle_bytes(&largest);

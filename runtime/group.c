@@ -178,11 +178,12 @@ static kc_err_t h_assign(void *o, const char *topic, int32_t partition, int64_t 
     /* A manual copy still revoking (kc_unassign, then kc_subscribe): this one is fetched from
      * now on but runs only after that copy's REVOKE_DONE (consumer.c unholds it). */
     bool held = cg->c && kc_consumer_copy_revoking(cg->c, topic, partition);
+    char *t = strdup(topic); /* first: a part added to the runtime is not taken back */
     /* With on_rebalance it parks after its on_assign until the group callback ran. */
-    kc_rt_part_t *rtp =
-        kc_rt_part_add_held(cg->rt, topic, partition, start >= 0 ? start : 0, held, cg->rb != NULL);
-    char *t = strdup(topic);
-    if (!rtp || !t) {
+    kc_rt_part_t *rtp = t ? kc_rt_part_add_held(cg->rt, topic, partition, start >= 0 ? start : 0,
+                                                held, cg->rb != NULL)
+                          : NULL;
+    if (!rtp) {
         free(t);
         return kc_fail(err, KC_ERR_NOMEM, "group: out of memory");
     }

@@ -13,7 +13,8 @@
 #include "rt_internal.h"
 
 /* PAUSED: the callback returned KC_CB_PAUSE (deliver_view); PAUSED_DONE: so, and its batch has
- * nothing left to deliver (deliver_batch): the batch is released, not kept for a resume. */
+ * nothing left to deliver (deliver_batch): the batch is released, not kept for a resume. Never
+ * for a share partition, whose pause goes through share_verdict. */
 typedef enum { DONE, YIELD, REQUEUE, SEEKED, PAUSED, PAUSED_DONE } step_t;
 
 /* The share acknowledgement for an acquired offset that carried no record (the wire's GAP),

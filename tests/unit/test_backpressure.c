@@ -9,6 +9,7 @@
  *    flipping in and out of the fetch set on every round.
  *  - pinning: one partition whose callback is very slow keeps only a few frames alive, so the
  *    other partitions keep flowing (counting batch bytes alone let it pin every frame).
+ *  - pause: a partition paused at the end of its batch keeps no part of that batch's frame.
  */
 #include <stdio.h>
 
@@ -112,9 +113,9 @@ static void cap_respected_while_callbacks_are_slow(void **state)
     assert_true(r.max_frames_bytes <= cap);
     assert_true(r.max_frames_bytes >= cap / 2);   /* the cap, not something else, was the limit */
     assert_true(r.max_part <= share + 3 * batch); /* stop at the share, overshoot one fetch */
-    /* and fetching went on for the whole run: the two workers can take about 4,000 records in
-     * it. Freed frames sitting in the buffer pool, counted as used and never as reusable, once
-     * left no budget after the third fetch (128 records). */
+    /* and fetching went on for the whole run (the two workers can take about 4,000 records in
+     * it): freed frames sitting in the buffer pool are reusable, so they must not take the whole
+     * budget, which would leave fetching stopped for good after a few rounds */
     assert_true(delivered > 1000);
     /* hysteresis: a stopped partition is fetched again only once it is down to half its share
      * and to one frame, so it is in a few fetches between two stops; without it a stop would
@@ -183,10 +184,10 @@ static bool p0_paused_rest_delivered(harness_t *h)
 
 /* A partition paused by its callback at the end of its batch holds no part of the frame the
  * batch came in; one paused with records of the batch still to come keeps them (and the frame)
- * and gets them after kc_rt_part_resume. The CLI's -e pauses each partition at its end: with
- * each paused partition keeping its last batch, and each batch a slice of a frame shared with
- * the others, 1,313 done partitions of 10,000 kept 68 MB of frames alive, past the 64 MiB cap,
- * and fetching stopped for the 8,680 partitions not read yet. */
+ * and gets them after kc_rt_part_resume. Why: a pause may last for good (the CLI's -e pauses
+ * each partition at its end), each batch is a slice of a frame shared with other partitions,
+ * and enough frames kept that way reach queued.max.bytes and stop fetching for every partition
+ * not read yet. */
 static void pause_at_batch_end_keeps_no_frame(void **state)
 {
     (void)state;
