@@ -47,13 +47,20 @@ static kc_err_t check_tps(const char *fn, const kc_topic_partition_t *tps, size_
     return KC_OK;
 }
 
+/* The checks of a call that takes a list and does not wait: the consumer (callback context
+ * allowed), then every entry. */
+static kc_err_t check_list(kc_consumer_t *c, const char *fn, const kc_topic_partition_t *tps,
+                           size_t n, kc_error_t *err)
+{
+    kc_err_t g = kc_consumer_guard(c, fn, false, err);
+    return g == KC_OK ? check_tps(fn, tps, n, err) : g;
+}
+
 static kc_err_t assign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n, int replace,
                        kc_error_t *err)
 {
     const char *fn = replace ? "kc_assign" : "kc_incremental_assign";
-    kc_err_t g = kc_consumer_guard(c, fn, false, err);
-    if (g == KC_OK)
-        g = check_tps(fn, tps, n, err);
+    kc_err_t g = check_list(c, fn, tps, n, err);
     if (g != KC_OK)
         return g;
     /* Refused from the start of kc_close (the network thread checks again): not after a
@@ -111,9 +118,7 @@ KC_API kc_err_t kc_unassign(kc_consumer_t *c, kc_error_t *err)
 KC_API kc_err_t kc_incremental_unassign(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                                         kc_error_t *err)
 {
-    kc_err_t g = kc_consumer_guard(c, "kc_incremental_unassign", false, err);
-    if (g == KC_OK)
-        g = check_tps("kc_incremental_unassign", tps, n, err);
+    kc_err_t g = check_list(c, "kc_incremental_unassign", tps, n, err);
     if (g != KC_OK)
         return g;
     kc_ccall_t k = {.op = KC_COP_REMOVE, .tps = tps, .n = n};
@@ -123,9 +128,7 @@ KC_API kc_err_t kc_incremental_unassign(kc_consumer_t *c, const kc_topic_partiti
 KC_API kc_err_t kc_seek_partitions(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                                    kc_error_t *err)
 {
-    kc_err_t g = kc_consumer_guard(c, "kc_seek_partitions", false, err);
-    if (g == KC_OK)
-        g = check_tps("kc_seek_partitions", tps, n, err);
+    kc_err_t g = check_list(c, "kc_seek_partitions", tps, n, err);
     if (g != KC_OK)
         return g;
     for (size_t i = 0; i < n; i++)
@@ -143,9 +146,7 @@ KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, 
                         int64_t value, kc_error_t *err)
 {
     kc_topic_partition_t tp = {topic, partition, 0};
-    kc_err_t g = kc_consumer_guard(c, "kc_seek", false, err);
-    if (g == KC_OK)
-        g = check_tps("kc_seek", &tp, 1, err);
+    kc_err_t g = check_list(c, "kc_seek", &tp, 1, err);
     if (g != KC_OK)
         return g;
     if (kind < KC_SEEK_OFFSET || kind > KC_SEEK_TIMESTAMP)
@@ -165,9 +166,7 @@ KC_API kc_err_t kc_seek(kc_consumer_t *c, const char *topic, int32_t partition, 
 KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                          kc_error_t *err)
 {
-    kc_err_t g = kc_consumer_guard(c, "kc_pause", false, err);
-    if (g == KC_OK)
-        g = check_tps("kc_pause", tps, n, err);
+    kc_err_t g = check_list(c, "kc_pause", tps, n, err);
     if (g != KC_OK)
         return g;
     kc_ccall_t k = {.op = KC_COP_PAUSE, .tps = tps, .n = n};
@@ -177,9 +176,7 @@ KC_API kc_err_t kc_pause(kc_consumer_t *c, const kc_topic_partition_t *tps, size
 KC_API kc_err_t kc_resume(kc_consumer_t *c, const kc_topic_partition_t *tps, size_t n,
                           kc_error_t *err)
 {
-    kc_err_t g = kc_consumer_guard(c, "kc_resume", false, err);
-    if (g == KC_OK)
-        g = check_tps("kc_resume", tps, n, err);
+    kc_err_t g = check_list(c, "kc_resume", tps, n, err);
     if (g != KC_OK)
         return g;
     kc_ccall_t k = {.op = KC_COP_RESUME, .tps = tps, .n = n};
@@ -386,9 +383,7 @@ KC_API kc_err_t kc_position(kc_consumer_t *c, const char *topic, int32_t partiti
 KC_API kc_err_t kc_position_list(kc_consumer_t *c, kc_topic_partition_t *tps, size_t n,
                                  kc_error_t *err)
 {
-    kc_err_t g = kc_consumer_guard(c, "kc_position_list", false, err);
-    if (g == KC_OK)
-        g = check_tps("kc_position_list", tps, n, err);
+    kc_err_t g = check_list(c, "kc_position_list", tps, n, err);
     if (g != KC_OK)
         return g;
     if (n == 0)
