@@ -13,6 +13,10 @@
  *     A coordinator error (moving, loading) is asked again after a new lookup; another
  *     group-level error (no DescribeGroups permission) is logged and decides nothing against
  *     KIP-848, whose join then reports a refusal of its own.
+ * A failed lookup or DescribeGroups is asked again after retry.backoff.ms, doubling (with
+ * jitter) up to retry.backoff.max.ms, as every other group request: the common failure is the
+ * first group of a fresh cluster, whose coordinator answers NOT_COORDINATOR until it has
+ * created and loaded its __consumer_offsets partition, which takes a few hundred ms.
  * The driver may still fall back to classic later (group.c): a broker that lists the API but
  * does not run the protocol (3.7-3.9 without group.coordinator.rebalance.protocols=consumer)
  * answers the first heartbeat with UNSUPPORTED_VERSION.
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "engine_int.h"
@@ -36,12 +41,10 @@ typedef struct chooser {
     kc_group_t *grp;
     kc_engine_t *e;
     const kc_group_conf_t *conf;
-    bool subscribed, decided, describing, failure_logged;
+    bool subscribed, decided, describing;
+    int failures; /* lookups and DescribeGroups failed in a row */
     int64_t retry_at;
 } chooser_t;
-
-/* How long to wait before asking again after a failed lookup or DescribeGroups. */
-#define RETRY_MS 500
 
 static void decide(chooser_t *c, const kc_group_proto_t *p, const char *why)
 {
@@ -49,16 +52,24 @@ static void decide(chooser_t *c, const kc_group_proto_t *p, const char *why)
     kc_group_choose(c->grp, p, why);
 }
 
-/* A lookup or DescribeGroups that failed: said once, asked again after RETRY_MS. */
+/* When a failed lookup or DescribeGroups is asked again: after the failures-th backoff. */
+static void back_off(chooser_t *c, int64_t now)
+{
+    const kc_engine_conf_t *ec = &c->e->conf;
+    c->retry_at = now + kc_backoff_ms(ec->retry_backoff_ms, ec->retry_backoff_max_ms, ++c->failures,
+                                      kc_backoff_rand(&c->e->rng));
+}
+
+/* A lookup or DescribeGroups that failed: said once, asked again after the backoff. */
 static void failed(chooser_t *c, const char *what)
 {
-    if (!c->failure_logged)
+    if (c->failures == 0)
         kc_log(KC_LOG_WARN, "group",
-               "group %s: group.protocol=auto: %s; asking again every %d ms (the protocol is "
-               "chosen once the coordinator answers)",
-               c->conf->group_id, what, RETRY_MS);
-    c->failure_logged = true;
-    c->retry_at = kc_now_ms() + RETRY_MS;
+               "group %s: group.protocol=auto: %s; asking again after retry.backoff.ms (%lld "
+               "ms), doubling up to retry.backoff.max.ms (the protocol is chosen once the "
+               "coordinator answers)",
+               c->conf->group_id, what, (long long)c->e->conf.retry_backoff_ms);
+    back_off(c, kc_now_ms());
 }
 
 static bool coordinator_error(int16_t code)
@@ -155,14 +166,14 @@ static void c_step(void *m, int64_t now)
     kc_conn_t *conn = kc_engine_coord_conn(c->e, c->conf->group_id);
     if (!conn) {
         if (!kc_group_find_coordinator(c->grp, found))
-            c->retry_at = now + RETRY_MS;
+            back_off(c, now);
         return;
     }
     if (kc_conn_state(conn) != KC_CONN_READY) {
         /* A coordinator that went away: after a failed attempt ask for it again. */
         if (kc_conn_failures(conn) > 0) {
             kc_engine_coord_invalidate(c->e, c->conf->group_id);
-            c->retry_at = now + RETRY_MS;
+            back_off(c, now);
         }
         return;
     }

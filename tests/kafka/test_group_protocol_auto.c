@@ -16,6 +16,11 @@
  *                                  UNSUPPORTED_VERSION (what 3.7-3.9 answer with the protocol
  *                                  off): classic.
  *  unsupported_version_forced_fails_fast  the same, forced: fatal, naming group.protocol=classic.
+ *  describe_retry_follows_retry_backoff  DescribeGroups answered NOT_COORDINATOR once (what a
+ *                                  fresh cluster's coordinator answers until its
+ *                                  __consumer_offsets partition is loaded): asked again after
+ *                                  retry.backoff.ms (3 s here, with jitter 2.4-3.6 s), not
+ *                                  sooner, then KIP-848 and every record consumed.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 
@@ -330,6 +335,41 @@ static void unsupported_version_forced_fails_fast(void **state)
     through_proxy("inject api=ConsumerGroupHeartbeat error=UNSUPPORTED_VERSION count=1000", true);
 }
 
+static void describe_retry_follows_retry_backoff(void **state)
+{
+    (void)state;
+    fresh_topic("dgretry");
+    kc_fp_t *fp = kc_fp_start(kc_test_env("KC_BOOTSTRAP"));
+    assert_non_null(fp);
+    char reply[256];
+    if (kc_fp_cmd(fp, reply, sizeof reply, "inject api=DescribeGroups error=NOT_COORDINATOR") != 0)
+        fail_msg("inject: %s", reply);
+    member_t m;
+    kc_consumer_t *c =
+        member(&m, kc_fp_bootstrap(fp), "retry.backoff.ms=3000;retry.backoff.max.ms=3000");
+    int64_t failed_at = 0, chosen_at = 0;
+    char p[32] = "";
+    for (int64_t end = kc_test_now_ms() + 40000; kc_test_now_ms() < end; kc_test_sleep_ms(50)) {
+        if (!failed_at && kc_fp_stat(fp, "fired.inject") >= 1)
+            failed_at = kc_test_now_ms();
+        protocol_of(&m, p, sizeof p);
+        if (p[0] && !chosen_at)
+            chosen_at = kc_test_now_ms();
+        if (chosen_at && atomic_load(&m.records) >= RECS)
+            break;
+    }
+    printf("# DescribeGroups refused at +0, protocol %s chosen at +%lld ms, %ld records\n", p,
+           (long long)(chosen_at - failed_at), atomic_load(&m.records));
+    assert_true(failed_at > 0);
+    assert_string_equal(p, "consumer");
+    /* The answer is seen at most 50 ms late; the choice cannot be seen early. */
+    assert_true(chosen_at - failed_at >= 2400 - 50);
+    assert_int_equal(atomic_load(&m.records), RECS);
+    assert_int_equal(atomic_load(&m.fatals), 0);
+    close_member(c);
+    assert_int_equal(kc_fp_stop(fp), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +380,8 @@ int main(void)
         cmocka_unit_test(no_api_forced_consumer_fails_fast),
         cmocka_unit_test(unsupported_version_auto_falls_to_classic),
         cmocka_unit_test(unsupported_version_forced_fails_fast),
+        cmocka_unit_test(describe_retry_follows_retry_backoff),
     };
+    kc_test_filter();
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,7 +62,7 @@ static bool parse_error(const char *s, int16_t *out)
 /* APIs whose responses fp_inject() knows how to edit. */
 static bool injectable(int16_t api)
 {
-    static const int16_t ok[] = {1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 16, 18, 68};
+    static const int16_t ok[] = {1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 68};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (ok[i] == api)
             return true;
@@ -427,6 +427,12 @@ static bool inject(int16_t api, int16_t v, void *body, const fp_rule_t *r)
     case 14:
         ((kc_sync_group_response_t *)body)->error_code = e;
         return true;
+    case 15: { /* DescribeGroups: errors are per group only */
+        kc_describe_groups_response_t *m = body;
+        EACH(m->groups, g)
+        AT(m->groups, g)->error_code = e;
+        return true;
+    }
     case 16:
         ((kc_list_groups_response_t *)body)->error_code = e;
         return true;
