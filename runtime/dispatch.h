@@ -211,7 +211,8 @@ typedef struct kc_rt_part {
     struct kc_rt_part *rq_next; /* guarded by the run queue's mutex */
     /* Owner: the worker running the partition (handed over through `sched`). */
     bool assigned_cb_done;
-    bool have_cur; /* `cur` holds a dequeued batch not yet fully delivered */
+    bool have_cur; /* `cur` holds a dequeued batch (or span) not yet fully delivered */
+    size_t cur_at; /* bytes of cur's span delivered: its next batch starts there (worker.c) */
     kc_rt_bref_t cur;
     int64_t next_deliver; /* records below this offset are skipped (retry, start) */
     uint32_t seen_gen;    /* the seek generation the worker last applied (seek.c) */

@@ -65,11 +65,13 @@ void __tsan_release(void *addr);
 struct kc_rt_part;
 
 /*
- * One Kafka record batch of one partition as received: a slice of the Fetch response buffer
- * (holding one reference) and the batch's offset span from its header. The network thread splits
- * a partition's records with io/batch's splitter (header parse only; CRC is checked by the
- * worker). `last_offset` may exceed the last
- * record's offset (compaction), and the partition's position moves past it anyway.
+ * One Kafka record batch of one partition as received, or a span of consecutive ones: a slice
+ * of the Fetch response buffer (holding one reference) and the offsets it covers. The engine
+ * hands a partition's complete batches of one response as one slice (engine/fetch/fetcher.c,
+ * header parse only; CRC is checked by the worker); the worker takes a span apart one batch at a
+ * time (worker.c, next_batch), so that everything after the ring sees single batches.
+ * `last_offset` may exceed the last record's offset (compaction), and the partition's position
+ * moves past it anyway.
  */
 typedef struct kc_rt_bref {
     kc_slice_t raw;
@@ -78,6 +80,7 @@ typedef struct kc_rt_bref {
     uint32_t seek_gen; /* the partition's seek generation when pushed (seek.c) */
     int32_t broker;    /* the broker whose Fetch answer holds it */
     bool frame_first;  /* the partition's first batch from this response frame (memory_budget.c) */
+    bool span;         /* raw holds more than one batch: [base_offset, last_offset] is theirs */
     /* Share groups: every record in [base_offset, last_offset] was acquired by this member with
      * this delivery count (>= 1), and each gets a verdict (KC_RT_CMPL_SHARE_ACK). 0: not a share
      * partition's batch. */
@@ -131,10 +134,11 @@ CK_RING_PROTOTYPE(kc_cmpl, kc_rt_cmpl)
 
 /*
  * A partition's batch ring grows: it starts at KC_RT_BRING_FIRST slots and doubles, up to the
- * size asked at init, when a push finds it full. Most partitions of a consumer with thousands of
- * them never hold more than a batch or two, and a ring of the full size made each of them cost a
- * resident page for its first slot (T4 in perf/README.md); a busy one grows within its first few
- * pushes and then stays at the full size.
+ * size asked at init, when a push finds it full. A partition gets one entry per Fetch response
+ * (its batches there are one span) and holds at most a few responses' worth (memory_budget.c), so
+ * most partitions of a consumer with thousands of them never hold more than an entry or two, and
+ * a ring of the full size made each of them cost a resident page for its first slot (T4 in
+ * perf/README.md); a busy one grows within its first few pushes and then stays at that size.
  *
  * Growth never moves an entry: the producer allocates a segment twice the size, links it from the
  * full one (`next`, a release store after the last push there) and pushes into it from then on.
@@ -151,7 +155,7 @@ CK_RING_PROTOTYPE(kc_cmpl, kc_rt_cmpl)
  * that counts a pop also sees its c_head: a segment of the full size that the bound says has
  * room has room for the reserve too.
  */
-#define KC_RT_BRING_FIRST 16u
+#define KC_RT_BRING_FIRST 2u
 
 typedef struct kc_rt_bseg {
     struct ck_ring ring;

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/thread.h"
+#include "batch/batch.h"
 #include "rt_internal.h"
 
 /* PAUSED: the callback returned KC_CB_PAUSE (deliver_view); PAUSED_DONE: so, and its batch has
@@ -298,8 +299,10 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     return DONE;
 }
 
-/* Delivers p->cur from p->next_deliver on, in views of max_records. DONE when exhausted. */
-static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
+/* Delivers batch c of p->cur (cur_batch) from p->next_deliver on, in views of max_records. DONE
+ * when exhausted. A share partition's acquisition deadline is read from p->cur itself, which
+ * share_renew.c moves meanwhile (a share partition's cur is never a span: c is a copy of it). */
+static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p, const kc_rt_bref_t *c)
 {
     kc_rt_t *rt = w->rt;
     kc_records_t *b = &w->view;
@@ -307,30 +310,30 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
                         .dec = &rt->o.decoder,
                         .dctx = w->dctx,
                         .facts = {.leader_epoch = -1}, /* for a decoder plug that does not say */
-                        .broker = p->cur.broker,
-                        .delivery_count = p->cur.delivery_count,
+                        .broker = c->broker,
+                        .delivery_count = c->delivery_count,
                         .share = rt->o.share,
-                        .share_last = p->cur.last_offset,
+                        .share_last = c->last_offset,
                         .picks = w->picks,
                         .worker = w};
-    kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, &p->cur, &b->facts, &b->errinfo);
+    kc_err_t rc = rt->o.decoder.open(w->dctx, &p->pub, c, &b->facts, &b->errinfo);
     if (rc != KC_OK) {
         /* A batch that cannot be decoded is skipped, not retried forever: the position moves
          * past it and the error is reported (once: by the first piece of a batch cut over share
          * lanes, which all fail alike). */
-        if (!p->cur.split_tail) {
+        if (!c->split_tail) {
             report(rt, p, &b->errinfo);
-            kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, p->cur.base_offset);
+            kc_rt_post(w, KC_RT_CMPL_ERROR, p, rc, c->base_offset);
         }
         if (rt->o.share) /* it will not decode any better for another member */
-            post_ack(w, p, p->cur.base_offset, p->cur.last_offset, p->cur.delivery_count,
+            post_ack(w, p, c->base_offset, c->last_offset, c->delivery_count,
                      unjudged_ack(&p->cur, KC_SHARE_REJECT));
-        advance(p, p->cur.last_offset + 1);
+        advance(p, c->last_offset + 1);
         return DONE;
     }
     /* The engine's first offset: a batch fetched after a seek into its middle starts before the
      * position, and those records are not delivered. */
-    int64_t from = p->next_deliver > p->cur.base_offset ? p->next_deliver : p->cur.base_offset;
+    int64_t from = p->next_deliver > c->base_offset ? p->next_deliver : c->base_offset;
     bool lapsed = false, paused = false;
     while (peek_first(b, from)) {
         /* Share groups: no view starts once its records' lock has surely run out (a callback
@@ -360,16 +363,16 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p)
     }
     if (b->err != KC_OK) {
         report(rt, p, &b->errinfo);
-        kc_rt_post(w, KC_RT_CMPL_ERROR, p, b->err, p->cur.base_offset);
+        kc_rt_post(w, KC_RT_CMPL_ERROR, p, b->err, c->base_offset);
     }
     /* Share groups: the acquired offsets past the last view: the records of views that lapsed,
      * a decode error's rest, or a gap. */
     if (rt->o.share) {
         int ack = lapsed ? KC_RT_SHARE_LAPSED
                          : unjudged_ack(&p->cur, b->err != KC_OK ? KC_SHARE_REJECT : SHARE_GAP);
-        post_ack(w, p, p->next_deliver, p->cur.last_offset, p->cur.delivery_count, ack);
+        post_ack(w, p, p->next_deliver, c->last_offset, c->delivery_count, ack);
     }
-    advance(p, p->cur.last_offset + 1); /* past a compacted tail too */
+    advance(p, c->last_offset + 1); /* past a compacted tail too */
     return paused ? PAUSED_DONE : DONE;
 }
 
@@ -417,6 +420,34 @@ static void do_revoke(kc_rt_worker_t *w, kc_rt_part_t *p, unsigned life)
     kc_rt_post(w, KC_RT_CMPL_REVOKE_DONE, p, KC_OK, 0);
 }
 
+/* The batch of p->cur to deliver next: p->cur itself, or the batch of a span (kc_rt_bref_t.span)
+ * that starts cur_at bytes in, with its own offsets from its header (its first offset no lower
+ * than the span's, which the engine set at the position). The span's last batch takes the rest of
+ * its bytes, as does one whose header is unreadable (its decoder then reports it). *size: its
+ * bytes. */
+static kc_rt_bref_t cur_batch(const kc_rt_part_t *p, size_t *size)
+{
+    kc_rt_bref_t one = p->cur;
+    if (one.span) {
+        one.span = false;
+        one.raw.ptr += p->cur_at;
+        one.raw.len -= p->cur_at;
+        size_t n;
+        int64_t base, last;
+        if (kc_batch_first(one.raw.ptr, one.raw.len, &n, &base, &last)) {
+            if (base > one.base_offset)
+                one.base_offset = base;
+            if (n < one.raw.len && last < one.last_offset) {
+                one.raw.len = n;
+                /* one wholly below the span's start delivers nothing and moves to the start */
+                one.last_offset = last >= one.base_offset ? last : one.base_offset - 1;
+            }
+        }
+    }
+    *size = one.raw.len;
+    return one;
+}
+
 static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
@@ -438,18 +469,27 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
                 continue;
             }
             p->have_cur = true;
+            p->cur_at = 0;
             /* A share partition's batches are acquired ranges in the broker's order, which
              * goes back for redelivered records: the floor is each batch's own start. */
             if (rt->o.share)
                 p->next_deliver = p->cur.base_offset;
         }
-        step_t s = deliver_batch(w, p);
+        size_t size;
+        kc_rt_bref_t one = cur_batch(p, &size);
+        step_t s = deliver_batch(w, p, &one);
         if (s == SEEKED)
             continue; /* the next turn applies it */
         if (s != DONE && s != PAUSED_DONE)
             return s;
-        kc_rt_release_bref(w, p, &p->cur);
-        p->have_cur = false;
+        /* The entry is released with its last batch: a span's batches share its frame, which
+         * only the last one's release could free. So a pause at the end of a span's middle
+         * batch keeps the rest of the span for the resume, as a pause mid-batch does. */
+        p->cur_at += size;
+        if (p->cur_at >= p->cur.raw.len) {
+            kc_rt_release_bref(w, p, &p->cur);
+            p->have_cur = false;
+        }
         if (s == PAUSED_DONE)
             return YIELD;
     }

@@ -60,15 +60,49 @@ static kc_err_t fetch_encode(kc_wbuf_t *out, int16_t version, void *opaque)
     return rc;
 }
 
-/* Hands each complete batch of one partition to the sink, in offset order, and advances the
- * position past every batch the sink took; the first refusal (a full ring) stops the walk and
- * the next request asks again from there.
+/* Consecutive batches of one partition that go to the sink as one slice: bytes [pos, end) of the
+ * partition's records, offsets [first, next), the last batch's leader epoch. */
+typedef struct run {
+    size_t pos, end;
+    int64_t first, next;
+    int32_t epoch;
+} run_t;
+
+/* Hands the run to the sink and moves the position past it; false when the sink refused it (the
+ * position stays before it). An empty run is taken. */
+static bool run_flush(kc_engine_t *e, kc_eng_broker_t *b, size_t i, kc_buf_t *frame,
+                      const uint8_t *base, run_t *r)
+{
+    if (r->end == r->pos)
+        return true;
+    kc_partition_t *p = &e->parts[i];
+    kc_eng_pinfo_t *in = &e->info[i];
+    kc_slice_t s = kc_slice_make(frame, base + r->pos, r->end - r->pos);
+    if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, b->id, &s, r->first,
+                        r->next) != KC_OK) {
+        kc_slice_release(&s);
+        return false;
+    }
+    p->position = r->next;
+    p->position_epoch = r->epoch;
+    b->st.fetch_record_bytes += r->end - r->pos;
+    r->pos = r->end;
+    return true;
+}
+
+/* Hands the complete batches of one partition to the sink, in offset order, as few slices as
+ * possible: one for all of them unless an aborted transaction's batch or a malformed header
+ * comes between. The position moves past every slice the sink took; the first refusal (a full
+ * ring) stops the walk and the next request asks again from there. One slice per partition and
+ * response, not one per batch, because a partition's batches can be tiny (a keyed producer over
+ * 10,000 partitions writes one or two records per batch) and each slice costs the sink a queue
+ * entry that outweighs the records it points at.
  *
  * read_committed: the response's aborted_transactions are applied HERE, on the network thread,
- * because the list belongs to this one response while the sink sees one batch at a time. The
- * filter (io/batch txn.c) reads only batch headers and the markers of control batches (which
- * are never compressed), so no decompression happens on this thread. Aborted batches are never
- * handed to the sink: the position just moves past them. */
+ * because the list belongs to this one response while the sink only sees slices. The filter
+ * (io/batch txn.c) reads only batch headers and the markers of control batches (which are never
+ * compressed), so no decompression happens on this thread. Aborted batches are never handed to
+ * the sink: the position just moves past them. */
 static void deliver(kc_engine_t *e, kc_eng_broker_t *b, size_t i, kc_buf_t *frame, kc_bytes_t rec,
                     const kc_fetch_response_aborted_transaction_t *aborted, int32_t n_aborted)
 {
@@ -88,12 +122,16 @@ static void deliver(kc_engine_t *e, kc_eng_broker_t *b, size_t i, kc_buf_t *fram
     }
     const uint8_t *base = rec.ptr;
     size_t len = (size_t)rec.len, pos = 0;
+    run_t run = {0};
+    bool taken = true;
     while (len - pos >= KC_BATCH_HEADER_SIZE) {
         kc_batch_header_t h;
         kc_batch_header_parse(base + pos, &h);
         int64_t last = h.base_offset + (int64_t)h.last_offset_delta;
         if (h.magic != 2 || h.batch_length < KC_BATCH_HEADER_SIZE - KC_BATCH_LOG_OVERHEAD ||
             h.last_offset_delta < 0 || h.base_offset < 0) {
+            if (!(taken = run_flush(e, b, i, frame, base, &run)))
+                break;
             e->stats.malformed_batches++;
             kc_error_t err;
             if (h.base_offset >= 0 && last >= p->position && h.last_offset_delta >= 0) {
@@ -125,28 +163,36 @@ static void deliver(kc_engine_t *e, kc_eng_broker_t *b, size_t i, kc_buf_t *fram
                              .topic = in->topic,
                              .partition = in->partition};
             if (kc_txn_filter_skip(&txf, &bt)) {
+                if (!(taken = run_flush(e, b, i, frame, base, &run)))
+                    break;
                 if (last >= p->position) {
                     p->position = last + 1;
                     e->stats.aborted_skipped++;
                 }
                 pos += size;
+                run.pos = run.end = pos;
                 continue;
             }
         }
-        if (last >= p->position) {
-            int64_t first = h.base_offset > p->position ? h.base_offset : p->position;
-            kc_slice_t s = kc_slice_make(frame, base + pos, size);
-            if (e->sink.records(e->sink.opaque, in->user, in->topic, in->partition, b->id, &s,
-                                first, last + 1) != KC_OK) {
-                kc_slice_release(&s);
-                break; /* not taken: the next request asks again from here */
+        /* Where the position will be once the run so far is taken. */
+        int64_t at = run.end > run.pos ? run.next : p->position;
+        if (last >= at) {
+            if (run.end == run.pos) {
+                run.pos = pos;
+                run.first = h.base_offset > at ? h.base_offset : at;
             }
-            p->position = last + 1;
-            p->position_epoch = h.partition_leader_epoch;
-            b->st.fetch_record_bytes += size;
+            run.end = pos + size;
+            run.next = last + 1;
+            run.epoch = h.partition_leader_epoch;
+        } else if (!(taken = run_flush(e, b, i, frame, base, &run))) {
+            break; /* a batch wholly below the position ends the run (offsets went back) */
+        } else {
+            run.pos = run.end = pos + size;
         }
         pos += size;
     }
+    if (taken)
+        (void)run_flush(e, b, i, frame, base, &run);
     if (ab) {
         kc_decode_ctx_destroy(&dctx);
         free(ab);

@@ -46,6 +46,21 @@ void kc_batch_header_parse(const uint8_t *p, kc_batch_header_t *h)
     h->record_count = (int32_t)rd32(p + 57);
 }
 
+bool kc_batch_first(const uint8_t *p, size_t len, size_t *size, int64_t *base, int64_t *last)
+{
+    if (len < KC_BATCH_HEADER_SIZE)
+        return false;
+    kc_batch_header_t h;
+    kc_batch_header_parse(p, &h);
+    if (h.batch_length < KC_BATCH_HEADER_SIZE - KC_BATCH_LOG_OVERHEAD || h.last_offset_delta < 0 ||
+        (size_t)h.batch_length > len - KC_BATCH_LOG_OVERHEAD)
+        return false;
+    *size = (size_t)KC_BATCH_LOG_OVERHEAD + (size_t)h.batch_length;
+    *base = h.base_offset;
+    *last = h.base_offset + (int64_t)h.last_offset_delta;
+    return true;
+}
+
 void kc_batch_splitter_init_bytes(kc_batch_splitter_t *sp, const uint8_t *p, size_t len,
                                   const char *topic, int32_t partition, bool verify_crc)
 {

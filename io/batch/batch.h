@@ -151,6 +151,12 @@ kc_err_t kc_batch_next(kc_batch_splitter_t *sp, kc_batch_t *b, kc_error_t *err);
 /* Parses a v2 header from 61+ bytes (no CRC check). Exposed for tests and tools. */
 void kc_batch_header_parse(const uint8_t *p, kc_batch_header_t *h);
 
+/* The first batch of p[0..len), bytes that hold one or more complete batches one after another
+ * (a partition's slice of a Fetch response): its size, base offset and last offset (base + last
+ * offset delta), from its header alone. false when the header is short or says a size that does
+ * not fit in len; the caller then treats the bytes as one unit and its decoder reports them. */
+bool kc_batch_first(const uint8_t *p, size_t len, size_t *size, int64_t *base, int64_t *last);
+
 /* CRC32C over attributes..end, compared with h.crc. */
 kc_err_t kc_batch_verify_crc(const kc_batch_t *b, kc_error_t *err);
 

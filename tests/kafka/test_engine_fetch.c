@@ -7,7 +7,10 @@
  * - a topic's partition-count change is reported to the metadata listener;
  * - a broker killed mid-consumption (leaders move: replication 3) and restarted: consumption
  *   continues from the right offsets on the new leaders, the session is reopened silently, every
- *   record arrives exactly once, and no error reaches the sink.
+ *   record arrives exactly once, and no error reaches the sink;
+ * - a partition's batches of one response reach the sink as one slice: a partition written by
+ *   three producers in turn before it is assigned holds at least three batches, and its records
+ *   come in fewer slices than that.
  * Needs KC_BOOTSTRAP, KC_TESTKIT, KC_CLUSTER_DIR (tests/run-suite). */
 #include "kc_test.h"
 #include "slice_tally.h"
@@ -29,7 +32,7 @@
 #define NP     6
 #define NPARTS (NT * NP)
 
-static char topics[NT][64];
+static char topics[NT][64], span_topic[64];
 
 typedef kc_slice_tally_t pstate_t;
 
@@ -37,6 +40,7 @@ typedef struct ctx {
     kc_netthread_t *nt;
     kc_engine_t *e;
     pstate_t ps[NPARTS];
+    pstate_t span; /* span_topic's only partition */
     int64_t errors, crc_errors;
     int32_t md_topic_parts; /* last partition-count change reported for topics[1] */
     char last_error[256];
@@ -73,7 +77,7 @@ static void on_md_change(void *opaque, kc_engine_md_change_t what, const char *t
 /* ---- calls on the network thread ---------------------------------------------------------- */
 
 /* What a call does on the network thread. */
-typedef enum { OP_NEW, OP_ADD_ALL, OP_REMOVE, OP_STATS, OP_CLOSE } op_t;
+typedef enum { OP_NEW, OP_ADD_ALL, OP_ADD_SPAN, OP_REMOVE, OP_STATS, OP_CLOSE } op_t;
 
 typedef struct call {
     op_t op;
@@ -106,6 +110,9 @@ static void on_net(kc_loop_t *loop, void *arg)
     case OP_ADD_ALL: /* every partition in one network-thread turn: no request goes out between */
         for (int i = 0; i < NPARTS && c->rc == KC_OK; i++)
             c->rc = kc_engine_add(C.e, topics[i / NP], i % NP, 0, &C.ps[i], &err);
+        break;
+    case OP_ADD_SPAN:
+        c->rc = kc_engine_add(C.e, span_topic, 0, 0, &C.span, &err);
         break;
     case OP_REMOVE:
         c->rc = kc_engine_remove(C.e, topics[c->topic], c->part, &err);
@@ -268,6 +275,24 @@ static void test_engine_fetch(void **state)
     }
     printf("partition count change reported: %d\n", C.md_topic_parts);
     assert_int_equal(C.md_topic_parts, NP + 2);
+
+    /* One slice per partition and response: three producers in turn leave at least three
+     * batches, all in the partition's first response once it is assigned. */
+    snprintf(span_topic, sizeof span_topic, "core-s-%x", tag);
+    kc_test_cluster("topic create %s --partitions 1 --replication 3", span_topic);
+    for (int i = 0; i < 3; i++)
+        kc_test_cluster("produce %s --records 100 --size 100", span_topic);
+    assert_int_equal(net(OP_ADD_SPAN, 0, 0).rc, KC_OK);
+    for (int i = 0; i < 300 && C.span.records < 300; i++) {
+        usleep(100 * 1000);
+        net(OP_STATS, 0, 0); /* on the network thread: orders the read of C.span */
+    }
+    printf("one partition's 300 records: %" PRId64 " batches in %" PRId64 " slice(s)\n",
+           C.span.batches, C.span.slices);
+    assert_int_equal(C.span.records, 300);
+    assert_int_equal(C.span.dups + C.span.gaps + C.span.bad_batches, 0);
+    assert_true(C.span.batches >= 3);
+    assert_true(C.span.slices < C.span.batches);
 
     net(OP_CLOSE, 0, 0);
     kc_netthread_stop(C.nt);

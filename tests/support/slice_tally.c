@@ -12,7 +12,9 @@ void kc_slice_tally_add(kc_slice_tally_t *t, kc_slice_t *s, const char *topic, i
     kc_batch_t b;
     kc_error_t err;
     kc_err_t rc;
+    t->slices++;
     while ((rc = kc_batch_next(&sp, &b, &err)) != KC_ERR_NOT_FOUND) {
+        t->batches++;
         if (rc != KC_OK) {
             t->bad_batches++;
             if (sp.stopped)

@@ -11,10 +11,11 @@
 #include "base/buf.h"
 
 typedef struct kc_slice_tally {
-    int64_t expected;    /* the next offset the sink should see */
-    int64_t records;     /* records at or past the slice's `first` */
-    int64_t dups, gaps;  /* records below `expected`, and jumps past it */
-    int64_t bad_batches; /* batches that did not verify (CRC) or decode */
+    int64_t expected;        /* the next offset the sink should see */
+    int64_t records;         /* records at or past the slice's `first` */
+    int64_t dups, gaps;      /* records below `expected`, and jumps past it */
+    int64_t bad_batches;     /* batches that did not verify (CRC) or decode */
+    int64_t slices, batches; /* slices handed over, and the batches in them */
 } kc_slice_tally_t;
 
 /* Counts slice s's records from offset `first` on into t, then moves t's expectation to `next`

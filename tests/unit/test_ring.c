@@ -56,10 +56,11 @@ static void batch_ring_grows_in_order(void **state)
     push_n(&r, KC_RT_BRING_FIRST - 1, 1);
     assert_int_equal(ck_ring_capacity(&r.prod->ring), 2 * KC_RT_BRING_FIRST);
     assert_true(r.cons != r.prod);
-    pop_n(&r, 0, 5);
+    const int k = KC_RT_BRING_FIRST / 2; /* popped while entries are left in the old segment */
+    pop_n(&r, 0, k);
     push_n(&r, KC_RT_BRING_FIRST, 1);
-    assert_int_equal(kc_rt_bring_size(&r), KC_RT_BRING_FIRST - 5 + 1);
-    pop_n(&r, 5, KC_RT_BRING_FIRST - 5 + 1);
+    assert_int_equal(kc_rt_bring_size(&r), KC_RT_BRING_FIRST - k + 1);
+    pop_n(&r, k, KC_RT_BRING_FIRST - k + 1);
     assert_true(r.cons == r.prod); /* the drained segment was left (and freed: ASan) */
     kc_rt_bref_t b;
     assert_false(kc_rt_bring_pop(&r, &b));
@@ -88,11 +89,12 @@ static void batch_ring_grows_in_order(void **state)
     push_n(&r, 0, 40);
     kc_rt_bring_fini(&r);
 
-    /* A size below the first segment's is the ring's size from the start. */
-    assert_int_equal(kc_rt_bring_init(&r, 4), KC_OK);
-    push_n(&r, 0, 3);
+    /* A ring no larger than its first segment is that size from the start and never grows. */
+    assert_int_equal(kc_rt_bring_init(&r, KC_RT_BRING_FIRST), KC_OK);
+    push_n(&r, 0, KC_RT_BRING_FIRST - 1);
     assert_false(kc_rt_bring_push(&r, &b));
-    pop_n(&r, 0, 3);
+    assert_true(r.cons == r.prod);
+    pop_n(&r, 0, KC_RT_BRING_FIRST - 1);
     kc_rt_bring_fini(&r);
 }
 
@@ -144,8 +146,8 @@ static void two_threads_in_order(void **state)
 }
 
 /* Growth while the consumer pops: every round starts a ring at its first segment, so each grows
- * four times (16 to 256) with the consumer draining and freeing the old segments as the
- * producer links new ones. Under TSan the link's release/acquire is what orders the old
+ * from KC_RT_BRING_FIRST to 256 slots with the consumer draining and freeing the old segments as
+ * the producer links new ones. Under TSan the link's release/acquire is what orders the old
  * segment's last entries before its free; under ASan a producer touching a freed segment fails. */
 static void two_threads_while_growing(void **state)
 {
