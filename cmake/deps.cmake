@@ -29,13 +29,29 @@ kc_require(liblz4 liblz4-dev)
 kc_require(snappy libsnappy-dev)
 # kc_metrics reads the stats JSON back to render it (runtime/metrics.c).
 kc_require(jansson libjansson-dev)
+# kc_require_headers(<pkg-config module> <Debian package>): a library kconsume loads when a
+# login first needs it (io/base/dynlib.h) instead of linking it; only its headers are needed to
+# build (KC_DEP_INCLUDES), and neither kconsume.pc nor a static link asks for it.
+set(KC_DEP_INCLUDES "")
+function(kc_require_headers module debian)
+    string(MAKE_C_IDENTIFIER "KCDEP_${module}" var)
+    pkg_check_modules(${var} QUIET IMPORTED_TARGET GLOBAL ${module})
+    if(NOT ${var}_FOUND)
+        message(FATAL_ERROR "kconsume needs ${module}: install the Debian package '${debian}' "
+                            "(or run tests/testkit/install-deps, which installs everything)")
+    endif()
+    set(KC_DEP_INCLUDES ${KC_DEP_INCLUDES} ${${var}_INCLUDE_DIRS} PARENT_SCOPE)
+endfunction()
+# dlopen and dlsym for those (in glibc's libc since 2.34; CMAKE_DL_LIBS names libdl before).
+set(KC_DEP_TARGETS ${KC_DEP_TARGETS} ${CMAKE_DL_LIBS})
 # SASL OAUTHBEARER's OIDC client: the token endpoint over HTTPS (runtime/oidc.c). The OpenSSL
 # flavour, so the endpoint's certificate is checked with the same library and CA files as the
 # brokers'.
-kc_require(libcurl libcurl4-openssl-dev)
-# SASL GSSAPI (Kerberos): MIT krb5's GSS-API library (io/sasl_gssapi.c).
-kc_require(krb5-gssapi libkrb5-dev)
-kc_require(krb5 libkrb5-dev) # its private ticket caches are destroyed with libkrb5
+kc_require_headers(libcurl libcurl4-openssl-dev)
+# SASL GSSAPI (Kerberos): MIT krb5's GSS-API library (io/sasl_gssapi.c), and libkrb5, with which
+# its private ticket caches are destroyed.
+kc_require_headers(krb5-gssapi libkrb5-dev)
+kc_require_headers(krb5 libkrb5-dev)
 
 # The CLI only (--metrics-port's HTTP listener, tools/app/metrics_http.c); not the library's.
 pkg_check_modules(KCDEP_microhttpd QUIET IMPORTED_TARGET GLOBAL libmicrohttpd)

@@ -20,6 +20,49 @@
 #include <krb5.h>
 
 #include "base/clock.h"
+#include "base/dynlib.h"
+
+/* MIT krb5's GSS-API library and libkrb5, loaded when the first GSSAPI credential is made
+ * (base/dynlib.h). */
+#define GSS_SYMS(X)                                                                                \
+    X(acquire_cred_from, gss_acquire_cred_from)                                                    \
+    X(delete_sec_context, gss_delete_sec_context)                                                  \
+    X(display_name, gss_display_name)                                                              \
+    X(display_status, gss_display_status)                                                          \
+    X(import_name, gss_import_name)                                                                \
+    X(init_sec_context, gss_init_sec_context)                                                      \
+    X(inquire_cred, gss_inquire_cred)                                                              \
+    X(release_buffer, gss_release_buffer)                                                          \
+    X(release_cred, gss_release_cred)                                                              \
+    X(release_name, gss_release_name)                                                              \
+    X(unwrap, gss_unwrap)                                                                          \
+    X(wrap, gss_wrap)                                                                              \
+    X(mech_krb5, gss_mech_krb5)                                                                    \
+    X(nt_principal, GSS_KRB5_NT_PRINCIPAL_NAME)                                                    \
+    X(nt_hostbased, GSS_C_NT_HOSTBASED_SERVICE)
+#define KRB5_SYMS(X)                                                                               \
+    X(cc_destroy, krb5_cc_destroy)                                                                 \
+    X(cc_resolve, krb5_cc_resolve)                                                                 \
+    X(free_context, krb5_free_context)                                                             \
+    X(free_keytab_entry_contents, krb5_free_keytab_entry_contents)                                 \
+    X(free_principal, krb5_free_principal)                                                         \
+    X(init_context, krb5_init_context)                                                             \
+    X(kt_close, krb5_kt_close)                                                                     \
+    X(kt_get_entry, krb5_kt_get_entry)                                                             \
+    X(kt_resolve, krb5_kt_resolve)                                                                 \
+    X(parse_name, krb5_parse_name)
+static struct {
+    GSS_SYMS(KC_DYNLIB_FIELD)
+} lg;
+static struct {
+    KRB5_SYMS(KC_DYNLIB_FIELD)
+} lk;
+static const char *const gss_names[] = {GSS_SYMS(KC_DYNLIB_NAME)};
+static const char *const krb5_names[] = {KRB5_SYMS(KC_DYNLIB_NAME)};
+static kc_dynlib_t gss_lib = KC_DYNLIB("libgssapi_krb5.so.2", "libgssapi-krb5-2",
+                                       "SASL GSSAPI (sasl.mechanism=GSSAPI)", gss_names, lg);
+static kc_dynlib_t krb5_lib =
+    KC_DYNLIB("libkrb5.so.3", "libkrb5-3", "SASL GSSAPI (sasl.mechanism=GSSAPI)", krb5_names, lk);
 
 struct kc_gss_cred {
     pthread_mutex_t mu;
@@ -55,6 +98,8 @@ static char *dup_or_null(const char *s)
 kc_err_t kc_gss_cred_new(const kc_gss_conf_t *conf, kc_gss_cred_t **out, kc_error_t *err)
 {
     *out = NULL;
+    if (kc_dynlib_load(&gss_lib, err) != KC_OK || kc_dynlib_load(&krb5_lib, err) != KC_OK)
+        return KC_ERR_UNSUPPORTED;
     kc_gss_cred_t *c = calloc(1, sizeof *c);
     if (!c)
         return kc_fail(err, KC_ERR_NOMEM, "SASL GSSAPI: out of memory");
@@ -80,14 +125,14 @@ static void drop_login(kc_gss_cred_t *c)
 {
     OM_uint32 minor;
     if (c->cred != GSS_C_NO_CREDENTIAL)
-        gss_release_cred(&minor, &c->cred);
+        lg.release_cred(&minor, &c->cred);
     c->cred = GSS_C_NO_CREDENTIAL;
     if (c->ccache[0]) {
         if (!c->k5)
-            (void)krb5_init_context(&c->k5);
+            (void)lk.init_context(&c->k5);
         krb5_ccache cc;
-        if (c->k5 && krb5_cc_resolve(c->k5, c->ccache, &cc) == 0)
-            krb5_cc_destroy(c->k5, cc);
+        if (c->k5 && lk.cc_resolve(c->k5, c->ccache, &cc) == 0)
+            lk.cc_destroy(c->k5, cc);
         c->ccache[0] = '\0';
     }
 }
@@ -99,7 +144,7 @@ void kc_gss_cred_free(kc_gss_cred_t *c)
     if (c->service) { /* initialised past the allocations */
         drop_login(c);
         if (c->k5)
-            krb5_free_context(c->k5);
+            lk.free_context(c->k5);
         pthread_mutex_destroy(&c->mu);
     }
     free(c->service);
@@ -116,11 +161,11 @@ static void status_text(OM_uint32 code, int type, char *buf, size_t cap)
     buf[0] = '\0';
     do {
         gss_buffer_desc m = GSS_C_EMPTY_BUFFER;
-        if (GSS_ERROR(gss_display_status(&minor, code, type, (gss_OID)gss_mech_krb5, &more, &m)))
+        if (GSS_ERROR(lg.display_status(&minor, code, type, *lg.mech_krb5, &more, &m)))
             break;
         int n = snprintf(buf + used, cap - used, "%s%.*s", used ? "; " : "", (int)m.length,
                          (const char *)m.value);
-        gss_release_buffer(&minor, &m);
+        lg.release_buffer(&minor, &m);
         if (n < 0 || (size_t)n >= cap - used)
             break;
         used += (size_t)n;
@@ -152,7 +197,7 @@ static bool diagnose_keytab(kc_gss_cred_t *c, char *why, size_t cap)
         return true;
     }
     fclose(f);
-    if (!c->principal || (!c->k5 && krb5_init_context(&c->k5) != 0))
+    if (!c->principal || (!c->k5 && lk.init_context(&c->k5) != 0))
         return false;
     krb5_principal p = NULL;
     krb5_keytab kt = NULL;
@@ -160,16 +205,16 @@ static bool diagnose_keytab(kc_gss_cred_t *c, char *why, size_t cap)
     bool missing = false;
     char path[4096 + 8];
     snprintf(path, sizeof path, "FILE:%s", c->keytab);
-    if (krb5_parse_name(c->k5, c->principal, &p) == 0 && krb5_kt_resolve(c->k5, path, &kt) == 0) {
-        krb5_error_code e = krb5_kt_get_entry(c->k5, kt, p, 0, 0, &ent);
+    if (lk.parse_name(c->k5, c->principal, &p) == 0 && lk.kt_resolve(c->k5, path, &kt) == 0) {
+        krb5_error_code e = lk.kt_get_entry(c->k5, kt, p, 0, 0, &ent);
         if (e == 0)
-            krb5_free_keytab_entry_contents(c->k5, &ent); /* wipes the key */
+            lk.free_keytab_entry_contents(c->k5, &ent); /* wipes the key */
         missing = e == KRB5_KT_NOTFOUND;
     }
     if (kt)
-        krb5_kt_close(c->k5, kt);
+        lk.kt_close(c->k5, kt);
     if (p)
-        krb5_free_principal(c->k5, p);
+        lk.free_principal(c->k5, p);
     if (missing)
         snprintf(why, cap, "keytab '%s' has no key for %s", c->keytab, c->principal);
     return missing;
@@ -183,11 +228,11 @@ static kc_err_t login(kc_gss_cred_t *c, const char *target, kc_error_t *err)
     gss_name_t name = GSS_C_NO_NAME;
     if (c->principal) {
         gss_buffer_desc b = {strlen(c->principal), c->principal};
-        major = gss_import_name(&minor, &b, (gss_OID)GSS_KRB5_NT_PRINCIPAL_NAME, &name);
+        major = lg.import_name(&minor, &b, *lg.nt_principal, &name);
         if (GSS_ERROR(major))
             return gss_fail(err, c, target, "parsing sasl.kerberos.principal", major, minor);
     }
-    gss_OID_set_desc mechs = {1, (gss_OID)gss_mech_krb5};
+    gss_OID_set_desc mechs = {1, *lg.mech_krb5};
     gss_key_value_element_desc el[2];
     gss_key_value_set_desc store = {0, el};
     if (c->keytab) {
@@ -198,11 +243,11 @@ static kc_err_t login(kc_gss_cred_t *c, const char *target, kc_error_t *err)
         el[1] = (gss_key_value_element_desc){"ccache", c->ccache};
         store.count = 2;
     }
-    major = gss_acquire_cred_from(&minor, name, GSS_C_INDEFINITE, &mechs, GSS_C_INITIATE,
-                                  c->keytab ? &store : GSS_C_NO_CRED_STORE, &c->cred, NULL, NULL);
+    major = lg.acquire_cred_from(&minor, name, GSS_C_INDEFINITE, &mechs, GSS_C_INITIATE,
+                                 c->keytab ? &store : GSS_C_NO_CRED_STORE, &c->cred, NULL, NULL);
     OM_uint32 ignored;
     if (name != GSS_C_NO_NAME)
-        gss_release_name(&ignored, &name);
+        lg.release_name(&ignored, &name);
     if (GSS_ERROR(major)) {
         c->cred = GSS_C_NO_CREDENTIAL;
         char why[200];
@@ -223,19 +268,19 @@ static kc_err_t login(kc_gss_cred_t *c, const char *target, kc_error_t *err)
     /* The authzid is the principal's full name ("user@REALM"), as the Java client sends it. */
     gss_name_t me = GSS_C_NO_NAME;
     gss_buffer_desc shown = GSS_C_EMPTY_BUFFER;
-    major = gss_inquire_cred(&minor, c->cred, &me, NULL, NULL, NULL);
+    major = lg.inquire_cred(&minor, c->cred, &me, NULL, NULL, NULL);
     if (!GSS_ERROR(major))
-        major = gss_display_name(&minor, me, &shown, NULL);
+        major = lg.display_name(&minor, me, &shown, NULL);
     if (GSS_ERROR(major)) {
         if (me != GSS_C_NO_NAME)
-            gss_release_name(&minor, &me);
+            lg.release_name(&minor, &me);
         kc_err_t rc = gss_fail(err, c, target, "reading the logged-in principal", major, minor);
         drop_login(c);
         return rc;
     }
     snprintf(c->name, sizeof c->name, "%.*s", (int)shown.length, (const char *)shown.value);
-    gss_release_buffer(&minor, &shown);
-    gss_release_name(&minor, &me);
+    lg.release_buffer(&minor, &shown);
+    lg.release_name(&minor, &me);
     c->login_at_ms = kc_now_ms();
     return KC_OK;
 }
@@ -248,7 +293,7 @@ static kc_err_t ensure_login(kc_gss_cred_t *c, const char *target, kc_error_t *e
     if (c->cred != GSS_C_NO_CREDENTIAL && c->min_relogin_ms > 0 &&
         kc_now_ms() - c->login_at_ms >= c->min_relogin_ms) {
         OM_uint32 minor, life = 0;
-        OM_uint32 major = gss_inquire_cred(&minor, c->cred, NULL, &life, NULL, NULL);
+        OM_uint32 major = lg.inquire_cred(&minor, c->cred, NULL, &life, NULL, NULL);
         if (GSS_ERROR(major) || life == 0)
             drop_login(c);
     }
@@ -283,9 +328,9 @@ void kc_gss_ctx_free(kc_gss_ctx_t *x)
         return;
     OM_uint32 minor;
     if (x->ctx != GSS_C_NO_CONTEXT)
-        gss_delete_sec_context(&minor, &x->ctx, GSS_C_NO_BUFFER);
+        lg.delete_sec_context(&minor, &x->ctx, GSS_C_NO_BUFFER);
     if (x->target_name != GSS_C_NO_NAME)
-        gss_release_name(&minor, &x->target_name);
+        lg.release_name(&minor, &x->target_name);
     free(x);
 }
 
@@ -300,13 +345,13 @@ static kc_err_t take_buffer(gss_buffer_desc *b, uint8_t **out, size_t *out_len, 
     OM_uint32 minor;
     *out = malloc(b->length ? b->length : 1);
     if (!*out) {
-        gss_release_buffer(&minor, b);
+        lg.release_buffer(&minor, b);
         return kc_fail(err, KC_ERR_NOMEM, "SASL GSSAPI: out of memory");
     }
     if (b->length)
         memcpy(*out, b->value, b->length);
     *out_len = b->length;
-    gss_release_buffer(&minor, b);
+    lg.release_buffer(&minor, b);
     return KC_OK;
 }
 
@@ -320,17 +365,17 @@ static kc_err_t step_context(kc_gss_ctx_t *x, const uint8_t *in, size_t in_len, 
         return rc;
     if (x->target_name == GSS_C_NO_NAME) {
         gss_buffer_desc t = {strlen(x->target), x->target};
-        major = gss_import_name(&minor, &t, GSS_C_NT_HOSTBASED_SERVICE, &x->target_name);
+        major = lg.import_name(&minor, &t, *lg.nt_hostbased, &x->target_name);
         if (GSS_ERROR(major))
             return gss_fail(err, c, x->target, "parsing the service name", major, minor);
     }
     gss_buffer_desc ib = {in_len, (void *)in}, ob = GSS_C_EMPTY_BUFFER;
     /* Mutual authentication: the broker proves it holds the service key (RFC 4752 asks for it). */
-    major = gss_init_sec_context(&minor, c->cred, &x->ctx, x->target_name, (gss_OID)gss_mech_krb5,
-                                 GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG, 0, GSS_C_NO_CHANNEL_BINDINGS,
-                                 in ? &ib : GSS_C_NO_BUFFER, NULL, &ob, NULL, NULL);
+    major = lg.init_sec_context(&minor, c->cred, &x->ctx, x->target_name, *lg.mech_krb5,
+                                GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG, 0, GSS_C_NO_CHANNEL_BINDINGS,
+                                in ? &ib : GSS_C_NO_BUFFER, NULL, &ob, NULL, NULL);
     if (GSS_ERROR(major)) {
-        gss_release_buffer(&minor, &ob);
+        lg.release_buffer(&minor, &ob);
         return gss_fail(err, c, x->target, "gss_init_sec_context", major, minor);
     }
     if (major == GSS_S_COMPLETE)
@@ -350,14 +395,14 @@ static kc_err_t step_layer(kc_gss_ctx_t *x, const uint8_t *in, size_t in_len, ui
     OM_uint32 major, minor;
     gss_buffer_desc ib = {in_len, (void *)in}, plain = GSS_C_EMPTY_BUFFER;
     int conf = 0;
-    major = gss_unwrap(&minor, x->ctx, &ib, &plain, &conf, NULL);
+    major = lg.unwrap(&minor, x->ctx, &ib, &plain, &conf, NULL);
     if (GSS_ERROR(major))
         return gss_fail(err, c, x->target, "gss_unwrap of the security-layer challenge", major,
                         minor);
     uint8_t layers;
     uint32_t max_size;
     kc_err_t rc = kc_gss_layer_parse(plain.value, plain.length, &layers, &max_size, err);
-    gss_release_buffer(&minor, &plain);
+    lg.release_buffer(&minor, &plain);
     if (rc != KC_OK)
         return rc;
     uint8_t reply[4 + sizeof c->name];
@@ -366,9 +411,9 @@ static kc_err_t step_layer(kc_gss_ctx_t *x, const uint8_t *in, size_t in_len, ui
         return kc_fail(err, KC_ERR_AUTH, "SASL GSSAPI: principal name too long");
     gss_buffer_desc rb = {n, reply}, wrapped = GSS_C_EMPTY_BUFFER;
     /* Integrity only (conf_req_flag 0), as RFC 4752 §3.1 says. */
-    major = gss_wrap(&minor, x->ctx, 0, GSS_C_QOP_DEFAULT, &rb, NULL, &wrapped);
+    major = lg.wrap(&minor, x->ctx, 0, GSS_C_QOP_DEFAULT, &rb, NULL, &wrapped);
     if (GSS_ERROR(major)) {
-        gss_release_buffer(&minor, &wrapped);
+        lg.release_buffer(&minor, &wrapped);
         return gss_fail(err, c, x->target, "gss_wrap of the security-layer answer", major, minor);
     }
     x->state = GS_FINISHED;

@@ -16,6 +16,7 @@
 #include <openssl/evp.h>
 
 #include "base/clock.h"
+#include "base/dynlib.h"
 #include "sasl_oauthbearer.h"
 
 #define OIDC_MAX_BODY      (1 << 20) /* an answer larger than this is not a token response */
@@ -29,11 +30,33 @@ struct kc_oidc {
     size_t n_kv;
 };
 
+/* libcurl, loaded when the first OIDC client is made (base/dynlib.h). */
+#define CURL_SYMS(X)                                                                               \
+    X(global_init, curl_global_init)                                                               \
+    X(easy_init, curl_easy_init)                                                                   \
+    X(easy_escape, curl_easy_escape)                                                               \
+    X(easy_setopt, curl_easy_setopt)                                                               \
+    X(easy_perform, curl_easy_perform)                                                             \
+    X(easy_getinfo, curl_easy_getinfo)                                                             \
+    X(easy_strerror, curl_easy_strerror)                                                           \
+    X(easy_cleanup, curl_easy_cleanup)                                                             \
+    X(slist_append, curl_slist_append)                                                             \
+    X(slist_free_all, curl_slist_free_all)                                                         \
+    X(free, curl_free)
+static struct {
+    CURL_SYMS(KC_DYNLIB_FIELD)
+} lc;
+static const char *const curl_names[] = {CURL_SYMS(KC_DYNLIB_NAME)};
+static kc_dynlib_t curl_lib = KC_DYNLIB("libcurl.so.4", "libcurl4",
+                                        "SASL OAUTHBEARER's token endpoint (sasl.oauthbearer."
+                                        "token.endpoint.url)",
+                                        curl_names, lc);
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
 static void curl_init(void)
 {
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+    curl_init_rc = lc.global_init(CURL_GLOBAL_DEFAULT);
 }
 
 static char *dup_or_null(const char *s)
@@ -65,10 +88,12 @@ void kc_oidc_free(kc_oidc_t *o)
 kc_err_t kc_oidc_new(const kc_oidc_conf_t *c, kc_oidc_t **out, kc_error_t *err)
 {
     *out = NULL;
+    if (kc_dynlib_load(&curl_lib, err) != KC_OK)
+        return KC_ERR_UNSUPPORTED;
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)
         return kc_fail(err, KC_ERR_SYSTEM, "SASL OAUTHBEARER: libcurl did not initialise: %s",
-                       curl_easy_strerror(curl_init_rc));
+                       lc.easy_strerror(curl_init_rc));
     kc_oidc_t *o = calloc(1, sizeof *o);
     if (!o)
         return kc_fail(err, KC_ERR_NOMEM, "SASL OAUTHBEARER: out of memory");
@@ -283,7 +308,7 @@ static void error_text(const char *body, size_t n, char *out, size_t cap)
 kc_err_t kc_oidc_fetch(kc_oidc_t *o, kc_oauth_token_t *out, kc_error_t *err)
 {
     memset(out, 0, sizeof *out);
-    CURL *h = curl_easy_init();
+    CURL *h = lc.easy_init();
     if (!h)
         return kc_fail(err, KC_ERR_NOMEM, "SASL OAUTHBEARER: curl_easy_init failed");
     kc_err_t rc = KC_OK;
@@ -291,9 +316,9 @@ kc_err_t kc_oidc_fetch(kc_oidc_t *o, kc_oauth_token_t *out, kc_error_t *err)
     body_t b = {0};
     char cerr[CURL_ERROR_SIZE] = "";
     /* RFC 6749 2.3.1: the id and the secret are form-urlencoded before Basic encoding. */
-    uid = curl_easy_escape(h, o->client_id, 0);
-    usec = curl_easy_escape(h, o->client_secret, 0);
-    scope = o->scope ? curl_easy_escape(h, o->scope, 0) : NULL;
+    uid = lc.easy_escape(h, o->client_id, 0);
+    usec = lc.easy_escape(h, o->client_secret, 0);
+    scope = o->scope ? lc.easy_escape(h, o->scope, 0) : NULL;
     size_t plen = 64 + (scope ? strlen(scope) : 0);
     post = malloc(plen);
     if (!uid || !usec || (o->scope && !scope) || !post) {
@@ -302,36 +327,36 @@ kc_err_t kc_oidc_fetch(kc_oidc_t *o, kc_oauth_token_t *out, kc_error_t *err)
     }
     snprintf(post, plen, "grant_type=client_credentials%s%s", scope ? "&scope=" : "",
              scope ? scope : "");
-    curl_easy_setopt(h, CURLOPT_URL, o->url);
-    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM in a multi-threaded process */
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)OIDC_CONNECT_MS);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)OIDC_TOTAL_MS);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    lc.easy_setopt(h, CURLOPT_URL, o->url);
+    lc.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https");
+    lc.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    lc.easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* no SIGALRM in a multi-threaded process */
+    lc.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)OIDC_CONNECT_MS);
+    lc.easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)OIDC_TOTAL_MS);
+    lc.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+    lc.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     if (o->ca_location)
-        curl_easy_setopt(h, CURLOPT_CAINFO, o->ca_location);
-    curl_easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-    curl_easy_setopt(h, CURLOPT_USERNAME, uid);
-    curl_easy_setopt(h, CURLOPT_PASSWORD, usec);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, post);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-    struct curl_slist *hdr = curl_slist_append(NULL, "Accept: application/json");
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    CURLcode cc = curl_easy_perform(h);
-    curl_slist_free_all(hdr);
+        lc.easy_setopt(h, CURLOPT_CAINFO, o->ca_location);
+    lc.easy_setopt(h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+    lc.easy_setopt(h, CURLOPT_USERNAME, uid);
+    lc.easy_setopt(h, CURLOPT_PASSWORD, usec);
+    lc.easy_setopt(h, CURLOPT_POSTFIELDS, post);
+    lc.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+    lc.easy_setopt(h, CURLOPT_WRITEDATA, &b);
+    lc.easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+    struct curl_slist *hdr = lc.slist_append(NULL, "Accept: application/json");
+    lc.easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    CURLcode cc = lc.easy_perform(h);
+    lc.slist_free_all(hdr);
     long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    lc.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
     if (cc != CURLE_OK) {
         /* curl's text names the host and the TLS or socket failure; it never holds the
          * credentials (they travel in a header curl does not echo). */
         rc = kc_fail(err, b.too_big ? KC_ERR_MALFORMED : KC_ERR_TRANSPORT,
                      "SASL OAUTHBEARER: token endpoint %s: %s", o->url,
                      b.too_big ? "answer larger than 1 MiB"
-                               : (cerr[0] ? cerr : curl_easy_strerror(cc)));
+                               : (cerr[0] ? cerr : lc.easy_strerror(cc)));
     } else if (status != 200) {
         char why[200];
         error_text(b.p, b.n, why, sizeof why);
@@ -360,11 +385,11 @@ done:
     }
     if (usec) {
         OPENSSL_cleanse(usec, strlen(usec));
-        curl_free(usec);
+        lc.free(usec);
     }
-    curl_free(uid);
-    curl_free(scope);
+    lc.free(uid);
+    lc.free(scope);
     free(post);
-    curl_easy_cleanup(h);
+    lc.easy_cleanup(h);
     return rc;
 }
