@@ -8,14 +8,20 @@ set(KC_DEP_TARGETS Threads::Threads m)
 # kconsumeConfig.cmake looks up again for a program that links the static library.
 set(KC_DEP_MODULES "")
 
-# kc_require(<pkg-config module> <Debian package>)
-function(kc_require module debian)
+# kc_find_module(<pkg-config module> <Debian package>): PkgConfig::KCDEP_<module> and its
+# KCDEP_<module>_* variables in the caller's scope, or configure fails naming the package.
+macro(kc_find_module module debian)
     string(MAKE_C_IDENTIFIER "KCDEP_${module}" var)
     pkg_check_modules(${var} QUIET IMPORTED_TARGET GLOBAL ${module})
     if(NOT ${var}_FOUND)
         message(FATAL_ERROR "kconsume needs ${module}: install the Debian package '${debian}' "
                             "(or run tests/testkit/install-deps, which installs everything)")
     endif()
+endmacro()
+
+# kc_require(<pkg-config module> <Debian package>): a library kconsume links.
+function(kc_require module debian)
+    kc_find_module(${module} ${debian})
     set(KC_DEP_TARGETS ${KC_DEP_TARGETS} PkgConfig::${var} PARENT_SCOPE)
     set(KC_DEP_MODULES ${KC_DEP_MODULES} ${module} PARENT_SCOPE)
 endfunction()
@@ -33,14 +39,12 @@ kc_require(jansson libjansson-dev)
 # login first needs it (io/base/dynlib.h) instead of linking it; only its headers are needed to
 # build (KC_DEP_INCLUDES), and neither kconsume.pc nor a static link asks for it.
 set(KC_DEP_INCLUDES "")
+set(KC_DEP_CFLAGS "")
 function(kc_require_headers module debian)
-    string(MAKE_C_IDENTIFIER "KCDEP_${module}" var)
-    pkg_check_modules(${var} QUIET IMPORTED_TARGET GLOBAL ${module})
-    if(NOT ${var}_FOUND)
-        message(FATAL_ERROR "kconsume needs ${module}: install the Debian package '${debian}' "
-                            "(or run tests/testkit/install-deps, which installs everything)")
-    endif()
+    kc_find_module(${module} ${debian})
     set(KC_DEP_INCLUDES ${KC_DEP_INCLUDES} ${${var}_INCLUDE_DIRS} PARENT_SCOPE)
+    # pkg-config's -isystem (krb5-gssapi's /usr/include/mit-krb5) lands in CFLAGS_OTHER
+    set(KC_DEP_CFLAGS ${KC_DEP_CFLAGS} ${${var}_CFLAGS_OTHER} PARENT_SCOPE)
 endfunction()
 # dlopen and dlsym for those (in glibc's libc since 2.34; CMAKE_DL_LIBS names libdl before).
 set(KC_DEP_TARGETS ${KC_DEP_TARGETS} ${CMAKE_DL_LIBS})

@@ -35,14 +35,17 @@ typedef struct kc_engine kc_engine_t;
 #define KC_ENGINE_SHARE_UNSENT (-2)
 
 typedef struct kc_engine_sink {
-    /* One complete record batch of a partition, in offset order: `s` references the response
-     * frame (no copy) of the Fetch answered by `broker` (the leader, or the KIP-392 replica
-     * read from) and holds one reference the sink now owns (kc_slice_release it, or pass
-     * it on). Deliver records in [first, next): a batch may start before the position (after a
-     * seek into it), and those records are the sink's to skip. CRCs and decompression are the
-     * sink's (the workers') business. Return KC_OK, or an error to refuse the batch (e.g. a full
-     * ring): the reference stays with the engine, the position stays before the batch, and the
-     * rest of the response for this partition is dropped (asked again by the next request). */
+    /* One or more consecutive complete record batches of a partition, in offset order (all of
+     * them that one response holds, unless an aborted transaction's batch or a malformed header
+     * comes between): `s` references the response frame (no copy) of the Fetch answered by
+     * `broker` (the leader, or the KIP-392 replica read from) and holds one reference the sink
+     * now owns (kc_slice_release it, or pass it on). Deliver records in [first, next), which
+     * covers every batch of the slice: the first may start before the position (after a seek
+     * into it), and those records are the sink's to skip. CRCs and decompression are the
+     * sink's (the workers') business. Return KC_OK, or an error to refuse the slice (e.g. a full
+     * ring): the reference stays with the engine, the position stays before the whole slice,
+     * and the rest of the response for this partition is dropped (asked again by the next
+     * request). */
     kc_err_t (*records)(void *opaque, void *part_user, const char *topic, int32_t partition,
                         int32_t broker, kc_slice_t *s, int64_t first, int64_t next);
     /* Something the caller must hear about this partition (reset=none out of range, a truncation,

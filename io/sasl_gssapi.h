@@ -57,7 +57,9 @@ typedef struct kc_gss_conf {
 typedef struct kc_gss_cred kc_gss_cred_t;
 typedef struct kc_gss_ctx kc_gss_ctx_t;
 
-/* Copies the configuration; talks to nobody (the first login happens at the first exchange). */
+/* Loads MIT krb5's libraries if no credential did yet (KC_ERR_UNSUPPORTED naming the Debian
+ * package when they are not installed) and copies the configuration; talks to nobody (the first
+ * login happens at the first exchange). */
 kc_err_t kc_gss_cred_new(const kc_gss_conf_t *conf, kc_gss_cred_t **out, kc_error_t *err);
 /* Releases the credential and destroys its private ticket cache. NULL is fine. */
 void kc_gss_cred_free(kc_gss_cred_t *c);

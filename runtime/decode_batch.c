@@ -1,8 +1,8 @@
 /*
  * The real decoder behind kc_rt_decoder_t: io/batch's v2 record batches. One context per worker
- * (owner: that worker), one Kafka batch per kc_rt_bref_t. The network thread only splits a
- * response into batches (header parse); the CRC check and decompression happen here, on the
- * worker, so they never cost the network thread.
+ * (owner: that worker), one Kafka batch per open (a span's batches are opened one at a time,
+ * worker.c). The network thread only reads batch headers; the CRC check and decompression happen
+ * here, on the worker, so they never cost the network thread.
  *
  * Control batches (transaction markers) carry no user records: they open as empty batches, and
  * the position still moves past them. Aborted-transaction filtering (read_committed) needs the

@@ -404,15 +404,15 @@ kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b)
     unsigned k = split_count(p, b);
     if (k == 1)
         return push_one(p, b, (int64_t)b->raw.len);
-    int64_t span = b->last_offset - b->base_offset + 1, bytes = (int64_t)b->raw.len;
+    int64_t width = b->last_offset - b->base_offset + 1, bytes = (int64_t)b->raw.len;
     /* The first piece takes the caller's reference, the others one each, all taken before the
      * first push: a worker may deliver that piece and drop its reference at once. */
     for (unsigned i = 1; i < k; i++)
         (void)kc_buf_ref(b->raw.buf);
     for (unsigned i = 0; i < k; i++) {
         kc_rt_bref_t piece = *b;
-        piece.base_offset = b->base_offset + span * i / k;
-        piece.last_offset = b->base_offset + span * (i + 1) / k - 1;
+        piece.base_offset = b->base_offset + width * i / k;
+        piece.last_offset = b->base_offset + width * (i + 1) / k - 1;
         piece.split_tail = i > 0;
         kc_err_t rc = push_one(p, &piece, bytes * (i + 1) / k - bytes * i / k);
         if (rc == KC_OK)

@@ -309,7 +309,8 @@ void kc_rt_part_unhold(kc_rt_part_t *p);
  * it reaches `fn`: `fn` sees it only when the partition is parked now (p->parked). */
 void kc_rt_part_park(kc_rt_part_t *p);
 void kc_rt_part_unpark(kc_rt_part_t *p);
-/* Queues one batch; takes over the slice's reference on success. KC_ERR_QUEUE_FULL when the
+/* Queues one batch, or a span of them (kc_rt_bref_t.span); takes over the slice's reference on
+ * success. KC_ERR_QUEUE_FULL when the
  * ring is full, KC_ERR_STATE when revoking (the caller keeps the reference in both cases). */
 kc_err_t kc_rt_part_push(kc_rt_part_t *p, const kc_rt_bref_t *b);
 /* Starts the rebalance gate (see above). Returns true when a record callback was in flight at

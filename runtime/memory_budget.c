@@ -74,9 +74,9 @@ void kc_rt_frame_uncharge(kc_rt_part_t *p, const kc_rt_bref_t *b, uint64_t prev_
 
 bool kc_rt_frame_release(kc_rt_part_t *p, const kc_rt_bref_t *b)
 {
-    /* Counting frame-starting batches makes the pinned count at most one more than `frames`
-     * (the frame whose first batch is done while later ones still wait): close enough for a
-     * limit, and it costs one flag per batch instead of a per-frame table. A share partition's
+    /* Counting frame-starting entries makes the pinned count at most one more than `frames`
+     * (the frame whose first entry is done while later ones still wait): close enough for a
+     * limit, and it costs one flag per entry instead of a per-frame table. A share partition's
      * lanes (dispatch.h) release its batches out of order, each lane possibly holding a later
      * batch of an older frame: there the bound is `frames` plus the partition's lanes, and the
      * global cap above still holds. */

@@ -38,7 +38,9 @@ typedef struct kc_oidc_conf {
 
 typedef struct kc_oidc kc_oidc_t;
 
-/* Copies the configuration (the secret is wiped on free). KC_ERR_CONFIG for bad extensions. */
+/* Loads libcurl if no client did yet (KC_ERR_UNSUPPORTED naming the Debian package when it is
+ * not installed) and copies the configuration (the secret is wiped on free). KC_ERR_CONFIG for
+ * bad extensions. */
 kc_err_t kc_oidc_new(const kc_oidc_conf_t *conf, kc_oidc_t **out, kc_error_t *err);
 void kc_oidc_free(kc_oidc_t *o);
 /* One grant; on KC_OK *out holds the token (with the configured extensions). */

@@ -69,7 +69,7 @@ struct kc_rt_part;
  * of the Fetch response buffer (holding one reference) and the offsets it covers. The engine
  * hands a partition's complete batches of one response as one slice (engine/fetch/fetcher.c,
  * header parse only; CRC is checked by the worker); the worker takes a span apart one batch at a
- * time (worker.c, next_batch), so that everything after the ring sees single batches.
+ * time (worker.c, cur_batch), so that everything after the ring sees single batches.
  * `last_offset` may exceed the last record's offset (compaction), and the partition's position
  * moves past it anyway.
  */
@@ -79,7 +79,7 @@ typedef struct kc_rt_bref {
     int64_t last_offset;
     uint32_t seek_gen; /* the partition's seek generation when pushed (seek.c) */
     int32_t broker;    /* the broker whose Fetch answer holds it */
-    bool frame_first;  /* the partition's first batch from this response frame (memory_budget.c) */
+    bool frame_first;  /* the partition's first entry from this response frame (memory_budget.c) */
     bool span;         /* raw holds more than one batch: [base_offset, last_offset] is theirs */
     /* Share groups: every record in [base_offset, last_offset] was acquired by this member with
      * this delivery count (>= 1), and each gets a verdict (KC_RT_CMPL_SHARE_ACK). 0: not a share
@@ -135,10 +135,11 @@ CK_RING_PROTOTYPE(kc_cmpl, kc_rt_cmpl)
 /*
  * A partition's batch ring grows: it starts at KC_RT_BRING_FIRST slots and doubles, up to the
  * size asked at init, when a push finds it full. A partition gets one entry per Fetch response
- * (its batches there are one span) and holds at most a few responses' worth (memory_budget.c), so
- * most partitions of a consumer with thousands of them never hold more than an entry or two, and
- * a ring of the full size made each of them cost a resident page for its first slot (T4 in
- * perf/README.md); a busy one grows within its first few pushes and then stays at that size.
+ * (its batches there are one span, cut only where an aborted transaction's batch was) and holds at
+ * most a few responses' worth (memory_budget.c), so most partitions of a consumer with thousands of
+ * them never hold more than an entry or two, and a ring of the full size made each of them cost a
+ * resident page for its first slot (T4 in perf/README.md); a busy one grows within its first few
+ * pushes and then stays at that size.
  *
  * Growth never moves an entry: the producer allocates a segment twice the size, links it from the
  * full one (`next`, a release store after the last push there) and pushes into it from then on.

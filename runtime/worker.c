@@ -14,8 +14,9 @@
 #include "rt_internal.h"
 
 /* PAUSED: the callback returned KC_CB_PAUSE (deliver_view); PAUSED_DONE: so, and its batch has
- * nothing left to deliver (deliver_batch): the batch is released, not kept for a resume. Never
- * for a share partition, whose pause goes through share_verdict. */
+ * nothing left to deliver (deliver_batch): the batch's entry is released unless it is a span
+ * with batches still to come (run_batches). Never for a share partition, whose pause goes
+ * through share_verdict. */
 typedef enum { DONE, YIELD, REQUEUE, SEEKED, PAUSED, PAUSED_DONE } step_t;
 
 /* The share acknowledgement for an acquired offset that carried no record (the wire's GAP),
@@ -346,6 +347,7 @@ static step_t deliver_batch(kc_rt_worker_t *w, kc_rt_part_t *p, const kc_rt_bref
         step_t s = deliver_view(w, p, b);
         /* Paused with records of the batch still to come: they wait in p->cur for the resume.
          * With none, the batch ends here: kept, it would keep its whole response frame alive
+         * (unless later batches of its span keep it anyway)
          * (memory_budget.c) for as long as the partition stays paused, which may be for good
          * (the CLI's -e pauses each partition at its end), and enough such frames stop all
          * fetching at queued.max.bytes. */
@@ -482,9 +484,9 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
             continue; /* the next turn applies it */
         if (s != DONE && s != PAUSED_DONE)
             return s;
-        /* The entry is released with its last batch: a span's batches share its frame, which
-         * only the last one's release could free. So a pause at the end of a span's middle
-         * batch keeps the rest of the span for the resume, as a pause mid-batch does. */
+        /* The entry is released with its last batch: it holds the span's only frame reference
+         * and its byte count. So a pause at the end of a span's middle batch keeps the rest of
+         * the span (and its frame) for the resume, as a pause mid-batch does. */
         p->cur_at += size;
         if (p->cur_at >= p->cur.raw.len) {
             kc_rt_release_bref(w, p, &p->cur);

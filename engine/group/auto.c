@@ -41,8 +41,8 @@ typedef struct chooser {
     kc_group_t *grp;
     kc_engine_t *e;
     const kc_group_conf_t *conf;
-    bool subscribed, decided, describing;
-    int failures; /* lookups and DescribeGroups failed in a row */
+    bool subscribed, decided, describing, failure_logged;
+    int failures; /* lookups, coordinator connections and DescribeGroups failed so far */
     int64_t retry_at;
 } chooser_t;
 
@@ -63,12 +63,13 @@ static void back_off(chooser_t *c, int64_t now)
 /* A lookup or DescribeGroups that failed: said once, asked again after the backoff. */
 static void failed(chooser_t *c, const char *what)
 {
-    if (c->failures == 0)
+    if (!c->failure_logged)
         kc_log(KC_LOG_WARN, "group",
                "group %s: group.protocol=auto: %s; asking again after retry.backoff.ms (%lld "
                "ms), doubling up to retry.backoff.max.ms (the protocol is chosen once the "
                "coordinator answers)",
                c->conf->group_id, what, (long long)c->e->conf.retry_backoff_ms);
+    c->failure_logged = true;
     back_off(c, kc_now_ms());
 }
 

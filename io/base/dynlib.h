@@ -23,15 +23,17 @@
  * (libcurl's type-checking curl_easy_setopt) do not apply to the calls. A data symbol's field
  * holds its address (for gss_mech_krb5, a gss_OID *), so its value is *field.
  *
- * Any thread. The first load runs under a process-wide mutex and ends with a release store of
- * `state`; every caller's acquire load of it that sees the library loaded also sees the table.
- * A library is never unloaded (libcurl and krb5 keep process-wide state), and a failed load is
- * not tried again: each later call returns the same error.
+ * Any thread. A load runs under a process-wide mutex and ends with a release store of `loaded`;
+ * every caller's acquire load of it that sees the library loaded also sees the table. A library
+ * is never unloaded (libcurl and krb5 keep process-wide state). A failed load is tried again by
+ * the next call (a login is set up rarely, and the failure may have been passing: no memory, no
+ * file descriptor, or the package installed since).
  */
 #ifndef KC_BASE_DYNLIB_H
 #define KC_BASE_DYNLIB_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
@@ -41,10 +43,9 @@ typedef struct kc_dynlib {
     const char *package; /* the Debian package that installs it, for the error */
     const char *what;    /* what needs it, for the error */
     const char *const *names;
-    size_t n;          /* names, and pointers in the table */
-    void *table;       /* the struct of pointers */
-    _Atomic int state; /* 0 not tried, 1 loaded, -1 failed (msg says why) */
-    char msg[300];
+    size_t n;    /* names, and pointers in the table */
+    void *table; /* the struct of pointers */
+    _Atomic bool loaded;
 } kc_dynlib_t;
 
 #define KC_DYNLIB_FIELD(field, sym) __typeof__(&sym) field;
@@ -56,7 +57,7 @@ typedef struct kc_dynlib {
                 0 * sizeof(char[sizeof table == sizeof names / sizeof names[0] * sizeof(void *)    \
                                     ? 1                                                            \
                                     : -1]),                                                        \
-            &table, 0, ""                                                                          \
+            &table, false                                                                          \
     }
 
 /* Loads the library and fills the table, once; KC_OK when every symbol was found, else

@@ -53,7 +53,8 @@ bool kc_batch_first(const uint8_t *p, size_t len, size_t *size, int64_t *base, i
     kc_batch_header_t h;
     kc_batch_header_parse(p, &h);
     if (h.batch_length < KC_BATCH_HEADER_SIZE - KC_BATCH_LOG_OVERHEAD || h.last_offset_delta < 0 ||
-        (size_t)h.batch_length > len - KC_BATCH_LOG_OVERHEAD)
+        (size_t)h.batch_length > len - KC_BATCH_LOG_OVERHEAD || h.base_offset < 0 ||
+        h.base_offset > INT64_MAX - h.last_offset_delta)
         return false;
     *size = (size_t)KC_BATCH_LOG_OVERHEAD + (size_t)h.batch_length;
     *base = h.base_offset;

@@ -153,8 +153,9 @@ void kc_batch_header_parse(const uint8_t *p, kc_batch_header_t *h);
 
 /* The first batch of p[0..len), bytes that hold one or more complete batches one after another
  * (a partition's slice of a Fetch response): its size, base offset and last offset (base + last
- * offset delta), from its header alone. false when the header is short or says a size that does
- * not fit in len; the caller then treats the bytes as one unit and its decoder reports them. */
+ * offset delta), from its header alone. false when the header is short, says a size that does
+ * not fit in len, or offsets no log can hold (negative, or past INT64_MAX); the caller then
+ * treats the bytes as one unit and its decoder reports them. */
 bool kc_batch_first(const uint8_t *p, size_t len, size_t *size, int64_t *base, int64_t *last);
 
 /* CRC32C over attributes..end, compared with h.crc. */

@@ -8,12 +8,12 @@
  *                records section of a batch built here with a valid CRC, so the fuzzer reaches
  *                the decompressors and the iterator without having to forge CRCs
  *   bit 2     LogAppendTime / transactional flags on the built batch
- * Every record, header and control marker is read, and a read_committed filter runs over the
- * batches. The decode context is reused across inputs (as a worker reuses it), with a 4 MiB
- * bound so bombs are cut short.
- * Seeds (tests/fuzz/corpus/fuzz_batch/) were made from tests/fixtures/batches/: whole files in
- * mode 0 and each codec's first records section in mode 1.
- * Single-threaded (libFuzzer's thread).
+ * Every record, header and control marker is read, a read_committed filter runs over the
+ * batches, and mode 0's bytes are also walked as a worker takes a span apart (kc_batch_first). The
+ * decode context is reused across inputs (as a worker reuses it), with a 4 MiB bound so bombs are
+ * cut short. Seeds (tests/fuzz/corpus/fuzz_batch/) were made from tests/fixtures/batches/: whole
+ * files in mode 0 and each codec's first records section in mode 1. Single-threaded (libFuzzer's
+ * thread).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +28,21 @@ static void be(uint8_t *p, uint64_t v, int n)
 {
     for (int i = 0; i < n; i++)
         p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+/* A worker's walk of a span (runtime/worker.c cur_batch): each step inside the bytes, forward. */
+static void walk_span(const uint8_t *data, size_t len)
+{
+    volatile int64_t sink = 0;
+    size_t n;
+    int64_t base, last;
+    for (size_t pos = 0; pos < len && kc_batch_first(data + pos, len - pos, &n, &base, &last);
+         pos += n) {
+        if (n < KC_BATCH_HEADER_SIZE || n > len - pos || last < base)
+            abort();
+        sink += last - base;
+    }
+    (void)sink;
 }
 
 static void consume(const uint8_t *data, size_t len, int verify)
@@ -85,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     uint8_t mode = data[0];
     if (!(mode & 2)) {
+        walk_span(data + 1, size - 1);
         consume(data + 1, size - 1, mode & 1);
         return 0;
     }

@@ -38,6 +38,9 @@ expect "$dev" '/usr/include/kconsume\.h' "$ma/libkconsume\.so" "$ma/libkconsume\
 expect "$cli" '/usr/bin/kconsume' '/usr/share/man/man1/kconsume\.1\.gz'
 dpkg-deb -f "$dev" Depends | grep -q 'libkconsume0 (= ' || fail "libkconsume-dev does not depend on its libkconsume0"
 dpkg-deb -f "$lib" Depends | grep -q 'liburing' || fail "libkconsume0's Depends lacks liburing (shlibs)"
+# libcurl and krb5 are loaded on use (io/base/dynlib.h), so shlibs no longer names them
+dpkg-deb -f "$lib" Recommends | grep -q 'libgssapi-krb5-2' || fail "libkconsume0 does not recommend libgssapi-krb5-2"
+dpkg-deb -f "$lib" Recommends | grep -q 'libcurl4' || fail "libkconsume0 does not recommend libcurl4"
 echo "ok   each package holds its files; the -dev package depends on its library"
 
 root=$work/root

@@ -83,11 +83,11 @@ deps=$(LD_LIBRARY_PATH=$libdir ldd "$work/app_pc") # whole, then matched: grep -
 # shellcheck disable=SC2086
 # The archive with its dependencies as shared libraries (what kconsume::kconsume_static does):
 # the modules kconsume.pc requires privately, linked the usual way. (`pkg-config --static`
-# would ask for every dependency's own static dependencies, e.g. libcurl's LDAP.)
+# would ask for every dependency's own static dependencies too.)
 private=$(pkg-config --print-requires-private kconsume | awk '{print $1}' | tr '\n' ' ')
 [[ -n $private ]] || fail "kconsume.pc has no Requires.private"
 cc -std=c11 -Wall -Werror $sflags $cflags "$work/app.c" -o "$work/app_pc_static" \
-    "$libdir/libkconsume.a" $(pkg-config --libs $private) -lpthread -lm ||
+    "$libdir/libkconsume.a" $(pkg-config --libs $private) -lpthread -lm -ldl ||
     fail "building against the installed static library with kconsume.pc's modules failed"
 "$work/app_pc_static" >/dev/null || fail "the statically linked program failed"
 n_ex=0

@@ -5,7 +5,7 @@
  *                                  maps krb5's, still not libcurl.
  *  missing_library_says_which      a library that is not installed, or lacks a symbol: an error
  *                                  naming the library, the Debian package, what needs it and the
- *                                  symbol, the same on every later call.
+ *                                  symbol, again on the next call (each call tries again).
  *  concurrent_first_loads          four threads load one library at once: each sees the whole
  *                                  table, equal to dlsym's own answers (TSan: the publication). */
 #include "kc_test.h"
@@ -33,6 +33,12 @@ static bool mapped(const char *part)
     return found;
 }
 
+static void show(const char *who)
+{
+    printf("# %s: libcurl %d, libgssapi_krb5 %d, libkrb5 %d\n", who, mapped("libcurl"),
+           mapped("libgssapi_krb5"), mapped("libkrb5.so"));
+}
+
 static kc_consumer_t *consumer(const char *const (*kv)[2], size_t n)
 {
     kc_conf_t *conf = kc_conf_new();
@@ -52,16 +58,14 @@ static void consumer_maps_no_login_library(void **state)
 {
     (void)state;
     kc_consumer_t *plain = consumer(NULL, 0);
-    printf("# plain consumer: libcurl %d, libgssapi_krb5 %d, libkrb5 %d\n", mapped("libcurl"),
-           mapped("libgssapi_krb5"), mapped("libkrb5.so"));
+    show("plain consumer");
     assert_false(mapped("libcurl"));
     assert_false(mapped("libgssapi_krb5"));
     assert_false(mapped("libkrb5.so"));
     const char *const gss[][2] = {{"security.protocol", "SASL_PLAINTEXT"},
                                   {"sasl.mechanism", "GSSAPI"}};
     kc_consumer_t *k = consumer(gss, 2);
-    printf("# GSSAPI consumer: libcurl %d, libgssapi_krb5 %d, libkrb5 %d\n", mapped("libcurl"),
-           mapped("libgssapi_krb5"), mapped("libkrb5.so"));
+    show("GSSAPI consumer");
     assert_true(mapped("libgssapi_krb5"));
     assert_true(mapped("libkrb5.so"));
     assert_false(mapped("libcurl"));

@@ -56,7 +56,7 @@ static void batch_ring_grows_in_order(void **state)
     push_n(&r, KC_RT_BRING_FIRST - 1, 1);
     assert_int_equal(ck_ring_capacity(&r.prod->ring), 2 * KC_RT_BRING_FIRST);
     assert_true(r.cons != r.prod);
-    const int k = KC_RT_BRING_FIRST / 2; /* popped while entries are left in the old segment */
+    const int k = KC_RT_BRING_FIRST / 2 - 1; /* popped, with entries left in the old segment */
     pop_n(&r, 0, k);
     push_n(&r, KC_RT_BRING_FIRST, 1);
     assert_int_equal(kc_rt_bring_size(&r), KC_RT_BRING_FIRST - k + 1);
