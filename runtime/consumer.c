@@ -28,7 +28,6 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "batch/batch.h"
 #include "group.h"
 #include "consumer_int.h"
 #include "oauth_refresh.h"
@@ -42,9 +41,9 @@ static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_
 {
     (void)opaque, (void)topic, (void)partition;
     kc_rt_bref_t b = {.raw = *s, .base_offset = first, .last_offset = next - 1, .broker = broker};
-    size_t size;
-    int64_t base, last;
-    b.span = kc_batch_first(s->ptr, s->len, &size, &base, &last) && size < s->len;
+    /* The engine's slices hold one or more whole batches: the worker takes them apart, reading
+     * each header once, so the network thread does not read them a second time here. */
+    b.span = true;
     kc_err_t rc = kc_rt_part_push(user, &b);
     if (rc == KC_OK)
         s->buf = NULL; /* the ring owns the reference now */

@@ -80,7 +80,9 @@ typedef struct kc_rt_bref {
     uint32_t seek_gen; /* the partition's seek generation when pushed (seek.c) */
     int32_t broker;    /* the broker whose Fetch answer holds it */
     bool frame_first;  /* the partition's first entry from this response frame (memory_budget.c) */
-    bool span;         /* raw holds more than one batch: [base_offset, last_offset] is theirs */
+    bool span;         /* raw holds one or more whole Kafka batches, taken apart by the worker, and
+                          [base_offset, last_offset] covers them all; false: raw is one unit for the
+                          decoder (share pieces, tests' own formats) */
     /* Share groups: every record in [base_offset, last_offset] was acquired by this member with
      * this delivery count (>= 1), and each gets a verdict (KC_RT_CMPL_SHARE_ACK). 0: not a share
      * partition's batch. */
