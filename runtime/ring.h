@@ -93,7 +93,8 @@ typedef struct kc_rt_bref {
     int64_t lock_deadline;
     /* Bytes counted against the partition's and the dispatcher's `buffered` for this ref (set by
      * kc_rt_part_push, subtracted at release): raw.len, or its share when one batch is queued as
-     * several pieces (share lanes) that each hold a reference to the same bytes. */
+     * several pieces (share lanes) that each hold a reference to the same bytes. A span's batches
+     * give theirs back as each is delivered (worker.c), so it is what the undelivered ones hold. */
     int64_t counted;
     /* A piece after the first of a batch cut over share lanes: the batch's decode error is
      * reported by the first piece only (each piece rejects its own records). */

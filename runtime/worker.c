@@ -82,20 +82,42 @@ static int unjudged_ack(const kc_rt_bref_t *b, int ack)
     return b->lock_deadline > 0 && kc_now_ms() >= b->lock_deadline ? KC_RT_SHARE_LAPSED : ack;
 }
 
+/* Takes n bytes off p's and the dispatcher's `buffered` (p: a lane's head); returns p's count
+ * before, and sets *cross when this takes it below kc_rt_may_fetch's resume mark (share / 2). */
+static int64_t drain_bytes(kc_rt_t *rt, kc_rt_part_t *p, int64_t n, bool *cross)
+{
+    int64_t share = kc_rt_share(rt);
+    int64_t pold = atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&rt->buffered, n, memory_order_relaxed);
+    if (rt->o.queued_max_bytes > 0 && pold >= share / 2 && pold - n < share / 2)
+        *cross = true;
+    return pold;
+}
+
+/* A span's batch is delivered and more of the span remain: its bytes leave the partition's count
+ * now, as a batch queued alone would have, so a partition whose one response exceeds its share
+ * fetches again once what is left falls below the mark instead of after the whole span. The
+ * frame stays charged (memory_budget.c): the span's reference holds it to the end. */
+static void drain_span_batch(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t size)
+{
+    int64_t n = size < p->cur.counted ? size : p->cur.counted;
+    bool cross = false;
+    drain_bytes(w->rt, kc_rt_part_head(p), n, &cross);
+    p->cur.counted -= n;
+    if (cross)
+        kc_rt_post(w, KC_RT_CMPL_DRAINED, NULL, KC_OK, 0);
+}
+
 void kc_rt_release_bref(kc_rt_worker_t *w, kc_rt_part_t *p, kc_rt_bref_t *b)
 {
     kc_rt_t *rt = w->rt;
     p = kc_rt_part_head(p); /* a lane's batches are counted on its head (kc_rt_part_push) */
     int64_t n = b->counted;
-    int64_t share = kc_rt_share(rt);
-    int64_t pold = atomic_fetch_sub_explicit(&p->buffered, n, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&rt->buffered, n, memory_order_relaxed);
     /* Tell the fetcher only when crossing a resume threshold (kc_rt_may_fetch's low marks), so
      * the network thread is woken once per drain, not once per batch. The global mark counts
      * frames: their free hook wakes the fetcher (memory_budget.c). */
     bool cross = kc_rt_frame_release(p, b);
-    if (rt->o.queued_max_bytes > 0 && pold >= share / 2 && pold - n < share / 2)
-        cross = true;
+    int64_t pold = drain_bytes(rt, p, n, &cross);
     kc_slice_release(&b->raw); /* after the last read of b: the frame may be freed here */
     if (cross)
         kc_rt_post(w, KC_RT_CMPL_DRAINED, NULL, KC_OK, 0);
@@ -273,10 +295,12 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
     atomic_fetch_add_explicit(&w->records, b->returned, memory_order_relaxed);
     if (rt->o.share)
         return share_verdict(w, p, b, res);
-    /* kc_seek from inside the callback: nothing more of this view or batch, no advance */
-    if (atomic_load_explicit(&p->seek_gen, memory_order_acquire) != p->seen_gen)
-        return SEEKED;
-    if (res == KC_CB_RETRY)
+    /* kc_seek from inside the callback: nothing more of this view or batch, no advance. A pause
+     * or stop returned with it holds all the same (run_batches applies the seek and yields):
+     * the partition waits at the seek's target for kc_resume, as Java's seek() and pause()
+     * together leave it. */
+    bool seeked = atomic_load_explicit(&p->seek_gen, memory_order_acquire) != p->seen_gen;
+    if (res == KC_CB_RETRY && !seeked)
         return REQUEUE; /* next_deliver unchanged: the same records come again */
     if (res == KC_CB_STOP) {
         atomic_store_explicit(&p->paused, true, memory_order_relaxed);
@@ -287,7 +311,14 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
                 p->pub.topic, p->pub.partition, (long long)b->first_offset);
         report(rt, p, &e);
         kc_rt_post(w, KC_RT_CMPL_STOPPED, p, KC_ERR_STATE, b->first_offset);
-        return YIELD;
+        return seeked ? SEEKED : YIELD;
+    }
+    if (seeked) {
+        if (res == KC_CB_PAUSE) {
+            atomic_store_explicit(&p->paused, true, memory_order_relaxed);
+            kc_rt_post(w, KC_RT_CMPL_PAUSED, p, KC_OK, 0);
+        }
+        return SEEKED;
     }
     while (kc_records_next(b)) /* records of the view the callback did not read count as done */
         ;
@@ -480,17 +511,26 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
         size_t size;
         kc_rt_bref_t one = cur_batch(p, &size);
         step_t s = deliver_batch(w, p, &one);
-        if (s == SEEKED)
+        if (s == SEEKED) {
+            /* Paused with it (deliver_view): the seek is applied now, so that the batch from
+             * before it (and its frame) is not kept for as long as the pause lasts. */
+            if (atomic_load_explicit(&p->paused, memory_order_relaxed)) {
+                kc_rt_part_apply_seek(w, p);
+                return YIELD;
+            }
             continue; /* the next turn applies it */
+        }
         if (s != DONE && s != PAUSED_DONE)
             return s;
-        /* The entry is released with its last batch: it holds the span's only frame reference
-         * and its byte count. So a pause at the end of a span's middle batch keeps the rest of
-         * the span (and its frame) for the resume, as a pause mid-batch does. */
+        /* The entry is released with its last batch: it holds the span's only frame reference.
+         * So a pause at the end of a span's middle batch keeps the rest of the span (and its
+         * frame) for the resume, as a pause mid-batch does. */
         p->cur_at += size;
         if (p->cur_at >= p->cur.raw.len) {
             kc_rt_release_bref(w, p, &p->cur);
             p->have_cur = false;
+        } else {
+            drain_span_batch(w, p, (int64_t)size);
         }
         if (s == PAUSED_DONE)
             return YIELD;

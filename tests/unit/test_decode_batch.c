@@ -4,7 +4,7 @@
  * per view. The same batches as one span (one ring entry, as the engine hands a partition's
  * batches of one response): each batch delivered in turn, the corrupt one alone skipped, a start
  * inside the span honoured, and a pause at the end of a middle batch keeping the rest of the span
- * for the resume. */
+ * for the resume while the delivered batch's bytes leave the partition's count. */
 #include <stdio.h>
 
 #include "batch_builder.h"
@@ -166,11 +166,13 @@ static void span_delivers_each_batch(void **state)
     stop(H);
 }
 
-/* Plain batches 0..4, 5..9 and 10..11 as one span. */
-static kc_rt_bref_t plain_span(void)
+/* Plain batches 0..4, 5..9 and 10..11 as one span; *first: the first batch's bytes. */
+static kc_rt_bref_t plain_span(size_t *first)
 {
     kc_rt_bref_t b[3] = {make(0, 5, 0, false, false), make(5, 5, 0, false, false),
                          make(10, 2, 0, false, false)};
+    if (first)
+        *first = b[0].raw.len;
     return span_of(b, 3);
 }
 
@@ -184,7 +186,7 @@ static void span_from_inside(void **state)
 {
     (void)state;
     H = start_real(1);
-    kc_rt_bref_t s = plain_span();
+    kc_rt_bref_t s = plain_span(NULL);
     s.base_offset = 7; /* the position after a seek into the second batch */
     H->hp[0].expect = 7;
     assert_int_equal(kc_rt_part_push(H->p[0], &s), KC_OK);
@@ -203,7 +205,9 @@ static void span_pause_keeps_the_rest(void **state)
 {
     (void)state;
     H = start_real(1);
-    kc_rt_bref_t s = plain_span();
+    size_t first;
+    kc_rt_bref_t s = plain_span(&first);
+    int64_t whole = (int64_t)s.raw.len;
     atomic_store(&H->hp[0].script, KC_CB_PAUSE + 1); /* the first batch's view pauses */
     assert_int_equal(kc_rt_part_push(H->p[0], &s), KC_OK);
     assert_true(h_wait(H, paused_once, 5000));
@@ -211,10 +215,15 @@ static void span_pause_keeps_the_rest(void **state)
     assert_int_equal(atomic_load(&H->hp[0].records), 5);
     assert_int_equal(kc_rt_part_committable(H->p[0]), 5);
     assert_true(kc_rt_frame_bytes(H->rt) > 0); /* the span, kept for the resume */
+    /* The delivered batch's bytes have left the counts (so fetching may resume), the rest not. */
+    assert_int_equal(atomic_load(&H->p[0]->buffered), whole - (int64_t)first);
+    assert_int_equal(kc_rt_buffered_bytes(H->rt), whole - (int64_t)first);
     kc_rt_part_resume(H->p[0]);
     assert_true(h_wait(H, got_to_12, 5000));
     assert_int_equal(atomic_load(&H->hp[0].records), 12);
     assert_int_equal(atomic_load(&H->violations), 0);
+    assert_int_equal(atomic_load(&H->p[0]->buffered), 0);
+    assert_int_equal(kc_rt_buffered_bytes(H->rt), 0);
     stop(H);
 }
 
