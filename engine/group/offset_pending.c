@@ -26,6 +26,7 @@ void kc_opend_clear(kc_opend_t *p)
     for (size_t i = 0; i < p->n; i++)
         free(p->items[i].topic);
     p->n = 0;
+    kc_pidx_free(&p->idx);
 }
 
 void kc_opend_free(kc_opend_t *p)
@@ -36,18 +37,35 @@ void kc_opend_free(kc_opend_t *p)
     p->cap = 0;
 }
 
-static kc_opend_ent_t *find(kc_opend_t *p, const char *topic, int32_t partition)
+static void name_of(const void *ctx, size_t pos, const char **topic, int32_t *partition)
 {
-    for (size_t i = 0; i < p->n; i++)
-        if (p->items[i].partition == partition && strcmp(p->items[i].topic, topic) == 0)
-            return &p->items[i];
-    return NULL;
+    const kc_opend_t *p = ctx;
+    *topic = p->items[pos].topic;
+    *partition = p->items[pos].partition;
 }
 
+static kc_opend_ent_t *find(kc_opend_t *p, const char *topic, int32_t partition)
+{
+    ssize_t i = kc_pidx_find_name(&p->idx, name_of, p, topic, partition);
+    return i < 0 ? NULL : &p->items[i];
+}
+
+static uint64_t hash_of(const kc_opend_ent_t *x)
+{
+    return kc_pidx_hash_name(x->topic, x->partition);
+}
+
+/* Swap-remove: the last entry takes x's place, in the index too. */
 static void drop(kc_opend_t *p, kc_opend_ent_t *x)
 {
+    size_t i = (size_t)(x - p->items), last = p->n - 1;
+    kc_pidx_remove(&p->idx, hash_of(x), i);
     free(x->topic);
-    *x = p->items[--p->n];
+    if (i != last) {
+        kc_pidx_move(&p->idx, hash_of(&p->items[last]), last, i);
+        *x = p->items[last];
+    }
+    p->n--;
 }
 
 void kc_opend_remove(kc_opend_t *p, const char *topic, int32_t partition)
@@ -73,10 +91,15 @@ static bool keep(kc_opend_t *p, const char *topic, int32_t partition)
         p->items = it;
         p->cap = cap;
     }
+    kc_error_t e;
+    if (kc_pidx_reserve(&p->idx, p->n + 1, &e) != KC_OK)
+        return false;
     char *t = strdup(topic);
     if (!t)
         return false;
-    p->items[p->n++] = (kc_opend_ent_t){t, partition, false, false};
+    p->items[p->n] = (kc_opend_ent_t){t, partition, false, false};
+    kc_pidx_insert(&p->idx, hash_of(&p->items[p->n]), p->n);
+    p->n++;
     return true;
 }
 

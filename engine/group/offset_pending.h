@@ -31,6 +31,7 @@
 
 #include "coordinator.h"
 #include "group/group.h"
+#include "part_index.h"
 
 /* How often a refusal that lasts is reported again (the error callback, not a log line). */
 #define KC_OPEND_REPORT_MS 30000
@@ -45,6 +46,9 @@ typedef struct kc_opend_ent {
 typedef struct kc_opend {
     kc_opend_ent_t *items;
     size_t n, cap;
+    /* items by (topic, partition): an answer for 10,000 pending partitions looks each one up,
+     * and a linear search made that 5 x 10^7 comparisons on the network thread per retry */
+    kc_pidx_t idx;
     int64_t next_at; /* when the next retry is due */
     int64_t backoff_ms, backoff_min_ms, backoff_max_ms;
     bool inflight;       /* a retry is at the coordinator */

@@ -2,11 +2,14 @@
  * are kept and asked again (never started from auto.offset.reset); non-retriable refusals are
  * reported (again only for a new refusal or after KC_OPEND_REPORT_MS), not started, and asked
  * again too, so they start once readable; answers for partitions revoked or assigned afresh
- * meanwhile are ignored. */
+ * meanwhile are ignored; 40,000 partitions kept, removed in part and answered keep the index and
+ * the entries in step. */
 #include "kc_test.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "group/offset_pending.h"
 #include "proto/kafka_errors.h"
@@ -172,6 +175,74 @@ static void revoked_or_reassigned_during_retry(void **state)
     kc_opend_free(&p);
 }
 
+/* Many partitions of two topics, kept, removed in part, asked again and answered: every lookup,
+ * swap-removal and index move agrees with what is pending. */
+#define MANY 20000
+static unsigned char started[2][MANY];
+static int many_assigned;
+
+static kc_err_t count_assign(void *o, const char *topic, int32_t partition, int64_t start,
+                             kc_error_t *err)
+{
+    (void)o, (void)err;
+    assert_true(partition >= 0 && partition < MANY);
+    assert_int_equal(start, partition + 1);
+    started[topic[0] == 'b'][partition]++;
+    many_assigned++;
+    return KC_OK;
+}
+
+static const kc_group_hooks_t COUNT_HOOKS = {.assign = count_assign, .error = error};
+
+static void many_partitions(void **state)
+{
+    (void)state;
+    memset(&seen, 0, sizeof seen);
+    memset(started, 0, sizeof started);
+    many_assigned = 0;
+    kc_opend_t p;
+    kc_opend_init(&p, 100, 1000);
+    kc_engine_offset_t *r = calloc(2 * MANY, sizeof *r);
+    assert_non_null(r);
+    for (int i = 0; i < 2 * MANY; i++)
+        r[i] = (kc_engine_offset_t){
+            i % 2 ? "b" : "a", i / 2, -1, -1, NULL, KC_KAFKA_COORDINATOR_LOAD_IN_PROGRESS};
+    kc_opend_apply(&p, false, KC_ERR_BROKER, r, 2 * MANY, &COUNT_HOOKS, "g", 0);
+    assert_int_equal(p.n, 2 * MANY);
+    /* Revoked: every third partition of "a" and every fifth of "b". */
+    size_t left = 2 * MANY;
+    for (int i = 0; i < MANY; i++) {
+        if (i % 3 == 0)
+            kc_opend_remove(&p, "a", i), left--;
+        if (i % 5 == 0)
+            kc_opend_remove(&p, "b", i), left--;
+    }
+    kc_opend_remove(&p, "a", 0); /* again: no longer there */
+    kc_opend_remove(&p, "c", 1); /* never was */
+    assert_int_equal(p.n, left);
+    kc_engine_offset_t *offs;
+    assert_int_equal(kc_opend_take_due(&p, 100, &offs), left);
+    free(offs);
+    /* The answer names every partition, the revoked ones too; only the pending start. */
+    for (int i = 0; i < 2 * MANY; i++)
+        r[i] = (kc_engine_offset_t){i % 2 ? "b" : "a", i / 2, i / 2 + 1, -1, NULL, 0};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kc_opend_apply(&p, true, KC_OK, r, 2 * MANY, &COUNT_HOOKS, "g", 200);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("answer for %d pending partitions applied in %.1f ms\n", (int)left,
+           (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    assert_int_equal(many_assigned, (int)left);
+    for (int i = 0; i < MANY; i++) {
+        assert_int_equal(started[0][i], i % 3 != 0);
+        assert_int_equal(started[1][i], i % 5 != 0);
+    }
+    assert_int_equal(p.n, 0);
+    assert_int_equal(seen.n_error, 0);
+    free(r);
+    kc_opend_free(&p);
+}
+
 static void retriable_verdicts(void **state)
 {
     (void)state;
@@ -193,6 +264,7 @@ int main(void)
         cmocka_unit_test(revoked_or_reassigned_during_retry),
         cmocka_unit_test(new_refusal_reported_at_once),
         cmocka_unit_test(retriable_verdicts),
+        cmocka_unit_test(many_partitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
