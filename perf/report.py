@@ -757,15 +757,21 @@ def targets(cases, figs, t2_figs):
             "" if sh / gr >= 3 else "a share partition's records still run one callback at a time")
     else:
         add(what, None, "≥ 3", None, "a row is missing")
-    lat = cases.get("latency") if isinstance(cases.get("latency"), list) else []
+    lat = latency_cells(cases.get("latency")) if isinstance(cases.get("latency"), list) else []
     for settings in ("low", "default"):
         for rate in sorted({int(r.get("rate", 0)) for r in lat if r.get("settings") == settings}):
-            cell = {r["consumer"]: r for r in lat
-                    if r.get("settings") == settings and int(r.get("rate", 0)) == rate and "error" not in r}
-            k, l = cell.get("kconsume-w1", {}).get("lat_p99_ms"), cell.get("librdkafka-assign", {}).get("lat_p99_ms")
-            add(f"latency p99 at {rate:,} records/s ({settings} fetch settings), kconsume (1 worker) vs librdkafka",
-                None if k is None or l is None else f"{k} ms vs {l} ms", "kconsume ≤ librdkafka",
-                None if k is None or l is None else k <= l)
+            cell = {r["consumer"]: r for r in lat if r.get("settings") == settings
+                    and int(r.get("rate", 0)) == rate and r.get("lat_p99_ms") is not None}
+            kr, lr = cell.get("kconsume-w1", {}), cell.get("librdkafka-assign", {})
+            k, l = kr.get("lat_p99_ms"), lr.get("lat_p99_ms")
+            n = min(kr.get("runs", 1), lr.get("runs", 1))
+            what = f"{k} ms vs {l} ms" if k is not None and l is not None else None
+            if what and n > 1:
+                what += (f" (medians of {n} runs; by run {by_run(kr['p99_by_run'])} vs "
+                         f"{by_run(lr['p99_by_run'])})")
+            ts = " (consumer side: LogAppendTime)" if kr.get("timestamp") == "LogAppendTime" else ""
+            add(f"latency p99 at {rate:,} records/s ({settings} fetch settings){ts}, kconsume (1 worker) vs librdkafka",
+                what, "kconsume ≤ librdkafka", None if what is None else k <= l)
     md = ["## Targets", "", "| target | measured | bound | result | note |", "|---|---|---|---|---|"]
     for t in out:
         md.append(f"| {t['target']} | {t['measured'] if t['measured'] is not None else 'n/a'} | "
@@ -798,7 +804,9 @@ def cmd_latency(a):
     d = a.dir
     read = lambda name: open(os.path.join(d, name), errors="replace").read() \
         if os.path.exists(os.path.join(d, name)) else ""
-    base = {"case": "latency", "run": 1, "rate": a.rate, "settings": a.settings}
+    base = {"case": "latency", "run": a.run, "rate": a.rate, "settings": a.settings}
+    if a.timestamp != "CreateTime":
+        base["timestamp"] = a.timestamp
     prod = dict(base, consumer="producer (send->ack)")
     # The last summary line: with --warmup-records, the steady-state one comes after the total.
     pat = r"([\d.]+) records/sec.*?([\d.]+) ms avg latency.*?(\d+) ms 50th.*?(\d+) ms 99th.*?(\d+) ms 99.9th"
@@ -840,23 +848,64 @@ def cmd_latency(a):
         print(json.dumps(row))
 
 
+LAT_FIGURES = ("lat_p50_ms", "lat_p99_ms", "lat_p999_ms", "cpu_pct", "maxrss_mib")
+
+
+def latency_cells(rows):
+    """One row per (settings, rate, consumer): the median of each figure over the runs that have
+    it, with `runs` (how many ran), `p99_by_run` (in run order) and, when some failed, `error`
+    saying which. One run's row comes back as it was, plus those two fields."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r.get("settings"), int(r.get("rate", 0)), r["consumer"]), []).append(r)
+    out = []
+    for key, rs in groups.items():
+        rs = sorted(rs, key=lambda r: int(r.get("run", 1)))
+        ok = [r for r in rs if "error" not in r]
+        cell = {k: v for k, v in rs[-1].items() if k not in LAT_FIGURES and k not in ("error", "run")}
+        cell["runs"] = len(rs)
+        for k in LAT_FIGURES + ("sent_rec_s",):
+            v = med(ok, k)
+            if v is not None:
+                cell[k] = round(v) if k == "sent_rec_s" else round(v, 2)
+        cell["p99_by_run"] = [r.get("lat_p99_ms") if "error" not in r else None for r in rs]
+        if len(ok) < len(rs):
+            bad = [r for r in rs if "error" in r]
+            cell["error"] = (bad[0]["error"] if len(rs) == 1 else
+                             f"{len(bad)} of {len(rs)} runs failed (run {bad[0].get('run', 1)}: "
+                             f"{bad[0]['error']})")
+        out.append(cell)
+    return out
+
+
+def by_run(v):
+    return "/".join("–" if x is None else f"{x:g}" for x in v)
+
+
 def latency_md(rows):
     """The latency matrix: one table, and the kconsume row's place among the peers."""
+    rows = latency_cells(rows)
+    append = any(r.get("timestamp") == "LogAppendTime" for r in rows)
     md = ["## latency", "",
-          "End-to-end latency (poll or callback time − the producer's CreateTime), 12 partitions, "
-          "100 B records, every consumer reading the same stream at once; CPU % from the "
-          "producer's start to the consumer's exit; `low`: fetch.min.bytes 1 and a 10 ms max wait, "
-          "`default`: each client's own fetch settings (perf/README.md).", "",
-          "| settings | rate (records/s) | consumer | records | p50 ms | p99 ms | p99.9 ms | CPU % | peak RSS MiB | note |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          ("Consumer-side latency (poll or callback time − the broker's LogAppendTime: "
+           "PERF_LAT_TIMESTAMP=LogAppendTime, the producer's share left out)" if append else
+           "End-to-end latency (poll or callback time − the producer's CreateTime)") +
+          ", 12 partitions, 100 B records, every consumer reading the same stream at once; each "
+          "figure the median over the cell's runs (`runs`; the p99 of each in the note); CPU % from "
+          "the producer's start to the consumer's exit; `low`: fetch.min.bytes 1 and a 10 ms max "
+          "wait, `default`: each client's own fetch settings (perf/README.md).", "",
+          "| settings | rate (records/s) | consumer | runs | records | p50 ms | p99 ms | p99.9 ms | CPU % | peak RSS MiB | note |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {"low": 0, "default": 1}
     for r in sorted(rows, key=lambda r: (order.get(r.get("settings"), 2), int(r.get("rate", 0)),
                                          r["consumer"].startswith("producer"), r["consumer"])):
         note = r.get("error", r.get("note", ""))
         if r["consumer"].startswith("producer") and r.get("sent_rec_s"):
             note = f"sent at {r['sent_rec_s']:,} records/s"
+        if r.get("runs", 1) > 1:
+            note = f"p99 by run {by_run(r.get('p99_by_run', []))}" + (f"; {note}" if note else "")
         f = lambda k: "" if r.get(k) is None else r[k]
-        md.append(f"| {f('settings')} | {int(r.get('rate', 0)):,} | {r['consumer']} | {f('records')} | "
+        md.append(f"| {f('settings')} | {int(r.get('rate', 0)):,} | {r['consumer']} | {r.get('runs', 1)} | {f('records')} | "
                   f"{f('lat_p50_ms')} | {f('lat_p99_ms')} | {f('lat_p999_ms')} | {f('cpu_pct')} | "
                   f"{f('maxrss_mib')} | {note} |")
     return md + [""]
@@ -875,6 +924,7 @@ def gnuplot(script, dat, what):
 
 def latency_chart(out, rows):
     """p99 latency and CPU % against the rate, one line per consumer, per settings (gnuplot)."""
+    rows = latency_cells(rows)
     cons = sorted({r["consumer"] for r in rows if not r["consumer"].startswith("producer")})
     sets = [s for s in ("low", "default") if any(r.get("settings") == s for r in rows)]
     if not cons or not sets:
@@ -957,6 +1007,8 @@ def main():
         lt.add_argument("--" + k, required=True)
     for k in ("rate", "expect"):
         lt.add_argument("--" + k, type=int, required=True)
+    lt.add_argument("--run", type=int, default=1)
+    lt.add_argument("--timestamp", default="CreateTime", choices=("CreateTime", "LogAppendTime"))
     a = p.parse_args()
     {"record": cmd_record, "report": cmd_report, "phases": cmd_phases, "latency": cmd_latency}[a.cmd](a)
 
