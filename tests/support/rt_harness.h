@@ -49,6 +49,9 @@ typedef struct harness {
     int share_acked[4]; /* share dispatchers: offsets given each verdict (KC_RT_CMPL_SHARE_ACK) */
     int share_lapsed;   /* offsets never delivered, their lock run out (KC_RT_SHARE_LAPSED) */
     int share_count;    /* the delivery count of the last SHARE_ACK */
+    /* A test's own step at the end of every on_records, on the worker, after the checks and
+     * before the callback returns (NULL: none): e.g. what a callback asks of the network thread. */
+    void (*after_view)(struct harness *h, kc_part_t *p);
 } harness_t;
 
 static inline int64_t h_now_ns(void)
@@ -102,6 +105,8 @@ static inline kc_cb_result_t h_on_records(void *opaque, kc_part_t *p, kc_records
     atomic_store(&hp->leader_epoch, kc_records_leader_epoch(b));
     atomic_fetch_add(&hp->records, n);
     atomic_fetch_add(&hp->batches, 1);
+    if (h->after_view)
+        h->after_view(h, p);
     atomic_fetch_sub(&hp->in_cb, 1);
     return res;
 }
