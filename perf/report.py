@@ -764,10 +764,10 @@ def targets(cases, figs, t2_figs):
                     and int(r.get("rate", 0)) == rate and r.get("lat_p99_ms") is not None}
             kr, lr = cell.get("kconsume-w1", {}), cell.get("librdkafka-assign", {})
             k, l = kr.get("lat_p99_ms"), lr.get("lat_p99_ms")
-            n = min(kr.get("runs", 1), lr.get("runs", 1))
+            n = min(kr.get("runs_ok", 1), lr.get("runs_ok", 1))
             what = f"{k} ms vs {l} ms" if k is not None and l is not None else None
             if what and n > 1:
-                what += (f" (medians of {n} runs; by run {by_run(kr['p99_by_run'])} vs "
+                what += (f" (medians of {n} runs that succeeded; by run {by_run(kr['p99_by_run'])} vs "
                          f"{by_run(lr['p99_by_run'])})")
             ts = " (consumer side: LogAppendTime)" if kr.get("timestamp") == "LogAppendTime" else ""
             add(f"latency p99 at {rate:,} records/s ({settings} fetch settings){ts}, kconsume (1 worker) vs librdkafka",
@@ -852,9 +852,10 @@ LAT_FIGURES = ("lat_p50_ms", "lat_p99_ms", "lat_p999_ms", "cpu_pct", "maxrss_mib
 
 
 def latency_cells(rows):
-    """One row per (settings, rate, consumer): the median of each figure over the runs that have
-    it, with `runs` (how many ran), `p99_by_run` (in run order) and, when some failed, `error`
-    saying which. One run's row comes back as it was, plus those two fields."""
+    """One row per (settings, rate, consumer): the median of each figure over the runs that
+    succeeded, with `runs` (how many ran), `runs_ok` (how many succeeded), `p99_by_run` (in run
+    order) and, when some failed, `error` saying which; the other fields from the last run that
+    succeeded."""
     groups = {}
     for r in rows:
         groups.setdefault((r.get("settings"), int(r.get("rate", 0)), r["consumer"]), []).append(r)
@@ -862,8 +863,9 @@ def latency_cells(rows):
     for key, rs in groups.items():
         rs = sorted(rs, key=lambda r: int(r.get("run", 1)))
         ok = [r for r in rs if "error" not in r]
-        cell = {k: v for k, v in rs[-1].items() if k not in LAT_FIGURES and k not in ("error", "run")}
-        cell["runs"] = len(rs)
+        cell = {k: v for k, v in (ok or rs)[-1].items()
+                if k not in LAT_FIGURES and k not in ("error", "run")}
+        cell["runs"], cell["runs_ok"] = len(rs), len(ok)
         for k in LAT_FIGURES + ("sent_rec_s",):
             v = med(ok, k)
             if v is not None:
@@ -891,10 +893,10 @@ def latency_md(rows):
            "PERF_LAT_TIMESTAMP=LogAppendTime, the producer's share left out)" if append else
            "End-to-end latency (poll or callback time − the producer's CreateTime)") +
           ", 12 partitions, 100 B records, every consumer reading the same stream at once; each "
-          "figure the median over the cell's runs (`runs`; the p99 of each in the note); CPU % from "
+          "figure the median over the cell's runs that succeeded (`runs ok`; the p99 of each in the note); CPU % from "
           "the producer's start to the consumer's exit; `low`: fetch.min.bytes 1 and a 10 ms max "
           "wait, `default`: each client's own fetch settings (perf/README.md).", "",
-          "| settings | rate (records/s) | consumer | runs | records | p50 ms | p99 ms | p99.9 ms | CPU % | peak RSS MiB | note |",
+          "| settings | rate (records/s) | consumer | runs ok | records | p50 ms | p99 ms | p99.9 ms | CPU % | peak RSS MiB | note |",
           "|---|---|---|---|---|---|---|---|---|---|---|"]
     order = {"low": 0, "default": 1}
     for r in sorted(rows, key=lambda r: (order.get(r.get("settings"), 2), int(r.get("rate", 0)),
@@ -905,7 +907,7 @@ def latency_md(rows):
         if r.get("runs", 1) > 1:
             note = f"p99 by run {by_run(r.get('p99_by_run', []))}" + (f"; {note}" if note else "")
         f = lambda k: "" if r.get(k) is None else r[k]
-        md.append(f"| {f('settings')} | {int(r.get('rate', 0)):,} | {r['consumer']} | {r.get('runs', 1)} | {f('records')} | "
+        md.append(f"| {f('settings')} | {int(r.get('rate', 0)):,} | {r['consumer']} | {r.get('runs_ok', 1)}/{r.get('runs', 1)} | {f('records')} | "
                   f"{f('lat_p50_ms')} | {f('lat_p99_ms')} | {f('lat_p999_ms')} | {f('cpu_pct')} | "
                   f"{f('maxrss_mib')} | {note} |")
     return md + [""]
@@ -936,7 +938,8 @@ def latency_chart(out, rows):
         for s in sets:
             for c in cons:
                 pts = sorted((int(r["rate"]), r.get("lat_p99_ms"), r.get("cpu_pct")) for r in rows
-                             if r.get("settings") == s and r["consumer"] == c and "error" not in r)
+                             if r.get("settings") == s and r["consumer"] == c
+                             and r.get("lat_p99_ms") is not None)
                 f.write(f"# {s} {c}\n")
                 for rate, p99, cpu in pts:
                     f.write(f"{rate} {p99 if p99 is not None else 'NaN'} {cpu if cpu is not None else 'NaN'}\n")

@@ -16,7 +16,9 @@
 /* PAUSED: the callback returned KC_CB_PAUSE (deliver_view); PAUSED_DONE: so, and its batch has
  * nothing left to deliver (deliver_batch): the batch's entry is released unless it is a span
  * with batches still to come (run_batches). Never for a share partition, whose pause goes
- * through share_verdict. */
+ * through share_verdict. SEEKED: a seek made the batch stale; with `paused` set as well when the
+ * callback that sought also returned KC_CB_PAUSE or KC_CB_STOP (run_batches then applies the seek
+ * and yields). */
 typedef enum { DONE, YIELD, REQUEUE, SEEKED, PAUSED, PAUSED_DONE } step_t;
 
 /* The share acknowledgement for an acquired offset that carried no record (the wire's GAP),
@@ -100,6 +102,8 @@ static int64_t drain_bytes(kc_rt_t *rt, kc_rt_part_t *p, int64_t n, bool *cross)
  * frame stays charged (memory_budget.c): the span's reference holds it to the end. */
 static void drain_span_batch(kc_rt_worker_t *w, kc_rt_part_t *p, int64_t size)
 {
+    /* counted is what the span's undelivered bytes hold, more than a middle batch's size (the
+     * last batch takes the rest: cur_batch); the bound only keeps the count from going negative */
     int64_t n = size < p->cur.counted ? size : p->cur.counted;
     bool cross = false;
     drain_bytes(w->rt, kc_rt_part_head(p), n, &cross);
@@ -306,9 +310,10 @@ static step_t deliver_view(kc_rt_worker_t *w, kc_rt_part_t *p, kc_records_t *b)
         atomic_store_explicit(&p->paused, true, memory_order_relaxed);
         kc_error_t e;
         kc_fail(&e, KC_ERR_STATE,
-                "%s[%d]: on_records returned KC_CB_STOP at offset %lld; the "
+                "%s[%d]: on_records returned KC_CB_STOP at offset %lld%s; the "
                 "partition is stopped until kc_resume",
-                p->pub.topic, p->pub.partition, (long long)b->first_offset);
+                p->pub.topic, p->pub.partition, (long long)b->first_offset,
+                seeked ? " after a seek, where it resumes" : "");
         report(rt, p, &e);
         kc_rt_post(w, KC_RT_CMPL_STOPPED, p, KC_ERR_STATE, b->first_offset);
         return seeked ? SEEKED : YIELD;
@@ -481,41 +486,50 @@ static kc_rt_bref_t cur_batch(const kc_rt_part_t *p, size_t *size)
     return one;
 }
 
+/* Makes the partition's next queued batch p->cur, releasing those fetched before the last seek on
+ * the way; false when none is left. */
+static bool take_next(kc_rt_worker_t *w, kc_rt_part_t *p)
+{
+    while (kc_rt_bring_pop(&p->ring, &p->cur)) {
+        /* A batch of a NEWER generation was pushed after a seek that landed after the caller's
+         * apply_seek: it was fetched from the new position, so apply that seek now and deliver
+         * it (dropping it would lose its records: the floor then moves to the target and the
+         * next batch starts after them). Only a batch of an OLDER generation than the one
+         * applied was fetched before the last seek. Signed difference: seek_gen wraps. */
+        if ((int32_t)(p->cur.seek_gen - p->seen_gen) > 0)
+            kc_rt_part_apply_seek(w, p); /* have_cur is false: cur is left alone */
+        if (p->cur.seek_gen != p->seen_gen) {
+            kc_rt_release_bref(w, p, &p->cur);
+            continue;
+        }
+        p->have_cur = true;
+        p->cur_at = 0;
+        /* A share partition's batches are acquired ranges in the broker's order, which goes
+         * back for redelivered records: the floor is each batch's own start. */
+        if (w->rt->o.share)
+            p->next_deliver = p->cur.base_offset;
+        return true;
+    }
+    return false;
+}
+
 static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
     for (unsigned n = 0; n < rt->o.quantum; n++) {
         kc_rt_part_apply_seek(w, p);
-        if (!p->have_cur) {
-            if (!kc_rt_bring_pop(&p->ring, &p->cur))
-                return DONE;
-            /* A batch of a NEWER generation was pushed after a seek that landed between this
-             * turn's apply_seek and the pop: it was fetched from the new position, so apply
-             * that seek now and deliver it (dropping it would lose its records: the floor then
-             * moves to the target and the next batch starts after them). Only a batch of an
-             * OLDER generation than the one applied was fetched before the last seek. Signed
-             * difference: seek_gen wraps. */
-            if ((int32_t)(p->cur.seek_gen - p->seen_gen) > 0)
-                kc_rt_part_apply_seek(w, p); /* have_cur is false: cur is left alone */
-            if (p->cur.seek_gen != p->seen_gen) {
-                kc_rt_release_bref(w, p, &p->cur);
-                continue;
-            }
-            p->have_cur = true;
-            p->cur_at = 0;
-            /* A share partition's batches are acquired ranges in the broker's order, which
-             * goes back for redelivered records: the floor is each batch's own start. */
-            if (rt->o.share)
-                p->next_deliver = p->cur.base_offset;
-        }
+        if (!p->have_cur && !take_next(w, p))
+            return DONE;
         size_t size;
         kc_rt_bref_t one = cur_batch(p, &size);
         step_t s = deliver_batch(w, p, &one);
         if (s == SEEKED) {
-            /* Paused with it (deliver_view): the seek is applied now, so that the batch from
-             * before it (and its frame) is not kept for as long as the pause lasts. */
+            /* Paused with it (deliver_view): the seek is applied now and the batches queued
+             * from before it are released, so that they (and their frames) are not kept for as
+             * long as the pause lasts; the first one fetched after it waits in p->cur. */
             if (atomic_load_explicit(&p->paused, memory_order_relaxed)) {
                 kc_rt_part_apply_seek(w, p);
+                take_next(w, p);
                 return YIELD;
             }
             continue; /* the next turn applies it */
