@@ -605,10 +605,16 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
                 return; /* parked: SCHED is the network thread's (dispatch.h) */
             } else if (p->head && !atomic_load_explicit(&p->head->lanes_go, memory_order_acquire)) {
                 /* a lane before its head's on_assign: idle until the head's kick */
-            } else if (!atomic_load_explicit(&p->paused, memory_order_relaxed) &&
-                       !(life & KC_RT_FENCED) && run_batches(w, p) == REQUEUE) {
-                /* Paused (the application, KC_CB_PAUSE/STOP) or self-fenced: nothing runs until
-                 * the reason is lifted with a kick. The gate checks FENCED again per callback. */
+            } else if (atomic_load_explicit(&p->paused, memory_order_relaxed)) {
+                /* Paused (the application, KC_CB_PAUSE/STOP): nothing runs until kc_resume's
+                 * kick. A seek made meanwhile (its kick brings us here) drops the batches
+                 * fetched before it now, so they do not pin their frames for as long as the
+                 * pause lasts. A share partition has no seeks. */
+                if (!rt->o.share && kc_rt_part_apply_seek(w, p))
+                    take_next(w, p);
+            } else if (!(life & KC_RT_FENCED) && run_batches(w, p) == REQUEUE) {
+                /* (Self-fenced: nothing runs until the fence is lifted with a kick; the gate
+                 * checks FENCED again per callback.) Its quantum used: back of the queue. */
                 kc_rt_runq_push(&rt->rq, p); /* still SCHED: we hand it to the queue */
                 return;
             }

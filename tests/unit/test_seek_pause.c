@@ -4,9 +4,10 @@
  * seek's target: nothing is delivered until kc_resume, the pause is reported to the network
  * thread (which stops fetching the partition), the batches queued from before the seek (the one
  * being delivered and one behind it) are not kept, and after the resume delivery starts at the
- * target. The main thread plays the network thread: it
- * makes the seek the callback asked for and pushes the batch fetched from the new position while
- * the callback is still running, so the worker finds it queued when the callback returns. */
+ * target. So too for a seek of a partition the application paused. The main thread plays the
+ * network thread: it makes the seek the callback asked for and pushes the batch fetched from the
+ * new position while the callback is still running, so the worker finds it queued when the callback
+ * returns. */
 #include <pthread.h>
 
 #include "rt_harness.h"
@@ -53,6 +54,11 @@ static bool reported(harness_t *h)
 static bool only_fresh_counted(harness_t *h)
 {
     return atomic_load(&h->p[0]->buffered) == FRESH;
+}
+
+static bool got_first_view(harness_t *h)
+{
+    return atomic_load(&h->hp[0].batches) == 1;
 }
 
 static bool got_target_view(harness_t *h)
@@ -113,11 +119,46 @@ static void seek_then_stop(void **state)
     run_case(KC_CB_STOP);
 }
 
+static bool nothing_counted(harness_t *h)
+{
+    return atomic_load(&h->p[0]->buffered) == 0;
+}
+
+/* kc_pause, then kc_seek from the application: the batches queued from before the seek go at the
+ * seek, not at kc_resume, and the resume delivers from the target. */
+static void pause_then_seek(void **state)
+{
+    (void)state;
+    H = calloc(1, sizeof *H);
+    kc_rt_opts_t o = h_opts(H, 2);
+    o.max_records = VIEW;
+    h_start(H, &o, 1);
+    kc_rt_part_pause(H->p[0]);
+    assert_true(h_push(H, 0, 50, 4));
+    assert_true(h_push(H, 0, 50, 4));
+    kc_rt_part_seek(H->p[0], TARGET);
+    assert_true(h_wait(H, nothing_counted, 5000));
+    H->next_push[0] = TARGET;
+    assert_true(h_push(H, 0, VIEW, 4));
+    usleep(50000); /* a chance for a (wrong) delivery while paused */
+    assert_int_equal(atomic_load(&H->hp[0].batches), 0);
+    assert_int_equal(atomic_load(&H->p[0]->buffered), FRESH);
+    H->hp[0].expect = TARGET; /* published to the worker by the resume's kick */
+    kc_rt_part_resume(H->p[0]);
+    assert_true(h_wait(H, got_first_view, 10000));
+    assert_int_equal(atomic_load(&H->hp[0].records), VIEW);
+    assert_int_equal(atomic_load(&H->violations), 0);
+    kc_rt_shutdown(H->rt, false, 5000);
+    kc_rt_free(H->rt);
+    free(H);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seek_then_pause),
         cmocka_unit_test(seek_then_stop),
+        cmocka_unit_test(pause_then_seek),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
