@@ -513,6 +513,15 @@ static bool take_next(kc_rt_worker_t *w, kc_rt_part_t *p)
     return false;
 }
 
+/* A paused partition's seek: applied now, and the batches queued from before it released, so that
+ * they (and their frames) are not kept for as long as the pause lasts; the first one fetched after
+ * it waits in p->cur. A share partition has no seeks. */
+static void seek_while_paused(kc_rt_worker_t *w, kc_rt_part_t *p)
+{
+    if (!w->rt->o.share && kc_rt_part_apply_seek(w, p))
+        take_next(w, p);
+}
+
 static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
 {
     kc_rt_t *rt = w->rt;
@@ -524,12 +533,8 @@ static step_t run_batches(kc_rt_worker_t *w, kc_rt_part_t *p)
         kc_rt_bref_t one = cur_batch(p, &size);
         step_t s = deliver_batch(w, p, &one);
         if (s == SEEKED) {
-            /* Paused with it (deliver_view): the seek is applied now and the batches queued
-             * from before it are released, so that they (and their frames) are not kept for as
-             * long as the pause lasts; the first one fetched after it waits in p->cur. */
-            if (atomic_load_explicit(&p->paused, memory_order_relaxed)) {
-                kc_rt_part_apply_seek(w, p);
-                take_next(w, p);
+            if (atomic_load_explicit(&p->paused, memory_order_relaxed)) { /* with it */
+                seek_while_paused(w, p);
                 return YIELD;
             }
             continue; /* the next turn applies it */
@@ -607,11 +612,8 @@ static void run_partition(kc_rt_worker_t *w, kc_rt_part_t *p)
                 /* a lane before its head's on_assign: idle until the head's kick */
             } else if (atomic_load_explicit(&p->paused, memory_order_relaxed)) {
                 /* Paused (the application, KC_CB_PAUSE/STOP): nothing runs until kc_resume's
-                 * kick. A seek made meanwhile (its kick brings us here) drops the batches
-                 * fetched before it now, so they do not pin their frames for as long as the
-                 * pause lasts. A share partition has no seeks. */
-                if (!rt->o.share && kc_rt_part_apply_seek(w, p))
-                    take_next(w, p);
+                 * kick; a seek made meanwhile (its kick brings us here) takes effect now. */
+                seek_while_paused(w, p);
             } else if (!(life & KC_RT_FENCED) && run_batches(w, p) == REQUEUE) {
                 /* (Self-fenced: nothing runs until the fence is lifted with a kick; the gate
                  * checks FENCED again per callback.) Its quantum used: back of the queue. */
