@@ -260,6 +260,7 @@ void kc_eng_drive(kc_engine_t *e)
         kc_error_t err;
         kc_err_t rc = KC_OK;
         bool offsets_due = false;
+        e->held_back = 0;
         for (size_t i = 0; i < e->n_parts && rc == KC_OK; i++) {
             offsets_due |= kc_eng_offsets_due(e, i, now, &wake);
             kc_partition_t *p = &e->parts[i];
@@ -281,13 +282,17 @@ void kc_eng_drive(kc_engine_t *e)
                 in->fetch_gen = gen;
                 p->paused = !in->may_fetch;
             }
+            if (!in->may_fetch && !in->user_paused && !in->share)
+                e->held_back = 1;
             rc = kc_fetch_plan_add(&e->plan, p, now, &err);
             /* After the add, which ends a finished backoff: only one still running wakes. */
             if (p->state == KC_FS_BACKOFF && p->backoff_until_ms < wake)
                 wake = p->backoff_until_ms;
         }
-        if (rc != KC_OK)
+        if (rc != KC_OK) {
+            e->held_back = 1; /* the pass stopped short: what it did not visit is unknown */
             kc_log(KC_LOG_ERROR, "engine", "fetch plan: %s", err.msg);
+        }
         /* Requests go after the pass: a send can fail at once and run its handler, which must
          * not change the plan's brokers halfway through it. A handler that ran asks for
          * another pass (drive_again), and no Fetch goes on this one's plan. */
@@ -335,7 +340,16 @@ void kc_eng_drive_soon(kc_engine_t *e)
 
 void kc_engine_wake(kc_engine_t *e)
 {
-    kc_eng_drive(e);
+    /* The runtime's answers can only have changed for the better: a partition passed over for
+     * its broker's Fetch in flight is asked again by the pass that answer drives, and one the
+     * runtime let fetch stays so until then. So a pass is due only when the last one held a
+     * partition back on an idle broker, or share sessions (which ask on every pass) are open.
+     * Workers drain thousands of partitions' marks a second while every broker has a Fetch out:
+     * at 10,000 partitions a pass per wake is 6,000 passes of the whole table for 23 Fetch
+     * requests, two thirds of the network thread's time. Wakes also come in bursts, one per
+     * completion, hence a pass on the loop's next turn rather than now. */
+    if (e->held_back || e->share)
+        kc_eng_drive_soon(e);
 }
 
 kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int64_t offset,

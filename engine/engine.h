@@ -158,7 +158,8 @@ kc_err_t kc_engine_seek(kc_engine_t *e, const char *topic, int32_t partition, kc
                         int64_t value, kc_error_t *err);
 kc_err_t kc_engine_pause(kc_engine_t *e, const char *topic, int32_t partition, int paused,
                          kc_error_t *err);
-/* Call when backpressure lifted (the runtime drained): re-plans fetches. */
+/* Call when backpressure lifted (the runtime drained): re-plans fetches on the loop's next turn,
+ * where a plan can change (engine.c). */
 void kc_engine_wake(kc_engine_t *e);
 
 /* ---- share groups (engine/share/fetcher.c) ------------------------------------------------- */

@@ -120,6 +120,10 @@ struct kc_engine {
 
     kc_loop_timer_t timer;
     uint8_t driving, drive_again, closing, closed;
+    /* The last pass left a partition held back by the runtime's backpressure (may_fetch false)
+     * on a broker with no Fetch in flight: only then can kc_engine_wake change what is fetched
+     * (engine.c). */
+    uint8_t held_back;
     uint32_t gen;
     kc_engine_stats_t stats;
     struct kc_coord *coord;       /* coordinator.c */

@@ -1,10 +1,20 @@
 /*
- * How often the engine drives (a pass over every partition) while one partition backs off and
- * its broker holds a long-poll Fetch: the memory broker behind the fault proxy, which answers
- * every Fetch with an error for partition 1 (so partition 1 is always in BACKOFF, its backoff
- * ending long before the broker's next answer, fetch.max.wait.ms = 3000 on an idle topic). The
- * partition cannot be fetched before that answer, so its backoff's end must not wake the
- * drive: a drive is due per answer (and per timer tick), not per millisecond until the answer.
+ * How often the engine drives (a pass over every partition), against the memory broker.
+ *
+ * backoff_does_not_spin_the_drive: one partition backs off while its broker holds a long-poll
+ * Fetch (the fault proxy answers every Fetch with an error for partition 1, so partition 1 is
+ * always in BACKOFF, its backoff ending long before the broker's next answer, fetch.max.wait.ms =
+ * 3000 on an idle topic). The partition cannot be fetched before that answer, so its backoff's end
+ * must not wake the drive: a drive is due per answer (and per timer tick), not per millisecond
+ * until the answer.
+ *
+ * Runtime wakes (kc_engine_wake, the workers' "drained" completions, thousands a second while a
+ * big assignment is delivered): wakes_while_every_broker_fetches_do_not_drive, where every
+ * broker holds a long poll and nothing is held back, so a wake can change nothing and must not
+ * cost a pass; wakes_after_a_refusal_drive_at_once, where the runtime refused the partitions on
+ * an idle broker, so each wake must bring a pass on the loop's next turn, not the timer's tick
+ * up to a second later.
+ *
  * Engine-level: drives are counted by kc_engine_stats on the network thread.
  */
 #include "fault_proxy_client.h"
@@ -17,6 +27,8 @@
 #include "netthread.h"
 
 #define NPARTS 2
+#define WAKES  200
+#define ROUNDS 10
 
 static kc_netthread_t *nt;
 static kc_engine_t *eng;
@@ -37,7 +49,24 @@ static void sink_error(void *opaque, void *user, const char *topic, int32_t part
     (void)opaque, (void)user, (void)topic, (void)partition, (void)e;
 }
 
-typedef enum { OP_NEW, OP_DRIVES, OP_CLOSE } op_t;
+/* The runtime's side (network thread only): refuse says no to every partition; gen is what
+ * sink.fetch_gen returns. */
+static int refuse;
+static uint64_t gen = 1;
+
+static int sink_may_fetch(void *opaque, void *user)
+{
+    (void)opaque, (void)user;
+    return !refuse;
+}
+
+static uint64_t sink_fetch_gen(void *opaque)
+{
+    (void)opaque;
+    return gen;
+}
+
+typedef enum { OP_NEW, OP_DRIVES, OP_WAKE, OP_CLOSE } op_t;
 
 typedef struct call {
     op_t op;
@@ -58,6 +87,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         conf.client_id = "kc-engine-passes-test";
         conf.fetch_max_wait_ms = 3000;
         kc_engine_sink_t sink = {sink_records, sink_error, NULL, NULL};
+        sink.may_fetch = sink_may_fetch;
+        sink.fetch_gen = sink_fetch_gen;
         c->rc = kc_engine_new(&eng, loop, &conf, &sink, &err);
         for (int i = 0; i < NPARTS && c->rc == KC_OK; i++)
             c->rc = kc_engine_add(eng, "bench", i, 0, &users[i], &err);
@@ -69,6 +100,10 @@ static void on_net(kc_loop_t *loop, void *arg)
         c->drives = s.drives;
         return;
     }
+    case OP_WAKE: /* what a DRAINED completion does (runtime/consumer.c) */
+        gen++;
+        kc_engine_wake(eng);
+        return;
     case OP_CLOSE:
         kc_engine_close(eng, 1000);
         kc_engine_free(eng);
@@ -116,8 +151,71 @@ static void backoff_does_not_spin_the_drive(void **state)
     assert_true(d1 - d0 < 200);
 }
 
+static pid_t broker_up(void)
+{
+    const char *args[] = {"--partitions", "2", "--records", "100", NULL};
+    pid_t pid = kc_testkit_spawn("kc-memory-broker", args, bootstrap, sizeof bootstrap);
+    assert_true(pid > 0);
+    kc_error_t err;
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
+    assert_int_equal(net(OP_NEW).rc, KC_OK);
+    return pid;
+}
+
+static void broker_down(pid_t pid)
+{
+    net(OP_CLOSE);
+    kc_netthread_stop(nt);
+    assert_int_equal(kc_testkit_stop(pid), 0);
+    refuse = 0;
+}
+
+static void wakes_while_every_broker_fetches_do_not_drive(void **state)
+{
+    (void)state;
+    pid_t pid = broker_up();
+    kc_test_sleep_ms(2000); /* both partitions read to their end: a long poll in flight */
+    uint64_t d0 = net(OP_DRIVES).drives;
+    for (int i = 0; i < WAKES; i++) {
+        net(OP_WAKE); /* one loop turn each, with time for a pass to run between them */
+        kc_test_sleep_ms(1);
+    }
+    uint64_t d1 = net(OP_DRIVES).drives;
+    broker_down(pid);
+    printf("# drives during %d wakes with a long poll in flight: %llu\n", WAKES,
+           (unsigned long long)(d1 - d0));
+    /* The timer's ticks (at most one a second) and the broker's answers: a pass per wake
+     * makes WAKES. */
+    assert_true(d1 - d0 < WAKES / 4);
+}
+
+static void wakes_after_a_refusal_drive_at_once(void **state)
+{
+    (void)state;
+    refuse = 1; /* nothing is ever fetched, so no Fetch is in flight */
+    pid_t pid = broker_up();
+    kc_test_sleep_ms(500);
+    int64_t t0 = kc_test_now_ms();
+    for (int i = 0; i < ROUNDS; i++) {
+        uint64_t d0 = net(OP_DRIVES).drives;
+        net(OP_WAKE);
+        while (net(OP_DRIVES).drives == d0)
+            kc_test_sleep_ms(1);
+    }
+    int64_t took = kc_test_now_ms() - t0;
+    broker_down(pid);
+    printf("# %d wakes after a refusal, each until its pass: %lld ms\n", ROUNDS, (long long)took);
+    /* A pass on the next loop turn: milliseconds each. Left to the timer (up to 1 s after the
+     * last pass), ROUNDS waits take seconds. */
+    assert_true(took < ROUNDS * 250);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(backoff_does_not_spin_the_drive)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(backoff_does_not_spin_the_drive),
+        cmocka_unit_test(wakes_while_every_broker_fetches_do_not_drive),
+        cmocka_unit_test(wakes_after_a_refusal_drive_at_once),
+    };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
