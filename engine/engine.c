@@ -44,10 +44,12 @@ void kc_engine_conf_defaults(kc_engine_conf_t *c)
     c->rebootstrap_trigger_ms = 300000;
 }
 
+static void drive(kc_engine_t *e, int changed);
+
 static void on_timer(kc_loop_t *loop, kc_loop_timer_t *t)
 {
     (void)loop;
-    kc_eng_drive(t->opaque);
+    drive(t->opaque, 0); /* time, or a command's kc_eng_drive_soon (which set `dirty`) */
 }
 
 kc_err_t kc_engine_new(kc_engine_t **out, kc_loop_t *loop, const kc_engine_conf_t *conf,
@@ -239,8 +241,18 @@ void kc_eng_apply_event(kc_engine_t *e, size_t i, const kc_partition_event_t *ev
 
 void kc_eng_drive(kc_engine_t *e)
 {
+    drive(e, 1);
+}
+
+/* changed: the caller changed partitions (an answer, a command, metadata): the sets built for
+ * brokers with a Fetch in flight may be stale, so none of them is repeated without a pass
+ * (kc_fetch_plan_changed). The timer's passes and kc_eng_drive_quiet's change nothing. */
+static void drive(kc_engine_t *e, int changed)
+{
     if (e->closing)
         return;
+    if (changed)
+        e->dirty = 1;
     if (e->driving) {
         e->drive_again = 1;
         return;
@@ -249,6 +261,9 @@ void kc_eng_drive(kc_engine_t *e)
     int64_t wake;
     do {
         e->drive_again = 0;
+        if (e->dirty)
+            kc_fetch_plan_changed(&e->plan);
+        e->dirty = 0;
         e->stats.drives++;
         int64_t now = kc_now_ms();
         wake = INT64_MAX;
@@ -326,12 +341,43 @@ void kc_eng_drive(kc_engine_t *e)
         delay = 1000;
     kc_loop_timer_stop(e->loop, &e->timer);
     kc_loop_timer_start(e->loop, &e->timer, delay);
+    e->timer_at = now + delay;
+}
+
+void kc_eng_drive_quiet(kc_engine_t *e, int32_t broker_id)
+{
+    /* The answer moved no position and changed no state, and the other brokers' partitions are
+     * where the last pass left them. What a pass would still find: something asked for since
+     * (dirty, md_wanted), something time brings (the timer's moment: a backoff's end, offsets
+     * due, metadata due), or partitions of this broker that the pass that built its set left
+     * out or routed through a replica (kc_fetch_plan_settled). Share sessions are asked on
+     * every pass. The timer stays as the last pass armed it. */
+    int64_t now = kc_now_ms();
+    if (e->closing || e->driving || e->dirty || e->md_wanted || e->share || now >= e->timer_at ||
+        !kc_fetch_plan_settled(&e->plan, broker_id)) {
+        drive(e, 0);
+        return;
+    }
+    /* As in a pass: a send that fails at once runs its handler, whose drive waits for the sends
+     * to be over (the plan's fetchers must stay as plan_ready left them) and then runs. */
+    e->driving = 1;
+    kc_fetch_send_t sends[MAX_SENDS];
+    int64_t w = INT64_MAX;
+    size_t n = kc_fetch_plan_ready(&e->plan, now, sends, MAX_SENDS, &w);
+    for (size_t i = 0; i < n; i++) {
+        e->stats.resends++;
+        kc_eng_fetch_send(e, &sends[i]);
+    }
+    e->driving = 0;
+    if (e->drive_again)
+        drive(e, 0);
 }
 
 void kc_eng_drive_soon(kc_engine_t *e)
 {
     if (e->closing)
         return;
+    e->dirty = 1;
     if (e->driving)
         e->drive_again = 1;
     else

@@ -355,6 +355,8 @@ typedef struct kc_engine_stats {
     uint64_t idle_closes;  /* connections closed by connections.max.idle.ms */
     uint64_t rebootstraps; /* KIP-899: named brokers forgotten, back to bootstrap.servers */
     uint64_t drives;       /* passes over every partition (kc_eng_drive) */
+    uint64_t resends;      /* Fetch requests sent again after an answer naming no partition,
+                              without a pass (kc_eng_drive_quiet) */
 } kc_engine_stats_t;
 void kc_engine_stats(const kc_engine_t *e, kc_engine_stats_t *out);
 

@@ -124,6 +124,11 @@ struct kc_engine {
      * on a broker with no Fetch in flight: only then can kc_engine_wake change what is fetched
      * (engine.c). */
     uint8_t held_back;
+    /* Partitions changed (kc_eng_drive, kc_eng_drive_soon) and no pass has run since: the next
+     * one tells the plan (kc_fetch_plan_changed), and kc_eng_drive_quiet must not stand in for
+     * it. */
+    uint8_t dirty;
+    int64_t timer_at; /* when the drive timer fires (kc_now_ms), as the last pass armed it */
     uint32_t gen;
     kc_engine_stats_t stats;
     struct kc_coord *coord;       /* coordinator.c */
@@ -141,6 +146,11 @@ void kc_eng_drive(kc_engine_t *e);
  * which then cost one drive rather than N, since a drive visits every partition (N drives are
  * O(N^2) visits). Inside a drive: that drive goes round again. */
 void kc_eng_drive_soon(kc_engine_t *e);
+/* After a Fetch answer from broker_id that named no partition and asked for no throttle: sends
+ * that broker the same partitions again without a pass where nothing else can have changed
+ * (kc_fetch_plan_settled, no pass asked for, no metadata wanted, no timer due, no share
+ * sessions), else drives. */
+void kc_eng_drive_quiet(kc_engine_t *e, int32_t broker_id);
 ssize_t kc_eng_find_part(const kc_engine_t *e, const char *topic, int32_t partition);
 ssize_t kc_eng_find_tp(const kc_engine_t *e, const kc_tp_t *tp);
 /* Gives partition i its topic id (metadata), keeping the by_tp index in step. */

@@ -296,11 +296,13 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         }
         replicas_to_leaders(e, b->id, now); /* the plan already backed the broker off */
     }
+    size_t named = 0;
     if ((o == KC_SESSION_OK || o == KC_SESSION_FALLBACK) && f && !e->closing) {
         kc_fetch_codec_iter_t it;
         kc_fetch_codec_iter_init(&it, &m, version, &e->names);
         kc_fetch_part_result_t pr;
         while (kc_fetch_codec_next(&it, &pr)) {
+            named++;
             ssize_t i = kc_eng_find_tp(e, &pr.tp);
             if (i < 0)
                 continue; /* unassigned while the request was in flight */
@@ -335,7 +337,12 @@ static void fetch_done(kc_conn_t *conn, kc_err_t rc, kc_buf_t *frame, size_t bod
         }
     }
     kc_buf_unref(frame);
-    kc_eng_drive(e);
+    /* An incremental session's answer names only partitions with something new: none named,
+     * nothing to re-plan for this broker. */
+    if (o == KC_SESSION_OK && named == 0 && m.throttle_time_ms <= 0)
+        kc_eng_drive_quiet(e, b->id);
+    else
+        kc_eng_drive(e);
 }
 
 void kc_eng_fetch_send(kc_engine_t *e, kc_fetch_send_t *s)

@@ -59,6 +59,11 @@ static kc_fetcher_t *fetcher_get(kc_fetch_plan_t *plan, int32_t broker_id, kc_er
         return NULL;
     }
     f->broker_id = broker_id;
+    f->unsettled = plan->unsettled_new_all;
+    f->gen = plan->gen;
+    for (size_t i = 0; i < plan->n_unsettled_new; i++)
+        if (plan->unsettled_new[i] == broker_id)
+            f->unsettled = 1;
     kc_session_init(&f->session, broker_id, plan->conf.sessionless_backoff_ms);
     plan->f[plan->n++] = f;
     plan->stats.fetchers_created++;
@@ -97,9 +102,29 @@ bool kc_fetch_plan_busy(const kc_fetch_plan_t *plan, int32_t broker_id)
 
 void kc_fetch_plan_begin(kc_fetch_plan_t *plan)
 {
+    plan->n_unsettled_new = 0;
+    plan->unsettled_new_all = 0;
     for (size_t i = 0; i < plan->n; i++)
-        if (!plan->f[i]->in_flight)
+        if (!plan->f[i]->in_flight) {
             plan->f[i]->n_wanted = 0;
+            plan->f[i]->unsettled = 0;
+            plan->f[i]->same = 0;
+            plan->f[i]->gen = plan->gen;
+        }
+}
+
+bool kc_fetch_plan_settled(const kc_fetch_plan_t *plan, int32_t broker_id)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        if (plan->f[i]->broker_id == broker_id)
+            return !plan->f[i]->in_flight && !plan->f[i]->unsettled &&
+                   plan->f[i]->gen == plan->gen && plan->f[i]->n_wanted > 0;
+    return false;
+}
+
+void kc_fetch_plan_changed(kc_fetch_plan_t *plan)
+{
+    plan->gen++;
 }
 
 bool kc_fetch_plan_passes_over(const kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms)
@@ -108,15 +133,35 @@ bool kc_fetch_plan_passes_over(const kc_fetch_plan_t *plan, kc_partition_t *p, i
     return kc_fetch_plan_busy(plan, kc_partition_route(p, &plan->conf.part, now_ms));
 }
 
+static void unsettle(kc_fetch_plan_t *plan, int32_t broker_id)
+{
+    if (broker_id == KC_NO_BROKER)
+        return;
+    kc_fetcher_t *f = kc_fetch_plan_find(plan, broker_id);
+    if (f)
+        f->unsettled = 1;
+    else if (plan->n_unsettled_new < sizeof plan->unsettled_new / sizeof plan->unsettled_new[0])
+        plan->unsettled_new[plan->n_unsettled_new++] = broker_id;
+    else
+        plan->unsettled_new_all = 1;
+}
+
 kc_err_t kc_fetch_plan_add(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms,
                            kc_error_t *err)
 {
     int32_t target = kc_partition_fetch_target(p, &plan->conf.part, now_ms);
-    if (target == KC_NO_BROKER)
+    if (target == KC_NO_BROKER) {
+        /* A pause (the application's, the runtime's) ends with an event that brings a pass;
+         * anything else that leaves the partition out may end with time alone. */
+        if (!p->paused)
+            unsettle(plan, kc_partition_route(p, &plan->conf.part, now_ms));
         return KC_OK;
+    }
     kc_fetcher_t *f = fetcher_get(plan, target, err);
     if (!f)
         return KC_ERR_NOMEM;
+    if (p->preferred_replica != KC_NO_BROKER)
+        f->unsettled = 1;
     return wanted_push(f, p, err);
 }
 
@@ -161,8 +206,11 @@ size_t kc_fetch_plan_ready(kc_fetch_plan_t *plan, int64_t now_ms, kc_fetch_send_
             continue;
         }
         kc_error_t e;
-        kc_err_t rc =
-            kc_session_build(&f->session, f->wanted, f->n_wanted, now_ms, &out[k].req, &e);
+        kc_err_t rc = KC_ERR_STATE;
+        if (f->same)
+            rc = kc_session_build_same(&f->session, &out[k].req, &e);
+        if (rc != KC_OK)
+            rc = kc_session_build(&f->session, f->wanted, f->n_wanted, now_ms, &out[k].req, &e);
         if (rc == KC_ERR_AGAIN) {
             drop_at(plan, i); /* nothing wanted, nothing left to forget */
             continue;
@@ -200,6 +248,7 @@ kc_session_outcome_t kc_fetch_plan_on_response(kc_fetch_plan_t *plan, int32_t br
     if (throttle_ms > 0)
         f->throttle_until_ms = now_ms + throttle_ms;
     kc_session_outcome_t o = kc_session_on_response(&f->session, resp, now_ms);
+    f->same = o == KC_SESSION_OK; /* `wanted` is untouched while a request is in flight */
     if (o == KC_SESSION_FAILED) {
         f->failures++;
         f->backoff_until_ms = now_ms + broker_backoff(&plan->conf, f->failures);
@@ -215,6 +264,7 @@ void kc_fetch_plan_on_failure(kc_fetch_plan_t *plan, int32_t broker_id, int64_t 
     if (!f || !f->in_flight)
         return;
     f->in_flight = 0;
+    f->same = 0;
     kc_session_on_failure(&f->session);
     f->failures++;
     f->backoff_until_ms = now_ms + broker_backoff(&plan->conf, f->failures);

@@ -58,6 +58,14 @@ typedef struct kc_fetcher {
     int32_t failures;          /* consecutive, for the broker backoff */
     kc_session_part_t *wanted; /* rebuilt by kc_fetch_plan_compute */
     size_t n_wanted, cap_wanted;
+    /* The pass that built `wanted` left out a partition routed here that only time or an answer
+     * brings back (a backoff, a hold, offsets awaited), or routed one here through a read replica
+     * (a route that lapses with time): see kc_fetch_plan_settled. */
+    uint8_t unsettled;
+    /* The session holds exactly `wanted`: the request built from it was answered and committed,
+     * and no pass rebuilt it since (a pass clears it), so the next request repeats it. */
+    uint8_t same;
+    uint64_t gen; /* the plan's gen when `wanted` was built */
 } kc_fetcher_t;
 
 typedef struct kc_fetch_plan_stats {
@@ -71,6 +79,11 @@ typedef struct kc_fetch_plan {
     kc_fetcher_t **f; /* pointers, so a fetcher's address survives growth */
     size_t n, cap;
     kc_fetch_plan_stats_t stats;
+    /* During a pass: brokers a left-out partition made unsettled before they had a fetcher
+     * (one created later in the pass starts unsettled); past the array, every one created. */
+    int32_t unsettled_new[8];
+    uint8_t n_unsettled_new, unsettled_new_all;
+    uint64_t gen; /* kc_fetch_plan_changed's count */
 } kc_fetch_plan_t;
 
 /* A request ready to go: encode `req` for `fetcher->broker_id` (engine/fetch/codec.h). */
@@ -134,5 +147,19 @@ kc_fetcher_t *kc_fetch_plan_find(kc_fetch_plan_t *plan, int32_t broker_id);
 
 /* Whether broker_id has a Fetch in flight (KC_NO_BROKER: false). */
 bool kc_fetch_plan_busy(const kc_fetch_plan_t *plan, int32_t broker_id);
+
+/* Whether broker_id's wanted set, as the last pass over the partitions built it, is still the
+ * one that pass would build now, provided nothing happened since but the answer to the request
+ * built from it, and that answer named no partition (an incremental session's answer where
+ * nothing changed): every partition routed there was in it or was left out only for something
+ * an event undoes (a pause, the runtime's refusal), and none through a read replica. A caller
+ * that knows no event came may then send the same set again (kc_fetch_plan_ready) without a
+ * pass: an idle consumer's passes over thousands of partitions after every empty long poll
+ * were most of its CPU. False for a broker with a Fetch in flight or without a fetcher. */
+bool kc_fetch_plan_settled(const kc_fetch_plan_t *plan, int32_t broker_id);
+/* Partitions changed since the last pass (added, removed, moved to another broker, their fields
+ * or fetchability): the sets of brokers with a Fetch in flight, which the next pass keeps, no
+ * longer count as settled; the pass after their answers rebuilds them. */
+void kc_fetch_plan_changed(kc_fetch_plan_t *plan);
 
 #endif

@@ -209,6 +209,23 @@ kc_err_t kc_session_build(kc_session_t *s, const kc_session_part_t *wanted, size
     return KC_OK;
 }
 
+kc_err_t kc_session_build_same(kc_session_t *s, kc_session_req_t *out, kc_error_t *err)
+{
+    memset(out, 0, sizeof *out);
+    if (s->pending || s->mode != KC_SESSION_OPEN || s->held.n == 0)
+        return kc_fail(err, KC_ERR_STATE, "fetch session broker %d: no open session to repeat",
+                       s->broker_id);
+    out->session_id = s->id;
+    out->epoch = s->epoch;
+    s->pending = 1;
+    s->pending_same = 1;
+    s->pending_req = *out;
+    s->stats.requests_built++;
+    s->stats.last_parts = 0;
+    s->stats.last_forgotten = 0;
+    return KC_OK;
+}
+
 static void commit_held(kc_session_t *s)
 {
     /* Swap rather than copy: next_held's buffer becomes the scratch for the next build. */
@@ -262,6 +279,8 @@ kc_session_outcome_t kc_session_on_response(kc_session_t *s, const kc_session_re
         return KC_SESSION_FAILED; /* a response nobody asked for: change nothing */
     const kc_session_req_t req = s->pending_req;
     s->pending = 0;
+    const int same = s->pending_same;
+    s->pending_same = 0;
 
     if (req.close) {
         s->mode = KC_SESSION_NONE;
@@ -304,7 +323,8 @@ kc_session_outcome_t kc_session_on_response(kc_session_t *s, const kc_session_re
     } else {
         s->epoch = kc_session_next_epoch(s->epoch);
     }
-    commit_held(s);
+    if (!same) /* a repeat: the broker holds what it held, and so do we */
+        commit_held(s);
     set_stats_ids(s);
     return KC_SESSION_OK;
 }
@@ -323,6 +343,7 @@ void kc_session_on_failure(kc_session_t *s)
     if (!s->pending)
         return;
     s->pending = 0;
+    s->pending_same = 0;
     s->next_held.n = 0;
     if (s->pending_req.close) {
         /* The close may or may not have landed; either way we never use the session again. */

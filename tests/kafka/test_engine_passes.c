@@ -15,6 +15,14 @@
  * an idle broker, so each wake must bring a pass on the loop's next turn, not the timer's tick
  * up to a second later.
  *
+ * quiet_answers_cost_no_pass: an idle consumer's broker answers every long poll (20 ms here) with
+ * an incremental answer that names no partition; nothing changed, so the same request goes again
+ * without a pass over the partitions (kc_eng_drive_quiet), and with a pass only when the timer
+ * says something may have come due (at most once a second).
+ * backoff_is_not_stranded_by_quiet_answers: a partition left out of its broker's set while it backs
+ * off must be back in it once the backoff ends, though every answer of that broker is quiet (a
+ * repeat of a set built without it would leave it out for as long as the quiet answers go on).
+ *
  * Engine-level: drives are counted by kc_engine_stats on the network thread.
  */
 #include "fault_proxy_client.h"
@@ -34,11 +42,14 @@ static kc_netthread_t *nt;
 static kc_engine_t *eng;
 static char bootstrap[256];
 static int users[NPARTS];
+static int64_t delivered[NPARTS]; /* records handed to the sink, by partition (network thread) */
 
 static kc_err_t sink_records(void *opaque, void *user, const char *topic, int32_t partition,
                              int32_t broker, kc_slice_t *s, int64_t first, int64_t next)
 {
-    (void)opaque, (void)user, (void)topic, (void)partition, (void)broker, (void)first, (void)next;
+    (void)opaque, (void)user, (void)topic, (void)broker;
+    if (partition >= 0 && partition < NPARTS)
+        delivered[partition] += next - first;
     kc_slice_release(s); /* the sink owns the reference */
     return KC_OK;
 }
@@ -71,8 +82,11 @@ typedef enum { OP_NEW, OP_DRIVES, OP_WAKE, OP_CLOSE } op_t;
 typedef struct call {
     op_t op;
     kc_err_t rc;
-    uint64_t drives;
+    uint64_t drives, resends;
+    int64_t delivered[NPARTS];
 } call_t;
+
+static int wait_ms = 3000; /* fetch.max.wait.ms of the next OP_NEW */
 
 static void on_net(kc_loop_t *loop, void *arg)
 {
@@ -85,7 +99,7 @@ static void on_net(kc_loop_t *loop, void *arg)
         kc_engine_conf_defaults(&conf);
         conf.bootstrap_servers = bootstrap;
         conf.client_id = "kc-engine-passes-test";
-        conf.fetch_max_wait_ms = 3000;
+        conf.fetch_max_wait_ms = wait_ms;
         kc_engine_sink_t sink = {sink_records, sink_error, NULL, NULL};
         sink.may_fetch = sink_may_fetch;
         sink.fetch_gen = sink_fetch_gen;
@@ -98,6 +112,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         kc_engine_stats_t s;
         kc_engine_stats(eng, &s);
         c->drives = s.drives;
+        c->resends = s.resends;
+        memcpy(c->delivered, delivered, sizeof delivered);
         return;
     }
     case OP_WAKE: /* what a DRAINED completion does (runtime/consumer.c) */
@@ -189,6 +205,72 @@ static void wakes_while_every_broker_fetches_do_not_drive(void **state)
     assert_true(d1 - d0 < WAKES / 4);
 }
 
+static void quiet_answers_cost_no_pass(void **state)
+{
+    (void)state;
+    wait_ms = 20;
+    pid_t pid = broker_up();
+    kc_test_sleep_ms(2000); /* both partitions read to their end */
+    call_t c0 = net(OP_DRIVES);
+    kc_test_sleep_ms(3000);
+    call_t c1 = net(OP_DRIVES);
+    broker_down(pid);
+    wait_ms = 3000;
+    uint64_t passes = c1.drives - c0.drives, resends = c1.resends - c0.resends;
+    printf("# 3 s of 20 ms long polls answered empty: %llu requests sent again, %llu passes\n",
+           (unsigned long long)resends, (unsigned long long)passes);
+    /* ~150 answers; the timer's ticks (about one a second) still pass. A pass per answer makes
+     * as many passes as answers, and no request sent again. */
+    assert_true(resends >= 30);
+    assert_true(passes < resends / 4);
+}
+
+static void backoff_is_not_stranded_by_quiet_answers(void **state)
+{
+    (void)state;
+    const char *args[] = {"--partitions", "2", "--records", "100", NULL};
+    pid_t pid;
+    kc_fp_t *fp;
+    assert_int_equal(kc_test_proxied_broker(args, bootstrap, sizeof bootstrap, &pid, &fp), 0);
+    snprintf(bootstrap, sizeof bootstrap, "%s", kc_fp_bootstrap(fp));
+    char reply[256];
+    /* Partition 1's first answer is an error: it backs off (retry.backoff.ms) while partition 0
+     * is read to its end and its broker answers every 20 ms, naming nothing. */
+    if (kc_fp_cmd(fp, reply, sizeof reply,
+                  "inject api=Fetch error=UNKNOWN_SERVER_ERROR scope=partition partition=1 "
+                  "count=1") != 0)
+        fail_msg("proxy: %s", reply);
+    memset(delivered, 0, sizeof delivered);
+    wait_ms = 20;
+    kc_error_t err;
+    assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
+    assert_int_equal(net(OP_NEW).rc, KC_OK);
+    int64_t t0 = kc_test_now_ms(), took = -1;
+    call_t c;
+    while (kc_test_now_ms() - t0 < 10000) {
+        c = net(OP_DRIVES);
+        if (c.delivered[1] >= 100) {
+            took = kc_test_now_ms() - t0;
+            break;
+        }
+        kc_test_sleep_ms(10);
+    }
+    c = net(OP_DRIVES);
+    long fired = kc_fp_stat(fp, "fired.inject");
+    net(OP_CLOSE);
+    kc_netthread_stop(nt);
+    kc_test_proxied_broker_stop(pid, fp);
+    wait_ms = 3000;
+    printf("# partition 1 (one error, then a backoff) read after %lld ms; %llu requests sent "
+           "again, %llu passes\n",
+           (long long)took, (unsigned long long)c.resends, (unsigned long long)c.drives);
+    assert_int_equal(fired, 1);
+    assert_int_equal(c.delivered[0], 100);
+    /* The backoff is 100 ms; left out of the repeated set, it waits for a pass that happens to
+     * follow a quiet answer, seconds or never. */
+    assert_true(took >= 0 && took < 3000);
+}
+
 static void wakes_after_a_refusal_drive_at_once(void **state)
 {
     (void)state;
@@ -216,6 +298,8 @@ int main(void)
         cmocka_unit_test(backoff_does_not_spin_the_drive),
         cmocka_unit_test(wakes_while_every_broker_fetches_do_not_drive),
         cmocka_unit_test(wakes_after_a_refusal_drive_at_once),
+        cmocka_unit_test(quiet_answers_cost_no_pass),
+        cmocka_unit_test(backoff_is_not_stranded_by_quiet_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_int.h" /* kc_eng_drive: a pass on demand */
 #include "netthread.h"
 
 #define NPARTS 2000
@@ -58,7 +59,7 @@ typedef enum {
     OP_ADD_ALL,
     OP_PAUSE_ALL,
     OP_DRIVES,
-    OP_WAKE,
+    OP_PASS,
     OP_BUMP,
     OP_REFUSE_10,
     OP_CLOSE
@@ -96,8 +97,8 @@ static void on_net(kc_loop_t *loop, void *arg)
         c->rc = kc_engine_new(&eng, loop, &conf, &sink, &err);
         return;
     }
-    case OP_WAKE:
-        kc_engine_wake(eng);
+    case OP_PASS:
+        kc_eng_drive(eng);
         break;
     case OP_BUMP:
         gen++;
@@ -170,14 +171,14 @@ static void batches_cost_one_pass(void **state)
     kc_netthread_stop(nt);
 }
 
-/* Drives `n` passes after `first` (each kc_engine_wake is one; the engine's own timer may add
+/* Drives `n` passes after `first` (each kc_eng_drive is one; the engine's own timer may add
  * some): the drives and asks counted right after `first`'s call, on the network thread, and
  * after the passes. */
 static void passes(op_t first, int n, call_t *before, call_t *after)
 {
     *before = net(first);
     for (int i = 0; i < n; i++)
-        net(OP_WAKE);
+        net(OP_PASS);
     *after = net(OP_DRIVES);
 }
 

@@ -240,6 +240,75 @@ static void paused_and_inactive_partitions_not_wanted(void **state)
     kc_fetch_plan_free(&plan);
 }
 
+/* Which brokers' sets may go again without a pass (kc_fetch_plan_settled): a broker is unsettled
+ * by a partition left out for what time alone ends (backoff, offsets awaited), also when that
+ * partition comes before the broker's first wanted one in the pass, or routed through a read
+ * replica; a pause leaves it settled. A settled broker's answered set repeats as a request naming
+ * nothing; a pass clears that, and the next request is built from the set again. */
+static void settled_brokers_and_repeats(void **state)
+{
+    (void)state;
+    kc_fetch_plan_conf_t c = conf();
+    c.part.has_rack = 1;
+    kc_fetch_plan_t plan;
+    kc_fetch_plan_init(&plan, &c);
+    kc_partition_t p[12];
+    twelve(p);
+    p[0].paused = 1;            /* broker 1: paused only */
+    p[1].state = KC_FS_BACKOFF; /* broker 2: a backoff, first in the pass */
+    p[1].backoff_until_ms = NOW + 500;
+    p[5].state = KC_FS_AWAIT_VALIDATION; /* broker 3: offsets awaited */
+    kc_error_t e;
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    assert_true(kc_fetch_plan_settled(&plan, 1));
+    assert_false(kc_fetch_plan_settled(&plan, 2));
+    assert_false(kc_fetch_plan_settled(&plan, 3));
+    assert_false(kc_fetch_plan_settled(&plan, 4)); /* no fetcher */
+    kc_fetch_send_t s[16];
+    size_t n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
+    assert_int_equal(n, 3);
+    assert_false(kc_fetch_plan_settled(&plan, 1)); /* in flight */
+    respond_all(&plan, s, n, NOW);
+    assert_true(kc_fetch_plan_settled(&plan, 1));
+    /* Without a pass, broker 1's answered set goes again naming nothing (a repeat: its session
+     * holds it), twice over. */
+    for (int round = 0; round < 2; round++) {
+        n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
+        assert_int_equal(n, 3);
+        kc_fetch_send_t *b1 = send_for(s, n, 1);
+        assert_int_equal(b1->req.n_parts, 0);
+        assert_int_equal(b1->req.n_forgotten, 0);
+        assert_int_equal(b1->fetcher->session.stats.epoch, round + 1);
+        respond_all(&plan, s, n, NOW);
+    }
+    /* A pass rebuilds every set: broker 1's partition 9 moved on, so its request names it. */
+    p[9].position += 5;
+    p[1].state = KC_FS_ACTIVE;
+    p[5].state = KC_FS_ACTIVE;
+    p[3].preferred_replica = 3; /* broker 1's partition 3 read from broker 3 */
+    p[3].preferred_until_ms = NOW + 1000;
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    assert_true(kc_fetch_plan_settled(&plan, 1));
+    assert_true(kc_fetch_plan_settled(&plan, 2));
+    assert_false(kc_fetch_plan_settled(&plan, 3)); /* a replica's route lapses with time */
+    n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
+    kc_fetch_send_t *b1 = send_for(s, n, 1);
+    assert_int_equal(b1->req.n_parts, 1);
+    assert_int_equal(b1->req.n_forgotten, 1); /* partition 3, now broker 3's */
+    assert_int_equal(b1->req.parts[0].fetch_offset, p[9].position);
+    /* A change while the requests are out (say broker 1's partition 6 was unassigned): the pass
+     * keeps the sets in flight as they were, so none of them is settled once answered, until a
+     * pass after the answer rebuilds it. */
+    kc_fetch_plan_changed(&plan);
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    respond_all(&plan, s, n, NOW);
+    assert_false(kc_fetch_plan_settled(&plan, 1));
+    assert_false(kc_fetch_plan_settled(&plan, 2));
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    assert_true(kc_fetch_plan_settled(&plan, 1));
+    kc_fetch_plan_free(&plan);
+}
+
 static void close_sends_minus_1_to_open_sessions(void **state)
 {
     (void)state;
@@ -504,6 +573,7 @@ int main(void)
         cmocka_unit_test(emptied_broker_drains_forgotten_once_then_dropped),
         cmocka_unit_test(throttle_and_failure_hold_back_that_broker_only),
         cmocka_unit_test(paused_and_inactive_partitions_not_wanted),
+        cmocka_unit_test(settled_brokers_and_repeats),
         cmocka_unit_test(close_sends_minus_1_to_open_sessions),
         cmocka_unit_test(error_classification_table),
         cmocka_unit_test(not_leader_keeps_position_and_validates_on_new_leader),

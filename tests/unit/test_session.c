@@ -328,6 +328,75 @@ static void failed_request_changes_nothing(void **state)
     kc_session_free(&s);
 }
 
+/* A repeat of the committed set: the next epoch, nothing named, and `held` unchanged whatever
+ * the answer says, so a partition the session holds is still vouched for afterwards and a real
+ * build then diffs against the same set. */
+static void build_same_repeats_the_held_set(void **state)
+{
+    (void)state;
+    kc_session_t s;
+    kc_session_init(&s, 1, 60000);
+    kc_session_part_t w[4];
+    want4(w);
+    kc_session_req_t r;
+    kc_error_t e;
+    /* Not open yet: nothing to repeat. */
+    assert_int_equal(kc_session_build_same(&s, &r, &e), KC_ERR_STATE);
+    open_session(&s, w, 4);
+    for (int32_t epoch = 1; epoch <= 3; epoch++) {
+        assert_int_equal(kc_session_build_same(&s, &r, &e), KC_OK);
+        assert_int_equal(r.session_id, 77);
+        assert_int_equal(r.epoch, epoch);
+        assert_false(r.full);
+        assert_int_equal(r.n_parts, 0);
+        assert_int_equal(r.n_forgotten, 0);
+        /* One in flight per broker, either way of building it. */
+        assert_int_equal(kc_session_build_same(&s, &r, &e), KC_ERR_STATE);
+        assert_int_equal(kc_session_build(&s, w, 4, NOW, &r, &e), KC_ERR_STATE);
+        kc_session_resp_t resp = ok_resp(77);
+        assert_int_equal(kc_session_on_response(&s, &resp, NOW), KC_SESSION_OK);
+        for (int i = 0; i < 4; i++)
+            assert_non_null(kc_session_held(&s, &w[i].tp));
+    }
+    /* The held set is the opening one: the same wanted set names nothing, a moved one itself. */
+    build_ok(&s, w, 4, &r);
+    assert_int_equal(r.epoch, 4);
+    assert_int_equal(r.n_parts, 0);
+    kc_session_resp_t resp = ok_resp(77);
+    assert_int_equal(kc_session_on_response(&s, &resp, NOW), KC_SESSION_OK);
+    w[2].fetch_offset = 31;
+    build_ok(&s, w, 4, &r);
+    assert_int_equal(r.n_parts, 1);
+    assert_int_equal(r.parts[0].fetch_offset, 31);
+    kc_session_free(&s);
+}
+
+/* A failed repeat changes nothing either; a repeat answered with a session error reopens with
+ * the full set, as any request does. */
+static void build_same_failure_and_reset(void **state)
+{
+    (void)state;
+    kc_session_t s;
+    kc_session_init(&s, 1, 60000);
+    kc_session_part_t w[4];
+    want4(w);
+    open_session(&s, w, 4);
+    kc_session_req_t r;
+    kc_error_t e;
+    assert_int_equal(kc_session_build_same(&s, &r, &e), KC_OK);
+    kc_session_on_failure(&s);
+    assert_int_equal(kc_session_build_same(&s, &r, &e), KC_OK);
+    assert_int_equal(r.epoch, 1);
+    kc_session_resp_t gone = {KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND, 0};
+    assert_int_equal(kc_session_on_response(&s, &gone, NOW), KC_SESSION_RESET);
+    assert_int_equal(kc_session_build_same(&s, &r, &e), KC_ERR_STATE);
+    build_ok(&s, w, 4, &r);
+    assert_int_equal(r.epoch, 0);
+    assert_true(r.full);
+    assert_int_equal(r.n_parts, 4);
+    kc_session_free(&s);
+}
+
 static void failed_open_stays_opening(void **state)
 {
     (void)state;
@@ -561,6 +630,8 @@ int main(void)
         cmocka_unit_test(error_70_reopens_with_full_set_not_surfaced),
         cmocka_unit_test(error_71_reopens_closing_old_not_surfaced),
         cmocka_unit_test(failed_request_changes_nothing),
+        cmocka_unit_test(build_same_repeats_the_held_set),
+        cmocka_unit_test(build_same_failure_and_reset),
         cmocka_unit_test(failed_open_stays_opening),
         cmocka_unit_test(sessionless_fallback_logs_once_and_retries),
         cmocka_unit_test(close_sends_id_minus_1),
