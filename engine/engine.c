@@ -386,16 +386,18 @@ void kc_eng_drive_soon(kc_engine_t *e)
 
 void kc_engine_wake(kc_engine_t *e)
 {
-    /* The runtime's answers can only have changed for the better: a partition passed over for
-     * its broker's Fetch in flight is asked again by the pass that answer drives, and one the
-     * runtime let fetch stays so until then. So a pass is due only when the last one held a
-     * partition back on an idle broker, or share sessions (which ask on every pass) are open.
-     * Workers drain thousands of partitions' marks a second while every broker has a Fetch out:
-     * at 10,000 partitions a pass per wake is 6,000 passes of the whole table for 23 Fetch
-     * requests, two thirds of the network thread's time. Wakes also come in bursts, one per
-     * completion, hence a pass on the loop's next turn rather than now. */
+    /* The runtime's answers can only have changed for the better. A partition the last pass held
+     * back on an idle broker (held_back) needs a pass now; one on a broker with a Fetch in flight
+     * is asked again by a pass after that answer, so the change is only noted (dirty): a quiet
+     * answer must not repeat a set built while the partition was refused (kc_eng_drive_quiet).
+     * Share sessions are asked on every pass. A pass per wake would cost a visit of every
+     * partition per partition the workers drain, thousands a second in a big catch-up while
+     * every broker has a Fetch out; and wakes come in bursts, one per completion, hence the
+     * loop's next turn rather than now. */
     if (e->held_back || e->share)
         kc_eng_drive_soon(e);
+    else
+        e->dirty = 1;
 }
 
 kc_err_t kc_engine_add(kc_engine_t *e, const char *topic, int32_t partition, int64_t offset,

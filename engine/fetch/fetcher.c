@@ -209,6 +209,7 @@ static void replicas_to_leaders(kc_engine_t *e, int32_t id, int64_t now)
         b->replica_failed_ms = now;
     for (size_t i = 0; i < e->n_parts; i++)
         if (kc_partition_on_broker_failure(&e->parts[i], id)) {
+            e->dirty = 1; /* it moves to its leader's set, which may be out: kc_eng_drive_quiet */
             e->stats.replica_fallbacks++;
             kc_log(KC_LOG_DEBUG, "fetch", "%s[%d]: read replica %d failed; back to leader %d",
                    e->info[i].topic, e->info[i].partition, id, e->parts[i].leader_id);

@@ -127,12 +127,6 @@ void kc_fetch_plan_changed(kc_fetch_plan_t *plan)
     plan->gen++;
 }
 
-bool kc_fetch_plan_passes_over(const kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms)
-{
-    /* The target is the route or none: a busy route keeps the partition where it is. */
-    return kc_fetch_plan_busy(plan, kc_partition_route(p, &plan->conf.part, now_ms));
-}
-
 static void unsettle(kc_fetch_plan_t *plan, int32_t broker_id)
 {
     if (broker_id == KC_NO_BROKER)
@@ -144,6 +138,19 @@ static void unsettle(kc_fetch_plan_t *plan, int32_t broker_id)
         plan->unsettled_new[plan->n_unsettled_new++] = broker_id;
     else
         plan->unsettled_new_all = 1;
+}
+
+bool kc_fetch_plan_passes_over(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms)
+{
+    /* The target is the route or none: a busy route keeps the partition where it is. A read
+     * replica's lapse moves it to its leader here; if the leader is busy, the set it has out
+     * lacks the partition, and must not be repeated (kc_fetch_plan_settled). */
+    int32_t replica = p->preferred_replica;
+    int32_t route = kc_partition_route(p, &plan->conf.part, now_ms);
+    bool busy = kc_fetch_plan_busy(plan, route);
+    if (busy && replica != KC_NO_BROKER && route != replica)
+        unsettle(plan, route);
+    return busy;
 }
 
 kc_err_t kc_fetch_plan_add(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms,

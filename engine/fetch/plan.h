@@ -112,7 +112,7 @@ kc_err_t kc_fetch_plan_compute(kc_fetch_plan_t *plan, kc_partition_t *parts, siz
  * target's set. The result is kc_fetch_plan_compute's over the same partitions in the same
  * order. */
 void kc_fetch_plan_begin(kc_fetch_plan_t *plan);
-bool kc_fetch_plan_passes_over(const kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms);
+bool kc_fetch_plan_passes_over(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms);
 kc_err_t kc_fetch_plan_add(kc_fetch_plan_t *plan, kc_partition_t *p, int64_t now_ms,
                            kc_error_t *err);
 
@@ -152,10 +152,12 @@ bool kc_fetch_plan_busy(const kc_fetch_plan_t *plan, int32_t broker_id);
  * one that pass would build now, provided nothing happened since but the answer to the request
  * built from it, and that answer named no partition (an incremental session's answer where
  * nothing changed): every partition routed there was in it or was left out only for something
- * an event undoes (a pause, the runtime's refusal), and none through a read replica. A caller
+ * whose end the caller hears of (a pause, the runtime's refusal: the caller bumps the plan with
+ * kc_fetch_plan_changed then), none went there through a read replica, no replica's lapse moved
+ * one there while the set was out, and no change came since (kc_fetch_plan_changed). A caller
  * that knows no event came may then send the same set again (kc_fetch_plan_ready) without a
- * pass: an idle consumer's passes over thousands of partitions after every empty long poll
- * were most of its CPU. False for a broker with a Fetch in flight or without a fetcher. */
+ * pass over every partition, which is an idle consumer's whole cost per empty long poll at
+ * thousands of partitions. False for a broker with a Fetch in flight or without a fetcher. */
 bool kc_fetch_plan_settled(const kc_fetch_plan_t *plan, int32_t broker_id);
 /* Partitions changed since the last pass (added, removed, moved to another broker, their fields
  * or fetchability): the sets of brokers with a Fetch in flight, which the next pass keeps, no

@@ -309,6 +309,39 @@ static void settled_brokers_and_repeats(void **state)
     kc_fetch_plan_free(&plan);
 }
 
+/* A read replica lapses in a pass that passes the partition over because its leader's Fetch is
+ * out: the leader's set, built while the partition read from the replica, lacks it, so it is
+ * not settled once answered. */
+static void replica_lapse_unsettles_a_busy_leader(void **state)
+{
+    (void)state;
+    kc_fetch_plan_conf_t c = conf();
+    c.part.has_rack = 1;
+    kc_fetch_plan_t plan;
+    kc_fetch_plan_init(&plan, &c);
+    kc_partition_t p[12];
+    twelve(p);
+    p[0].preferred_replica = 3; /* leader broker 1 */
+    p[0].preferred_until_ms = NOW + 100;
+    kc_error_t e;
+    kc_fetch_plan_compute(&plan, p, 12, NOW, &e);
+    kc_fetch_send_t s[16];
+    size_t n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL);
+    respond_all(&plan, s, n, NOW);
+    assert_true(kc_fetch_plan_settled(&plan, 1));
+    n = kc_fetch_plan_ready(&plan, NOW, s, 16, NULL); /* repeats, all three out */
+    assert_int_equal(n, 3);
+    kc_fetch_plan_compute(&plan, p, 12, NOW + 200, &e);
+    assert_int_equal(p[0].preferred_replica, KC_NO_BROKER);
+    respond_all(&plan, s, n, NOW + 200);
+    assert_false(kc_fetch_plan_settled(&plan, 1));
+    assert_true(kc_fetch_plan_settled(&plan, 2));
+    kc_fetch_plan_compute(&plan, p, 12, NOW + 200, &e);
+    assert_true(kc_fetch_plan_settled(&plan, 1));
+    assert_int_equal(kc_fetch_plan_find(&plan, 1)->n_wanted, 4);
+    kc_fetch_plan_free(&plan);
+}
+
 static void close_sends_minus_1_to_open_sessions(void **state)
 {
     (void)state;
@@ -574,6 +607,7 @@ int main(void)
         cmocka_unit_test(throttle_and_failure_hold_back_that_broker_only),
         cmocka_unit_test(paused_and_inactive_partitions_not_wanted),
         cmocka_unit_test(settled_brokers_and_repeats),
+        cmocka_unit_test(replica_lapse_unsettles_a_busy_leader),
         cmocka_unit_test(close_sends_minus_1_to_open_sessions),
         cmocka_unit_test(error_classification_table),
         cmocka_unit_test(not_leader_keeps_position_and_validates_on_new_leader),
