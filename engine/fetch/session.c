@@ -162,6 +162,18 @@ static kc_err_t full(kc_session_t *s, kc_session_req_t *out, kc_error_t *err)
     return KC_OK;
 }
 
+/* The request `out` is in flight: the one a response or failure settles. */
+static void pend(kc_session_t *s, const kc_session_req_t *out)
+{
+    s->pending = 1;
+    s->pending_req = *out;
+    s->stats.requests_built++;
+    s->stats.partitions_sent += out->n_parts;
+    s->stats.forgotten_sent += out->n_forgotten;
+    s->stats.last_parts = out->n_parts;
+    s->stats.last_forgotten = out->n_forgotten;
+}
+
 kc_err_t kc_session_build(kc_session_t *s, const kc_session_part_t *wanted, size_t n_wanted,
                           int64_t now_ms, kc_session_req_t *out, kc_error_t *err)
 {
@@ -199,13 +211,7 @@ kc_err_t kc_session_build(kc_session_t *s, const kc_session_part_t *wanted, size
     }
     if (rc)
         return rc;
-    s->pending = 1;
-    s->pending_req = *out;
-    s->stats.requests_built++;
-    s->stats.partitions_sent += out->n_parts;
-    s->stats.forgotten_sent += out->n_forgotten;
-    s->stats.last_parts = out->n_parts;
-    s->stats.last_forgotten = out->n_forgotten;
+    pend(s, out);
     return KC_OK;
 }
 
@@ -217,12 +223,8 @@ kc_err_t kc_session_build_same(kc_session_t *s, kc_session_req_t *out, kc_error_
                        s->broker_id);
     out->session_id = s->id;
     out->epoch = s->epoch;
-    s->pending = 1;
+    pend(s, out);
     s->pending_same = 1;
-    s->pending_req = *out;
-    s->stats.requests_built++;
-    s->stats.last_parts = 0;
-    s->stats.last_forgotten = 0;
     return KC_OK;
 }
 
@@ -367,10 +369,6 @@ kc_err_t kc_session_close(kc_session_t *s, kc_session_req_t *out, kc_error_t *er
     out->epoch = KC_SESSION_FINAL_EPOCH;
     out->close = 1;
     s->mode = KC_SESSION_CLOSING;
-    s->pending = 1;
-    s->pending_req = *out;
-    s->stats.requests_built++;
-    s->stats.last_parts = 0;
-    s->stats.last_forgotten = 0;
+    pend(s, out);
     return KC_OK;
 }
