@@ -140,19 +140,28 @@ static call_t net(op_t op)
     return c;
 }
 
-static void backoff_does_not_spin_the_drive(void **state)
+/* The memory broker (2 partitions, 100 records each) behind the fault proxy, which answers
+ * partition 1 with an error in the next `count` Fetch answers; `bootstrap` names the proxy. */
+static kc_fp_t *proxied_broker_failing_partition_1(int count, pid_t *pid)
 {
-    (void)state;
     const char *args[] = {"--partitions", "2", "--records", "100", NULL};
-    pid_t pid;
     kc_fp_t *fp;
-    assert_int_equal(kc_test_proxied_broker(args, bootstrap, sizeof bootstrap, &pid, &fp), 0);
+    assert_int_equal(kc_test_proxied_broker(args, bootstrap, sizeof bootstrap, pid, &fp), 0);
     snprintf(bootstrap, sizeof bootstrap, "%s", kc_fp_bootstrap(fp));
     char reply[256];
     if (kc_fp_cmd(fp, reply, sizeof reply,
                   "inject api=Fetch error=UNKNOWN_SERVER_ERROR scope=partition partition=1 "
-                  "count=100000") != 0)
+                  "count=%d",
+                  count) != 0)
         fail_msg("proxy: %s", reply);
+    return fp;
+}
+
+static void backoff_does_not_spin_the_drive(void **state)
+{
+    (void)state;
+    pid_t pid;
+    kc_fp_t *fp = proxied_broker_failing_partition_1(100000, &pid);
     kc_error_t err;
     assert_int_equal(kc_netthread_start(&nt, KC_LOOP_AUTO, NULL, &err), KC_OK);
     assert_int_equal(net(OP_NEW).rc, KC_OK);
@@ -234,18 +243,10 @@ static void quiet_answers_cost_no_pass(void **state)
 static void backoff_is_not_stranded_by_quiet_answers(void **state)
 {
     (void)state;
-    const char *args[] = {"--partitions", "2", "--records", "100", NULL};
-    pid_t pid;
-    kc_fp_t *fp;
-    assert_int_equal(kc_test_proxied_broker(args, bootstrap, sizeof bootstrap, &pid, &fp), 0);
-    snprintf(bootstrap, sizeof bootstrap, "%s", kc_fp_bootstrap(fp));
-    char reply[256];
     /* Partition 1's first answer is an error: it backs off (retry.backoff.ms) while partition 0
      * is read to its end and its broker answers every 20 ms, naming nothing. */
-    if (kc_fp_cmd(fp, reply, sizeof reply,
-                  "inject api=Fetch error=UNKNOWN_SERVER_ERROR scope=partition partition=1 "
-                  "count=1") != 0)
-        fail_msg("proxy: %s", reply);
+    pid_t pid;
+    kc_fp_t *fp = proxied_broker_failing_partition_1(1, &pid);
     memset(delivered, 0, sizeof delivered);
     wait_ms = 20;
     kc_error_t err;
