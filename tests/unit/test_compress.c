@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "batch/compress/compress.h"
 #include "batch_builder.h"
@@ -131,12 +132,111 @@ static void corrupt_and_truncated(void **state)
     kc_decode_ctx_destroy(&ctx);
 }
 
+/* A zstd frame as Java's producers write it: streamed, so its header has no content size. */
+static size_t zstd_streamed(const uint8_t *in, size_t len, uint8_t **frame)
+{
+    size_t cap = ZSTD_compressBound(len);
+    *frame = malloc(cap);
+    assert_non_null(*frame);
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    assert_non_null(cc);
+    /* In 64 KiB pieces, as a stream is written: given all at once with ZSTD_e_end, zstd would
+     * know the size and put it in the header. */
+    ZSTD_outBuffer ob = {*frame, cap, 0};
+    for (size_t off = 0; off < len; off += 65536) {
+        ZSTD_inBuffer ib = {in + off, len - off < 65536 ? len - off : 65536, 0};
+        while (ib.pos < ib.size)
+            assert_false(ZSTD_isError(ZSTD_compressStream2(cc, &ob, &ib, ZSTD_e_continue)));
+    }
+    ZSTD_inBuffer none = {NULL, 0, 0};
+    size_t left;
+    do {
+        left = ZSTD_compressStream2(cc, &ob, &none, ZSTD_e_end);
+        assert_false(ZSTD_isError(left));
+    } while (left != 0);
+    ZSTD_freeCCtx(cc);
+    assert_true(ZSTD_getFrameContentSize(*frame, ob.pos) == ZSTD_CONTENTSIZE_UNKNOWN);
+    return ob.pos;
+}
+
+/* A streamed zstd frame decodes straight into the output buffer once the buffer is big enough:
+ * the DCtx grows no window buffer of its own (a streaming decode would allocate the frame's 2 MiB
+ * window and copy every byte out of it). A buffer too small for the frame, and a cold one, still
+ * decode it (the streaming path); the bound still holds. */
+static void zstd_streamed_frames(void **state)
+{
+    (void)state;
+    const size_t big = 600000, small = 100000;
+    uint8_t *in = json_like(big);
+    uint8_t *z;
+    size_t zlen = zstd_streamed(in, big, &z);
+    const uint8_t *out;
+    size_t out_len;
+
+    /* Warm: a sized frame of the same length grows the buffer (the DCtx decodes it in one pass). */
+    kc_decode_ctx_t ctx;
+    kc_decode_ctx_init(&ctx, 0);
+    tb_buf_t sized = {0};
+    tb_compress(&sized, 4, false, in, big);
+    assert_int_equal(kc_decompress(&ctx, 4, sized.p, sized.len, &out, &out_len, NULL), KC_OK);
+    size_t before = ZSTD_sizeof_DCtx(ctx.zstd);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(kc_decompress(&ctx, 4, z, zlen, &out, &out_len, NULL), KC_OK);
+        assert_int_equal(out_len, big);
+        assert_memory_equal(out, in, big);
+    }
+    size_t after = ZSTD_sizeof_DCtx(ctx.zstd);
+    if (after > before + (64 << 10))
+        fail_msg("the DCtx grew from %zu to %zu bytes: the frame went through its window", before,
+                 after);
+    kc_decode_ctx_destroy(&ctx);
+
+    /* A buffer sized by a smaller batch, and a cold one: the frame still decodes in full. */
+    for (int warm = 0; warm < 2; warm++) {
+        kc_decode_ctx_init(&ctx, 0);
+        tb_buf_t s = {0};
+        tb_compress(&s, 4, false, in, small);
+        if (warm)
+            assert_int_equal(kc_decompress(&ctx, 4, s.p, s.len, &out, &out_len, NULL), KC_OK);
+        assert_int_equal(kc_decompress(&ctx, 4, z, zlen, &out, &out_len, NULL), KC_OK);
+        assert_int_equal(out_len, big);
+        assert_memory_equal(out, in, big);
+        tb_free(&s);
+        kc_decode_ctx_destroy(&ctx);
+    }
+
+    /* The bound: a warm buffer at max_out, and a frame that decodes past it. */
+    kc_decode_ctx_init(&ctx, small);
+    tb_buf_t s = {0};
+    tb_compress(&s, 4, false, in, small);
+    assert_int_equal(kc_decompress(&ctx, 4, s.p, s.len, &out, &out_len, NULL), KC_OK);
+    kc_error_t err;
+    assert_int_equal(kc_decompress(&ctx, 4, z, zlen, &out, &out_len, &err), KC_ERR_TOO_LARGE);
+    assert_true(ctx.out_cap <= small);
+    tb_free(&s);
+    kc_decode_ctx_destroy(&ctx);
+
+    /* Corrupt and truncated streamed frames fail with a clear error through the one-shot path. */
+    kc_decode_ctx_init(&ctx, 0);
+    assert_int_equal(kc_decompress(&ctx, 4, sized.p, sized.len, &out, &out_len, NULL), KC_OK);
+    assert_int_equal(kc_decompress(&ctx, 4, z, zlen - 1, &out, &out_len, &err), KC_ERR_MALFORMED);
+    for (size_t i = zlen / 3; i < zlen / 3 + 16; i++)
+        z[i] ^= 0x5a;
+    kc_err_t rc = kc_decompress(&ctx, 4, z, zlen, &out, &out_len, &err);
+    assert_false(rc == KC_OK && out_len == big && memcmp(out, in, big) == 0);
+    kc_decode_ctx_destroy(&ctx);
+    tb_free(&sized);
+    free(z);
+    free(in);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(roundtrip),
         cmocka_unit_test(bombs_stop_at_bound),
         cmocka_unit_test(corrupt_and_truncated),
+        cmocka_unit_test(zstd_streamed_frames),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -75,10 +75,26 @@ kc_err_t kc_zstd_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_l
     uint64_t window = declared_window(in, in_len);
     if (window > (uint64_t)in_len * HINT_RATIO + HINT_SLACK)
         return one_shot(ctx, in, in_len, out_len, err);
+    unsigned long long hint = ZSTD_getFrameContentSize(in, in_len);
+    /* A streamed frame (Java's producers write them: no content size) decodes block by block
+     * into the DCtx's own window buffer and is copied out of it, a second pass over every
+     * decompressed byte. Decoded in one shot into the buffer instead, it costs neither the copy
+     * nor the window. The buffer keeps the size of the largest batch so far, so this fits all but
+     * a batch larger than every one before it, which goes on to the streaming decode (that grows
+     * the buffer) after a partial decode. */
+    if (hint == ZSTD_CONTENTSIZE_UNKNOWN && ctx->out_cap > 0) {
+        size_t n = ZSTD_decompressDCtx(ctx->zstd, ctx->out, ctx->out_cap, in, in_len);
+        if (!ZSTD_isError(n)) {
+            *out_len = n;
+            return KC_OK;
+        }
+        if (ZSTD_getErrorCode(n) != ZSTD_error_dstSize_tooSmall)
+            return kc_fail(err, KC_ERR_MALFORMED, "zstd: %s", ZSTD_getErrorName(n));
+        ZSTD_DCtx_reset(ctx->zstd, ZSTD_reset_session_only);
+    }
     /* Size the buffer from the frame header when it says, so most batches decode in one pass.
      * The header is only a claim: believe it up to HINT_RATIO times the frame (typical record
      * data compresses far less), and let real output grow the buffer past that. */
-    unsigned long long hint = ZSTD_getFrameContentSize(in, in_len);
     if (hint != ZSTD_CONTENTSIZE_UNKNOWN && hint != ZSTD_CONTENTSIZE_ERROR && hint > 0) {
         size_t want = hint < ctx->max_out ? (size_t)hint : ctx->max_out;
         if (want > in_len * HINT_RATIO + HINT_SLACK)
