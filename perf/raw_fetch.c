@@ -15,8 +15,9 @@
  * MEM-T1's ceiling) or one of the io_uring patterns MEM-IO compares.
  *
  * Prints one JSON line like the other perf peers: records, bytes (response bytes received, not
- * value bytes), wall_s, responses, recv_calls (receive completions). Exit 1 on any error, with
- * the reason on stderr.
+ * value bytes), wall_s, responses, recv_calls (receive completions), and first_s and
+ * first_records: when the first response carrying records was in hand (from the clock's start,
+ * the first request), and how many it carried. Exit 1 on any error, with the reason on stderr.
  *
  * Owner: the one thread of the program.
  */
@@ -448,7 +449,8 @@ int main(int argc, char **argv)
     fq.topics.count = 1, fq.topics.items = &ft;
     fq.forgotten_topics_data.count = 0;
 
-    uint64_t records = 0, responses = 0;
+    uint64_t records = 0, responses = 0, first_records = 0;
+    double t_first = 0;
     int empty = 0;
     uint64_t bytes0 = c.recv_bytes, calls0 = c.recv_calls;
     double t0 = now_s();
@@ -482,6 +484,10 @@ int main(int argc, char **argv)
                 walk_batches(pd->records, &next[i], &records);
             }
         }
+        if (records > 0 && before == 0) {
+            t_first = now_s();
+            first_records = records;
+        }
         empty = records == before ? empty + 1 : 0;
         if (empty == 50) {
             /* Five seconds of answers without a record (each waited fetch.max.wait.ms): the
@@ -496,9 +502,10 @@ int main(int argc, char **argv)
     double wall = now_s() - t0;
     printf("{\"client\":\"raw_fetch\",\"version\":\"Fetch v%d, %s\",\"topic\":\"%s\","
            "\"partitions\":%d,\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"wall_s\":%.3f,"
-           "\"responses\":%" PRIu64 ",\"recv_calls\":%" PRIu64 "}\n",
+           "\"responses\":%" PRIu64 ",\"recv_calls\":%" PRIu64 ",\"first_s\":%.3f,"
+           "\"first_records\":%" PRIu64 "}\n",
            fv, modes[mode], topic, np, records, c.recv_bytes - bytes0, wall, responses,
-           c.recv_calls - calls0);
+           c.recv_calls - calls0, t_first - t0, first_records);
     if (mode != RX_RECV)
         io_uring_queue_exit(&c.ring);
     free(c.pbufs);

@@ -176,6 +176,12 @@ def cmd_record(a):
             row["syscalls_per_mrec"] = round(row["syscalls"] / (row["records"] / 1e6), 1)
         if "task_clock_s" in row:
             row["task_clock_s_per_mrec"] = round(row["task_clock_s"] / (row["records"] / 1e6), 5)
+        # From the first record in hand to the last: the clocks of kc_consume and raw_fetch start
+        # at different points (kc_consume's before its assignment or group join and the offset
+        # lookups, raw_fetch's at its first Fetch), so MEM-T1 compares the rates after that.
+        f_s, f_n = row.get("first_s"), row.get("first_records")
+        if isinstance(f_s, (int, float)) and isinstance(f_n, int) and 0 <= f_s < w and f_n < row["records"]:
+            row["steady_rec_s"] = round((row["records"] - f_n) / (w - f_s))
     if row.get("records") and "cpu_net_s" in row:
         # kc_consume's per-thread split (read before kc_close): CPU s per million records each.
         m = row["records"] / 1e6
@@ -201,6 +207,8 @@ COLS = [("rec_s", "records/s", "{:,.0f}"), ("mb_s", "MB/s", "{:.1f}"),
         ("fetch_request_bytes_last", "last Fetch B", "{:,.0f}"),
         ("allocs_per_record", "allocs / rec", "{:.6f}"),
         ("first_all_s", "s to a record of every partition", "{:.2f}"),
+        ("first_s", "s to the first record", "{:.3f}"),
+        ("steady_rec_s", "records/s from the first record", "{:,.0f}"),
         ("idle_cpu_pct", "idle CPU %", "{:.2f}"), ("syscalls_per_mrec", "syscalls / M rec", "{:,.0f}")]
 
 
@@ -633,17 +641,24 @@ def targets(cases, figs, t2_figs):
         add(what, f"{r:.2f} ({a:.3f} vs {b:.3f} CPU s/M rec)", "≤ 1.3", r <= 1.3,
             "" if r <= 1.3 else f"gap {r / 1.3:.2f}× the bound")
     # MEM-T1 against the loopback limit: raw_fetch asks for the same responses and only recv()s
-    # them (perf/raw_fetch.c); kconsume's records/s over its records/s.
-    raw = get("MEM-T1", "raw-fetch", "rec_s")
+    # them (perf/raw_fetch.c); kconsume's records/s over its records/s, both from the first
+    # record in hand (steady_rec_s: raw_fetch's clock starts at its first Fetch, kconsume's before
+    # its offset lookups or group join). The whole-clock ratio is in the note.
+    raw, raw_all = get("MEM-T1", "raw-fetch", "steady_rec_s"), get("MEM-T1", "raw-fetch", "rec_s")
     for kc in ("kconsume-assign-w1-io_uring", "kconsume-group-w1-io_uring"):
-        a = get("MEM-T1", kc, "rec_s")
-        what = f"MEM-T1 records/s: {kc} ÷ a raw loopback reader of the same response bytes"
+        a, a_all = get("MEM-T1", kc, "steady_rec_s"), get("MEM-T1", kc, "rec_s")
+        what = (f"MEM-T1 records/s from the first record: {kc} ÷ a raw loopback reader of the same "
+                "response bytes")
         if a is None or raw is None:
-            add(what, None, "≥ 0.8", None, "a row is missing (raw-fetch or kconsume)")
+            add(what, None, "≥ 0.8", None, "a row is missing (raw-fetch or kconsume), or its first_s")
             continue
         r = a / raw
-        add(what, f"{r:.2f} ({a:,.0f} vs {raw:,.0f} records/s)", "≥ 0.8", r >= 0.8,
-            "" if r >= 0.8 else f"gap {0.8 / r:.2f}× the bound")
+        note = (f"whole clock {a_all / raw_all:.2f} ({a_all:,.0f} vs {raw_all:,.0f}; kconsume's with "
+                f"its start, {get('MEM-T1', kc, 'first_s'):.3f} s to the first record)"
+                if a_all and raw_all and get("MEM-T1", kc, "first_s") is not None else "")
+        if r < 0.8:
+            note = f"gap {0.8 / r:.2f}× the bound; " + note
+        add(what, f"{r:.2f} ({a:,.0f} vs {raw:,.0f} records/s)", "≥ 0.8", r >= 0.8, note)
     # T4: idle after catching up on 10,000 partitions.
     t4 = cases.get("T4", {}) if isinstance(cases.get("T4"), dict) else {}
 

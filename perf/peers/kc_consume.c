@@ -24,7 +24,9 @@
  * -W W leaves the first W delivered (the producer's warm-up) out of the percentiles.
  * -L keeps fetching idle for that many seconds after the end (T3: the steady-state incremental
  * Fetch), then takes the stats; the process's CPU over that idle time is printed as idle_cpu_pct
- * (T4). first_all_s is the time from the clock's start until every partition delivered a record.
+ * (T4). first_all_s is the time from the clock's start until every partition delivered a record;
+ * first_s the time until the first batch reached a callback, and first_records that batch's
+ * records (MEM-T1's rate from the first record, set against raw_fetch's).
  * Settings are in perf/README.md ("kconsume"); -X overrides any of them.
  *
  * CPU by thread: once the last record arrived (before the linger and kc_close, which joins the
@@ -100,6 +102,9 @@ static struct {
     double t0;             /* the clock's start; written by main before the assignment */
     double t_all_first;    /* when parts_seen reached nparts; written once by that worker, read
                               by main after kc_close joined the workers */
+    double t_first;        /* when the first batch was delivered, and its records: written once by
+                              the worker whose add to `seen` started from 0, read like t_all_first */
+    int64_t first_records;
     /* Allocation window: opened by the worker whose batch crosses total/10 (CAS on win_open). */
     atomic_int win_open;
     _Atomic int64_t win_seen0;
@@ -187,6 +192,10 @@ static kc_cb_result_t on_records(void *opaque, kc_part_t *kp, kc_records_t *batc
      * kc_close, which joins the workers, so this is for the window figures only). */
     int64_t seen =
         atomic_fetch_add_explicit(&g.seen, (int64_t)n, memory_order_acq_rel) + (int64_t)n;
+    if (n > 0 && seen == (int64_t)n) {
+        g.t_first = mono_s();
+        g.first_records = (int64_t)n;
+    }
     if (g.alloc_count && seen >= g.total / STEADY_FRACTION && !atomic_load(&g.win_open)) {
         int exp = 0;
         if (atomic_compare_exchange_strong(&g.win_open, &exp, 1)) {
@@ -537,6 +546,8 @@ int main(int argc, char **argv)
     fputs(cpu_split, stdout);
     if (g.t_all_first > 0)
         printf(",\"first_all_s\":%.3f", g.t_all_first - t0);
+    if (g.t_first > 0)
+        printf(",\"first_s\":%.3f,\"first_records\":%" PRId64, g.t_first - t0, g.first_records);
     if (linger > 0)
         printf(",\"idle_s\":%.1f,\"idle_cpu_pct\":%.3f", linger, idle_pct);
     if (g.alloc_count && atomic_load(&g.win_open) && seen1 > atomic_load(&g.win_seen0)) {
