@@ -502,10 +502,12 @@ int main(int argc, char **argv)
     double wall = now_s() - t0;
     printf("{\"client\":\"raw_fetch\",\"version\":\"Fetch v%d, %s\",\"topic\":\"%s\","
            "\"partitions\":%d,\"records\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"wall_s\":%.3f,"
-           "\"responses\":%" PRIu64 ",\"recv_calls\":%" PRIu64 ",\"first_s\":%.3f,"
-           "\"first_records\":%" PRIu64 "}\n",
+           "\"responses\":%" PRIu64 ",\"recv_calls\":%" PRIu64,
            fv, modes[mode], topic, np, records, c.recv_bytes - bytes0, wall, responses,
-           c.recv_calls - calls0, t_first - t0, first_records);
+           c.recv_calls - calls0);
+    if (t_first > 0)
+        printf(",\"first_s\":%.3f,\"first_records\":%" PRIu64, t_first - t0, first_records);
+    printf("}\n");
     if (mode != RX_RECV)
         io_uring_queue_exit(&c.ring);
     free(c.pbufs);

@@ -25,7 +25,7 @@
  * -L keeps fetching idle for that many seconds after the end (T3: the steady-state incremental
  * Fetch), then takes the stats; the process's CPU over that idle time is printed as idle_cpu_pct
  * (T4). first_all_s is the time from the clock's start until every partition delivered a record;
- * first_s the time until the first batch reached a callback, and first_records that batch's
+ * first_s the time until the callback had run on the first batch, and first_records that batch's
  * records (MEM-T1's rate from the first record, set against raw_fetch's).
  * Settings are in perf/README.md ("kconsume"); -X overrides any of them.
  *

@@ -38,6 +38,14 @@ static uint64_t declared_window(const uint8_t *in, size_t len)
     return base + base / 8 * (wd & 7);
 }
 
+/* A decode error as the consumer reports it: a frame cut short says so. */
+static kc_err_t malformed(kc_error_t *err, size_t code)
+{
+    if (ZSTD_getErrorCode(code) == ZSTD_error_srcSize_wrong)
+        return kc_fail(err, KC_ERR_MALFORMED, "zstd: truncated frame");
+    return kc_fail(err, KC_ERR_MALFORMED, "zstd: %s", ZSTD_getErrorName(code));
+}
+
 /* One-shot decode straight into ctx->out, which then is the history window: zstd allocates no
  * window of its own. Used when the header declares a window the frame's bytes cannot justify;
  * the buffer doubles (re-decoding) only as far as real output needs, up to max_out. */
@@ -54,7 +62,7 @@ static kc_err_t one_shot(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_len,
             return KC_OK;
         }
         if (ZSTD_getErrorCode(n) != ZSTD_error_dstSize_tooSmall)
-            return kc_fail(err, KC_ERR_MALFORMED, "zstd: %s", ZSTD_getErrorName(n));
+            return malformed(err, n);
         if ((rc = kc_decode_grow(ctx, 0, err)) != KC_OK)
             return rc;
     }
@@ -89,7 +97,10 @@ kc_err_t kc_zstd_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_l
             return KC_OK;
         }
         if (ZSTD_getErrorCode(n) != ZSTD_error_dstSize_tooSmall)
-            return kc_fail(err, KC_ERR_MALFORMED, "zstd: %s", ZSTD_getErrorName(n));
+            return malformed(err, n);
+        if (ctx->out_cap >= ctx->max_out) /* the streaming decode could only fail the same way */
+            return kc_fail(err, KC_ERR_TOO_LARGE,
+                           "decompressed data exceeds the bound of %zu bytes", ctx->max_out);
         ZSTD_DCtx_reset(ctx->zstd, ZSTD_reset_session_only);
     }
     /* Size the buffer from the frame header when it says, so most batches decode in one pass.
@@ -112,7 +123,7 @@ kc_err_t kc_zstd_decompress(kc_decode_ctx_t *ctx, const uint8_t *in, size_t in_l
         size_t in_before = ib.pos;
         last = ZSTD_decompressStream(ctx->zstd, &ob, &ib);
         if (ZSTD_isError(last))
-            return kc_fail(err, KC_ERR_MALFORMED, "zstd: %s", ZSTD_getErrorName(last));
+            return malformed(err, last);
         int progressed = ob.pos != produced || ib.pos != in_before;
         produced = ob.pos;
         /* All input used, room left, frame unfinished and nothing moved: it wants bytes that
