@@ -35,6 +35,15 @@ static void twelve(kc_partition_t p[12])
     }
 }
 
+/* A plan whose consumer has a rack (read replicas apply) over twelve's partitions. */
+static void rack_plan(kc_fetch_plan_conf_t *c, kc_fetch_plan_t *plan, kc_partition_t p[12])
+{
+    *c = conf();
+    c->part.has_rack = 1;
+    kc_fetch_plan_init(plan, c);
+    twelve(p);
+}
+
 static kc_fetch_send_t *send_for(kc_fetch_send_t *s, size_t n, int32_t broker)
 {
     for (size_t i = 0; i < n; i++)
@@ -248,12 +257,10 @@ static void paused_and_inactive_partitions_not_wanted(void **state)
 static void settled_brokers_and_repeats(void **state)
 {
     (void)state;
-    kc_fetch_plan_conf_t c = conf();
-    c.part.has_rack = 1;
+    kc_fetch_plan_conf_t c;
     kc_fetch_plan_t plan;
-    kc_fetch_plan_init(&plan, &c);
     kc_partition_t p[12];
-    twelve(p);
+    rack_plan(&c, &plan, p);
     p[0].paused = 1;            /* broker 1: paused only */
     p[1].state = KC_FS_BACKOFF; /* broker 2: a backoff, first in the pass */
     p[1].backoff_until_ms = NOW + 500;
@@ -315,12 +322,10 @@ static void settled_brokers_and_repeats(void **state)
 static void replica_lapse_unsettles_a_busy_leader(void **state)
 {
     (void)state;
-    kc_fetch_plan_conf_t c = conf();
-    c.part.has_rack = 1;
+    kc_fetch_plan_conf_t c;
     kc_fetch_plan_t plan;
-    kc_fetch_plan_init(&plan, &c);
     kc_partition_t p[12];
-    twelve(p);
+    rack_plan(&c, &plan, p);
     p[0].preferred_replica = 3; /* leader broker 1 */
     p[0].preferred_until_ms = NOW + 100;
     kc_error_t e;
@@ -539,12 +544,10 @@ static void preferred_replica_with_rack_expires_to_leader(void **state)
 static void failed_replica_sends_its_partitions_to_the_leader(void **state)
 {
     (void)state;
-    kc_fetch_plan_conf_t c = conf();
-    c.part.has_rack = 1;
+    kc_fetch_plan_conf_t c;
     kc_fetch_plan_t plan;
-    kc_fetch_plan_init(&plan, &c);
     kc_partition_t p[12];
-    twelve(p); /* p[0] and p[3] lead on broker 1 */
+    rack_plan(&c, &plan, p); /* p[0] and p[3] lead on broker 1 */
     kc_partition_on_fetch_ok(&p[0], 1000, 1000, 0, 2, &c.part, NOW);
     kc_partition_on_fetch_ok(&p[3], 1000, 1000, 0, 3, &c.part, NOW);
     kc_error_t e;

@@ -51,6 +51,14 @@ static void open_session(kc_session_t *s, kc_session_part_t *w, size_t n)
     assert_int_equal(kc_session_on_response(s, &resp, NOW), KC_SESSION_OK);
 }
 
+/* A session opened on want4's four partitions (its answer gives it id 77). */
+static void open_four(kc_session_t *s, kc_session_part_t w[4])
+{
+    kc_session_init(s, 1, 60000);
+    want4(w);
+    open_session(s, w, 4);
+}
+
 static int count_lines;
 static void count_sink(void *o, int level, const char *sub, const char *line)
 {
@@ -79,10 +87,8 @@ static void after_response_id_and_epoch_plus_one(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_req_t r;
     for (int32_t want_epoch = 1; want_epoch <= 3; want_epoch++) {
         build_ok(&s, w, 4, &r);
@@ -123,10 +129,8 @@ static void steady_state_nothing_changed_sends_0_entries(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_req_t r;
     for (int i = 0; i < 5; i++) {
         build_ok(&s, w, 4, &r);
@@ -149,10 +153,8 @@ static void consumed_partition_resent_others_not(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     w[2].fetch_offset += 500;
     kc_session_req_t r;
     build_ok(&s, w, 4, &r);
@@ -170,10 +172,8 @@ static void seek_epoch_maxbytes_each_one_altered(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_resp_t resp = ok_resp(77);
     kc_session_req_t r;
 
@@ -203,10 +203,8 @@ static void unassign_forgotten_exactly_once(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_resp_t resp = ok_resp(77);
     kc_session_req_t r;
     build_ok(&s, w, 3, &r); /* w[3] (topic 2, p1) unassigned */
@@ -225,10 +223,8 @@ static void pause_forgets_and_resume_adds(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_resp_t resp = ok_resp(77);
     kc_session_req_t r;
     w[0].paused = 1;
@@ -251,10 +247,8 @@ static void error_70_reopens_with_full_set_not_surfaced(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_req_t r;
     build_ok(&s, w, 4, &r);
     kc_session_resp_t bad = {KC_KAFKA_FETCH_SESSION_ID_NOT_FOUND, 0};
@@ -277,10 +271,8 @@ static void error_71_reopens_closing_old_not_surfaced(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_req_t r;
     build_ok(&s, w, 3, &r); /* carries a forgotten entry that the broker refuses */
     kc_session_resp_t bad = {KC_KAFKA_INVALID_FETCH_SESSION_EPOCH, 0};
@@ -303,10 +295,8 @@ static void failed_request_changes_nothing(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     w[1].fetch_offset = 7;
     kc_session_req_t a, b;
     build_ok(&s, w, 3, &a);
@@ -377,10 +367,8 @@ static void build_same_failure_and_reset(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_req_t r;
     kc_error_t e;
     assert_int_equal(kc_session_build_same(&s, &r, &e), KC_OK);
@@ -511,10 +499,8 @@ static void other_top_level_error_reported_and_reopens(void **state)
 {
     (void)state;
     kc_session_t s;
-    kc_session_init(&s, 1, 60000);
     kc_session_part_t w[4];
-    want4(w);
-    open_session(&s, w, 4);
+    open_four(&s, w);
     kc_session_req_t r;
     build_ok(&s, w, 4, &r);
     kc_session_resp_t bad = {KC_KAFKA_UNKNOWN_SERVER_ERROR, 0};
